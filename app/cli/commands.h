@@ -1,0 +1,20 @@
+// The subcommands of powerhouse-cli. Each registers its options on the CLI11 app and
+// returns the process exit status when run: 0 on success, 1 on a failure (reported on
+// stderr), 2 on bad usage.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace powerhouse::cli {
+
+struct Command {
+    CLI::App* subcommand = nullptr;
+    std::function<int()> run;
+};
+
+Command add_info_command(CLI::App& app);
+Command add_synth_command(CLI::App& app);
+
+}  // namespace powerhouse::cli

@@ -1,0 +1,61 @@
+#include "format.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace powerhouse::cli {
+
+std::string format_bytes(uint64_t bytes) {
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = static_cast<double>(bytes);
+    size_t unit = 0;
+    while (value >= 1024.0 && unit + 1 < std::size(units)) {
+        value /= 1024.0;
+        ++unit;
+    }
+    return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+std::string format_count(uint64_t count) {
+    const double v = static_cast<double>(count);
+    if (v >= 1e9) return fmt::format("{:.2f} B", v / 1e9);
+    if (v >= 1e6) return fmt::format("{:.1f} M", v / 1e6);
+    if (v >= 1e3) return fmt::format("{:.1f} K", v / 1e3);
+    return fmt::format("{}", count);
+}
+
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+    std::vector<size_t> width(header.size(), 0);
+    std::vector<bool> numeric(header.size(), true);
+    auto measure = [&](const std::vector<std::string>& row, bool is_header) {
+        for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+            width[c] = std::max(width[c], row[c].size());
+            if (!is_header && !row[c].empty() && !(std::isdigit(static_cast<unsigned char>(row[c][0])) != 0)) {
+                numeric[c] = false;
+            }
+        }
+    };
+    measure(header, true);
+    for (const auto& row : rows) measure(row, false);
+    auto line = [&](const std::vector<std::string>& row) {
+        std::string out;
+        for (size_t c = 0; c < width.size(); ++c) {
+            const std::string cell = c < row.size() ? row[c] : "";
+            const std::string pad(width[c] - cell.size(), ' ');
+            out += (c ? "  " : "") + (numeric[c] ? pad + cell : cell + (c + 1 < width.size() ? pad : ""));
+        }
+        return out + "\n";
+    };
+    std::string out = line(header);
+    for (const auto& row : rows) out += line(row);
+    return out;
+}
+
+int report_error(const Error& error) {
+    std::fprintf(stderr, "error: %s\n", error.message.c_str());
+    return 1;
+}
+
+}  // namespace powerhouse::cli

@@ -1,0 +1,21 @@
+// Human-readable numbers for the command line: sizes, counts, tables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "powerhouse/result.h"
+
+namespace powerhouse::cli {
+
+std::string format_bytes(uint64_t bytes);     // "4.58 GiB"
+std::string format_count(uint64_t count);     // "134.5 M", "8.03 B"
+
+// A plain-text table with a header row; columns are left-aligned unless numeric.
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+// Prints "error: <message>" to stderr and returns 1.
+int report_error(const Error& error);
+
+}  // namespace powerhouse::cli

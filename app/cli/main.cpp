@@ -1,0 +1,29 @@
+// powerhouse-cli: inspect, create and (as the engine grows) run GGUF models from a terminal.
+#include <cstdio>
+#include <vector>
+
+#include "cli_version.h"
+#include "commands.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"Powerhouse: local LLM inference for multi-GPU workstations", "powerhouse-cli"};
+    app.require_subcommand(0, 1);
+    app.set_version_flag("--version", std::string("powerhouse-cli ") + POWERHOUSE_VERSION + " (commit " +
+                                          POWERHOUSE_GIT_COMMIT + ")");
+
+    const std::vector<powerhouse::cli::Command> commands = {
+        powerhouse::cli::add_info_command(app),
+        powerhouse::cli::add_synth_command(app),
+    };
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    for (const auto& command : commands) {
+        if (command.subcommand->parsed()) return command.run();
+    }
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+}

@@ -1,0 +1,66 @@
+# Third-party libraries. Header-only ones (fmt, nlohmann-json, CLI11) come from Debian's
+# -dev packages; on the GPU machine, which has no package registry, scripts/device-check
+# copies their headers into third_party/include (git-ignored) and carries them along.
+
+set(POWERHOUSE_THIRD_PARTY "${PROJECT_SOURCE_DIR}/third_party" CACHE PATH
+    "Fallback folder for dependencies carried to machines without Debian's packages")
+
+find_package(Threads REQUIRED)
+
+find_package(fmt 9 QUIET CONFIG)
+if(NOT TARGET fmt::fmt-header-only)
+    if(NOT EXISTS "${POWERHOUSE_THIRD_PARTY}/include/fmt/format.h")
+        message(FATAL_ERROR "fmt not found: install libfmt-dev (scripts/setup does)")
+    endif()
+    add_library(fmt::fmt-header-only INTERFACE IMPORTED)
+    target_include_directories(fmt::fmt-header-only SYSTEM INTERFACE
+        "${POWERHOUSE_THIRD_PARTY}/include")
+    target_compile_definitions(fmt::fmt-header-only INTERFACE FMT_HEADER_ONLY=1)
+endif()
+
+find_package(nlohmann_json 3.10 QUIET CONFIG)
+if(NOT TARGET nlohmann_json::nlohmann_json)
+    if(NOT EXISTS "${POWERHOUSE_THIRD_PARTY}/include/nlohmann/json.hpp")
+        message(FATAL_ERROR "nlohmann-json not found: install nlohmann-json3-dev (scripts/setup does)")
+    endif()
+    add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+    target_include_directories(nlohmann_json::nlohmann_json SYSTEM INTERFACE
+        "${POWERHOUSE_THIRD_PARTY}/include")
+endif()
+
+find_package(CLI11 2 QUIET CONFIG)
+if(NOT TARGET CLI11::CLI11)
+    if(NOT EXISTS "${POWERHOUSE_THIRD_PARTY}/include/CLI/CLI.hpp")
+        message(FATAL_ERROR "CLI11 not found: install libcli11-dev (scripts/setup does)")
+    endif()
+    add_library(CLI11::CLI11 INTERFACE IMPORTED)
+    target_include_directories(CLI11::CLI11 SYSTEM INTERFACE "${POWERHOUSE_THIRD_PARTY}/include")
+endif()
+
+if(POWERHOUSE_TESTS)
+    find_package(GTest QUIET)
+    if(NOT TARGET GTest::gtest_main)
+        # GoogleTest sources (Debian's googletest package installs them under /usr/src).
+        foreach(dir "${POWERHOUSE_THIRD_PARTY}/googletest" "/usr/src/googletest")
+            if(EXISTS "${dir}/CMakeLists.txt")
+                set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+                add_subdirectory("${dir}" "${PROJECT_BINARY_DIR}/_deps/googletest" EXCLUDE_FROM_ALL)
+                break()
+            endif()
+        endforeach()
+    endif()
+    if(NOT TARGET GTest::gtest_main AND NOT TARGET gtest_main)
+        message(FATAL_ERROR "GoogleTest not found: install libgtest-dev (scripts/setup does)")
+    endif()
+    if(NOT TARGET GTest::gtest_main)
+        add_library(GTest::gtest_main ALIAS gtest_main)
+        add_library(GTest::gtest ALIAS gtest)
+    endif()
+endif()
+
+if(POWERHOUSE_BENCHMARKS)
+    find_package(benchmark QUIET CONFIG)
+    if(NOT TARGET benchmark::benchmark)
+        message(STATUS "Google Benchmark not found: benchmark programs are not built")
+    endif()
+endif()

@@ -1,0 +1,18 @@
+#include "powerhouse/result.h"
+
+namespace powerhouse {
+
+const char* error_code_name(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::invalid_argument: return "invalid argument";
+        case ErrorCode::io: return "I/O error";
+        case ErrorCode::format: return "malformed file";
+        case ErrorCode::unsupported: return "unsupported";
+        case ErrorCode::out_of_memory: return "out of memory";
+        case ErrorCode::cancelled: return "cancelled";
+        case ErrorCode::internal: return "internal error";
+    }
+    return "error";
+}
+
+}  // namespace powerhouse
