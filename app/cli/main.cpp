@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        const int status = app.exit(e);  // prints help, the version, or what was wrong
+        return status == 0 ? 0 : 2;
     }
     for (const auto& command : commands) {
         if (command.subcommand->parsed()) return command.run();

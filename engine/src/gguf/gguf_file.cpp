@@ -75,22 +75,36 @@ private:
         return value;
     }
 
-    // A GGUF string: u64 length, then bytes (not NUL-terminated). Returns a view.
-    std::string_view read_string(std::string_view field, uint64_t max_length) {
-        const uint64_t at = pos_;
-        const auto length = read<uint64_t>(field);
+    // A GGUF string: u64 length, then bytes (not NUL-terminated). Returns a view. The
+    // field is named lazily ("string 17 of the array") so that reading a 150k-entry
+    // vocabulary formats nothing unless it fails.
+    std::string_view read_string(std::string_view field, uint64_t max_length, uint64_t element = UINT64_MAX) {
         if (failed()) return {};
+        const uint64_t at = pos_;
+        uint64_t length = 0;
+        if (left() < sizeof(length)) {
+            read_raw(&length, sizeof(length), name_field(field, element));
+            return {};
+        }
+        std::memcpy(&length, bytes_.data() + pos_, sizeof(length));
+        pos_ += sizeof(length);
         if (length > left()) {
-            fail_at(at, fmt::format("{} length {} is past the end of the file ({} bytes left)", field, length, left()));
+            fail_at(at, fmt::format("{} length {} is past the end of the file ({} bytes left)",
+                                    name_field(field, element), length, left()));
             return {};
         }
         if (length > max_length) {
-            fail_at(at, fmt::format("{} length {} exceeds the limit of {} bytes", field, length, max_length));
+            fail_at(at, fmt::format("{} length {} exceeds the limit of {} bytes", name_field(field, element), length,
+                                    max_length));
             return {};
         }
         std::string_view s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<size_t>(length));
         pos_ += length;
         return s;
+    }
+
+    static std::string name_field(std::string_view field, uint64_t element) {
+        return element == UINT64_MAX ? std::string(field) : fmt::format("{} {} of the array", field, element);
     }
 
     void parse_header(GgufFile& out) {
@@ -213,7 +227,7 @@ private:
             }
             array.strings.reserve(static_cast<size_t>(array.count));
             for (uint64_t i = 0; i < array.count; ++i) {
-                array.strings.push_back(read_string(fmt::format("string {} of the array", i), UINT64_MAX));
+                array.strings.push_back(read_string("string", UINT64_MAX, i));
                 if (failed()) return {};
             }
             return array;

@@ -1,0 +1,45 @@
+# Shared by the scripts in this folder: package installation and paths. Sourced, not run.
+
+POWERHOUSE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+POWERHOUSE_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/powerhouse"
+POWERHOUSE_TEST_MODEL="${POWERHOUSE_TEST_MODEL:-$POWERHOUSE_CACHE/test-models/SmolLM2-135M-Instruct.Q4_1.gguf}"
+export POWERHOUSE_TEST_MODEL
+JOBS="$(nproc 2>/dev/null || echo 2)"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null; then sudo "$@"
+    else die "installing packages needs root: run as root or install sudo (missing: $*)"
+    fi
+}
+
+# ensure_packages PKG...: installs the Debian packages that are not installed yet.
+ensure_packages() {
+    local missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "Installing Debian packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# What every build needs: compiler, CMake, and the libraries of the engine and the CLI.
+BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
+                python3 python3-pip libfmt-dev nlohmann-json3-dev libcli11-dev)
+# What the tests add: GoogleTest, Google Benchmark, clang for libFuzzer and sanitizers.
+TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev)
+
+# configure_build DIR CMAKE_ARGS...: configures once, then lets the build re-run CMake
+# itself when the CMake files change (incremental).
+configure_build() {
+    local dir="$1"; shift
+    if [ ! -f "$dir/build.ninja" ]; then
+        log "Configuring $dir"
+        (cd "$POWERHOUSE_ROOT" && cmake -B "$dir" "$@")
+    fi
+}

@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace powerhouse {
+namespace {
+
+struct CliRun {
+    int status = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs powerhouse-cli with the given arguments (shell-quoted by the caller).
+CliRun cli(const std::string& args) {
+    test::TempDir dir;
+    const std::string err_path = (dir / "stderr").string();
+    const std::string command = std::string(POWERHOUSE_CLI_PATH) + " " + args + " 2>" + err_path;
+    CliRun run;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return run;
+    std::array<char, 4096> buffer{};
+    size_t n;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+    const int raw = ::pclose(pipe);
+    run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    run.err = test::read_file(err_path);
+    return run;
+}
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+TEST(CliInfo, JsonReportsSmolLM2Shape) {
+    const CliRun run = cli("info --json " + quoted(test::test_model_path()));
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto json = nlohmann::json::parse(run.out);
+    EXPECT_EQ(json["architecture"], "llama");
+    EXPECT_EQ(json["n_layer"], 30);
+    EXPECT_EQ(json["n_head"], 9);
+    EXPECT_EQ(json["n_head_kv"], 3);
+    EXPECT_EQ(json["n_embd"], 576);
+    EXPECT_EQ(json["n_ff"], 1536);
+    EXPECT_EQ(json["n_vocab"], 49152);
+    EXPECT_EQ(json["file_type"], "Q4_1");
+    EXPECT_EQ(json["tokenizer_model"], "gpt2");
+    EXPECT_EQ(json["has_chat_template"], true);
+    EXPECT_EQ(json["file_size"], 98362432);
+    EXPECT_EQ(json["tensor_types"][0]["type"], "Q4_1");
+    EXPECT_EQ(json["memory"]["n_ctx"], 8192);
+    EXPECT_EQ(json["memory"]["kv_cache_bytes"], 30ll * 8192 * 3 * 128 * 2);
+    EXPECT_TRUE(run.err.empty()) << run.err;
+}
+
+TEST(CliInfo, ContextAndKvTypeChangeTheEstimate) {
+    const CliRun run = cli("info --json --ctx 1024 --kv-type q8_0 " + quoted(test::test_model_path()));
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto json = nlohmann::json::parse(run.out);
+    EXPECT_EQ(json["memory"]["n_ctx"], 1024);
+    EXPECT_EQ(json["memory"]["kv_type"], "q8_0");
+    EXPECT_EQ(json["memory"]["kv_cache_bytes"], 30ll * 1024 * 3 * 128 / 32 * 34);
+}
+
+TEST(CliInfo, TextOutputNamesTheEssentials) {
+    const CliRun run = cli("info " + quoted(test::test_model_path()));
+    ASSERT_EQ(run.status, 0) << run.err;
+    for (const char* fragment : {"architecture       llama", "layers             30", "quantization       Q4_1",
+                                 "49152 tokens, tokenizer gpt2 / smollm", "chat template      yes", "Q4_1      210"}) {
+        EXPECT_NE(run.out.find(fragment), std::string::npos) << "missing '" << fragment << "' in\n" << run.out;
+    }
+}
+
+TEST(CliInfo, MissingFileIsAClearErrorOnStderr) {
+    test::TempDir dir;
+    const CliRun run = cli("info " + quoted(dir / "missing.gguf"));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_TRUE(run.out.empty());
+    EXPECT_NE(run.err.find("error: cannot open"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("No such file"), std::string::npos) << run.err;
+}
+
+TEST(CliInfo, MalformedFileNamesFieldAndOffset) {
+    test::TempDir dir;
+    std::string bytes = test::read_file(test::data_dir() / "gguf/all_types.gguf");
+    bytes[4] = 7;  // version 7
+    test::write_file(dir / "bad.gguf", bytes);
+    const CliRun run = cli("info " + quoted(dir / "bad.gguf"));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("bad.gguf: header: GGUF version 7 is not supported"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("(at byte 4)"), std::string::npos) << run.err;
+}
+
+TEST(CliUsage, BadUsageExitsWithTwo) {
+    EXPECT_EQ(cli("info").status, 2);
+    EXPECT_EQ(cli("info --ctx 0 x.gguf").status, 2);
+    EXPECT_EQ(cli("info --kv-type q4 x.gguf").status, 2);
+    EXPECT_EQ(cli("no-such-command").status, 2);
+}
+
+TEST(CliUsage, VersionAndHelp) {
+    const CliRun version = cli("--version");
+    EXPECT_EQ(version.status, 0);
+    EXPECT_EQ(version.out.rfind("powerhouse-cli 0.", 0), 0u) << version.out;
+    EXPECT_NE(version.out.find("commit"), std::string::npos);
+    const CliRun help = cli("--help");
+    EXPECT_EQ(help.status, 0);
+    EXPECT_NE(help.out.find("info"), std::string::npos);
+    EXPECT_NE(help.out.find("synth"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace powerhouse
