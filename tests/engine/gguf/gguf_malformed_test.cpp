@@ -52,6 +52,15 @@ TEST(GgufMalformed, ValidControlFileParses) {
     EXPECT_EQ(file->tensors()[1].n_bytes, 34u);
 }
 
+TEST(GgufMalformed, Version2IsRead) {
+    RawGguf g = valid_file();
+    g.version = 2;  // same layout as v3 for little-endian files
+    Result<GgufFile> file = parse(g.build());
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    EXPECT_EQ(file->version(), 2u);
+    EXPECT_EQ(file->metadata().get_string("general.architecture"), "llama");
+}
+
 TEST(GgufMalformed, EmptyInput) { expect_error("", {"header", "truncated", at(0)}); }
 
 TEST(GgufMalformed, BadMagic) {
