@@ -17,13 +17,19 @@ class Encoder {
 public:
     template <class T>
     void put(T value) {
-        const auto* p = reinterpret_cast<const std::byte*>(&value);
-        out.insert(out.end(), p, p + sizeof(T));
+        append(&value, sizeof(T));
     }
     void put_string(std::string_view s) {
         put<uint64_t>(s.size());
-        const auto* p = reinterpret_cast<const std::byte*>(s.data());
-        out.insert(out.end(), p, p + s.size());
+        append(s.data(), s.size());
+    }
+    // resize + memcpy rather than insert(): GCC 12 at -O2 misreads insert() of a few
+    // bytes as an overflow (-Wstringop-overflow false positive).
+    void append(const void* data, size_t n) {
+        if (n == 0) return;
+        const size_t at = out.size();
+        out.resize(at + n);
+        std::memcpy(out.data() + at, data, n);
     }
     void put_value(const GgufValue& value) {
         std::visit(
@@ -37,8 +43,7 @@ public:
                     if (v.element_type == GgufValueType::string) {
                         for (std::string_view s : v.strings) put_string(s);
                     } else {
-                        const size_t n = static_cast<size_t>(v.count) * gguf_value_type_size(v.element_type);
-                        out.insert(out.end(), v.raw, v.raw + n);
+                        append(v.raw, static_cast<size_t>(v.count) * gguf_value_type_size(v.element_type));
                     }
                 } else if constexpr (std::is_same_v<T, bool>) {
                     put<uint8_t>(v ? 1 : 0);
