@@ -1,0 +1,70 @@
+// The real models that synthetic files copy: hyper-parameters, the metadata keys their
+// GGUF conversions carry, their tokenizer's layout and their chat template.
+//
+// Thread-safety: constant data only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "powerhouse/synth.h"
+
+namespace powerhouse::synth {
+
+// tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
+enum class TokenType : int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
+
+enum class VocabKind { bpe, spm };
+
+struct SpecialToken {
+    std::string text;
+    TokenType type = TokenType::control;
+};
+
+// Token ids, in order: `leading` specials, the regular tokens (BPE: 256 byte tokens then
+// merged tokens; SPM: 256 <0xXX> byte tokens, merged pieces, then single characters),
+// `trailing` specials, then padding up to n_vocab named by `pad_pattern`.
+struct VocabSpec {
+    VocabKind kind = VocabKind::bpe;
+    std::string_view model;  // tokenizer.ggml.model
+    std::string_view pre;    // tokenizer.ggml.pre
+    uint32_t n_vocab = 0;
+    uint32_t n_regular = 0;
+    std::vector<SpecialToken> leading;
+    std::vector<SpecialToken> trailing;
+    // "{}" is replaced by the token id (pad_from_id) or by a counter from pad_first.
+    std::string_view pad_pattern;
+    bool pad_from_id = false;
+    uint32_t pad_first = 0;
+    TokenType pad_type = TokenType::unused;
+    // Texts of the tokens whose ids the metadata names; empty when the model has none.
+    std::string_view bos, eos, eot, eom, unk, pad;
+    bool add_bos = false;
+    bool add_space_prefix = true;  // SPM only; written when false
+};
+
+enum class ChatTemplateId { llama3, llama2, mistral, zephyr, smollm2, qwen25, qwen3, gemma3 };
+
+struct PresetSpec {
+    SynthPreset info;
+    VocabSpec vocab;
+    ChatTemplateId chat_template = ChatTemplateId::llama3;
+    bool llama3_rope_freqs = false;   // rope_freqs.weight: Llama 3.1's rope scaling factors
+    bool qkv_bias = false;            // qwen2: attn_q/k/v.bias
+    bool qk_norm = false;             // qwen3, gemma3: attn_q_norm / attn_k_norm
+    bool sandwich_norms = false;      // gemma3: post_attention_norm, post_ffw_norm
+    bool write_head_lengths = false;  // {arch}.attention.key_length / value_length
+    bool write_rope_dims = false;     // {arch}.rope.dimension_count
+    uint32_t sliding_window = 0;      // {arch}.attention.sliding_window (gemma3)
+    float rope_scaling_linear = 0;    // {arch}.rope.scaling.type "linear" with this factor
+    bool is_70b = false;              // llama.cpp's quantizer gives attn_v more bits at 70B
+};
+
+const std::vector<PresetSpec>& preset_specs();
+const PresetSpec* find_preset(std::string_view name);
+// The preset `--arch` alone picks; nullptr for an unknown architecture.
+const PresetSpec* default_preset(std::string_view architecture);
+
+}  // namespace powerhouse::synth

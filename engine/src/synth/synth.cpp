@@ -1,0 +1,102 @@
+// The public entry points of synth: the layout (layout.h) with weights streamed into it.
+#include "powerhouse/synth.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <span>
+#include <system_error>
+#include <thread>
+
+#include "synth/layout.h"
+#include "synth/weights.h"
+
+namespace powerhouse {
+
+using synth::FileTypeSpec;
+using synth::PlannedTensor;
+using synth::PresetSpec;
+
+std::vector<SynthPreset> synth_presets() {
+    std::vector<SynthPreset> out;
+    for (const PresetSpec& p : synth::preset_specs()) out.push_back(p.info);
+    return out;
+}
+
+std::vector<SynthType> synth_types() {
+    std::vector<SynthType> out;
+    for (const FileTypeSpec& t : synth::file_type_specs()) {
+        out.push_back(SynthType{std::string(t.name), t.llama_ftype, std::string(t.description)});
+    }
+    return out;
+}
+
+Result<SynthPlan> plan_synth_model(const SynthOptions& options) {
+    Result<synth::Layout> layout = synth::lay_out(options);
+    if (!layout) return std::move(layout).error();
+    return synth::make_plan(*layout);
+}
+
+Result<SynthResult> synthesize_model(const SynthOptions& options, const SynthProgressFn& progress) {
+    const auto start = std::chrono::steady_clock::now();
+    if (options.output.empty()) return make_error(ErrorCode::invalid_argument, "no output file given");
+    std::error_code ec;
+    if (std::filesystem::exists(options.output, ec) && !options.overwrite) {
+        return make_error(
+            ErrorCode::invalid_argument,
+            fmt::format("{} already exists; choose another name or allow overwriting it", options.output.string()));
+    }
+    Result<synth::Layout> laid_out = synth::lay_out(options);
+    if (!laid_out) return std::move(laid_out).error();
+    const synth::Layout& layout = *laid_out;
+
+    SynthResult result;
+    result.plan = synth::make_plan(layout);
+    result.path = options.output;
+
+    // Where each tensor's data starts, for byte-accurate progress: the data section is
+    // the tensors, each padded to the alignment, after the header.
+    const uint64_t total = result.plan.file_bytes;
+    auto padded = [](uint64_t n) {
+        return (n + kGgufDefaultAlignment - 1) / kGgufDefaultAlignment * kGgufDefaultAlignment;
+    };
+    uint64_t data_bytes = 0;
+    for (const PlannedTensor& t : layout.tensors) data_bytes += padded(t.spec.n_bytes());
+    std::vector<uint64_t> offsets;
+    uint64_t offset = total - data_bytes;
+    for (const PlannedTensor& t : layout.tensors) {
+        offsets.push_back(offset);
+        offset += padded(t.spec.n_bytes());
+    }
+
+    synth::WeightOptions weights;
+    weights.seed = options.seed;
+    weights.threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    weights.pool_weights = options.pool_weights;
+    weights.rope_freq_base = layout.resolved.preset.info.rope_freq_base;
+
+    const size_t n_tensors = layout.tensors.size();
+    auto fill = [&](size_t index, const GgufTensorSpec& spec, std::span<std::byte> out) -> Result<void> {
+        const PlannedTensor& tensor = layout.tensors[index];
+        const uint64_t stride = spec.n_bytes() / static_cast<uint64_t>(spec.n_elements() / spec.dims[0]);
+        auto tick = [&](int64_t rows_done) {
+            if (!progress) return true;
+            return progress(SynthProgress{offsets[index] + static_cast<uint64_t>(rows_done) * stride, total, index,
+                                          n_tensors, spec.name});
+        };
+        if (!tick(0)) return make_error(ErrorCode::cancelled, "cancelled");
+        return synth::fill_tensor(tensor, out, weights, tick);
+    };
+    Result<void> written = layout.writer.write_file(options.output, fill);
+    if (!written) {
+        Error error = std::move(written).error();
+        if (error.code == ErrorCode::cancelled) error.message = "cancelled; nothing was written";
+        return error;
+    }
+    if (progress) progress(SynthProgress{total, total, n_tensors, n_tensors, {}});
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+}  // namespace powerhouse

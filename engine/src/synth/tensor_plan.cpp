@@ -1,0 +1,267 @@
+#include "synth/tensor_plan.h"
+
+#include <fmt/format.h>
+
+namespace powerhouse::synth {
+namespace {
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers and every third one
+// in between get the larger type (about half of them).
+bool use_more_bits(int layer, int n_layer) {
+    return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+// A type whose block fits the row, as llama.cpp substitutes it for rows that are not a
+// multiple of 256. llama.cpp gives Q2_K and Q3_K rows IQ4_NL, which the engine has no
+// reference for; Q4_0 has the same size (4.5 bits per weight).
+GgmlType compatible_type(GgmlType chosen, int64_t row_length) {
+    const auto fits = [row_length](GgmlType t) { return row_length % type_traits(t).block_size == 0; };
+    if (fits(chosen)) return chosen;
+    GgmlType fallback = GgmlType::f16;
+    switch (chosen) {
+        case GgmlType::q2_k:
+        case GgmlType::q3_k:
+            fallback = GgmlType::q4_0;
+            break;
+        case GgmlType::q4_k:
+            fallback = GgmlType::q5_0;
+            break;
+        case GgmlType::q5_k:
+            fallback = GgmlType::q5_1;
+            break;
+        case GgmlType::q6_k:
+            fallback = GgmlType::q8_0;
+            break;
+        default:
+            break;
+    }
+    return fits(fallback) ? fallback : GgmlType::f16;
+}
+
+std::string tensor_name(TensorRole role, int layer) {
+    switch (role) {
+        case TensorRole::rope_freqs:
+            return "rope_freqs.weight";
+        case TensorRole::token_embd:
+            return "token_embd.weight";
+        case TensorRole::output_norm:
+            return "output_norm.weight";
+        case TensorRole::output:
+            return "output.weight";
+        default:
+            break;
+    }
+    const char* suffix = "";
+    switch (role) {
+        case TensorRole::attn_norm:
+            suffix = "attn_norm.weight";
+            break;
+        case TensorRole::attn_q:
+            suffix = "attn_q.weight";
+            break;
+        case TensorRole::attn_q_bias:
+            suffix = "attn_q.bias";
+            break;
+        case TensorRole::attn_k:
+            suffix = "attn_k.weight";
+            break;
+        case TensorRole::attn_k_bias:
+            suffix = "attn_k.bias";
+            break;
+        case TensorRole::attn_v:
+            suffix = "attn_v.weight";
+            break;
+        case TensorRole::attn_v_bias:
+            suffix = "attn_v.bias";
+            break;
+        case TensorRole::attn_q_norm:
+            suffix = "attn_q_norm.weight";
+            break;
+        case TensorRole::attn_k_norm:
+            suffix = "attn_k_norm.weight";
+            break;
+        case TensorRole::attn_output:
+            suffix = "attn_output.weight";
+            break;
+        case TensorRole::post_attention_norm:
+            suffix = "post_attention_norm.weight";
+            break;
+        case TensorRole::ffn_norm:
+            suffix = "ffn_norm.weight";
+            break;
+        case TensorRole::ffn_gate:
+            suffix = "ffn_gate.weight";
+            break;
+        case TensorRole::ffn_up:
+            suffix = "ffn_up.weight";
+            break;
+        case TensorRole::ffn_down:
+            suffix = "ffn_down.weight";
+            break;
+        case TensorRole::post_ffw_norm:
+            suffix = "post_ffw_norm.weight";
+            break;
+        default:
+            break;
+    }
+    return fmt::format("blk.{}.{}", layer, suffix);
+}
+
+}  // namespace
+
+const std::vector<FileTypeSpec>& file_type_specs() {
+    static const std::vector<FileTypeSpec> types = {
+        {FileType::f32, "f32", 0, GgmlType::f32, "F32 everywhere"},
+        {FileType::f16, "f16", 1, GgmlType::f16, "F16 matrices; norms and biases F32"},
+        {FileType::bf16, "bf16", 32, GgmlType::bf16, "BF16 matrices; norms and biases F32"},
+        {FileType::q4_0, "q4_0", 2, GgmlType::q4_0, "Q4_0; Q6_K output"},
+        {FileType::q4_1, "q4_1", 3, GgmlType::q4_1, "Q4_1; Q6_K output"},
+        {FileType::q5_0, "q5_0", 8, GgmlType::q5_0, "Q5_0; Q6_K output"},
+        {FileType::q5_1, "q5_1", 9, GgmlType::q5_1, "Q5_1; Q6_K output"},
+        {FileType::q8_0, "q8_0", 7, GgmlType::q8_0, "Q8_0 everywhere, output included"},
+        {FileType::q2_k, "q2_k", 10, GgmlType::q2_k,
+         "Q2_K; Q3_K attn_output and ffn_down; attn_v Q4_K (Q3_K below 4 query heads per KV head); Q6_K output"},
+        {FileType::q3_k_m, "q3_k_m", 12, GgmlType::q3_k,
+         "Q3_K; Q4_K attn_output, ffn_down (Q5_K in the first 1/16 of layers) and attn_v (Q5_K in layers 0-1); "
+         "Q6_K output"},
+        {FileType::q4_k_s, "q4_k_s", 14, GgmlType::q4_k,
+         "Q4_K; Q5_K attn_v in layers 0-3 and ffn_down in the first 1/8 of layers; Q6_K output"},
+        {FileType::q4_k_m, "q4_k_m", 15, GgmlType::q4_k,
+         "Q4_K; Q6_K output and attn_v/ffn_down in about half the layers"},
+        {FileType::q5_k_s, "q5_k_s", 16, GgmlType::q5_k, "Q5_K; Q6_K output"},
+        {FileType::q5_k_m, "q5_k_m", 17, GgmlType::q5_k,
+         "Q5_K; Q6_K output and attn_v/ffn_down in about half the layers"},
+        {FileType::q6_k, "q6_k", 18, GgmlType::q6_k, "Q6_K everywhere"},
+    };
+    return types;
+}
+
+const FileTypeSpec* find_file_type(std::string_view name) {
+    for (const FileTypeSpec& t : file_type_specs()) {
+        if (t.name == name) return &t;
+    }
+    return nullptr;
+}
+
+WeightInit weight_init(TensorRole role) {
+    switch (role) {
+        case TensorRole::rope_freqs:
+            return WeightInit::rope_freqs;
+        case TensorRole::attn_norm:
+        case TensorRole::attn_q_norm:
+        case TensorRole::attn_k_norm:
+        case TensorRole::post_attention_norm:
+        case TensorRole::ffn_norm:
+        case TensorRole::post_ffw_norm:
+        case TensorRole::output_norm:
+            return WeightInit::norm;
+        case TensorRole::attn_q_bias:
+        case TensorRole::attn_k_bias:
+        case TensorRole::attn_v_bias:
+            return WeightInit::bias;
+        default:
+            return WeightInit::matrix;
+    }
+}
+
+GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int layer, int64_t row_length) {
+    const FileTypeSpec& ft = *context.file_type;
+    if (weight_init(role) != WeightInit::matrix || ft.type == FileType::f32) return GgmlType::f32;
+    // Unquantized conversions (and llama-quantize to F16/BF16) use one type for every matrix.
+    if (ft.type == FileType::f16 || ft.type == FileType::bf16) return ft.base;
+
+    const FileType f = ft.type;
+    const int n = context.n_layer;
+    GgmlType t = ft.base;
+    if (role == TensorRole::output || (role == TensorRole::token_embd && !context.has_output)) {
+        if (row_length % type_traits(t).block_size != 0) {
+            t = GgmlType::q8_0;
+        } else if (t != GgmlType::q8_0) {
+            t = GgmlType::q6_k;
+        }
+    } else if (role == TensorRole::attn_v) {
+        if (f == FileType::q2_k) {
+            t = context.n_gqa >= 4 ? GgmlType::q4_k : GgmlType::q3_k;
+        } else if (f == FileType::q3_k_m) {
+            t = layer < 2 ? GgmlType::q5_k : GgmlType::q4_k;
+        } else if ((f == FileType::q4_k_m || f == FileType::q5_k_m) && use_more_bits(layer, n)) {
+            t = GgmlType::q6_k;
+        } else if (f == FileType::q4_k_s && layer < 4) {
+            t = GgmlType::q5_k;
+        }
+        // With 8 query heads per KV head attn_v is 8x smaller than attn_q: more bits are cheap.
+        if (context.is_70b && (t == GgmlType::q3_k || t == GgmlType::q4_k)) t = GgmlType::q5_k;
+    } else if (role == TensorRole::ffn_down) {
+        if (f == FileType::q2_k) {
+            t = GgmlType::q3_k;
+        } else if (f == FileType::q3_k_m) {
+            t = layer < n / 16 ? GgmlType::q5_k : GgmlType::q4_k;
+        } else if ((f == FileType::q4_k_m || f == FileType::q5_k_m) && use_more_bits(layer, n)) {
+            t = GgmlType::q6_k;
+        } else if (f == FileType::q4_k_s && layer < n / 8) {
+            t = GgmlType::q5_k;
+        }
+    } else if (role == TensorRole::attn_output) {
+        if (f == FileType::q2_k) {
+            t = GgmlType::q3_k;
+        } else if (f == FileType::q3_k_m) {
+            t = GgmlType::q4_k;
+        }
+    }
+    return compatible_type(t, row_length);
+}
+
+std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileTypeSpec& file_type) {
+    const SynthPreset& p = preset.info;
+    const int64_t n_embd = p.n_embd;
+    const int64_t n_q = static_cast<int64_t>(p.n_head) * p.head_dim;      // query width
+    const int64_t n_kv = static_cast<int64_t>(p.n_head_kv) * p.head_dim;  // key / value width
+    const int64_t n_ff = p.n_ff;
+    const int64_t n_vocab = p.n_vocab;
+
+    MixtureContext context;
+    context.file_type = &file_type;
+    context.n_layer = static_cast<int>(p.n_layer);
+    context.n_gqa = static_cast<int>(p.n_head / p.n_head_kv);
+    context.has_output = !p.tied_embeddings;
+    context.is_70b = preset.is_70b;
+
+    std::vector<PlannedTensor> out;
+    auto add = [&](TensorRole role, int layer, std::vector<int64_t> dims) {
+        PlannedTensor t;
+        t.role = role;
+        t.layer = layer;
+        t.spec.name = tensor_name(role, layer);
+        t.spec.type = choose_tensor_type(context, role, layer, dims[0]);
+        t.spec.dims = std::move(dims);
+        out.push_back(std::move(t));
+    };
+
+    if (preset.llama3_rope_freqs) add(TensorRole::rope_freqs, -1, {p.head_dim / 2});
+    add(TensorRole::token_embd, -1, {n_embd, n_vocab});
+    for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
+        add(TensorRole::attn_norm, il, {n_embd});
+        add(TensorRole::attn_q, il, {n_embd, n_q});
+        if (preset.qkv_bias) add(TensorRole::attn_q_bias, il, {n_q});
+        add(TensorRole::attn_k, il, {n_embd, n_kv});
+        if (preset.qkv_bias) add(TensorRole::attn_k_bias, il, {n_kv});
+        add(TensorRole::attn_v, il, {n_embd, n_kv});
+        if (preset.qkv_bias) add(TensorRole::attn_v_bias, il, {n_kv});
+        if (preset.qk_norm) {
+            add(TensorRole::attn_q_norm, il, {p.head_dim});
+            add(TensorRole::attn_k_norm, il, {p.head_dim});
+        }
+        add(TensorRole::attn_output, il, {n_q, n_embd});
+        if (preset.sandwich_norms) add(TensorRole::post_attention_norm, il, {n_embd});
+        add(TensorRole::ffn_norm, il, {n_embd});
+        add(TensorRole::ffn_gate, il, {n_embd, n_ff});
+        add(TensorRole::ffn_up, il, {n_embd, n_ff});
+        add(TensorRole::ffn_down, il, {n_ff, n_embd});
+        if (preset.sandwich_norms) add(TensorRole::post_ffw_norm, il, {n_embd});
+    }
+    add(TensorRole::output_norm, -1, {n_embd});
+    if (!p.tied_embeddings) add(TensorRole::output, -1, {n_embd, n_vocab});
+    return out;
+}
+
+}  // namespace powerhouse::synth

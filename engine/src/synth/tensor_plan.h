@@ -1,0 +1,94 @@
+// The tensors of a synthetic model: names and shapes as llama.cpp's GGUF conversions lay
+// them out per architecture, and the type of each under a file type, chosen as
+// llama.cpp's quantizer (llama_tensor_get_type) chooses it.
+//
+// Thread-safety: pure functions over value types.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "gguf/gguf_writer.h"
+#include "synth/presets.h"
+#include "tensor/dtype.h"
+
+namespace powerhouse::synth {
+
+enum class FileType {
+    f32,
+    f16,
+    bf16,
+    q4_0,
+    q4_1,
+    q5_0,
+    q5_1,
+    q8_0,
+    q2_k,
+    q3_k_m,
+    q4_k_s,
+    q4_k_m,
+    q5_k_s,
+    q5_k_m,
+    q6_k
+};
+
+struct FileTypeSpec {
+    FileType type;
+    std::string_view name;  // the --type value
+    uint32_t llama_ftype;   // general.file_type
+    GgmlType base;          // the type of most matrices
+    std::string_view description;
+};
+
+const std::vector<FileTypeSpec>& file_type_specs();
+const FileTypeSpec* find_file_type(std::string_view name);
+
+enum class TensorRole {
+    rope_freqs,
+    token_embd,
+    attn_norm,
+    attn_q,
+    attn_q_bias,
+    attn_k,
+    attn_k_bias,
+    attn_v,
+    attn_v_bias,
+    attn_q_norm,
+    attn_k_norm,
+    attn_output,
+    post_attention_norm,
+    ffn_norm,
+    ffn_gate,
+    ffn_up,
+    ffn_down,
+    post_ffw_norm,
+    output_norm,
+    output,
+};
+
+// How a tensor's values are drawn (weights.h).
+enum class WeightInit { matrix, norm, bias, rope_freqs };
+WeightInit weight_init(TensorRole role);
+
+struct PlannedTensor {
+    GgufTensorSpec spec;
+    TensorRole role;
+    int layer = -1;  // -1 outside the blocks
+};
+
+// What the type choice depends on besides the tensor itself.
+struct MixtureContext {
+    const FileTypeSpec* file_type = nullptr;
+    int n_layer = 0;
+    int n_gqa = 1;  // n_head / n_head_kv
+    bool has_output = true;
+    bool is_70b = false;
+};
+
+GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int layer, int64_t row_length);
+
+// `preset.info.n_layer` may be an override of the real count.
+std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileTypeSpec& file_type);
+
+}  // namespace powerhouse::synth
