@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
     const std::vector<powerhouse::cli::Command> commands = {
         powerhouse::cli::add_info_command(app),
         powerhouse::cli::add_synth_command(app),
+        powerhouse::cli::add_template_command(app),
     };
 
     try {

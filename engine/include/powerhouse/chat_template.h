@@ -1,0 +1,138 @@
+// Chat templates: the Jinja programs, shipped in a model's GGUF metadata as
+// `tokenizer.chat_template`, that turn a conversation into the exact prompt text the model
+// was trained on. Powerhouse renders them with its own interpreter for the Jinja subset
+// real templates use, matching Python jinja2 as Hugging Face transformers configures it
+// (trim_blocks, lstrip_blocks, loop controls, a non-ASCII-preserving `tojson`,
+// `raise_exception` and `strftime_now`) byte for byte.
+//
+// Templates come from downloaded files and are untrusted: they see nothing but the
+// context passed in (no attributes starting with '_', no Python objects), and every render
+// runs under TemplateLimits (time, nesting, call depth, loop iterations, output and
+// allocation sizes). A template that breaks a limit, uses syntax outside the subset or calls
+// raise_exception fails with an Error whose message starts with "LINE:COLUMN: ". Text inside
+// the context (a message containing "{{ 7*7 }}") is data and is never evaluated.
+//
+// When a model has no template, or one that does not parse, callers fall back to a
+// built-in template for the model's family (ChatML, Llama 3, Mistral, Gemma), guessed from
+// its metadata: resolve_chat_template() does both.
+//
+// Thread-safety: ChatTemplate is immutable once parsed; render() is const and may run on
+// several threads at once. The free functions are pure, except read_model_template_info,
+// which reads a file.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "powerhouse/result.h"
+
+namespace powerhouse {
+
+struct TemplateLimits {
+    // Wall-clock time for one render. Real templates take microseconds to milliseconds.
+    std::chrono::milliseconds max_time{500};
+    // Nesting of expressions and blocks (parentheses, filters, if/for inside if/for...):
+    // bounds the parser's and the interpreter's recursion, hence their stack use.
+    uint32_t max_nesting = 128;
+    // Macro calls active at once (self-recursive macros stop here).
+    uint32_t max_call_depth = 64;
+    // Loop iterations in one render, all loops together.
+    uint64_t max_loop_iterations = 1'000'000;
+    // The rendered text, and any single string built on the way.
+    uint64_t max_output_bytes = 32ull << 20;
+    // Bytes of all strings, lists and dicts built in one render, added up (freed ones
+    // included): bounds memory and work even for templates that discard what they build.
+    uint64_t max_allocated_bytes = 512ull << 20;
+    // Items in any single list or dict (a conversation has thousands at most).
+    uint64_t max_list_items = 1u << 20;
+    // Largest range(): jinja2's sandbox refuses more than 100000 items as well.
+    uint64_t max_range = 100'000;
+    // Largest template source accepted by parse().
+    uint64_t max_source_bytes = 1ull << 20;
+};
+
+struct RenderOptions {
+    TemplateLimits limits;
+    // The moment strftime_now() formats, as local wall-clock time; unset: the current local
+    // time. Set it for reproducible output (tests, fixtures).
+    std::optional<std::chrono::local_seconds> now;
+};
+
+class ChatTemplate {
+public:
+    // Parses once; syntax errors, unknown filters/tests and unsupported tags fail here.
+    static Result<ChatTemplate> parse(std::string_view source, const TemplateLimits& limits = {});
+
+    // Renders with the variables in `context` (a JSON object: messages, tools,
+    // add_generation_prompt, bos_token, eos_token, ...). ordered_json because the order of
+    // keys is visible in the output (tojson of tool schemas), as with Python dicts.
+    Result<std::string> render(const nlohmann::ordered_json& context, const RenderOptions& options = {}) const;
+
+    // The template text after newline normalization (what line:column in errors refer to).
+    const std::string& source() const;
+
+    ChatTemplate(const ChatTemplate&) = default;
+    ChatTemplate& operator=(const ChatTemplate&) = default;
+    ChatTemplate(ChatTemplate&&) noexcept = default;
+    ChatTemplate& operator=(ChatTemplate&&) noexcept = default;
+    ~ChatTemplate();
+
+    struct Impl;
+
+private:
+    explicit ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+    std::shared_ptr<const Impl> impl_;  // immutable, so copies share it
+};
+
+// Parse and render in one step.
+Result<std::string> render_template(std::string_view source, const nlohmann::ordered_json& context,
+                                    const RenderOptions& options = {});
+
+// Families with a built-in template, used when a model's own template is missing or broken.
+enum class TemplateFamily { chatml, llama3, mistral, gemma };
+
+std::string_view template_family_name(TemplateFamily family);  // "chatml", "llama3", ...
+// The built-in template's source (it uses bos_token/eos_token, messages and
+// add_generation_prompt like the models' own templates).
+std::string_view builtin_template(TemplateFamily family);
+
+// Guesses the family from GGUF metadata: general.architecture, tokenizer.ggml.pre and the
+// vocabulary (special tokens such as "<|im_start|>" or "<start_of_turn>" decide first).
+// nullopt when nothing points to a family; callers then use ChatML, the most common format.
+std::optional<TemplateFamily> guess_template_family(std::string_view architecture, std::string_view tokenizer_pre,
+                                                    std::span<const std::string_view> tokens);
+
+// What a model file says about its chat template.
+struct ModelTemplateInfo {
+    std::optional<std::string> chat_template;  // tokenizer.chat_template; nullopt when absent
+    std::string bos_token;                     // tokenizer.ggml.tokens[bos_token_id]; empty if unknown
+    std::string eos_token;                     // tokenizer.ggml.tokens[eos_token_id]; empty if unknown
+    std::string architecture;                  // general.architecture
+    std::string tokenizer_pre;                 // tokenizer.ggml.pre
+    std::optional<TemplateFamily> family;      // guess_template_family() on the above
+};
+
+// Reads the GGUF metadata only (no weights); fails when the file is not a valid GGUF model.
+Result<ModelTemplateInfo> read_model_template_info(const std::filesystem::path& model_path);
+
+// The template to chat with: the model's own when it parses, else the family's built-in
+// one (ChatML when the family is unknown), with `note` saying why the fallback was taken.
+struct ResolvedTemplate {
+    ChatTemplate chat_template;
+    bool is_fallback = false;
+    TemplateFamily fallback_family = TemplateFamily::chatml;  // meaningful when is_fallback
+    std::string note;                                         // empty unless is_fallback
+};
+ResolvedTemplate resolve_chat_template(const ModelTemplateInfo& info, const TemplateLimits& limits = {});
+
+// A context with the model's tokens: sets bos_token and eos_token unless already present.
+void add_default_tokens(nlohmann::ordered_json& context, const ModelTemplateInfo& info);
+
+}  // namespace powerhouse

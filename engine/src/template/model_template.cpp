@@ -1,0 +1,111 @@
+// A model's chat template and tokens from its GGUF metadata, the family guess, and the
+// choice between the model's template and a built-in one.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gguf/gguf_model.h"
+#include "powerhouse/chat_template.h"
+#include "template/fallback_templates.h"
+
+namespace powerhouse {
+
+std::string_view template_family_name(TemplateFamily family) {
+    switch (family) {
+        case TemplateFamily::chatml:
+            return "chatml";
+        case TemplateFamily::llama3:
+            return "llama3";
+        case TemplateFamily::mistral:
+            return "mistral";
+        case TemplateFamily::gemma:
+            return "gemma";
+    }
+    return "chatml";
+}
+
+std::string_view builtin_template(TemplateFamily family) {
+    switch (family) {
+        case TemplateFamily::chatml:
+            return jinja::kChatmlTemplate;
+        case TemplateFamily::llama3:
+            return jinja::kLlama3Template;
+        case TemplateFamily::mistral:
+            return jinja::kMistralTemplate;
+        case TemplateFamily::gemma:
+            return jinja::kGemmaTemplate;
+    }
+    return jinja::kChatmlTemplate;
+}
+
+std::optional<TemplateFamily> guess_template_family(std::string_view architecture, std::string_view tokenizer_pre,
+                                                    std::span<const std::string_view> tokens) {
+    // A family's turn markers in the vocabulary are the strongest evidence: fine-tunes keep
+    // the base architecture but often switch to ChatML.
+    bool chatml = false, llama3 = false, gemma = false, mistral = false;
+    for (std::string_view token : tokens) {
+        if (token == "<|im_start|>") chatml = true;
+        if (token == "<|start_header_id|>") llama3 = true;
+        if (token == "<start_of_turn>") gemma = true;
+        if (token == "[INST]") mistral = true;
+    }
+    if (chatml) return TemplateFamily::chatml;
+    if (llama3) return TemplateFamily::llama3;
+    if (gemma) return TemplateFamily::gemma;
+    if (mistral) return TemplateFamily::mistral;
+    if (architecture.starts_with("gemma")) return TemplateFamily::gemma;
+    if (architecture.starts_with("qwen")) return TemplateFamily::chatml;
+    if (tokenizer_pre == "llama-bpe" || tokenizer_pre == "llama3") return TemplateFamily::llama3;
+    if (architecture == "mistral" || architecture == "mixtral" || tokenizer_pre == "tekken") {
+        return TemplateFamily::mistral;
+    }
+    return std::nullopt;
+}
+
+Result<ModelTemplateInfo> read_model_template_info(const std::filesystem::path& model_path) {
+    Result<GgufModel> model = GgufModel::open(model_path);
+    if (!model) return model.error();
+    const GgufMetadata& meta = model->metadata();
+    ModelTemplateInfo info;
+    if (auto text = meta.get_string("tokenizer.chat_template")) info.chat_template = std::string(*text);
+    if (auto arch = meta.get_string("general.architecture")) info.architecture = std::string(*arch);
+    if (auto pre = meta.get_string("tokenizer.ggml.pre")) info.tokenizer_pre = std::string(*pre);
+    std::span<const std::string_view> tokens;
+    const GgufArray* token_array = meta.get_array("tokenizer.ggml.tokens");
+    if (token_array != nullptr && token_array->element_type == GgufValueType::string) tokens = token_array->strings;
+    auto token_text = [&](std::string_view key) {
+        const std::optional<uint64_t> id = meta.get_uint(key);
+        return id && *id < tokens.size() ? std::string(tokens[*id]) : std::string();
+    };
+    info.bos_token = token_text("tokenizer.ggml.bos_token_id");
+    info.eos_token = token_text("tokenizer.ggml.eos_token_id");
+    info.family = guess_template_family(info.architecture, info.tokenizer_pre, tokens);
+    return info;
+}
+
+ResolvedTemplate resolve_chat_template(const ModelTemplateInfo& info, const TemplateLimits& limits) {
+    const TemplateFamily family = info.family.value_or(TemplateFamily::chatml);
+    const std::string why_family =
+        info.family ? "chosen from the model's metadata" : "nothing in the model's metadata points to a family";
+    std::string reason;
+    if (info.chat_template) {
+        Result<ChatTemplate> own = ChatTemplate::parse(*info.chat_template, limits);
+        if (own) return ResolvedTemplate{std::move(own).value(), false, family, {}};
+        reason = fmt::format("the model's chat template cannot be used ({})", own.error().message);
+    } else {
+        reason = "the model has no chat template";
+    }
+    Result<ChatTemplate> builtin = ChatTemplate::parse(builtin_template(family), limits);
+    ResolvedTemplate resolved{std::move(builtin).value(), true, family, {}};
+    resolved.note =
+        fmt::format("{}: using the built-in {} template ({})", reason, template_family_name(family), why_family);
+    return resolved;
+}
+
+void add_default_tokens(nlohmann::ordered_json& context, const ModelTemplateInfo& info) {
+    if (!context.is_object()) return;
+    if (!context.contains("bos_token")) context["bos_token"] = info.bos_token;
+    if (!context.contains("eos_token")) context["eos_token"] = info.eos_token;
+}
+
+}  // namespace powerhouse

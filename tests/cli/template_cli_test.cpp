@@ -1,0 +1,208 @@
+// `powerhouse-cli template` run as a user would: SmolLM2's own template from the model
+// file against the jinja2 fixtures, template files, built-in templates, the fallback for
+// models without a usable template, and errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "gguf/gguf_writer.h"
+#include "support/test_support.h"
+
+namespace powerhouse {
+namespace {
+
+using nlohmann::ordered_json;
+
+struct CliRun {
+    int status = -1;
+    std::string out;
+    std::string err;
+};
+
+CliRun cli(const std::string& args) {
+    test::TempDir dir;
+    const std::string err_path = (dir / "stderr").string();
+    const std::string command = std::string(POWERHOUSE_CLI_PATH) + " " + args + " 2>" + err_path;
+    CliRun run;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return run;
+    std::array<char, 4096> buffer{};
+    size_t n;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+    const int raw = ::pclose(pipe);
+    run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    run.err = test::read_file(err_path);
+    return run;
+}
+
+std::string quoted(const std::filesystem::path& p) {
+    return "'" + p.string() + "'";
+}
+
+const ordered_json& fixture(const char* file) {
+    static std::map<std::string, ordered_json> cache;
+    auto& entry = cache[file];
+    if (entry.is_null()) entry = ordered_json::parse(test::read_file(test::data_dir() / "templates" / file));
+    return entry;
+}
+
+// A small GGUF holding only the metadata the template command reads.
+std::filesystem::path write_model(const test::TempDir& dir, const std::string& name, const std::string* chat_template) {
+    GgufWriter writer;
+    writer.metadata().set_string("general.architecture", "gemma2");
+    writer.metadata().set_string_array("tokenizer.ggml.tokens", {"<pad>", "<bos>", "<eos>", "<start_of_turn>"});
+    writer.metadata().set("tokenizer.ggml.bos_token_id", GgufValue{uint32_t{1}});
+    writer.metadata().set("tokenizer.ggml.eos_token_id", GgufValue{uint32_t{2}});
+    if (chat_template != nullptr) writer.metadata().set_string("tokenizer.chat_template", *chat_template);
+    const auto path = dir / name;
+    const Result<void> written =
+        writer.write_file(path, [](size_t, const GgufTensorSpec&, std::span<std::byte>) { return Result<void>(); });
+    EXPECT_TRUE(written.ok()) << written.error().message;
+    return path;
+}
+
+TEST(CliTemplate, RendersSmolLM2sOwnTemplateLikeJinja2) {
+    test::TempDir dir;
+    int compared = 0;
+    for (const auto& [name, expected] : fixture("expected.json").at("smollm2").items()) {
+        SCOPED_TRACE(name);
+        const auto context_path = dir / (name + ".json");
+        test::write_file(context_path, fixture("contexts.json").at(name).dump());
+        const CliRun run = cli("template -m " + quoted(test::test_model_path()) + " --context " + quoted(context_path));
+        if (expected.is_string()) {
+            EXPECT_EQ(run.status, 0) << run.err;
+            EXPECT_EQ(run.out, expected.get<std::string>());  // exactly: no newline added
+            EXPECT_EQ(run.err, "");
+            ++compared;
+        } else {
+            EXPECT_EQ(run.status, 1);
+            EXPECT_TRUE(run.out.empty());
+            EXPECT_TRUE(run.err.starts_with("error: ")) << run.err;
+        }
+    }
+    EXPECT_GE(compared, 15);
+}
+
+TEST(CliTemplate, TemplateFileMatchesJinja2) {
+    test::TempDir dir;
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path, fixture("contexts.json").at("tool_calls").dump());
+    const auto template_path = test::shared_testdata_dir() / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja";
+    const CliRun run = cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, fixture("expected.json").at("Qwen-Qwen2.5-7B-Instruct").at("tool_calls").get<std::string>());
+}
+
+TEST(CliTemplate, TokensDefaultToTheModelsUnlessTheContextSetsThem) {
+    test::TempDir dir;
+    const auto template_path = dir / "tokens.jinja";
+    test::write_file(template_path, "{{ bos_token }}|{{ eos_token }}|{{ messages|length }}");
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path, R"({"messages": [{"role": "user", "content": "hi"}]})");
+    const std::string base =
+        "template -m " + quoted(test::test_model_path()) + " --template-file " + quoted(template_path) + " --context ";
+    CliRun run = cli(base + quoted(context_path));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "<|im_start|>|<|im_end|>|1");
+    test::write_file(context_path, R"({"messages": [], "bos_token": "B"})");
+    run = cli(base + quoted(context_path));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "B|<|im_end|>|0");
+}
+
+TEST(CliTemplate, ModelWithoutTemplateFallsBackWithANote) {
+    test::TempDir dir;
+    const auto model = write_model(dir, "no-template.gguf", nullptr);
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path,
+                     R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true})");
+    const CliRun run = cli("template -m " + quoted(model) + " --context " + quoted(context_path));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+    EXPECT_EQ(run.err,
+              "note: the model has no chat template: using the built-in gemma template (chosen from the model's "
+              "metadata)\n");
+
+    const CliRun strict = cli("template --no-fallback -m " + quoted(model) + " --context " + quoted(context_path));
+    EXPECT_EQ(strict.status, 1);
+    EXPECT_TRUE(strict.out.empty());
+    EXPECT_NE(strict.err.find("has no chat template"), std::string::npos) << strict.err;
+}
+
+TEST(CliTemplate, BrokenModelTemplateFallsBackAndSaysWhy) {
+    test::TempDir dir;
+    const std::string broken = "{% for m in messages %}{{ m.content }";
+    const auto model = write_model(dir, "broken.gguf", &broken);
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path, R"({"messages": [{"role": "user", "content": "Hi"}]})");
+    const CliRun run = cli("template -m " + quoted(model) + " --context " + quoted(context_path));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "<bos><start_of_turn>user\nHi<end_of_turn>\n");
+    EXPECT_NE(run.err.find("note: the model's chat template cannot be used (1:37: unexpected '}')"), std::string::npos)
+        << run.err;
+}
+
+TEST(CliTemplate, BuiltinTemplates) {
+    test::TempDir dir;
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path, R"({"messages": [{"role": "user", "content": "Hi"}], "bos_token": "<s>",
+                                       "eos_token": "</s>", "add_generation_prompt": true})");
+    const CliRun run = cli("template --builtin chatml --context " + quoted(context_path));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(CliTemplate, RaiseExceptionIsAnErrorWithTheTemplatesMessage) {
+    test::TempDir dir;
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path, fixture("contexts.json").at("alternation_error").dump());
+    const auto template_path = test::shared_testdata_dir() / "templates" / "mistralai-Mistral-Nemo-Instruct-2407.jinja";
+    const CliRun run = cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_TRUE(run.out.empty());
+    EXPECT_EQ(run.err,
+              "error: 18:17: After the optional system message, conversation roles must alternate "
+              "user/assistant/user/assistant/...\n");
+}
+
+TEST(CliTemplate, NowSetsStrftimeNow) {
+    test::TempDir dir;
+    const auto template_path = dir / "date.jinja";
+    test::write_file(template_path, "{{ strftime_now('%d %b %Y %H:%M') }}");
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path, "{}");
+    const std::string base = "template --template-file " + quoted(template_path) + " --context " + quoted(context_path);
+    CliRun run = cli(base + " --now 2024-07-26T14:05:09");
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "26 Jul 2024 14:05");
+    run = cli(base + " --now 2024-02-30");
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("--now"), std::string::npos);
+}
+
+TEST(CliTemplate, BadInputAndUsage) {
+    test::TempDir dir;
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path, "{not json");
+    const auto template_path = dir / "t.jinja";
+    test::write_file(template_path, "{% if x %}");
+    CliRun run = cli("template --builtin chatml --context " + quoted(context_path));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("is not valid JSON"), std::string::npos) << run.err;
+
+    test::write_file(context_path, "{}");
+    run = cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("t.jinja:1:4: unexpected end of template"), std::string::npos) << run.err;
+
+    EXPECT_EQ(cli("template --context " + quoted(context_path)).status, 2);  // no template
+    EXPECT_EQ(cli("template --builtin chatml").status, 2);                   // no context
+    EXPECT_EQ(cli("template --builtin nope --context " + quoted(context_path)).status, 2);
+    EXPECT_EQ(cli("template -m " + quoted(dir / "missing.gguf") + " --context " + quoted(context_path)).status, 1);
+}
+
+}  // namespace
+}  // namespace powerhouse
