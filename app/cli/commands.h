@@ -17,5 +17,7 @@ struct Command {
 Command add_info_command(CLI::App& app);
 Command add_synth_command(CLI::App& app);
 Command add_template_command(CLI::App& app);
+Command add_tokenize_command(CLI::App& app);
+Command add_detokenize_command(CLI::App& app);
 
 }  // namespace powerhouse::cli

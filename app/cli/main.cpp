@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
         powerhouse::cli::add_info_command(app),
         powerhouse::cli::add_synth_command(app),
         powerhouse::cli::add_template_command(app),
+        powerhouse::cli::add_tokenize_command(app),
+        powerhouse::cli::add_detokenize_command(app),
     };
 
     try {
