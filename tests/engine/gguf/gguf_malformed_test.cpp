@@ -19,6 +19,8 @@ using test::RawTensor;
 Result<GgufFile> parse(const std::string& bytes) {
     return GgufFile::parse(std::as_bytes(std::span(bytes.data(), bytes.size())), "bad.gguf");
 }
+// A parsed file views its bytes: parsing a temporary would leave it dangling.
+Result<GgufFile> parse(std::string&& bytes) = delete;
 
 // The parse fails with a format error whose message contains every fragment.
 void expect_error(const std::string& bytes, std::initializer_list<std::string_view> fragments) {
@@ -46,7 +48,8 @@ RawGguf valid_file() {
 }
 
 TEST(GgufMalformed, ValidControlFileParses) {
-    Result<GgufFile> file = parse(valid_file().build());
+    const std::string bytes = valid_file().build();
+    Result<GgufFile> file = parse(bytes);
     ASSERT_TRUE(file.ok()) << file.error().message;
     EXPECT_EQ(file->tensors().size(), 2u);
     EXPECT_EQ(file->tensors()[1].n_bytes, 34u);
@@ -55,7 +58,8 @@ TEST(GgufMalformed, ValidControlFileParses) {
 TEST(GgufMalformed, Version2IsRead) {
     RawGguf g = valid_file();
     g.version = 2;  // same layout as v3 for little-endian files
-    Result<GgufFile> file = parse(g.build());
+    const std::string bytes = g.build();  // the parsed file views these bytes: keep them alive
+    Result<GgufFile> file = parse(bytes);
     ASSERT_TRUE(file.ok()) << file.error().message;
     EXPECT_EQ(file->version(), 2u);
     EXPECT_EQ(file->metadata().get_string("general.architecture"), "llama");
@@ -97,7 +101,8 @@ TEST(GgufMalformed, CountsOfMinusOneOrPastTheFile) {
     // and then off the end.
     RawGguf k = valid_file();
     k.kv_count = 5;
-    Result<GgufFile> file = parse(k.build());
+    const std::string bytes = k.build();
+    Result<GgufFile> file = parse(bytes);
     ASSERT_FALSE(file.ok());
     EXPECT_NE(file.error().message.find("metadata entry"), std::string::npos) << file.error().message;
 }
@@ -212,7 +217,8 @@ TEST(GgufMalformed, NonDefaultAlignmentIsUsed) {
     g.tensor({"a", {4}, 0, 0});
     g.tensor({"b", {4}, 0, 64});
     g.data = std::string(80, '\x02');
-    Result<GgufFile> file = parse(g.build());
+    const std::string bytes = g.build();
+    Result<GgufFile> file = parse(bytes);
     ASSERT_TRUE(file.ok()) << file.error().message;
     EXPECT_EQ(file->alignment(), 64u);
     EXPECT_EQ(file->data_offset() % 64, 0u);
@@ -285,7 +291,8 @@ TEST(GgufMalformed, TruncationAtEveryByte) {
     const uint64_t data_end = bytes.size();  // the last tensor ends exactly at the end
     ASSERT_TRUE(parse(bytes).ok());
     for (size_t n = 0; n < data_end; ++n) {
-        Result<GgufFile> file = parse(bytes.substr(0, n));
+        const std::string prefix = bytes.substr(0, n);
+        Result<GgufFile> file = parse(prefix);
         ASSERT_FALSE(file.ok()) << "prefix of " << n << " bytes was accepted";
         EXPECT_EQ(file.error().code, ErrorCode::format);
         EXPECT_NE(file.error().message.find("(at byte "), std::string::npos) << file.error().message;
