@@ -13,6 +13,10 @@
 // --template-file FILE: that template (with -m too: the file's template, the model's tokens).
 // --builtin FAMILY: a built-in template (chatml, llama3, mistral, gemma).
 // --now "YYYY-MM-DD[THH:MM:SS]": the moment strftime_now() formats (default: now).
+// --tokens (with -m): prints instead one JSON line {"ids": [...], "data_ranges": [[b, e], ...]}:
+//   the prompt's token ids as the engine will feed them (special tokens recognised only in
+//   the template's own text, no BOS added beyond what the template writes) and the byte
+//   ranges of the rendered text that came from the context's data.
 //
 // A template that fails (a syntax error, raise_exception, a sandbox limit) is reported
 // on stderr as "error: LINE:COLUMN: message" with exit status 1.
@@ -30,6 +34,7 @@
 #include "commands.h"
 #include "format.h"
 #include "powerhouse/chat_template.h"
+#include "powerhouse/tokenizer.h"
 
 namespace powerhouse::cli {
 namespace {
@@ -41,6 +46,7 @@ struct TemplateOptions {
     std::string context_file;
     std::string now;
     bool no_fallback = false;
+    bool tokens = false;
 };
 
 Result<std::string> read_text(const std::string& path) {
@@ -141,6 +147,16 @@ int run_template(const TemplateOptions& options) {
         chat_template = std::move(parsed).value();
     }
 
+    if (options.tokens) {
+        Result<Tokenizer> tokenizer = Tokenizer::load(options.model);
+        if (!tokenizer) return report_error(tokenizer.error());
+        Result<RenderedPrompt> prompt = chat_template->render_prompt(*context, render_options);
+        if (!prompt) return report_error(prompt.error());
+        const nlohmann::ordered_json line = {{"ids", tokenizer->tokenize(prompt->segments(), false)},
+                                             {"data_ranges", prompt->data_ranges}};
+        std::fputs((line.dump() + "\n").c_str(), stdout);
+        return std::fflush(stdout) == 0 ? 0 : 1;
+    }
     Result<std::string> rendered = chat_template->render(*context, render_options);
     if (!rendered) return report_error(rendered.error());
     std::fwrite(rendered->data(), 1, rendered->size(), stdout);
@@ -168,6 +184,9 @@ Command add_template_command(CLI::App& app) {
         ->required();
     sub->add_flag("--no-fallback", options->no_fallback,
                   "With -m: fail when the model's template is missing or broken instead of using a built-in one");
+    sub->add_flag("--tokens", options->tokens,
+                  "With -m: print the prompt's token ids and the byte ranges that came from the context, as JSON")
+        ->needs(model);
     sub->add_option("--now", options->now, "The time strftime_now() sees: YYYY-MM-DD[THH:MM:SS] (default: now)");
     sub->callback([sub, options] {
         if (options->model.empty() && options->template_file.empty() && options->builtin.empty()) {

@@ -16,6 +16,12 @@
 // built-in template for the model's family (ChatML, Llama 3, Mistral, Gemma), guessed from
 // its metadata: resolve_chat_template() does both.
 //
+// render_prompt() also says which bytes of the prompt came from the context's data (message
+// contents, roles, tool schemas) and which from the template: the tokenizer recognises
+// special tokens only in the template's part, so text a user types can never become a
+// control token. Data is followed exactly through concatenation and printing; a string
+// computed from data by a filter or method is data as a whole.
+//
 // Thread-safety: ChatTemplate is immutable once parsed; render() is const and may run on
 // several threads at once. The free functions are pure, except read_model_template_info,
 // which reads a file.
@@ -30,8 +36,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "powerhouse/result.h"
+#include "powerhouse/tokenizer.h"
 
 namespace powerhouse {
 
@@ -63,6 +72,21 @@ struct RenderOptions {
     // The moment strftime_now() formats, as local wall-clock time; unset: the current local
     // time. Set it for reproducible output (tests, fixtures).
     std::optional<std::chrono::local_seconds> now;
+    // render_prompt(): the top-level context variables that hold template text rather than
+    // data (special tokens in them are recognised). Everything else in the context is data.
+    std::vector<std::string> trusted_variables{"bos_token", "eos_token", "pad_token", "unk_token"};
+};
+
+// A rendered prompt and where its bytes came from.
+struct RenderedPrompt {
+    std::string text;
+    // Byte ranges [begin, end) of `text` that came from the context's data: sorted,
+    // disjoint, never touching.
+    std::vector<std::pair<size_t, size_t>> data_ranges;
+
+    // `text` cut into segments for Tokenizer::tokenize(): template text may hold special
+    // tokens, data may not. The segments point into `text`.
+    std::vector<TextSegment> segments() const;
 };
 
 class ChatTemplate {
@@ -74,6 +98,8 @@ public:
     // add_generation_prompt, bos_token, eos_token, ...). ordered_json because the order of
     // keys is visible in the output (tojson of tool schemas), as with Python dicts.
     Result<std::string> render(const nlohmann::ordered_json& context, const RenderOptions& options = {}) const;
+    // The same text, with the provenance of its bytes (see RenderedPrompt).
+    Result<RenderedPrompt> render_prompt(const nlohmann::ordered_json& context, const RenderOptions& options = {}) const;
 
     // The template text after newline normalization (what line:column in errors refer to).
     const std::string& source() const;
@@ -88,6 +114,9 @@ public:
 
 private:
     explicit ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+    // Runs a render step, turning what the interpreter throws into an Error.
+    template <class F>
+    auto run(F&& body) const -> decltype(body(std::declval<const Impl&>()));
     std::shared_ptr<const Impl> impl_;  // immutable, so copies share it
 };
 

@@ -61,11 +61,11 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source, const Template
     return ChatTemplate(std::shared_ptr<const Impl>(std::move(impl)));
 }
 
-Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
+template <class F>
+auto ChatTemplate::run(F&& body) const -> decltype(body(std::declval<const Impl&>())) {
     if (!impl_) return make_error(ErrorCode::invalid_argument, "render() on a moved-from ChatTemplate");
     try {
-        jinja::Interpreter interpreter(impl_->ast, options);
-        return interpreter.render(context);
+        return body(*impl_);
     } catch (const jinja::TemplateError& error) {
         return to_error(error, impl_->source);
     } catch (const std::bad_alloc&) {
@@ -73,6 +73,35 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& context, 
     } catch (const std::exception& e) {
         return make_error(ErrorCode::internal, fmt::format("rendering the template failed: {}", e.what()));
     }
+}
+
+Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
+    return run([&](const Impl& impl) -> Result<std::string> {
+        jinja::Interpreter interpreter(impl.ast, options);
+        return interpreter.render(context);
+    });
+}
+
+Result<RenderedPrompt> ChatTemplate::render_prompt(const nlohmann::ordered_json& context,
+                                                   const RenderOptions& options) const {
+    return run([&](const Impl& impl) -> Result<RenderedPrompt> {
+        jinja::Interpreter interpreter(impl.ast, options);
+        jinja::TrackedText out = interpreter.render_tracked(context, options.trusted_variables);
+        return RenderedPrompt{std::move(out.text), std::move(out.data)};
+    });
+}
+
+std::vector<TextSegment> RenderedPrompt::segments() const {
+    std::vector<TextSegment> out;
+    const std::string_view all(text);
+    size_t at = 0;
+    for (const auto& [begin, end] : data_ranges) {
+        if (begin > at) out.push_back({all.substr(at, begin - at), true});
+        out.push_back({all.substr(begin, end - begin), false});
+        at = end;
+    }
+    if (at < all.size()) out.push_back({all.substr(at), true});
+    return out;
 }
 
 const std::string& ChatTemplate::source() const {

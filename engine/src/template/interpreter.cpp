@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "template/text.h"
 #include "template/value_format.h"
 #include "template/value_ops.h"
@@ -120,17 +122,46 @@ Value Interpreter::from_json(const nlohmann::ordered_json& json, uint32_t depth)
 std::string Interpreter::render(const nlohmann::ordered_json& context) {
     if (!context.is_object()) fail(ErrorKind::type, "the context must be a JSON object");
     for (const auto& [key, value] : context.items()) root_.set(key, from_json(value));
-    std::string out;
+    TrackedText out;
+    exec_body(ast_.body, root_, out);
+    return std::move(out.text);
+}
+
+TrackedText Interpreter::render_tracked(const nlohmann::ordered_json& context, const std::vector<std::string>& trusted) {
+    if (!context.is_object()) fail(ErrorKind::type, "the context must be a JSON object");
+    tracker_.enable();
+    for (const auto& [key, value] : context.items()) {
+        Value converted = from_json(value);
+        const bool is_trusted = std::find(trusted.begin(), trusted.end(), key) != trusted.end();
+        root_.set(key, is_trusted ? converted : tracker_.mark_all(*this, converted));
+    }
+    TrackedText out;
     exec_body(ast_.body, root_, out);
     return out;
 }
 
-void Interpreter::append(std::string& out, std::string_view text) {
-    budget_.check_string_size(out.size() + text.size());
-    out.append(text);
+void Interpreter::append(TrackedText& out, std::string_view text) {
+    budget_.check_string_size(out.text.size() + text.size());
+    out.text.append(text);
 }
 
-Interpreter::Flow Interpreter::exec_body(const StmtList& body, Scope& scope, std::string& out) {
+void Interpreter::append_value(TrackedText& out, const Value& value) {
+    if (value.is_string()) {
+        budget_.check_string_size(out.text.size() + value.as_string().size());
+        tracker_.append(out, value);
+        return;
+    }
+    const size_t begin = out.text.size();
+    append_str(out.text, value, budget_);
+    if (tracker_.contains_data(value)) add_span(out.data, begin, out.text.size());
+}
+
+Value Interpreter::track_result(Value result, bool inputs_hold_data) {
+    if (!inputs_hold_data) return result;
+    return tracker_.mark_all(*this, result);
+}
+
+Interpreter::Flow Interpreter::exec_body(const StmtList& body, Scope& scope, TrackedText& out) {
     for (const StmtPtr& stmt : body) {
         const Flow flow = exec(*stmt, scope, out);
         if (flow != Flow::normal) return flow;
@@ -138,7 +169,7 @@ Interpreter::Flow Interpreter::exec_body(const StmtList& body, Scope& scope, std
     return Flow::normal;
 }
 
-Interpreter::Flow Interpreter::exec(const Stmt& stmt, Scope& scope, std::string& out) {
+Interpreter::Flow Interpreter::exec(const Stmt& stmt, Scope& scope, TrackedText& out) {
     NestingGuard nesting(budget_);
     try {
         switch (stmt.kind) {
@@ -146,12 +177,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, Scope& scope, std::string&
                 append(out, static_cast<const TextStmt&>(stmt).text);
                 break;
             case StmtKind::output: {
-                const Value value = eval(*static_cast<const OutputStmt&>(stmt).expr, scope);
-                if (value.is_string()) {
-                    append(out, value.as_string());
-                } else {
-                    append_str(out, value, budget_);
-                }
+                append_value(out, eval(*static_cast<const OutputStmt&>(stmt).expr, scope));
                 break;
             }
             case StmtKind::if_:
@@ -196,14 +222,14 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, Scope& scope, std::string&
     return Flow::normal;
 }
 
-Interpreter::Flow Interpreter::exec_if(const IfStmt& stmt, Scope& scope, std::string& out) {
+Interpreter::Flow Interpreter::exec_if(const IfStmt& stmt, Scope& scope, TrackedText& out) {
     for (const auto& [test, body] : stmt.branches) {
         if (eval(*test, scope).truthy()) return exec_body(body, scope, out);
     }
     return exec_body(stmt.else_body, scope, out);
 }
 
-void Interpreter::exec_for(const ForStmt& stmt, Scope& scope, std::string& out) {
+void Interpreter::exec_for(const ForStmt& stmt, Scope& scope, TrackedText& out) {
     const Value iterable = eval(*stmt.iterable, scope);
     if (iterable.is_none() || iterable.is_number() || iterable.kind() == ValueKind::function ||
         iterable.kind() == ValueKind::macro || iterable.is_namespace() || iterable.kind() == ValueKind::loop) {
@@ -273,10 +299,10 @@ void Interpreter::exec_set(const SetStmt& stmt, Scope& scope) {
 }
 
 void Interpreter::exec_set_block(const SetBlockStmt& stmt, Scope& scope) {
-    std::string text;
+    TrackedText text;
     Scope inner(&scope);
     exec_body(stmt.body, inner, text);
-    Value value = make_string(std::move(text));
+    Value value = tracker_.make(*this, std::move(text));
     for (const auto& filter : stmt.filters) value = eval_filter(*filter, value, scope);
     assign(stmt.target, value, scope, stmt.pos);
 }
@@ -303,7 +329,7 @@ void Interpreter::exec_macro(const MacroStmt& stmt, Scope& scope) {
     macro->closure = capture(scope);
 }
 
-void Interpreter::exec_call_block(const CallBlockStmt& stmt, Scope& scope, std::string& out) {
+void Interpreter::exec_call_block(const CallBlockStmt& stmt, Scope& scope, TrackedText& out) {
     MacroObject* caller = arena_.make<MacroObject>();
     caller->name = "caller";
     caller->definition = stmt.caller.get();
@@ -315,17 +341,16 @@ void Interpreter::exec_call_block(const CallBlockStmt& stmt, Scope& scope, std::
         if (callee.is_undefined()) fail_undefined(callee);
         fail(ErrorKind::type, "{% call %} needs a macro");
     }
-    const Value result = call_macro(callee.as_macro(), args, caller);
-    append(out, result.as_string());
+    append_value(out, call_macro(callee.as_macro(), args, caller));
 }
 
-void Interpreter::exec_filter_block(const FilterBlockStmt& stmt, Scope& scope, std::string& out) {
-    std::string text;
+void Interpreter::exec_filter_block(const FilterBlockStmt& stmt, Scope& scope, TrackedText& out) {
+    TrackedText text;
     Scope inner(&scope);
     exec_body(stmt.body, inner, text);
-    Value value = make_string(std::move(text));
+    Value value = tracker_.make(*this, std::move(text));
     for (const auto& filter : stmt.filters) value = eval_filter(*filter, value, scope);
-    append_str(out, value, budget_);
+    append_value(out, value);
 }
 
 Value Interpreter::call_macro(MacroObject* macro, Args& args, MacroObject* caller) {
@@ -384,9 +409,9 @@ Value Interpreter::call_macro(MacroObject* macro, Args& args, MacroObject* calle
     }
     if (def.uses_kwargs) scope.set("kwargs", make_dict(std::move(extra_kwargs)));
     if (caller != nullptr) scope.set("caller", Value(caller));
-    std::string out;
+    TrackedText out;
     exec_body(def.body, scope, out);
-    return make_string(std::move(out));
+    return tracker_.make(*this, std::move(out));
 }
 
 }  // namespace powerhouse::jinja

@@ -15,6 +15,7 @@
 #include "template/ast.h"
 #include "template/interpreter_objects.h"
 #include "template/limits.h"
+#include "template/provenance.h"
 #include "template/value.h"
 
 namespace powerhouse::jinja {
@@ -25,6 +26,9 @@ public:
 
     // Throws TemplateError.
     std::string render(const nlohmann::ordered_json& context);
+    // Also records which bytes of the output came from the context's data: every string in
+    // the context is data except those of the top-level variables named in `trusted`.
+    TrackedText render_tracked(const nlohmann::ordered_json& context, const std::vector<std::string>& trusted);
 
     // ---- services for the built-in functions
     Budget& budget() { return budget_; }
@@ -49,21 +53,26 @@ public:
     Value make_list(std::vector<Value> items, SequenceKind kind = SequenceKind::list);
     Value make_dict(DictObject dict);
     Value from_json(const nlohmann::ordered_json& json, uint32_t depth = 0);
+    DataTracker& tracker() { return tracker_; }
+    // After a filter, method, operator or indexing: when its inputs held data, every string
+    // in the result is data (see provenance.h).
+    Value track_result(Value result, bool inputs_hold_data);
 
 private:
     enum class Flow { normal, break_loop, continue_loop };
 
-    Flow exec_body(const StmtList& body, Scope& scope, std::string& out);
-    Flow exec(const Stmt& stmt, Scope& scope, std::string& out);
-    Flow exec_if(const struct IfStmt& stmt, Scope& scope, std::string& out);
-    void exec_for(const struct ForStmt& stmt, Scope& scope, std::string& out);
+    Flow exec_body(const StmtList& body, Scope& scope, TrackedText& out);
+    Flow exec(const Stmt& stmt, Scope& scope, TrackedText& out);
+    Flow exec_if(const struct IfStmt& stmt, Scope& scope, TrackedText& out);
+    void exec_for(const struct ForStmt& stmt, Scope& scope, TrackedText& out);
     void exec_set(const struct SetStmt& stmt, Scope& scope);
     void exec_set_block(const struct SetBlockStmt& stmt, Scope& scope);
     void exec_macro(const struct MacroStmt& stmt, Scope& scope);
-    void exec_call_block(const struct CallBlockStmt& stmt, Scope& scope, std::string& out);
-    void exec_filter_block(const struct FilterBlockStmt& stmt, Scope& scope, std::string& out);
+    void exec_call_block(const struct CallBlockStmt& stmt, Scope& scope, TrackedText& out);
+    void exec_filter_block(const struct FilterBlockStmt& stmt, Scope& scope, TrackedText& out);
     void assign(const Target& target, const Value& value, Scope& scope, SourcePos pos);
-    void append(std::string& out, std::string_view text);
+    void append(TrackedText& out, std::string_view text);
+    void append_value(TrackedText& out, const Value& value);
     Scope* capture(Scope& scope);
 
     Value eval(const Expr& expr, Scope& scope);
@@ -87,6 +96,7 @@ private:
     Budget budget_;
     Arena arena_;
     Scope root_;
+    DataTracker tracker_;
 };
 
 // Python slicing of a list, tuple or string; undefined for anything else.

@@ -162,7 +162,8 @@ Value Interpreter::eval_filter(const FilterExpr& expr, const Value& operand, Sco
     Args args;
     eval_args(expr.args, scope, args);
     try {
-        return expr.function(*this, operand, args);
+        Value result = expr.function(*this, operand, args);
+        return track_result(std::move(result), tracker_.contains_data(operand) || tracker_.contains_data(args));
     } catch (TemplateError& error) {
         if (error.offset == kNoPosition) error.offset = expr.pos.offset;
         throw;
@@ -203,15 +204,22 @@ Value Interpreter::eval_binary(const BinaryExpr& expr, Scope& scope) {
         case BinaryOp::concat: {
             const Value left = eval(*expr.left, scope);
             const Value right = eval(*expr.right, scope);
-            std::string text;
-            append_str(text, left, budget_);
-            append_str(text, right, budget_);
-            return make_string(std::move(text));
+            TrackedText text;
+            append_value(text, left);
+            append_value(text, right);
+            return tracker_.make(*this, std::move(text));
         }
         default: {
             const Value left = eval(*expr.left, scope);
             const Value right = eval(*expr.right, scope);
-            return arithmetic(*this, expr.op, left, right);
+            if (expr.op == BinaryOp::add && left.is_string() && right.is_string() && tracker_.enabled()) {
+                TrackedText text;  // string + string keeps each side's provenance exactly
+                append_value(text, left);
+                append_value(text, right);
+                return tracker_.make(*this, std::move(text));
+            }
+            Value result = arithmetic(*this, expr.op, left, right);
+            return track_result(std::move(result), tracker_.contains_data(left) || tracker_.contains_data(right));
         }
     }
 }
@@ -236,7 +244,8 @@ Value Interpreter::call(const Value& callee, Args& args) {
     switch (callee.kind()) {
         case ValueKind::function: {
             const FunctionObject& function = callee.as_function();
-            return function.call(*this, function, args);
+            const bool data_in = tracker_.contains_data(function.self) || tracker_.contains_data(args);
+            return track_result(function.call(*this, function, args), data_in);
         }
         case ValueKind::macro:
             return call_macro(callee.as_macro(), args, nullptr);
@@ -320,18 +329,19 @@ Value Interpreter::get_item(const Value& object, const Value& key) {
                 return items[static_cast<size_t>(index)];
             }
             const std::string& s = object.as_string();
+            const bool data_in = tracker_.contains_data(object);
             if (is_ascii(s)) {
                 const auto n = static_cast<int64_t>(s.size());
                 if (index < 0) index += n;
                 if (index < 0 || index >= n) return no_element(object, key, budget_);
-                return Value(std::string(1, s[static_cast<size_t>(index)]));
+                return track_result(Value(std::string(1, s[static_cast<size_t>(index)])), data_in);
             }
             const std::vector<size_t> offsets = code_point_offsets(s);
             const auto n = static_cast<int64_t>(offsets.size()) - 1;
             if (index < 0) index += n;
             if (index < 0 || index >= n) return no_element(object, key, budget_);
             const size_t at = offsets[static_cast<size_t>(index)];
-            return Value(s.substr(at, offsets[static_cast<size_t>(index) + 1] - at));
+            return track_result(Value(s.substr(at, offsets[static_cast<size_t>(index) + 1] - at)), data_in);
         }
         case ValueKind::name_space:
         case ValueKind::loop:
@@ -403,6 +413,9 @@ std::vector<Value> Interpreter::iterate(const Value& value) {
                 const size_t start = i;
                 next_code_point(s, i);
                 chars.emplace_back(s.substr(start, i - start));
+            }
+            if (tracker_.contains_data(value)) {
+                for (Value& c : chars) c = tracker_.mark_all(*this, c);
             }
             return chars;
         }
@@ -510,7 +523,7 @@ Value slice_value(Interpreter& interp, const Value& object, const Value& start_v
             }
         }
     }
-    return interp.make_string(std::move(out));
+    return interp.track_result(interp.make_string(std::move(out)), interp.tracker().contains_data(object));
 }
 
 }  // namespace powerhouse::jinja

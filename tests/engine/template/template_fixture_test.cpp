@@ -66,6 +66,18 @@ void check_case(const FixtureCase& c) {
         ASSERT_TRUE(rendered.ok()) << c.name << ": jinja2 renders it, we fail with: " << rendered.error().message;
         const std::string expected = c.expected.get<std::string>();
         EXPECT_EQ(*rendered, expected) << c.name << ": " << test::describe_difference(expected, *rendered);
+        // Following where each byte came from must not change a byte of the output.
+        const Result<ChatTemplate> parsed = ChatTemplate::parse(c.source);
+        ASSERT_TRUE(parsed.ok());
+        const Result<RenderedPrompt> prompt = parsed->render_prompt(c.context, test::fixture_options());
+        ASSERT_TRUE(prompt.ok()) << c.name << ": " << prompt.error().message;
+        EXPECT_EQ(prompt->text, expected) << c.name;
+        size_t previous_end = 0;
+        for (const auto& [begin, end] : prompt->data_ranges) {
+            EXPECT_TRUE(begin < end && end <= prompt->text.size()) << c.name;
+            EXPECT_TRUE(begin == 0 || begin > previous_end) << c.name << ": ranges overlap or touch";
+            previous_end = end;
+        }
         return;
     }
     const std::string message = c.expected.at("error").get<std::string>();
