@@ -4,8 +4,22 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
 
 namespace powerhouse::cli {
+
+Result<std::string> read_file_text(const std::string& path) {
+    if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return make_error(ErrorCode::io, fmt::format("cannot open '{}'", path));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) return make_error(ErrorCode::io, fmt::format("cannot read '{}'", path));
+    return text.str();
+}
 
 std::string format_bytes(uint64_t bytes) {
     static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

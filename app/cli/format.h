@@ -15,6 +15,9 @@ std::string format_count(uint64_t count);     // "134.5 M", "8.03 B"
 // A plain-text table with a header row; columns are left-aligned unless numeric.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 
+// The whole content of a file ("-": standard input).
+Result<std::string> read_file_text(const std::string& path);
+
 // Prints "error: <message>" to stderr and returns 1.
 int report_error(const Error& error);
 

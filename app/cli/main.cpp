@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
         powerhouse::cli::add_template_command(app),
         powerhouse::cli::add_tokenize_command(app),
         powerhouse::cli::add_detokenize_command(app),
+        powerhouse::cli::add_generate_command(app),
     };
 
     try {

@@ -49,18 +49,8 @@ struct TemplateOptions {
     bool tokens = false;
 };
 
-Result<std::string> read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorCode::io, fmt::format("cannot open '{}'", path));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) return make_error(ErrorCode::io, fmt::format("cannot read '{}'", path));
-    return text.str();
-}
-
 Result<nlohmann::ordered_json> read_context(const std::string& path) {
-    Result<std::string> text =
-        path == "-" ? Result<std::string>(std::string(std::istreambuf_iterator<char>(std::cin), {})) : read_text(path);
+    Result<std::string> text = read_file_text(path);
     if (!text) return text.error();
     nlohmann::ordered_json context = nlohmann::ordered_json::parse(*text, nullptr, false);
     if (context.is_discarded()) return make_error(ErrorCode::format, fmt::format("'{}' is not valid JSON", path));
@@ -130,7 +120,7 @@ int run_template(const TemplateOptions& options) {
         }
     }
     if (!options.template_file.empty()) {
-        Result<std::string> source = read_text(options.template_file);
+        Result<std::string> source = read_file_text(options.template_file);
         if (!source) return report_error(source.error());
         origin = options.template_file;
         Result<ChatTemplate> parsed = ChatTemplate::parse(*source);

@@ -1,0 +1,97 @@
+#include "arch/hparams.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace powerhouse::arch {
+
+const std::vector<std::string>& supported_architectures() {
+    static const std::vector<std::string> names = {"llama", "qwen2", "qwen3"};
+    return names;
+}
+
+namespace {
+
+Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key) {
+    const std::optional<uint64_t> v = meta.get_uint(key);
+    if (!v) return make_error(ErrorCode::format, fmt::format("the model has no {} (or it is not a number)", key));
+    if (*v == 0 || *v > (1u << 24)) {
+        return make_error(ErrorCode::format, fmt::format("{} = {} is out of range", key, *v));
+    }
+    return static_cast<uint32_t>(*v);
+}
+
+}  // namespace
+
+Result<Hparams> read_hparams(const GgufModel& model) {
+    const GgufMetadata& meta = model.metadata();
+    Hparams hp;
+    const std::optional<std::string_view> arch = meta.get_string("general.architecture");
+    if (!arch) return make_error(ErrorCode::format, "the model has no general.architecture");
+    hp.architecture = std::string(*arch);
+    const auto& supported = supported_architectures();
+    if (std::find(supported.begin(), supported.end(), hp.architecture) == supported.end()) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("architecture '{}' is not supported yet (supported: {})", hp.architecture,
+                                      fmt::join(supported, ", ")));
+    }
+    const std::string& a = hp.architecture;
+    const auto u32 = [&](const char* key) { return required_u32(meta, a + "." + key); };
+
+    Result<uint32_t> v = u32("block_count");
+    if (!v) return v.error();
+    hp.n_layer = *v;
+    if (!(v = u32("embedding_length"))) return v.error();
+    hp.n_embd = *v;
+    if (!(v = u32("attention.head_count"))) return v.error();
+    hp.n_head = *v;
+    hp.n_head_kv = static_cast<uint32_t>(meta.get_uint(a + ".attention.head_count_kv").value_or(hp.n_head));
+    if (!(v = u32("feed_forward_length"))) return v.error();
+    hp.n_ff = *v;
+    hp.n_ctx_train = static_cast<uint32_t>(meta.get_uint(a + ".context_length").value_or(4096));
+    hp.head_dim = static_cast<uint32_t>(meta.get_uint(a + ".attention.key_length").value_or(hp.n_embd / hp.n_head));
+    const auto value_length = meta.get_uint(a + ".attention.value_length").value_or(hp.head_dim);
+    if (value_length != hp.head_dim) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("key length {} differs from value length {}", hp.head_dim, value_length));
+    }
+    if (hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0) {
+        return make_error(ErrorCode::format, fmt::format("{} attention heads cannot share {} KV heads", hp.n_head,
+                                                         hp.n_head_kv));
+    }
+    if (hp.head_dim == 0 || hp.head_dim % 2 != 0 || hp.head_dim > 1024) {
+        return make_error(ErrorCode::format, fmt::format("head size {} is not supported", hp.head_dim));
+    }
+    hp.rms_eps = static_cast<float>(meta.get_float(a + ".attention.layer_norm_rms_epsilon").value_or(1e-5));
+    hp.rope_base = static_cast<float>(meta.get_float(a + ".rope.freq_base").value_or(10000.0));
+    hp.rope_dims = static_cast<uint32_t>(meta.get_uint(a + ".rope.dimension_count").value_or(hp.head_dim));
+    if (hp.rope_dims > hp.head_dim || hp.rope_dims % 2 != 0) {
+        return make_error(ErrorCode::format, fmt::format("rope.dimension_count {} does not fit a head of {}",
+                                                         hp.rope_dims, hp.head_dim));
+    }
+    const std::optional<std::string_view> scaling = meta.get_string(a + ".rope.scaling.type");
+    if (scaling && *scaling == "linear") {
+        const double factor = meta.get_float(a + ".rope.scaling.factor").value_or(1.0);
+        if (factor > 0) hp.rope_freq_scale = static_cast<float>(1.0 / factor);
+    } else if (scaling && *scaling != "none") {
+        return make_error(ErrorCode::unsupported, fmt::format("RoPE scaling '{}' is not supported yet", *scaling));
+    }
+
+    const GgufTensorInfo* embd = model.find_tensor("token_embd.weight");
+    if (embd == nullptr) return make_error(ErrorCode::format, "the model has no token_embd.weight");
+    hp.n_vocab = static_cast<uint32_t>(embd->ne[1]);
+    hp.tied_output = model.find_tensor("output.weight") == nullptr;
+    hp.has_rope_freqs = model.find_tensor("rope_freqs.weight") != nullptr;
+
+    if (a == "qwen2") {
+        hp.rope_layout = RopeLayout::neox;
+        hp.qkv_bias = true;
+    } else if (a == "qwen3") {
+        hp.rope_layout = RopeLayout::neox;
+        hp.qk_norm = true;
+    }
+    return hp;
+}
+
+}  // namespace powerhouse::arch

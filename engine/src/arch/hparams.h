@@ -1,0 +1,52 @@
+// The hyper-parameters of a decoder-only transformer, read from GGUF metadata
+// (`{arch}.block_count`, `{arch}.attention.head_count`, ...). Architectures differ in a few
+// switches (QKV bias, per-head Q/K norm, RoPE layout); those are set here from the
+// architecture name so that the step program (step_program.h) can be built from them.
+//
+// Thread-safety: value types and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_model.h"
+#include "powerhouse/result.h"
+
+namespace powerhouse::arch {
+
+// How RoPE pairs the dimensions of a head: `normal` rotates (x[2i], x[2i+1]) (llama's
+// GGUF layout, whose Q/K weights the converter permuted), `neox` rotates (x[i], x[i+d/2]).
+enum class RopeLayout { normal, neox };
+
+struct Hparams {
+    std::string architecture;  // general.architecture
+    uint32_t n_layer = 0;
+    uint32_t n_embd = 0;
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;  // per-head size of Q, K and V
+    uint32_t n_ff = 0;
+    uint32_t n_vocab = 0;
+    uint32_t n_ctx_train = 0;
+    float rms_eps = 1e-5f;
+
+    RopeLayout rope_layout = RopeLayout::normal;
+    uint32_t rope_dims = 0;  // dimensions of a head that RoPE rotates (the first rope_dims)
+    float rope_base = 10000.0f;
+    float rope_freq_scale = 1.0f;  // linear scaling: positions multiplied by this
+
+    bool qkv_bias = false;      // qwen2: attn_q/k/v have .bias tensors
+    bool qk_norm = false;       // qwen3: RMS norm of each Q and K head (attn_q_norm, attn_k_norm)
+    bool tied_output = false;   // no output.weight: the token embedding is the output matrix
+    bool has_rope_freqs = false;  // rope_freqs.weight divides each frequency (Llama 3.1 scaling)
+};
+
+// Reads and validates the hyper-parameters. Fails for architectures the engine cannot run
+// (named in the message with those it can) and for missing or inconsistent values.
+Result<Hparams> read_hparams(const GgufModel& model);
+
+// The architectures read_hparams accepts.
+const std::vector<std::string>& supported_architectures();
+
+}  // namespace powerhouse::arch

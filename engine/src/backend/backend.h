@@ -1,0 +1,34 @@
+// What the engine asks of a device backend: run the model's step program over a batch of
+// tokens, keeping the KV cache, and hand back the logits of the last token. The CPU
+// backend implements it today; the CUDA backend implements the same interface, and a
+// multi-device plan composes several of them.
+//
+// Thread-safety: a backend is used from one thread (the engine's) at a time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "powerhouse/result.h"
+#include "powerhouse/tokenizer.h"
+
+namespace powerhouse {
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // Processes `tokens` at positions n_past() .. n_past() + size - 1, appending their keys
+    // and values to the cache, and returns the logits (n_vocab floats) of the last one.
+    // The span stays valid until the next call. Fails, changing nothing, when the tokens
+    // would not fit in the context or an id is out of range.
+    virtual Result<std::span<const float>> decode(std::span<const TokenId> tokens) = 0;
+
+    // Positions held in the KV cache.
+    virtual uint32_t n_past() const = 0;
+    virtual uint32_t n_ctx() const = 0;
+    // Forgets positions n and later (keeps the cache of a shared prompt prefix).
+    virtual void truncate(uint32_t n) = 0;
+};
+
+}  // namespace powerhouse

@@ -1,0 +1,31 @@
+// The CPU backend: executes a step program (arch/step_program.h) with the weights used in
+// place from the memory-mapped model file, a KV cache in F16, and the thread pool.
+// Numerics follow llama.cpp's CPU backend where it matters for agreeing with it token for
+// token: activations quantized to 8 bits for quantized weights, queries and attention
+// probabilities rounded to F16 for the products with the F16 cache, RoPE angles computed
+// the way ggml computes them.
+//
+// Thread-safety: as Backend.
+#pragma once
+
+#include <memory>
+
+#include "arch/hparams.h"
+#include "arch/step_program.h"
+#include "backend/backend.h"
+#include "gguf/gguf_model.h"
+
+namespace powerhouse::cpu {
+
+struct CpuBackendOptions {
+    uint32_t n_ctx = 4096;
+    int n_threads = 0;       // 0: all cores
+    uint32_t n_batch = 64;   // tokens processed together
+};
+
+// `model` must outlive the backend (weights are read from its mapping).
+Result<std::unique_ptr<Backend>> create_cpu_backend(const GgufModel& model, const arch::Hparams& hparams,
+                                                    const arch::StepProgram& program,
+                                                    const CpuBackendOptions& options);
+
+}  // namespace powerhouse::cpu

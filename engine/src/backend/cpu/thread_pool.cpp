@@ -1,0 +1,86 @@
+#include "backend/cpu/thread_pool.h"
+
+#include <algorithm>
+
+namespace powerhouse::cpu {
+
+namespace {
+// About 50 microseconds of polling before a worker sleeps.
+constexpr int kSpinIterations = 20000;
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+        generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::run(const std::function<void(int, int)>& job) {
+    if (n_threads_ == 1) {
+        job(0, 1);
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        job_ = &job;
+        pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+        generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    job(0, n_threads_);
+    for (int spin = 0; spin < kSpinIterations && pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    }
+    if (pending_.load(std::memory_order_acquire) != 0) {
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    }
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn) {
+    if (n <= 0) return;
+    const int threads = static_cast<int>(std::min<int64_t>(n_threads_, n));
+    if (threads == 1) {
+        fn(0, n, 0);
+        return;
+    }
+    run([&](int index, int) {
+        if (index >= threads) return;
+        const int64_t begin = n * index / threads;
+        const int64_t end = n * (index + 1) / threads;
+        fn(begin, end, index);
+    });
+}
+
+void ThreadPool::worker(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+        int spin = 0;
+        while (generation_.load(std::memory_order_acquire) == seen && spin < kSpinIterations) ++spin;
+        if (generation_.load(std::memory_order_acquire) == seen) {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+        }
+        const std::function<void(int, int)>* job;
+        {
+            std::lock_guard lock(mutex_);
+            if (stop_) return;
+            seen = generation_.load(std::memory_order_acquire);
+            job = job_;
+        }
+        (*job)(index, n_threads_);
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard lock(mutex_);
+            done_.notify_one();
+        }
+    }
+}
+
+}  // namespace powerhouse::cpu
