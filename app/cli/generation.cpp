@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "powerhouse/stop_strings.h"
+
 namespace powerhouse::cli {
 
 Result<std::filesystem::path> model_or_default(const std::string& model) {
@@ -44,47 +46,64 @@ Result<std::vector<TokenId>> chat_prompt(const Model& model, const nlohmann::ord
 }
 
 void add_sampling_options(CLI::App& command, SamplingChoice& choice) {
-    command.add_option("--temp", choice.temperature, "Sampling temperature (0: greedy)")->check(CLI::Range(0.0f, 10.0f));
-    command.add_option("--seed", choice.seed, "Random seed: the same seed gives the same output");
+    SamplingParams& p = choice.params;
+    command.add_option("--temp", p.temperature, "Sampling temperature; 0: greedy")->capture_default_str();
+    command.add_option("--top-k", p.top_k, "Keep the k most likely tokens; 0: off")->capture_default_str();
+    command.add_option("--top-p", p.top_p, "Keep the most likely tokens up to this probability; 1: off")
+        ->capture_default_str();
+    command.add_option("--min-p", p.min_p, "Drop tokens less likely than this times the top one; 0: off")
+        ->capture_default_str();
+    command.add_option("--repeat-penalty", p.repeat_penalty, "Penalty for repeating recent tokens; 1: off")
+        ->capture_default_str();
+    command.add_option("--presence-penalty", p.presence_penalty, "OpenAI presence penalty; 0: off");
+    command.add_option("--frequency-penalty", p.frequency_penalty, "OpenAI frequency penalty; 0: off");
+    command.add_option("--seed", p.seed, "Random seed: the same seed gives the same output");
+    command.add_option("--stop", choice.stop, "Stop when the text contains this string (repeatable)");
 }
-
-namespace {
-
-TokenId argmax(std::span<const float> logits) {
-    return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
-
-}  // namespace
 
 Result<GenerationResult> generate_text(Model& model, std::span<const TokenId> prompt, int n_predict,
                                        const SamplingChoice& sampling,
                                        const std::function<void(std::string_view)>& on_text) {
     using Clock = std::chrono::steady_clock;
-    if (sampling.temperature != 0.0f) {
-        return make_error(ErrorCode::unsupported, "only greedy sampling (--temp 0) is available yet");
-    }
+    Result<Sampler> created = Sampler::create(sampling.params);
+    if (!created) return created.error();
+    Sampler sampler = std::move(created).value();
+    for (TokenId id : prompt) sampler.accept(id);
+    StopStringMatcher stops(sampling.stop);
+
     GenerationResult result;
     const Tokenizer& tokenizer = model.tokenizer();
     DetokenizeOptions detok;
     detok.strip_leading_space = false;  // the answer continues the prompt
     StreamingDetokenizer stream(tokenizer, detok);
+    const auto emit = [&](const std::string& piece) {
+        const StopStringOutput out = stops.feed(piece);
+        result.text += out.text_to_emit;
+        if (!out.text_to_emit.empty()) on_text(out.text_to_emit);
+        return out.stopped;
+    };
 
     const auto start = Clock::now();
     Result<std::span<const float>> logits = model.decode(prompt);
     if (!logits) return logits.error();
     result.prompt_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const auto gen_start = Clock::now();
+    std::vector<float> scratch;
     result.stop_reason = "length";
     for (int i = 0; i < n_predict; ++i) {
-        const TokenId next = argmax(*logits);
+        scratch.assign(logits->begin(), logits->end());
+        const TokenId next = sampler.sample(scratch);
+        if (next == kNoToken) return make_error(ErrorCode::internal, "the model produced no usable logits (NaN)");
+        sampler.accept(next);
         result.ids.push_back(next);
         if (tokenizer.is_eog(next)) {
             result.stop_reason = "eos";
             break;
         }
-        const std::string piece = stream.feed(next);
-        result.text += piece;
-        if (!piece.empty()) on_text(piece);
+        if (emit(stream.feed(next))) {
+            result.stop_reason = "stop";
+            break;
+        }
         if (i + 1 == n_predict) break;
         const TokenId one[] = {next};
         logits = model.decode(one);
@@ -96,9 +115,11 @@ Result<GenerationResult> generate_text(Model& model, std::span<const TokenId> pr
             return logits.error();
         }
     }
-    const std::string rest = stream.flush();
-    result.text += rest;
-    if (!rest.empty()) on_text(rest);
+    if (result.stop_reason != "stop" && !emit(stream.flush())) {
+        const std::string rest = stops.flush();
+        result.text += rest;
+        if (!rest.empty()) on_text(rest);
+    }
     result.generation_seconds = std::chrono::duration<double>(Clock::now() - gen_start).count();
     return result;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "powerhouse/model.h"
+#include "powerhouse/sampler.h"
 #include "powerhouse/result.h"
 
 namespace powerhouse::cli {
@@ -26,16 +27,18 @@ std::vector<TokenId> tokenize_raw_prompt(const Model& model, std::string_view te
 // ending with the assistant's turn opened. Special tokens count only in the template's text.
 Result<std::vector<TokenId>> chat_prompt(const Model& model, const nlohmann::ordered_json& messages);
 
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --presence-penalty,
+// --frequency-penalty, --seed and --stop on a command. Defaults: llama.cpp's.
 struct SamplingChoice {
-    float temperature = 0.0f;  // 0: greedy
-    uint64_t seed = 0;
+    SamplingParams params;
+    std::vector<std::string> stop;  // stop strings (not shown when hit)
 };
 void add_sampling_options(CLI::App& command, SamplingChoice& choice);
 
 struct GenerationResult {
     std::vector<TokenId> ids;
     std::string text;
-    std::string stop_reason;  // "eos" (an end-of-generation token) or "length"
+    std::string stop_reason;  // "eos" (an end-of-generation token), "stop" (a stop string), "length", "context"
     double prompt_seconds = 0;
     double generation_seconds = 0;
 };
