@@ -45,6 +45,16 @@ Result<std::vector<TokenId>> chat_prompt(const Model& model, const nlohmann::ord
     return ids;
 }
 
+size_t reuse_cached_prefix(Model& model, std::vector<TokenId>& cached, std::span<const TokenId> prompt) {
+    size_t common = 0;
+    const size_t limit = std::min({cached.size(), prompt.size(), static_cast<size_t>(model.n_past())});
+    while (common < limit && cached[common] == prompt[common]) ++common;
+    if (common == prompt.size() && common > 0) --common;  // decode the last token again for its logits
+    model.truncate(static_cast<uint32_t>(common));
+    cached.assign(prompt.begin(), prompt.end());
+    return common;
+}
+
 void add_sampling_options(CLI::App& command, SamplingChoice& choice) {
     SamplingParams& p = choice.params;
     command.add_option("--temp", p.temperature, "Sampling temperature; 0: greedy")->capture_default_str();

@@ -35,6 +35,12 @@ struct SamplingChoice {
 };
 void add_sampling_options(CLI::App& command, SamplingChoice& choice);
 
+// Makes the model's KV cache ready for `prompt`, keeping what it already holds of it:
+// `cached` lists the ids in the cache (updated here). Returns how many leading prompt
+// tokens are already in the cache, so only the rest needs decoding (at least one token
+// is always left, for its logits).
+size_t reuse_cached_prefix(Model& model, std::vector<TokenId>& cached, std::span<const TokenId> prompt);
+
 struct GenerationResult {
     std::vector<TokenId> ids;
     std::string text;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf_writer.h"
+#include "cli/cli_runner.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -17,31 +18,10 @@ namespace {
 
 using nlohmann::ordered_json;
 
-struct CliRun {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
+using test::CliRun;
+using test::quoted;
 
-CliRun cli(const std::string& args) {
-    test::TempDir dir;
-    const std::string err_path = (dir / "stderr").string();
-    const std::string command = std::string(POWERHOUSE_CLI_PATH) + " " + args + " 2>" + err_path;
-    CliRun run;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) return run;
-    std::array<char, 4096> buffer{};
-    size_t n;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-    const int raw = ::pclose(pipe);
-    run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    run.err = test::read_file(err_path);
-    return run;
-}
-
-std::string quoted(const std::filesystem::path& p) {
-    return "'" + p.string() + "'";
-}
+CliRun cli(const std::string& args) { return test::run_cli(args); }
 
 const ordered_json& fixture(const char* file) {
     static std::map<std::string, ordered_json> cache;

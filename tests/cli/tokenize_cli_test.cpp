@@ -8,38 +8,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/cli_runner.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
 namespace {
 
-struct CliRun {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
+using test::CliRun;
+using test::quoted;
 
-std::string quoted(const std::filesystem::path& p) {
-    return "'" + p.string() + "'";
-}
-
-// Runs powerhouse-cli with `args` (shell-quoted by the caller) and `input` on stdin.
-CliRun cli(const std::string& args, const std::string& input) {
-    test::TempDir dir;
-    test::write_file(dir / "stdin", input);
-    const std::string command =
-        std::string(POWERHOUSE_CLI_PATH) + " " + args + " <" + quoted(dir / "stdin") + " 2>" + quoted(dir / "stderr");
-    CliRun run;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) return run;
-    std::array<char, 4096> buffer{};
-    size_t n;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-    const int raw = ::pclose(pipe);
-    run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    run.err = test::read_file(dir / "stderr");
-    return run;
-}
+CliRun cli(const std::string& args, const std::string& input) { return test::run_cli(args, input); }
 
 std::vector<nlohmann::json> json_lines(const std::string& out) {
     std::vector<nlohmann::json> lines;
