@@ -20,6 +20,7 @@ Command add_template_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_detokenize_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
 
 }  // namespace powerhouse::cli

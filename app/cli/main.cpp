@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
         powerhouse::cli::add_tokenize_command(app),
         powerhouse::cli::add_detokenize_command(app),
         powerhouse::cli::add_generate_command(app),
+        powerhouse::cli::add_bench_command(app),
         powerhouse::cli::add_chat_command(app),
     };
 

@@ -1,0 +1,239 @@
+// powerhouse-cli bench [-m MODEL] [-p 512] [-n 128] [-t THREADS] [-r 3] [-b BATCH] [--ctx N]
+//                      [--seed S] [--json]
+//
+// Measures, the way llama-bench does, the speed of the engine on one model:
+// - pp: prompt processing of p random token ids (uniform over the vocabulary, from a fixed
+//   seed), decoded as one prompt into an empty cache (Model::truncate(0));
+// - tg: generation of n tokens one at a time, right after that prompt (positions p..p+n-1),
+//   each fed token being the argmax of the previous logits (greedy; no sampler);
+// - ttft: time to first token = the pp time + the first tg decode step;
+// - peak resident memory of the process (getrusage ru_maxrss), load included.
+// Tokens/s are the mean and sample standard deviation over the repetitions, after one
+// untimed warm-up run. --json prints one JSON object instead of the table.
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "format.h"
+#include "generation.h"
+#include "powerhouse/model.h"
+#include "powerhouse/model_info.h"
+
+namespace powerhouse::cli {
+namespace {
+
+struct BenchOptions {
+    std::string model;
+    int n_prompt = 512;
+    int n_gen = 128;
+    int threads = 0;
+    int repetitions = 3;
+    uint32_t n_batch = ModelOptions{}.n_batch;
+    uint32_t n_ctx = 0;  // 0: p + n
+    uint32_t seed = 42;
+    bool json = false;
+};
+
+struct Sample {
+    double pp_seconds = 0;
+    double tg_seconds = 0;
+    double first_step_seconds = 0;  // the first tg decode
+};
+
+struct Stats {
+    double mean = 0;
+    double stddev = 0;  // sample standard deviation; 0 for one value
+};
+
+Stats stats_of(const std::vector<double>& values) {
+    Stats s;
+    if (values.empty()) return s;
+    for (double v : values) s.mean += v;
+    s.mean /= static_cast<double>(values.size());
+    if (values.size() > 1) {
+        double sq = 0;
+        for (double v : values) sq += (v - s.mean) * (v - s.mean);
+        s.stddev = std::sqrt(sq / static_cast<double>(values.size() - 1));
+    }
+    return s;
+}
+
+uint64_t peak_rss_bytes() {
+    rusage usage{};
+    if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+    return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+TokenId argmax(std::span<const float> logits) {
+    return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// One pp + tg run from an empty cache.
+Result<Sample> run_once(Model& model, const std::vector<TokenId>& prompt, int n_gen) {
+    using Clock = std::chrono::steady_clock;
+    Sample sample;
+    model.truncate(0);
+    const auto pp_start = Clock::now();
+    Result<std::span<const float>> logits = model.decode(prompt);
+    if (!logits) return logits.error();
+    sample.pp_seconds = std::chrono::duration<double>(Clock::now() - pp_start).count();
+    TokenId next = argmax(*logits);
+    const auto tg_start = Clock::now();
+    for (int i = 0; i < n_gen; ++i) {
+        const TokenId one[] = {next};
+        logits = model.decode(one);
+        if (!logits) return logits.error();
+        next = argmax(*logits);
+        if (i == 0) sample.first_step_seconds = std::chrono::duration<double>(Clock::now() - tg_start).count();
+    }
+    sample.tg_seconds = std::chrono::duration<double>(Clock::now() - tg_start).count();
+    return sample;
+}
+
+std::string format_stats(const Stats& s) {
+    return fmt::format("{:.2f} ± {:.2f}", s.mean, s.stddev);
+}
+
+int run_bench(const BenchOptions& options) {
+    const uint64_t needed = static_cast<uint64_t>(options.n_prompt) + static_cast<uint64_t>(options.n_gen);
+    if (options.n_ctx != 0 && needed > options.n_ctx) {
+        return report_error(make_error(ErrorCode::invalid_argument,
+                                       fmt::format("-p {} + -n {} = {} positions do not fit in --ctx {}",
+                                                   options.n_prompt, options.n_gen, needed, options.n_ctx)));
+    }
+    if (needed > (1u << 24)) {
+        return report_error(
+            make_error(ErrorCode::invalid_argument,
+                       fmt::format("-p {} + -n {} = {} positions: too many", options.n_prompt, options.n_gen, needed)));
+    }
+    Result<std::filesystem::path> path = model_or_default(options.model);
+    if (!path) return report_error(path.error());
+    Result<ModelInfo> info = inspect_model(*path);
+    if (!info) return report_error(info.error());
+
+    ModelOptions model_options;
+    model_options.n_ctx = options.n_ctx != 0 ? options.n_ctx : static_cast<uint32_t>(needed);
+    model_options.n_threads = options.threads;
+    model_options.n_batch = options.n_batch;
+    const auto load_start = std::chrono::steady_clock::now();
+    Result<Model> model = Model::load(*path, model_options);
+    if (!model) return report_error(model.error());
+    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    if (needed > model->n_ctx()) {
+        return report_error(make_error(
+            ErrorCode::invalid_argument,
+            fmt::format("-p {} + -n {} = {} positions do not fit in the context of {} (the model was trained "
+                        "for {})",
+                        options.n_prompt, options.n_gen, needed, model->n_ctx(), info->n_ctx_train)));
+    }
+
+    // Random ids over the tokenizer's vocabulary (the embedding may have more rows).
+    std::mt19937 rng(options.seed);
+    std::uniform_int_distribution<TokenId> pick(0, model->tokenizer().n_vocab() - 1);
+    std::vector<TokenId> prompt(static_cast<size_t>(options.n_prompt));
+    for (TokenId& id : prompt) id = pick(rng);
+
+    if (Result<Sample> warmup = run_once(*model, prompt, options.n_gen); !warmup) return report_error(warmup.error());
+    std::vector<Sample> samples;
+    for (int r = 0; r < options.repetitions; ++r) {
+        Result<Sample> sample = run_once(*model, prompt, options.n_gen);
+        if (!sample) return report_error(sample.error());
+        samples.push_back(*sample);
+    }
+    std::vector<double> pp_rate, tg_rate, ttft_ms, pp_seconds, tg_seconds;
+    for (const Sample& s : samples) {
+        pp_rate.push_back(options.n_prompt / s.pp_seconds);
+        tg_rate.push_back(options.n_gen / s.tg_seconds);
+        ttft_ms.push_back((s.pp_seconds + s.first_step_seconds) * 1e3);
+        pp_seconds.push_back(s.pp_seconds);
+        tg_seconds.push_back(s.tg_seconds);
+    }
+    const Stats pp = stats_of(pp_rate), tg = stats_of(tg_rate), ttft = stats_of(ttft_ms);
+    const int threads =
+        options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const uint64_t peak = peak_rss_bytes();
+
+    if (options.json) {
+        const auto stats_json = [](const Stats& s) {
+            return nlohmann::ordered_json{{"mean", s.mean}, {"stddev", s.stddev}};
+        };
+        const nlohmann::ordered_json out = {
+            {"engine", "powerhouse"},
+            {"model", path->string()},
+            {"architecture", info->architecture},
+            {"file_type", info->file_type},
+            {"model_size_bytes", info->weight_bytes},
+            {"file_size_bytes", info->file_size},
+            {"n_params", info->n_params},
+            {"threads", threads},
+            {"n_batch", options.n_batch},
+            {"n_ctx", model->n_ctx()},
+            {"repetitions", options.repetitions},
+            {"warmup_runs", 1},
+            {"seed", options.seed},
+            {"tg_input", "argmax"},
+            {"load_seconds", load_seconds},
+            {"pp", {{"tokens", options.n_prompt}, {"tokens_per_second", stats_json(pp)}, {"seconds", pp_seconds}}},
+            {"tg", {{"tokens", options.n_gen}, {"tokens_per_second", stats_json(tg)}, {"seconds", tg_seconds}}},
+            {"ttft_ms", stats_json(ttft)},
+            {"peak_rss_bytes", peak},
+        };
+        std::puts(out.dump(2).c_str());
+        return 0;
+    }
+    const std::string name = info->name.empty() ? path->filename().string() : info->name;
+    const std::string common_size = format_bytes(info->weight_bytes);
+    const std::string common_params = format_count(info->n_params);
+    std::vector<std::vector<std::string>> rows = {
+        {name, info->file_type, common_size, common_params, fmt::format("{}", threads),
+         fmt::format("pp{}", options.n_prompt), format_stats(pp)},
+        {name, info->file_type, common_size, common_params, fmt::format("{}", threads),
+         fmt::format("tg{} @ p{}", options.n_gen, options.n_prompt), format_stats(tg)},
+    };
+    std::fputs(format_table({"model", "type", "size", "params", "threads", "test", "t/s"}, rows).c_str(), stdout);
+    std::printf("\ntime to first token  %.1f ± %.1f ms (pp%d + one decode step)\n", ttft.mean, ttft.stddev,
+                options.n_prompt);
+    std::printf("peak resident memory %s\n", format_bytes(peak).c_str());
+    std::printf("%d repetitions after 1 warm-up; batch %u, context %u; tg feeds the argmax token\n",
+                options.repetitions, options.n_batch, model->n_ctx());
+    return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+    auto options = std::make_shared<BenchOptions>();
+    CLI::App* sub = app.add_subcommand("bench", "Measure prompt processing and generation speed (like llama-bench)");
+    sub->add_option("-m,--model", options->model, "Model file (.gguf); default: the model set up by scripts/run");
+    sub->add_option("-p,--n-prompt", options->n_prompt, "Prompt tokens to process as one batch")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1 << 24));
+    sub->add_option("-n,--n-gen", options->n_gen, "Tokens to generate one at a time after the prompt")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1 << 24));
+    sub->add_option("-t,--threads", options->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
+    sub->add_option("-r,--repetitions", options->repetitions, "Timed runs, after one warm-up run")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    sub->add_option("-b,--batch", options->n_batch, "Prompt tokens the engine processes together")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1u << 16));
+    sub->add_option("--ctx", options->n_ctx, "Context length (KV cache positions); default: p + n")
+        ->check(CLI::Range(1u, 1u << 24));
+    sub->add_option("--seed", options->seed, "Seed of the random prompt tokens")->capture_default_str();
+    sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
+    return {sub, [options] { return run_bench(*options); }};
+}
+
+}  // namespace powerhouse::cli
