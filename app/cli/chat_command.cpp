@@ -1,16 +1,18 @@
 // powerhouse-cli chat [-m MODEL] [--system TEXT] [-n N] [sampling options] [--ctx N] [-t THREADS]
 //
-// An interactive chat in the terminal: type a message and press Enter; the answer streams
-// as it is generated. "/reset" starts a new conversation, "/exit" (or end of input) quits.
-// Each turn re-renders the whole conversation with the model's chat template and reuses
-// the KV cache for the part that has not changed, so only the new turn is processed. When
-// the conversation outgrows the context, the oldest turns are dropped (with a note).
+// An interactive chat in the terminal, on the engine thread (powerhouse/engine.h): type a
+// message and press Enter; the answer streams as it is generated, and Ctrl+C stops it (a
+// second Ctrl+C, or one while no answer runs, quits). "/reset" starts a new conversation,
+// "/exit" (or end of input) quits. Each turn sends the whole conversation; the engine's
+// prompt cache processes only what is new. When the conversation outgrows the context, the
+// engine drops the oldest turns and the chat says so.
 #include <fmt/format.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -18,38 +20,75 @@
 #include "commands.h"
 #include "format.h"
 #include "generation.h"
-#include "powerhouse/model.h"
+#include "powerhouse/engine.h"
 
 namespace powerhouse::cli {
 namespace {
 
 struct ChatOptions {
-    std::string model;
+    ModelChoice model;
     std::string system;
     int n_predict = 1024;
     SamplingChoice sampling;
-    uint32_t n_ctx = 4096;
-    int threads = 0;
 };
 
-int run_chat(ChatOptions options) {
-    Result<std::filesystem::path> path = model_or_default(options.model);
-    if (!path) return report_error(path.error());
-    ModelOptions model_options;
-    model_options.n_ctx = options.n_ctx;
-    model_options.n_threads = options.threads;
-    Result<Model> model = Model::load(*path, model_options);
-    if (!model) return report_error(model.error());
+std::atomic<int> g_interrupts{0};  // Ctrl+C presses while an answer runs (a signal handler's only channel)
 
-    const bool interactive = isatty(STDIN_FILENO) != 0;
-    if (interactive) {
-        std::fprintf(stderr, "Chatting with %s (context %u). /reset starts over, /exit quits.\n",
-                     path->filename().string().c_str(), model->n_ctx());
+extern "C" void on_interrupt(int) { g_interrupts.fetch_add(1); }
+
+// Catches Ctrl+C while it lives; the previous handler comes back after.
+class InterruptGuard {
+public:
+    InterruptGuard() {
+        g_interrupts = 0;
+        struct sigaction action{};
+        action.sa_handler = on_interrupt;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &previous_);
     }
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    if (!options.system.empty()) messages.push_back({{"role", "system"}, {"content", options.system}});
+    ~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
+    InterruptGuard(const InterruptGuard&) = delete;
+    InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+private:
+    struct sigaction previous_{};
+};
+
+// Waits for the model to load, showing progress on a terminal. False when it failed.
+bool wait_loaded(Engine& engine, bool interactive, ModelSummary& summary) {
+    for (;;) {
+        std::optional<EngineEvent> event = engine.wait_event(std::chrono::milliseconds(100));
+        if (!event) continue;
+        if (const auto* progress = std::get_if<LoadProgressEvent>(&*event)) {
+            if (interactive) std::fprintf(stderr, "\rLoading %3.0f%% (%s)\033[K", progress->fraction * 100.0, progress->stage.c_str());
+        } else if (const auto* loaded = std::get_if<LoadedEvent>(&*event)) {
+            if (interactive) std::fputs("\r\033[K", stderr);
+            summary = loaded->model;
+            return true;
+        } else if (const auto* error = std::get_if<ErrorEvent>(&*event)) {
+            if (interactive) std::fputs("\r\033[K", stderr);
+            report_error(error->error);
+            return false;
+        }
+    }
+}
+
+int run_chat(ChatOptions options) {
+    Result<ModelToLoad> to_load = resolve_model(options.model);
+    if (!to_load) return report_error(to_load.error());
+    const bool interactive = isatty(STDIN_FILENO) != 0;
+    Engine engine;
+    engine.submit(LoadCommand{to_load->path, to_load->options});
+    ModelSummary summary;
+    if (!wait_loaded(engine, interactive, summary)) return 1;
+    if (interactive) {
+        std::fprintf(stderr, "Chatting with %s (context %u, %s). Ctrl+C stops an answer; /reset starts over, /exit quits.\n",
+                     summary.name.c_str(), summary.n_ctx, summary.device.c_str());
+    }
+
+    std::vector<ChatMessage> messages;
+    if (!options.system.empty()) messages.push_back({"system", options.system});
     const size_t first_turn = messages.size();
-    std::vector<TokenId> cached;
     std::string line;
     uint64_t turn = 0;
     for (;;) {
@@ -63,43 +102,57 @@ int run_chat(ChatOptions options) {
             continue;
         }
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        messages.push_back({{"role", "user"}, {"content", line}});
+        messages.push_back({"user", line});
 
-        Result<std::vector<TokenId>> prompt = chat_prompt(*model, messages);
-        // Too long for the context (with room to answer): drop the oldest exchange.
-        while (prompt && prompt->size() + 16 > model->n_ctx() && messages.size() > first_turn + 1) {
-            messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first_turn));
-            std::fputs("(the conversation outgrew the context: dropped its oldest message)\n", stderr);
-            prompt = chat_prompt(*model, messages);
+        GenerateCommand command;
+        command.request_id = ++turn;
+        command.messages = messages;
+        command.settings.max_tokens = options.n_predict;
+        command.settings.sampling = options.sampling.params;
+        command.settings.sampling.seed += turn;
+        command.settings.stop = options.sampling.stop;
+        command.overflow = ContextOverflow::drop_oldest;
+        engine.submit(std::move(command));
+
+        InterruptGuard guard;
+        int interrupts_seen = 0;
+        for (bool finished = false; !finished;) {
+            if (const int n = g_interrupts.load(); n != interrupts_seen) {
+                if (n > 1) return 130;  // a second Ctrl+C: quit
+                interrupts_seen = n;
+                engine.submit(CancelCommand{turn});
+            }
+            std::optional<EngineEvent> event = engine.wait_event(std::chrono::milliseconds(50));
+            if (!event) continue;
+            if (const auto* token = std::get_if<TokenEvent>(&*event)) {
+                std::fwrite(token->text.data(), 1, token->text.size(), stdout);
+                std::fflush(stdout);
+            } else if (const auto* done = std::get_if<DoneEvent>(&*event)) {
+                finished = true;
+                const GenerationStats& stats = done->stats;
+                std::putchar('\n');
+                if (stats.stop_reason == StopReason::cancelled) std::fputs("(stopped)\n", stderr);
+                if (stats.stop_reason == StopReason::context) {
+                    std::fputs("(the context is full: the answer was cut; older turns will be dropped)\n", stderr);
+                }
+                if (stats.dropped_messages > 0) {
+                    std::fprintf(stderr, "(the conversation outgrew the context: dropped its %u oldest messages)\n",
+                                 stats.dropped_messages);
+                    messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first_turn),
+                                   messages.begin() + static_cast<std::ptrdiff_t>(first_turn + stats.dropped_messages));
+                }
+                if (interactive) {
+                    std::fprintf(stderr, "[%u tokens, %.1f tokens/s, first token after %.2f s, prompt %u tokens (%u reused)]\n",
+                                 stats.generated_tokens, stats.tokens_per_second(), stats.time_to_first_token,
+                                 stats.prompt_tokens, stats.reused_tokens);
+                }
+                messages.push_back({"assistant", done->text});
+            } else if (const auto* error = std::get_if<ErrorEvent>(&*event)) {
+                finished = true;
+                report_error(error->error);
+                messages.pop_back();  // the message that could not be answered
+            }
         }
-        if (!prompt) return report_error(prompt.error());
-        if (prompt->size() + 16 > model->n_ctx()) {
-            std::fprintf(stderr, "error: this message alone needs %zu tokens; the context holds %u (raise --ctx)\n",
-                         prompt->size(), model->n_ctx());
-            messages.erase(messages.end() - 1);
-            continue;
-        }
-        const size_t reused = reuse_cached_prefix(*model, cached, *prompt);
-        SamplingChoice sampling = options.sampling;
-        sampling.params.seed += turn++;
-        const int budget = std::min<int>(options.n_predict, static_cast<int>(model->n_ctx() - prompt->size()));
-        Result<GenerationResult> answer =
-            generate_text(*model, std::span<const TokenId>(*prompt).subspan(reused), budget, sampling,
-                          [](std::string_view piece) {
-                              std::fwrite(piece.data(), 1, piece.size(), stdout);
-                              std::fflush(stdout);
-                          });
-        if (!answer) return report_error(answer.error());
-        cached.insert(cached.end(), answer->ids.begin(), answer->ids.end());
-        std::putchar('\n');
-        if (interactive) {
-            const double tps = answer->generation_seconds > 0
-                                   ? static_cast<double>(answer->ids.size()) / answer->generation_seconds
-                                   : 0.0;
-            std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, prompt %zu tokens (%zu reused) in %.2f s]\n",
-                         answer->ids.size(), tps, prompt->size(), reused, answer->prompt_seconds);
-        }
-        messages.push_back({{"role", "assistant"}, {"content", answer->text}});
     }
     return 0;
 }
@@ -109,12 +162,10 @@ int run_chat(ChatOptions options) {
 Command add_chat_command(CLI::App& app) {
     auto options = std::make_shared<ChatOptions>();
     CLI::App* sub = app.add_subcommand("chat", "Chat with a model in the terminal");
-    sub->add_option("-m,--model", options->model, "Model file (.gguf); default: the model set up by scripts/run");
+    add_model_options(*sub, options->model);
     sub->add_option("--system", options->system, "System prompt");
     sub->add_option("-n,--n-predict", options->n_predict, "Tokens per answer at most")->check(CLI::Range(1, 1 << 20));
     add_sampling_options(*sub, options->sampling);
-    sub->add_option("--ctx", options->n_ctx, "Context length (KV cache positions)")->check(CLI::Range(64u, 1u << 20));
-    sub->add_option("-t,--threads", options->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
     return {sub, [options] { return run_chat(*options); }};
 }
 

@@ -1,5 +1,5 @@
 // powerhouse-cli generate [-m MODEL] (--prompt TEXT | --prompt-file FILE) [-n N] [--raw]
-//                         [--temp T] [--seed S] [--ctx N] [-t THREADS] [--json]
+//                         [--temp T] [--seed S] [--ctx N] [-t THREADS] [--ignore-eos] [--json]
 //
 // Without --raw the prompt is one user message put through the model's chat template (its
 // own, or the built-in one of its family); with --raw it is tokenized as it is. The
@@ -17,53 +17,56 @@
 #include "commands.h"
 #include "format.h"
 #include "generation.h"
+#include "powerhouse/generation.h"
 #include "powerhouse/model.h"
 
 namespace powerhouse::cli {
 namespace {
 
 struct GenerateOptions {
-    std::string model;
+    ModelChoice model;
     std::string prompt;
     std::string prompt_file;
     int n_predict = 256;
     bool raw = false;
     bool json = false;
+    bool ignore_eos = false;
     SamplingChoice sampling;
-    uint32_t n_ctx = 4096;
-    int threads = 0;
 };
 
 int run_generate(const GenerateOptions& options) {
     Result<std::string> prompt = options.prompt_file.empty() ? Result<std::string>(options.prompt)
                                                              : read_file_text(options.prompt_file);
     if (!prompt) return report_error(prompt.error());
-    Result<std::filesystem::path> path = model_or_default(options.model);
-    if (!path) return report_error(path.error());
-    ModelOptions model_options;
-    model_options.n_ctx = options.n_ctx;
-    model_options.n_threads = options.threads;
-    Result<Model> model = Model::load(*path, model_options);
+    Result<ModelToLoad> to_load = resolve_model(options.model);
+    if (!to_load) return report_error(to_load.error());
+    Result<Model> model = Model::load(to_load->path, to_load->options);
     if (!model) return report_error(model.error());
 
-    Result<std::vector<TokenId>> prompt_ids =
-        options.raw ? Result<std::vector<TokenId>>(tokenize_raw_prompt(*model, *prompt))
-                    : chat_prompt(*model, {{{"role", "user"}, {"content", *prompt}}});
+    const ChatMessage message{"user", *prompt};
+    Result<std::vector<TokenId>> prompt_ids = options.raw ? Result<std::vector<TokenId>>(raw_prompt(*model, *prompt))
+                                                          : chat_prompt(*model, std::span(&message, 1));
     if (!prompt_ids) return report_error(prompt_ids.error());
 
-    const bool stream = !options.json;
-    Result<GenerationResult> result = generate_text(*model, *prompt_ids, options.n_predict, options.sampling,
-                                                    [&](std::string_view piece) {
-                                                        if (!stream) return;
-                                                        std::fwrite(piece.data(), 1, piece.size(), stdout);
-                                                        std::fflush(stdout);
-                                                    });
+    GenerationSettings settings;
+    settings.max_tokens = options.n_predict;
+    settings.sampling = options.sampling.params;
+    settings.stop = options.sampling.stop;
+    settings.ignore_eos = options.ignore_eos;
+    GenerationCallbacks callbacks;
+    if (!options.json) {
+        callbacks.on_text = [](std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+        };
+    }
+    Result<GenerationResult> result = generate(*model, *prompt_ids, settings, callbacks);
     if (!result) return report_error(result.error());
     if (options.json) {
         const nlohmann::ordered_json out = {{"prompt_ids", *prompt_ids},
                                             {"generated_ids", result->ids},
                                             {"text", result->text},
-                                            {"stop_reason", result->stop_reason}};
+                                            {"stop_reason", stop_reason_name(result->stats.stop_reason)}};
         std::puts(out.dump().c_str());
     } else {
         std::putchar('\n');
@@ -76,16 +79,15 @@ int run_generate(const GenerateOptions& options) {
 Command add_generate_command(CLI::App& app) {
     auto options = std::make_shared<GenerateOptions>();
     CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt");
-    sub->add_option("-m,--model", options->model, "Model file (.gguf); default: the model set up by scripts/run");
+    add_model_options(*sub, options->model);
     auto* text = sub->add_option("-p,--prompt", options->prompt, "The prompt (a user message unless --raw)");
     auto* file = sub->add_option("--prompt-file", options->prompt_file, "Read the prompt from a file");
     text->excludes(file);
     sub->add_option("-n,--n-predict", options->n_predict, "Tokens to generate at most")->check(CLI::Range(1, 1 << 20));
     sub->add_flag("--raw", options->raw, "Use the prompt as it is, without the chat template");
     sub->add_flag("--json", options->json, "Print prompt ids, generated ids and text as one JSON object");
+    sub->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the model ends its answer");
     add_sampling_options(*sub, options->sampling);
-    sub->add_option("--ctx", options->n_ctx, "Context length (KV cache positions)")->check(CLI::Range(16u, 1u << 20));
-    sub->add_option("-t,--threads", options->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
     sub->callback([sub, options] {
         if (options->prompt.empty() && options->prompt_file.empty()) {
             throw CLI::RequiredError(sub->get_name() + ": --prompt or --prompt-file");

@@ -9,6 +9,7 @@ const char* error_code_name(ErrorCode code) {
         case ErrorCode::format: return "malformed file";
         case ErrorCode::unsupported: return "unsupported";
         case ErrorCode::out_of_memory: return "out of memory";
+        case ErrorCode::context_full: return "context full";
         case ErrorCode::cancelled: return "cancelled";
         case ErrorCode::internal: return "internal error";
     }

@@ -108,5 +108,15 @@ TEST(CliChat, AnswersEachLineAndResets) {
     EXPECT_NE(run.err.find("new conversation"), std::string::npos) << run.err;
 }
 
+TEST(CliChat, DropsTheOldestTurnsWhenTheContextIsFull) {
+    std::string input;
+    for (int i = 0; i < 4; ++i) input += "Tell me a long story about a dragon, a knight and a castle by the sea.\n";
+    const test::CliRun run = test::run_cli("chat -m " + quoted(test::test_model_path()) +
+                                               " -t 2 --ctx 96 --temp 0 -n 16",
+                                           input);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.err.find("outgrew the context"), std::string::npos) << run.err;
+}
+
 }  // namespace
 }  // namespace powerhouse

@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "powerhouse/chat_template.h"
 #include "powerhouse/result.h"
@@ -27,9 +29,33 @@ struct ModelOptions {
     uint32_t n_batch = 64;  // prompt tokens processed together
 };
 
+// What a loaded model is, for display and for the engine's "loaded" event.
+struct ModelSummary {
+    std::string name;          // general.name, else the file name
+    std::string architecture;  // general.architecture
+    std::filesystem::path path;
+    uint64_t file_bytes = 0;    // all parts of a split model
+    uint64_t weight_bytes = 0;  // tensor data
+    uint64_t kv_cache_bytes = 0;
+    uint32_t n_layer = 0;
+    uint32_t n_embd = 0;
+    uint32_t n_vocab = 0;
+    uint32_t n_ctx = 0;        // the context the cache was sized for
+    uint32_t n_ctx_train = 0;  // the longest context the model was trained for
+    std::string device;        // where it runs: "CPU (2 threads)"
+    bool has_chat_template = false;
+};
+
+// Called during load with the share done so far (0..1, increasing) and what is happening.
+// Returning false stops the load, which then fails with ErrorCode::cancelled.
+using LoadProgress = std::function<bool(float fraction, std::string_view stage)>;
+
 class Model {
 public:
-    static Result<Model> load(const std::filesystem::path& path, const ModelOptions& options = {});
+    // `progress`, when set, is called on the loading thread; reading the weights from disk is
+    // most of the work (it is done here rather than during the first prompt).
+    static Result<Model> load(const std::filesystem::path& path, const ModelOptions& options = {},
+                              const LoadProgress& progress = {});
 
     Model(Model&&) noexcept;
     Model& operator=(Model&&) noexcept;
@@ -40,12 +66,16 @@ public:
     const std::string& architecture() const;
     uint32_t n_vocab() const;
     uint32_t n_ctx() const;
+    uint32_t n_batch() const;  // prompt tokens processed together
+    const ModelSummary& summary() const;
 
     // Runs `tokens` after the n_past() positions already in the cache and returns the
     // logits of the last one (valid until the next call). Fails, with nothing changed, when
     // the context would overflow or an id is out of range.
     Result<std::span<const float>> decode(std::span<const TokenId> tokens);
     uint32_t n_past() const;
+    // The token ids of the n_past() cached positions, in order.
+    std::span<const TokenId> cached_tokens() const;
     // Forgets cached positions n and later, to reuse a common prompt prefix.
     void truncate(uint32_t n);
 

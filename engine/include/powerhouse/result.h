@@ -19,6 +19,7 @@ enum class ErrorCode {
     format,            // a file is malformed; the message names the field and offset
     unsupported,       // well-formed, but not something Powerhouse can run
     out_of_memory,     // would not fit (host or device)
+    context_full,      // a prompt or conversation longer than the model's context
     cancelled,
     internal,
 };

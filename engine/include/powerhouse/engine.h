@@ -1,0 +1,128 @@
+// The engine thread: the one place a model is loaded and run, driven by commands and
+// answering with events, so that a user interface never waits on inference.
+//
+// Commands (load, unload, generate, cancel) and events (load progress, loaded, unloaded,
+// token text, done with statistics, error) are plain copyable structs, so the engine could
+// later live in a worker process without its callers changing. Commands run one after the
+// other in the order they were submitted, except cancel, which acts at once:
+//   - cancel stops the generation it names before its next decode step (request_id 0: the
+//     running generation or load and every queued generation); a cancelled generation still
+//     ends with a DoneEvent (StopReason::cancelled) carrying what was generated so far, a
+//     cancelled load with an ErrorEvent (ErrorCode::cancelled);
+//   - load and unload first stop the running generation or load (its result would be of no
+//     use); loading a model frees the previous one before reading the new one, so two
+//     models are never in memory together.
+// Request ids should be unique: a cancel of an id that is not running is remembered for
+// the next generate with that id.
+// Every command ends with exactly one event saying how it went: load -> LoadedEvent or
+// ErrorEvent (after LoadProgressEvents), unload -> UnloadedEvent, generate -> DoneEvent or
+// ErrorEvent (after TokenEvents). Errors are events; nothing is thrown to the caller.
+//
+// The prompt cache: the model's KV cache keeps the last prompt and answer, and a generate
+// whose prompt starts the same way (the next turn of the same conversation) processes only
+// what is new (GenerationStats::reused_tokens).
+//
+// Thread-safety: submit(), poll(), wait_event() and set_notify() may be called from any
+// thread. The notify callback runs on the engine thread after each event is queued; it must
+// be quick and must not call back into the engine (a GUI posts itself a message from it).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "powerhouse/generation.h"
+#include "powerhouse/model.h"
+#include "powerhouse/result.h"
+
+namespace powerhouse {
+
+// ---- Commands ----
+
+struct LoadCommand {
+    std::filesystem::path path;
+    ModelOptions options;
+};
+
+struct UnloadCommand {};
+
+struct GenerateCommand {
+    uint64_t request_id = 0;  // chosen by the caller; echoed in the events of this request
+    // The conversation, put through the model's chat template; ignored when raw_prompt is set.
+    std::vector<ChatMessage> messages;
+    std::optional<std::string> raw_prompt;  // text used as it is (the BOS token added as the model asks)
+    GenerationSettings settings;
+    ContextOverflow overflow = ContextOverflow::fail;
+};
+
+struct CancelCommand {
+    uint64_t request_id = 0;  // 0: the running generation and every queued one
+};
+
+using EngineCommand = std::variant<LoadCommand, UnloadCommand, GenerateCommand, CancelCommand>;
+
+// ---- Events ----
+
+struct LoadProgressEvent {
+    std::filesystem::path path;
+    float fraction = 0;  // 0..1, increasing
+    std::string stage;   // "reading the weights"
+};
+
+struct LoadedEvent {
+    ModelSummary model;
+    double seconds = 0;
+};
+
+struct UnloadedEvent {};
+
+struct TokenEvent {
+    uint64_t request_id = 0;
+    std::string text;  // the new text (never half a UTF-8 character)
+};
+
+struct DoneEvent {
+    uint64_t request_id = 0;
+    std::string text;  // the whole answer
+    std::vector<TokenId> prompt_ids;
+    std::vector<TokenId> generated_ids;
+    GenerationStats stats;
+};
+
+struct ErrorEvent {
+    uint64_t request_id = 0;  // 0 for load and unload
+    Error error;
+};
+
+using EngineEvent = std::variant<LoadProgressEvent, LoadedEvent, UnloadedEvent, TokenEvent, DoneEvent, ErrorEvent>;
+
+class Engine {
+public:
+    Engine();   // starts the engine thread; no model is loaded
+    ~Engine();  // cancels what runs, drops queued commands, joins the thread, frees the model
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    void submit(EngineCommand command);
+
+    // The next event, if one is queued.
+    std::optional<EngineEvent> poll();
+    // The next event, waiting up to `timeout` for one.
+    std::optional<EngineEvent> wait_event(std::chrono::milliseconds timeout);
+
+    // Called on the engine thread after each event is queued (replaces the previous one).
+    void set_notify(std::function<void()> notify);
+
+    struct State;
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+}  // namespace powerhouse

@@ -1,0 +1,374 @@
+// The engine thread on the SmolLM2 test model: events in order, streaming equal to the
+// final text and to a direct generation, the prompt cache, cancellation of running and
+// queued generations, replacing and unloading models, and the errors a user can cause.
+#include "powerhouse/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/test_support.h"
+
+namespace powerhouse {
+namespace {
+
+using namespace std::chrono_literals;
+
+ModelOptions small_context(uint32_t n_ctx = 512) {
+    ModelOptions options;
+    options.n_ctx = n_ctx;
+    options.n_threads = 2;
+    options.n_batch = 32;
+    return options;
+}
+
+bool is_final(const EngineEvent& e) {
+    return std::holds_alternative<LoadedEvent>(e) || std::holds_alternative<UnloadedEvent>(e) ||
+           std::holds_alternative<DoneEvent>(e) || std::holds_alternative<ErrorEvent>(e);
+}
+
+// The events up to and including the next final one (loaded, unloaded, done, error).
+std::vector<EngineEvent> until_final(Engine& engine) {
+    std::vector<EngineEvent> events;
+    const auto deadline = std::chrono::steady_clock::now() + 300s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::optional<EngineEvent> e = engine.wait_event(100ms);
+        if (!e) continue;
+        events.push_back(std::move(*e));
+        if (is_final(events.back())) return events;
+    }
+    ADD_FAILURE() << "no final event within 300 s";
+    return events;
+}
+
+void load(Engine& engine, ModelOptions options = small_context()) {
+    engine.submit(LoadCommand{test::test_model_path(), options});
+    const std::vector<EngineEvent> events = until_final(engine);
+    ASSERT_FALSE(events.empty());
+    if (const auto* error = std::get_if<ErrorEvent>(&events.back())) FAIL() << error->error.message;
+    ASSERT_TRUE(std::holds_alternative<LoadedEvent>(events.back()));
+}
+
+GenerateCommand ask(uint64_t id, std::vector<ChatMessage> messages, int max_tokens) {
+    GenerateCommand c;
+    c.request_id = id;
+    c.messages = std::move(messages);
+    c.settings.max_tokens = max_tokens;
+    c.settings.sampling.temperature = 0;  // greedy
+    return c;
+}
+
+// A generation that only a cancel ends early.
+GenerateCommand endless(uint64_t id) {
+    GenerateCommand c;
+    c.request_id = id;
+    c.raw_prompt = "Once upon a time";
+    c.settings.max_tokens = 400;
+    c.settings.ignore_eos = true;
+    return c;
+}
+
+// Text of the token events of a request, and its done event.
+struct Answer {
+    std::string streamed;
+    size_t token_events = 0;
+    std::optional<DoneEvent> done;
+    std::optional<ErrorEvent> error;
+};
+
+Answer answer_of(const std::vector<EngineEvent>& events, uint64_t id) {
+    Answer a;
+    for (const EngineEvent& e : events) {
+        if (const auto* t = std::get_if<TokenEvent>(&e); t && t->request_id == id) {
+            a.streamed += t->text;
+            ++a.token_events;
+        } else if (const auto* d = std::get_if<DoneEvent>(&e); d && d->request_id == id) {
+            a.done = *d;
+        } else if (const auto* err = std::get_if<ErrorEvent>(&e); err && err->request_id == id) {
+            a.error = *err;
+        }
+    }
+    return a;
+}
+
+Answer generate(Engine& engine, GenerateCommand command) {
+    const uint64_t id = command.request_id;
+    engine.submit(std::move(command));
+    return answer_of(until_final(engine), id);
+}
+
+// Mappings of the test model's file in this process.
+int mappings_of_model() {
+    std::ifstream maps("/proc/self/maps");
+    const std::string file = std::filesystem::canonical(test::test_model_path()).string();
+    int n = 0;
+    for (std::string line; std::getline(maps, line);) {
+        if (line.find(file) != std::string::npos) ++n;
+    }
+    return n;
+}
+
+TEST(Engine, LoadReportsProgressThenTheModel) {
+    Engine engine;
+    std::atomic<int> notified{0};
+    engine.set_notify([&] { ++notified; });
+    engine.submit(LoadCommand{test::test_model_path(), small_context()});
+    const std::vector<EngineEvent> events = until_final(engine);
+    ASSERT_GE(events.size(), 3u);
+    float last = -1;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+        const auto* p = std::get_if<LoadProgressEvent>(&events[i]);
+        ASSERT_NE(p, nullptr) << "event " << i << " is not progress";
+        EXPECT_GE(p->fraction, last);
+        EXPECT_FALSE(p->stage.empty());
+        last = p->fraction;
+    }
+    EXPECT_FLOAT_EQ(last, 1.0f);
+    const auto* loaded = std::get_if<LoadedEvent>(&events.back());
+    ASSERT_NE(loaded, nullptr);
+    const ModelSummary& m = loaded->model;
+    EXPECT_EQ(m.architecture, "llama");
+    EXPECT_FALSE(m.name.empty());
+    EXPECT_EQ(m.n_layer, 30u);
+    EXPECT_EQ(m.n_vocab, 49152u);
+    EXPECT_EQ(m.n_ctx, 512u);
+    EXPECT_EQ(m.n_ctx_train, 8192u);
+    EXPECT_TRUE(m.has_chat_template);
+    EXPECT_EQ(m.kv_cache_bytes, 2ull * 30 * 512 * (3 * 64) * 2);  // K and V, 30 layers, 3 KV heads of 64, F16
+    EXPECT_GT(m.weight_bytes, 50'000'000u);
+    EXPECT_GT(m.file_bytes, m.weight_bytes);
+    EXPECT_EQ(m.device, "CPU (2 threads)");
+    EXPECT_EQ(notified.load(), static_cast<int>(events.size()));
+}
+
+TEST(Engine, StreamsTheSameAnswerAsADirectGeneration) {
+    const std::vector<ChatMessage> conversation = {{"user", "What is the capital of France?"}};
+    Engine engine;
+    load(engine);
+    const Answer a = generate(engine, ask(1, conversation, 6));
+    ASSERT_FALSE(a.error) << a.error->error.message;
+    ASSERT_TRUE(a.done);
+    EXPECT_EQ(a.streamed, a.done->text);
+    EXPECT_GT(a.token_events, 0u);
+    EXPECT_FALSE(a.done->text.empty());
+    EXPECT_EQ(a.done->stats.generated_tokens, a.done->generated_ids.size());
+    EXPECT_EQ(a.done->stats.prompt_tokens, a.done->prompt_ids.size());
+    EXPECT_EQ(a.done->stats.reused_tokens, 0u);
+    EXPECT_GT(a.done->stats.time_to_first_token, 0.0);
+
+    Result<Model> model = Model::load(test::test_model_path(), small_context());
+    ASSERT_TRUE(model) << model.error().message;
+    Result<std::vector<TokenId>> prompt = chat_prompt(*model, conversation);
+    ASSERT_TRUE(prompt);
+    EXPECT_EQ(*prompt, a.done->prompt_ids);
+    GenerationSettings settings;
+    settings.max_tokens = 6;
+    settings.sampling.temperature = 0;
+    Result<GenerationResult> direct = powerhouse::generate(*model, *prompt, settings);
+    ASSERT_TRUE(direct) << direct.error().message;
+    EXPECT_EQ(direct->ids, a.done->generated_ids);
+    EXPECT_EQ(direct->text, a.done->text);
+    EXPECT_EQ(a.done->stats.stop_reason, direct->stats.stop_reason);
+}
+
+TEST(Engine, TheNextTurnReusesThePromptCache) {
+    std::vector<ChatMessage> conversation = {{"system", "You are a helpful assistant."},
+                                             {"user", "Name a colour."}};
+    Engine engine;
+    load(engine);
+    const Answer first = generate(engine, ask(1, conversation, 4));
+    ASSERT_TRUE(first.done);
+    conversation.push_back({"assistant", first.done->text});
+    conversation.push_back({"user", "And another one?"});
+    const Answer second = generate(engine, ask(2, conversation, 4));
+    ASSERT_TRUE(second.done);
+    // Everything up to the end of the first prompt is kept (the answer too, unless the
+    // template renders it differently from how it was generated).
+    EXPECT_GE(second.done->stats.reused_tokens, first.done->stats.prompt_tokens);
+    EXPECT_LT(second.done->stats.reused_tokens, second.done->stats.prompt_tokens);
+
+    // The same answer as without the cache.
+    Engine fresh;
+    load(fresh);
+    const Answer uncached = generate(fresh, ask(2, conversation, 4));
+    ASSERT_TRUE(uncached.done);
+    EXPECT_EQ(uncached.done->stats.reused_tokens, 0u);
+    EXPECT_EQ(uncached.done->generated_ids, second.done->generated_ids);
+}
+
+TEST(Engine, RawPromptAndIgnoreEos) {
+    Engine engine;
+    load(engine);
+    GenerateCommand c = endless(5);
+    c.settings.max_tokens = 6;
+    c.settings.sampling.temperature = 0;
+    const Answer a = generate(engine, c);
+    ASSERT_TRUE(a.done);
+    EXPECT_EQ(a.done->stats.stop_reason, StopReason::length);
+    EXPECT_EQ(a.done->generated_ids.size(), 6u);
+    EXPECT_EQ(a.done->prompt_ids.front(), a.done->prompt_ids.front());
+}
+
+TEST(Engine, CancelStopsARunningGenerationWithinAStep) {
+    Engine engine;
+    load(engine);
+    engine.submit(endless(3));
+    // Wait for the first token, then cancel.
+    std::vector<EngineEvent> events;
+    while (true) {
+        std::optional<EngineEvent> e = engine.wait_event(100ms);
+        if (!e) continue;
+        const bool token = std::holds_alternative<TokenEvent>(*e);
+        events.push_back(std::move(*e));
+        if (token || is_final(events.back())) break;
+    }
+    engine.submit(CancelCommand{3});
+    for (EngineEvent& e : until_final(engine)) events.push_back(std::move(e));
+    const Answer a = answer_of(events, 3);
+    ASSERT_TRUE(a.done);
+    EXPECT_EQ(a.done->stats.stop_reason, StopReason::cancelled);
+    EXPECT_EQ(a.streamed, a.done->text);
+    // Hundreds of steps were left; a cancel that waited for the end would show 400.
+    EXPECT_LT(a.done->stats.generated_tokens, 100u);
+
+    // The engine goes on serving.
+    const Answer next = generate(engine, ask(4, {{"user", "Hi"}}, 3));
+    ASSERT_TRUE(next.done);
+    EXPECT_NE(next.done->stats.stop_reason, StopReason::cancelled);
+}
+
+TEST(Engine, CancelAllEndsQueuedGenerationsInOrder) {
+    Engine engine;
+    load(engine);
+    for (uint64_t id = 1; id <= 3; ++id) engine.submit(endless(id));
+    engine.submit(CancelCommand{0});
+    std::vector<uint64_t> done_ids;
+    for (int i = 0; i < 3; ++i) {
+        const std::vector<EngineEvent> events = until_final(engine);
+        const auto* done = std::get_if<DoneEvent>(&events.back());
+        ASSERT_NE(done, nullptr);
+        EXPECT_EQ(done->stats.stop_reason, StopReason::cancelled);
+        EXPECT_LT(done->stats.generated_tokens, 100u);
+        done_ids.push_back(done->request_id);
+    }
+    EXPECT_EQ(done_ids, (std::vector<uint64_t>{1, 2, 3}));
+}
+
+TEST(Engine, CancelOfAQueuedRequestSkipsIt) {
+    Engine engine;
+    load(engine);
+    engine.submit(ask(1, {{"user", "Hi"}}, 2));
+    engine.submit(endless(2));
+    engine.submit(CancelCommand{2});
+    const Answer first = answer_of(until_final(engine), 1);
+    ASSERT_TRUE(first.done);
+    EXPECT_NE(first.done->stats.stop_reason, StopReason::cancelled);
+    const Answer second = answer_of(until_final(engine), 2);
+    ASSERT_TRUE(second.done);
+    EXPECT_EQ(second.done->stats.stop_reason, StopReason::cancelled);
+    EXPECT_LT(second.done->stats.generated_tokens, 100u);
+}
+
+TEST(Engine, LoadingReplacesTheModelAndUnloadFreesIt) {
+    Engine engine;
+    load(engine);
+    const int mapped = mappings_of_model();
+    EXPECT_GT(mapped, 0);
+    load(engine);
+    EXPECT_EQ(mappings_of_model(), mapped);  // the first copy is gone
+    engine.submit(UnloadCommand{});
+    const std::vector<EngineEvent> events = until_final(engine);
+    EXPECT_TRUE(std::holds_alternative<UnloadedEvent>(events.back()));
+    EXPECT_EQ(mappings_of_model(), 0);
+
+    const Answer a = generate(engine, ask(9, {{"user", "Hi"}}, 2));
+    ASSERT_TRUE(a.error);
+    EXPECT_EQ(a.error->request_id, 9u);
+    EXPECT_NE(a.error->error.message.find("no model is loaded"), std::string::npos);
+}
+
+TEST(Engine, AFailedLoadSaysWhatAndWhere) {
+    test::TempDir dir;
+    test::write_file(dir / "broken.gguf", "GGUF but not really");
+    Engine engine;
+    for (const std::filesystem::path& path : {dir / "missing.gguf", dir / "broken.gguf"}) {
+        engine.submit(LoadCommand{path, small_context()});
+        const std::vector<EngineEvent> events = until_final(engine);
+        const auto* error = std::get_if<ErrorEvent>(&events.back());
+        ASSERT_NE(error, nullptr);
+        EXPECT_EQ(error->request_id, 0u);
+        EXPECT_NE(error->error.message.find(path.filename().string()), std::string::npos) << error->error.message;
+    }
+    const Answer a = generate(engine, ask(1, {{"user", "Hi"}}, 2));
+    EXPECT_TRUE(a.error);
+}
+
+TEST(Engine, AConversationTooLongForTheContext) {
+    Engine engine;
+    load(engine, small_context(160));
+    std::vector<ChatMessage> conversation;
+    const std::string long_text = "Tell me about the history of the city of Paris and its river, the Seine.";
+    for (int i = 0; i < 5; ++i) {
+        conversation.push_back({"user", long_text});
+        conversation.push_back({"assistant", "Paris grew on the banks of the Seine over two thousand years."});
+    }
+    conversation.push_back({"user", "Thanks. And Lyon?"});
+
+    GenerateCommand refuse = ask(1, conversation, 16);
+    const Answer refused = generate(engine, refuse);
+    ASSERT_TRUE(refused.error);
+    EXPECT_EQ(refused.error->error.code, ErrorCode::context_full);
+    EXPECT_NE(refused.error->error.message.find("the context holds 160"), std::string::npos)
+        << refused.error->error.message;
+
+    GenerateCommand drop = ask(2, conversation, 16);
+    drop.overflow = ContextOverflow::drop_oldest;
+    const Answer dropped = generate(engine, drop);
+    ASSERT_TRUE(dropped.done) << (dropped.error ? dropped.error->error.message : "");
+    EXPECT_GT(dropped.done->stats.dropped_messages, 0u);
+    EXPECT_EQ(dropped.done->stats.dropped_messages % 2, 0u);  // whole exchanges
+    EXPECT_LE(dropped.done->prompt_ids.size() + 16, 160u);
+
+    std::string huge;
+    for (int i = 0; i < 12; ++i) huge += long_text + " ";
+    GenerateCommand alone = ask(3, {{"user", huge}}, 16);
+    alone.overflow = ContextOverflow::drop_oldest;
+    const Answer too_long = generate(engine, alone);
+    ASSERT_TRUE(too_long.error);
+    EXPECT_EQ(too_long.error->error.code, ErrorCode::context_full);
+    EXPECT_NE(too_long.error->error.message.find("the last message alone"), std::string::npos);
+    EXPECT_NE(too_long.error->error.message.find("trained for up to 8192"), std::string::npos);
+}
+
+TEST(Engine, BadRequestsAreErrorsNotCrashes) {
+    Engine engine;
+    load(engine);
+    const Answer empty = generate(engine, ask(1, {}, 4));
+    ASSERT_TRUE(empty.error);
+    EXPECT_EQ(empty.error->error.code, ErrorCode::invalid_argument);
+    GenerateCommand bad = ask(2, {{"user", "Hi"}}, 4);
+    bad.settings.sampling.temperature = -1;
+    bad.settings.sampling.top_p = 7;
+    const Answer invalid = generate(engine, bad);
+    ASSERT_TRUE(invalid.error);
+    EXPECT_EQ(invalid.error->error.code, ErrorCode::invalid_argument);
+}
+
+TEST(Engine, DestroyingTheEngineStopsARunningGeneration) {
+    auto engine = std::make_unique<Engine>();
+    load(*engine);
+    engine->submit(endless(1));
+    while (true) {
+        std::optional<EngineEvent> e = engine->wait_event(100ms);
+        if (e && std::holds_alternative<TokenEvent>(*e)) break;
+    }
+    engine.reset();  // must return after at most one more step, not after 400 tokens
+    SUCCEED();
+}
+
+}  // namespace
+}  // namespace powerhouse
