@@ -1,0 +1,151 @@
+// GPU telemetry: what each NVIDIA GPU is doing (load, memory, temperature, power, clocks,
+// PCIe/NVLink, throttling, ECC) and how much of it this process uses, sampled on a thread
+// of its own into a history per GPU.
+//
+// Sources:
+//   - NVML, loaded at run time (libnvidia-ml.so.1 via dlopen, with Powerhouse's own
+//     declarations of the functions it uses), so nothing NVIDIA is needed to build or to
+//     start: without a driver the monitor reports a state ("no NVIDIA driver found"), never
+//     fails. A function the installed driver lacks leaves its field empty; a GPU that stops
+//     answering is marked as not responding, and the others go on.
+//   - Simulated GPUs, from a spec like "RTX 4090:24;RTX 4090:24;A100:80" (name:GiB, see
+//     POWERHOUSE_SIMULATE_GPUS), for tests, demos and screenshots on machines without GPUs:
+//     plausible, moving readings that follow the activity the engine reports. Every
+//     simulated reading says so (GpuInfo::simulated, TelemetrySnapshot::simulated).
+//
+// GPUs are identified by UUID. NVML numbers them in PCI order, which CUDA does not by
+// default; find_by_pci_bus_id() maps a CUDA device (cudaDeviceGetPCIBusId) to its NVML GPU.
+//
+// Thread-safety: GpuMonitor's methods may be called from any thread; subscribers are called
+// on the sampler thread (or the caller's, for sample_now()) and must be quick.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace powerhouse {
+
+// What does not change while the program runs.
+struct GpuInfo {
+    uint32_t index = 0;       // NVML's order (PCI order)
+    std::string uuid;         // "GPU-8f6d..."; the identity settings are stored under
+    std::string name;         // "NVIDIA GeForce RTX 4090"
+    std::string pci_bus_id;   // "0000:41:00.0" (normalized: see normalize_pci_bus_id)
+    uint64_t memory_total = 0;
+    std::optional<uint32_t> pcie_generation, pcie_width;          // the link as it runs now
+    std::optional<uint32_t> pcie_max_generation, pcie_max_width;  // what it could run at
+    std::optional<double> power_limit_w;
+    std::optional<bool> ecc_enabled;
+    bool simulated = false;
+};
+
+// One reading of one GPU. Empty fields: the GPU or driver does not report them.
+struct GpuSample {
+    double time = 0;  // seconds since the monitor started
+    bool responding = true;
+    std::string problem;  // why not responding: "GPU 1 not responding: GPU is lost (NVML error 15)"
+    std::optional<uint32_t> gpu_utilization;     // percent of time a kernel ran
+    std::optional<uint32_t> memory_utilization;  // percent of time memory was read or written
+    std::optional<uint64_t> memory_used, memory_free;
+    std::optional<uint32_t> temperature_c;
+    std::optional<double> power_w;
+    std::optional<uint32_t> sm_clock_mhz, memory_clock_mhz;
+    std::optional<uint32_t> fan_percent;
+    std::optional<uint64_t> process_memory;    // used by this process
+    std::optional<uint64_t> throttle_reasons;  // NVML's bit mask: see throttle_reason_names()
+    std::optional<uint64_t> ecc_uncorrected;   // volatile uncorrected ECC errors
+    std::optional<bool> retired_pages_pending;  // pages waiting for retirement (reset needed)
+    std::optional<double> energy_j;             // the GPU's energy counter, where it has one
+};
+
+// NVLink connections between two GPUs (pairs not listed talk over PCIe).
+struct GpuLink {
+    uint32_t a = 0, b = 0;  // GpuInfo::index, a < b
+    uint32_t nvlinks = 0;   // active links between them
+};
+
+struct TelemetrySnapshot {
+    std::string source;  // "NVML (driver 575.51.03)", "simulated"
+    std::string status;  // empty when GPUs were read; else why not ("no NVIDIA driver found")
+    bool simulated = false;
+    std::vector<GpuInfo> gpus;
+    std::vector<GpuSample> latest;  // one per GPU, same order
+    std::vector<GpuLink> links;
+};
+
+// Names of the bits of GpuSample::throttle_reasons: "idle", "power cap", "thermal", ...
+std::vector<std::string> throttle_reason_names(uint64_t mask);
+
+// "00000000:41:00.0", "0000:41:00.0" and "0000:41:00.0 " all become "0000:41:00.0".
+std::string normalize_pci_bus_id(std::string_view id);
+
+// The GPU with that PCI bus id (any spelling), if any.
+std::optional<uint32_t> find_by_pci_bus_id(const TelemetrySnapshot& snapshot, std::string_view pci_bus_id);
+
+struct GpuMonitorOptions {
+    std::chrono::milliseconds interval{1000};
+    size_t history = 600;         // samples kept per GPU (10 minutes at 1 Hz)
+    std::string simulate;         // simulated GPUs ("RTX 4090:24;A100:80"); empty: real ones
+    std::filesystem::path nvml;   // the NVML library; empty: libnvidia-ml.so.1
+};
+
+// POWERHOUSE_SIMULATE_GPUS and POWERHOUSE_NVML_LIBRARY applied to `options`.
+GpuMonitorOptions options_from_environment(GpuMonitorOptions options = {});
+
+class GpuMonitor {
+public:
+    // Opens the source (does not start sampling). Never fails: problems go to the status.
+    explicit GpuMonitor(GpuMonitorOptions options = {});
+    ~GpuMonitor();
+    GpuMonitor(const GpuMonitor&) = delete;
+    GpuMonitor& operator=(const GpuMonitor&) = delete;
+
+    // The sampler thread: one sample every interval until stop() (or destruction).
+    void start();
+    void stop();
+
+    // Takes a sample now, on the calling thread, and publishes it like the sampler does.
+    TelemetrySnapshot sample_now();
+    // The latest sample (empty readings before the first one).
+    TelemetrySnapshot snapshot() const;
+    // The samples of one GPU, oldest first (at most options.history).
+    std::vector<GpuSample> history(uint32_t gpu) const;
+
+    using Subscriber = std::function<void(const TelemetrySnapshot&)>;
+    uint64_t subscribe(Subscriber subscriber);
+    void unsubscribe(uint64_t id);
+
+    // What the engine is doing on a GPU (0..1 busy, bytes allocated). Simulated GPUs follow
+    // it; real ones ignore it.
+    void report_activity(uint32_t gpu, float load, uint64_t memory_bytes);
+
+    struct State;
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+// Energy over a generation: the power of the GPUs it ran on, integrated over time.
+class EnergyMeter {
+public:
+    // A reading of the total power (W) at `time` (seconds); readings must come in time order.
+    void add(double time, double watts);
+    double joules() const { return joules_; }
+    double seconds() const { return have_last_ ? last_time_ - first_time_ : 0.0; }
+
+private:
+    double joules_ = 0, first_time_ = 0, last_time_ = 0, last_watts_ = 0;
+    bool have_last_ = false;
+};
+
+// Electricity cost of a million tokens at `joules_per_token` and `price_per_kwh`.
+double cost_per_million_tokens(double joules_per_token, double price_per_kwh);
+
+}  // namespace powerhouse

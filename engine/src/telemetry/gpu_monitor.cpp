@@ -1,0 +1,201 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "powerhouse/telemetry.h"
+#include "telemetry/gpu_source.h"
+
+namespace powerhouse {
+
+std::vector<std::string> throttle_reason_names(uint64_t mask) {
+    // NVML's clock event reason bits.
+    static constexpr std::pair<uint64_t, const char*> names[] = {
+        {0x1, "idle"},           {0x2, "application clocks"}, {0x4, "power cap"},
+        {0x8, "hardware slowdown"}, {0x10, "sync boost"},     {0x20, "thermal (software)"},
+        {0x40, "thermal (hardware)"}, {0x80, "power brake"},   {0x100, "display clocks"},
+    };
+    std::vector<std::string> out;
+    uint64_t known = 0;
+    for (const auto& [bit, name] : names) {
+        known |= bit;
+        if ((mask & bit) != 0) out.emplace_back(name);
+    }
+    if ((mask & ~known) != 0) out.push_back(fmt::format("other (0x{:x})", mask & ~known));
+    return out;
+}
+
+std::string normalize_pci_bus_id(std::string_view id) {
+    std::string s;
+    for (char c : id) {
+        if (!std::isspace(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    // domain:bus:device.function; NVML writes the domain with 8 digits, CUDA with 4.
+    const size_t colon = s.find(':');
+    if (colon != std::string::npos && s.find(':', colon + 1) != std::string::npos) {
+        std::string domain = s.substr(0, colon);
+        const size_t nonzero = domain.find_first_not_of('0');
+        domain = nonzero == std::string::npos ? "" : domain.substr(nonzero);
+        if (domain.size() < 4) domain.insert(0, 4 - domain.size(), '0');
+        s = domain + s.substr(colon);
+    }
+    return s;
+}
+
+std::optional<uint32_t> find_by_pci_bus_id(const TelemetrySnapshot& snapshot, std::string_view pci_bus_id) {
+    const std::string wanted = normalize_pci_bus_id(pci_bus_id);
+    for (const GpuInfo& g : snapshot.gpus) {
+        if (!g.pci_bus_id.empty() && normalize_pci_bus_id(g.pci_bus_id) == wanted) return g.index;
+    }
+    return std::nullopt;
+}
+
+GpuMonitorOptions options_from_environment(GpuMonitorOptions options) {
+    if (const char* sim = std::getenv("POWERHOUSE_SIMULATE_GPUS"); sim != nullptr && *sim != '\0') {
+        options.simulate = sim;
+    }
+    if (const char* lib = std::getenv("POWERHOUSE_NVML_LIBRARY"); lib != nullptr && *lib != '\0') options.nvml = lib;
+    return options;
+}
+
+void EnergyMeter::add(double time, double watts) {
+    if (!have_last_) {
+        first_time_ = time;
+        have_last_ = true;
+    } else if (time < last_time_) {
+        return;  // out of order: ignored
+    } else {
+        joules_ += 0.5 * (watts + last_watts_) * (time - last_time_);  // trapezoid
+    }
+    last_time_ = time;
+    last_watts_ = watts;
+}
+
+double cost_per_million_tokens(double joules_per_token, double price_per_kwh) {
+    return joules_per_token * 1e6 / 3.6e6 * price_per_kwh;
+}
+
+struct GpuMonitor::State {
+    GpuMonitorOptions options;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+    std::mutex source_mutex;  // one sample at a time
+    std::unique_ptr<telemetry::GpuSource> source;
+
+    mutable std::mutex mutex;
+    TelemetrySnapshot latest;
+    std::vector<std::deque<GpuSample>> history;
+    std::map<uint64_t, Subscriber> subscribers;
+    uint64_t next_subscriber = 1;
+
+    std::condition_variable wake;
+    bool stopping = false;
+    std::thread thread;
+
+    TelemetrySnapshot take_sample();
+};
+
+TelemetrySnapshot GpuMonitor::State::take_sample() {
+    TelemetrySnapshot snap;
+    {
+        const std::lock_guard lock(source_mutex);
+        const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        snap.source = source->description();
+        snap.status = source->status();
+        snap.simulated = source->simulated();
+        snap.gpus = source->gpus();
+        snap.links = source->links();
+        snap.latest = source->sample(now);
+    }
+    std::vector<Subscriber> to_call;
+    {
+        const std::lock_guard lock(mutex);
+        latest = snap;
+        history.resize(snap.latest.size());
+        for (size_t i = 0; i < snap.latest.size(); ++i) {
+            history[i].push_back(snap.latest[i]);
+            while (history[i].size() > std::max<size_t>(1, options.history)) history[i].pop_front();
+        }
+        for (const auto& [id, s] : subscribers) to_call.push_back(s);
+    }
+    for (const Subscriber& s : to_call) s(snap);
+    return snap;
+}
+
+GpuMonitor::GpuMonitor(GpuMonitorOptions options) : state_(std::make_shared<State>()) {
+    state_->options = std::move(options);
+    state_->source = state_->options.simulate.empty() ? telemetry::open_nvml_source(state_->options.nvml)
+                                                      : telemetry::open_simulated_source(state_->options.simulate);
+    TelemetrySnapshot& s = state_->latest;
+    s.source = state_->source->description();
+    s.status = state_->source->status();
+    s.simulated = state_->source->simulated();
+    s.gpus = state_->source->gpus();
+    s.links = state_->source->links();
+    s.latest.resize(s.gpus.size());
+}
+
+GpuMonitor::~GpuMonitor() { stop(); }
+
+void GpuMonitor::start() {
+    const std::lock_guard lock(state_->mutex);
+    if (state_->thread.joinable()) return;
+    state_->stopping = false;
+    state_->thread = std::thread([state = state_.get()] {
+        for (;;) {
+            state->take_sample();
+            std::unique_lock wait_lock(state->mutex);
+            const auto interval = std::max(state->options.interval, std::chrono::milliseconds(10));
+            if (state->wake.wait_for(wait_lock, interval, [&] { return state->stopping; })) return;
+        }
+    });
+}
+
+void GpuMonitor::stop() {
+    std::thread thread;
+    {
+        const std::lock_guard lock(state_->mutex);
+        state_->stopping = true;
+        thread = std::move(state_->thread);
+    }
+    state_->wake.notify_all();
+    if (thread.joinable()) thread.join();
+}
+
+TelemetrySnapshot GpuMonitor::sample_now() { return state_->take_sample(); }
+
+TelemetrySnapshot GpuMonitor::snapshot() const {
+    const std::lock_guard lock(state_->mutex);
+    return state_->latest;
+}
+
+std::vector<GpuSample> GpuMonitor::history(uint32_t gpu) const {
+    const std::lock_guard lock(state_->mutex);
+    if (gpu >= state_->history.size()) return {};
+    return {state_->history[gpu].begin(), state_->history[gpu].end()};
+}
+
+uint64_t GpuMonitor::subscribe(Subscriber subscriber) {
+    const std::lock_guard lock(state_->mutex);
+    const uint64_t id = state_->next_subscriber++;
+    state_->subscribers.emplace(id, std::move(subscriber));
+    return id;
+}
+
+void GpuMonitor::unsubscribe(uint64_t id) {
+    const std::lock_guard lock(state_->mutex);
+    state_->subscribers.erase(id);
+}
+
+void GpuMonitor::report_activity(uint32_t gpu, float load, uint64_t memory_bytes) {
+    const std::lock_guard lock(state_->source_mutex);
+    state_->source->report_activity(gpu, load, memory_bytes);
+}
+
+}  // namespace powerhouse

@@ -1,0 +1,36 @@
+// Where GPU readings come from: NVML (nvml_source.cpp) or simulated GPUs
+// (simulated_source.cpp). The monitor (gpu_monitor.cpp) samples one source on its thread.
+//
+// Thread-safety: a source is used by one thread at a time (the monitor serializes calls).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "powerhouse/telemetry.h"
+
+namespace powerhouse::telemetry {
+
+class GpuSource {
+public:
+    virtual ~GpuSource() = default;
+    // Empty when GPUs can be read; else what is wrong, for the user.
+    virtual const std::string& status() const = 0;
+    virtual const std::string& description() const = 0;  // "NVML (driver 575.51.03)"
+    virtual bool simulated() const = 0;
+    virtual const std::vector<GpuInfo>& gpus() const = 0;
+    virtual const std::vector<GpuLink>& links() const = 0;
+    // One reading per GPU (in gpus() order) at `time`.
+    virtual std::vector<GpuSample> sample(double time) = 0;
+    virtual void report_activity(uint32_t gpu, float load, uint64_t memory_bytes) = 0;
+};
+
+// NVML from `library` (empty: libnvidia-ml.so.1).
+std::unique_ptr<GpuSource> open_nvml_source(const std::filesystem::path& library);
+// Simulated GPUs from a spec "NAME:GiB;NAME:GiB"; a malformed spec gives a source with no
+// GPUs whose status says what is wrong.
+std::unique_ptr<GpuSource> open_simulated_source(const std::string& spec);
+
+}  // namespace powerhouse::telemetry

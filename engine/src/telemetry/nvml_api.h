@@ -1,0 +1,85 @@
+// The part of NVML's C interface that Powerhouse uses, declared here from NVIDIA's public
+// API reference so that building needs neither the header nor the library: everything is
+// looked up with dlsym at run time. Layouts and values are NVML's (stable across drivers).
+#pragma once
+
+#include <cstdint>
+
+namespace powerhouse::telemetry::nvml {
+
+using Return = int;  // nvmlReturn_t
+inline constexpr Return kSuccess = 0;
+inline constexpr Return kErrorUninitialized = 1;
+inline constexpr Return kErrorInvalidArgument = 2;
+inline constexpr Return kErrorNotSupported = 3;
+inline constexpr Return kErrorNoPermission = 4;
+inline constexpr Return kErrorNotFound = 6;
+inline constexpr Return kErrorInsufficientSize = 7;
+inline constexpr Return kErrorDriverNotLoaded = 9;
+inline constexpr Return kErrorTimeout = 10;
+inline constexpr Return kErrorFunctionNotFound = 13;
+inline constexpr Return kErrorGpuIsLost = 15;
+inline constexpr Return kErrorUnknown = 999;
+
+using Device = struct DeviceOpaque*;  // nvmlDevice_t
+
+struct PciInfo {  // nvmlPciInfo_t
+    char bus_id_legacy[16];
+    unsigned int domain;
+    unsigned int bus;
+    unsigned int device;
+    unsigned int pci_device_id;
+    unsigned int pci_subsystem_id;
+    char bus_id[32];
+};
+
+struct Utilization {  // nvmlUtilization_t
+    unsigned int gpu;
+    unsigned int memory;
+};
+
+struct Memory {  // nvmlMemory_t
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+};
+
+struct ProcessInfo {  // nvmlProcessInfo_t, as filled by nvmlDeviceGetComputeRunningProcesses_v3
+    unsigned int pid;
+    unsigned long long used_gpu_memory;
+    unsigned int gpu_instance_id;
+    unsigned int compute_instance_id;
+};
+
+inline constexpr unsigned int kTemperatureGpu = 0;    // NVML_TEMPERATURE_GPU
+inline constexpr unsigned int kClockSm = 1;           // NVML_CLOCK_SM
+inline constexpr unsigned int kClockMem = 2;          // NVML_CLOCK_MEM
+inline constexpr unsigned int kNvlinkMaxLinks = 18;   // NVML_NVLINK_MAX_LINKS
+inline constexpr unsigned int kEnableStateEnabled = 1;
+inline constexpr unsigned int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+inline constexpr unsigned int kVolatileEcc = 0;             // NVML_VOLATILE_ECC
+
+extern "C" {
+using InitFn = Return (*)();
+using ShutdownFn = Return (*)();
+using ErrorStringFn = const char* (*)(Return);
+using SystemGetDriverVersionFn = Return (*)(char*, unsigned int);
+using DeviceGetCountFn = Return (*)(unsigned int*);
+using DeviceGetHandleByIndexFn = Return (*)(unsigned int, Device*);
+using DeviceGetStringFn = Return (*)(Device, char*, unsigned int);  // name, UUID
+using DeviceGetPciInfoFn = Return (*)(Device, PciInfo*);
+using DeviceGetUtilizationRatesFn = Return (*)(Device, Utilization*);
+using DeviceGetMemoryInfoFn = Return (*)(Device, Memory*);
+using DeviceGetTemperatureFn = Return (*)(Device, unsigned int, unsigned int*);
+using DeviceGetUintFn = Return (*)(Device, unsigned int*);  // power, limit, fan, PCIe gen/width
+using DeviceGetClockInfoFn = Return (*)(Device, unsigned int, unsigned int*);
+using DeviceGetUllFn = Return (*)(Device, unsigned long long*);  // throttle reasons, energy
+using DeviceGetEccModeFn = Return (*)(Device, unsigned int*, unsigned int*);
+using DeviceGetTotalEccErrorsFn = Return (*)(Device, unsigned int, unsigned int, unsigned long long*);
+using DeviceGetRetiredPagesPendingStatusFn = Return (*)(Device, unsigned int*);
+using DeviceGetProcessesFn = Return (*)(Device, unsigned int*, ProcessInfo*);
+using DeviceGetNvLinkStateFn = Return (*)(Device, unsigned int, unsigned int*);
+using DeviceGetNvLinkRemotePciInfoFn = Return (*)(Device, unsigned int, PciInfo*);
+}
+
+}  // namespace powerhouse::telemetry::nvml

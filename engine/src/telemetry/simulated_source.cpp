@@ -1,0 +1,160 @@
+// Simulated GPUs: plausible readings for machines without GPUs. Each GPU follows the load
+// and memory the engine reports for it: utilization tracks the load with a little noise,
+// power moves between idle and the board's limit, temperature follows power with a lag, and
+// clocks and fan follow both. The noise is a fixed-seed generator, so runs repeat.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <random>
+
+#include "telemetry/gpu_source.h"
+
+namespace powerhouse::telemetry {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+// Board power limit by name, for the power readings' scale.
+double power_limit_for(const std::string& name) {
+    struct Known {
+        const char* part;
+        double watts;
+    };
+    static constexpr Known known[] = {{"4090", 450}, {"5090", 575}, {"3090", 350}, {"4080", 320}, {"A100", 400},
+                                      {"H100", 700}, {"H200", 700}, {"L40", 300},  {"A6000", 300}};
+    for (const Known& k : known) {
+        if (name.find(k.part) != std::string::npos) return k.watts;
+    }
+    return 300;
+}
+
+struct SimulatedGpu {
+    float load = 0;           // what the engine reported
+    uint64_t engine_bytes = 0;
+    double temperature = 32;  // degrees, lagging behind power
+    double power = 0;
+    double last_time = -1;
+};
+
+class SimulatedSource final : public GpuSource {
+public:
+    explicit SimulatedSource(const std::string& spec);
+
+    const std::string& status() const override { return status_; }
+    const std::string& description() const override { return description_; }
+    bool simulated() const override { return true; }
+    const std::vector<GpuInfo>& gpus() const override { return gpus_; }
+    const std::vector<GpuLink>& links() const override { return links_; }
+    std::vector<GpuSample> sample(double time) override;
+    void report_activity(uint32_t gpu, float load, uint64_t memory_bytes) override {
+        if (gpu >= state_.size()) return;
+        state_[gpu].load = std::clamp(load, 0.0f, 1.0f);
+        state_[gpu].engine_bytes = memory_bytes;
+    }
+
+private:
+    std::string status_;
+    std::string description_ = "simulated";
+    std::vector<GpuInfo> gpus_;
+    std::vector<GpuLink> links_;
+    std::vector<SimulatedGpu> state_;
+    std::mt19937 noise_{20261202};
+};
+
+SimulatedSource::SimulatedSource(const std::string& spec) {
+    size_t at = 0;
+    while (at <= spec.size()) {
+        const size_t end = std::min(spec.find(';', at), spec.size());
+        const std::string item = spec.substr(at, end - at);
+        at = end + 1;
+        if (item.find_first_not_of(' ') == std::string::npos) {
+            if (end == spec.size()) break;
+            continue;
+        }
+        const size_t colon = item.rfind(':');
+        double gib = 0;
+        const char* first = colon == std::string::npos ? nullptr : item.data() + colon + 1;
+        const auto [ptr, ec] = first != nullptr ? std::from_chars(first, item.data() + item.size(), gib)
+                                                : std::from_chars_result{nullptr, std::errc::invalid_argument};
+        const std::string name = colon == std::string::npos ? item : item.substr(0, colon);
+        if (colon == std::string::npos || ec != std::errc() || ptr != item.data() + item.size() || !(gib > 0) ||
+            gib > 4096 || name.find_first_not_of(' ') == std::string::npos) {
+            status_ = fmt::format("the simulated GPU \"{}\" is not NAME:GiB (for example \"RTX 4090:24;A100:80\")",
+                                  item);
+            gpus_.clear();
+            state_.clear();
+            return;
+        }
+        GpuInfo info;
+        info.index = static_cast<uint32_t>(gpus_.size());
+        info.name = name;
+        info.uuid = fmt::format("GPU-51a1a7ed-0000-4000-8000-{:012x}", info.index);
+        info.pci_bus_id = fmt::format("0000:{:02x}:00.0", 0x41 + info.index);
+        info.memory_total = static_cast<uint64_t>(gib * static_cast<double>(kGiB));
+        info.pcie_generation = 4;
+        info.pcie_width = 16;
+        info.pcie_max_generation = 4;
+        info.pcie_max_width = 16;
+        info.power_limit_w = power_limit_for(name);
+        info.ecc_enabled = name.find("A100") != std::string::npos || name.find("H1") != std::string::npos ||
+                           name.find("H2") != std::string::npos;
+        info.simulated = true;
+        gpus_.push_back(std::move(info));
+        state_.emplace_back();
+        if (end == spec.size()) break;
+    }
+    if (gpus_.empty() && status_.empty()) status_ = "no simulated GPUs given";
+    // Data-centre parts come in NVLink-connected groups.
+    for (uint32_t a = 0; a < gpus_.size(); ++a) {
+        for (uint32_t b = a + 1; b < gpus_.size(); ++b) {
+            if (gpus_[a].name == gpus_[b].name && gpus_[a].ecc_enabled.value_or(false)) links_.push_back({a, b, 12});
+        }
+    }
+}
+
+std::vector<GpuSample> SimulatedSource::sample(double time) {
+    std::normal_distribution<double> jitter(0.0, 1.0);
+    std::vector<GpuSample> samples;
+    for (size_t i = 0; i < gpus_.size(); ++i) {
+        const GpuInfo& info = gpus_[i];
+        SimulatedGpu& g = state_[i];
+        const double limit = info.power_limit_w.value_or(300);
+        const double idle = 0.06 * limit;
+        const double target_power = idle + (0.92 * limit - idle) * g.load;
+        const double dt = g.last_time < 0 ? 1.0 : std::max(0.0, time - g.last_time);
+        g.last_time = time;
+        g.power = std::clamp(target_power + jitter(noise_) * 0.01 * limit, 0.5 * idle, limit);
+        // Temperature approaches 30 + 50 * (power / limit) with a time constant of ~8 s.
+        const double target_temperature = 30.0 + 50.0 * g.power / limit;
+        g.temperature += (target_temperature - g.temperature) * (1.0 - std::exp(-dt / 8.0));
+
+        GpuSample s;
+        s.time = time;
+        const double util = std::clamp(g.load * 100.0 + (g.load > 0 ? jitter(noise_) * 2.0 : 0.0), 0.0, 100.0);
+        s.gpu_utilization = static_cast<uint32_t>(std::lround(util));
+        s.memory_utilization = static_cast<uint32_t>(std::lround(util * 0.8));
+        const uint64_t used = std::min<uint64_t>(info.memory_total, 300ull * 1024 * 1024 + g.engine_bytes);
+        s.memory_used = used;
+        s.memory_free = info.memory_total - used;
+        s.temperature_c = static_cast<uint32_t>(std::lround(g.temperature));
+        s.power_w = std::round(g.power * 10.0) / 10.0;
+        s.sm_clock_mhz = static_cast<uint32_t>(g.load > 0 ? 2520 - 150 * g.load : 210);
+        s.memory_clock_mhz = g.load > 0 ? 10501u : 405u;
+        s.fan_percent = static_cast<uint32_t>(std::clamp(30.0 + (g.temperature - 40.0) * 1.5, 30.0, 100.0));
+        s.process_memory = g.engine_bytes;
+        s.throttle_reasons = g.load > 0 ? 0ull : 1ull;  // idle
+        s.ecc_uncorrected = info.ecc_enabled.value_or(false) ? std::optional<uint64_t>(0) : std::nullopt;
+        samples.push_back(std::move(s));
+    }
+    return samples;
+}
+
+}  // namespace
+
+std::unique_ptr<GpuSource> open_simulated_source(const std::string& spec) {
+    return std::make_unique<SimulatedSource>(spec);
+}
+
+}  // namespace powerhouse::telemetry
