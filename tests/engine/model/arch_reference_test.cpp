@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "arch/hparams.h"
 #include "gguf/gguf_model.h"
+#include "gguf/gguf_writer.h"
 #include "powerhouse/model.h"
 #include "support/test_support.h"
 
@@ -209,6 +211,61 @@ TEST(ArchReferenceFixture, Gemma3LayerSettings) {
         EXPECT_EQ(hp->layers[1].window, 0u);
         EXPECT_EQ(hp->layers[1].rope_base, 1e6f);
     }
+}
+
+// A Gemma 3 header with no weights but the embedding, for read_hparams alone.
+Result<arch::Hparams> gemma3_hparams(const std::function<void(GgufMetadata&)>& edit) {
+    GgufWriter w;
+    GgufMetadata& m = w.metadata();
+    m.set_string("general.architecture", "gemma3");
+    m.set("gemma3.block_count", GgufValue{uint32_t{4}});
+    m.set("gemma3.embedding_length", GgufValue{uint32_t{64}});
+    m.set("gemma3.feed_forward_length", GgufValue{uint32_t{64}});
+    m.set("gemma3.attention.head_count", GgufValue{uint32_t{2}});
+    m.set("gemma3.attention.head_count_kv", GgufValue{uint32_t{1}});
+    m.set("gemma3.attention.key_length", GgufValue{uint32_t{32}});
+    m.set("gemma3.rope.freq_base", GgufValue{1e6f});
+    m.set("gemma3.attention.sliding_window", GgufValue{uint32_t{4}});
+    edit(m);
+    EXPECT_TRUE(w.add_tensor({"token_embd.weight", GgmlType::f32, {64, 8}}).ok());
+    test::TempDir dir;
+    Result<void> written = w.write_file(dir / "gemma3.gguf", [](size_t, const GgufTensorSpec&, std::span<std::byte> out) {
+        std::fill(out.begin(), out.end(), std::byte{0});
+        return Result<void>{};
+    });
+    if (!written) return written.error();
+    Result<GgufModel> file = GgufModel::open(dir / "gemma3.gguf");
+    if (!file) return file.error();
+    return arch::read_hparams(*file);
+}
+
+TEST(Gemma3Hparams, PerLayerFlagsSoftCappingAndNoWindow) {
+    // sliding_window_pattern as one flag per layer (llama.cpp reads such arrays too).
+    const bool flags[] = {false, true, true, false};
+    Result<arch::Hparams> hp = gemma3_hparams([&](GgufMetadata& m) {
+        m.set_array<bool>("gemma3.attention.sliding_window_pattern", GgufValueType::boolean, flags);
+    });
+    ASSERT_TRUE(hp.ok()) << hp.error().message;
+    ASSERT_EQ(hp->layers.size(), 4u);
+    for (uint32_t il = 0; il < 4; ++il) {
+        EXPECT_EQ(hp->layers[il].window, flags[il] ? 4u : 0u) << il;
+        EXPECT_EQ(hp->layers[il].rope_base, flags[il] ? 10000.0f : 1e6f) << il;
+    }
+    // The wrong number of flags is a format error, not a guess.
+    const bool three[] = {true, true, false};
+    hp = gemma3_hparams([&](GgufMetadata& m) {
+        m.set_array<bool>("gemma3.attention.sliding_window_pattern", GgufValueType::boolean, three);
+    });
+    ASSERT_FALSE(hp.ok());
+    EXPECT_EQ(hp.error().code, ErrorCode::format);
+    // Soft-capped logits are refused, not silently computed without the cap.
+    hp = gemma3_hparams([](GgufMetadata& m) { m.set("gemma3.final_logit_softcapping", GgufValue{30.0f}); });
+    ASSERT_FALSE(hp.ok());
+    EXPECT_EQ(hp.error().code, ErrorCode::unsupported);
+    // No sliding window: every layer global.
+    hp = gemma3_hparams([](GgufMetadata& m) { m.erase("gemma3.attention.sliding_window"); });
+    ASSERT_TRUE(hp.ok()) << hp.error().message;
+    for (const arch::LayerAttention& layer : hp->layers) EXPECT_EQ(layer.window, 0u);
 }
 
 }  // namespace
