@@ -191,7 +191,10 @@ Result<void> CpuBackend::bind() {
     f16_table_.resize(65536);
     for (uint32_t i = 0; i < 65536; ++i) f16_table_[i] = f16_to_f32(static_cast<uint16_t>(i));
     const auto uses = [&](OpKind kind) {
-        return std::any_of(program_.layer.begin(), program_.layer.end(), [&](const Op& op) { return op.kind == kind; });
+        const auto is = [&](const Op& op) { return op.kind == kind; };
+        return std::any_of(program_.input.begin(), program_.input.end(), is) ||
+               std::any_of(program_.layer.begin(), program_.layer.end(), is) ||
+               std::any_of(program_.head.begin(), program_.head.end(), is);
     };
     if (uses(OpKind::geglu)) {
         // ggml's GELU on the CPU: tanh approximation evaluated once per f16 input, result
