@@ -74,7 +74,9 @@ Result<void> read_gemma3(const GgufMetadata& meta, Hparams& hp) {
     }
     const uint64_t window = meta.get_uint(a + ".attention.sliding_window").value_or(0);
     if (window == 0) return {};  // every layer global
-    if (window > (1u << 24)) return make_error(ErrorCode::format, fmt::format("sliding window {} is out of range", window));
+    if (window > (1u << 24)) {
+        return make_error(ErrorCode::format, fmt::format("sliding window {} is out of range", window));
+    }
     Result<std::vector<bool>> sliding = sliding_layers(meta, a + ".attention.sliding_window_pattern", hp.n_layer);
     if (!sliding) return sliding.error();
     // Sliding layers have their own RoPE base and are never RoPE-scaled.

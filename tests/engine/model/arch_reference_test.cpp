@@ -229,10 +229,11 @@ Result<arch::Hparams> gemma3_hparams(const std::function<void(GgufMetadata&)>& e
     edit(m);
     EXPECT_TRUE(w.add_tensor({"token_embd.weight", GgmlType::f32, {64, 8}}).ok());
     test::TempDir dir;
-    Result<void> written = w.write_file(dir / "gemma3.gguf", [](size_t, const GgufTensorSpec&, std::span<std::byte> out) {
-        std::fill(out.begin(), out.end(), std::byte{0});
-        return Result<void>{};
-    });
+    Result<void> written =
+        w.write_file(dir / "gemma3.gguf", [](size_t, const GgufTensorSpec&, std::span<std::byte> out) {
+            std::fill(out.begin(), out.end(), std::byte{0});
+            return Result<void>{};
+        });
     if (!written) return written.error();
     Result<GgufModel> file = GgufModel::open(dir / "gemma3.gguf");
     if (!file) return file.error();
