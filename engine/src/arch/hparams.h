@@ -1,7 +1,8 @@
 // The hyper-parameters of a decoder-only transformer, read from GGUF metadata
 // (`{arch}.block_count`, `{arch}.attention.head_count`, ...). Architectures differ in a few
-// switches (QKV bias, per-head Q/K norm, RoPE layout); those are set here from the
-// architecture name so that the step program (step_program.h) can be built from them.
+// switches (QKV bias, per-head Q/K norm, RoPE layout, norms after attention and FFN, the
+// FFN's activation, sliding-window layers); those are set here from the architecture name
+// and the metadata so that the step program (step_program.h) can be built from them.
 //
 // Thread-safety: value types and pure functions.
 #pragma once
@@ -18,6 +19,18 @@ namespace powerhouse::arch {
 // How RoPE pairs the dimensions of a head: `normal` rotates (x[2i], x[2i+1]) (llama's
 // GGUF layout, whose Q/K weights the converter permuted), `neox` rotates (x[i], x[i+d/2]).
 enum class RopeLayout { normal, neox };
+
+// The gate activation of the gated feed-forward: silu (SwiGLU) or gelu with the tanh
+// approximation (GeGLU, Gemma).
+enum class FfnActivation { silu, gelu };
+
+// What differs between the layers of one model: Gemma 3 alternates sliding-window layers
+// (their own RoPE base, no RoPE scaling) with global ones.
+struct LayerAttention {
+    uint32_t window = 0;           // a query sees the last `window` positions, itself included; 0: all
+    float rope_base = 10000.0f;
+    float rope_freq_scale = 1.0f;  // positions multiplied by this (linear scaling)
+};
 
 struct Hparams {
     std::string architecture;  // general.architecture
@@ -40,6 +53,19 @@ struct Hparams {
     bool qk_norm = false;       // qwen3: RMS norm of each Q and K head (attn_q_norm, attn_k_norm)
     bool tied_output = false;   // no output.weight: the token embedding is the output matrix
     bool has_rope_freqs = false;  // rope_freqs.weight divides each frequency (Llama 3.1 scaling)
+
+    // Gemma 3: the embedding is multiplied by embedding_scale (sqrt(n_embd)); the outputs
+    // of attention and of the FFN are RMS-normed again before the residual add
+    // (post_attention_norm, post_ffw_norm); Q is multiplied by query_scale after RoPE and
+    // the attention itself then scales by 1 (0: no separate Q scale, attention scales by
+    // 1/sqrt(head_dim)).
+    float embedding_scale = 1.0f;
+    bool post_norms = false;
+    FfnActivation ffn_activation = FfnActivation::silu;
+    float query_scale = 0.0f;
+
+    // One entry per layer (n_layer entries): window, RoPE base and scale of that layer.
+    std::vector<LayerAttention> layers;
 };
 
 // Reads and validates the hyper-parameters. Fails for architectures the engine cannot run

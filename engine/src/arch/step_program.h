@@ -23,10 +23,13 @@ enum class OpKind : uint8_t {
     head_rms_norm,  // a = rms_norm(a) * weight, separately for each head (weight: head_dim)
     matmul,         // dst = a @ weight^T (weight rows are output features)
     add_bias,       // a += weight
-    rope,           // a = rope(a) at each token's position
-    attention,      // dst = attention(q, k, v); k and v are appended to the layer's KV cache
+    rope,           // a = rope(a) at each token's position, with the layer's base and scale
+    attention,      // dst = attention(q, k, v) with scores scaled by `value`, over the layer's
+                    // window; k and v are appended to the layer's KV cache
     swiglu,         // dst = silu(a) * b
+    geglu,          // dst = gelu(a) * b (tanh approximation)
     add,            // dst = a + b
+    scale,          // dst = a * value
 };
 
 struct Op {
@@ -36,12 +39,17 @@ struct Op {
     Buffer b = Buffer::x;
     // Tensor name; "{}" stands for the layer index ("blk.{}.attn_q.weight"). Empty: none.
     std::string weight;
+    float value = 0.0f;  // the constant of scale and attention
 };
 
 struct StepProgram {
     std::string embedding;       // token embedding rows, looked up into Buffer::x
+    std::vector<Op> input;       // after the embedding lookup, before the first layer
     std::vector<Op> layer;       // run once per layer
     std::vector<Op> head;        // after the last layer: final norm and output projection
+    // Per layer (one entry each): the attention window and the RoPE base and scale that the
+    // layer's rope and attention ops use.
+    std::vector<LayerAttention> layers;
 };
 
 StepProgram build_step_program(const Hparams& hp);

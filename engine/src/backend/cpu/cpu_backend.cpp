@@ -47,8 +47,9 @@ private:
     void embed(std::span<const TokenId> tokens);
     void rms_norm(const float* src, float* dst, const float* weight, int64_t size, int64_t rows);
     void matmul(const GgufTensorInfo& w, const float* src, float* dst, int n);
-    void rope(float* data, int64_t n_heads, int n);
-    void attention(uint32_t layer, int n);
+    void rope(float* data, int64_t n_heads, int n, uint32_t layer);
+    void attention(uint32_t layer, int n, float scale);
+    void geglu(const float* gate, const float* up, float* dst, size_t count) const;
 
     const GgufModel& model_;
     arch::Hparams hp_;
@@ -57,6 +58,7 @@ private:
     uint32_t n_batch_;
     ThreadPool pool_;
 
+    std::vector<BoundOp> input_;
     std::vector<std::vector<BoundOp>> layers_;
     std::vector<BoundOp> head_;
     const GgufTensorInfo* embedding_ = nullptr;
@@ -67,6 +69,7 @@ private:
     std::vector<std::byte> quantized_;              // activations for a matmul
     std::vector<std::vector<float>> scratch_;       // per thread: dequantized rows, scores
     std::vector<float> f16_table_;                  // f16 bits -> f32
+    std::vector<float> gelu_table_;                 // f16 bits of x -> gelu(x) rounded to f16 (as ggml)
     std::vector<uint16_t> k_cache_, v_cache_;       // [layer][pos][n_head_kv * head_dim]
     size_t kv_width_ = 0;
     uint32_t n_past_ = 0;
@@ -145,6 +148,15 @@ Result<void> CpuBackend::bind() {
         return bound;
     };
 
+    if (program_.layers.size() != hp_.n_layer) {
+        return make_error(ErrorCode::internal, fmt::format("the step program describes {} layers, the model has {}",
+                                                           program_.layers.size(), hp_.n_layer));
+    }
+    for (const Op& op : program_.input) {
+        Result<BoundOp> b = bind_op(op, 0);
+        if (!b) return b.error();
+        input_.push_back(*b);
+    }
     layers_.resize(hp_.n_layer);
     for (uint32_t l = 0; l < hp_.n_layer; ++l) {
         for (const Op& op : program_.layer) {
@@ -178,6 +190,22 @@ Result<void> CpuBackend::bind() {
     scratch_.assign(static_cast<size_t>(pool_.size()), std::vector<float>(std::max<size_t>(max_in, n_ctx_)));
     f16_table_.resize(65536);
     for (uint32_t i = 0; i < 65536; ++i) f16_table_[i] = f16_to_f32(static_cast<uint16_t>(i));
+    const auto uses = [&](OpKind kind) {
+        const auto is = [&](const Op& op) { return op.kind == kind; };
+        return std::any_of(program_.input.begin(), program_.input.end(), is) ||
+               std::any_of(program_.layer.begin(), program_.layer.end(), is) ||
+               std::any_of(program_.head.begin(), program_.head.end(), is);
+    };
+    if (uses(OpKind::geglu)) {
+        // ggml's GELU on the CPU: tanh approximation evaluated once per f16 input, result
+        // stored in f16.
+        gelu_table_.resize(65536);
+        for (uint32_t i = 0; i < 65536; ++i) {
+            const float x = f16_table_[i];
+            const float g = 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
+            gelu_table_[i] = f16_to_f32(f32_to_f16(g));
+        }
+    }
     const size_t cache = size_t{hp_.n_layer} * n_ctx_ * kv_width_;
     k_cache_.assign(cache, 0);
     v_cache_.assign(cache, 0);
@@ -207,6 +235,7 @@ void CpuBackend::run_batch(std::span<const TokenId> tokens) {
     const int n = static_cast<int>(tokens.size());
     batch_pos_ = n_past_;
     embed(tokens);
+    for (const BoundOp& op : input_) run_op(op, 0, n);
     for (uint32_t l = 0; l < hp_.n_layer; ++l) {
         for (const BoundOp& op : layers_[l]) run_op(op, l, n);
     }
@@ -241,10 +270,10 @@ void CpuBackend::run_op(const BoundOp& bound, uint32_t layer, int n) {
             break;
         }
         case OpKind::rope:
-            rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n);
+            rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n, layer);
             break;
         case OpKind::attention:
-            attention(layer, n);
+            attention(layer, n, op.value);
             break;
         case OpKind::swiglu: {
             const size_t count = width(op.dst) * static_cast<size_t>(n);
@@ -252,6 +281,16 @@ void CpuBackend::run_op(const BoundOp& bound, uint32_t layer, int n) {
             const float* b = buffer(op.b);
             float* d = buffer(op.dst);
             for (size_t i = 0; i < count; ++i) d[i] = a[i] / (1.0f + std::exp(-a[i])) * b[i];
+            break;
+        }
+        case OpKind::geglu:
+            geglu(buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            break;
+        case OpKind::scale: {
+            const size_t count = width(op.dst) * static_cast<size_t>(n);
+            const float* a = buffer(op.a);
+            float* d = buffer(op.dst);
+            for (size_t i = 0; i < count; ++i) d[i] = a[i] * op.value;
             break;
         }
         case OpKind::add: {
@@ -276,6 +315,23 @@ void CpuBackend::embed(std::span<const TokenId> tokens) {
         } else {
             dequantize_row(embedding_->type, src, dst, static_cast<int64_t>(w));
         }
+    }
+}
+
+// GeGLU as ggml computes it: gelu from the f16 table (the input rounded to f16), exact
+// (x, 0) beyond +-10.
+void CpuBackend::geglu(const float* gate, const float* up, float* dst, size_t count) const {
+    for (size_t i = 0; i < count; ++i) {
+        const float x = gate[i];
+        float g;
+        if (x <= -10.0f) {
+            g = 0.0f;
+        } else if (x >= 10.0f) {
+            g = x;
+        } else {
+            g = gelu_table_[f32_to_f16(x)];
+        }
+        dst[i] = g * up[i];
     }
 }
 
@@ -313,15 +369,16 @@ void CpuBackend::matmul(const GgufTensorInfo& w, const float* src, float* dst, i
 
 // ggml's RoPE: the angle of pair i at position p is p * base^(-2i/rope_dims), computed by
 // repeated multiplication in f32 as ggml does, divided by rope_freqs when the model has them.
-void CpuBackend::rope(float* data, int64_t n_heads, int n) {
+void CpuBackend::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
     const uint32_t dims = hp_.rope_dims;
-    const float theta_scale = std::pow(hp_.rope_base, -2.0f / static_cast<float>(dims));
+    const arch::LayerAttention& la = program_.layers[layer];
+    const float theta_scale = std::pow(la.rope_base, -2.0f / static_cast<float>(dims));
     std::vector<float> cos_sin(dims);
     for (int t = 0; t < n; ++t) {
         float theta = static_cast<float>(batch_pos_ + static_cast<uint32_t>(t));
         for (uint32_t i = 0; i < dims; i += 2) {
             const float ff = rope_freqs_ != nullptr ? rope_freqs_[i / 2] : 1.0f;
-            const float angle = hp_.rope_freq_scale * (theta / ff);
+            const float angle = la.rope_freq_scale * (theta / ff);
             cos_sin[i] = std::cos(angle);
             cos_sin[i + 1] = std::sin(angle);
             theta *= theta_scale;
@@ -340,7 +397,7 @@ void CpuBackend::rope(float* data, int64_t n_heads, int n) {
     }
 }
 
-void CpuBackend::attention(uint32_t layer, int n) {
+void CpuBackend::attention(uint32_t layer, int n, float scale) {
     const uint32_t hd = hp_.head_dim;
     const size_t layer_base = size_t{layer} * n_ctx_ * kv_width_;
     // Append this batch's keys and values.
@@ -353,7 +410,7 @@ void CpuBackend::attention(uint32_t layer, int n) {
             v_cache_[at + i] = f32_to_f16(v[i]);
         }
     }
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const uint32_t window = program_.layers[layer].window;
     const uint32_t group = hp_.n_head / hp_.n_head_kv;
     const float* table = f16_table_.data();
     const float* q_all = buffer(Buffer::q);
@@ -366,11 +423,13 @@ void CpuBackend::attention(uint32_t layer, int n) {
             const auto t = static_cast<uint32_t>(job / hp_.n_head);
             const auto h = static_cast<uint32_t>(job % hp_.n_head);
             const uint32_t kvh = h / group;
-            const uint32_t n_keys = batch_pos_ + t + 1;  // causal: up to and including itself
+            // Causal, up to and including itself; a sliding window keeps only the last `window`.
+            const uint32_t n_keys = batch_pos_ + t + 1;
+            const uint32_t first = window != 0 && n_keys > window ? n_keys - window : 0;
             const float* q = q_all + t * q_width + size_t{h} * hd;
             for (uint32_t i = 0; i < hd; ++i) q16[i] = table[f32_to_f16(q[i])];  // as ggml: q in F16
             float max = -INFINITY;
-            for (uint32_t p = 0; p < n_keys; ++p) {
+            for (uint32_t p = first; p < n_keys; ++p) {
                 const uint16_t* k = k_cache_.data() + layer_base + size_t{p} * kv_width_ + size_t{kvh} * hd;
                 float dot = 0.0f;
                 for (uint32_t i = 0; i < hd; ++i) dot += q16[i] * table[k[i]];
@@ -378,14 +437,14 @@ void CpuBackend::attention(uint32_t layer, int n) {
                 max = std::max(max, scores[p]);
             }
             double sum = 0.0;
-            for (uint32_t p = 0; p < n_keys; ++p) {
+            for (uint32_t p = first; p < n_keys; ++p) {
                 scores[p] = std::exp(scores[p] - max);
                 sum += scores[p];
             }
             const float inv = static_cast<float>(1.0 / sum);
             float* out = out_all + t * q_width + size_t{h} * hd;
             std::fill_n(out, hd, 0.0f);
-            for (uint32_t p = 0; p < n_keys; ++p) {
+            for (uint32_t p = first; p < n_keys; ++p) {
                 const float weight = table[f32_to_f16(scores[p] * inv)];  // as ggml: probabilities in F16
                 const uint16_t* v = v_cache_.data() + layer_base + size_t{p} * kv_width_ + size_t{kvh} * hd;
                 for (uint32_t i = 0; i < hd; ++i) out[i] += weight * table[v[i]];

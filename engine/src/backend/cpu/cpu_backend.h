@@ -3,7 +3,7 @@
 // Numerics follow llama.cpp's CPU backend where it matters for agreeing with it token for
 // token: activations quantized to 8 bits for quantized weights, queries and attention
 // probabilities rounded to F16 for the products with the F16 cache, RoPE angles computed
-// the way ggml computes them.
+// the way ggml computes them, GELU looked up in a table of f16 inputs as ggml does.
 //
 // Thread-safety: as Backend.
 #pragma once
