@@ -30,11 +30,7 @@ struct alignas(32) KDecoded {
     int offset = 0;
 };
 
-// Scales, mins, d, dmin and offset of a super-block of `type` (the u bytes are left to
-// the caller's variant).
-void decode_k_scales(GgmlType type, const std::byte* block, KDecoded& out);
-
-// Everything of a super-block, in plain C++.
+// A super-block in plain C++ (the vector variants decode in registers, 32 bytes at a time).
 void decode_k_scalar(GgmlType type, const std::byte* block, KDecoded& out);
 
 using DotRowsFn = void (*)(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows,

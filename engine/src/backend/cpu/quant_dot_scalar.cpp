@@ -129,8 +129,6 @@ float dot_float(GgmlType type, const std::byte* w, const std::byte* a, int64_t n
     return sum;
 }
 
-}  // namespace
-
 void decode_k_scales(GgmlType type, const std::byte* block, KDecoded& out) {
     out.offset = 0;
     out.dmin = 0.0f;
@@ -189,6 +187,8 @@ void decode_k_scales(GgmlType type, const std::byte* block, KDecoded& out) {
             return;
     }
 }
+
+}  // namespace
 
 void decode_k_scalar(GgmlType type, const std::byte* block, KDecoded& out) {
     decode_k_scales(type, block, out);
