@@ -4,6 +4,7 @@
 // threaded matmul and attention over both KV cache types.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -143,6 +144,23 @@ TEST(CpuKernels, EveryVariantAndTypeMatchesReference) {
             check_dots({type, 512, 7, tokens});
         }
         check_dots({type, 256, 1, 5});
+    }
+}
+
+TEST(CpuKernels, EveryVariantQuantizesActivationsToTheSameBytes) {
+    auto x = random_floats(1024 + 13, 21, 3.0f);
+    x[5] = 0.0f;
+    std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero block
+    x[600] = 70000.0f;                                  // beyond F16's range
+    for (GgmlType type : kWeightTypes) {
+        const int64_t n = activation_block(type) == 1 ? 1024 + 13 : 1024;
+        std::vector<std::byte> want(activation_bytes(type, n));
+        quantize_activations(KernelIsa::scalar, type, x.data(), want.data(), n);
+        for (KernelIsa isa : available_isas()) {
+            std::vector<std::byte> got(want.size(), std::byte{0x55});
+            quantize_activations(isa, type, x.data(), got.data(), n);
+            EXPECT_EQ(got, want) << isa_name(isa) << " " << type_traits(type).name;
+        }
     }
 }
 

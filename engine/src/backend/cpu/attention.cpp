@@ -64,7 +64,7 @@ void attention(ThreadPool& pool, KernelIsa isa, const KvCache& cache, uint32_t l
         const uint32_t kvh = h / group;
         const uint32_t n_keys = first_pos + t + 1;  // causal: up to and including itself
         const float* q = q_all + t * q_width + size_t{h} * hd;
-        quantize_activations(k_type, q, qconv, hd);
+        quantize_activations(isa, k_type, q, qconv, hd);
         dot_rows(isa, k_type, hd, cache.k_row(layer, 0) + kvh * head_bytes, cache.row_bytes(), static_cast<int>(n_keys),
                  qconv, 0, 1, scores, 0);
         float max = -INFINITY;

@@ -23,11 +23,11 @@ void matmul(ThreadPool& pool, KernelIsa isa, const MatmulWeights& w, const float
     if (act_buffer.size() < act_row * static_cast<size_t>(n)) act_buffer.resize(act_row * static_cast<size_t>(n));
     std::byte* act = act_buffer.data();
     if (n == 1) {
-        quantize_activations(w.type, src, act, w.in);
+        quantize_activations(isa, w.type, src, act, w.in);
     } else {
         pool.parallel_for(n, [&](int64_t begin, int64_t end, int) {
             for (int64_t t = begin; t < end; ++t) {
-                quantize_activations(w.type, src + t * w.in, act + static_cast<size_t>(t) * act_row, w.in);
+                quantize_activations(isa, w.type, src + t * w.in, act + static_cast<size_t>(t) * act_row, w.in);
             }
         });
     }

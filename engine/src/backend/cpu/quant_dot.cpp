@@ -194,8 +194,29 @@ size_t activation_bytes(GgmlType weight_type, int64_t n) {
     }
 }
 
-void quantize_activations(GgmlType weight_type, const float* x, void* out, int64_t n) {
-    switch (activation_type(weight_type)) {
+namespace detail {
+
+void quantize_activations_tail(GgmlType act_type, const float* x, std::byte* out, int64_t begin, int64_t n) {
+    for (int64_t i = begin; i < n; ++i) {
+        if (act_type == GgmlType::f32) {
+            std::memcpy(out + 4 * i, x + i, 4);
+            continue;
+        }
+        const uint16_t h = act_type == GgmlType::f16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
+        std::memcpy(out + 2 * i, &h, 2);
+    }
+}
+
+}  // namespace detail
+
+void quantize_activations(KernelIsa isa, GgmlType weight_type, const float* x, void* out, int64_t n) {
+    const GgmlType act = activation_type(weight_type);
+#if defined(__x86_64__)
+    if (isa == KernelIsa::avx2) return detail::quantize_activations_avx2(act, x, static_cast<std::byte*>(out), n);
+    if (isa == KernelIsa::avx512) return detail::quantize_activations_avx512(act, x, static_cast<std::byte*>(out), n);
+#endif
+    (void)isa;
+    switch (act) {
         case GgmlType::q8_0: {
             auto* blocks = static_cast<BlockQ8_0*>(out);
             for (int64_t b = 0; b < n / kQK; ++b) {
@@ -232,6 +253,10 @@ void quantize_activations(GgmlType weight_type, const float* x, void* out, int64
         default:
             std::memcpy(out, x, static_cast<size_t>(n) * sizeof(float));
     }
+}
+
+void quantize_activations(GgmlType weight_type, const float* x, void* out, int64_t n) {
+    quantize_activations(best_isa(), weight_type, x, out, n);
 }
 
 void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, size_t w_stride, int rows,

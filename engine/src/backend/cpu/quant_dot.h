@@ -63,6 +63,9 @@ int64_t activation_block(GgmlType weight_type);
 size_t activation_bytes(GgmlType weight_type, int64_t n);
 
 // Converts n floats (a multiple of activation_block) to activation_type(weight_type).
+// Every variant writes the same bytes.
+void quantize_activations(KernelIsa isa, GgmlType weight_type, const float* x, void* out, int64_t n);
+// With best_isa().
 void quantize_activations(GgmlType weight_type, const float* x, void* out, int64_t n);
 
 // A block of dot products: for r < rows and t < tokens,

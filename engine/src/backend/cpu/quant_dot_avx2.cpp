@@ -3,6 +3,7 @@
 #define PH_TARGET __attribute__((target("avx2,fma,f16c")))
 #define PH_NS avx2_impl
 #define PH_ENTRY dot_rows_avx2
+#define PH_QUANT_ENTRY quantize_activations_avx2
 #define PH_VNNI 0
 #include "backend/cpu/quant_dot_simd.inc"
 #endif

@@ -4,6 +4,7 @@
 #define PH_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define PH_NS avx512_impl
 #define PH_ENTRY dot_rows_avx512
+#define PH_QUANT_ENTRY quantize_activations_avx512
 #define PH_VNNI 1
 #include "backend/cpu/quant_dot_simd.inc"
 #endif

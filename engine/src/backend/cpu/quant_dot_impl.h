@@ -43,6 +43,14 @@ void dot_rows_avx2(GgmlType type, int64_t n, const std::byte* w, size_t w_stride
                    size_t act_stride, int tokens, float* dst, size_t dst_stride);
 void dot_rows_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows, const std::byte* act,
                      size_t act_stride, int tokens, float* dst, size_t dst_stride);
+
+// Activations in `act_type` (an activation_type()), same bytes as the plain code.
+void quantize_activations_avx2(GgmlType act_type, const float* x, std::byte* out, int64_t n);
+void quantize_activations_avx512(GgmlType act_type, const float* x, std::byte* out, int64_t n);
 #endif
+
+// The plain conversion of elements [begin, n) of a float-type activation row (F16, BF16,
+// F32), for the vector variants' tails.
+void quantize_activations_tail(GgmlType act_type, const float* x, std::byte* out, int64_t begin, int64_t n);
 
 }  // namespace powerhouse::cpu::detail
