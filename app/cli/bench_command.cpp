@@ -42,6 +42,7 @@ struct BenchOptions {
     uint32_t n_batch = ModelOptions{}.n_batch;
     uint32_t n_ctx = 0;  // 0: p + n
     uint32_t seed = 42;
+    std::string kv_type = "f16";
     bool json = false;
 };
 
@@ -126,6 +127,7 @@ int run_bench(const BenchOptions& options) {
     model_options.n_ctx = options.n_ctx != 0 ? options.n_ctx : static_cast<uint32_t>(needed);
     model_options.n_threads = options.threads;
     model_options.n_batch = options.n_batch;
+    model_options.kv_cache_type = options.kv_type == "q8_0" ? KvCacheType::q8_0 : KvCacheType::f16;
     const auto load_start = std::chrono::steady_clock::now();
     Result<Model> model = Model::load(*path, model_options);
     if (!model) return report_error(model.error());
@@ -178,6 +180,8 @@ int run_bench(const BenchOptions& options) {
             {"n_params", info->n_params},
             {"threads", threads},
             {"n_batch", options.n_batch},
+            {"kv_type", options.kv_type},
+            {"kv_cache_bytes", model->kv_cache_bytes()},
             {"n_ctx", model->n_ctx()},
             {"repetitions", options.repetitions},
             {"warmup_runs", 1},
@@ -232,6 +236,9 @@ Command add_bench_command(CLI::App& app) {
     sub->add_option("--ctx", options->n_ctx, "Context length (KV cache positions); default: p + n")
         ->check(CLI::Range(1u, 1u << 24));
     sub->add_option("--seed", options->seed, "Seed of the random prompt tokens")->capture_default_str();
+    sub->add_option("--kv-type", options->kv_type, "KV cache type: f16 or q8_0")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"f16", "q8_0"}));
     sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
     return {sub, [options] { return run_bench(*options); }};
 }

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "powerhouse/chat_template.h"
+#include "powerhouse/model_info.h"
 #include "powerhouse/result.h"
 #include "powerhouse/tokenizer.h"
 
@@ -27,6 +28,10 @@ struct ModelOptions {
     uint32_t n_ctx = 4096;  // positions in the KV cache; capped at the model's training length
     int n_threads = 0;      // 0: all cores
     uint32_t n_batch = 64;  // prompt tokens processed together
+    // How the KV cache stores keys and values (model_info.h): F16, as llama.cpp's default,
+    // or Q8_0, as llama.cpp's -ctk q8_0 -ctv q8_0: half the memory, logits within the
+    // quantization noise. The CPU backend refuses F32.
+    KvCacheType kv_cache_type = KvCacheType::f16;
 };
 
 // What a loaded model is, for display and for the engine's "loaded" event.
@@ -78,6 +83,8 @@ public:
     std::span<const TokenId> cached_tokens() const;
     // Forgets cached positions n and later, to reuse a common prompt prefix.
     void truncate(uint32_t n);
+    // Bytes held by the KV cache (keys and values of every layer, n_ctx positions).
+    size_t kv_cache_bytes() const;
 
     struct Impl;
 

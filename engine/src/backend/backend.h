@@ -6,6 +6,7 @@
 // Thread-safety: a backend is used from one thread (the engine's) at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -29,6 +30,8 @@ public:
     virtual uint32_t n_ctx() const = 0;
     // Forgets positions n and later (keeps the cache of a shared prompt prefix).
     virtual void truncate(uint32_t n) = 0;
+    // Bytes held by the KV cache.
+    virtual size_t kv_cache_bytes() const = 0;
 };
 
 }  // namespace powerhouse

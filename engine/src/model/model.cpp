@@ -90,6 +90,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     cpu_options.n_ctx = std::min(options.n_ctx, std::max<uint32_t>(impl->hparams.n_ctx_train, 1));
     cpu_options.n_threads = options.n_threads;
     cpu_options.n_batch = options.n_batch;
+    cpu_options.kv_cache_type = options.kv_cache_type;
     Result<std::unique_ptr<Backend>> backend =
         cpu::create_cpu_backend(impl->file, impl->hparams, arch::build_step_program(impl->hparams), cpu_options);
     if (!backend) return make_error(backend.error().code, fmt::format("{}: {}", path.string(), backend.error().message));
@@ -140,5 +141,6 @@ void Model::truncate(uint32_t n) {
     impl_->backend->truncate(n);
     impl_->cached.resize(std::min<size_t>(impl_->cached.size(), impl_->backend->n_past()));
 }
+size_t Model::kv_cache_bytes() const { return impl_->backend->kv_cache_bytes(); }
 
 }  // namespace powerhouse

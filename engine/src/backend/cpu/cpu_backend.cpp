@@ -8,8 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/attention.h"
+#include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vec.h"
 #include "tensor/dequantize.h"
 #include "tensor/half.h"
 
@@ -37,6 +40,7 @@ public:
     uint32_t n_past() const override { return n_past_; }
     uint32_t n_ctx() const override { return n_ctx_; }
     void truncate(uint32_t n) override { n_past_ = std::min(n_past_, n); }
+    size_t kv_cache_bytes() const override { return kv_.bytes(); }
 
 private:
     size_t width(Buffer b) const { return widths_[static_cast<size_t>(b)]; }
@@ -66,11 +70,12 @@ private:
 
     std::array<size_t, arch::kBufferCount> widths_{};
     std::array<std::vector<float>, arch::kBufferCount> buffers_;
-    std::vector<std::byte> quantized_;              // activations for a matmul
-    std::vector<std::vector<float>> scratch_;       // per thread: dequantized rows, scores
-    std::vector<float> f16_table_;                  // f16 bits -> f32
-    std::vector<float> gelu_table_;                 // f16 bits of x -> gelu(x) rounded to f16 (as ggml)
-    std::vector<uint16_t> k_cache_, v_cache_;       // [layer][pos][n_head_kv * head_dim]
+    std::vector<std::byte> quantized_;         // activations for a matmul
+    std::vector<std::vector<float>> scratch_;  // per thread: attention scores
+    std::vector<float> gelu_table_;            // f16 bits of x -> gelu(x) rounded to f16 (as ggml)
+    KvCacheType kv_type_;
+    KvCache kv_;
+    KernelIsa isa_ = best_isa();
     size_t kv_width_ = 0;
     uint32_t n_past_ = 0;
     uint32_t batch_pos_ = 0;  // position of the batch's first token
@@ -83,13 +88,14 @@ CpuBackend::CpuBackend(const GgufModel& model, arch::Hparams hp, arch::StepProgr
       program_(std::move(program)),
       n_ctx_(options.n_ctx),
       n_batch_(std::max<uint32_t>(1, options.n_batch)),
-      pool_(options.n_threads > 0 ? options.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+      pool_(options.n_threads > 0 ? options.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+      kv_type_(options.kv_cache_type) {}
 
 Result<void> CpuBackend::bind() {
     const auto find = [&](const std::string& name) -> Result<const GgufTensorInfo*> {
         const GgufTensorInfo* t = model_.find_tensor(name);
         if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
-        if (t->type != GgmlType::f32 && !type_traits(t->type).has_reference) {
+        if (t->type != GgmlType::f32 && (!type_traits(t->type).has_reference || !has_dot(t->type))) {
             return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' has type {}, which the CPU backend cannot "
                                                                   "run yet", name, type_traits(t->type).name));
         }
@@ -141,9 +147,9 @@ Result<void> CpuBackend::bind() {
         if (op.kind != OpKind::matmul && w.type != GgmlType::f32) {
             return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
         }
-        if (op.kind == OpKind::matmul && activation_type(w.type) != GgmlType::f32 && want0 % 32 != 0) {
+        if (op.kind == OpKind::matmul && want0 % activation_block(w.type) != 0) {
             return make_error(ErrorCode::format, fmt::format("tensor '{}' has rows of {} elements, not a multiple "
-                                                             "of 32", name, want0));
+                                                             "of {}", name, want0, activation_block(w.type)));
         }
         return bound;
     };
@@ -187,9 +193,15 @@ Result<void> CpuBackend::bind() {
     size_t max_in = 0;
     for (size_t w : widths_) max_in = std::max(max_in, w);
     quantized_.resize(max_in * n_batch_ * sizeof(float) + 64);
-    scratch_.assign(static_cast<size_t>(pool_.size()), std::vector<float>(std::max<size_t>(max_in, n_ctx_)));
-    f16_table_.resize(65536);
-    for (uint32_t i = 0; i < 65536; ++i) f16_table_[i] = f16_to_f32(static_cast<uint16_t>(i));
+    scratch_.assign(static_cast<size_t>(pool_.size()), std::vector<float>(n_ctx_ + 2 * size_t{hp_.head_dim}));
+    if (kv_type_ == KvCacheType::f32) {
+        return make_error(ErrorCode::unsupported, "the CPU backend keeps the KV cache in F16 or Q8_0, not F32");
+    }
+    if (kv_type_ == KvCacheType::q8_0 && hp_.head_dim % 32 != 0) {
+        return make_error(ErrorCode::unsupported, fmt::format("a Q8_0 KV cache needs a head size that is a multiple "
+                                                              "of 32, not {}", hp_.head_dim));
+    }
+    kv_.init(kv_type_, hp_.n_layer, n_ctx_, hp_.n_head_kv, hp_.head_dim);
     const auto uses = [&](OpKind kind) {
         const auto is = [&](const Op& op) { return op.kind == kind; };
         return std::any_of(program_.input.begin(), program_.input.end(), is) ||
@@ -201,14 +213,11 @@ Result<void> CpuBackend::bind() {
         // stored in f16.
         gelu_table_.resize(65536);
         for (uint32_t i = 0; i < 65536; ++i) {
-            const float x = f16_table_[i];
+            const float x = f16_to_f32(static_cast<uint16_t>(i));
             const float g = 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
             gelu_table_[i] = f16_to_f32(f32_to_f16(g));
         }
     }
-    const size_t cache = size_t{hp_.n_layer} * n_ctx_ * kv_width_;
-    k_cache_.assign(cache, 0);
-    v_cache_.assign(cache, 0);
     return {};
 }
 
@@ -276,11 +285,7 @@ void CpuBackend::run_op(const BoundOp& bound, uint32_t layer, int n) {
             attention(layer, n, op.value);
             break;
         case OpKind::swiglu: {
-            const size_t count = width(op.dst) * static_cast<size_t>(n);
-            const float* a = buffer(op.a);
-            const float* b = buffer(op.b);
-            float* d = buffer(op.dst);
-            for (size_t i = 0; i < count; ++i) d[i] = a[i] / (1.0f + std::exp(-a[i])) * b[i];
+            swiglu(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             break;
         }
         case OpKind::geglu:
@@ -294,11 +299,7 @@ void CpuBackend::run_op(const BoundOp& bound, uint32_t layer, int n) {
             break;
         }
         case OpKind::add: {
-            const size_t count = width(op.dst) * static_cast<size_t>(n);
-            const float* a = buffer(op.a);
-            const float* b = buffer(op.b);
-            float* d = buffer(op.dst);
-            for (size_t i = 0; i < count; ++i) d[i] = a[i] + b[i];
+            add(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             break;
         }
     }
@@ -336,35 +337,11 @@ void CpuBackend::geglu(const float* gate, const float* up, float* dst, size_t co
 }
 
 void CpuBackend::rms_norm(const float* src, float* dst, const float* weight, int64_t size, int64_t rows) {
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* x = src + r * size;
-        float* y = dst + r * size;
-        double sum = 0.0;
-        for (int64_t i = 0; i < size; ++i) sum += static_cast<double>(x[i]) * x[i];
-        const float mean = static_cast<float>(sum / static_cast<double>(size));
-        const float scale = 1.0f / std::sqrt(mean + hp_.rms_eps);
-        for (int64_t i = 0; i < size; ++i) y[i] = (x[i] * scale) * weight[i];
-    }
+    for (int64_t r = 0; r < rows; ++r) rms_norm_row(isa_, src + r * size, dst + r * size, weight, size, hp_.rms_eps);
 }
 
 void CpuBackend::matmul(const GgufTensorInfo& w, const float* src, float* dst, int n) {
-    const int64_t in = w.ne[0];
-    const int64_t out = w.ne[1];
-    const size_t act_row = activation_bytes(w.type, in);
-    std::byte* act = quantized_.data();
-    pool_.parallel_for(n, [&](int64_t begin, int64_t end, int) {
-        for (int64_t t = begin; t < end; ++t) quantize_activations(w.type, src + t * in, act + t * act_row, in);
-    });
-    const uint64_t w_row = row_bytes(type_traits(w.type), static_cast<uint64_t>(in));
-    pool_.parallel_for(out, [&](int64_t begin, int64_t end, int thread) {
-        float* scratch = scratch_[static_cast<size_t>(thread)].data();
-        for (int64_t r = begin; r < end; ++r) {
-            const std::byte* row = w.data + static_cast<uint64_t>(r) * w_row;
-            for (int t = 0; t < n; ++t) {
-                dst[t * out + r] = dot_row(w.type, row, act + static_cast<size_t>(t) * act_row, in, scratch);
-            }
-        }
-    });
+    cpu::matmul(pool_, isa_, MatmulWeights{w.type, w.data, w.ne[0], w.ne[1]}, src, dst, n, quantized_);
 }
 
 // ggml's RoPE: the angle of pair i at position p is p * base^(-2i/rope_dims), computed by
@@ -398,59 +375,12 @@ void CpuBackend::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
 }
 
 void CpuBackend::attention(uint32_t layer, int n, float scale) {
-    const uint32_t hd = hp_.head_dim;
-    const size_t layer_base = size_t{layer} * n_ctx_ * kv_width_;
-    // Append this batch's keys and values.
     for (int t = 0; t < n; ++t) {
-        const size_t at = layer_base + (batch_pos_ + static_cast<size_t>(t)) * kv_width_;
-        const float* k = buffer(Buffer::k) + static_cast<size_t>(t) * kv_width_;
-        const float* v = buffer(Buffer::v) + static_cast<size_t>(t) * kv_width_;
-        for (size_t i = 0; i < kv_width_; ++i) {
-            k_cache_[at + i] = f32_to_f16(k[i]);
-            v_cache_[at + i] = f32_to_f16(v[i]);
-        }
+        kv_.store(layer, batch_pos_ + static_cast<uint32_t>(t), buffer(Buffer::k) + static_cast<size_t>(t) * kv_width_,
+                  buffer(Buffer::v) + static_cast<size_t>(t) * kv_width_);
     }
-    const uint32_t window = program_.layers[layer].window;
-    const uint32_t group = hp_.n_head / hp_.n_head_kv;
-    const float* table = f16_table_.data();
-    const float* q_all = buffer(Buffer::q);
-    float* out_all = buffer(Buffer::attn);
-    const size_t q_width = width(Buffer::q);
-    pool_.parallel_for(static_cast<int64_t>(n) * hp_.n_head, [&](int64_t begin, int64_t end, int thread) {
-        float* scores = scratch_[static_cast<size_t>(thread)].data();
-        std::vector<float> q16(hd);
-        for (int64_t job = begin; job < end; ++job) {
-            const auto t = static_cast<uint32_t>(job / hp_.n_head);
-            const auto h = static_cast<uint32_t>(job % hp_.n_head);
-            const uint32_t kvh = h / group;
-            // Causal, up to and including itself; a sliding window keeps only the last `window`.
-            const uint32_t n_keys = batch_pos_ + t + 1;
-            const uint32_t first = window != 0 && n_keys > window ? n_keys - window : 0;
-            const float* q = q_all + t * q_width + size_t{h} * hd;
-            for (uint32_t i = 0; i < hd; ++i) q16[i] = table[f32_to_f16(q[i])];  // as ggml: q in F16
-            float max = -INFINITY;
-            for (uint32_t p = first; p < n_keys; ++p) {
-                const uint16_t* k = k_cache_.data() + layer_base + size_t{p} * kv_width_ + size_t{kvh} * hd;
-                float dot = 0.0f;
-                for (uint32_t i = 0; i < hd; ++i) dot += q16[i] * table[k[i]];
-                scores[p] = dot * scale;
-                max = std::max(max, scores[p]);
-            }
-            double sum = 0.0;
-            for (uint32_t p = first; p < n_keys; ++p) {
-                scores[p] = std::exp(scores[p] - max);
-                sum += scores[p];
-            }
-            const float inv = static_cast<float>(1.0 / sum);
-            float* out = out_all + t * q_width + size_t{h} * hd;
-            std::fill_n(out, hd, 0.0f);
-            for (uint32_t p = first; p < n_keys; ++p) {
-                const float weight = table[f32_to_f16(scores[p] * inv)];  // as ggml: probabilities in F16
-                const uint16_t* v = v_cache_.data() + layer_base + size_t{p} * kv_width_ + size_t{kvh} * hd;
-                for (uint32_t i = 0; i < hd; ++i) out[i] += weight * table[v[i]];
-            }
-        }
-    });
+    const AttentionShape shape{hp_.n_head, hp_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window};
+    cpu::attention(pool_, isa_, kv_, layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n, batch_pos_, scratch_);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The CPU backend: executes a step program (arch/step_program.h) with the weights used in
-// place from the memory-mapped model file, a KV cache in F16, and the thread pool.
+// place from the memory-mapped model file, a KV cache in F16 or Q8_0, and the thread pool.
 // Numerics follow llama.cpp's CPU backend where it matters for agreeing with it token for
 // token: activations quantized to 8 bits for quantized weights, queries and attention
 // probabilities rounded to F16 for the products with the F16 cache, RoPE angles computed
@@ -14,6 +14,7 @@
 #include "arch/step_program.h"
 #include "backend/backend.h"
 #include "gguf/gguf_model.h"
+#include "powerhouse/model_info.h"
 
 namespace powerhouse::cpu {
 
@@ -21,6 +22,7 @@ struct CpuBackendOptions {
     uint32_t n_ctx = 4096;
     int n_threads = 0;       // 0: all cores
     uint32_t n_batch = 64;   // tokens processed together
+    KvCacheType kv_cache_type = KvCacheType::f16;
 };
 
 // `model` must outlive the backend (weights are read from its mapping).

@@ -59,6 +59,21 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     });
 }
 
+void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int64_t, int)>& fn) {
+    if (n_chunks <= 0) return;
+    if (n_threads_ == 1 || n_chunks == 1) {
+        for (int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
+        return;
+    }
+    std::atomic<int64_t> next{0};
+    run([&](int index, int) {
+        for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < n_chunks;
+             c = next.fetch_add(1, std::memory_order_relaxed)) {
+            fn(c, index);
+        }
+    });
+}
+
 void ThreadPool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {

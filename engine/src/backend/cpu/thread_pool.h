@@ -31,6 +31,10 @@ public:
     // Splits [0, n) into contiguous ranges, one per thread: fn(begin, end, thread_index).
     void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
 
+    // Calls fn(chunk, thread_index) for every chunk in [0, n_chunks), handing chunks out
+    // one at a time, so that a thread slowed by other load on the machine takes fewer.
+    void parallel_chunks(int64_t n_chunks, const std::function<void(int64_t, int)>& fn);
+
 private:
     void worker(int index);
 

@@ -1,0 +1,95 @@
+#include "backend/cpu/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/vec.h"
+#include "tensor/half.h"
+#include "tensor/quant_blocks.h"
+
+namespace powerhouse::cpu {
+
+void KvCache::init(KvCacheType type, uint32_t n_layer, uint32_t n_ctx, uint32_t n_head_kv, uint32_t head_dim) {
+    type_ = type;
+    n_ctx_ = n_ctx;
+    width_ = size_t{n_head_kv} * head_dim;
+    row_bytes_ = type == KvCacheType::q8_0 ? width_ / kQK * sizeof(BlockQ8_0) : width_ * sizeof(uint16_t);
+    const size_t total = size_t{n_layer} * n_ctx * row_bytes_;
+    k_.assign(total, std::byte{0});
+    v_.assign(total, std::byte{0});
+}
+
+void KvCache::store(uint32_t layer, uint32_t pos, const float* k, const float* v) {
+    std::byte* kd = k_.data() + offset(layer, pos);
+    std::byte* vd = v_.data() + offset(layer, pos);
+    if (type_ == KvCacheType::q8_0) {
+        // Q8_0 weights and Q8_0 activations are the same format: the activation quantizer
+        // rounds as ggml's quantize_row_q8_0 does.
+        quantize_activations(GgmlType::q8_0, k, kd, static_cast<int64_t>(width_));
+        quantize_activations(GgmlType::q8_0, v, vd, static_cast<int64_t>(width_));
+        return;
+    }
+    for (size_t i = 0; i < width_; ++i) {
+        const uint16_t kh = f32_to_f16(k[i]);
+        const uint16_t vh = f32_to_f16(v[i]);
+        std::memcpy(kd + 2 * i, &kh, 2);
+        std::memcpy(vd + 2 * i, &vh, 2);
+    }
+}
+
+void attention(ThreadPool& pool, KernelIsa isa, const KvCache& cache, uint32_t layer, const AttentionShape& shape,
+               const float* q_all, float* out_all, int n, uint32_t first_pos, std::vector<std::vector<float>>& scratch) {
+    const uint32_t hd = shape.head_dim;
+    const uint32_t group = shape.n_head / shape.n_head_kv;
+    const size_t q_width = size_t{shape.n_head} * hd;
+    const bool q8 = cache.type() == KvCacheType::q8_0;
+    // K and V types as weight types of a dot product: the query is converted to the
+    // matching activation format (F16 or Q8_0), exactly as llama.cpp's mul_mat does.
+    const GgmlType k_type = q8 ? GgmlType::q8_0 : GgmlType::f16;
+    const size_t head_bytes = q8 ? hd / kQK * sizeof(BlockQ8_0) : size_t{hd} * sizeof(uint16_t);
+    const uint32_t n_keys_max = first_pos + static_cast<uint32_t>(n);
+    // Per thread: scores [n_keys_max], the converted query, bytes for its activation format.
+    const size_t need = n_keys_max + hd + hd;
+    if (scratch.size() < static_cast<size_t>(pool.size())) scratch.resize(static_cast<size_t>(pool.size()));
+    for (auto& s : scratch) {
+        if (s.size() < need) s.resize(need);
+    }
+    const float scale = shape.scale != 0 ? shape.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+    pool.parallel_chunks(static_cast<int64_t>(n) * shape.n_head, [&](int64_t job, int thread) {
+        float* scores = scratch[static_cast<size_t>(thread)].data();
+        float* qconv = scores + n_keys_max;  // the query in k_type's activation format
+        const auto t = static_cast<uint32_t>(job / shape.n_head);
+        const auto h = static_cast<uint32_t>(job % shape.n_head);
+        const uint32_t kvh = h / group;
+        const uint32_t n_keys = first_pos + t + 1;  // causal: up to and including itself
+        // A sliding window keeps only the last `window` positions.
+        const uint32_t first = shape.window != 0 && n_keys > shape.window ? n_keys - shape.window : 0;
+        const uint32_t count = n_keys - first;
+        const float* q = q_all + t * q_width + size_t{h} * hd;
+        quantize_activations(isa, k_type, q, qconv, hd);
+        dot_rows(isa, k_type, hd, cache.k_row(layer, first) + kvh * head_bytes, cache.row_bytes(),
+                 static_cast<int>(count), qconv, 0, 1, scores, 0);
+        float max = -INFINITY;
+        for (uint32_t p = 0; p < count; ++p) {
+            scores[p] *= scale;
+            max = std::max(max, scores[p]);
+        }
+        const double sum = exp_sum(isa, scores, count, max);
+        const float inv = static_cast<float>(1.0 / sum);
+        float* out = out_all + t * q_width + size_t{h} * hd;
+        std::fill_n(out, hd, 0.0f);
+        for (uint32_t i = 0; i < count; ++i) {
+            const uint32_t p = first + i;
+            const std::byte* v = cache.v_row(layer, p) + kvh * head_bytes;
+            if (q8) {
+                axpy_q8_0(isa, scores[i] * inv, v, out, hd);
+            } else {
+                const float weight = f16_to_f32(f32_to_f16(scores[i] * inv));  // as ggml: probabilities in F16
+                axpy_f16(isa, weight, reinterpret_cast<const uint16_t*>(v), out, hd);
+            }
+        }
+    });
+}
+
+}  // namespace powerhouse::cpu

@@ -1,0 +1,70 @@
+// The KV cache and causal self-attention of the CPU backend.
+//
+// The cache holds, per layer and position, the keys and values of all KV heads
+// ([n_layer][n_ctx][n_head_kv * head_dim]) in F16, or in Q8_0 (blocks of 32 along each
+// head, half the bytes) when asked for.
+//
+// Numerics follow llama.cpp's CPU backend for the matching cache type:
+//  - F16 (llama.cpp's default graph without flash attention): the query is rounded to F16,
+//    q.k summed in f32, softmax in f32 with a double sum, the probabilities rounded to F16
+//    before the product with V.
+//  - Q8_0 (llama.cpp -ctk q8_0 -ctv q8_0, which needs flash attention): the query is
+//    quantized to Q8_0 and q.k is an integer dot product per block; V rows are decoded to
+//    f32 and accumulated with f32 probabilities.
+// Work is split over (token, head) pairs, so one token still uses every thread.
+//
+// Thread-safety: a KvCache is written by store() from one thread; attention() reads it
+// from the pool's threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/quant_dot.h"
+#include "backend/cpu/thread_pool.h"
+#include "powerhouse/model_info.h"
+
+namespace powerhouse::cpu {
+
+class KvCache {
+public:
+    // head_dim must be a multiple of 32 for Q8_0.
+    void init(KvCacheType type, uint32_t n_layer, uint32_t n_ctx, uint32_t n_head_kv, uint32_t head_dim);
+
+    KvCacheType type() const { return type_; }
+    size_t bytes() const { return k_.size() + v_.size(); }
+    size_t row_bytes() const { return row_bytes_; }  // one position of one layer, K or V
+
+    // Writes the keys and values of one token ([n_head_kv * head_dim] f32 each).
+    void store(uint32_t layer, uint32_t pos, const float* k, const float* v);
+
+    const std::byte* k_row(uint32_t layer, uint32_t pos) const { return k_.data() + offset(layer, pos); }
+    const std::byte* v_row(uint32_t layer, uint32_t pos) const { return v_.data() + offset(layer, pos); }
+
+private:
+    size_t offset(uint32_t layer, uint32_t pos) const { return (size_t{layer} * n_ctx_ + pos) * row_bytes_; }
+
+    KvCacheType type_ = KvCacheType::f16;
+    uint32_t n_ctx_ = 0;
+    size_t width_ = 0;      // n_head_kv * head_dim
+    size_t row_bytes_ = 0;
+    std::vector<std::byte> k_, v_;  // [n_layer][n_ctx][row_bytes]
+};
+
+struct AttentionShape {
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;
+    float scale = 0;      // of q.k; 0: 1 / sqrt(head_dim)
+    uint32_t window = 0;  // sliding window: only the last `window` positions; 0: all
+};
+
+// For each of the n tokens at positions first_pos .. first_pos + n - 1 (already stored in
+// the cache) and each head: out = softmax(q . K^T * scale) V over positions 0 .. its own
+// (the last `window` of them for a sliding-window layer). q, out: [n][n_head * head_dim] f32. `scratch` holds one vector per pool
+// thread, resized as needed.
+void attention(ThreadPool& pool, KernelIsa isa, const KvCache& cache, uint32_t layer, const AttentionShape& shape,
+               const float* q, float* out, int n, uint32_t first_pos, std::vector<std::vector<float>>& scratch);
+
+}  // namespace powerhouse::cpu

@@ -1,0 +1,45 @@
+#include "backend/cpu/matmul.h"
+
+#include <algorithm>
+
+namespace powerhouse::cpu {
+
+namespace {
+
+// Rows per chunk: enough work per chunk to hide the hand-out, small enough that the
+// chunk's rows stay in L1/L2 across the token passes and that threads finish together.
+int64_t chunk_rows(int64_t rows, int n, int threads) {
+    const int64_t base = n > 1 ? 16 : 32;
+    // At least four chunks per thread when the matrix is small.
+    const int64_t fair = std::max<int64_t>(1, rows / (4 * std::max(1, threads)));
+    return std::max<int64_t>(1, std::min(base, fair));
+}
+
+}  // namespace
+
+void matmul(ThreadPool& pool, KernelIsa isa, const MatmulWeights& w, const float* src, float* dst, int n,
+            std::vector<std::byte>& act_buffer) {
+    const size_t act_row = activation_bytes(w.type, w.in);
+    if (act_buffer.size() < act_row * static_cast<size_t>(n)) act_buffer.resize(act_row * static_cast<size_t>(n));
+    std::byte* act = act_buffer.data();
+    if (n == 1) {
+        quantize_activations(isa, w.type, src, act, w.in);
+    } else {
+        pool.parallel_for(n, [&](int64_t begin, int64_t end, int) {
+            for (int64_t t = begin; t < end; ++t) {
+                quantize_activations(isa, w.type, src + t * w.in, act + static_cast<size_t>(t) * act_row, w.in);
+            }
+        });
+    }
+    const size_t w_row = row_bytes(type_traits(w.type), static_cast<uint64_t>(w.in));
+    const int64_t chunk = chunk_rows(w.rows, n, pool.size());
+    const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
+    pool.parallel_chunks(n_chunks, [&](int64_t c, int) {
+        const int64_t r0 = c * chunk;
+        const int rows = static_cast<int>(std::min(chunk, w.rows - r0));
+        dot_rows(isa, w.type, w.in, w.data + static_cast<size_t>(r0) * w_row, w_row, rows, act, act_row, n, dst + r0,
+                 static_cast<size_t>(w.rows));
+    });
+}
+
+}  // namespace powerhouse::cpu

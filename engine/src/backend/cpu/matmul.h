@@ -1,0 +1,35 @@
+// Matrix products of a weight matrix, used in place from the model file, with a batch
+// of activation rows: dst[t][r] = weight row r . src[t]. The activations are first
+// converted to the weights' activation format (quant_dot.h), then the rows are cut into
+// chunks that the pool's threads take in turn (so a thread slowed by other load takes
+// fewer); within a chunk each weight block is decoded once for up to four tokens, whose
+// activations stay in the L1 cache while the chunk's rows stream past. One token is the
+// same code with one token per pass: a matrix-vector product.
+//
+// Thread-safety: one call at a time per `act_buffer`; the pool is used by the caller's
+// thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/quant_dot.h"
+#include "backend/cpu/thread_pool.h"
+#include "tensor/dtype.h"
+
+namespace powerhouse::cpu {
+
+struct MatmulWeights {
+    GgmlType type = GgmlType::f32;
+    const std::byte* data = nullptr;  // [rows][in] in `type`
+    int64_t in = 0;                   // elements per row
+    int64_t rows = 0;                 // output features
+};
+
+// src: [n][in] f32; dst: [n][rows] f32. `act_buffer` grows to hold the converted
+// activations.
+void matmul(ThreadPool& pool, KernelIsa isa, const MatmulWeights& w, const float* src, float* dst, int n,
+            std::vector<std::byte>& act_buffer);
+
+}  // namespace powerhouse::cpu

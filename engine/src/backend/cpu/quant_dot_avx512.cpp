@@ -1,0 +1,10 @@
+// The AVX-512 (VL, BW, VNNI) copy of the vector dot products (quant_dot_simd.inc): the
+// same 256-bit code with vpdpbusd for byte products and 32 vector registers.
+#if defined(__x86_64__)
+#define PH_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define PH_NS avx512_impl
+#define PH_ENTRY dot_rows_avx512
+#define PH_QUANT_ENTRY quantize_activations_avx512
+#define PH_VNNI 1
+#include "backend/cpu/quant_dot_simd.inc"
+#endif
