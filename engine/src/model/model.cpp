@@ -110,8 +110,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     summary.n_vocab = hp.n_vocab;
     summary.n_ctx = impl->backend->n_ctx();
     summary.n_ctx_train = hp.n_ctx_train;
-    // Keys and values in F16 for every layer and position.
-    summary.kv_cache_bytes = uint64_t{2} * hp.n_layer * summary.n_ctx * hp.n_head_kv * hp.head_dim * 2;
+    summary.kv_cache_bytes = impl->backend->kv_cache_bytes();
     const unsigned threads = options.n_threads > 0 ? static_cast<unsigned>(options.n_threads)
                                                    : std::max(1u, std::thread::hardware_concurrency());
     summary.device = fmt::format("CPU ({} thread{})", threads, threads == 1 ? "" : "s");
