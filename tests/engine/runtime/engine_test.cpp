@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/test_support.h"
@@ -142,6 +143,8 @@ TEST(Engine, LoadReportsProgressThenTheModel) {
     EXPECT_GT(m.weight_bytes, 50'000'000u);
     EXPECT_GT(m.file_bytes, m.weight_bytes);
     EXPECT_EQ(m.device, "CPU (2 threads)");
+    // The hook runs just after each event is queued: the last call may trail the event.
+    for (int i = 0; i < 500 && notified.load() < static_cast<int>(events.size()); ++i) std::this_thread::sleep_for(10ms);
     EXPECT_EQ(notified.load(), static_cast<int>(events.size()));
 }
 
