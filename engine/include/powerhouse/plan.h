@@ -1,0 +1,123 @@
+// The planner: where every part of a model goes on the devices, decided before anything is
+// allocated (DESIGN.md section 3). Pure functions over value types: the model's shape (read
+// from the GGUF tensor index), the devices (memory, bandwidth) and the user's options give a
+// DevicePlan, or an error that names the device that is short and by how much, with what
+// would make it fit.
+//
+//   single  the whole model on one device (the main one);
+//   layer   consecutive layers per device, balanced by bytes (weights and KV cache), not by
+//           layer count, in proportion to the ratios (default: each device's usable memory);
+//           activations cross once per device boundary per token;
+//   tensor  every layer on every device: attention by KV-head groups (a device holds whole
+//           groups: its KV heads and their query heads), the feed-forward by columns in
+//           blocks of the weight format; Q/K/V and gate/up are column-parallel, the output and
+//           down projections row-parallel and summed by two all-reduces per layer;
+//   auto    one device when the model fits on the main one (no interconnect cost), else layer.
+// The embedding table stays on the first device of the plan, the output layer on the last
+// (layer) or the main device (single, tensor).
+//
+// Thread-safety: free functions over value types.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "powerhouse/model_info.h"
+#include "powerhouse/result.h"
+
+namespace powerhouse {
+
+// The bytes of one decoder layer's weights, by what the tensor split does with them.
+struct LayerWeights {
+    uint64_t q = 0, k = 0, v = 0, o = 0;  // attention projections (with their biases)
+    uint64_t gate = 0, up = 0, down = 0;  // feed-forward
+    uint64_t replicated = 0;              // norms and anything else every shard keeps whole
+    uint32_t ff_block = 32;               // elements per block of ffn_down's rows (its split unit)
+    uint64_t total() const { return q + k + v + o + gate + up + down + replicated; }
+};
+
+struct ModelShape {
+    std::string name;
+    std::string architecture;
+    uint32_t n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_embd = 0, n_ff = 0, n_vocab = 0;
+    uint32_t n_ctx_train = 0;
+    std::vector<LayerWeights> layers;
+    uint64_t embedding_bytes = 0;  // token_embd
+    uint64_t output_bytes = 0;     // output.weight, output_norm (without a tied embedding)
+    bool tied_output = false;      // the embedding is the output matrix too
+    uint64_t weight_bytes() const;
+};
+
+// The shape from a GGUF file's tensor index (no weights read).
+Result<ModelShape> read_model_shape(const std::filesystem::path& path);
+
+struct DeviceDesc {
+    std::string name;  // "RTX 4090", "CPU"
+    std::string uuid;  // empty for virtual devices
+    uint64_t total_bytes = 0;
+    uint64_t free_bytes = 0;
+    double bandwidth_gb_s = 0;  // memory bandwidth; 0: guessed from the name
+};
+
+// Memory bandwidth of well-known GPUs by name (GB/s), else a conservative default.
+double guess_bandwidth_gb_s(const std::string& device_name);
+
+// Devices from a spec "RTX 4090:24;RTX 4090:24;A100:80" (name:GiB total, all free), as
+// `powerhouse-cli plan --devices` and POWERHOUSE_SIMULATE_GPUS write them.
+Result<std::vector<DeviceDesc>> parse_device_spec(const std::string& spec);
+
+enum class SplitMode { single, layer, tensor, automatic };
+const char* split_mode_name(SplitMode mode);  // "single", "layer", "tensor", "auto"
+Result<SplitMode> parse_split_mode(const std::string& text);
+
+struct PlanOptions {
+    SplitMode mode = SplitMode::automatic;
+    std::vector<uint32_t> use;       // indices into the devices; empty: all of them
+    std::vector<double> ratios;      // one per used device; empty: their usable memory
+    uint64_t reserve_bytes = uint64_t{512} << 20;  // kept free on every device
+    uint32_t main_device = 0;        // index into the devices (must be used)
+    uint32_t n_ctx = 4096;
+    KvCacheType kv_type = KvCacheType::f16;
+    uint32_t n_batch = 512;
+};
+
+struct DeviceAssignment {
+    uint32_t device = 0;  // index into the devices
+    // Layer split: layers first_layer .. first_layer + n_layers - 1 (all of them otherwise).
+    uint32_t first_layer = 0, n_layers = 0;
+    // Tensor split: KV heads [kv_head_begin, kv_head_end) with their query heads, and the
+    // feed-forward columns [ff_begin, ff_end) (everything otherwise).
+    uint32_t kv_head_begin = 0, kv_head_end = 0;
+    uint32_t ff_begin = 0, ff_end = 0;
+    bool embedding = false;
+    bool output = false;
+    uint64_t weight_bytes = 0;
+    uint64_t kv_cache_bytes = 0;
+    uint64_t scratch_bytes = 0;  // activations of a batch, logits
+    uint64_t comm_bytes = 0;     // buffers for transfers and all-reduces
+    uint64_t budget_bytes = 0;   // free memory less the reserve
+    uint64_t total_bytes() const { return weight_bytes + kv_cache_bytes + scratch_bytes + comm_bytes; }
+};
+
+struct DevicePlan {
+    SplitMode mode = SplitMode::single;  // never automatic: what auto chose
+    std::string reason;                  // why this mode (auto), or what the user asked
+    std::vector<DeviceAssignment> devices;  // in pipeline order for layer split
+    uint32_t n_ctx = 0;
+    KvCacheType kv_type = KvCacheType::f16;
+    uint32_t transfers_per_token = 0;      // activations crossing devices (layer split)
+    uint64_t transfer_bytes_per_token = 0;
+    uint32_t allreduces_per_token = 0;     // tensor split: two per layer
+    uint64_t allreduce_bytes_per_token = 0;
+    double tokens_per_second = 0;  // estimate from bandwidth: every weight read once per token
+};
+
+// Plans the model on the devices. Errors (ErrorCode::out_of_memory for what does not fit,
+// invalid_argument / unsupported for impossible requests) say which device, how much is
+// needed and free, and what to change.
+Result<DevicePlan> plan_devices(const ModelShape& model, const std::vector<DeviceDesc>& devices,
+                                const PlanOptions& options);
+
+}  // namespace powerhouse

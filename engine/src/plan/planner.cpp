@@ -1,0 +1,493 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numeric>
+#include <string_view>
+
+#include "gguf/gguf_model.h"
+#include "powerhouse/plan.h"
+#include "tensor/dtype.h"
+
+namespace powerhouse {
+
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr double kLinkGbS = 25.0;        // PCIe 4.0 x16, one direction, as achieved
+constexpr double kHopSeconds = 10e-6;    // latency of one activation transfer
+constexpr double kReduceSeconds = 20e-6;  // latency of one small all-reduce
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / kGiB); }
+
+// Bytes of the KV cache per layer and position for `kv_heads` heads.
+double kv_bytes_per_position(const ModelShape& m, uint32_t kv_heads, KvCacheType type) {
+    const double elements = 2.0 * kv_heads * m.head_dim;  // K and V
+    switch (type) {
+        case KvCacheType::f32: return elements * 4;
+        case KvCacheType::q8_0: return elements * 34.0 / 32.0;
+        case KvCacheType::f16: break;
+    }
+    return elements * 2;
+}
+
+std::string device_label(const std::vector<DeviceDesc>& devices, uint32_t i) {
+    return fmt::format("device {} ({})", i, devices[i].name);
+}
+
+// Splits `units` into parts proportional to `ratios`, each at least `minimum` (largest
+// remainder). Requires units >= minimum * ratios.size().
+std::vector<uint32_t> split_units(uint32_t units, const std::vector<double>& ratios, uint32_t minimum) {
+    const double sum = std::accumulate(ratios.begin(), ratios.end(), 0.0);
+    const auto n = static_cast<uint32_t>(ratios.size());
+    const uint32_t free_units = units - minimum * n;
+    std::vector<uint32_t> parts(n, minimum);
+    std::vector<std::pair<double, uint32_t>> remainders;
+    uint32_t given = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        const double exact = free_units * ratios[i] / sum;
+        const auto whole = static_cast<uint32_t>(std::floor(exact));
+        parts[i] += whole;
+        given += whole;
+        remainders.emplace_back(exact - whole, i);
+    }
+    std::stable_sort(remainders.begin(), remainders.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (uint32_t k = 0; given < free_units; ++k, ++given) ++parts[remainders[k % n].second];
+    return parts;
+}
+
+struct Planner {
+    const ModelShape& m;
+    const std::vector<DeviceDesc>& devices;
+    const PlanOptions& o;
+    std::vector<uint32_t> used;
+    std::vector<double> ratios;
+
+    uint64_t budget(uint32_t device) const {
+        const DeviceDesc& d = devices[device];
+        return d.free_bytes > o.reserve_bytes ? d.free_bytes - o.reserve_bytes : 0;
+    }
+    double bandwidth(uint32_t device) const {
+        return devices[device].bandwidth_gb_s > 0 ? devices[device].bandwidth_gb_s
+                                                  : guess_bandwidth_gb_s(devices[device].name);
+    }
+    uint64_t scratch(bool output, double share) const {
+        const uint64_t q_width = uint64_t{m.n_head} * m.head_dim;
+        const uint64_t kv_width = uint64_t{m.n_head_kv} * m.head_dim;
+        const double per_token = 3.0 * m.n_embd + share * (q_width * 2.0 + 2.0 * kv_width + 2.0 * m.n_ff);
+        uint64_t bytes = static_cast<uint64_t>(o.n_batch * per_token * 4.0);
+        bytes += static_cast<uint64_t>(share * m.n_head * o.n_ctx * 4.0);  // attention scores of one token
+        if (output) bytes += uint64_t{m.n_vocab} * 4;                   // logits
+        return bytes;
+    }
+
+    Result<void> prepare();
+    DevicePlan single() const;
+    DevicePlan layer() const;
+    Result<DevicePlan> tensor() const;
+    Result<void> check_fits(const DevicePlan& plan) const;
+    void estimate(DevicePlan& plan) const;
+};
+
+Result<void> Planner::prepare() {
+    if (devices.empty()) return make_error(ErrorCode::invalid_argument, "no devices to plan on");
+    if (m.n_layer == 0 || m.layers.size() != m.n_layer) {
+        return make_error(ErrorCode::invalid_argument, "the model shape has no layers");
+    }
+    if (o.n_ctx == 0) return make_error(ErrorCode::invalid_argument, "the context length must be at least 1");
+    if (o.use.empty()) {
+        for (uint32_t i = 0; i < devices.size(); ++i) used.push_back(i);
+    } else {
+        for (uint32_t i : o.use) {
+            if (i >= devices.size()) {
+                return make_error(ErrorCode::invalid_argument,
+                                  fmt::format("device {} does not exist (there are {})", i, devices.size()));
+            }
+            if (std::find(used.begin(), used.end(), i) != used.end()) {
+                return make_error(ErrorCode::invalid_argument, fmt::format("device {} is listed twice", i));
+            }
+            used.push_back(i);
+        }
+    }
+    if (std::find(used.begin(), used.end(), o.main_device) == used.end()) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("the main device {} is not among the devices used", o.main_device));
+    }
+    if (!o.ratios.empty()) {
+        if (o.ratios.size() != used.size()) {
+            return make_error(ErrorCode::invalid_argument, fmt::format("{} split ratios given for {} devices",
+                                                                       o.ratios.size(), used.size()));
+        }
+        for (double r : o.ratios) {
+            if (!(r > 0) || !std::isfinite(r)) {
+                return make_error(ErrorCode::invalid_argument,
+                                  fmt::format("split ratio {} is not a positive number (leave a device out instead "
+                                              "of giving it 0)", r));
+            }
+        }
+        ratios = o.ratios;
+    } else {
+        for (uint32_t d : used) ratios.push_back(static_cast<double>(std::max<uint64_t>(budget(d), 1)));
+    }
+    return {};
+}
+
+DevicePlan Planner::single() const {
+    DevicePlan plan;
+    plan.mode = SplitMode::single;
+    DeviceAssignment a;
+    a.device = o.main_device;
+    a.first_layer = 0;
+    a.n_layers = m.n_layer;
+    a.kv_head_end = m.n_head_kv;
+    a.ff_end = m.n_ff;
+    a.embedding = a.output = true;
+    a.weight_bytes = m.weight_bytes();
+    a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * o.n_ctx) * m.n_layer;
+    a.scratch_bytes = scratch(true, 1.0);
+    a.budget_bytes = budget(a.device);
+    plan.devices.push_back(a);
+    return plan;
+}
+
+DevicePlan Planner::layer() const {
+    DevicePlan plan;
+    plan.mode = SplitMode::layer;
+    const uint64_t kv_layer = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * o.n_ctx);
+    std::vector<double> cost(m.n_layer);
+    for (uint32_t l = 0; l < m.n_layer; ++l) cost[l] = static_cast<double>(m.layers[l].total() + kv_layer);
+    const double total = std::accumulate(cost.begin(), cost.end(), 0.0) + static_cast<double>(m.embedding_bytes) +
+                         static_cast<double>(m.output_bytes) + (m.tied_output ? static_cast<double>(m.embedding_bytes) : 0.0);
+    const double ratio_sum = std::accumulate(ratios.begin(), ratios.end(), 0.0);
+    const auto n = static_cast<uint32_t>(used.size());
+    // Devices get at least one layer each while there are layers enough; boundaries go where
+    // the running bytes come closest to each device's share.
+    const uint32_t active = std::min(n, m.n_layer);
+    std::vector<uint32_t> ends(active);
+    double cum_ratio = 0;
+    uint32_t begin = 0;
+    for (uint32_t d = 0; d < active; ++d) {
+        cum_ratio += ratios[d];
+        if (d + 1 == active) {
+            ends[d] = m.n_layer;
+            break;
+        }
+        const double target = total * cum_ratio / ratio_sum;
+        double running = static_cast<double>(m.embedding_bytes);
+        for (uint32_t l = 0; l < begin; ++l) running += cost[l];
+        uint32_t best = begin + 1;
+        double best_gap = INFINITY;
+        const uint32_t last_allowed = m.n_layer - (active - d - 1);
+        for (uint32_t b = begin + 1; b <= last_allowed; ++b) {
+            running += cost[b - 1];
+            const double gap = std::abs(running - target);
+            if (gap < best_gap) {
+                best_gap = gap;
+                best = b;
+            }
+        }
+        ends[d] = best;
+        begin = best;
+    }
+    begin = 0;
+    for (uint32_t d = 0; d < active; ++d) {
+        DeviceAssignment a;
+        a.device = used[d];
+        a.first_layer = begin;
+        a.n_layers = ends[d] - begin;
+        a.kv_head_end = m.n_head_kv;
+        a.ff_end = m.n_ff;
+        a.embedding = d == 0;
+        a.output = d + 1 == active;
+        for (uint32_t l = begin; l < ends[d]; ++l) a.weight_bytes += m.layers[l].total();
+        if (a.embedding) a.weight_bytes += m.embedding_bytes;
+        if (a.output) a.weight_bytes += m.output_bytes;
+        // A tied output matrix is the embedding: the last device needs its own copy.
+        if (a.output && !a.embedding && m.tied_output) a.weight_bytes += m.embedding_bytes;
+        a.kv_cache_bytes = kv_layer * a.n_layers;
+        a.scratch_bytes = scratch(a.output, 1.0);
+        if (active > 1) a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;  // send and receive
+        a.budget_bytes = budget(a.device);
+        plan.devices.push_back(a);
+        begin = ends[d];
+    }
+    plan.transfers_per_token = active - 1;
+    plan.transfer_bytes_per_token = uint64_t{plan.transfers_per_token} * m.n_embd * 4;
+    return plan;
+}
+
+Result<DevicePlan> Planner::tensor() const {
+    const auto n = static_cast<uint32_t>(used.size());
+    if (m.n_head_kv < n) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("tensor split over {} devices needs at least {} KV heads, and {} has {}: use "
+                                      "layer split, or {} devices",
+                                      n, n, m.name.empty() ? "this model" : m.name, m.n_head_kv, m.n_head_kv));
+    }
+    const uint32_t block = m.layers.front().ff_block;
+    if (block == 0 || m.n_ff % block != 0 || m.n_ff / block < n) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("the feed-forward width {} cannot be split into {} parts of whole {}-element "
+                                      "blocks: use layer split",
+                                      m.n_ff, n, block));
+    }
+    const std::vector<uint32_t> heads = split_units(m.n_head_kv, ratios, 1);
+    const std::vector<uint32_t> ff_blocks = split_units(m.n_ff / block, ratios, 1);
+    DevicePlan plan;
+    plan.mode = SplitMode::tensor;
+    uint32_t head_at = 0, ff_at = 0;
+    for (uint32_t d = 0; d < n; ++d) {
+        DeviceAssignment a;
+        a.device = used[d];
+        a.n_layers = m.n_layer;
+        a.kv_head_begin = head_at;
+        a.kv_head_end = head_at + heads[d];
+        a.ff_begin = ff_at;
+        a.ff_end = ff_at + ff_blocks[d] * block;
+        head_at = a.kv_head_end;
+        ff_at = a.ff_end;
+        const double head_share = static_cast<double>(heads[d]) / m.n_head_kv;
+        const double ff_share = static_cast<double>(a.ff_end - a.ff_begin) / m.n_ff;
+        for (const LayerWeights& w : m.layers) {
+            a.weight_bytes += static_cast<uint64_t>(static_cast<double>(w.q + w.k + w.v + w.o) * head_share +
+                                                    static_cast<double>(w.gate + w.up + w.down) * ff_share) +
+                              w.replicated;
+        }
+        a.embedding = a.output = a.device == o.main_device;
+        if (a.embedding) a.weight_bytes += m.embedding_bytes + m.output_bytes;
+        a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, heads[d], o.kv_type) * o.n_ctx) * m.n_layer;
+        a.scratch_bytes = scratch(a.output, std::max(head_share, ff_share));
+        a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;
+        a.budget_bytes = budget(a.device);
+        plan.devices.push_back(a);
+    }
+    plan.allreduces_per_token = 2 * m.n_layer;
+    plan.allreduce_bytes_per_token = uint64_t{plan.allreduces_per_token} * m.n_embd * 4;
+    return plan;
+}
+
+Result<void> Planner::check_fits(const DevicePlan& plan) const {
+    for (const DeviceAssignment& a : plan.devices) {
+        if (a.total_bytes() <= a.budget_bytes) continue;
+        std::vector<std::string> fixes;
+        // The context that would fit on this device with the same share of the model.
+        const double kv_per_position = static_cast<double>(a.kv_cache_bytes) / o.n_ctx;
+        const uint64_t fixed = a.total_bytes() - a.kv_cache_bytes;
+        if (kv_per_position > 0 && fixed < a.budget_bytes) {
+            const auto fit = static_cast<uint64_t>(static_cast<double>(a.budget_bytes - fixed) / kv_per_position);
+            const uint64_t rounded = fit / 256 * 256;
+            if (rounded >= 256) fixes.push_back(fmt::format("lower the context to {}", rounded));
+        }
+        if (o.kv_type == KvCacheType::f16) fixes.emplace_back("use a Q8_0 KV cache");
+        for (uint32_t i = 0; i < devices.size(); ++i) {
+            if (std::find(used.begin(), used.end(), i) == used.end()) {
+                fixes.push_back(fmt::format("add {}", device_label(devices, i)));
+                break;
+            }
+        }
+        if (plan.mode == SplitMode::single && used.size() > 1) fixes.emplace_back("split the model across the devices");
+        if (!o.ratios.empty() && plan.mode != SplitMode::single) fixes.emplace_back("change the split ratios");
+        if (fixes.empty()) fixes.emplace_back("use a smaller quantization of the model");
+        std::string how;
+        for (size_t i = 0; i < fixes.size(); ++i) {
+            how += (i == 0 ? "" : i + 1 == fixes.size() ? " or " : ", ") + fixes[i];
+        }
+        const DeviceDesc& d = devices[a.device];
+        return make_error(ErrorCode::out_of_memory,
+                          fmt::format("{}: needs {}, has {} free (keeping {} free); {}", device_label(devices, a.device),
+                                      gib(a.total_bytes()), gib(d.free_bytes > o.reserve_bytes ? a.budget_bytes : 0),
+                                      gib(std::min(o.reserve_bytes, d.free_bytes)), how));
+    }
+    return {};
+}
+
+void Planner::estimate(DevicePlan& plan) const {
+    // Each token reads every weight once and, on average, half of the context's KV cache.
+    double seconds = 0;
+    double slowest = 0;
+    for (const DeviceAssignment& a : plan.devices) {
+        const double bytes = static_cast<double>(a.weight_bytes - (a.embedding ? m.embedding_bytes : 0)) +
+                             static_cast<double>(a.kv_cache_bytes) / 2.0;
+        const double t = bytes / (bandwidth(a.device) * 1e9);
+        seconds += t;
+        slowest = std::max(slowest, t);
+    }
+    if (plan.mode == SplitMode::tensor) {
+        seconds = slowest + plan.allreduces_per_token *
+                                (kReduceSeconds + 2.0 * static_cast<double>(m.n_embd) * 4 / (kLinkGbS * 1e9));
+    } else {
+        seconds += plan.transfers_per_token * kHopSeconds +
+                   static_cast<double>(plan.transfer_bytes_per_token) / (kLinkGbS * 1e9);
+    }
+    plan.tokens_per_second = seconds > 0 ? 1.0 / seconds : 0.0;
+}
+
+}  // namespace
+
+uint64_t ModelShape::weight_bytes() const {
+    uint64_t total = embedding_bytes + output_bytes;
+    for (const LayerWeights& l : layers) total += l.total();
+    return total;
+}
+
+double guess_bandwidth_gb_s(const std::string& name) {
+    struct Known {
+        const char* part;
+        double gb_s;
+    };
+    // Published peak memory bandwidths.
+    static constexpr Known known[] = {{"H200", 4800}, {"H100", 3350}, {"B200", 8000}, {"A100", 2039},
+                                      {"5090", 1792}, {"4090", 1008}, {"3090", 936},  {"4080", 717},
+                                      {"A6000", 768}, {"L40", 864},   {"V100", 900},  {"CPU", 50}};
+    for (const Known& k : known) {
+        if (name.find(k.part) != std::string::npos) return k.gb_s;
+    }
+    return 500;
+}
+
+Result<std::vector<DeviceDesc>> parse_device_spec(const std::string& spec) {
+    std::vector<DeviceDesc> out;
+    size_t at = 0;
+    while (at < spec.size()) {
+        const size_t end = std::min(spec.find(';', at), spec.size());
+        const std::string item = spec.substr(at, end - at);
+        at = end + 1;
+        if (item.find_first_not_of(' ') == std::string::npos) continue;
+        const size_t colon = item.rfind(':');
+        double gib_total = 0;
+        bool ok = colon != std::string::npos && colon > 0;
+        if (ok) {
+            const auto [ptr, ec] = std::from_chars(item.data() + colon + 1, item.data() + item.size(), gib_total);
+            ok = ec == std::errc() && ptr == item.data() + item.size() && gib_total > 0 && gib_total <= 65536;
+        }
+        if (!ok) {
+            return make_error(ErrorCode::invalid_argument,
+                              fmt::format("device \"{}\" is not NAME:GiB (for example \"RTX 4090:24;A100:80\")", item));
+        }
+        DeviceDesc d;
+        d.name = item.substr(0, colon);
+        d.total_bytes = d.free_bytes = static_cast<uint64_t>(gib_total * static_cast<double>(kGiB));
+        d.bandwidth_gb_s = guess_bandwidth_gb_s(d.name);
+        out.push_back(std::move(d));
+    }
+    if (out.empty()) return make_error(ErrorCode::invalid_argument, "no devices given");
+    return out;
+}
+
+const char* split_mode_name(SplitMode mode) {
+    switch (mode) {
+        case SplitMode::single: return "single";
+        case SplitMode::layer: return "layer";
+        case SplitMode::tensor: return "tensor";
+        case SplitMode::automatic: return "auto";
+    }
+    return "?";
+}
+
+Result<SplitMode> parse_split_mode(const std::string& text) {
+    for (SplitMode m : {SplitMode::single, SplitMode::layer, SplitMode::tensor, SplitMode::automatic}) {
+        if (text == split_mode_name(m)) return m;
+    }
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("split mode \"{}\" is not one of auto, single, layer, tensor", text));
+}
+
+Result<DevicePlan> plan_devices(const ModelShape& model, const std::vector<DeviceDesc>& devices,
+                                const PlanOptions& options) {
+    Planner p{model, devices, options, {}, {}};
+    if (Result<void> ok = p.prepare(); !ok) return ok.error();
+    Result<DevicePlan> plan = DevicePlan{};
+    switch (options.mode) {
+        case SplitMode::single:
+            plan = p.single();
+            plan->reason = "as asked";
+            break;
+        case SplitMode::layer:
+            plan = p.layer();
+            plan->reason = "as asked";
+            break;
+        case SplitMode::tensor:
+            plan = p.tensor();
+            if (plan) plan->reason = "as asked";
+            break;
+        case SplitMode::automatic: {
+            DevicePlan one = p.single();
+            const DeviceAssignment& a = one.devices.front();
+            if (a.total_bytes() <= a.budget_bytes || p.used.size() == 1) {
+                one.reason = fmt::format("fits on {} ({} of {} usable): one device avoids interconnect time",
+                                         device_label(devices, a.device), gib(a.total_bytes()), gib(a.budget_bytes));
+                plan = one;
+            } else {
+                plan = p.layer();
+                plan->reason = fmt::format("needs {}, more than {} has usable ({}): layer split across {} devices",
+                                           gib(a.total_bytes()), device_label(devices, a.device), gib(a.budget_bytes),
+                                           plan->devices.size());
+            }
+            break;
+        }
+    }
+    if (!plan) return plan;
+    plan->n_ctx = options.n_ctx;
+    plan->kv_type = options.kv_type;
+    if (Result<void> fits = p.check_fits(*plan); !fits) return fits.error();
+    p.estimate(*plan);
+    return plan;
+}
+
+Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
+    Result<ModelInfo> info = inspect_model(path);
+    if (!info) return info.error();
+    Result<GgufModel> file = GgufModel::open(path);
+    if (!file) return file.error();
+    ModelShape m;
+    m.name = info->name.empty() ? path.filename().string() : info->name;
+    m.architecture = info->architecture;
+    m.n_layer = info->n_layer;
+    m.n_head = info->n_head;
+    m.n_head_kv = info->n_head_kv;
+    m.head_dim = info->head_dim_k;
+    m.n_embd = info->n_embd;
+    m.n_ff = info->n_ff;
+    m.n_vocab = info->n_vocab;
+    m.n_ctx_train = info->n_ctx_train;
+    if (m.n_layer == 0 || m.n_head == 0 || m.n_head_kv == 0) {
+        return make_error(ErrorCode::format, fmt::format("{}: the model has no layer or head counts", path.string()));
+    }
+    m.layers.resize(m.n_layer);
+    m.tied_output = file->find_tensor("output.weight") == nullptr;
+    for (const GgufTensorInfo& t : file->tensors()) {
+        const std::string_view name = t.name;
+        if (name.rfind("blk.", 0) == 0) {
+            const size_t dot = name.find('.', 4);
+            uint32_t layer = 0;
+            const auto [ptr, ec] = std::from_chars(name.data() + 4, name.data() + dot, layer);
+            if (ec != std::errc() || dot == std::string_view::npos || layer >= m.n_layer) {
+                return make_error(ErrorCode::format,
+                                  fmt::format("{}: tensor '{}' names a layer the model does not have", path.string(), name));
+            }
+            LayerWeights& w = m.layers[layer];
+            const std::string_view part = name.substr(dot + 1);
+            const auto is = [&](std::string_view prefix) { return part.rfind(prefix, 0) == 0; };
+            if (is("attn_q.")) w.q += t.n_bytes;
+            else if (is("attn_k.")) w.k += t.n_bytes;
+            else if (is("attn_v.")) w.v += t.n_bytes;
+            else if (is("attn_output.")) w.o += t.n_bytes;
+            else if (is("ffn_gate.")) w.gate += t.n_bytes;
+            else if (is("ffn_up.")) w.up += t.n_bytes;
+            else if (is("ffn_down.")) {
+                w.down += t.n_bytes;
+                w.ff_block = type_traits(t.type).block_size;
+            } else {
+                w.replicated += t.n_bytes;
+            }
+        } else if (name == "token_embd.weight") {
+            m.embedding_bytes += t.n_bytes;
+        } else {
+            m.output_bytes += t.n_bytes;  // output.weight, output_norm, rope_freqs
+        }
+    }
+    return m;
+}
+
+}  // namespace powerhouse

@@ -1,0 +1,313 @@
+// The planner: the shape read from a real file, the choice of auto, layer balance by bytes
+// and ratios, heterogeneous devices, tensor split by KV-head groups and FFN blocks, the
+// reserve, "does not fit" messages whose advice really fits, bad options, and a property
+// test over random models and devices that no plan exceeds a device's budget.
+#include "powerhouse/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <regex>
+
+#include "support/test_support.h"
+
+namespace powerhouse {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// A model with uniform layers, Llama-like proportions.
+ModelShape uniform_model(uint32_t n_layer, uint64_t layer_bytes, uint32_t n_head = 32, uint32_t n_head_kv = 8,
+                         uint32_t n_ff = 14336) {
+    ModelShape m;
+    m.name = "test model";
+    m.architecture = "llama";
+    m.n_layer = n_layer;
+    m.n_head = n_head;
+    m.n_head_kv = n_head_kv;
+    m.head_dim = 128;
+    m.n_embd = n_head * 128;
+    m.n_ff = n_ff;
+    m.n_vocab = 128256;
+    LayerWeights w;
+    w.q = layer_bytes / 8;
+    w.k = w.v = layer_bytes / 32;
+    w.o = layer_bytes / 8;
+    w.gate = w.up = w.down = (layer_bytes - w.q - w.k - w.v - w.o) / 3;
+    w.replicated = layer_bytes - w.q - w.k - w.v - w.o - w.gate - w.up - w.down;
+    w.ff_block = 256;
+    m.layers.assign(n_layer, w);
+    m.embedding_bytes = 280 * kMiB;
+    m.output_bytes = 400 * kMiB;
+    return m;
+}
+
+std::vector<DeviceDesc> gpus(std::initializer_list<double> gib) {
+    std::vector<DeviceDesc> out;
+    for (double g : gib) {
+        DeviceDesc d;
+        d.name = g >= 80 ? "A100" : "RTX 4090";
+        d.total_bytes = d.free_bytes = static_cast<uint64_t>(g * kGiB);
+        out.push_back(d);
+    }
+    return out;
+}
+
+void expect_within_budgets(const DevicePlan& plan) {
+    for (const DeviceAssignment& a : plan.devices) {
+        EXPECT_LE(a.total_bytes(), a.budget_bytes) << "device " << a.device;
+    }
+}
+
+TEST(Planner, ReadsTheShapeOfTheTestModel) {
+    Result<ModelShape> m = read_model_shape(test::test_model_path());
+    ASSERT_TRUE(m) << m.error().message;
+    Result<ModelInfo> info = inspect_model(test::test_model_path());
+    ASSERT_TRUE(info);
+    EXPECT_EQ(m->n_layer, 30u);
+    EXPECT_EQ(m->n_head, 9u);
+    EXPECT_EQ(m->n_head_kv, 3u);
+    EXPECT_EQ(m->head_dim, 64u);
+    EXPECT_EQ(m->n_ff, 1536u);
+    EXPECT_TRUE(m->tied_output);
+    EXPECT_EQ(m->weight_bytes(), info->weight_bytes);  // every tensor counted once
+    for (const LayerWeights& w : m->layers) {
+        EXPECT_GT(w.q, 0u);
+        EXPECT_GT(w.down, 0u);
+        EXPECT_GT(w.replicated, 0u);  // the norms
+        EXPECT_EQ(w.ff_block, 32u);
+    }
+}
+
+TEST(Planner, AutoUsesOneDeviceWhenTheModelFits) {
+    const ModelShape m = uniform_model(32, 135 * kMiB);  // ~5 GiB
+    PlanOptions o;
+    Result<DevicePlan> plan = plan_devices(m, gpus({24, 24}), o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan->mode, SplitMode::single);
+    ASSERT_EQ(plan->devices.size(), 1u);
+    EXPECT_EQ(plan->devices[0].n_layers, 32u);
+    EXPECT_NE(plan->reason.find("fits on device 0"), std::string::npos) << plan->reason;
+    EXPECT_GT(plan->tokens_per_second, 0.0);
+    EXPECT_EQ(plan->transfers_per_token, 0u);
+}
+
+TEST(Planner, AutoSplitsByLayerWhenOneDeviceIsTooSmall) {
+    const ModelShape m = uniform_model(80, 480 * kMiB);  // ~38 GiB
+    Result<DevicePlan> plan = plan_devices(m, gpus({24, 24}), PlanOptions{});
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan->mode, SplitMode::layer);
+    ASSERT_EQ(plan->devices.size(), 2u);
+    EXPECT_EQ(plan->devices[0].first_layer, 0u);
+    EXPECT_EQ(plan->devices[1].first_layer, plan->devices[0].n_layers);
+    EXPECT_EQ(plan->devices[0].n_layers + plan->devices[1].n_layers, 80u);
+    EXPECT_TRUE(plan->devices[0].embedding);
+    EXPECT_TRUE(plan->devices[1].output);
+    EXPECT_EQ(plan->transfers_per_token, 1u);
+    EXPECT_NE(plan->reason.find("layer split across 2 devices"), std::string::npos) << plan->reason;
+    expect_within_budgets(*plan);
+}
+
+TEST(Planner, LayerSplitBalancesBytesByRatio) {
+    const ModelShape m = uniform_model(40, 200 * kMiB);
+    PlanOptions o;
+    o.mode = SplitMode::layer;
+    o.ratios = {3, 1};
+    Result<DevicePlan> plan = plan_devices(m, gpus({48, 48}), o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    const double a = static_cast<double>(plan->devices[0].weight_bytes + plan->devices[0].kv_cache_bytes);
+    const double b = static_cast<double>(plan->devices[1].weight_bytes + plan->devices[1].kv_cache_bytes);
+    EXPECT_NEAR(a / (a + b), 0.75, 0.02);
+    // Bytes, not layer counts: 40 layers of 216 MiB (weights and KV cache), the 280 MiB
+    // embedding on the first device and the 400 MiB output layer on the second make the
+    // closest 3:1 cut 31 + 9 layers (6976 MiB : 2344 MiB), not 30 + 10.
+    EXPECT_EQ(plan->devices[0].n_layers, 31u);
+}
+
+TEST(Planner, HeterogeneousDevicesShareByTheirMemory) {
+    const ModelShape m = uniform_model(60, 900 * kMiB);  // ~54 GiB
+    PlanOptions o;
+    o.mode = SplitMode::layer;
+    Result<DevicePlan> plan = plan_devices(m, gpus({24, 48}), o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_NEAR(static_cast<double>(plan->devices[1].n_layers) / plan->devices[0].n_layers, 2.0, 0.2);
+    expect_within_budgets(*plan);
+}
+
+TEST(Planner, TensorSplitDividesKvHeadGroupsAndFeedForwardBlocks) {
+    const ModelShape m = uniform_model(32, 200 * kMiB);  // 8 KV heads, n_ff 14336 = 56 blocks of 256
+    PlanOptions o;
+    o.mode = SplitMode::tensor;
+    o.main_device = 1;
+    Result<DevicePlan> plan = plan_devices(m, gpus({24, 24, 24}), o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    ASSERT_EQ(plan->devices.size(), 3u);
+    uint32_t heads = 0, ff = 0;
+    for (size_t i = 0; i < 3; ++i) {
+        const DeviceAssignment& a = plan->devices[i];
+        EXPECT_EQ(a.kv_head_begin, heads);
+        EXPECT_EQ(a.ff_begin, ff);
+        EXPECT_EQ((a.ff_end - a.ff_begin) % 256, 0u);
+        heads = a.kv_head_end;
+        ff = a.ff_end;
+        EXPECT_EQ(a.n_layers, 32u);
+        EXPECT_EQ(a.output, a.device == 1);
+    }
+    EXPECT_EQ(heads, 8u);
+    EXPECT_EQ(ff, 14336u);
+    EXPECT_EQ(plan->devices[0].kv_head_end - plan->devices[0].kv_head_begin, 3u);  // 3, 3, 2
+    EXPECT_EQ(plan->devices[2].kv_head_end - plan->devices[2].kv_head_begin, 2u);
+    EXPECT_EQ(plan->allreduces_per_token, 64u);
+    EXPECT_EQ(plan->allreduce_bytes_per_token, 64u * 4096 * 4);
+    // Shards add up to the model, plus the replicated norms on every device.
+    uint64_t total = 0;
+    for (const DeviceAssignment& a : plan->devices) total += a.weight_bytes;
+    const uint64_t replicated = m.layers[0].replicated * 32;
+    EXPECT_NEAR(static_cast<double>(total), static_cast<double>(m.weight_bytes() + 2 * replicated), 64.0 * 32);
+}
+
+TEST(Planner, TensorSplitWithUnevenRatios) {
+    const ModelShape m = uniform_model(16, 100 * kMiB, 32, 8);
+    PlanOptions o;
+    o.mode = SplitMode::tensor;
+    o.ratios = {3, 1};
+    Result<DevicePlan> plan = plan_devices(m, gpus({24, 24}), o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan->devices[0].kv_head_end, 6u);
+    EXPECT_EQ(plan->devices[1].kv_head_end - plan->devices[1].kv_head_begin, 2u);
+    EXPECT_EQ(plan->devices[0].ff_end, 42u * 256);
+}
+
+TEST(Planner, TensorSplitSaysWhyItCannotSplit) {
+    ModelShape m = uniform_model(16, 100 * kMiB, 16, 2);
+    PlanOptions o;
+    o.mode = SplitMode::tensor;
+    Result<DevicePlan> plan = plan_devices(m, gpus({24, 24, 24}), o);
+    ASSERT_FALSE(plan);
+    EXPECT_EQ(plan.error().code, ErrorCode::unsupported);
+    EXPECT_NE(plan.error().message.find("needs at least 3 KV heads, and test model has 2"), std::string::npos)
+        << plan.error().message;
+    m = uniform_model(16, 100 * kMiB, 32, 8, 14000);  // not whole 256-blocks
+    plan = plan_devices(m, gpus({24, 24}), o);
+    ASSERT_FALSE(plan);
+    EXPECT_NE(plan.error().message.find("feed-forward width 14000"), std::string::npos) << plan.error().message;
+}
+
+TEST(Planner, DoesNotFitNamesTheDeviceAndAFixThatWorks) {
+    const ModelShape m = uniform_model(32, 135 * kMiB);  // ~5 GiB of weights
+    std::vector<DeviceDesc> devices = gpus({8, 24});
+    devices[0].name = "RTX 4060";
+    PlanOptions o;
+    o.mode = SplitMode::single;
+    o.use = {0};
+    o.n_ctx = 32768;  // 4 GiB of F16 KV cache
+    Result<DevicePlan> plan = plan_devices(m, devices, o);
+    ASSERT_FALSE(plan);
+    EXPECT_EQ(plan.error().code, ErrorCode::out_of_memory);
+    const std::string& msg = plan.error().message;
+    EXPECT_NE(msg.find("device 0 (RTX 4060): needs 9."), std::string::npos) << msg;
+    EXPECT_NE(msg.find("has 7.5 GiB free (keeping 0.5 GiB free)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("add device 1 (RTX 4090)"), std::string::npos) << msg;
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(msg, match, std::regex("lower the context to ([0-9]+)"))) << msg;
+    o.n_ctx = static_cast<uint32_t>(std::stoul(match[1]));
+    EXPECT_TRUE(plan_devices(m, devices, o)) << "the advised context " << o.n_ctx << " does not fit";
+    o.n_ctx += 1024;
+    EXPECT_FALSE(plan_devices(m, devices, o));
+}
+
+TEST(Planner, TheReserveIsKeptFree) {
+    const ModelShape m = uniform_model(32, 135 * kMiB);
+    PlanOptions o;
+    o.mode = SplitMode::single;
+    o.reserve_bytes = 0;
+    Result<DevicePlan> plan = plan_devices(m, gpus({8}), o);
+    ASSERT_TRUE(plan);
+    const uint64_t need = plan->devices[0].total_bytes();
+    o.reserve_bytes = 8 * kGiB - need + 1;
+    EXPECT_FALSE(plan_devices(m, gpus({8}), o));
+    o.reserve_bytes = 8 * kGiB - need;
+    EXPECT_TRUE(plan_devices(m, gpus({8}), o));
+}
+
+TEST(Planner, BadOptionsAreExplained) {
+    const ModelShape m = uniform_model(8, 100 * kMiB);
+    const auto message = [&](PlanOptions o) {
+        Result<DevicePlan> p = plan_devices(m, gpus({24, 24}), o);
+        return p ? std::string("(planned)") : p.error().message;
+    };
+    PlanOptions o;
+    o.ratios = {1, 2, 3};
+    EXPECT_EQ(message(o), "3 split ratios given for 2 devices");
+    o.ratios = {1, 0};
+    EXPECT_NE(message(o).find("split ratio 0 is not a positive number"), std::string::npos);
+    o = {};
+    o.use = {0, 5};
+    EXPECT_EQ(message(o), "device 5 does not exist (there are 2)");
+    o.use = {1};
+    EXPECT_EQ(message(o), "the main device 0 is not among the devices used");
+    EXPECT_FALSE(plan_devices(m, {}, PlanOptions{}));
+    EXPECT_FALSE(parse_split_mode("pipeline"));
+    EXPECT_EQ(parse_split_mode("auto").value(), SplitMode::automatic);
+    EXPECT_FALSE(parse_device_spec("RTX 4090"));
+    EXPECT_FALSE(parse_device_spec("RTX 4090:-3"));
+    Result<std::vector<DeviceDesc>> spec = parse_device_spec("RTX 4090:24;A100:80");
+    ASSERT_TRUE(spec);
+    EXPECT_EQ(spec->at(1).total_bytes, 80 * kGiB);
+    EXPECT_DOUBLE_EQ(spec->at(1).bandwidth_gb_s, 2039.0);
+}
+
+// Random models and devices: whatever succeeds respects every budget and covers the model
+// exactly once; whatever fails says which device or why.
+TEST(Planner, NoPlanExceedsABudget) {
+    std::mt19937 rng(7);
+    const auto pick = [&](uint32_t lo, uint32_t hi) { return std::uniform_int_distribution<uint32_t>(lo, hi)(rng); };
+    int planned = 0, refused = 0;
+    for (int i = 0; i < 3000; ++i) {
+        const uint32_t kv = 1u << pick(0, 3);
+        ModelShape m = uniform_model(pick(1, 96), pick(10, 1200) * kMiB, kv * pick(1, 8), kv, 256 * pick(4, 112));
+        for (LayerWeights& w : m.layers) w.down += pick(0, 64) * kMiB;  // uneven layers
+        std::vector<DeviceDesc> devices;
+        for (uint32_t d = 0, n = pick(1, 5); d < n; ++d) {
+            DeviceDesc dev;
+            dev.name = "GPU";
+            dev.total_bytes = uint64_t{pick(4, 96)} * kGiB;
+            dev.free_bytes = dev.total_bytes - pick(0, 3) * kGiB / 2;
+            devices.push_back(dev);
+        }
+        PlanOptions o;
+        o.mode = static_cast<SplitMode>(pick(0, 3));
+        o.n_ctx = 512 * pick(1, 64);
+        o.kv_type = pick(0, 1) ? KvCacheType::q8_0 : KvCacheType::f16;
+        if (pick(0, 1)) {
+            for (size_t d = 0; d < devices.size(); ++d) o.ratios.push_back(pick(1, 5));
+        }
+        Result<DevicePlan> plan = plan_devices(m, devices, o);
+        if (!plan) {
+            ++refused;
+            EXPECT_FALSE(plan.error().message.empty());
+            continue;
+        }
+        ++planned;
+        expect_within_budgets(*plan);
+        if (plan->mode == SplitMode::tensor) {
+            EXPECT_EQ(plan->devices.back().kv_head_end, m.n_head_kv);
+            EXPECT_EQ(plan->devices.back().ff_end, m.n_ff);
+        } else {
+            uint32_t next = 0;
+            for (const DeviceAssignment& a : plan->devices) {
+                EXPECT_EQ(a.first_layer, next);
+                EXPECT_GE(a.n_layers, 1u);
+                next += a.n_layers;
+            }
+            EXPECT_EQ(next, m.n_layer);
+        }
+        EXPECT_GT(plan->tokens_per_second, 0.0);
+    }
+    EXPECT_GT(planned, 300);
+    EXPECT_GT(refused, 300);
+}
+
+}  // namespace
+}  // namespace powerhouse
