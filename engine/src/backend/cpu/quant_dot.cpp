@@ -265,10 +265,4 @@ void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, siz
                      static_cast<const std::byte*>(act), act_stride, tokens, dst, dst_stride);
 }
 
-float dot_row(GgmlType weight_type, const void* w, const void* act, int64_t n) {
-    float out = 0.0f;
-    dot_rows(best_isa(), weight_type, n, w, 0, 1, act, 0, 1, &out, 1);
-    return out;
-}
-
 }  // namespace powerhouse::cpu
