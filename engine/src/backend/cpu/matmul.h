@@ -2,7 +2,7 @@
 // of activation rows: dst[t][r] = weight row r . src[t]. The activations are first
 // converted to the weights' activation format (quant_dot.h), then the rows are cut into
 // chunks that the pool's threads take in turn (so a thread slowed by other load takes
-// fewer); within a chunk each weight block is decoded once for up to four tokens, whose
+// fewer); within a chunk each weight block is decoded once for four or eight tokens, whose
 // activations stay in the L1 cache while the chunk's rows stream past. One token is the
 // same code with one token per pass: a matrix-vector product.
 //

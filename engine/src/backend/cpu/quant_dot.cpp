@@ -11,6 +11,10 @@
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace powerhouse::cpu {
 
 namespace {
@@ -52,16 +56,24 @@ void quantize_block_q8_k(const float* x, BlockQ8_K& y) {
     y.d = 1.0f / iscale;
 }
 
+#if defined(__x86_64__)
+// F16C (cpuid leaf 1, ecx bit 29): clang's __builtin_cpu_supports has no name for it.
+bool has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+#endif
+
+// __builtin_cpu_supports also checks that the OS saves the vector registers.
 bool cpu_has(const char* feature) {
 #if defined(__x86_64__)
     // __builtin_cpu_supports needs a literal; the list is small.
     const std::string_view f(feature);
-    if (f == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                            __builtin_cpu_supports("f16c");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+    if (f == "avx2") return avx2;
     if (f == "avx512") {
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     }
 #else
     (void)feature;
@@ -263,12 +275,6 @@ void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, siz
               const void* act, size_t act_stride, int tokens, float* dst, size_t dst_stride) {
     dot_rows_fn(isa)(weight_type, n, static_cast<const std::byte*>(w), w_stride, rows,
                      static_cast<const std::byte*>(act), act_stride, tokens, dst, dst_stride);
-}
-
-float dot_row(GgmlType weight_type, const void* w, const void* act, int64_t n) {
-    float out = 0.0f;
-    dot_rows(best_isa(), weight_type, n, w, 0, 1, act, 0, 1, &out, 1);
-    return out;
 }
 
 }  // namespace powerhouse::cpu

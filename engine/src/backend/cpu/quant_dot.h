@@ -72,12 +72,9 @@ void quantize_activations(GgmlType weight_type, const float* x, void* out, int64
 //   dst[t * dst_stride + r] = (row r of w, n elements) . (activations of token t)
 // where row r starts at w + r * w_stride bytes and token t's activations (prepared by
 // quantize_activations) at act + t * act_stride bytes. Each weight block is decoded once
-// for up to four tokens.
+// for up to four tokens (eight in the AVX-512 variant).
 void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, size_t w_stride, int rows,
               const void* act, size_t act_stride, int tokens, float* dst, size_t dst_stride);
-
-// One dot product with the best variant.
-float dot_row(GgmlType weight_type, const void* w, const void* act, int64_t n);
 
 // Whether dot_rows handles `weight_type`.
 bool has_dot(GgmlType weight_type);

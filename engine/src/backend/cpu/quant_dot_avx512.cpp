@@ -6,5 +6,6 @@
 #define PH_ENTRY dot_rows_avx512
 #define PH_QUANT_ENTRY quantize_activations_avx512
 #define PH_VNNI 1
+#define PH_TOKENS 8
 #include "backend/cpu/quant_dot_simd.inc"
 #endif

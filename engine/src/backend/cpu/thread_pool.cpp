@@ -2,11 +2,31 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace powerhouse::cpu {
 
 namespace {
-// About 50 microseconds of polling before a worker sleeps.
-constexpr int kSpinIterations = 20000;
+// Some tens of microseconds of polling before a thread sleeps: a decode step issues a few
+// hundred short jobs back to back, and waking a sleeping thread costs more than that.
+constexpr int kSpinIterations = 4096;
+
+// Polls done() with a pause between reads; every 64 polls the core is offered to other
+// threads, so that on a machine with more runnable threads than cores the thread being
+// waited for (descheduled by the other load) gets to run instead of the poller.
+template <class Done>
+bool spin_until(Done done) {
+    for (int i = 0; i < kSpinIterations; ++i) {
+        if (done()) return true;
+#if defined(__x86_64__)
+        _mm_pause();
+#endif
+        if ((i & 63) == 63) std::this_thread::yield();
+    }
+    return done();
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
@@ -36,9 +56,7 @@ void ThreadPool::run(const std::function<void(int, int)>& job) {
     }
     wake_.notify_all();
     job(0, n_threads_);
-    for (int spin = 0; spin < kSpinIterations && pending_.load(std::memory_order_acquire) != 0; ++spin) {
-    }
-    if (pending_.load(std::memory_order_acquire) != 0) {
+    if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
         std::unique_lock lock(mutex_);
         done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
     }
@@ -77,9 +95,7 @@ void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int6
 void ThreadPool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
-        int spin = 0;
-        while (generation_.load(std::memory_order_acquire) == seen && spin < kSpinIterations) ++spin;
-        if (generation_.load(std::memory_order_acquire) == seen) {
+        if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
             std::unique_lock lock(mutex_);
             wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
         }
