@@ -5,16 +5,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <random>
 
+#include "powerhouse/plan.h"
 #include "telemetry/gpu_source.h"
 
 namespace powerhouse::telemetry {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 // Board power limit by name, for the power readings' scale.
 double power_limit_for(const std::string& name) {
@@ -64,46 +62,29 @@ private:
 };
 
 SimulatedSource::SimulatedSource(const std::string& spec) {
-    size_t at = 0;
-    while (at <= spec.size()) {
-        const size_t end = std::min(spec.find(';', at), spec.size());
-        const std::string item = spec.substr(at, end - at);
-        at = end + 1;
-        if (item.find_first_not_of(' ') == std::string::npos) {
-            if (end == spec.size()) break;
-            continue;
-        }
-        const size_t colon = item.rfind(':');
-        double gib = 0;
-        const char* first = colon == std::string::npos ? nullptr : item.data() + colon + 1;
-        const auto [ptr, ec] = first != nullptr ? std::from_chars(first, item.data() + item.size(), gib)
-                                                : std::from_chars_result{nullptr, std::errc::invalid_argument};
-        const std::string name = colon == std::string::npos ? item : item.substr(0, colon);
-        if (colon == std::string::npos || ec != std::errc() || ptr != item.data() + item.size() || !(gib > 0) ||
-            gib > 4096 || name.find_first_not_of(' ') == std::string::npos) {
-            status_ = fmt::format("the simulated GPU \"{}\" is not NAME:GiB (for example \"RTX 4090:24;A100:80\")",
-                                  item);
-            gpus_.clear();
-            state_.clear();
-            return;
-        }
+    // The same NAME:GiB list as the planner's --devices.
+    Result<std::vector<DeviceDesc>> devices = parse_device_spec(spec);
+    if (!devices) {
+        status_ = "simulated GPUs: " + devices.error().message;
+        return;
+    }
+    for (const DeviceDesc& d : *devices) {
         GpuInfo info;
         info.index = static_cast<uint32_t>(gpus_.size());
-        info.name = name;
+        info.name = d.name;
         info.uuid = fmt::format("GPU-51a1a7ed-0000-4000-8000-{:012x}", info.index);
         info.pci_bus_id = fmt::format("0000:{:02x}:00.0", 0x41 + info.index);
-        info.memory_total = static_cast<uint64_t>(gib * static_cast<double>(kGiB));
+        info.memory_total = d.total_bytes;
         info.pcie_generation = 4;
         info.pcie_width = 16;
         info.pcie_max_generation = 4;
         info.pcie_max_width = 16;
-        info.power_limit_w = power_limit_for(name);
-        info.ecc_enabled = name.find("A100") != std::string::npos || name.find("H1") != std::string::npos ||
-                           name.find("H2") != std::string::npos;
+        info.power_limit_w = power_limit_for(d.name);
+        info.ecc_enabled = d.name.find("A100") != std::string::npos || d.name.find("H1") != std::string::npos ||
+                           d.name.find("H2") != std::string::npos;
         info.simulated = true;
         gpus_.push_back(std::move(info));
         state_.emplace_back();
-        if (end == spec.size()) break;
     }
     if (gpus_.empty() && status_.empty()) status_ = "no simulated GPUs given";
     // Data-centre parts come in NVLink-connected groups.
