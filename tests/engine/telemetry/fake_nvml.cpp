@@ -15,34 +15,27 @@
 #include <cstring>
 #include <string>
 
-namespace {
+#include "telemetry/nvml_api.h"
 
-struct Pci {
-    char bus_id_legacy[16];
-    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
-    char bus_id[32];
-};
-struct Utilization {
-    unsigned int gpu, memory;
-};
-struct Memory {
-    unsigned long long total, free, used;
-};
-struct Process {
-    unsigned int pid;
-    unsigned long long used_gpu_memory;
-    unsigned int gpu_instance_id, compute_instance_id;
-};
-
-struct Gpu {
+// The fake is defined with the monitor's own declarations, so each function has exactly the
+// type the monitor calls it through (clang's -fsanitize=function checks that).
+struct powerhouse::telemetry::nvml::DeviceOpaque {
     int index;
 };
-Gpu g_gpus[2] = {{0}, {1}};
+
+namespace {
+
+namespace nvml = powerhouse::telemetry::nvml;
+using Device = nvml::Device;
+using Pci = nvml::PciInfo;
+using Utilization = nvml::Utilization;
+using Memory = nvml::Memory;
+using Process = nvml::ProcessInfo;
+
+nvml::DeviceOpaque g_gpus[2] = {{0}, {1}};
 std::string g_scenario;
 int g_lost_after = -1;
 int g_memory_reads[2] = {0, 0};
-
-using Device = Gpu*;
 
 int index_of(Device d) { return d == nullptr ? -1 : d->index; }
 bool unsupported() { return g_scenario == "unsupported"; }
