@@ -1,5 +1,6 @@
 // powerhouse-cli bench [-m MODEL] [-p 512] [-n 128] [-t THREADS] [-r 3] [-b BATCH] [--ctx N]
-//                      [--seed S] [--json]
+//                      [--seed S] [--devices cpu:N] [--split MODE] [--ratios 3,1]
+//                      [--main-device N] [--kv-type f16|q8_0] [--json]
 //
 // Measures, the way llama-bench does, the speed of the engine on one model:
 // - pp: prompt processing of p random token ids (uniform over the vocabulary, from a fixed
@@ -9,7 +10,9 @@
 // - ttft: time to first token = the pp time + the first tg decode step;
 // - peak resident memory of the process (getrusage ru_maxrss), load included.
 // Tokens/s are the mean and sample standard deviation over the repetitions, after one
-// untimed warm-up run. --json prints one JSON object instead of the table.
+// untimed warm-up run. Per device of a split model: the time it worked and, of that, the
+// time in transfers and all-reduces, for the prompt and per generated token.
+// --json prints one JSON object instead of the tables.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -42,7 +45,7 @@ struct BenchOptions {
     uint32_t n_batch = ModelOptions{}.n_batch;
     uint32_t n_ctx = 0;  // 0: p + n
     uint32_t seed = 42;
-    std::string kv_type = "f16";
+    DeviceChoice devices;
     bool json = false;
 };
 
@@ -50,7 +53,20 @@ struct Sample {
     double pp_seconds = 0;
     double tg_seconds = 0;
     double first_step_seconds = 0;  // the first tg decode
+    // Per device: seconds worked and seconds communicating, in pp and in tg.
+    std::vector<double> pp_busy, pp_comm, tg_busy, tg_comm;
 };
+
+// Adds the time each device worked since `before` to busy and comm.
+void add_device_time(const std::vector<DeviceUsage>& before, const std::vector<DeviceUsage>& after,
+                     std::vector<double>& busy, std::vector<double>& comm) {
+    busy.assign(after.size(), 0.0);
+    comm.assign(after.size(), 0.0);
+    for (size_t i = 0; i < after.size() && i < before.size(); ++i) {
+        busy[i] = after[i].busy_seconds - before[i].busy_seconds;
+        comm[i] = after[i].comm_seconds - before[i].comm_seconds;
+    }
+}
 
 struct Stats {
     double mean = 0;
@@ -85,10 +101,13 @@ Result<Sample> run_once(Model& model, const std::vector<TokenId>& prompt, int n_
     using Clock = std::chrono::steady_clock;
     Sample sample;
     model.truncate(0);
+    const std::vector<DeviceUsage> start = model.device_usage();
     const auto pp_start = Clock::now();
     Result<std::span<const float>> logits = model.decode(prompt);
     if (!logits) return logits.error();
     sample.pp_seconds = std::chrono::duration<double>(Clock::now() - pp_start).count();
+    const std::vector<DeviceUsage> after_pp = model.device_usage();
+    add_device_time(start, after_pp, sample.pp_busy, sample.pp_comm);
     TokenId next = argmax(*logits);
     const auto tg_start = Clock::now();
     for (int i = 0; i < n_gen; ++i) {
@@ -99,6 +118,7 @@ Result<Sample> run_once(Model& model, const std::vector<TokenId>& prompt, int n_
         if (i == 0) sample.first_step_seconds = std::chrono::duration<double>(Clock::now() - tg_start).count();
     }
     sample.tg_seconds = std::chrono::duration<double>(Clock::now() - tg_start).count();
+    add_device_time(after_pp, model.device_usage(), sample.tg_busy, sample.tg_comm);
     return sample;
 }
 
@@ -127,7 +147,7 @@ int run_bench(const BenchOptions& options) {
     model_options.n_ctx = options.n_ctx != 0 ? options.n_ctx : static_cast<uint32_t>(needed);
     model_options.n_threads = options.threads;
     model_options.n_batch = options.n_batch;
-    model_options.kv_cache_type = options.kv_type == "q8_0" ? KvCacheType::q8_0 : KvCacheType::f16;
+    if (Result<void> r = apply_device_choice(options.devices, model_options); !r) return report_error(r.error());
     const auto load_start = std::chrono::steady_clock::now();
     Result<Model> model = Model::load(*path, model_options);
     if (!model) return report_error(model.error());
@@ -166,6 +186,38 @@ int run_bench(const BenchOptions& options) {
         options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const uint64_t peak = peak_rss_bytes();
 
+    // Per device, the mean over the repetitions: seconds of the prompt, milliseconds per
+    // generated token, worked and (of which) communicating.
+    const std::vector<DeviceUsage> usage = model->device_usage();
+    struct DeviceTime {
+        double pp_busy = 0, pp_comm = 0, tg_busy_ms = 0, tg_comm_ms = 0;
+    };
+    std::vector<DeviceTime> device_time(usage.size());
+    const double reps = static_cast<double>(samples.size());
+    const double per_token_ms = options.n_gen > 0 ? 1e3 / options.n_gen : 0.0;
+    for (const Sample& s : samples) {
+        for (size_t i = 0; i < device_time.size() && i < s.tg_busy.size(); ++i) {
+            device_time[i].pp_busy += s.pp_busy[i] / reps;
+            device_time[i].pp_comm += s.pp_comm[i] / reps;
+            device_time[i].tg_busy_ms += s.tg_busy[i] * per_token_ms / reps;
+            device_time[i].tg_comm_ms += s.tg_comm[i] * per_token_ms / reps;
+        }
+    }
+    const auto per_device_json = [&] {
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        for (size_t i = 0; i < usage.size(); ++i) {
+            list.push_back({{"name", usage[i].name},
+                            {"part", usage[i].part},
+                            {"weight_bytes", usage[i].weight_bytes},
+                            {"kv_cache_bytes", usage[i].kv_cache_bytes},
+                            {"pp_busy_seconds", device_time[i].pp_busy},
+                            {"pp_comm_seconds", device_time[i].pp_comm},
+                            {"tg_busy_ms_per_token", device_time[i].tg_busy_ms},
+                            {"tg_comm_ms_per_token", device_time[i].tg_comm_ms}});
+        }
+        return list;
+    };
+
     if (options.json) {
         const auto stats_json = [](const Stats& s) {
             return nlohmann::ordered_json{{"mean", s.mean}, {"stddev", s.stddev}};
@@ -180,7 +232,9 @@ int run_bench(const BenchOptions& options) {
             {"n_params", info->n_params},
             {"threads", threads},
             {"n_batch", options.n_batch},
-            {"kv_type", options.kv_type},
+            {"kv_type", options.devices.kv_type},
+            {"devices", options.devices.devices},
+            {"split", split_mode_name(model->summary().split)},
             {"kv_cache_bytes", model->kv_cache_bytes()},
             {"n_ctx", model->n_ctx()},
             {"repetitions", options.repetitions},
@@ -192,6 +246,7 @@ int run_bench(const BenchOptions& options) {
             {"tg", {{"tokens", options.n_gen}, {"tokens_per_second", stats_json(tg)}, {"seconds", tg_seconds}}},
             {"ttft_ms", stats_json(ttft)},
             {"peak_rss_bytes", peak},
+            {"per_device", per_device_json()},
         };
         std::puts(out.dump(2).c_str());
         return 0;
@@ -211,6 +266,20 @@ int run_bench(const BenchOptions& options) {
     std::printf("peak resident memory %s\n", format_bytes(peak).c_str());
     std::printf("%d repetitions after 1 warm-up; batch %u, context %u; tg feeds the argmax token\n",
                 options.repetitions, options.n_batch, model->n_ctx());
+    std::printf("\n%s\n", model->summary().device.c_str());
+    std::vector<std::vector<std::string>> device_rows;
+    for (size_t i = 0; i < usage.size(); ++i) {
+        const DeviceTime& t = device_time[i];
+        device_rows.push_back({usage[i].name, usage[i].part, format_bytes(usage[i].weight_bytes),
+                               format_bytes(usage[i].kv_cache_bytes), fmt::format("{:.3f}", t.pp_busy),
+                               fmt::format("{:.3f}", t.pp_comm), fmt::format("{:.2f}", t.tg_busy_ms),
+                               fmt::format("{:.3f}", t.tg_comm_ms)});
+    }
+    std::fputs(format_table({"device", "holds", "weights", "KV cache", "pp busy s", "pp comm s", "tg busy ms/t",
+                             "tg comm ms/t"},
+                            device_rows)
+                   .c_str(),
+               stdout);
     return 0;
 }
 
@@ -236,9 +305,7 @@ Command add_bench_command(CLI::App& app) {
     sub->add_option("--ctx", options->n_ctx, "Context length (KV cache positions); default: p + n")
         ->check(CLI::Range(1u, 1u << 24));
     sub->add_option("--seed", options->seed, "Seed of the random prompt tokens")->capture_default_str();
-    sub->add_option("--kv-type", options->kv_type, "KV cache type: f16 or q8_0")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"f16", "q8_0"}));
+    add_device_options(*sub, options->devices);
     sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
     return {sub, [options] { return run_bench(*options); }};
 }

@@ -29,12 +29,41 @@ void add_model_options(CLI::App& command, ModelChoice& choice) {
         ->capture_default_str();
     command.add_option("-t,--threads", choice.options.n_threads, "CPU threads (default: all cores)")
         ->check(CLI::Range(0, 1024));
+    add_device_options(command, choice.devices);
+}
+
+void add_device_options(CLI::App& command, DeviceChoice& choice) {
+    command.add_option("--devices", choice.devices, "Where to run: cpu, or cpu:N for N virtual CPU devices")
+        ->capture_default_str();
+    command.add_option("--split", choice.split, "How to split the model: auto, single, layer or tensor")
+        ->check(CLI::IsMember({"auto", "single", "layer", "tensor"}))
+        ->capture_default_str();
+    command.add_option("--ratios", choice.ratios, "Share of each device, e.g. 3,1 (default: by free memory)")
+        ->delimiter(',');
+    command.add_option("--main-device", choice.main_device, "The device for a single split and the output layer")
+        ->capture_default_str();
+    command.add_option("--kv-type", choice.kv_type, "KV cache type: f16 or q8_0")
+        ->check(CLI::IsMember({"f16", "q8_0"}))
+        ->capture_default_str();
+}
+
+Result<void> apply_device_choice(const DeviceChoice& choice, ModelOptions& options) {
+    Result<SplitMode> split = parse_split_mode(choice.split);
+    if (!split) return split.error();
+    options.devices = choice.devices;
+    options.split = *split;
+    options.ratios = choice.ratios;
+    options.main_device = choice.main_device;
+    options.kv_cache_type = choice.kv_type == "q8_0" ? KvCacheType::q8_0 : KvCacheType::f16;
+    return {};
 }
 
 Result<ModelToLoad> resolve_model(const ModelChoice& choice) {
     Result<std::filesystem::path> path = model_or_default(choice.model);
     if (!path) return path.error();
-    return ModelToLoad{std::move(path).value(), choice.options};
+    ModelOptions options = choice.options;
+    if (Result<void> r = apply_device_choice(choice.devices, options); !r) return r.error();
+    return ModelToLoad{std::move(path).value(), options};
 }
 
 void add_sampling_options(CLI::App& command, SamplingChoice& choice) {

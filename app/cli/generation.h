@@ -19,10 +19,23 @@ namespace powerhouse::cli {
 // -m when given, else the default model that scripts/run sets up.
 Result<std::filesystem::path> model_or_default(const std::string& model);
 
-// -m/--model, --ctx and -t/--threads.
+// --devices, --split, --ratios, --main-device and --kv-type: where the model runs.
+struct DeviceChoice {
+    std::string devices = "cpu";
+    std::string split = "auto";
+    std::vector<double> ratios;
+    uint32_t main_device = 0;
+    std::string kv_type = "f16";
+};
+void add_device_options(CLI::App& command, DeviceChoice& choice);
+// Sets the options' devices, split, ratios, main device and KV-cache type.
+Result<void> apply_device_choice(const DeviceChoice& choice, ModelOptions& options);
+
+// -m/--model, --ctx, -t/--threads and the device options.
 struct ModelChoice {
     std::string model;
     ModelOptions options;
+    DeviceChoice devices;
 };
 void add_model_options(CLI::App& command, ModelChoice& choice);
 // The model file (model_or_default) and its options.

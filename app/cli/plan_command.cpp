@@ -1,4 +1,4 @@
-// powerhouse-cli plan [-m MODEL] [--devices "RTX 4090:24;A100:80"] [--split auto|single|layer|tensor]
+// powerhouse-cli plan [-m MODEL] [--devices "RTX 4090:24;A100:80" | cpu:N] [--split auto|single|layer|tensor]
 //                     [--ratios 3,1] [--use 0,2] [--main N] [--ctx N] [--kv-type f16|q8_0]
 //                     [--reserve-mib N] [--batch N] [--json]
 //
@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -37,19 +36,11 @@ struct PlanCommandOptions {
     bool json = false;
 };
 
-// The memory the kernel says is available now (MemAvailable), for planning on the CPU.
-uint64_t available_ram() {
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (meminfo >> key >> kib >> unit) {
-        if (key == "MemAvailable:") return kib * 1024;
-    }
-    return 0;
-}
-
 Result<std::vector<DeviceDesc>> find_devices(const std::string& spec, std::string& source) {
+    if (spec == "cpu" || spec.rfind("cpu:", 0) == 0) {
+        source = "virtual CPU devices";
+        return cpu_devices(spec);
+    }
     if (!spec.empty()) {
         source = "--devices";
         return parse_device_spec(spec);
@@ -71,12 +62,7 @@ Result<std::vector<DeviceDesc>> find_devices(const std::string& spec, std::strin
         return out;
     }
     source = fmt::format("the CPU ({})", s.status.empty() ? "no GPU" : s.status);
-    DeviceDesc cpu;
-    cpu.name = "CPU";
-    cpu.free_bytes = available_ram();
-    cpu.total_bytes = cpu.free_bytes;
-    cpu.bandwidth_gb_s = guess_bandwidth_gb_s("CPU");
-    return std::vector<DeviceDesc>{cpu};
+    return cpu_devices("cpu");
 }
 
 std::string range(uint32_t begin, uint32_t end) {

@@ -11,6 +11,7 @@ const char* error_code_name(ErrorCode code) {
         case ErrorCode::out_of_memory: return "out of memory";
         case ErrorCode::context_full: return "context full";
         case ErrorCode::cancelled: return "cancelled";
+        case ErrorCode::device_failed: return "device failed";
         case ErrorCode::internal: return "internal error";
     }
     return "error";

@@ -73,6 +73,42 @@ TEST(CliBench, TableByDefault) {
     EXPECT_NE(run.out.find("peak resident memory"), std::string::npos) << run.out;
 }
 
+// Split over virtual CPU devices: each device's share and its time, computing and
+// communicating, in the JSON and the table.
+TEST(CliBench, ReportsEachDeviceOfASplit) {
+    const std::string model = quoted(test::test_model_path());
+    for (const char* split : {"layer", "tensor"}) {
+        SCOPED_TRACE(split);
+        const CliRun run = test::run_cli(std::string("bench -p 16 -n 4 -r 1 -t 2 --json --devices cpu:3 --split ") +
+                                         split + " -m " + model);
+        ASSERT_EQ(run.status, 0) << run.err;
+        const auto json = nlohmann::json::parse(run.out);
+        EXPECT_EQ(json["split"], split);
+        ASSERT_EQ(json["per_device"].size(), 3u);
+        uint64_t weights = 0;
+        for (const auto& d : json["per_device"]) {
+            EXPECT_GT(d["pp_busy_seconds"].get<double>(), 0.0) << d;
+            EXPECT_GT(d["tg_busy_ms_per_token"].get<double>(), 0.0) << d;
+            EXPECT_GE(d["tg_comm_ms_per_token"].get<double>(), 0.0) << d;
+            EXPECT_LE(d["tg_comm_ms_per_token"].get<double>(), d["tg_busy_ms_per_token"].get<double>() + 1e-9) << d;
+            weights += d["weight_bytes"].get<uint64_t>();
+        }
+        EXPECT_GE(weights, json["model_size_bytes"].get<uint64_t>());
+        if (std::string(split) == "tensor") {
+            // Every device of a tensor split waits in the all-reduces: their time is counted.
+            EXPECT_GT(json["per_device"][1]["tg_comm_ms_per_token"].get<double>(), 0.0);
+        }
+    }
+    const CliRun table = test::run_cli("bench -p 8 -n 2 -r 1 -t 2 --devices cpu:2 --split layer -m " + model);
+    ASSERT_EQ(table.status, 0) << table.err;
+    EXPECT_NE(table.out.find("2 CPU devices, layer split"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("CPU 1"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("tg comm ms/t"), std::string::npos) << table.out;
+    const CliRun bad = test::run_cli("bench -p 8 -n 2 --devices cpu:4 --split tensor -m " + model);
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.err.find("KV heads"), std::string::npos) << bad.err;
+}
+
 TEST(CliBench, ImpossibleRequestsFailWithAMessage) {
     const std::string model = quoted(test::test_model_path());
     const CliRun too_long = test::run_cli("bench -p 100000 --ctx 512 -m " + model);

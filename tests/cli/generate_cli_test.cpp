@@ -62,6 +62,24 @@ TEST(CliGenerate, RawGreedyContinuationEqualsLlamaCpp) {
     EXPECT_EQ(out.at("stop_reason"), "length");
 }
 
+// The same case on virtual CPU devices, split by layer and by tensor.
+TEST(CliGenerate, SplitOverDevicesStillEqualsLlamaCpp) {
+    const json& c = fixture_case("raw_counting");
+    const json want = c.at("generated_ids");
+    ASSERT_GE(want.size(), 16u);
+    for (const char* devices : {"--devices cpu:3 --split layer", "--devices cpu:2 --split tensor"}) {
+        SCOPED_TRACE(devices);
+        const test::CliRun run = test::run_cli("generate " + model() + " --raw --json --temp 0 -n 16 " + devices +
+                                               " -p " + test::quoted(c.at("text").get<std::string>()));
+        ASSERT_EQ(run.status, 0) << run.err;
+        const json out = json::parse(run.out);
+        EXPECT_EQ(out.at("generated_ids"), json(std::vector<json>(want.begin(), want.begin() + 16)));
+    }
+    const test::CliRun bad = test::run_cli("generate " + model() + " --raw -n 4 --devices gpu:7 -p hi");
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.err.find("cpu:N"), std::string::npos) << bad.err;
+}
+
 TEST(CliGenerate, SameSeedSameTextAndStopStrings) {
     const std::string args = "generate " + model() + " --raw --json -n 24 --temp 1.0 --seed 42 -p 'Once upon a time'";
     const test::CliRun a = test::run_cli(args);

@@ -16,9 +16,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "powerhouse/chat_template.h"
 #include "powerhouse/model_info.h"
+#include "powerhouse/plan.h"
 #include "powerhouse/result.h"
 #include "powerhouse/tokenizer.h"
 
@@ -32,6 +34,33 @@ struct ModelOptions {
     // or Q8_0, as llama.cpp's -ctk q8_0 -ctv q8_0: half the memory, logits within the
     // quantization noise. The CPU backend refuses F32.
     KvCacheType kv_cache_type = KvCacheType::f16;
+
+    // Where the model runs, as a device plan (powerhouse/plan.h). "cpu" (or empty): one CPU
+    // device. "cpu:N": N virtual CPU devices that run apart from each other, each with its
+    // own threads (n_threads shared among them), memory accounting and KV cache, joined by
+    // the in-process communicator, so that every split path runs without a GPU.
+    std::string devices;
+    SplitMode split = SplitMode::automatic;
+    std::vector<double> ratios;       // one per device; empty: by free memory
+    uint32_t main_device = 0;
+    uint64_t reserve_bytes = 0;       // kept free on every device
+
+    // For tests of failure handling: device `fail_device` fails its (fail_after + 1)-th step
+    // and every one after, as a GPU that has fallen off the bus would. -1: none.
+    int fail_device = -1;
+    uint32_t fail_after = 0;
+};
+
+// One device's share of a loaded model.
+struct DeviceUsage {
+    std::string name;  // "CPU 1"
+    std::string part;  // "layers 0-14 + embedding", "KV heads 0-1, FFN columns 0-767 + output"
+    uint64_t weight_bytes = 0;   // the weights the device holds (read in place for the CPU)
+    uint64_t kv_cache_bytes = 0;
+    uint64_t scratch_bytes = 0;  // activations, logits
+    uint64_t planned_bytes = 0;  // what the planner predicted for it, all included
+    double busy_seconds = 0;     // in the device's work, communication included
+    double comm_seconds = 0;     // in transfers and all-reduces
 };
 
 // What a loaded model is, for display and for the engine's "loaded" event.
@@ -47,7 +76,10 @@ struct ModelSummary {
     uint32_t n_vocab = 0;
     uint32_t n_ctx = 0;        // the context the cache was sized for
     uint32_t n_ctx_train = 0;  // the longest context the model was trained for
-    std::string device;        // where it runs: "CPU (2 threads)"
+    std::string device;        // where it runs: "CPU (2 threads)", "2 CPU devices, layer split"
+    SplitMode split = SplitMode::single;
+    std::string plan_reason;   // why this split (the planner's explanation)
+    std::vector<DeviceUsage> devices;
     bool has_chat_template = false;
 };
 
@@ -85,6 +117,8 @@ public:
     void truncate(uint32_t n);
     // Bytes held by the KV cache (keys and values of every layer, n_ctx positions).
     size_t kv_cache_bytes() const;
+    // Each device's share and the time it has worked so far.
+    std::vector<DeviceUsage> device_usage() const;
 
     struct Impl;
 

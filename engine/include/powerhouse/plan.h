@@ -35,6 +35,7 @@ struct LayerWeights {
     uint64_t gate = 0, up = 0, down = 0;  // feed-forward
     uint64_t replicated = 0;              // norms and anything else every shard keeps whole
     uint32_t ff_block = 32;               // elements per block of ffn_down's rows (its split unit)
+    uint32_t o_block = 1;                 // elements per block of attn_output's rows
     uint64_t total() const { return q + k + v + o + gate + up + down + replicated; }
 };
 
@@ -67,6 +68,10 @@ double guess_bandwidth_gb_s(const std::string& device_name);
 // Devices from a spec "RTX 4090:24;RTX 4090:24;A100:80" (name:GiB total, all free), as
 // `powerhouse-cli plan --devices` and POWERHOUSE_SIMULATE_GPUS write them.
 Result<std::vector<DeviceDesc>> parse_device_spec(const std::string& spec);
+
+// Virtual CPU devices from "cpu" (one) or "cpu:N" (N, at most 64): the memory available
+// now (MemAvailable) divided among them. The one function here that reads the system.
+Result<std::vector<DeviceDesc>> cpu_devices(const std::string& spec);
 
 enum class SplitMode { single, layer, tensor, automatic };
 const char* split_mode_name(SplitMode mode);  // "single", "layer", "tensor", "auto"

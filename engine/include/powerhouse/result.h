@@ -21,6 +21,7 @@ enum class ErrorCode {
     out_of_memory,     // would not fit (host or device)
     context_full,      // a prompt or conversation longer than the model's context
     cancelled,
+    device_failed,     // a device failed or stopped answering; the message names it
     internal,
 };
 

@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
+#include "powerhouse/model.h"
 #include "powerhouse/result.h"
 #include "powerhouse/tokenizer.h"
 
@@ -32,6 +34,8 @@ public:
     virtual void truncate(uint32_t n) = 0;
     // Bytes held by the KV cache.
     virtual size_t kv_cache_bytes() const = 0;
+    // Each device's share: bytes held, time worked and time spent communicating.
+    virtual std::vector<DeviceUsage> devices() const = 0;
 };
 
 }  // namespace powerhouse

@@ -10,6 +10,7 @@
 #include "arch/hparams.h"
 #include "arch/step_program.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/split_backend.h"
 #include "gguf/gguf_model.h"
 
 namespace powerhouse {
@@ -53,6 +54,78 @@ bool read_weights(const GgufModel& file, const LoadProgress& progress, float fro
     return true;
 }
 
+// The device plan for the options' devices ("cpu", "cpu:N").
+Result<DevicePlan> plan_model(const std::filesystem::path& path, const ModelOptions& options, uint32_t n_ctx) {
+    Result<std::vector<DeviceDesc>> devices = cpu_devices(options.devices);
+    if (!devices) return devices.error();
+    Result<ModelShape> shape = read_model_shape(path);
+    if (!shape) return shape.error();
+    PlanOptions p;
+    p.mode = options.split;
+    p.ratios = options.ratios;
+    p.reserve_bytes = options.reserve_bytes;
+    p.main_device = options.main_device;
+    p.n_ctx = n_ctx;
+    p.kv_type = options.kv_cache_type;
+    p.n_batch = std::max<uint32_t>(1, options.n_batch);
+    Result<DevicePlan> plan = plan_devices(*shape, *devices, p);
+    if (!plan) return make_error(plan.error().code, fmt::format("{}: {}", path.string(), plan.error().message));
+    return plan;
+}
+
+// One CPU stage per device of the plan, each with its share of the threads, joined by the
+// in-process communicator.
+Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const DevicePlan& plan,
+                                               const ModelOptions& options, uint32_t n_ctx) {
+    const auto n = static_cast<uint32_t>(plan.devices.size());
+    const int threads = options.n_threads > 0 ? options.n_threads
+                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::unique_ptr<Communicator> comm = make_host_communicator(static_cast<int>(n));
+    const arch::StepProgram program = arch::build_step_program(impl.hparams);
+    SplitShape shape;
+    shape.mode = plan.mode;
+    shape.n_ctx = n_ctx;
+    shape.n_vocab = impl.hparams.n_vocab;
+    shape.n_embd = impl.hparams.n_embd;
+    // A layer split pipelines a batch as one micro-batch per device.
+    shape.n_batch = std::max<uint32_t>(1, options.n_batch);
+    if (plan.mode == SplitMode::layer && n > 1) shape.n_batch = (shape.n_batch + n - 1) / n;
+    std::vector<std::unique_ptr<DeviceStage>> stages;
+    for (uint32_t i = 0; i < n; ++i) {
+        const DeviceAssignment& a = plan.devices[i];
+        cpu::CpuBackendOptions cpu_options;
+        cpu_options.n_ctx = n_ctx;
+        cpu_options.n_threads = std::max(1, threads / static_cast<int>(n));
+        cpu_options.n_batch = shape.n_batch;
+        cpu_options.kv_cache_type = options.kv_cache_type;
+        cpu::CpuShard shard;
+        shard.name = n == 1 ? "CPU" : fmt::format("CPU {}", a.device);
+        shard.first_layer = a.first_layer;
+        shard.n_layers = a.n_layers;
+        if (plan.mode == SplitMode::tensor && n > 1) {
+            shard.kv_head_begin = a.kv_head_begin;
+            shard.kv_head_end = a.kv_head_end;
+            shard.ff_begin = a.ff_begin;
+            shard.ff_end = a.ff_end;
+            shard.comm = comm.get();
+            shard.rank = static_cast<int>(i);
+        }
+        shard.embedding = a.embedding;
+        shard.output = a.output;
+        shard.planned_bytes = a.total_bytes();
+        if (options.fail_device >= 0 && static_cast<uint32_t>(options.fail_device) == a.device) {
+            shard.fail_after = options.fail_after;
+        }
+        Result<std::unique_ptr<DeviceStage>> stage =
+            cpu::create_cpu_stage(impl.file, impl.hparams, program, cpu_options, shard);
+        if (!stage) return make_error(stage.error().code, fmt::format("{}: {}", shard.name, stage.error().message));
+        if (a.embedding) shape.embedding_stage = i;
+        if (a.output) shape.output_stage = i;
+        stages.push_back(std::move(stage).value());
+    }
+    return make_split_backend(std::move(stages), std::move(comm), shape);
+}
+
 }  // namespace
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -86,13 +159,10 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     auto impl = std::make_unique<Impl>(Impl{std::move(file).value(), std::move(hparams).value(),
                                             std::move(tokenizer).value(), std::move(template_info).value(), nullptr,
                                             {}, std::max<uint32_t>(1, options.n_batch), {}});
-    cpu::CpuBackendOptions cpu_options;
-    cpu_options.n_ctx = std::min(options.n_ctx, std::max<uint32_t>(impl->hparams.n_ctx_train, 1));
-    cpu_options.n_threads = options.n_threads;
-    cpu_options.n_batch = options.n_batch;
-    cpu_options.kv_cache_type = options.kv_cache_type;
-    Result<std::unique_ptr<Backend>> backend =
-        cpu::create_cpu_backend(impl->file, impl->hparams, arch::build_step_program(impl->hparams), cpu_options);
+    const uint32_t n_ctx = std::min(options.n_ctx, std::max<uint32_t>(impl->hparams.n_ctx_train, 1));
+    Result<DevicePlan> plan = plan_model(path, options, n_ctx);
+    if (!plan) return plan.error();
+    Result<std::unique_ptr<Backend>> backend = build_backend(*impl, *plan, options, n_ctx);
     if (!backend) return make_error(backend.error().code, fmt::format("{}: {}", path.string(), backend.error().message));
     impl->backend = std::move(backend).value();
     if (!read_weights(impl->file, progress, 0.05f, 1.0f)) return stopped();
@@ -113,7 +183,17 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     summary.kv_cache_bytes = impl->backend->kv_cache_bytes();
     const unsigned threads = options.n_threads > 0 ? static_cast<unsigned>(options.n_threads)
                                                    : std::max(1u, std::thread::hardware_concurrency());
-    summary.device = fmt::format("CPU ({} thread{})", threads, threads == 1 ? "" : "s");
+    const auto n_devices = static_cast<unsigned>(plan->devices.size());
+    if (n_devices == 1) {
+        summary.device = fmt::format("CPU ({} thread{})", threads, threads == 1 ? "" : "s");
+    } else {
+        const unsigned each = std::max(1u, threads / n_devices);
+        summary.device = fmt::format("{} CPU devices, {} split ({} thread{} each)", n_devices,
+                                     split_mode_name(plan->mode), each, each == 1 ? "" : "s");
+    }
+    summary.split = plan->mode;
+    summary.plan_reason = plan->reason;
+    summary.devices = impl->backend->devices();
     summary.has_chat_template = impl->template_info.chat_template.has_value();
     if (!report(1.0f, "ready")) return stopped();
     return Model(std::move(impl));
@@ -141,5 +221,6 @@ void Model::truncate(uint32_t n) {
     impl_->cached.resize(std::min<size_t>(impl_->cached.size(), impl_->backend->n_past()));
 }
 size_t Model::kv_cache_bytes() const { return impl_->backend->kv_cache_bytes(); }
+std::vector<DeviceUsage> Model::device_usage() const { return impl_->backend->devices(); }
 
 }  // namespace powerhouse

@@ -77,6 +77,9 @@ struct Planner {
         const uint64_t kv_width = uint64_t{m.n_head_kv} * m.head_dim;
         const double per_token = 3.0 * m.n_embd + share * (q_width * 2.0 + 2.0 * kv_width + 2.0 * m.n_ff);
         uint64_t bytes = static_cast<uint64_t>(o.n_batch * per_token * 4.0);
+        // The widest product input converted for the integer dot products.
+        const double widest = std::max({static_cast<double>(m.n_embd), share * m.n_ff, share * q_width});
+        bytes += static_cast<uint64_t>(o.n_batch * widest * 4.0);
         bytes += static_cast<uint64_t>(share * m.n_head * o.n_ctx * 4.0);  // attention scores of one token
         if (output) bytes += uint64_t{m.n_vocab} * 4;                   // logits
         return bytes;
@@ -234,6 +237,20 @@ Result<DevicePlan> Planner::tensor() const {
     }
     const std::vector<uint32_t> heads = split_units(m.n_head_kv, ratios, 1);
     const std::vector<uint32_t> ff_blocks = split_units(m.n_ff / block, ratios, 1);
+    // The output projection is split by columns at head boundaries, which must fall on
+    // whole blocks of its format.
+    const uint32_t group_width = m.n_head / m.n_head_kv * m.head_dim;
+    uint32_t o_block = 1;
+    for (const LayerWeights& w : m.layers) o_block = std::max(o_block, w.o_block);
+    for (uint32_t d = 0, at = 0; d + 1 < n; ++d) {
+        at += heads[d];
+        if (uint64_t{at} * group_width % o_block != 0) {
+            return make_error(ErrorCode::unsupported,
+                              fmt::format("tensor split cannot cut the attention output at head group {}: its weights "
+                                          "come in blocks of {} columns and a head group is {} wide; use layer split",
+                                          at, o_block, group_width));
+        }
+    }
     DevicePlan plan;
     plan.mode = SplitMode::tensor;
     uint32_t head_at = 0, ff_at = 0;
@@ -472,7 +489,10 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
             if (is("attn_q.")) w.q += t.n_bytes;
             else if (is("attn_k.")) w.k += t.n_bytes;
             else if (is("attn_v.")) w.v += t.n_bytes;
-            else if (is("attn_output.")) w.o += t.n_bytes;
+            else if (is("attn_output.")) {
+                w.o += t.n_bytes;
+                if (is("attn_output.weight")) w.o_block = type_traits(t.type).block_size;
+            }
             else if (is("ffn_gate.")) w.gate += t.n_bytes;
             else if (is("ffn_up.")) w.up += t.n_bytes;
             else if (is("ffn_down.")) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vec.h"
+#include "backend/split_backend.h"
 #include "tensor/dequantize.h"
 #include "tensor/half.h"
 
@@ -24,33 +26,38 @@ using arch::Buffer;
 using arch::Op;
 using arch::OpKind;
 
-// An op with its weight found in the file.
+using Clock = std::chrono::steady_clock;
+
+// An op with its weight found in the file, cut to the device's share.
 struct BoundOp {
     const Op* op = nullptr;
     const GgufTensorInfo* weight = nullptr;
+    MatmulWeights matrix;          // matmul: the rows and columns this device multiplies by
+    const float* values = nullptr;  // norms and biases (F32): this device's part
+    bool all_reduce = false;        // a row-parallel product: sum the partial outputs
 };
 
-class CpuBackend final : public Backend {
+class CpuStage final : public DeviceStage {
 public:
-    CpuBackend(const GgufModel& model, arch::Hparams hp, arch::StepProgram program, const CpuBackendOptions& options);
+    CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram program, const CpuBackendOptions& options,
+             CpuShard shard);
 
     Result<void> bind();
 
-    Result<std::span<const float>> decode(std::span<const TokenId> tokens) override;
-    uint32_t n_past() const override { return n_past_; }
-    uint32_t n_ctx() const override { return n_ctx_; }
-    void truncate(uint32_t n) override { n_past_ = std::min(n_past_, n); }
-    size_t kv_cache_bytes() const override { return kv_.bytes(); }
+    const std::string& name() const override { return shard_.name; }
+    float* x() override { return buffer(Buffer::x); }
+    Result<void> embed(std::span<const TokenId> tokens) override;
+    Result<void> run_layers(int n, uint32_t pos) override;
+    Result<std::span<const float>> head(int row) override;
+    DeviceUsage usage() const override;
 
 private:
     size_t width(Buffer b) const { return widths_[static_cast<size_t>(b)]; }
     float* buffer(Buffer b) { return buffers_[static_cast<size_t>(b)].data(); }
 
-    void run_batch(std::span<const TokenId> tokens);
-    void run_op(const BoundOp& bound, uint32_t layer, int n);
-    void embed(std::span<const TokenId> tokens);
+    Result<BoundOp> bind_op(const Op& op, uint32_t layer);
+    Result<void> run_op(const BoundOp& bound, uint32_t layer, int n);
     void rms_norm(const float* src, float* dst, const float* weight, int64_t size, int64_t rows);
-    void matmul(const GgufTensorInfo& w, const float* src, float* dst, int n);
     void rope(float* data, int64_t n_heads, int n, uint32_t layer);
     void attention(uint32_t layer, int n, float scale);
     void geglu(const float* gate, const float* up, float* dst, size_t count) const;
@@ -58,17 +65,23 @@ private:
     const GgufModel& model_;
     arch::Hparams hp_;
     arch::StepProgram program_;
+    CpuShard shard_;
     uint32_t n_ctx_;
     uint32_t n_batch_;
     ThreadPool pool_;
+    uint32_t last_layer_ = 0;  // one past the stage's last layer
+    uint32_t n_head_ = 0, n_head_kv_ = 0;  // the stage's heads
 
     std::vector<BoundOp> input_;
-    std::vector<std::vector<BoundOp>> layers_;
+    std::vector<std::vector<BoundOp>> layers_;  // the stage's layers, from shard_.first_layer
     std::vector<BoundOp> head_;
     const GgufTensorInfo* embedding_ = nullptr;
     const float* rope_freqs_ = nullptr;
 
+    // Per buffer: the width this device computes, the full width, and where its part starts.
     std::array<size_t, arch::kBufferCount> widths_{};
+    std::array<size_t, arch::kBufferCount> full_{};
+    std::array<size_t, arch::kBufferCount> offsets_{};
     std::array<std::vector<float>, arch::kBufferCount> buffers_;
     std::vector<std::byte> quantized_;         // activations for a matmul
     std::vector<std::vector<float>> scratch_;  // per thread: attention scores
@@ -77,121 +90,189 @@ private:
     KvCache kv_;
     KernelIsa isa_ = best_isa();
     size_t kv_width_ = 0;
-    uint32_t n_past_ = 0;
     uint32_t batch_pos_ = 0;  // position of the batch's first token
+    uint64_t weight_bytes_ = 0;
+    int64_t steps_ = 0;
+    double busy_seconds_ = 0;
 };
 
-CpuBackend::CpuBackend(const GgufModel& model, arch::Hparams hp, arch::StepProgram program,
-                       const CpuBackendOptions& options)
+CpuStage::CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram program,
+                   const CpuBackendOptions& options, CpuShard shard)
     : model_(model),
       hp_(std::move(hp)),
       program_(std::move(program)),
+      shard_(std::move(shard)),
       n_ctx_(options.n_ctx),
       n_batch_(std::max<uint32_t>(1, options.n_batch)),
       pool_(options.n_threads > 0 ? options.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       kv_type_(options.kv_cache_type) {}
 
-Result<void> CpuBackend::bind() {
-    const auto find = [&](const std::string& name) -> Result<const GgufTensorInfo*> {
-        const GgufTensorInfo* t = model_.find_tensor(name);
-        if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
-        if (t->type != GgmlType::f32 && (!type_traits(t->type).has_reference || !has_dot(t->type))) {
-            return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' has type {}, which the CPU backend cannot "
-                                                                  "run yet", name, type_traits(t->type).name));
-        }
-        return t;
-    };
-    const size_t q_width = size_t{hp_.n_head} * hp_.head_dim;
-    kv_width_ = size_t{hp_.n_head_kv} * hp_.head_dim;
-    const auto set_width = [&](Buffer b, size_t w) { widths_[static_cast<size_t>(b)] = w; };
-    set_width(Buffer::x, hp_.n_embd);
-    set_width(Buffer::norm, hp_.n_embd);
-    set_width(Buffer::tmp, hp_.n_embd);
-    set_width(Buffer::q, q_width);
-    set_width(Buffer::attn, q_width);
-    set_width(Buffer::k, kv_width_);
-    set_width(Buffer::v, kv_width_);
-    set_width(Buffer::gate, hp_.n_ff);
-    set_width(Buffer::up, hp_.n_ff);
-    set_width(Buffer::logits, hp_.n_vocab);
-
-    // Checks an op's weight against the buffers it reads and writes.
-    const auto bind_op = [&](const Op& op, uint32_t layer) -> Result<BoundOp> {
-        BoundOp bound{&op, nullptr};
-        if (op.weight.empty()) return bound;
-        const std::string name = arch::weight_name(op, layer);
-        Result<const GgufTensorInfo*> t = find(name);
-        if (!t) return t.error();
-        bound.weight = *t;
-        const GgufTensorInfo& w = **t;
-        int64_t want0 = 0, want1 = 1;
-        switch (op.kind) {
-            case OpKind::matmul:
-                want0 = static_cast<int64_t>(width(op.a));
-                want1 = static_cast<int64_t>(width(op.dst));
-                break;
-            case OpKind::rms_norm:
-            case OpKind::add_bias:
-                want0 = static_cast<int64_t>(width(op.dst));
-                break;
-            case OpKind::head_rms_norm:
-                want0 = hp_.head_dim;
-                break;
-            default:
-                break;
-        }
-        if (w.ne[0] != want0 || w.n_rows() != want1) {
-            return make_error(ErrorCode::format, fmt::format("tensor '{}' is {}x{}, expected {}x{}", name, w.ne[0],
-                                                             w.n_rows(), want0, want1));
-        }
-        if (op.kind != OpKind::matmul && w.type != GgmlType::f32) {
-            return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
-        }
-        if (op.kind == OpKind::matmul && want0 % activation_block(w.type) != 0) {
-            return make_error(ErrorCode::format, fmt::format("tensor '{}' has rows of {} elements, not a multiple "
-                                                             "of {}", name, want0, activation_block(w.type)));
-        }
+// Checks an op's weight against the buffers it reads and writes, and cuts out this device's
+// part: rows for a column-parallel product (full input, split output), columns for a
+// row-parallel one (split input, full output), whose partial results are then all-reduced.
+Result<BoundOp> CpuStage::bind_op(const Op& op, uint32_t layer) {
+    BoundOp bound{&op, nullptr, {}, nullptr, false};
+    if (op.weight.empty()) return bound;
+    const std::string name = arch::weight_name(op, layer);
+    const GgufTensorInfo* t = model_.find_tensor(name);
+    if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
+    if (t->type != GgmlType::f32 && (!type_traits(t->type).has_reference || !has_dot(t->type))) {
+        return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' has type {}, which the CPU backend cannot "
+                                                              "run yet", name, type_traits(t->type).name));
+    }
+    bound.weight = t;
+    const auto full = [&](Buffer b) { return full_[static_cast<size_t>(b)]; };
+    const auto offset = [&](Buffer b) { return offsets_[static_cast<size_t>(b)]; };
+    int64_t want0 = 0, want1 = 1;
+    switch (op.kind) {
+        case OpKind::matmul:
+            want0 = static_cast<int64_t>(full(op.a));
+            want1 = static_cast<int64_t>(full(op.dst));
+            break;
+        case OpKind::rms_norm:
+        case OpKind::add_bias:
+            want0 = static_cast<int64_t>(full(op.dst));
+            break;
+        case OpKind::head_rms_norm:
+            want0 = hp_.head_dim;
+            break;
+        default:
+            break;
+    }
+    if (t->ne[0] != want0 || t->n_rows() != want1) {
+        return make_error(ErrorCode::format, fmt::format("tensor '{}' is {}x{}, expected {}x{}", name, t->ne[0],
+                                                         t->n_rows(), want0, want1));
+    }
+    if (op.kind != OpKind::matmul) {
+        if (t->type != GgmlType::f32) return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
+        const size_t skip = op.kind == OpKind::head_rms_norm ? 0 : offset(op.dst);
+        bound.values = reinterpret_cast<const float*>(t->data) + skip;
+        weight_bytes_ += (op.kind == OpKind::head_rms_norm ? hp_.head_dim : width(op.dst)) * sizeof(float);
         return bound;
-    };
+    }
+    const TypeTraits& traits = type_traits(t->type);
+    const uint64_t full_row = row_bytes(traits, static_cast<uint64_t>(want0));
+    const size_t col = offset(op.a);
+    if (col % traits.block_size != 0 || width(op.a) % activation_block(t->type) != 0) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("tensor '{}' ({}) cannot be split at column {} for {} columns: its blocks hold {} "
+                                      "values; use layer split",
+                                      name, traits.name, col, width(op.a), traits.block_size));
+    }
+    bound.matrix.type = t->type;
+    bound.matrix.data = t->data + offset(op.dst) * full_row + row_bytes(traits, col);
+    bound.matrix.in = static_cast<int64_t>(width(op.a));
+    bound.matrix.rows = static_cast<int64_t>(width(op.dst));
+    bound.matrix.row_stride = full_row;
+    bound.all_reduce = shard_.comm != nullptr && width(op.a) != full(op.a) && width(op.dst) == full(op.dst);
+    weight_bytes_ += row_bytes(traits, width(op.a)) * width(op.dst);
+    return bound;
+}
 
+Result<void> CpuStage::bind() {
     if (program_.layers.size() != hp_.n_layer) {
         return make_error(ErrorCode::internal, fmt::format("the step program describes {} layers, the model has {}",
                                                            program_.layers.size(), hp_.n_layer));
     }
-    for (const Op& op : program_.input) {
-        Result<BoundOp> b = bind_op(op, 0);
-        if (!b) return b.error();
-        input_.push_back(*b);
+    if (shard_.first_layer > hp_.n_layer) return make_error(ErrorCode::internal, "the device's layers are out of range");
+    last_layer_ = shard_.n_layers == UINT32_MAX ? hp_.n_layer
+                                                : std::min(hp_.n_layer, shard_.first_layer + shard_.n_layers);
+    // The device's heads: whole KV-head groups with their query heads.
+    uint32_t kv0 = 0, kv1 = hp_.n_head_kv;
+    if (shard_.kv_head_end > shard_.kv_head_begin) {
+        kv0 = shard_.kv_head_begin;
+        kv1 = std::min(shard_.kv_head_end, hp_.n_head_kv);
     }
-    layers_.resize(hp_.n_layer);
-    for (uint32_t l = 0; l < hp_.n_layer; ++l) {
+    uint32_t ff0 = 0, ff1 = hp_.n_ff;
+    if (shard_.ff_end > shard_.ff_begin) {
+        ff0 = shard_.ff_begin;
+        ff1 = std::min(shard_.ff_end, hp_.n_ff);
+    }
+    if (kv0 >= kv1 || ff0 >= ff1 || hp_.n_head % hp_.n_head_kv != 0) {
+        return make_error(ErrorCode::internal, "the device's share of the heads or columns is empty");
+    }
+    const uint32_t group = hp_.n_head / hp_.n_head_kv;
+    n_head_kv_ = kv1 - kv0;
+    n_head_ = n_head_kv_ * group;
+    kv_width_ = size_t{n_head_kv_} * hp_.head_dim;
+    const auto set = [&](Buffer b, size_t full, size_t begin, size_t end) {
+        full_[static_cast<size_t>(b)] = full;
+        offsets_[static_cast<size_t>(b)] = begin;
+        widths_[static_cast<size_t>(b)] = end - begin;
+    };
+    const size_t hd = hp_.head_dim;
+    set(Buffer::x, hp_.n_embd, 0, hp_.n_embd);
+    set(Buffer::norm, hp_.n_embd, 0, hp_.n_embd);
+    set(Buffer::tmp, hp_.n_embd, 0, hp_.n_embd);
+    set(Buffer::q, size_t{hp_.n_head} * hd, size_t{kv0} * group * hd, size_t{kv1} * group * hd);
+    set(Buffer::attn, size_t{hp_.n_head} * hd, size_t{kv0} * group * hd, size_t{kv1} * group * hd);
+    set(Buffer::k, size_t{hp_.n_head_kv} * hd, kv0 * hd, kv1 * hd);
+    set(Buffer::v, size_t{hp_.n_head_kv} * hd, kv0 * hd, kv1 * hd);
+    set(Buffer::gate, hp_.n_ff, ff0, ff1);
+    set(Buffer::up, hp_.n_ff, ff0, ff1);
+    set(Buffer::logits, hp_.n_vocab, 0, hp_.n_vocab);
+
+    if (shard_.embedding) {
+        for (const Op& op : program_.input) {
+            Result<BoundOp> b = bind_op(op, 0);
+            if (!b) return b.error();
+            input_.push_back(*b);
+        }
+        embedding_ = model_.find_tensor(program_.embedding);
+        if (embedding_ == nullptr) {
+            return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", program_.embedding));
+        }
+        if (embedding_->ne[0] != hp_.n_embd) return make_error(ErrorCode::format, "token_embd.weight has the wrong width");
+        if (embedding_->type != GgmlType::f32 && !type_traits(embedding_->type).has_reference) {
+            return make_error(ErrorCode::unsupported, fmt::format("token_embd.weight has type {}, which the CPU "
+                                                                  "backend cannot read", type_traits(embedding_->type).name));
+        }
+        weight_bytes_ += embedding_->n_bytes;
+    }
+    layers_.resize(last_layer_ - shard_.first_layer);
+    for (uint32_t l = shard_.first_layer; l < last_layer_; ++l) {
         for (const Op& op : program_.layer) {
             Result<BoundOp> b = bind_op(op, l);
             if (!b) return b.error();
-            layers_[l].push_back(*b);
+            layers_[l - shard_.first_layer].push_back(*b);
         }
     }
-    for (const Op& op : program_.head) {
-        Result<BoundOp> b = bind_op(op, 0);
-        if (!b) return b.error();
-        head_.push_back(*b);
+    if (shard_.output) {
+        for (const Op& op : program_.head) {
+            const bool tied_here = embedding_ != nullptr && arch::weight_name(op, 0) == embedding_->name;
+            const uint64_t before = weight_bytes_;
+            Result<BoundOp> b = bind_op(op, 0);
+            if (!b) return b.error();
+            if (tied_here) weight_bytes_ = before;  // the embedding table, counted once
+            head_.push_back(*b);
+        }
     }
-    Result<const GgufTensorInfo*> embd = find(program_.embedding);
-    if (!embd) return embd.error();
-    embedding_ = *embd;
-    if ((*embd)->ne[0] != hp_.n_embd) return make_error(ErrorCode::format, "token_embd.weight has the wrong width");
-    if (hp_.has_rope_freqs) {
-        Result<const GgufTensorInfo*> f = find("rope_freqs.weight");
-        if (!f) return f.error();
-        if ((*f)->type != GgmlType::f32 || (*f)->ne[0] != hp_.rope_dims / 2) {
+    if (hp_.has_rope_freqs && !layers_.empty()) {
+        const GgufTensorInfo* f = model_.find_tensor("rope_freqs.weight");
+        if (f == nullptr) return make_error(ErrorCode::format, "the model has no tensor 'rope_freqs.weight'");
+        if (f->type != GgmlType::f32 || f->ne[0] != hp_.rope_dims / 2) {
             return make_error(ErrorCode::format, "rope_freqs.weight must be F32 with rope_dims / 2 values");
         }
-        rope_freqs_ = reinterpret_cast<const float*>((*f)->data);
+        rope_freqs_ = reinterpret_cast<const float*>(f->data);
     }
 
-    for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].assign(widths_[i] * n_batch_, 0.0f);
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+        // Row-parallel products write the full width; the logits are one row.
+        const size_t rows = static_cast<Buffer>(i) == Buffer::logits ? 1 : n_batch_;
+        buffers_[i].assign(widths_[i] * rows, 0.0f);
+    }
+    if (!shard_.output) buffers_[static_cast<size_t>(Buffer::logits)].clear();
+    // Room for the converted activations of the widest product input (never more than four
+    // bytes a value, F32 weights included).
     size_t max_in = 0;
-    for (size_t w : widths_) max_in = std::max(max_in, w);
+    const auto widest = [&](const std::vector<BoundOp>& ops) {
+        for (const BoundOp& b : ops) {
+            if (b.op->kind == OpKind::matmul) max_in = std::max(max_in, width(b.op->a));
+        }
+    };
+    widest(input_);
+    for (const auto& layer : layers_) widest(layer);
+    widest(head_);
     quantized_.resize(max_in * n_batch_ * sizeof(float) + 64);
     scratch_.assign(static_cast<size_t>(pool_.size()), std::vector<float>(n_ctx_ + 2 * size_t{hp_.head_dim}));
     if (kv_type_ == KvCacheType::f32) {
@@ -201,7 +282,7 @@ Result<void> CpuBackend::bind() {
         return make_error(ErrorCode::unsupported, fmt::format("a Q8_0 KV cache needs a head size that is a multiple "
                                                               "of 32, not {}", hp_.head_dim));
     }
-    kv_.init(kv_type_, hp_.n_layer, n_ctx_, hp_.n_head_kv, hp_.head_dim);
+    kv_.init(kv_type_, static_cast<uint32_t>(layers_.size()), n_ctx_, n_head_kv_, hp_.head_dim);
     const auto uses = [&](OpKind kind) {
         const auto is = [&](const Op& op) { return op.kind == kind; };
         return std::any_of(program_.input.begin(), program_.input.end(), is) ||
@@ -221,91 +302,9 @@ Result<void> CpuBackend::bind() {
     return {};
 }
 
-Result<std::span<const float>> CpuBackend::decode(std::span<const TokenId> tokens) {
-    if (tokens.empty()) return make_error(ErrorCode::invalid_argument, "decode() needs at least one token");
-    if (n_past_ + tokens.size() > n_ctx_) {
-        return make_error(ErrorCode::out_of_memory,
-                          fmt::format("the context is full: {} tokens held, {} more asked, the context holds {}",
-                                      n_past_, tokens.size(), n_ctx_));
-    }
-    for (TokenId id : tokens) {
-        if (id < 0 || static_cast<uint32_t>(id) >= hp_.n_vocab) {
-            return make_error(ErrorCode::invalid_argument, fmt::format("token id {} is out of range", id));
-        }
-    }
-    for (size_t at = 0; at < tokens.size(); at += n_batch_) {
-        const size_t n = std::min<size_t>(n_batch_, tokens.size() - at);
-        run_batch(tokens.subspan(at, n));
-    }
-    return std::span<const float>(buffer(Buffer::logits), hp_.n_vocab);
-}
-
-void CpuBackend::run_batch(std::span<const TokenId> tokens) {
-    const int n = static_cast<int>(tokens.size());
-    batch_pos_ = n_past_;
-    embed(tokens);
-    for (const BoundOp& op : input_) run_op(op, 0, n);
-    for (uint32_t l = 0; l < hp_.n_layer; ++l) {
-        for (const BoundOp& op : layers_[l]) run_op(op, l, n);
-    }
-    // Only the last token's logits are wanted: run the head on it alone.
-    const size_t last = static_cast<size_t>(n - 1) * width(Buffer::x);
-    if (n > 1) std::copy_n(buffer(Buffer::x) + last, width(Buffer::x), buffer(Buffer::x));
-    for (const BoundOp& op : head_) run_op(op, 0, 1);
-    n_past_ += static_cast<uint32_t>(n);
-}
-
-void CpuBackend::run_op(const BoundOp& bound, uint32_t layer, int n) {
-    const Op& op = *bound.op;
-    const auto weight_f32 = [&] { return reinterpret_cast<const float*>(bound.weight->data); };
-    switch (op.kind) {
-        case OpKind::rms_norm:
-            rms_norm(buffer(op.a), buffer(op.dst), weight_f32(), static_cast<int64_t>(width(op.dst)), n);
-            break;
-        case OpKind::head_rms_norm:
-            rms_norm(buffer(op.a), buffer(op.dst), weight_f32(), hp_.head_dim,
-                     static_cast<int64_t>(width(op.dst) / hp_.head_dim) * n);
-            break;
-        case OpKind::matmul:
-            matmul(*bound.weight, buffer(op.a), buffer(op.dst), n);
-            break;
-        case OpKind::add_bias: {
-            const size_t w = width(op.dst);
-            float* d = buffer(op.dst);
-            const float* bias = weight_f32();
-            for (int t = 0; t < n; ++t) {
-                for (size_t i = 0; i < w; ++i) d[t * w + i] += bias[i];
-            }
-            break;
-        }
-        case OpKind::rope:
-            rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n, layer);
-            break;
-        case OpKind::attention:
-            attention(layer, n, op.value);
-            break;
-        case OpKind::swiglu: {
-            swiglu(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
-            break;
-        }
-        case OpKind::geglu:
-            geglu(buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
-            break;
-        case OpKind::scale: {
-            const size_t count = width(op.dst) * static_cast<size_t>(n);
-            const float* a = buffer(op.a);
-            float* d = buffer(op.dst);
-            for (size_t i = 0; i < count; ++i) d[i] = a[i] * op.value;
-            break;
-        }
-        case OpKind::add: {
-            add(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
-            break;
-        }
-    }
-}
-
-void CpuBackend::embed(std::span<const TokenId> tokens) {
+Result<void> CpuStage::embed(std::span<const TokenId> tokens) {
+    if (embedding_ == nullptr) return make_error(ErrorCode::internal, "this device does not hold the embedding");
+    const auto start = Clock::now();
     const size_t w = width(Buffer::x);
     const uint64_t row = row_bytes(type_traits(embedding_->type), w);
     for (size_t t = 0; t < tokens.size(); ++t) {
@@ -317,11 +316,123 @@ void CpuBackend::embed(std::span<const TokenId> tokens) {
             dequantize_row(embedding_->type, src, dst, static_cast<int64_t>(w));
         }
     }
+    Result<void> result;
+    for (const BoundOp& op : input_) {
+        if (result = run_op(op, 0, static_cast<int>(tokens.size())); !result) break;
+    }
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+}
+
+Result<void> CpuStage::run_layers(int n, uint32_t pos) {
+    if (shard_.fail_after >= 0 && steps_ >= shard_.fail_after) {
+        return make_error(ErrorCode::device_failed, "stopped answering (a fault injected for testing)");
+    }
+    ++steps_;
+    const auto start = Clock::now();
+    batch_pos_ = pos;
+    Result<void> result;
+    for (uint32_t l = shard_.first_layer; l < last_layer_ && result; ++l) {
+        for (const BoundOp& op : layers_[l - shard_.first_layer]) {
+            if (result = run_op(op, l, n); !result) break;
+        }
+    }
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+}
+
+Result<std::span<const float>> CpuStage::head(int row) {
+    if (!shard_.output) return make_error(ErrorCode::internal, "this device does not hold the output layer");
+    const auto start = Clock::now();
+    // Only the last token's logits are wanted: run the head on it alone.
+    const size_t w = width(Buffer::x);
+    if (row > 0) std::copy_n(buffer(Buffer::x) + static_cast<size_t>(row) * w, w, buffer(Buffer::x));
+    for (const BoundOp& op : head_) {
+        if (Result<void> r = run_op(op, 0, 1); !r) return r.error();
+    }
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return std::span<const float>(buffer(Buffer::logits), hp_.n_vocab);
+}
+
+DeviceUsage CpuStage::usage() const {
+    DeviceUsage u;
+    u.name = shard_.name;
+    if (!layers_.empty()) {
+        u.part = fmt::format("layers {}-{}", shard_.first_layer, last_layer_ - 1);
+    } else {
+        u.part = "no layers";
+    }
+    if (n_head_kv_ != hp_.n_head_kv || width(Buffer::gate) != hp_.n_ff) {
+        u.part += fmt::format(", KV heads {}-{}, FFN columns {}-{}", offsets_[static_cast<size_t>(Buffer::k)] / hp_.head_dim,
+                              (offsets_[static_cast<size_t>(Buffer::k)] + kv_width_) / hp_.head_dim - 1,
+                              offsets_[static_cast<size_t>(Buffer::gate)],
+                              offsets_[static_cast<size_t>(Buffer::gate)] + width(Buffer::gate) - 1);
+    }
+    if (shard_.embedding) u.part += " + embedding";
+    if (shard_.output) u.part += " + output";
+    u.weight_bytes = weight_bytes_;
+    u.kv_cache_bytes = kv_.bytes();
+    for (const auto& b : buffers_) u.scratch_bytes += b.size() * sizeof(float);
+    u.scratch_bytes += quantized_.size();
+    for (const auto& s : scratch_) u.scratch_bytes += s.size() * sizeof(float);
+    u.planned_bytes = shard_.planned_bytes;
+    u.busy_seconds = busy_seconds_;
+    return u;
+}
+
+Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
+    const Op& op = *bound.op;
+    switch (op.kind) {
+        case OpKind::rms_norm:
+            rms_norm(buffer(op.a), buffer(op.dst), bound.values, static_cast<int64_t>(width(op.dst)), n);
+            break;
+        case OpKind::head_rms_norm:
+            rms_norm(buffer(op.a), buffer(op.dst), bound.values, hp_.head_dim,
+                     static_cast<int64_t>(width(op.dst) / hp_.head_dim) * n);
+            break;
+        case OpKind::matmul:
+            cpu::matmul(pool_, isa_, bound.matrix, buffer(op.a), buffer(op.dst), n, quantized_);
+            if (bound.all_reduce) {
+                return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            }
+            break;
+        case OpKind::add_bias: {
+            const size_t w = width(op.dst);
+            float* d = buffer(op.dst);
+            for (int t = 0; t < n; ++t) {
+                for (size_t i = 0; i < w; ++i) d[t * w + i] += bound.values[i];
+            }
+            break;
+        }
+        case OpKind::rope:
+            rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n, layer);
+            break;
+        case OpKind::attention:
+            attention(layer, n, op.value);
+            break;
+        case OpKind::swiglu:
+            swiglu(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            break;
+        case OpKind::geglu:
+            geglu(buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            break;
+        case OpKind::scale: {
+            const size_t count = width(op.dst) * static_cast<size_t>(n);
+            const float* a = buffer(op.a);
+            float* d = buffer(op.dst);
+            for (size_t i = 0; i < count; ++i) d[i] = a[i] * op.value;
+            break;
+        }
+        case OpKind::add:
+            add(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            break;
+    }
+    return {};
 }
 
 // GeGLU as ggml computes it: gelu from the f16 table (the input rounded to f16), exact
 // (x, 0) beyond +-10.
-void CpuBackend::geglu(const float* gate, const float* up, float* dst, size_t count) const {
+void CpuStage::geglu(const float* gate, const float* up, float* dst, size_t count) const {
     for (size_t i = 0; i < count; ++i) {
         const float x = gate[i];
         float g;
@@ -336,17 +447,13 @@ void CpuBackend::geglu(const float* gate, const float* up, float* dst, size_t co
     }
 }
 
-void CpuBackend::rms_norm(const float* src, float* dst, const float* weight, int64_t size, int64_t rows) {
+void CpuStage::rms_norm(const float* src, float* dst, const float* weight, int64_t size, int64_t rows) {
     for (int64_t r = 0; r < rows; ++r) rms_norm_row(isa_, src + r * size, dst + r * size, weight, size, hp_.rms_eps);
-}
-
-void CpuBackend::matmul(const GgufTensorInfo& w, const float* src, float* dst, int n) {
-    cpu::matmul(pool_, isa_, MatmulWeights{w.type, w.data, w.ne[0], w.ne[1]}, src, dst, n, quantized_);
 }
 
 // ggml's RoPE: the angle of pair i at position p is p * base^(-2i/rope_dims), computed by
 // repeated multiplication in f32 as ggml does, divided by rope_freqs when the model has them.
-void CpuBackend::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
+void CpuStage::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
     const uint32_t dims = hp_.rope_dims;
     const arch::LayerAttention& la = program_.layers[layer];
     const float theta_scale = std::pow(la.rope_base, -2.0f / static_cast<float>(dims));
@@ -374,25 +481,41 @@ void CpuBackend::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
     }
 }
 
-void CpuBackend::attention(uint32_t layer, int n, float scale) {
+void CpuStage::attention(uint32_t layer, int n, float scale) {
     for (int t = 0; t < n; ++t) {
-        kv_.store(layer, batch_pos_ + static_cast<uint32_t>(t), buffer(Buffer::k) + static_cast<size_t>(t) * kv_width_,
+        kv_.store(layer - shard_.first_layer, batch_pos_ + static_cast<uint32_t>(t), buffer(Buffer::k) + static_cast<size_t>(t) * kv_width_,
                   buffer(Buffer::v) + static_cast<size_t>(t) * kv_width_);
     }
-    const AttentionShape shape{hp_.n_head, hp_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window};
-    cpu::attention(pool_, isa_, kv_, layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n, batch_pos_, scratch_);
+    const AttentionShape shape{n_head_, n_head_kv_, hp_.head_dim, scale, program_.layers[layer].window};
+    cpu::attention(pool_, isa_, kv_, layer - shard_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n, batch_pos_, scratch_);
 }
 
 }  // namespace
 
+Result<std::unique_ptr<DeviceStage>> create_cpu_stage(const GgufModel& model, const arch::Hparams& hparams,
+                                                      const arch::StepProgram& program,
+                                                      const CpuBackendOptions& options, const CpuShard& shard) {
+    if (options.n_ctx == 0) return make_error(ErrorCode::invalid_argument, "the context length must be at least 1");
+    auto stage = std::make_unique<CpuStage>(model, hparams, program, options, shard);
+    Result<void> bound = stage->bind();
+    if (!bound) return bound.error();
+    return std::unique_ptr<DeviceStage>(std::move(stage));
+}
+
 Result<std::unique_ptr<Backend>> create_cpu_backend(const GgufModel& model, const arch::Hparams& hparams,
                                                     const arch::StepProgram& program,
                                                     const CpuBackendOptions& options) {
-    if (options.n_ctx == 0) return make_error(ErrorCode::invalid_argument, "the context length must be at least 1");
-    auto backend = std::make_unique<CpuBackend>(model, hparams, program, options);
-    Result<void> bound = backend->bind();
-    if (!bound) return bound.error();
-    return std::unique_ptr<Backend>(std::move(backend));
+    Result<std::unique_ptr<DeviceStage>> stage = create_cpu_stage(model, hparams, program, options, CpuShard{});
+    if (!stage) return stage.error();
+    std::vector<std::unique_ptr<DeviceStage>> stages;
+    stages.push_back(std::move(stage).value());
+    SplitShape shape;
+    shape.mode = SplitMode::single;
+    shape.n_ctx = options.n_ctx;
+    shape.n_batch = std::max<uint32_t>(1, options.n_batch);
+    shape.n_vocab = hparams.n_vocab;
+    shape.n_embd = hparams.n_embd;
+    return make_split_backend(std::move(stages), make_host_communicator(1), shape);
 }
 
 }  // namespace powerhouse::cpu

@@ -8,11 +8,15 @@
 // Thread-safety: as Backend.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "arch/hparams.h"
 #include "arch/step_program.h"
 #include "backend/backend.h"
+#include "backend/communicator.h"
+#include "backend/device_stage.h"
 #include "gguf/gguf_model.h"
 #include "powerhouse/model_info.h"
 
@@ -25,9 +29,33 @@ struct CpuBackendOptions {
     KvCacheType kv_cache_type = KvCacheType::f16;
 };
 
+// What one CPU device of a plan holds (powerhouse/plan.h DeviceAssignment).
+struct CpuShard {
+    std::string name = "CPU";
+    uint32_t first_layer = 0;
+    uint32_t n_layers = UINT32_MAX;  // UINT32_MAX: all from first_layer
+    // Tensor split: these KV heads (with their query heads) and feed-forward columns of
+    // every layer; equal begin and end: all of them. Column ranges of a row-parallel
+    // weight must start on a block of its format.
+    uint32_t kv_head_begin = 0, kv_head_end = 0;
+    uint32_t ff_begin = 0, ff_end = 0;
+    bool embedding = true;
+    bool output = true;
+    // The tensor split's all-reduce partners (this device is `rank`); null: none.
+    Communicator* comm = nullptr;
+    int rank = 0;
+    uint64_t planned_bytes = 0;      // for DeviceUsage
+    int64_t fail_after = -1;         // tests: fail every run_layers after this many; -1: never
+};
+
 // `model` must outlive the backend (weights are read from its mapping).
 Result<std::unique_ptr<Backend>> create_cpu_backend(const GgufModel& model, const arch::Hparams& hparams,
                                                     const arch::StepProgram& program,
                                                     const CpuBackendOptions& options);
+
+// One device of a split model; options.n_threads are its own threads.
+Result<std::unique_ptr<DeviceStage>> create_cpu_stage(const GgufModel& model, const arch::Hparams& hparams,
+                                                      const arch::StepProgram& program,
+                                                      const CpuBackendOptions& options, const CpuShard& shard);
 
 }  // namespace powerhouse::cpu

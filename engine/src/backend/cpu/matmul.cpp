@@ -31,7 +31,7 @@ void matmul(ThreadPool& pool, KernelIsa isa, const MatmulWeights& w, const float
             }
         });
     }
-    const size_t w_row = row_bytes(type_traits(w.type), static_cast<uint64_t>(w.in));
+    const size_t w_row = w.row_stride != 0 ? w.row_stride : row_bytes(type_traits(w.type), static_cast<uint64_t>(w.in));
     const int64_t chunk = chunk_rows(w.rows, n, pool.size());
     const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
     pool.parallel_chunks(n_chunks, [&](int64_t c, int) {

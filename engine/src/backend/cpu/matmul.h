@@ -25,6 +25,7 @@ struct MatmulWeights {
     const std::byte* data = nullptr;  // [rows][in] in `type`
     int64_t in = 0;                   // elements per row
     int64_t rows = 0;                 // output features
+    size_t row_stride = 0;            // bytes from one row to the next; 0: rows are packed
 };
 
 // src: [n][in] f32; dst: [n][rows] f32. `act_buffer` grows to hold the converted

@@ -1,0 +1,40 @@
+// A Backend over the stages of a device plan (DESIGN.md section 3), for any kind of device:
+//   single  one stage holds everything and runs on the caller's thread;
+//   layer   the stages run in pipeline order, each on its own thread; the activations cross
+//           each boundary through the communicator. A batch of several micro-batches is
+//           pipelined: while stage d runs micro-batch m, stage d + 1 runs micro-batch m - 1,
+//           so that a long prompt keeps every device busy;
+//   tensor  the stage holding the embedding embeds the batch and copies it to the others;
+//           all stages then run every layer at once (their all-reduces meet in the
+//           communicator) and the stage holding the output layer computes the logits.
+// When a stage fails, the communicator is aborted so that no other stage waits for it, the
+// cache keeps the positions before the failed call, and the error names the device.
+//
+// Thread-safety: as Backend.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/communicator.h"
+#include "backend/device_stage.h"
+#include "powerhouse/plan.h"
+
+namespace powerhouse {
+
+struct SplitShape {
+    SplitMode mode = SplitMode::single;
+    uint32_t n_ctx = 0;
+    uint32_t n_batch = 0;      // tokens per stage call (the micro-batch of a layer split)
+    uint32_t n_vocab = 0;
+    uint32_t n_embd = 0;
+    size_t embedding_stage = 0;  // which stage embeds
+    size_t output_stage = 0;     // which stage computes the logits
+};
+
+// `stages` in pipeline order (layer split). `comm` has one rank per stage.
+Result<std::unique_ptr<Backend>> make_split_backend(std::vector<std::unique_ptr<DeviceStage>> stages,
+                                                    std::unique_ptr<Communicator> comm, const SplitShape& shape);
+
+}  // namespace powerhouse
