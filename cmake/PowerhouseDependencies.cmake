@@ -44,6 +44,16 @@ if(NOT TARGET CLI11::CLI11)
     target_include_directories(CLI11::CLI11 SYSTEM INTERFACE "${POWERHOUSE_THIRD_PARTY}/include")
 endif()
 
+# The app's store (app/core): SQLite and its C++ wrapper, found here so that the tests
+# see their targets too.
+if(POWERHOUSE_APP)
+    find_package(SQLite3 REQUIRED)
+    find_package(SQLiteCpp CONFIG QUIET)
+    if(NOT TARGET SQLiteCpp)
+        message(FATAL_ERROR "SQLiteCpp not found: install libsqlitecpp-dev (scripts/setup does)")
+    endif()
+endif()
+
 if(POWERHOUSE_TESTS)
     find_package(GTest QUIET)
     if(NOT TARGET GTest::gtest_main)

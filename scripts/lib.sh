@@ -28,9 +28,11 @@ ensure_packages() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# What every build needs: compiler, CMake, and the libraries of the engine and the CLI.
+# What every build needs: compiler, CMake, and the libraries of the engine, the CLI and
+# app/core (SQLite and SQLiteCpp for the store).
 BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
-                python3 python3-pip libfmt-dev nlohmann-json3-dev libcli11-dev)
+                python3 python3-pip libfmt-dev nlohmann-json3-dev libcli11-dev
+                libsqlite3-dev libsqlitecpp-dev)
 # What the tests add: GoogleTest, Google Benchmark, clang for libFuzzer and sanitizers.
 TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev)
 

@@ -55,6 +55,20 @@ TEST(CliPlan, ImpossibleRequestsAreExplained) {
     EXPECT_NE(mode.err.find("auto, single, layer, tensor"), std::string::npos) << mode.err;
 }
 
+// The virtual CPU devices that generate, chat and bench run on (--devices cpu:N).
+TEST(CliPlan, VirtualCpuDevices) {
+    const test::CliRun run = run_cli("plan " + model() + " --devices cpu:3 --split tensor --reserve-mib 0 --json");
+    ASSERT_EQ(run.status, 0) << run.err;
+    const nlohmann::json out = nlohmann::json::parse(run.out);
+    ASSERT_EQ(out.at("devices").size(), 3u);
+    EXPECT_EQ(out["devices"][2]["name"], "CPU 2");
+    EXPECT_EQ(out["devices"][2]["kv_head_begin"], 2);
+    EXPECT_EQ(out["devices"][2]["ff_end"], 1536);
+    const test::CliRun bad = run_cli("plan " + model() + " --devices cpu:0");
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.err.find("cpu:N"), std::string::npos) << bad.err;
+}
+
 TEST(CliPlan, UsesTheSimulatedGpus) {
     setenv("POWERHOUSE_SIMULATE_GPUS", "RTX 4090:24;A100:80", 1);
     const test::CliRun run = run_cli("plan " + model());

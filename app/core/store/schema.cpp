@@ -1,0 +1,86 @@
+#include "store/schema.h"
+
+namespace powerhouse::store {
+
+namespace {
+
+// 1: conversations and messages.
+constexpr std::string_view kConversations = R"sql(
+CREATE TABLE conversations (
+    id            INTEGER PRIMARY KEY,
+    title         TEXT NOT NULL,
+    system_prompt TEXT NOT NULL DEFAULT '',
+    settings_json TEXT NOT NULL DEFAULT '{}',
+    created_ms    INTEGER NOT NULL,
+    updated_ms    INTEGER NOT NULL,
+    deleted_ms    INTEGER
+);
+CREATE INDEX conversations_by_activity ON conversations (updated_ms DESC, id DESC);
+
+CREATE TABLE messages (
+    id                INTEGER PRIMARY KEY,
+    conversation_id   INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    role              TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    content           TEXT NOT NULL,
+    state             TEXT NOT NULL DEFAULT 'complete'
+                      CHECK (state IN ('complete', 'streaming', 'stopped', 'failed', 'interrupted')),
+    error             TEXT NOT NULL DEFAULT '',
+    model             TEXT NOT NULL DEFAULT '',
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    generated_tokens  INTEGER NOT NULL DEFAULT 0,
+    ttft_ms           REAL NOT NULL DEFAULT 0,
+    tokens_per_second REAL NOT NULL DEFAULT 0,
+    energy_joules     REAL,
+    created_ms        INTEGER NOT NULL,
+    updated_ms        INTEGER NOT NULL
+);
+CREATE INDEX messages_by_conversation ON messages (conversation_id, id);
+)sql";
+
+// 2: full-text search over titles and messages, and the settings tables.
+constexpr std::string_view kSearchAndSettings = R"sql(
+CREATE VIRTUAL TABLE messages_fts USING fts5 (content, content = 'messages', content_rowid = 'id');
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+END;
+INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+
+CREATE VIRTUAL TABLE conversations_fts USING fts5 (title, content = 'conversations', content_rowid = 'id');
+CREATE TRIGGER conversations_fts_insert AFTER INSERT ON conversations BEGIN
+    INSERT INTO conversations_fts (rowid, title) VALUES (new.id, new.title);
+END;
+CREATE TRIGGER conversations_fts_delete AFTER DELETE ON conversations BEGIN
+    INSERT INTO conversations_fts (conversations_fts, rowid, title) VALUES ('delete', old.id, old.title);
+END;
+CREATE TRIGGER conversations_fts_update AFTER UPDATE OF title ON conversations BEGIN
+    INSERT INTO conversations_fts (conversations_fts, rowid, title) VALUES ('delete', old.id, old.title);
+    INSERT INTO conversations_fts (rowid, title) VALUES (new.id, new.title);
+END;
+INSERT INTO conversations_fts (conversations_fts) VALUES ('rebuild');
+
+CREATE TABLE app_settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE gpu_settings (
+    uuid       TEXT PRIMARY KEY,
+    json       TEXT NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
+)sql";
+
+}  // namespace
+
+const std::vector<std::string_view>& migrations() {
+    static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings};
+    return list;
+}
+
+}  // namespace powerhouse::store

@@ -1,0 +1,515 @@
+#include "store/store.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <system_error>
+
+#include "store/schema.h"
+
+namespace powerhouse::store {
+
+namespace {
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+MessageState parse_state(const std::string& text) {
+    if (text == "streaming") return MessageState::streaming;
+    if (text == "stopped") return MessageState::stopped;
+    if (text == "failed") return MessageState::failed;
+    if (text == "interrupted") return MessageState::interrupted;
+    return MessageState::complete;
+}
+
+// FTS5 query from what the user typed: every word, each as a quoted prefix, so that
+// punctuation and FTS5 syntax in the input are taken literally.
+std::string fts_query(const std::string& text) {
+    std::string query;
+    std::string word;
+    const auto flush = [&] {
+        if (word.empty()) return;
+        if (!query.empty()) query += ' ';
+        query += '"' + word + "\"*";
+        word.clear();
+    };
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x80 || std::isalnum(u) != 0) {
+            word += c;
+        } else {
+            flush();  // spaces, punctuation and quotes separate words, as FTS5's tokenizer does
+        }
+    }
+    flush();
+    return query;
+}
+
+const char* kConversationColumns = "id, title, system_prompt, settings_json, created_ms, updated_ms";
+const char* kMessageColumns =
+    "id, conversation_id, role, content, state, error, model, prompt_tokens, generated_tokens, ttft_ms, "
+    "tokens_per_second, energy_joules, created_ms, updated_ms";
+
+Conversation read_conversation(SQLite::Statement& q) {
+    Conversation c;
+    c.id = q.getColumn(0).getInt64();
+    c.title = q.getColumn(1).getString();
+    c.system_prompt = q.getColumn(2).getString();
+    c.settings_json = q.getColumn(3).getString();
+    c.created_ms = q.getColumn(4).getInt64();
+    c.updated_ms = q.getColumn(5).getInt64();
+    return c;
+}
+
+Message read_message(SQLite::Statement& q) {
+    Message m;
+    m.id = q.getColumn(0).getInt64();
+    m.conversation_id = q.getColumn(1).getInt64();
+    m.role = q.getColumn(2).getString();
+    m.content = q.getColumn(3).getString();
+    m.state = parse_state(q.getColumn(4).getString());
+    m.error = q.getColumn(5).getString();
+    m.stats.model = q.getColumn(6).getString();
+    m.stats.prompt_tokens = q.getColumn(7).getInt64();
+    m.stats.generated_tokens = q.getColumn(8).getInt64();
+    m.stats.ttft_ms = q.getColumn(9).getDouble();
+    m.stats.tokens_per_second = q.getColumn(10).getDouble();
+    if (!q.getColumn(11).isNull()) m.stats.energy_joules = q.getColumn(11).getDouble();
+    m.created_ms = q.getColumn(12).getInt64();
+    m.updated_ms = q.getColumn(13).getInt64();
+    return m;
+}
+
+}  // namespace
+
+const char* message_state_name(MessageState state) {
+    switch (state) {
+        case MessageState::complete: return "complete";
+        case MessageState::streaming: return "streaming";
+        case MessageState::stopped: return "stopped";
+        case MessageState::failed: return "failed";
+        case MessageState::interrupted: return "interrupted";
+    }
+    return "complete";
+}
+
+struct Store::Impl {
+    std::filesystem::path path;
+    SQLite::Database db;
+    int version = 0;
+    std::filesystem::path backup;
+    int recovered = 0;
+
+    Impl(std::filesystem::path p)
+        : path(std::move(p)), db(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, 5000) {}
+
+    Error failure(const std::exception& e) const {
+        return make_error(ErrorCode::io, fmt::format("{}: {}", path.string(), e.what()));
+    }
+
+    // Runs `body` and turns SQLite's exceptions into errors naming the file.
+    template <class Body>
+    auto guarded(Body&& body) const -> decltype(body()) {
+        try {
+            return body();
+        } catch (const std::exception& e) {
+            return failure(e);
+        }
+    }
+
+    // Touches a conversation's activity time; fails when there is no such conversation.
+    void touch(int64_t conversation_id, int64_t at) {
+        SQLite::Statement q(db, "UPDATE conversations SET updated_ms = ? WHERE id = ?");
+        q.bind(1, at);
+        q.bind(2, conversation_id);
+        q.exec();
+    }
+
+    Result<void> migrate(int target);
+};
+
+Result<void> Store::Impl::migrate(int target) {
+    const std::vector<std::string_view>& list = migrations();
+    if (version > static_cast<int>(list.size())) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("{} was written by a newer Powerhouse (schema {}; this one knows up to {}): "
+                                      "update Powerhouse, or open another data folder",
+                                      path.string(), version, list.size()));
+    }
+    if (version >= target) return {};
+    if (version > 0) {
+        // Keep a copy of the file as it was, beside it, before changing its schema.
+        std::filesystem::path copy = path;
+        copy += fmt::format(".v{}.bak", version);
+        for (int n = 2; std::filesystem::exists(copy); ++n) {
+            copy = path;
+            copy += fmt::format(".v{}.{}.bak", version, n);
+        }
+        SQLite::Statement vacuum(db, "VACUUM INTO ?");
+        vacuum.bind(1, copy.string());
+        vacuum.exec();
+        backup = copy;
+    }
+    for (int next = version + 1; next <= target; ++next) {
+        SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+        // Another process may have migrated the file meanwhile.
+        const int current = db.execAndGet("PRAGMA user_version").getInt();
+        if (current >= next) {
+            version = current;
+            continue;
+        }
+        db.exec(std::string(list[static_cast<size_t>(next - 1)]));
+        db.exec(fmt::format("PRAGMA user_version = {}", next));
+        transaction.commit();
+        version = next;
+    }
+    return {};
+}
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+int Store::latest_version() { return static_cast<int>(migrations().size()); }
+
+Result<Store> Store::open(const std::filesystem::path& path, const StoreOptions& options) {
+    if (path.has_parent_path()) {
+        std::error_code ec;
+        std::filesystem::create_directories(path.parent_path(), ec);
+        if (ec) {
+            return make_error(ErrorCode::io, fmt::format("cannot create the data folder {}: {}",
+                                                         path.parent_path().string(), ec.message()));
+        }
+    }
+    std::unique_ptr<Impl> impl;
+    try {
+        impl = std::make_unique<Impl>(path);
+    } catch (const std::exception& e) {
+        return make_error(ErrorCode::io, fmt::format("cannot open {}: {}", path.string(), e.what()));
+    }
+    const int target = options.target_version > 0 ? std::min(options.target_version, latest_version())
+                                                  : latest_version();
+    Result<void> ready = impl->guarded([&]() -> Result<void> {
+        SQLite::Database& db = impl->db;
+        // Not a database at all (or a damaged one): say so before changing anything.
+        const std::string check = db.execAndGet("PRAGMA quick_check").getString();
+        if (check != "ok") {
+            return make_error(ErrorCode::format, fmt::format("{} is damaged ({}): move it away to start afresh, or "
+                                                             "restore a backup", impl->path.string(), check));
+        }
+        db.exec("PRAGMA journal_mode = WAL");
+        db.exec("PRAGMA synchronous = FULL");
+        db.exec("PRAGMA foreign_keys = ON");
+        impl->version = db.execAndGet("PRAGMA user_version").getInt();
+        if (Result<void> m = impl->migrate(target); !m) return m;
+        if (impl->version >= 1) {
+            SQLite::Statement q(db, "UPDATE messages SET state = 'interrupted', updated_ms = ? WHERE state = 'streaming'");
+            q.bind(1, now_ms());
+            impl->recovered = q.exec();
+        }
+        return {};
+    });
+    if (!ready) {
+        if (ready.error().code == ErrorCode::io && ready.error().message.find("file is not a database") != std::string::npos) {
+            return make_error(ErrorCode::format, fmt::format("{} is not a Powerhouse data file (not an SQLite "
+                                                             "database): move it away or choose another data folder",
+                                                             path.string()));
+        }
+        return ready.error();
+    }
+    return Store(std::move(impl));
+}
+
+const std::filesystem::path& Store::path() const { return impl_->path; }
+int Store::schema_version() const { return impl_->version; }
+const std::filesystem::path& Store::backup_path() const { return impl_->backup; }
+int Store::recovered_messages() const { return impl_->recovered; }
+
+Result<Conversation> Store::create_conversation(const std::string& title, const std::string& system_prompt) {
+    return impl_->guarded([&]() -> Result<Conversation> {
+        const int64_t at = now_ms();
+        SQLite::Statement q(impl_->db, "INSERT INTO conversations (title, system_prompt, created_ms, updated_ms) "
+                                       "VALUES (?, ?, ?, ?)");
+        q.bind(1, title);
+        q.bind(2, system_prompt);
+        q.bind(3, at);
+        q.bind(4, at);
+        q.exec();
+        Conversation c;
+        c.id = impl_->db.getLastInsertRowid();
+        c.title = title;
+        c.system_prompt = system_prompt;
+        c.settings_json = "{}";
+        c.created_ms = c.updated_ms = at;
+        return c;
+    });
+}
+
+Result<std::vector<Conversation>> Store::conversations() const {
+    return impl_->guarded([&]() -> Result<std::vector<Conversation>> {
+        SQLite::Statement q(impl_->db, fmt::format("SELECT {} FROM conversations WHERE deleted_ms IS NULL "
+                                                   "ORDER BY updated_ms DESC, id DESC",
+                                                   kConversationColumns));
+        std::vector<Conversation> out;
+        while (q.executeStep()) out.push_back(read_conversation(q));
+        return out;
+    });
+}
+
+Result<Conversation> Store::conversation(int64_t id) const {
+    return impl_->guarded([&]() -> Result<Conversation> {
+        SQLite::Statement q(impl_->db, fmt::format("SELECT {} FROM conversations WHERE id = ?", kConversationColumns));
+        q.bind(1, id);
+        if (!q.executeStep()) return make_error(ErrorCode::invalid_argument, fmt::format("no conversation {}", id));
+        return read_conversation(q);
+    });
+}
+
+namespace {
+
+Result<void> changed_one(int rows, const char* what, int64_t id) {
+    if (rows == 0) return make_error(ErrorCode::invalid_argument, fmt::format("no {} {}", what, id));
+    return {};
+}
+
+}  // namespace
+
+Result<void> Store::rename_conversation(int64_t id, const std::string& title) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "UPDATE conversations SET title = ?, updated_ms = ? WHERE id = ?");
+        q.bind(1, title);
+        q.bind(2, now_ms());
+        q.bind(3, id);
+        return changed_one(q.exec(), "conversation", id);
+    });
+}
+
+Result<void> Store::set_conversation_settings(int64_t id, const std::string& system_prompt,
+                                              const std::string& settings_json) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "UPDATE conversations SET system_prompt = ?, settings_json = ? WHERE id = ?");
+        q.bind(1, system_prompt);
+        q.bind(2, settings_json);
+        q.bind(3, id);
+        return changed_one(q.exec(), "conversation", id);
+    });
+}
+
+Result<void> Store::delete_conversation(int64_t id) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "UPDATE conversations SET deleted_ms = ? WHERE id = ? AND deleted_ms IS NULL");
+        q.bind(1, now_ms());
+        q.bind(2, id);
+        return changed_one(q.exec(), "conversation", id);
+    });
+}
+
+Result<void> Store::restore_conversation(int64_t id) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "UPDATE conversations SET deleted_ms = NULL WHERE id = ? AND deleted_ms IS NOT NULL");
+        q.bind(1, id);
+        return changed_one(q.exec(), "deleted conversation", id);
+    });
+}
+
+Result<int> Store::purge_deleted() {
+    return impl_->guarded([&]() -> Result<int> {
+        return impl_->db.exec("DELETE FROM conversations WHERE deleted_ms IS NOT NULL");
+    });
+}
+
+Result<std::vector<SearchHit>> Store::search(const std::string& text, int limit) const {
+    const std::string query = fts_query(text);
+    if (query.empty()) return std::vector<SearchHit>{};
+    return impl_->guarded([&]() -> Result<std::vector<SearchHit>> {
+        // Title matches first, then messages by relevance (bm25: lower is better).
+        SQLite::Statement q(impl_->db, R"sql(
+            SELECT c.id, c.title, c.title, c.updated_ms, 0 AS kind, bm25(conversations_fts) AS rank
+              FROM conversations_fts JOIN conversations c ON c.id = conversations_fts.rowid
+             WHERE conversations_fts MATCH ?1 AND c.deleted_ms IS NULL
+            UNION ALL
+            SELECT c.id, c.title, snippet(messages_fts, 0, '[', ']', '…', 12), c.updated_ms, 1 AS kind,
+                   bm25(messages_fts) AS rank
+              FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+                   JOIN conversations c ON c.id = m.conversation_id
+             WHERE messages_fts MATCH ?1 AND c.deleted_ms IS NULL
+            ORDER BY kind, rank)sql");
+        q.bind(1, query);
+        std::vector<SearchHit> hits;
+        while (q.executeStep() && static_cast<int>(hits.size()) < limit) {
+            const int64_t id = q.getColumn(0).getInt64();
+            bool seen = false;
+            for (const SearchHit& h : hits) seen = seen || h.conversation_id == id;
+            if (seen) continue;
+            hits.push_back(SearchHit{id, q.getColumn(1).getString(), q.getColumn(2).getString(),
+                                     q.getColumn(3).getInt64()});
+        }
+        return hits;
+    });
+}
+
+Result<Message> Store::add_message(int64_t conversation_id, const std::string& role, const std::string& content,
+                                   MessageState state) {
+    if (role != "system" && role != "user" && role != "assistant") {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("a message's role is system, user or assistant, not '{}'", role));
+    }
+    return impl_->guarded([&]() -> Result<Message> {
+        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+        const int64_t at = now_ms();
+        SQLite::Statement exists(impl_->db, "SELECT 1 FROM conversations WHERE id = ?");
+        exists.bind(1, conversation_id);
+        if (!exists.executeStep()) {
+            return make_error(ErrorCode::invalid_argument, fmt::format("no conversation {}", conversation_id));
+        }
+        SQLite::Statement q(impl_->db, "INSERT INTO messages (conversation_id, role, content, state, created_ms, "
+                                       "updated_ms) VALUES (?, ?, ?, ?, ?, ?)");
+        q.bind(1, conversation_id);
+        q.bind(2, role);
+        q.bind(3, content);
+        q.bind(4, message_state_name(state));
+        q.bind(5, at);
+        q.bind(6, at);
+        q.exec();
+        Message m;
+        m.id = impl_->db.getLastInsertRowid();
+        impl_->touch(conversation_id, at);
+        transaction.commit();
+        m.conversation_id = conversation_id;
+        m.role = role;
+        m.content = content;
+        m.state = state;
+        m.created_ms = m.updated_ms = at;
+        return m;
+    });
+}
+
+Result<void> Store::update_message(int64_t id, const std::string& content) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, updated_ms = ? WHERE id = ?");
+        q.bind(1, content);
+        q.bind(2, now_ms());
+        q.bind(3, id);
+        return changed_one(q.exec(), "message", id);
+    });
+}
+
+Result<void> Store::finish_message(int64_t id, const std::string& content, MessageState state,
+                                   const MessageStats& stats, const std::string& error) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+        const int64_t at = now_ms();
+        SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
+                                       "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
+                                       "energy_joules = ?, updated_ms = ? WHERE id = ?");
+        q.bind(1, content);
+        q.bind(2, message_state_name(state));
+        q.bind(3, error);
+        q.bind(4, stats.model);
+        q.bind(5, stats.prompt_tokens);
+        q.bind(6, stats.generated_tokens);
+        q.bind(7, stats.ttft_ms);
+        q.bind(8, stats.tokens_per_second);
+        if (stats.energy_joules) {
+            q.bind(9, *stats.energy_joules);
+        } else {
+            q.bind(9);
+        }
+        q.bind(10, at);
+        q.bind(11, id);
+        if (Result<void> r = changed_one(q.exec(), "message", id); !r) return r;
+        SQLite::Statement touch(impl_->db, "UPDATE conversations SET updated_ms = ? WHERE id = "
+                                           "(SELECT conversation_id FROM messages WHERE id = ?)");
+        touch.bind(1, at);
+        touch.bind(2, id);
+        touch.exec();
+        transaction.commit();
+        return {};
+    });
+}
+
+Result<std::vector<Message>> Store::messages(int64_t conversation_id) const {
+    return impl_->guarded([&]() -> Result<std::vector<Message>> {
+        SQLite::Statement q(impl_->db,
+                            fmt::format("SELECT {} FROM messages WHERE conversation_id = ? ORDER BY id", kMessageColumns));
+        q.bind(1, conversation_id);
+        std::vector<Message> out;
+        while (q.executeStep()) out.push_back(read_message(q));
+        return out;
+    });
+}
+
+Result<Message> Store::message(int64_t id) const {
+    return impl_->guarded([&]() -> Result<Message> {
+        SQLite::Statement q(impl_->db, fmt::format("SELECT {} FROM messages WHERE id = ?", kMessageColumns));
+        q.bind(1, id);
+        if (!q.executeStep()) return make_error(ErrorCode::invalid_argument, fmt::format("no message {}", id));
+        return read_message(q);
+    });
+}
+
+Result<void> Store::delete_message(int64_t id) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "DELETE FROM messages WHERE id = ?");
+        q.bind(1, id);
+        return changed_one(q.exec(), "message", id);
+    });
+}
+
+Result<int> Store::delete_messages_after(int64_t message_id) {
+    return impl_->guarded([&]() -> Result<int> {
+        SQLite::Statement q(impl_->db, "DELETE FROM messages WHERE conversation_id = "
+                                       "(SELECT conversation_id FROM messages WHERE id = ?1) AND id > ?1");
+        q.bind(1, message_id);
+        return q.exec();
+    });
+}
+
+Result<std::optional<std::string>> Store::setting(const std::string& key) const {
+    return impl_->guarded([&]() -> Result<std::optional<std::string>> {
+        SQLite::Statement q(impl_->db, "SELECT value FROM app_settings WHERE key = ?");
+        q.bind(1, key);
+        if (!q.executeStep()) return std::optional<std::string>{};
+        return std::optional<std::string>(q.getColumn(0).getString());
+    });
+}
+
+Result<void> Store::set_setting(const std::string& key, const std::string& value) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "INSERT INTO app_settings (key, value) VALUES (?, ?) "
+                                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+        q.bind(1, key);
+        q.bind(2, value);
+        q.exec();
+        return {};
+    });
+}
+
+Result<std::optional<std::string>> Store::gpu_settings(const std::string& uuid) const {
+    return impl_->guarded([&]() -> Result<std::optional<std::string>> {
+        SQLite::Statement q(impl_->db, "SELECT json FROM gpu_settings WHERE uuid = ?");
+        q.bind(1, uuid);
+        if (!q.executeStep()) return std::optional<std::string>{};
+        return std::optional<std::string>(q.getColumn(0).getString());
+    });
+}
+
+Result<void> Store::set_gpu_settings(const std::string& uuid, const std::string& json) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "INSERT INTO gpu_settings (uuid, json, updated_ms) VALUES (?, ?, ?) "
+                                       "ON CONFLICT (uuid) DO UPDATE SET json = excluded.json, "
+                                       "updated_ms = excluded.updated_ms");
+        q.bind(1, uuid);
+        q.bind(2, json);
+        q.bind(3, now_ms());
+        q.exec();
+        return {};
+    });
+}
+
+}  // namespace powerhouse::store

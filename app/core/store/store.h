@@ -1,0 +1,142 @@
+// The app's own data in one SQLite file: conversations and their messages (with the
+// statistics of each answer), per-conversation settings, per-GPU settings by UUID, and app
+// settings. No Qt: the desktop app and the command line share it.
+//
+// Durability: the file is in WAL mode with synchronous=FULL, so a call that returned has
+// reached the disk; a crash or SIGKILL loses nothing that was acknowledged and never leaves
+// a half-written message. An answer that was streaming when the app died is found on the
+// next open and marked interrupted, with the text saved so far.
+//
+// Schema changes are numbered migrations (PRAGMA user_version); before migrating an
+// existing file the store copies it beside itself ("<file>.v<N>.bak"), so an upgrade can
+// always be undone by hand.
+//
+// Errors are values (powerhouse/result.h) that say what failed and on which file.
+//
+// Thread-safety: a Store is used by one thread at a time; it may be moved between threads.
+// Several Stores (or processes) may open the same file; writers wait for each other.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "powerhouse/result.h"
+
+namespace powerhouse::store {
+
+struct Conversation {
+    int64_t id = 0;
+    std::string title;
+    std::string system_prompt;
+    std::string settings_json;  // sampling and other per-conversation settings, the app's JSON
+    int64_t created_ms = 0;     // milliseconds since the Unix epoch
+    int64_t updated_ms = 0;     // last change to it or its messages
+};
+
+enum class MessageState {
+    complete,     // a finished message
+    streaming,    // an answer being generated (saved every second or so)
+    stopped,      // the user stopped the answer
+    failed,       // generation failed; the error is in `error`
+    interrupted,  // the app ended while the answer was streaming
+};
+const char* message_state_name(MessageState state);
+
+// What the engine reported for an answer.
+struct MessageStats {
+    std::string model;
+    int64_t prompt_tokens = 0;
+    int64_t generated_tokens = 0;
+    double ttft_ms = 0;
+    double tokens_per_second = 0;
+    std::optional<double> energy_joules;
+};
+
+struct Message {
+    int64_t id = 0;
+    int64_t conversation_id = 0;
+    std::string role;  // "system", "user", "assistant"
+    std::string content;
+    MessageState state = MessageState::complete;
+    std::string error;  // why generation failed
+    MessageStats stats;
+    int64_t created_ms = 0;
+    int64_t updated_ms = 0;
+};
+
+struct SearchHit {
+    int64_t conversation_id = 0;
+    std::string title;
+    std::string snippet;  // the matching text, terms between [ and ]
+    int64_t updated_ms = 0;
+};
+
+struct StoreOptions {
+    // Migrate no further than this version (tests of the migrations); 0: the latest.
+    int target_version = 0;
+};
+
+class Store {
+public:
+    // Opens or creates the file (and its folder), migrating it to the current schema.
+    static Result<Store> open(const std::filesystem::path& path, const StoreOptions& options = {});
+    static int latest_version();
+
+    Store(Store&&) noexcept;
+    Store& operator=(Store&&) noexcept;
+    ~Store();
+
+    const std::filesystem::path& path() const;
+    int schema_version() const;
+    // The copy made before the last migration at open(); empty when none was needed.
+    const std::filesystem::path& backup_path() const;
+    // Answers that were streaming when the app last ended, marked interrupted by open().
+    int recovered_messages() const;
+
+    // Conversations, newest activity first; deleted ones are hidden until purged.
+    Result<Conversation> create_conversation(const std::string& title, const std::string& system_prompt = {});
+    Result<std::vector<Conversation>> conversations() const;
+    Result<Conversation> conversation(int64_t id) const;
+    Result<void> rename_conversation(int64_t id, const std::string& title);
+    Result<void> set_conversation_settings(int64_t id, const std::string& system_prompt,
+                                           const std::string& settings_json);
+    // Hides a conversation; restore_conversation undoes it until purge_deleted runs.
+    Result<void> delete_conversation(int64_t id);
+    Result<void> restore_conversation(int64_t id);
+    Result<int> purge_deleted();
+    // Conversations whose title or messages contain every word of `text` (prefixes count:
+    // "cap" finds "capital"), best match first.
+    Result<std::vector<SearchHit>> search(const std::string& text, int limit = 50) const;
+
+    // Messages of a conversation, in order.
+    Result<Message> add_message(int64_t conversation_id, const std::string& role, const std::string& content,
+                                MessageState state = MessageState::complete);
+    // Saves the text of an answer while it streams.
+    Result<void> update_message(int64_t id, const std::string& content);
+    // Saves an answer for good: its text, final state and statistics.
+    Result<void> finish_message(int64_t id, const std::string& content, MessageState state,
+                                const MessageStats& stats, const std::string& error = {});
+    Result<std::vector<Message>> messages(int64_t conversation_id) const;
+    Result<Message> message(int64_t id) const;
+    Result<void> delete_message(int64_t id);
+    // Deletes the messages after `message_id` in its conversation (regenerate, edit and resend).
+    Result<int> delete_messages_after(int64_t message_id);
+
+    // App settings and per-GPU settings (JSON text the app defines), by key and by GPU UUID.
+    Result<std::optional<std::string>> setting(const std::string& key) const;
+    Result<void> set_setting(const std::string& key, const std::string& value);
+    Result<std::optional<std::string>> gpu_settings(const std::string& uuid) const;
+    Result<void> set_gpu_settings(const std::string& uuid, const std::string& json);
+
+    struct Impl;
+
+private:
+    explicit Store(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace powerhouse::store

@@ -1,0 +1,283 @@
+// The store of conversations and settings (app/core/store): what it keeps, search, delete
+// with undo, the streaming answer's life, migrations with their backup, and files that are
+// not what they should be.
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "support/test_support.h"
+
+namespace powerhouse::store {
+namespace {
+
+Store open_store(const std::filesystem::path& path, const StoreOptions& options = {}) {
+    Result<Store> s = Store::open(path, options);
+    if (!s) {
+        ADD_FAILURE() << s.error().message;
+        std::abort();
+    }
+    return std::move(s).value();
+}
+
+template <class T>
+T ok(Result<T> r) {
+    if (!r) {
+        ADD_FAILURE() << r.error().message;
+        std::abort();
+    }
+    return std::move(r).value();
+}
+
+void ok(Result<void> r) { ASSERT_TRUE(r) << r.error().message; }
+
+TEST(Store, CreatesTheFileWithTheLatestSchemaInWalMode) {
+    test::TempDir dir;
+    const auto path = dir / "nested" / "powerhouse.db";
+    {
+        Store s = open_store(path);
+        EXPECT_EQ(s.schema_version(), Store::latest_version());
+        EXPECT_TRUE(s.backup_path().empty()) << "a new file needs no backup";
+    }
+    SQLite::Database db(path.string());
+    EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
+    EXPECT_EQ(db.execAndGet("PRAGMA user_version").getInt(), Store::latest_version());
+}
+
+TEST(Store, KeepsConversationsAndMessagesAcrossOpens) {
+    test::TempDir dir;
+    int64_t id = 0;
+    {
+        Store s = open_store(dir / "p.db");
+        const Conversation c = ok(s.create_conversation("Capitals", "Answer briefly."));
+        id = c.id;
+        ok(s.add_message(id, "user", "What is the capital of France?"));
+        Message answer = ok(s.add_message(id, "assistant", "", MessageState::streaming));
+        ok(s.update_message(answer.id, "Paris"));
+        MessageStats stats;
+        stats.model = "SmolLM2 135M";
+        stats.prompt_tokens = 31;
+        stats.generated_tokens = 3;
+        stats.ttft_ms = 41.5;
+        stats.tokens_per_second = 58.25;
+        stats.energy_joules = 1.75;
+        ok(s.finish_message(answer.id, "Paris.", MessageState::complete, stats));
+        ok(s.set_conversation_settings(id, "Answer in one word.", R"({"temperature":0.2})"));
+    }
+    Store s = open_store(dir / "p.db");
+    const std::vector<Conversation> list = ok(s.conversations());
+    ASSERT_EQ(list.size(), 1u);
+    EXPECT_EQ(list[0].title, "Capitals");
+    EXPECT_EQ(list[0].system_prompt, "Answer in one word.");
+    EXPECT_EQ(list[0].settings_json, R"({"temperature":0.2})");
+    const std::vector<Message> messages = ok(s.messages(id));
+    ASSERT_EQ(messages.size(), 2u);
+    EXPECT_EQ(messages[0].role, "user");
+    EXPECT_EQ(messages[0].content, "What is the capital of France?");
+    EXPECT_EQ(messages[1].content, "Paris.");
+    EXPECT_EQ(messages[1].state, MessageState::complete);
+    EXPECT_EQ(messages[1].stats.model, "SmolLM2 135M");
+    EXPECT_EQ(messages[1].stats.prompt_tokens, 31);
+    EXPECT_EQ(messages[1].stats.generated_tokens, 3);
+    EXPECT_DOUBLE_EQ(messages[1].stats.ttft_ms, 41.5);
+    EXPECT_DOUBLE_EQ(messages[1].stats.tokens_per_second, 58.25);
+    ASSERT_TRUE(messages[1].stats.energy_joules.has_value());
+    EXPECT_DOUBLE_EQ(*messages[1].stats.energy_joules, 1.75);
+    EXPECT_EQ(s.recovered_messages(), 0);
+}
+
+TEST(Store, ListsTheMostRecentlyActiveConversationFirst) {
+    test::TempDir dir;
+    Store s = open_store(dir / "p.db");
+    const Conversation a = ok(s.create_conversation("a"));
+    const Conversation b = ok(s.create_conversation("b"));
+    const Conversation c = ok(s.create_conversation("c"));
+    std::vector<Conversation> list = ok(s.conversations());
+    ASSERT_EQ(list.size(), 3u);
+    EXPECT_EQ(list[0].id, c.id);
+    EXPECT_EQ(list[2].id, a.id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ok(s.add_message(a.id, "user", "back to a"));
+    list = ok(s.conversations());
+    EXPECT_EQ(list[0].id, a.id);
+    EXPECT_EQ(list[1].id, c.id);
+    EXPECT_EQ(list[2].id, b.id);
+}
+
+TEST(Store, DeleteCanBeUndoneUntilPurged) {
+    test::TempDir dir;
+    Store s = open_store(dir / "p.db");
+    const Conversation keep = ok(s.create_conversation("keep"));
+    const Conversation gone = ok(s.create_conversation("gone"));
+    ok(s.add_message(gone.id, "user", "a unique word: zanzibar"));
+    ok(s.delete_conversation(gone.id));
+    EXPECT_EQ(ok(s.conversations()).size(), 1u);
+    EXPECT_TRUE(ok(s.search("zanzibar")).empty()) << "deleted conversations are not found";
+    ok(s.restore_conversation(gone.id));
+    EXPECT_EQ(ok(s.conversations()).size(), 2u);
+    EXPECT_EQ(ok(s.search("zanzibar")).size(), 1u);
+    ok(s.delete_conversation(gone.id));
+    EXPECT_EQ(ok(s.purge_deleted()), 1);
+    EXPECT_FALSE(s.restore_conversation(gone.id));
+    EXPECT_TRUE(ok(s.messages(gone.id)).empty()) << "its messages went with it";
+    EXPECT_TRUE(ok(s.search("zanzibar")).empty());
+    EXPECT_EQ(ok(s.conversations()).front().id, keep.id);
+}
+
+TEST(Store, SearchFindsTitlesAndContentsByWordPrefixes) {
+    test::TempDir dir;
+    Store s = open_store(dir / "p.db");
+    const Conversation geo = ok(s.create_conversation("Geography quiz"));
+    const Conversation code = ok(s.create_conversation("Rust lifetimes"));
+    ok(s.add_message(geo.id, "user", "What is the capital of France?"));
+    ok(s.add_message(geo.id, "assistant", "The capital of France is Paris."));
+    ok(s.add_message(code.id, "user", "Why does the borrow checker complain about my capital-letter function?"));
+
+    std::vector<SearchHit> hits = ok(s.search("capital france"));
+    ASSERT_EQ(hits.size(), 1u) << "every word must match";
+    EXPECT_EQ(hits[0].conversation_id, geo.id);
+    EXPECT_NE(hits[0].snippet.find("[France]"), std::string::npos) << hits[0].snippet;
+
+    hits = ok(s.search("capit"));
+    EXPECT_EQ(hits.size(), 2u) << "prefixes match, one hit per conversation";
+
+    hits = ok(s.search("geog"));
+    ASSERT_EQ(hits.size(), 1u);
+    EXPECT_EQ(hits[0].snippet, "Geography quiz");
+
+    ok(s.rename_conversation(code.id, "Borrow checker"));
+    EXPECT_EQ(ok(s.search("lifetimes")).size(), 0u);
+    EXPECT_EQ(ok(s.search("borrow")).front().conversation_id, code.id);
+
+    // What the user types is never FTS5 syntax.
+    EXPECT_TRUE(s.search("\"unbalanced quote").ok());
+    EXPECT_TRUE(s.search("NEAR(a b) OR * : ^").ok());
+    EXPECT_TRUE(ok(s.search("   ")).empty());
+    // Words outside ASCII.
+    const Conversation fr = ok(s.create_conversation("Café"));
+    ok(s.add_message(fr.id, "user", "Où est la bibliothèque ?"));
+    EXPECT_EQ(ok(s.search("bibliothèque")).size(), 1u);
+}
+
+TEST(Store, RegenerateAndEditDropTheMessagesAfterOne) {
+    test::TempDir dir;
+    Store s = open_store(dir / "p.db");
+    const Conversation c = ok(s.create_conversation("c"));
+    const Message q1 = ok(s.add_message(c.id, "user", "one"));
+    ok(s.add_message(c.id, "assistant", "1"));
+    ok(s.add_message(c.id, "user", "two"));
+    ok(s.add_message(c.id, "assistant", "2"));
+    EXPECT_EQ(ok(s.delete_messages_after(q1.id)), 3);
+    const std::vector<Message> left = ok(s.messages(c.id));
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(left[0].content, "one");
+    ok(s.delete_message(q1.id));
+    EXPECT_TRUE(ok(s.messages(c.id)).empty());
+}
+
+TEST(Store, AnAnswerLeftStreamingIsMarkedInterruptedWithItsText) {
+    test::TempDir dir;
+    int64_t id = 0;
+    {
+        Store s = open_store(dir / "p.db");
+        const Conversation c = ok(s.create_conversation("c"));
+        ok(s.add_message(c.id, "user", "tell me a story"));
+        id = ok(s.add_message(c.id, "assistant", "", MessageState::streaming)).id;
+        ok(s.update_message(id, "Once upon a time"));
+        // The app ends here without finishing the answer.
+    }
+    Store s = open_store(dir / "p.db");
+    EXPECT_EQ(s.recovered_messages(), 1);
+    const Message m = ok(s.message(id));
+    EXPECT_EQ(m.state, MessageState::interrupted);
+    EXPECT_EQ(m.content, "Once upon a time");
+}
+
+TEST(Store, SettingsByKeyAndByGpu) {
+    test::TempDir dir;
+    {
+        Store s = open_store(dir / "p.db");
+        EXPECT_FALSE(ok(s.setting("theme")).has_value());
+        ok(s.set_setting("theme", "dark"));
+        ok(s.set_setting("theme", "light"));
+        ok(s.set_gpu_settings("GPU-0000", R"({"use":true,"reserve_mib":1024})"));
+    }
+    Store s = open_store(dir / "p.db");
+    EXPECT_EQ(ok(s.setting("theme")), std::optional<std::string>("light"));
+    EXPECT_EQ(ok(s.gpu_settings("GPU-0000")), std::optional<std::string>(R"({"use":true,"reserve_mib":1024})"));
+    EXPECT_FALSE(ok(s.gpu_settings("GPU-1111")).has_value());
+}
+
+TEST(Store, BadRequestsAreErrorsThatSayWhat) {
+    test::TempDir dir;
+    Store s = open_store(dir / "p.db");
+    Result<Message> no_conversation = s.add_message(999, "user", "hi");
+    ASSERT_FALSE(no_conversation);
+    EXPECT_NE(no_conversation.error().message.find("no conversation 999"), std::string::npos);
+    const Conversation c = ok(s.create_conversation("c"));
+    Result<Message> bad_role = s.add_message(c.id, "robot", "hi");
+    ASSERT_FALSE(bad_role);
+    EXPECT_NE(bad_role.error().message.find("robot"), std::string::npos);
+    EXPECT_FALSE(s.update_message(12345, "x"));
+    EXPECT_FALSE(s.rename_conversation(12345, "x"));
+    EXPECT_FALSE(s.delete_conversation(12345));
+}
+
+// A file at schema 1 (before search and settings) is copied aside, then migrated, and
+// what it held is found by the new search.
+TEST(Store, MigratesAnOlderFileAfterBackingItUp) {
+    test::TempDir dir;
+    const auto path = dir / "p.db";
+    {
+        StoreOptions v1;
+        v1.target_version = 1;
+        Store old = open_store(path, v1);
+        EXPECT_EQ(old.schema_version(), 1);
+        const Conversation c = ok(old.create_conversation("Old times"));
+        ok(old.add_message(c.id, "user", "remember the gramophone"));
+    }
+    Store s = open_store(path);
+    EXPECT_EQ(s.schema_version(), Store::latest_version());
+    ASSERT_FALSE(s.backup_path().empty());
+    EXPECT_EQ(s.backup_path().filename().string(), "p.db.v1.bak");
+    EXPECT_EQ(ok(s.search("gramophone")).size(), 1u) << "migration 2 indexes the existing messages";
+    EXPECT_EQ(ok(s.search("old")).size(), 1u);
+    // The backup is the file as it was.
+    SQLite::Database backup(s.backup_path().string());
+    EXPECT_EQ(backup.execAndGet("PRAGMA user_version").getInt(), 1);
+    EXPECT_EQ(backup.execAndGet("SELECT content FROM messages").getString(), "remember the gramophone");
+}
+
+TEST(Store, RefusesFilesItCannotUseWithoutTouchingThem) {
+    test::TempDir dir;
+    const auto junk = dir / "junk.db";
+    test::write_file(junk, std::string(8192, 'x'));
+    Result<Store> a = Store::open(junk);
+    ASSERT_FALSE(a);
+    EXPECT_NE(a.error().message.find("not a Powerhouse data file"), std::string::npos) << a.error().message;
+    EXPECT_EQ(test::read_file(junk), std::string(8192, 'x'));
+
+    const auto newer = dir / "newer.db";
+    {
+        SQLite::Database db(newer.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("PRAGMA user_version = 99");
+    }
+    Result<Store> b = Store::open(newer);
+    ASSERT_FALSE(b);
+    EXPECT_EQ(b.error().code, ErrorCode::unsupported);
+    EXPECT_NE(b.error().message.find("newer Powerhouse"), std::string::npos) << b.error().message;
+
+    Result<Store> c = Store::open("/proc/no-such-folder/p.db");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.error().message.find("/proc/no-such-folder"), std::string::npos) << c.error().message;
+}
+
+}  // namespace
+}  // namespace powerhouse::store
