@@ -8,6 +8,8 @@ set(POWERHOUSE_CUDA_ARCHS "90" CACHE STRING "CUDA architectures (CMAKE_CUDA_ARCH
 # OFF is the GPU-machine profile: engine, kernels, CLI and engine/kernel tests only, no Qt,
 # SQLite or curl (see DESIGN.md section 6).
 option(POWERHOUSE_APP "Build the application layer (app/core, desktop app)" ON)
+set(POWERHOUSE_DESKTOP "AUTO" CACHE STRING "Build the desktop app (Qt 6 Quick): AUTO (when Qt is found), ON, OFF")
+set_property(CACHE POWERHOUSE_DESKTOP PROPERTY STRINGS AUTO ON OFF)
 option(POWERHOUSE_TESTS "Build the tests" ON)
 option(POWERHOUSE_BENCHMARKS "Build the Google Benchmark programs (when found)" ON)
 option(POWERHOUSE_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)

@@ -1,0 +1,249 @@
+#include "chat_controller.h"
+
+#include <QFileInfo>
+
+using powerhouse::store::Message;
+using powerhouse::store::MessageState;
+using powerhouse::store::MessageStats;
+
+ChatController::ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent)
+    : QObject(parent), m_store(store), m_engine(engine), m_conversations(store) {
+    connect(&m_conversations, &ConversationListModel::error, this, &ChatController::showError);
+    connect(&m_engine, &EngineClient::loadProgress, this, [this](double fraction, const QString& stage) {
+        m_loadProgress = fraction;
+        m_loadStage = stage;
+        emit loadProgressChanged();
+    });
+    connect(&m_engine, &EngineClient::loaded, this, [this](const QVariantMap& summary) {
+        m_modelState = QStringLiteral("ready");
+        m_modelName = summary.value("name").toString();
+        m_modelDevice = summary.value("device").toString();
+        emit modelChanged();
+        emit idle();
+    });
+    connect(&m_engine, &EngineClient::loadFailed, this, [this](const QString& message) {
+        m_modelState = QStringLiteral("failed");
+        emit modelChanged();
+        showError(tr("The model could not be loaded: %1").arg(message));
+        emit idle();
+    });
+    connect(&m_engine, &EngineClient::tokens, this, &ChatController::onTokens);
+    connect(&m_engine, &EngineClient::finished, this, &ChatController::onFinished);
+    connect(&m_engine, &EngineClient::failed, this, &ChatController::onFailed);
+    m_saveTimer.setInterval(1000);
+    connect(&m_saveTimer, &QTimer::timeout, this, &ChatController::saveStreaming);
+    // Open the most recent conversation, if any.
+    if (m_conversations.rowCount() > 0) {
+        selectConversation(m_conversations.data(m_conversations.index(0), ConversationListModel::IdRole).toLongLong());
+    }
+}
+
+template <class T>
+bool ChatController::check(const powerhouse::Result<T>& result) {
+    if (result) return true;
+    showError(QString::fromStdString(result.error().message));
+    return false;
+}
+
+void ChatController::showError(const QString& message) {
+    m_errorText = message;
+    emit errorTextChanged();
+}
+
+void ChatController::dismissError() {
+    if (m_errorText.isEmpty()) return;
+    m_errorText.clear();
+    emit errorTextChanged();
+}
+
+void ChatController::loadModel(const QString& path, const powerhouse::ModelOptions& options) {
+    m_modelState = QStringLiteral("loading");
+    m_modelName = QFileInfo(path).completeBaseName();
+    m_loadProgress = 0;
+    emit modelChanged();
+    emit loadProgressChanged();
+    m_engine.load(path, options);
+}
+
+void ChatController::newConversation() {
+    if (generating()) stop();
+    m_current = 0;
+    m_currentTitle.clear();
+    m_messages.setMessages({});
+    emit currentConversationChanged();
+}
+
+void ChatController::selectConversation(qint64 id) {
+    if (id == m_current) return;
+    if (generating()) stop();
+    auto conversation = m_store.conversation(id);
+    auto messages = m_store.messages(id);
+    if (!check(conversation) || !check(messages)) return;
+    m_current = id;
+    m_currentTitle = QString::fromStdString(conversation->title);
+    m_messages.setMessages(std::move(messages).value());
+    emit currentConversationChanged();
+}
+
+void ChatController::send(const QString& text) {
+    const QString trimmed = text.trimmed();
+    if (trimmed.isEmpty() || generating()) return;
+    if (m_modelState != QLatin1String("ready")) {
+        showError(m_modelState == QLatin1String("loading") ? tr("The model is still loading; send again when it is ready.")
+                                                           : tr("No model is loaded: add one on the Models page."));
+        return;
+    }
+    if (m_current == 0) {
+        // The first words of the first message name the conversation.
+        QString title = trimmed.section(QLatin1Char('\n'), 0, 0).left(60);
+        auto created = m_store.create_conversation(title.toStdString());
+        if (!check(created)) return;
+        m_current = created->id;
+        m_currentTitle = title;
+        m_messages.setMessages({});
+        emit currentConversationChanged();
+    }
+    // Stored before anything is generated: a crash never loses what the user wrote.
+    auto user = m_store.add_message(m_current, "user", trimmed.toStdString());
+    if (!check(user)) return;
+    m_messages.append(std::move(user).value());
+    m_conversations.reload();
+    startAnswer();
+}
+
+void ChatController::startAnswer() {
+    auto conversation = m_store.conversation(m_current);
+    auto stored = m_store.messages(m_current);
+    if (!check(conversation) || !check(stored)) return;
+    powerhouse::GenerateCommand command;
+    if (!conversation->system_prompt.empty()) command.messages.push_back({"system", conversation->system_prompt});
+    for (const Message& m : *stored) {
+        if (m.role != "system" && !m.content.empty()) command.messages.push_back({m.role, m.content});
+    }
+    command.settings.max_tokens = 1024;
+    command.overflow = powerhouse::ContextOverflow::drop_oldest;
+    auto answer = m_store.add_message(m_current, "assistant", "", MessageState::streaming);
+    if (!check(answer)) return;
+    const qint64 answerId = answer->id;
+    m_messages.append(std::move(answer).value());
+    m_answerText.clear();
+    setGenerating(m_engine.generate(std::move(command)), answerId);
+}
+
+void ChatController::setGenerating(quint64 request, qint64 messageId) {
+    m_request = request;
+    m_answerId = messageId;
+    if (request != 0) {
+        m_saveTimer.start();
+    } else {
+        m_saveTimer.stop();
+    }
+    emit generatingChanged();
+    if (request == 0) emit idle();
+}
+
+void ChatController::onTokens(quint64 request, const QString& text) {
+    if (request != m_request) return;
+    m_answerText += text;
+    m_messages.appendText(m_answerId, text);
+}
+
+void ChatController::saveStreaming() {
+    if (m_answerId != 0) check(m_store.update_message(m_answerId, m_answerText.toStdString()));
+}
+
+void ChatController::finishAnswer(const QString& text, MessageState state, const MessageStats& stats,
+                                  const QString& error) {
+    const qint64 id = m_answerId;
+    setGenerating(0, 0);
+    if (id == 0) return;
+    if (!check(m_store.finish_message(id, text.toStdString(), state, stats, error.toStdString()))) return;
+    auto saved = m_store.message(id);
+    if (check(saved)) m_messages.update(*saved);
+    m_conversations.reload();
+}
+
+void ChatController::onFinished(quint64 request, const QString& text, const QVariantMap& stats) {
+    if (request != m_request) return;
+    MessageStats s;
+    s.model = m_modelName.toStdString();
+    s.prompt_tokens = stats.value("promptTokens").toLongLong();
+    s.generated_tokens = stats.value("generatedTokens").toLongLong();
+    s.ttft_ms = stats.value("ttftMs").toDouble();
+    s.tokens_per_second = stats.value("tokensPerSecond").toDouble();
+    const bool stopped = stats.value("stopReason").toString() == QLatin1String("cancelled");
+    finishAnswer(text, stopped ? MessageState::stopped : MessageState::complete, s, {});
+}
+
+void ChatController::onFailed(quint64 request, const QString& message) {
+    if (request != m_request) return;
+    finishAnswer(m_answerText, MessageState::failed, {}, message);
+    showError(message);
+}
+
+void ChatController::stop() {
+    if (m_request != 0) m_engine.cancel(m_request);
+}
+
+void ChatController::regenerate() {
+    if (generating() || m_current == 0) return;
+    // Drop the last answer (and anything after the last user message), then answer again.
+    int lastUser = -1;
+    for (int row = m_messages.rowCount() - 1; row >= 0; --row) {
+        if (m_messages.at(row)->role == "user") {
+            lastUser = row;
+            break;
+        }
+    }
+    if (lastUser < 0) return;
+    if (!check(m_store.delete_messages_after(m_messages.at(lastUser)->id))) return;
+    m_messages.removeFrom(lastUser + 1);
+    startAnswer();
+}
+
+void ChatController::editAndResend(qint64 messageId, const QString& text) {
+    if (generating()) stop();
+    const int row = m_messages.rowOf(messageId);
+    if (row < 0 || m_messages.at(row)->role != "user" || text.trimmed().isEmpty()) return;
+    // The edited message replaces the original and everything after it.
+    if (!check(m_store.delete_messages_after(messageId)) || !check(m_store.delete_message(messageId))) return;
+    m_messages.removeFrom(row);
+    send(text);
+}
+
+void ChatController::deleteMessage(qint64 messageId) {
+    if (generating()) return;
+    const int row = m_messages.rowOf(messageId);
+    if (row < 0 || !check(m_store.delete_message(messageId))) return;
+    auto rest = m_store.messages(m_current);
+    if (check(rest)) m_messages.setMessages(std::move(rest).value());
+}
+
+void ChatController::renameConversation(qint64 id, const QString& title) {
+    const QString trimmed = title.trimmed();
+    if (trimmed.isEmpty() || !check(m_store.rename_conversation(id, trimmed.toStdString()))) return;
+    if (id == m_current) {
+        m_currentTitle = trimmed;
+        emit currentConversationChanged();
+    }
+    m_conversations.reload();
+}
+
+void ChatController::deleteConversation(qint64 id) {
+    if (id == m_current) newConversation();
+    // The previous deletion can no longer be undone: purge it.
+    if (m_deleted != 0) check(m_store.purge_deleted());
+    if (!check(m_store.delete_conversation(id))) return;
+    m_deleted = id;
+    emit canUndoDeleteChanged();
+    m_conversations.reload();
+}
+
+void ChatController::undoDelete() {
+    if (m_deleted == 0) return;
+    const qint64 id = std::exchange(m_deleted, 0);
+    emit canUndoDeleteChanged();
+    if (!check(m_store.restore_conversation(id))) return;
+    m_conversations.reload();
+    selectConversation(id);
+}

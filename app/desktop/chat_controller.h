@@ -1,0 +1,111 @@
+// What the chat window does: the open conversation, sending and streaming answers, stop,
+// regenerate, edit-and-resend, and the conversation list (new, rename, delete with undo,
+// search). It keeps the store and the view in step: the user's message is stored before
+// generation starts, the answer is saved every second while it streams, and saved for good
+// when it ends, is stopped or fails.
+//
+// Thread-safety: GUI thread only.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+#include <QVariantMap>
+#include <QtQml/qqmlregistration.h>
+
+#include <optional>
+
+#include "conversation_list_model.h"
+#include "engine_client.h"
+#include "message_list_model.h"
+#include "store/store.h"
+
+class ChatController : public QObject {
+    Q_OBJECT
+    QML_ELEMENT
+    QML_UNCREATABLE("made by main.cpp")
+    Q_PROPERTY(ConversationListModel* conversations READ conversations CONSTANT)
+    Q_PROPERTY(MessageListModel* messages READ messages CONSTANT)
+    Q_PROPERTY(qint64 currentConversationId READ currentConversationId NOTIFY currentConversationChanged)
+    Q_PROPERTY(QString currentTitle READ currentTitle NOTIFY currentConversationChanged)
+    Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
+    Q_PROPERTY(QString modelState READ modelState NOTIFY modelChanged)  // none, loading, ready, failed
+    Q_PROPERTY(QString modelName READ modelName NOTIFY modelChanged)
+    Q_PROPERTY(QString modelDevice READ modelDevice NOTIFY modelChanged)
+    Q_PROPERTY(double loadProgress READ loadProgress NOTIFY loadProgressChanged)
+    Q_PROPERTY(QString loadStage READ loadStage NOTIFY loadProgressChanged)
+    Q_PROPERTY(QString errorText READ errorText NOTIFY errorTextChanged)
+    Q_PROPERTY(bool canUndoDelete READ canUndoDelete NOTIFY canUndoDeleteChanged)
+
+public:
+    ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent = nullptr);
+
+    ConversationListModel* conversations() { return &m_conversations; }
+    MessageListModel* messages() { return &m_messages; }
+    qint64 currentConversationId() const { return m_current; }
+    QString currentTitle() const { return m_currentTitle; }
+    bool generating() const { return m_request != 0; }
+    QString modelState() const { return m_modelState; }
+    QString modelName() const { return m_modelName; }
+    QString modelDevice() const { return m_modelDevice; }
+    double loadProgress() const { return m_loadProgress; }
+    QString loadStage() const { return m_loadStage; }
+    QString errorText() const { return m_errorText; }
+    bool canUndoDelete() const { return m_deleted != 0; }
+
+    void loadModel(const QString& path, const powerhouse::ModelOptions& options);
+
+    Q_INVOKABLE void newConversation();
+    Q_INVOKABLE void selectConversation(qint64 id);
+    Q_INVOKABLE void send(const QString& text);
+    Q_INVOKABLE void stop();
+    Q_INVOKABLE void regenerate();
+    Q_INVOKABLE void editAndResend(qint64 messageId, const QString& text);
+    Q_INVOKABLE void deleteMessage(qint64 messageId);
+    Q_INVOKABLE void renameConversation(qint64 id, const QString& title);
+    Q_INVOKABLE void deleteConversation(qint64 id);
+    Q_INVOKABLE void undoDelete();
+    Q_INVOKABLE void dismissError();
+
+signals:
+    void currentConversationChanged();
+    void generatingChanged();
+    void modelChanged();
+    void loadProgressChanged();
+    void errorTextChanged();
+    void canUndoDeleteChanged();
+    // The window became idle: nothing loading or generating (for --screenshot and tests).
+    void idle();
+
+private:
+    void showError(const QString& message);
+    // Starts the answer to the conversation as stored (its last message is the user's).
+    void startAnswer();
+    void onTokens(quint64 request, const QString& text);
+    void onFinished(quint64 request, const QString& text, const QVariantMap& stats);
+    void onFailed(quint64 request, const QString& message);
+    void saveStreaming();
+    void finishAnswer(const QString& text, powerhouse::store::MessageState state,
+                      const powerhouse::store::MessageStats& stats, const QString& error);
+    void setGenerating(quint64 request, qint64 messageId);
+    template <class T>
+    bool check(const powerhouse::Result<T>& result);
+
+    powerhouse::store::Store& m_store;
+    EngineClient& m_engine;
+    ConversationListModel m_conversations;
+    MessageListModel m_messages;
+    qint64 m_current = 0;
+    QString m_currentTitle;
+    QString m_modelState = QStringLiteral("none");
+    QString m_modelName;
+    QString m_modelDevice;
+    double m_loadProgress = 0;
+    QString m_loadStage;
+    QString m_errorText;
+    qint64 m_deleted = 0;      // the conversation that undo would restore
+    quint64 m_request = 0;     // the generation running, 0: none
+    qint64 m_answerId = 0;     // the message it streams into
+    QString m_answerText;      // what has streamed so far
+    QTimer m_saveTimer;        // saves the streaming answer every second
+};

@@ -1,0 +1,131 @@
+// powerhouse: the desktop app. Wires the store, the engine client and the chat controller
+// together (no singletons) and hands the controller to the QML window as its required
+// property.
+//
+//   powerhouse [--model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
+//
+// --send sends a message as soon as the model is ready. --screenshot renders the window
+// once it is idle (the model loaded or failed, no answer streaming), saves it as a PNG and
+// quits. Both are for tests and documentation.
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QGuiApplication>
+#include <QQmlApplicationEngine>
+#include <QQuickWindow>
+#include <QStandardPaths>
+#include <QTimer>
+#include <QtQml/QQmlExtensionPlugin>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "chat_controller.h"
+#include "engine_client.h"
+#include "store/store.h"
+
+Q_IMPORT_QML_PLUGIN(PowerhousePlugin)
+
+namespace {
+
+// The model to open: --model, else the last one used, else the default model that
+// scripts/run sets up (SmolLM2-135M-Instruct), when it is there.
+QString modelToOpen(const QString& given, powerhouse::store::Store& store) {
+    if (!given.isEmpty()) return given;
+    if (auto last = store.setting("model_path"); last && *last && QFileInfo::exists(QString::fromStdString(**last))) {
+        return QString::fromStdString(**last);
+    }
+    const QString env = qEnvironmentVariable("POWERHOUSE_TEST_MODEL");
+    const QString fallback = env.isEmpty() ? QDir::homePath() + "/.cache/powerhouse/test-models/SmolLM2-135M-Instruct.Q4_1.gguf"
+                                           : env;
+    return QFileInfo::exists(fallback) ? fallback : QString();
+}
+
+// Saves the window to `file` once the app is idle (or after five minutes in any case), then
+// quits.
+void screenshotWhenIdle(QQuickWindow* window, ChatController& controller, const QString& file) {
+    auto shoot = [window, file, &controller](bool wait) {
+        if (wait && (controller.generating() || controller.modelState() == QLatin1String("loading"))) return;
+        const QImage image = window->grabWindow();
+        const bool saved = !image.isNull() && image.save(file, "PNG");
+        std::fprintf(stderr, saved ? "screenshot saved to %s\n" : "could not save the screenshot to %s\n",
+                     qPrintable(file));
+        QCoreApplication::exit(saved ? 0 : 1);
+    };
+    // Let the last frames render; if work started meanwhile, the next idle shoots.
+    auto settle = [window, shoot] { QTimer::singleShot(700, window, [shoot] { shoot(true); }); };
+    QObject::connect(&controller, &ChatController::idle, window, settle);
+    if (controller.modelState() != QLatin1String("loading")) settle();
+    QTimer::singleShot(300000, window, [shoot] { shoot(false); });
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+    QGuiApplication app(argc, argv);
+    QGuiApplication::setApplicationName(QStringLiteral("Powerhouse"));
+    QGuiApplication::setOrganizationName(QStringLiteral("Powerhouse"));
+    QGuiApplication::setApplicationVersion(QStringLiteral(POWERHOUSE_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Local multi-GPU LLM chat"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption modelOption(QStringLiteral("model"), QStringLiteral("Model file (.gguf) to load."),
+                                         QStringLiteral("FILE"));
+    const QCommandLineOption dataOption(QStringLiteral("data-dir"),
+                                        QStringLiteral("Folder for conversations and settings."), QStringLiteral("DIR"));
+    const QCommandLineOption ctxOption(QStringLiteral("ctx"), QStringLiteral("Context length."), QStringLiteral("N"),
+                                       QStringLiteral("4096"));
+    const QCommandLineOption sendOption(QStringLiteral("send"),
+                                        QStringLiteral("Send this message once the model is ready."),
+                                        QStringLiteral("TEXT"));
+    const QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
+                                              QStringLiteral("Save the window as a PNG once idle, then quit."),
+                                              QStringLiteral("FILE"));
+    parser.addOptions({modelOption, dataOption, ctxOption, sendOption, screenshotOption});
+    parser.process(app);
+
+    const QString dataDir = parser.isSet(dataOption)
+                                ? parser.value(dataOption)
+                                : QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/powerhouse";
+    auto store = powerhouse::store::Store::open((dataDir + "/powerhouse.db").toStdString());
+    if (!store) {
+        std::fprintf(stderr, "powerhouse: %s\n", store.error().message.c_str());
+        return 1;
+    }
+    (void)store->purge_deleted();  // deletions are undoable until the app restarts
+
+    EngineClient engine;
+    ChatController controller(*store, engine);
+
+    QQmlApplicationEngine qml;
+    qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)}});
+    qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
+    if (qml.rootObjects().isEmpty()) return 1;
+    auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
+
+    const QString model = modelToOpen(parser.value(modelOption), *store);
+    if (!model.isEmpty()) {
+        powerhouse::ModelOptions options;
+        options.n_ctx = parser.value(ctxOption).toUInt();
+        if (options.n_ctx == 0) options.n_ctx = 4096;
+        controller.loadModel(model, options);
+        (void)store->set_setting("model_path", model.toStdString());
+    }
+    if (parser.isSet(sendOption)) {
+        const QString text = parser.value(sendOption);
+        auto sent = std::make_shared<bool>(false);
+        QObject::connect(&controller, &ChatController::modelChanged, &controller, [&controller, text, sent] {
+            if (*sent || controller.modelState() != QLatin1String("ready")) return;
+            *sent = true;
+            controller.newConversation();
+            controller.send(text);
+        });
+    }
+    if (parser.isSet(screenshotOption) && window != nullptr) {
+        screenshotWhenIdle(window, controller, parser.value(screenshotOption));
+    }
+    return QGuiApplication::exec();
+}

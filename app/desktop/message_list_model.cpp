@@ -1,0 +1,90 @@
+#include "message_list_model.h"
+
+using powerhouse::store::Message;
+using powerhouse::store::MessageState;
+
+MessageListModel::MessageListModel(QObject* parent) : QAbstractListModel(parent) {}
+
+int MessageListModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(m_messages.size());
+}
+
+QString MessageListModel::statsText(const powerhouse::store::MessageStats& stats) {
+    if (stats.generated_tokens == 0) return {};
+    QString text = QStringLiteral("%1 tokens/s · %2 ms to first token · %3 tokens")
+                       .arg(stats.tokens_per_second, 0, 'f', 1)
+                       .arg(stats.ttft_ms, 0, 'f', 0)
+                       .arg(stats.generated_tokens);
+    if (stats.energy_joules) text += QStringLiteral(" · %1 J").arg(*stats.energy_joules, 0, 'f', 1);
+    return text;
+}
+
+QVariant MessageListModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+    const Message& m = m_messages[static_cast<size_t>(index.row())];
+    switch (role) {
+        case Qt::DisplayRole:
+        case ContentRole: return QString::fromStdString(m.content);
+        case IdRole: return static_cast<qint64>(m.id);
+        case RoleRole: return QString::fromStdString(m.role);
+        case StateRole: return QString::fromUtf8(powerhouse::store::message_state_name(m.state));
+        case StatsRole: return statsText(m.stats);
+        case ErrorRole: return QString::fromStdString(m.error);
+        default: return {};
+    }
+}
+
+QHash<int, QByteArray> MessageListModel::roleNames() const {
+    return {{IdRole, "messageId"}, {RoleRole, "role"},   {ContentRole, "content"},
+            {StateRole, "messageState"}, {StatsRole, "stats"}, {ErrorRole, "error"}};
+}
+
+void MessageListModel::setMessages(std::vector<Message> messages) {
+    beginResetModel();
+    m_messages = std::move(messages);
+    endResetModel();
+    emit countChanged();
+}
+
+void MessageListModel::append(Message message) {
+    const int row = static_cast<int>(m_messages.size());
+    beginInsertRows({}, row, row);
+    m_messages.push_back(std::move(message));
+    endInsertRows();
+    emit countChanged();
+}
+
+void MessageListModel::appendText(qint64 messageId, const QString& text) {
+    const int row = rowOf(messageId);
+    if (row < 0 || text.isEmpty()) return;
+    m_messages[static_cast<size_t>(row)].content += text.toStdString();
+    const QModelIndex i = index(row);
+    emit dataChanged(i, i, {ContentRole});
+}
+
+void MessageListModel::update(const Message& message) {
+    const int row = rowOf(message.id);
+    if (row < 0) return;
+    m_messages[static_cast<size_t>(row)] = message;
+    const QModelIndex i = index(row);
+    emit dataChanged(i, i);
+}
+
+void MessageListModel::removeFrom(int row) {
+    if (row < 0 || row >= rowCount()) return;
+    beginRemoveRows({}, row, rowCount() - 1);
+    m_messages.erase(m_messages.begin() + row, m_messages.end());
+    endRemoveRows();
+    emit countChanged();
+}
+
+int MessageListModel::rowOf(qint64 messageId) const {
+    for (size_t i = m_messages.size(); i-- > 0;) {
+        if (m_messages[i].id == messageId) return static_cast<int>(i);
+    }
+    return -1;
+}
+
+const Message* MessageListModel::at(int row) const {
+    return row >= 0 && row < rowCount() ? &m_messages[static_cast<size_t>(row)] : nullptr;
+}

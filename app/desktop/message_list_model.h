@@ -1,0 +1,49 @@
+// The messages of the open conversation, with the answer that is streaming in. Text that
+// arrives for the streaming answer changes one row (dataChanged on its content), never the
+// whole list.
+//
+// Thread-safety: GUI thread only.
+#pragma once
+
+#include <QAbstractListModel>
+#include <QString>
+#include <QtQml/qqmlregistration.h>
+
+#include <vector>
+
+#include "store/store.h"
+
+class MessageListModel : public QAbstractListModel {
+    Q_OBJECT
+    QML_ELEMENT
+    QML_UNCREATABLE("owned by ChatController")
+    Q_PROPERTY(int count READ rowCount NOTIFY countChanged)
+
+public:
+    enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole };
+
+    explicit MessageListModel(QObject* parent = nullptr);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QHash<int, QByteArray> roleNames() const override;
+
+    void setMessages(std::vector<powerhouse::store::Message> messages);
+    void append(powerhouse::store::Message message);
+    // Adds text to a message's content (a streaming answer).
+    void appendText(qint64 messageId, const QString& text);
+    // Replaces a message (its final text, state and statistics).
+    void update(const powerhouse::store::Message& message);
+    void removeFrom(int row);  // this row and all after it
+    int rowOf(qint64 messageId) const;
+    const powerhouse::store::Message* at(int row) const;
+
+    // "58.2 tokens/s · 41 ms to first token · 120 tokens"
+    static QString statsText(const powerhouse::store::MessageStats& stats);
+
+signals:
+    void countChanged();
+
+private:
+    std::vector<powerhouse::store::Message> m_messages;
+};

@@ -1,0 +1,85 @@
+// The chat: the messages of the open conversation, errors, and the composer.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Powerhouse
+
+Rectangle {
+    id: root
+
+    required property ChatController controller
+
+    function focusComposer() {
+        composer.forceActiveFocus()
+    }
+
+    color: Theme.background
+
+    ColumnLayout {
+        anchors.fill: parent
+        spacing: 0
+
+        // Errors, in words, with what to do; dismissable.
+        Rectangle {
+            visible: root.controller.errorText.length > 0
+            color: Theme.errorBackground
+            Layout.fillWidth: true
+            implicitHeight: errorRow.implicitHeight + 2 * Theme.spacing
+
+            RowLayout {
+                id: errorRow
+                anchors.fill: parent
+                anchors.margins: Theme.spacing
+                Label {
+                    text: root.controller.errorText
+                    color: Theme.error
+                    wrapMode: Text.Wrap
+                    Accessible.name: "Error"
+                    Layout.fillWidth: true
+                }
+                Button {
+                    text: "Dismiss"
+                    onClicked: root.controller.dismissError()
+                }
+            }
+        }
+
+        ListView {
+            id: messages
+            Layout.fillWidth: true
+            Layout.fillHeight: true
+            clip: true
+            spacing: Theme.spacing
+            topMargin: Theme.spacing * 2
+            bottomMargin: Theme.spacing * 2
+            model: root.controller.messages
+            ScrollBar.vertical: ScrollBar {}
+
+            // Follow the streaming answer unless the user scrolled up to read.
+            property bool following: true
+            onMovementEnded: following = atYEnd
+            onCountChanged: if (following) Qt.callLater(positionViewAtEnd)
+            onContentHeightChanged: if (following) Qt.callLater(positionViewAtEnd)
+
+            delegate: MessageDelegate {
+                width: ListView.view.width
+                controller: root.controller
+                isLast: index === ListView.view.count - 1
+            }
+
+            Label {
+                anchors.centerIn: parent
+                visible: messages.count === 0
+                text: root.controller.modelState === "ready" ? "Ask anything." : ""
+                color: Theme.textMuted
+                font.pixelSize: Theme.fontSize + 4
+            }
+        }
+
+        Composer {
+            id: composer
+            controller: root.controller
+            Layout.fillWidth: true
+        }
+    }
+}

@@ -1,0 +1,74 @@
+// The main window: conversations on the left, the chat in the middle, the model bar on top.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Powerhouse
+
+ApplicationWindow {
+    id: window
+
+    required property ChatController controller
+
+    width: 1180
+    height: 760
+    minimumWidth: 640
+    minimumHeight: 420
+    visible: true
+    color: Theme.background
+    // Controls take their colours from the palette: the theme's, not the system's.
+    palette.window: Theme.sidebar
+    palette.windowText: Theme.text
+    palette.base: Theme.surface
+    palette.alternateBase: Theme.surfaceHover
+    palette.text: Theme.text
+    palette.button: Theme.surface
+    palette.buttonText: Theme.text
+    palette.highlight: Theme.accent
+    palette.highlightedText: Theme.background
+    palette.placeholderText: Theme.textMuted
+    palette.mid: Theme.border
+    palette.light: Theme.surfaceHover
+    palette.dark: Theme.border
+    palette.toolTipBase: Theme.surface
+    palette.toolTipText: Theme.text
+    title: controller.currentTitle.length > 0 ? controller.currentTitle + " — Powerhouse" : "Powerhouse"
+
+    header: ModelBar {
+        controller: window.controller
+    }
+
+    SplitView {
+        anchors.fill: parent
+        orientation: Qt.Horizontal
+
+        ConversationList {
+            id: conversationList
+            controller: window.controller
+            SplitView.preferredWidth: 270
+            SplitView.minimumWidth: 190
+        }
+
+        ChatView {
+            id: chatView
+            controller: window.controller
+            SplitView.fillWidth: true
+        }
+    }
+
+    Shortcut {
+        sequence: StandardKey.New
+        onActivated: {
+            window.controller.newConversation()
+            chatView.focusComposer()
+        }
+    }
+    Shortcut {
+        sequence: StandardKey.Find
+        onActivated: conversationList.focusSearch()
+    }
+    Shortcut {
+        sequence: "Esc"
+        enabled: window.controller.generating
+        onActivated: window.controller.stop()
+    }
+}

@@ -1,0 +1,76 @@
+// The top bar: which model is loaded, where it runs, and loading progress.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Powerhouse
+
+ToolBar {
+    id: bar
+
+    required property ChatController controller
+
+    background: Rectangle {
+        color: Theme.sidebar
+        Rectangle {
+            anchors.bottom: parent.bottom
+            width: parent.width
+            height: 1
+            color: Theme.border
+        }
+    }
+
+    RowLayout {
+        anchors.fill: parent
+        anchors.leftMargin: Theme.spacing
+        anchors.rightMargin: Theme.spacing
+        spacing: Theme.spacing
+
+        Label {
+            text: "Powerhouse"
+            font.bold: true
+            font.pixelSize: Theme.fontSize + 2
+            color: Theme.text
+        }
+        Rectangle {
+            width: 1
+            height: 20
+            color: Theme.border
+        }
+        Label {
+            Accessible.name: "Model"
+            color: Theme.text
+            font.pixelSize: Theme.fontSize
+            text: {
+                switch (bar.controller.modelState) {
+                case "ready": return bar.controller.modelName
+                case "loading": return "Loading " + bar.controller.modelName + "…"
+                case "failed": return "No model (loading failed)"
+                default: return "No model loaded"
+                }
+            }
+        }
+        Label {
+            visible: bar.controller.modelState === "ready"
+            text: bar.controller.modelDevice
+            color: Theme.textMuted
+            font.pixelSize: Theme.smallFontSize
+        }
+        ProgressBar {
+            visible: bar.controller.modelState === "loading"
+            Accessible.name: "Loading progress"
+            from: 0
+            to: 1
+            value: bar.controller.loadProgress
+            Layout.preferredWidth: 180
+        }
+        Label {
+            visible: bar.controller.modelState === "loading"
+            text: bar.controller.loadStage
+            color: Theme.textMuted
+            font.pixelSize: Theme.smallFontSize
+        }
+        Item {
+            Layout.fillWidth: true
+        }
+    }
+}
