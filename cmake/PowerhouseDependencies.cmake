@@ -61,7 +61,8 @@ if(POWERHOUSE_APP AND NOT POWERHOUSE_DESKTOP STREQUAL "OFF")
     if(Qt6Quick_FOUND AND Qt6QuickControls2_FOUND)
         set(POWERHOUSE_DESKTOP_ENABLED ON)
         set(QT_QML_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/qml")
-        qt_standard_project_setup()
+        # AUTOMOC is turned on only where Qt is used (resources/qml, app/desktop): project-wide
+        # it would add a moc step to every engine and test target.
     elseif(POWERHOUSE_DESKTOP STREQUAL "ON")
         message(FATAL_ERROR "Qt 6 Quick not found: install qt6-declarative-dev (scripts/setup does)")
     else()

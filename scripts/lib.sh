@@ -28,11 +28,14 @@ ensure_packages() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# What every build needs: compiler, CMake, and the libraries of the engine, the CLI and
-# app/core (SQLite and SQLiteCpp for the store).
+# What every build needs: compiler, CMake, and the libraries of the engine, the CLI,
+# app/core (SQLite and SQLiteCpp for the store) and the desktop app (Qt 6 Quick).
 BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
                 python3 python3-pip libfmt-dev nlohmann-json3-dev libcli11-dev
-                libsqlite3-dev libsqlitecpp-dev)
+                libsqlite3-dev libsqlitecpp-dev
+                qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-controls
+                qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
+                qml6-module-qtqml-workerscript)
 # What the tests add: GoogleTest, Google Benchmark, clang for libFuzzer and sanitizers.
 TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev)
 

@@ -30,6 +30,7 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     connect(&m_engine, &EngineClient::tokens, this, &ChatController::onTokens);
     connect(&m_engine, &EngineClient::finished, this, &ChatController::onFinished);
     connect(&m_engine, &EngineClient::failed, this, &ChatController::onFailed);
+    m_settings.max_tokens = 1024;
     m_saveTimer.setInterval(1000);
     connect(&m_saveTimer, &QTimer::timeout, this, &ChatController::saveStreaming);
     // Open the most recent conversation, if any.
@@ -120,7 +121,7 @@ void ChatController::startAnswer() {
     for (const Message& m : *stored) {
         if (m.role != "system" && !m.content.empty()) command.messages.push_back({m.role, m.content});
     }
-    command.settings.max_tokens = 1024;
+    command.settings = m_settings;
     command.overflow = powerhouse::ContextOverflow::drop_oldest;
     auto answer = m_store.add_message(m_current, "assistant", "", MessageState::streaming);
     if (!check(answer)) return;

@@ -54,6 +54,8 @@ public:
     bool canUndoDelete() const { return m_deleted != 0; }
 
     void loadModel(const QString& path, const powerhouse::ModelOptions& options);
+    // What new answers are generated with (default: up to 1024 tokens, default sampling).
+    void setGenerationSettings(const powerhouse::GenerationSettings& settings) { m_settings = settings; }
 
     Q_INVOKABLE void newConversation();
     Q_INVOKABLE void selectConversation(qint64 id);
@@ -108,4 +110,5 @@ private:
     qint64 m_answerId = 0;     // the message it streams into
     QString m_answerText;      // what has streamed so far
     QTimer m_saveTimer;        // saves the streaming answer every second
+    powerhouse::GenerationSettings m_settings;
 };

@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "chat_controller.h"
+#include "dashboard_controller.h"
 #include "engine_client.h"
 #include "store/store.h"
 
@@ -92,16 +93,35 @@ int main(int argc, char* argv[]) {
                                 : QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/powerhouse";
     auto store = powerhouse::store::Store::open((dataDir + "/powerhouse.db").toStdString());
     if (!store) {
+        // Nothing can be kept without the store: say why, in a window too (the app may have
+        // been started from a menu), and end with an error.
         std::fprintf(stderr, "powerhouse: %s\n", store.error().message.c_str());
+        if (parser.isSet(screenshotOption)) return 1;
+        QQmlApplicationEngine fallback;
+        fallback.setInitialProperties({{QStringLiteral("message"), QString::fromStdString(store.error().message)}});
+        fallback.loadData(R"(
+            import QtQuick
+            import QtQuick.Controls
+            ApplicationWindow {
+                required property string message
+                visible: true; width: 560; height: 200; title: "Powerhouse cannot start"
+                Label { anchors.fill: parent; anchors.margins: 20; wrapMode: Text.Wrap; text: message }
+            })");
+        QGuiApplication::exec();
         return 1;
     }
     (void)store->purge_deleted();  // deletions are undoable until the app restarts
 
     EngineClient engine;
     ChatController controller(*store, engine);
+    DashboardController dashboard(powerhouse::options_from_environment());
+    QObject::connect(&engine, &EngineClient::loaded, &dashboard,
+                     [&dashboard](const QVariantMap& summary) { dashboard.setPlacement(summary.value("devices").toList()); });
+    dashboard.start();
 
     QQmlApplicationEngine qml;
-    qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)}});
+    qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)},
+                              {QStringLiteral("dashboard"), QVariant::fromValue(&dashboard)}});
     qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());

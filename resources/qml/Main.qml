@@ -8,6 +8,8 @@ ApplicationWindow {
     id: window
 
     required property ChatController controller
+    required property DashboardController dashboard
+    property bool dashboardVisible: true
 
     width: 1180
     height: 760
@@ -35,6 +37,8 @@ ApplicationWindow {
 
     header: ModelBar {
         controller: window.controller
+        dashboardVisible: window.dashboardVisible
+        onToggleDashboard: window.dashboardVisible = !window.dashboardVisible
     }
 
     SplitView {
@@ -53,6 +57,13 @@ ApplicationWindow {
             controller: window.controller
             SplitView.fillWidth: true
         }
+
+        GpuDashboard {
+            visible: window.dashboardVisible
+            dashboard: window.dashboard
+            SplitView.preferredWidth: 300
+            SplitView.minimumWidth: 220
+        }
     }
 
     Shortcut {
@@ -65,6 +76,10 @@ ApplicationWindow {
     Shortcut {
         sequence: StandardKey.Find
         onActivated: conversationList.focusSearch()
+    }
+    Shortcut {
+        sequence: "Ctrl+G"
+        onActivated: window.dashboardVisible = !window.dashboardVisible
     }
     Shortcut {
         sequence: "Esc"

@@ -8,6 +8,9 @@ ToolBar {
     id: bar
 
     required property ChatController controller
+    property bool dashboardVisible: true
+
+    signal toggleDashboard()
 
     background: Rectangle {
         color: Theme.sidebar
@@ -71,6 +74,11 @@ ToolBar {
         }
         Item {
             Layout.fillWidth: true
+        }
+        ToolButton {
+            text: bar.dashboardVisible ? "Hide GPUs" : "Show GPUs"
+            Accessible.name: "Show or hide the GPU dashboard (Ctrl+G)"
+            onClicked: bar.toggleDashboard()
         }
     }
 }

@@ -4,10 +4,11 @@ namespace powerhouse::store {
 
 namespace {
 
-// 1: conversations and messages.
+// 1: conversations and messages. Ids are never reused (AUTOINCREMENT): the app holds on to
+// them (undo, a streaming answer) across deletions.
 constexpr std::string_view kConversations = R"sql(
 CREATE TABLE conversations (
-    id            INTEGER PRIMARY KEY,
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
     title         TEXT NOT NULL,
     system_prompt TEXT NOT NULL DEFAULT '',
     settings_json TEXT NOT NULL DEFAULT '{}',
@@ -18,7 +19,7 @@ CREATE TABLE conversations (
 CREATE INDEX conversations_by_activity ON conversations (updated_ms DESC, id DESC);
 
 CREATE TABLE messages (
-    id                INTEGER PRIMARY KEY,
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
     conversation_id   INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
     role              TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
     content           TEXT NOT NULL,

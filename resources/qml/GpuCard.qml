@@ -1,0 +1,130 @@
+// One GPU: load, temperature, memory, power and clocks now, and their last two minutes.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Powerhouse
+
+Rectangle {
+    id: card
+
+    required property string name
+    required property bool simulated
+    required property bool responding
+    required property string problem
+    required property int load
+    required property real memoryUsed
+    required property real memoryTotal
+    required property int temperature
+    required property real power
+    required property real powerLimit
+    required property string clocks
+    required property string link
+    required property string throttle
+    required property var loadHistory
+    required property var temperatureHistory
+    required property var memoryHistory
+
+    function gib(bytes) {
+        return (bytes / 1073741824).toFixed(1) + " GiB"
+    }
+
+    radius: Theme.radius
+    color: Theme.surface
+    border.color: card.responding ? Theme.border : Theme.error
+    implicitHeight: layout.implicitHeight + 2 * Theme.spacing
+    Accessible.name: "GPU " + name
+
+    ColumnLayout {
+        id: layout
+        anchors.fill: parent
+        anchors.margins: Theme.spacing
+        spacing: 6
+
+        RowLayout {
+            Layout.fillWidth: true
+            Label {
+                text: card.name
+                color: Theme.text
+                font.bold: true
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+            }
+            Label {
+                visible: card.simulated
+                text: "SIMULATED"
+                color: Theme.background
+                font.pixelSize: Theme.smallFontSize - 2
+                font.bold: true
+                padding: 3
+                background: Rectangle {
+                    radius: 3
+                    color: "#e0b050"
+                }
+            }
+        }
+
+        Label {
+            visible: !card.responding
+            text: card.problem
+            color: Theme.error
+            wrapMode: Text.Wrap
+            Layout.fillWidth: true
+        }
+
+        GridLayout {
+            columns: 2
+            columnSpacing: Theme.spacing
+            rowSpacing: 2
+            Layout.fillWidth: true
+
+            Label { text: "Load"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
+            Label { text: card.load >= 0 ? card.load + " %" : "—"; color: Theme.text; font.pixelSize: Theme.smallFontSize }
+            Label { text: "Temperature"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
+            Label {
+                text: card.temperature >= 0 ? card.temperature + " °C" : "—"
+                color: card.temperature >= 85 ? Theme.error : Theme.text
+                font.pixelSize: Theme.smallFontSize
+            }
+            Label { text: "Memory"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
+            Label {
+                text: card.gib(card.memoryUsed) + " / " + card.gib(card.memoryTotal)
+                color: Theme.text
+                font.pixelSize: Theme.smallFontSize
+            }
+            Label { text: "Power"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
+            Label {
+                text: card.power >= 0 ? card.power.toFixed(0) + " W" + (card.powerLimit > 0 ? " / " + card.powerLimit.toFixed(0) + " W" : "") : "—"
+                color: Theme.text
+                font.pixelSize: Theme.smallFontSize
+            }
+            Label { text: "Clocks"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize; visible: card.clocks.length > 0 }
+            Label { text: card.clocks; color: Theme.text; font.pixelSize: Theme.smallFontSize; visible: card.clocks.length > 0 }
+            Label { text: "Link"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize; visible: card.link.length > 0 }
+            Label { text: card.link; color: Theme.text; font.pixelSize: Theme.smallFontSize; visible: card.link.length > 0 }
+            Label { text: "Throttled"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize; visible: card.throttle.length > 0 }
+            Label { text: card.throttle; color: Theme.error; font.pixelSize: Theme.smallFontSize; visible: card.throttle.length > 0 }
+        }
+
+        ProgressBar {
+            from: 0
+            to: Math.max(1, card.memoryTotal)
+            value: card.memoryUsed
+            Accessible.name: "Memory used"
+            Layout.fillWidth: true
+        }
+
+        Label { text: "Load, last two minutes"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize - 1 }
+        Sparkline {
+            values: card.loadHistory
+            maximum: 100
+            Layout.fillWidth: true
+        }
+        Label { text: "Temperature"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize - 1 }
+        Sparkline {
+            values: card.temperatureHistory
+            maximum: 100
+            lineColor: "#ff9f5a"
+            Layout.fillWidth: true
+        }
+    }
+}

@@ -1,0 +1,111 @@
+// The right panel: a card per GPU, the NVLink topology, and where the model's parts sit.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Powerhouse
+
+Rectangle {
+    id: root
+
+    required property DashboardController dashboard
+
+    function mib(bytes) {
+        return (bytes / 1048576).toFixed(0) + " MiB"
+    }
+
+    color: Theme.sidebar
+
+    ScrollView {
+        anchors.fill: parent
+        contentWidth: availableWidth
+
+        ColumnLayout {
+            width: parent.width
+            spacing: Theme.spacing
+
+            Label {
+                text: "GPUs"
+                color: Theme.text
+                font.bold: true
+                font.pixelSize: Theme.fontSize + 2
+                Layout.topMargin: Theme.spacing
+                Layout.leftMargin: Theme.spacing
+            }
+            Label {
+                visible: root.dashboard.source.length > 0
+                text: root.dashboard.simulated ? "Simulated GPUs (POWERHOUSE_SIMULATE_GPUS): readings are not real"
+                                               : root.dashboard.source
+                color: root.dashboard.simulated ? "#e0b050" : Theme.textMuted
+                wrapMode: Text.Wrap
+                font.pixelSize: Theme.smallFontSize
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+            }
+            Label {
+                visible: root.dashboard.gpus.count === 0
+                text: "No GPU: " + (root.dashboard.status.length > 0 ? root.dashboard.status : "none found")
+                      + ". Models run on the CPU."
+                color: Theme.textMuted
+                wrapMode: Text.Wrap
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+            }
+
+            Repeater {
+                model: root.dashboard.gpus
+                delegate: GpuCard {
+                    Layout.fillWidth: true
+                    Layout.leftMargin: Theme.spacing
+                    Layout.rightMargin: Theme.spacing
+                }
+            }
+
+            Label {
+                visible: root.dashboard.topology.length > 0
+                text: root.dashboard.topology
+                color: Theme.textMuted
+                wrapMode: Text.Wrap
+                font.pixelSize: Theme.smallFontSize
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+            }
+
+            Label {
+                visible: root.dashboard.placement.length > 0
+                text: "Where the model is"
+                color: Theme.text
+                font.bold: true
+                Layout.leftMargin: Theme.spacing
+                Layout.topMargin: Theme.spacing
+            }
+            Repeater {
+                model: root.dashboard.placement
+                delegate: ColumnLayout {
+                    required property var modelData
+                    spacing: 0
+                    Layout.fillWidth: true
+                    Layout.leftMargin: Theme.spacing
+                    Layout.rightMargin: Theme.spacing
+                    Label {
+                        text: modelData.name + ": " + modelData.part
+                        color: Theme.text
+                        wrapMode: Text.Wrap
+                        font.pixelSize: Theme.smallFontSize
+                        Layout.fillWidth: true
+                    }
+                    Label {
+                        text: "weights " + root.mib(modelData.weightBytes) + " · KV cache " + root.mib(modelData.kvCacheBytes)
+                        color: Theme.textMuted
+                        font.pixelSize: Theme.smallFontSize
+                    }
+                }
+            }
+            Item {
+                Layout.preferredHeight: Theme.spacing
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+// The installed shape of the app, end to end: `powerhouse` started on the SmolLM2 model
+// (offscreen), sends a message, streams the answer, saves a screenshot once idle and quits;
+// the data folder then holds the conversation.
+#include <gtest/gtest.h>
+
+#include <QImage>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "store/store.h"
+#include "support/test_support.h"
+
+namespace {
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+TEST(DesktopApp, SendsAMessageAndSavesTheScreenshotOnceTheAnswerIsIn) {
+    powerhouse::test::TempDir dir;
+    const auto shot = dir / "chat.png";
+    const std::string command = "QT_QPA_PLATFORM=offscreen " + quoted(POWERHOUSE_APP_PATH) + " --data-dir " +
+                                quoted(dir.path() / "data") + " --model " +
+                                quoted(powerhouse::test::test_model_path()) +
+                                " --send 'Write a Python function that reverses a string.' --screenshot " + quoted(shot) +
+                                " > " + quoted(dir / "out.txt") + " 2>&1";
+    const int status = std::system(command.c_str());
+    ASSERT_EQ(status, 0) << powerhouse::test::read_file(dir / "out.txt");
+
+    const QImage image(QString::fromStdString(shot.string()));
+    ASSERT_FALSE(image.isNull());
+    EXPECT_GE(image.width(), 640);
+    EXPECT_GE(image.height(), 420);
+
+    auto store = powerhouse::store::Store::open(dir / "data" / "powerhouse.db");
+    ASSERT_TRUE(store) << store.error().message;
+    auto conversations = store->conversations();
+    ASSERT_TRUE(conversations);
+    ASSERT_EQ(conversations->size(), 1u);
+    auto messages = store->messages(conversations->front().id);
+    ASSERT_TRUE(messages);
+    ASSERT_EQ(messages->size(), 2u);
+    EXPECT_EQ((*messages)[0].content, "Write a Python function that reverses a string.");
+    EXPECT_EQ((*messages)[1].role, "assistant");
+    EXPECT_EQ((*messages)[1].state, powerhouse::store::MessageState::complete);
+    EXPECT_FALSE((*messages)[1].content.empty());
+    EXPECT_GT((*messages)[1].stats.generated_tokens, 0);
+    EXPECT_EQ(store->recovered_messages(), 0) << "the answer was finished before the app quit";
+}
+
+TEST(DesktopApp, ABadDataFolderIsReportedNotACrash) {
+    powerhouse::test::TempDir dir;
+    std::filesystem::create_directories(dir / "data");
+    powerhouse::test::write_file(dir / "data" / "powerhouse.db", std::string(4096, 'x'));
+    const std::string command = "QT_QPA_PLATFORM=offscreen " + quoted(POWERHOUSE_APP_PATH) + " --data-dir " +
+                                quoted(dir.path() / "data") + " --screenshot " + quoted(dir / "s.png") + " > " +
+                                quoted(dir / "out.txt") + " 2>&1";
+    const int status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    EXPECT_NE(powerhouse::test::read_file(dir / "out.txt").find("not a Powerhouse data file"), std::string::npos);
+}
+
+}  // namespace
