@@ -129,6 +129,7 @@ void ChatController::startAnswer() {
     m_messages.append(std::move(answer).value());
     m_answerText.clear();
     setGenerating(m_engine.generate(std::move(command)), answerId);
+    if (m_request != 0 && m_answerStarted) m_answerStarted();
 }
 
 void ChatController::setGenerating(quint64 request, qint64 messageId) {
@@ -153,8 +154,9 @@ void ChatController::saveStreaming() {
     if (m_answerId != 0) check(m_store.update_message(m_answerId, m_answerText.toStdString()));
 }
 
-void ChatController::finishAnswer(const QString& text, MessageState state, const MessageStats& stats,
+void ChatController::finishAnswer(const QString& text, MessageState state, MessageStats stats,
                                   const QString& error) {
+    if (m_answerFinished) stats.energy_joules = m_answerFinished();
     const qint64 id = m_answerId;
     setGenerating(0, 0);
     if (id == 0) return;

@@ -13,6 +13,7 @@
 #include <QVariantMap>
 #include <QtQml/qqmlregistration.h>
 
+#include <functional>
 #include <optional>
 
 #include "conversation_list_model.h"
@@ -54,6 +55,12 @@ public:
     bool canUndoDelete() const { return m_deleted != 0; }
 
     void loadModel(const QString& path, const powerhouse::ModelOptions& options);
+    // Told when each answer starts and ends; the end gives the energy it used (joules), if
+    // measured. main.cpp connects the dashboard's energy meter here.
+    void setAnswerObserver(std::function<void()> started, std::function<std::optional<double>()> finished) {
+        m_answerStarted = std::move(started);
+        m_answerFinished = std::move(finished);
+    }
     // What new answers are generated with (default: up to 1024 tokens, default sampling).
     void setGenerationSettings(const powerhouse::GenerationSettings& settings) { m_settings = settings; }
 
@@ -68,6 +75,7 @@ public:
     Q_INVOKABLE void deleteConversation(qint64 id);
     Q_INVOKABLE void undoDelete();
     Q_INVOKABLE void dismissError();
+    void showError(const QString& message);
 
 signals:
     void currentConversationChanged();
@@ -80,7 +88,8 @@ signals:
     void idle();
 
 private:
-    void showError(const QString& message);
+    std::function<void()> m_answerStarted;
+    std::function<std::optional<double>()> m_answerFinished;
     // Starts the answer to the conversation as stored (its last message is the user's).
     void startAnswer();
     void onTokens(quint64 request, const QString& text);
@@ -88,7 +97,7 @@ private:
     void onFailed(quint64 request, const QString& message);
     void saveStreaming();
     void finishAnswer(const QString& text, powerhouse::store::MessageState state,
-                      const powerhouse::store::MessageStats& stats, const QString& error);
+                      powerhouse::store::MessageStats stats, const QString& error);
     void setGenerating(quint64 request, qint64 messageId);
     template <class T>
     bool check(const powerhouse::Result<T>& result);

@@ -29,6 +29,7 @@ void DashboardController::start() {
 }
 
 void DashboardController::apply(const powerhouse::TelemetrySnapshot& snapshot) {
+    meter(snapshot);
     m_gpus.update(snapshot);
     m_status = QString::fromStdString(snapshot.status);
     m_source = QString::fromStdString(snapshot.source);
@@ -40,9 +41,65 @@ void DashboardController::apply(const powerhouse::TelemetrySnapshot& snapshot) {
     m_topology = links.isEmpty() && snapshot.gpus.size() > 1 ? tr("No NVLink between the GPUs: transfers go over PCIe")
                                                              : links.join(QStringLiteral("\n"));
     emit changed();
+    emit snapshotApplied(snapshot);
 }
 
 void DashboardController::setPlacement(const QVariantList& devices) {
     m_placement = devices;
     emit placementChanged();
+}
+
+void DashboardController::setModelGpus(const QVariantList& planned) {
+    if (m_simulated || m_monitor->snapshot().simulated) report(false);  // the old placement leaves
+    m_modelGpus.clear();
+    for (const QVariant& v : planned) {
+        const QVariantMap m = v.toMap();
+        m_modelGpus.push_back({m.value("gpu").toUInt(), static_cast<uint64_t>(m.value("bytes").toDouble())});
+    }
+    report(m_answering);
+    if (m_answering && !m_meter) startMeter();  // the model moved to GPUs during an answer
+}
+
+// Simulated GPUs take the model's memory and load; real ones ignore what is reported.
+void DashboardController::report(bool busy) {
+    for (const ModelGpu& g : m_modelGpus) m_monitor->report_activity(g.gpu, busy ? 0.9f : 0.0f, g.bytes);
+}
+
+void DashboardController::meter(const powerhouse::TelemetrySnapshot& snapshot) {
+    if (!m_meter) return;
+    double watts = 0;
+    bool any = false;
+    for (const ModelGpu& g : m_modelGpus) {
+        if (g.gpu < snapshot.latest.size() && snapshot.latest[g.gpu].power_w) {
+            watts += *snapshot.latest[g.gpu].power_w;
+            any = true;
+        }
+    }
+    if (any && !snapshot.latest.empty()) m_meter->add(snapshot.latest.front().time, watts);
+}
+
+void DashboardController::beginAnswer() {
+    m_answering = true;
+    report(true);
+    startMeter();
+}
+
+void DashboardController::startMeter() {
+    m_meter.reset();
+    // Only GPUs that hold the model count, and for now only simulated ones can (see the header).
+    if (m_modelGpus.empty()) return;
+    const powerhouse::TelemetrySnapshot now = m_monitor->sample_now();
+    if (!now.simulated) return;
+    m_meter.emplace();
+    meter(now);
+}
+
+std::optional<double> DashboardController::endAnswer() {
+    m_answering = false;
+    if (m_meter) meter(m_monitor->sample_now());  // the power at the end, before the load drops
+    report(false);
+    if (!m_modelGpus.empty()) m_monitor->sample_now();  // show the GPUs idle at once
+    std::optional<powerhouse::EnergyMeter> done = std::exchange(m_meter, std::nullopt);
+    if (!done || done->seconds() <= 0) return std::nullopt;
+    return done->joules();
 }

@@ -3,10 +3,12 @@
 // property.
 //
 //   powerhouse [--model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
+//              [--show settings|general]
 //
 // --send sends a message as soon as the model is ready. --screenshot renders the window
 // once it is idle (the model loaded or failed, no answer streaming), saves it as a PNG and
-// quits. Both are for tests and documentation.
+// quits. --show opens the settings (GPUs or General) at start. These are for tests and
+// documentation.
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
@@ -23,6 +25,7 @@
 
 #include "chat_controller.h"
 #include "dashboard_controller.h"
+#include "settings_controller.h"
 #include "engine_client.h"
 #include "store/store.h"
 
@@ -77,15 +80,19 @@ int main(int argc, char* argv[]) {
                                          QStringLiteral("FILE"));
     const QCommandLineOption dataOption(QStringLiteral("data-dir"),
                                         QStringLiteral("Folder for conversations and settings."), QStringLiteral("DIR"));
-    const QCommandLineOption ctxOption(QStringLiteral("ctx"), QStringLiteral("Context length."), QStringLiteral("N"),
-                                       QStringLiteral("4096"));
+    const QCommandLineOption ctxOption(QStringLiteral("ctx"),
+                                       QStringLiteral("Context length (default: the one in the settings, else 4096)."),
+                                       QStringLiteral("N"));
     const QCommandLineOption sendOption(QStringLiteral("send"),
                                         QStringLiteral("Send this message once the model is ready."),
                                         QStringLiteral("TEXT"));
     const QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
                                               QStringLiteral("Save the window as a PNG once idle, then quit."),
                                               QStringLiteral("FILE"));
-    parser.addOptions({modelOption, dataOption, ctxOption, sendOption, screenshotOption});
+    const QCommandLineOption showOption(QStringLiteral("show"),
+                                        QStringLiteral("Open a panel at start: settings, or general (settings' second tab)."),
+                                        QStringLiteral("PANEL"));
+    parser.addOptions({modelOption, dataOption, ctxOption, sendOption, screenshotOption, showOption});
     parser.process(app);
 
     const QString dataDir = parser.isSet(dataOption)
@@ -117,23 +124,45 @@ int main(int argc, char* argv[]) {
     DashboardController dashboard(powerhouse::options_from_environment());
     QObject::connect(&engine, &EngineClient::loaded, &dashboard,
                      [&dashboard](const QVariantMap& summary) { dashboard.setPlacement(summary.value("devices").toList()); });
+    SettingsController settings(*store, dataDir);
+    QObject::connect(&dashboard, &DashboardController::snapshotApplied, &settings, &SettingsController::setDevices);
+    // The plan puts the loaded model on GPUs (simulated ones stand in for the CUDA backend
+    // until it lands); the dashboard measures each answer's energy on them.
+    QObject::connect(&engine, &EngineClient::loaded, &settings, [&settings, &dashboard](const QVariantMap& summary) {
+        settings.setModel(summary.value("path").toString());
+        dashboard.setModelGpus(settings.plannedGpus());
+    });
+    QObject::connect(&settings, &SettingsController::error, &controller, &ChatController::showError);
+    controller.setAnswerObserver([&dashboard] { dashboard.beginAnswer(); }, [&dashboard] { return dashboard.endAnswer(); });
+    const auto price = [&controller, &settings] { controller.messages()->setElectricityPrice(settings.electricityPrice()); };
+    QObject::connect(&settings, &SettingsController::applied, &controller, price);
+    price();
     dashboard.start();
 
     QQmlApplicationEngine qml;
     qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)},
-                              {QStringLiteral("dashboard"), QVariant::fromValue(&dashboard)}});
+                              {QStringLiteral("dashboard"), QVariant::fromValue(&dashboard)},
+                              {QStringLiteral("settings"), QVariant::fromValue(&settings)}});
     qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
 
     const QString model = modelToOpen(parser.value(modelOption), *store);
+    // The model is loaded with the applied settings; --ctx overrides the context at start.
+    const uint32_t ctx = parser.value(ctxOption).toUInt();
+    const auto load = [&controller, &settings, ctx](const QString& path, bool fromSettings) {
+        powerhouse::ModelOptions options = settings.modelOptions();
+        if (!fromSettings && ctx > 0) options.n_ctx = ctx;
+        controller.loadModel(path, options);
+    };
     if (!model.isEmpty()) {
-        powerhouse::ModelOptions options;
-        options.n_ctx = parser.value(ctxOption).toUInt();
-        if (options.n_ctx == 0) options.n_ctx = 4096;
-        controller.loadModel(model, options);
+        load(model, false);
         (void)store->set_setting("model_path", model.toStdString());
     }
+    // Applying the settings reloads the model with them.
+    QObject::connect(&settings, &SettingsController::applied, &controller, [load, model] {
+        if (!model.isEmpty()) load(model, true);
+    });
     if (parser.isSet(sendOption)) {
         const QString text = parser.value(sendOption);
         auto sent = std::make_shared<bool>(false);
@@ -143,6 +172,14 @@ int main(int argc, char* argv[]) {
             controller.newConversation();
             controller.send(text);
         });
+    }
+    if (parser.isSet(showOption)) {
+        const QString panel = parser.value(showOption);
+        if (panel != QLatin1String("settings") && panel != QLatin1String("general")) {
+            std::fprintf(stderr, "powerhouse: --show takes settings or general, not %s\n", qPrintable(panel));
+            return 2;
+        }
+        QMetaObject::invokeMethod(window, "openSettings", Q_ARG(QVariant, panel == QLatin1String("general") ? 1 : 0));
     }
     if (parser.isSet(screenshotOption) && window != nullptr) {
         screenshotWhenIdle(window, controller, parser.value(screenshotOption));

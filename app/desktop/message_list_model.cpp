@@ -1,5 +1,8 @@
 #include "message_list_model.h"
 
+#include "markdown_blocks.h"
+#include "powerhouse/telemetry.h"
+
 using powerhouse::store::Message;
 using powerhouse::store::MessageState;
 
@@ -9,14 +12,28 @@ int MessageListModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : static_cast<int>(m_messages.size());
 }
 
-QString MessageListModel::statsText(const powerhouse::store::MessageStats& stats) {
+QString MessageListModel::statsText(const powerhouse::store::MessageStats& stats, double pricePerKwh) {
     if (stats.generated_tokens == 0) return {};
     QString text = QStringLiteral("%1 tokens/s · %2 ms to first token · %3 tokens")
                        .arg(stats.tokens_per_second, 0, 'f', 1)
                        .arg(stats.ttft_ms, 0, 'f', 0)
                        .arg(stats.generated_tokens);
-    if (stats.energy_joules) text += QStringLiteral(" · %1 J").arg(*stats.energy_joules, 0, 'f', 1);
+    if (stats.energy_joules) {
+        const double perToken = *stats.energy_joules / static_cast<double>(stats.generated_tokens);
+        text += QStringLiteral(" · %1 J (%2 J/token").arg(*stats.energy_joules, 0, 'f', 1).arg(perToken, 0, 'f', 2);
+        if (pricePerKwh > 0) {
+            text += QStringLiteral(", %1 per M tokens")
+                        .arg(powerhouse::cost_per_million_tokens(perToken, pricePerKwh), 0, 'f', 2);
+        }
+        text += QLatin1Char(')');
+    }
     return text;
+}
+
+void MessageListModel::setElectricityPrice(double pricePerKwh) {
+    if (pricePerKwh == m_price) return;
+    m_price = pricePerKwh;
+    if (!m_messages.empty()) emit dataChanged(index(0), index(rowCount() - 1), {StatsRole});
 }
 
 QVariant MessageListModel::data(const QModelIndex& index, int role) const {
@@ -28,15 +45,17 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
         case IdRole: return static_cast<qint64>(m.id);
         case RoleRole: return QString::fromStdString(m.role);
         case StateRole: return QString::fromUtf8(powerhouse::store::message_state_name(m.state));
-        case StatsRole: return statsText(m.stats);
+        case StatsRole: return statsText(m.stats, m_price);
         case ErrorRole: return QString::fromStdString(m.error);
+        case BlocksRole: return markdown_blocks_variant(QString::fromStdString(m.content));
         default: return {};
     }
 }
 
 QHash<int, QByteArray> MessageListModel::roleNames() const {
     return {{IdRole, "messageId"}, {RoleRole, "role"},   {ContentRole, "content"},
-            {StateRole, "messageState"}, {StatsRole, "stats"}, {ErrorRole, "error"}};
+            {StateRole, "messageState"}, {StatsRole, "stats"}, {ErrorRole, "error"},
+            {BlocksRole, "blocks"}};
 }
 
 void MessageListModel::setMessages(std::vector<Message> messages) {
@@ -59,7 +78,7 @@ void MessageListModel::appendText(qint64 messageId, const QString& text) {
     if (row < 0 || text.isEmpty()) return;
     m_messages[static_cast<size_t>(row)].content += text.toStdString();
     const QModelIndex i = index(row);
-    emit dataChanged(i, i, {ContentRole});
+    emit dataChanged(i, i, {ContentRole, BlocksRole});
 }
 
 void MessageListModel::update(const Message& message) {

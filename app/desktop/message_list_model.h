@@ -20,7 +20,8 @@ class MessageListModel : public QAbstractListModel {
     Q_PROPERTY(int count READ rowCount NOTIFY countChanged)
 
 public:
-    enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole };
+    // BlocksRole: the content cut into Markdown text and code blocks (markdown_blocks.h).
+    enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, BlocksRole };
 
     explicit MessageListModel(QObject* parent = nullptr);
 
@@ -38,12 +39,16 @@ public:
     int rowOf(qint64 messageId) const;
     const powerhouse::store::Message* at(int row) const;
 
-    // "58.2 tokens/s · 41 ms to first token · 120 tokens"
-    static QString statsText(const powerhouse::store::MessageStats& stats);
+    // "58.2 tokens/s · 41 ms to first token · 120 tokens", then where measured
+    // " · 84.0 J (0.70 J/token, 0.06 per M tokens)"; the cost needs a price per kWh (> 0).
+    static QString statsText(const powerhouse::store::MessageStats& stats, double pricePerKwh = 0);
+    // The electricity price the statistics quote costs at (0: none).
+    void setElectricityPrice(double pricePerKwh);
 
 signals:
     void countChanged();
 
 private:
     std::vector<powerhouse::store::Message> m_messages;
+    double m_price = 0;
 };

@@ -8,6 +8,9 @@ Rectangle {
     id: root
 
     required property DashboardController dashboard
+    // The settings' plan for the loaded model on the GPUs, and its number of layers.
+    property var plan: []
+    property int layers: 0
 
     function mib(bytes) {
         return (bytes / 1048576).toFixed(0) + " MiB"
@@ -74,8 +77,25 @@ Rectangle {
             }
 
             Label {
+                visible: root.plan.length > 0
+                text: "The model on the GPUs"
+                color: Theme.text
+                font.bold: true
+                Layout.leftMargin: Theme.spacing
+                Layout.topMargin: Theme.spacing
+            }
+            PlacementBar {
+                visible: root.plan.length > 0
+                plan: root.plan
+                layers: root.layers
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+            }
+
+            Label {
                 visible: root.dashboard.placement.length > 0
-                text: "Where the model is"
+                text: "Where the model runs now"
                 color: Theme.text
                 font.bold: true
                 Layout.leftMargin: Theme.spacing

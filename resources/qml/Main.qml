@@ -9,6 +9,7 @@ ApplicationWindow {
 
     required property ChatController controller
     required property DashboardController dashboard
+    required property SettingsController settings
     property bool dashboardVisible: true
 
     width: 1180
@@ -39,6 +40,24 @@ ApplicationWindow {
         controller: window.controller
         dashboardVisible: window.dashboardVisible
         onToggleDashboard: window.dashboardVisible = !window.dashboardVisible
+        onOpenSettings: settingsDialog.open()
+    }
+
+    // Opens the settings on a tab: 0 GPUs, 1 General.
+    function openSettings(tab: var) {
+        settingsDialog.tab = tab
+        settingsDialog.open()
+    }
+
+    SettingsDialog {
+        id: settingsDialog
+        settings: window.settings
+    }
+
+    Binding {
+        target: Theme
+        property: "mode"
+        value: window.settings.theme
     }
 
     SplitView {
@@ -61,6 +80,8 @@ ApplicationWindow {
         GpuDashboard {
             visible: window.dashboardVisible
             dashboard: window.dashboard
+            plan: window.settings.plannedGpus
+            layers: window.settings.modelLayers
             SplitView.preferredWidth: 300
             SplitView.minimumWidth: 220
         }
@@ -76,6 +97,10 @@ ApplicationWindow {
     Shortcut {
         sequence: StandardKey.Find
         onActivated: conversationList.focusSearch()
+    }
+    Shortcut {
+        sequence: "Ctrl+,"
+        onActivated: settingsDialog.open()
     }
     Shortcut {
         sequence: "Ctrl+G"

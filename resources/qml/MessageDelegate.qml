@@ -17,6 +17,7 @@ Item {
     required property string messageState
     required property string stats
     required property string error
+    required property var blocks
 
     readonly property bool fromUser: role === "user"
     readonly property bool streaming: messageState === "streaming"
@@ -35,25 +36,61 @@ Item {
         Rectangle {
             Layout.alignment: root.fromUser ? Qt.AlignRight : Qt.AlignLeft
             Layout.maximumWidth: column.width
-            implicitWidth: Math.min(column.width, body.implicitWidth + 2 * Theme.spacing)
-            implicitHeight: body.implicitHeight + 2 * Theme.spacing
+            implicitWidth: root.fromUser ? Math.min(column.width, body.implicitWidth + 2 * Theme.spacing) : column.width
+            implicitHeight: (root.fromUser ? body.implicitHeight : answer.implicitHeight) + 2 * Theme.spacing
             radius: Theme.radius
             color: root.fromUser ? Theme.userBubble : "transparent"
 
+            // The user's words as typed.
             TextEdit {
                 id: body
                 anchors.fill: parent
                 anchors.margins: Theme.spacing
-                visible: !root.editing
+                visible: root.fromUser && !root.editing
                 readOnly: true
                 selectByMouse: true
                 wrapMode: TextEdit.Wrap
                 color: Theme.text
                 selectionColor: Theme.selection
                 font.pixelSize: Theme.fontSize
-                textFormat: root.fromUser ? TextEdit.PlainText : TextEdit.MarkdownText
-                text: root.content.length > 0 || !root.streaming ? root.content : "…"
-                Accessible.name: root.fromUser ? "Your message" : "Answer"
+                textFormat: TextEdit.PlainText
+                text: root.fromUser ? root.content : ""
+                Accessible.name: "Your message"
+            }
+
+            // The answer: Markdown, with each fenced code block in a frame of its own.
+            ColumnLayout {
+                id: answer
+                anchors.left: parent.left
+                anchors.right: parent.right
+                anchors.top: parent.top
+                anchors.margins: Theme.spacing
+                visible: !root.fromUser
+                spacing: Theme.spacing * 0.75
+
+                Label {
+                    visible: root.blocks.length === 0
+                    text: root.streaming ? "…" : ""
+                    color: Theme.text
+                }
+                Repeater {
+                    model: root.fromUser ? [] : root.blocks
+                    delegate: Loader {
+                        required property var modelData
+                        Layout.fillWidth: true
+                        sourceComponent: modelData.kind === "code" ? codeBlock : textBlock
+                        onLoaded: item.block = modelData
+                        onModelDataChanged: if (item) item.block = modelData
+                    }
+                }
+            }
+
+            // Copies the whole message as written (the Markdown source).
+            TextEdit {
+                id: copier
+                visible: false
+                textFormat: TextEdit.PlainText
+                text: root.content
             }
 
             TextArea {
@@ -82,12 +119,16 @@ Item {
             Layout.fillWidth: true
         }
 
-        RowLayout {
-            Layout.alignment: root.fromUser ? Qt.AlignRight : Qt.AlignLeft
+        // Statistics and actions; they wrap onto a second line when the column is narrow.
+        Flow {
+            Layout.fillWidth: true
+            layoutDirection: root.fromUser ? Qt.RightToLeft : Qt.LeftToRight
             visible: !root.streaming
             spacing: 6
 
             Label {
+                height: 32
+                verticalAlignment: Text.AlignVCenter
                 visible: !root.fromUser && root.stats.length > 0
                 text: root.stats + (root.messageState === "stopped" ? " · stopped" : root.messageState === "interrupted" ? " · interrupted" : "")
                 color: Theme.textMuted
@@ -98,9 +139,9 @@ Item {
                 font.pixelSize: Theme.smallFontSize
                 Accessible.name: "Copy message"
                 onClicked: {
-                    body.selectAll()
-                    body.copy()
-                    body.deselect()
+                    copier.selectAll()
+                    copier.copy()
+                    copier.deselect()
                 }
             }
             ToolButton {
@@ -129,6 +170,84 @@ Item {
                 Accessible.name: "Delete message"
                 enabled: !root.controller.generating
                 onClicked: root.controller.deleteMessage(root.messageId)
+            }
+        }
+    }
+
+    Component {
+        id: textBlock
+        TextEdit {
+            property var block
+            readOnly: true
+            selectByMouse: true
+            wrapMode: TextEdit.Wrap
+            color: Theme.text
+            selectionColor: Theme.selection
+            font.pixelSize: Theme.fontSize
+            textFormat: TextEdit.MarkdownText
+            text: block ? block.text : ""
+            Accessible.name: "Answer"
+        }
+    }
+
+    Component {
+        id: codeBlock
+        Rectangle {
+            id: frame
+            property var block
+            implicitHeight: codeHeader.implicitHeight + code.implicitHeight + Theme.spacing
+            radius: 6
+            color: Theme.codeBackground
+            border.color: Theme.border
+
+            RowLayout {
+                id: codeHeader
+                anchors.left: parent.left
+                anchors.right: parent.right
+                anchors.leftMargin: Theme.spacing
+                Label {
+                    text: frame.block && frame.block.language.length > 0 ? frame.block.language : "code"
+                    color: Theme.textMuted
+                    font.pixelSize: Theme.smallFontSize
+                    Layout.fillWidth: true
+                }
+                ToolButton {
+                    id: copyCode
+                    property bool copied: false
+                    text: copied ? "Copied" : "Copy"
+                    font.pixelSize: Theme.smallFontSize
+                    Accessible.name: "Copy code"
+                    onClicked: {
+                        code.selectAll()
+                        code.copy()
+                        code.deselect()
+                        copied = true
+                        copiedTimer.restart()
+                    }
+                    Timer {
+                        id: copiedTimer
+                        interval: 1500
+                        onTriggered: copyCode.copied = false
+                    }
+                }
+            }
+            TextEdit {
+                id: code
+                anchors.top: codeHeader.bottom
+                anchors.left: parent.left
+                anchors.right: parent.right
+                anchors.leftMargin: Theme.spacing
+                anchors.rightMargin: Theme.spacing
+                readOnly: true
+                selectByMouse: true
+                wrapMode: TextEdit.WrapAnywhere
+                color: Theme.text
+                selectionColor: Theme.selection
+                font.family: Theme.monoFont
+                font.pixelSize: Theme.fontSize - 1
+                textFormat: TextEdit.PlainText
+                text: frame.block ? frame.block.text : ""
+                Accessible.name: "Code" + (frame.block && frame.block.language.length > 0 ? " in " + frame.block.language : "")
             }
         }
     }

@@ -11,6 +11,7 @@ ToolBar {
     property bool dashboardVisible: true
 
     signal toggleDashboard()
+    signal openSettings()
 
     background: Rectangle {
         color: Theme.sidebar
@@ -74,6 +75,11 @@ ToolBar {
         }
         Item {
             Layout.fillWidth: true
+        }
+        ToolButton {
+            text: "GPU settings"
+            Accessible.name: "GPU settings (Ctrl+,)"
+            onClicked: bar.openSettings()
         }
         ToolButton {
             text: bar.dashboardVisible ? "Hide GPUs" : "Show GPUs"

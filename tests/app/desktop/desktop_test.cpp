@@ -14,6 +14,8 @@
 #include "chat_controller.h"
 #include "conversation_list_model.h"
 #include "dashboard_controller.h"
+#include "markdown_blocks.h"
+#include "settings_controller.h"
 #include "engine_client.h"
 #include "message_list_model.h"
 #include "store/store.h"
@@ -121,6 +123,79 @@ TEST(GpuListModel, FollowsTheSimulatedGpusAndKeepsAHistory) {
     EXPECT_GE(gpus.data(gpus.index(0), GpuListModel::TemperatureRole).toInt(), 0);
 }
 
+TEST(DashboardController, SimulatedGpusHoldTheModelAndMeasureEachAnswersEnergy) {
+    powerhouse::GpuMonitorOptions options;
+    options.simulate = "RTX 4090:24;RTX 4090:24";
+    DashboardController dashboard(options);
+    dashboard.start();
+    // No GPU holds the model yet: no energy.
+    dashboard.beginAnswer();
+    EXPECT_FALSE(dashboard.endAnswer().has_value());
+
+    const uint64_t bytes = 3ull << 30;
+    dashboard.setModelGpus({QVariantMap{{"gpu", 1}, {"bytes", static_cast<double>(bytes)}}});
+    dashboard.beginAnswer();
+    QTest::qWait(400);
+    const std::optional<double> joules = dashboard.endAnswer();
+    ASSERT_TRUE(joules.has_value());
+    // GPU 1 was 90% loaded: about 0.9 * 92% of 450 W, for the 0.4 s or a little more.
+    EXPECT_GT(*joules, 0.4 * 300.0);
+    EXPECT_LT(*joules, 2.0 * 450.0);
+    // It holds the model's memory; GPU 0 holds nothing of it.
+    ASSERT_TRUE(QTest::qWaitFor([&] {
+        const GpuListModel& gpus = *dashboard.gpus();
+        return gpus.data(gpus.index(1), GpuListModel::MemoryUsedRole).toDouble() >= static_cast<double>(bytes);
+    }, 5000));
+    const GpuListModel& gpus = *dashboard.gpus();
+    EXPECT_LT(gpus.data(gpus.index(0), GpuListModel::MemoryUsedRole).toDouble(), static_cast<double>(bytes));
+}
+
+TEST(MarkdownBlocks, CutsFencedCodeOutOfTheText) {
+    using Kind = MarkdownBlock::Kind;
+    const auto blocks = split_markdown_blocks(
+        "Here it is:\n\n```python\ndef f(s):\n    return s[::-1]\n```\n\nAnd in C:\n"
+        "  ~~~~ c  extra words\n  int x;\n    y();\n  ~~~~~\nDone with `inline` and ``` not a fence ``` here.");
+    ASSERT_EQ(blocks.size(), 5u);
+    EXPECT_EQ(blocks[0], (MarkdownBlock{Kind::text, "Here it is:", {}, true}));
+    EXPECT_EQ(blocks[1], (MarkdownBlock{Kind::code, "def f(s):\n    return s[::-1]", "python", true}));
+    EXPECT_EQ(blocks[2], (MarkdownBlock{Kind::text, "And in C:", {}, true}));
+    // The opening fence's two spaces of indentation come off each line, no more.
+    EXPECT_EQ(blocks[3], (MarkdownBlock{Kind::code, "int x;\n  y();", "c", true}));
+    EXPECT_EQ(blocks[4].kind, Kind::text);
+    EXPECT_TRUE(blocks[4].text.startsWith("Done with `inline`"));
+}
+
+TEST(MarkdownBlocks, AnAnswerStillStreamingHasAnOpenBlock) {
+    using Kind = MarkdownBlock::Kind;
+    // A shorter fence, or one of the other character, does not close the block.
+    const auto blocks = split_markdown_blocks("````\nprint(1)\n```\n~~~~\nprint(2)");
+    ASSERT_EQ(blocks.size(), 1u);
+    EXPECT_EQ(blocks[0], (MarkdownBlock{Kind::code, "print(1)\n```\n~~~~\nprint(2)", "", false}));
+    // Indented by four spaces it is an indented code block of the text, left to Markdown.
+    const auto indented = split_markdown_blocks("    ```\n    x\n    ```");
+    ASSERT_EQ(indented.size(), 1u);
+    EXPECT_EQ(indented[0].kind, Kind::text);
+    EXPECT_TRUE(split_markdown_blocks("").empty());
+    EXPECT_TRUE(split_markdown_blocks("\n\n").empty());
+    // An empty block still is one.
+    const auto empty = split_markdown_blocks("```sh\n```");
+    ASSERT_EQ(empty.size(), 1u);
+    EXPECT_EQ(empty[0], (MarkdownBlock{Kind::code, "", "sh", true}));
+}
+
+TEST(MessageListModel, StatisticsShowEnergyPerTokenAndItsCost) {
+    powerhouse::store::MessageStats stats;
+    stats.generated_tokens = 100;
+    stats.tokens_per_second = 50;
+    stats.ttft_ms = 40;
+    EXPECT_EQ(MessageListModel::statsText(stats), "50.0 tokens/s · 40 ms to first token · 100 tokens");
+    stats.energy_joules = 36.0;
+    EXPECT_EQ(MessageListModel::statsText(stats), "50.0 tokens/s · 40 ms to first token · 100 tokens · 36.0 J (0.36 J/token)");
+    // 0.36 J/token = 0.1 kWh per million tokens; at 0.30 per kWh that is 0.03.
+    EXPECT_EQ(MessageListModel::statsText(stats, 0.30),
+              "50.0 tokens/s · 40 ms to first token · 100 tokens · 36.0 J (0.36 J/token, 0.03 per M tokens)");
+}
+
 TEST(DashboardController, WithoutADriverSaysSoAndListsNoGpu) {
     powerhouse::GpuMonitorOptions options;
     options.nvml = "/nonexistent/libnvidia-ml.so.1";
@@ -131,6 +206,100 @@ TEST(DashboardController, WithoutADriverSaysSoAndListsNoGpu) {
     EXPECT_FALSE(dashboard.simulated());
     dashboard.setPlacement({QVariantMap{{"name", "CPU"}, {"part", "layers 0-29"}}});
     EXPECT_EQ(dashboard.placement().size(), 1);
+}
+
+TEST(SettingsController, PreviewsThePlanAndKeepsTheSettingsPerGpu) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    powerhouse::GpuMonitorOptions options;
+    options.simulate = "RTX 4090:24;RTX 4090:24";
+    powerhouse::GpuMonitor monitor(options);
+    const powerhouse::TelemetrySnapshot snapshot = monitor.sample_now();
+    ASSERT_EQ(snapshot.gpus.size(), 2u);
+    {
+        SettingsController settings(store, QString::fromStdString(dir.path().string()));
+        EXPECT_TRUE(settings.preview().contains("Load a model")) << settings.preview().toStdString();
+        settings.setDevices(snapshot);
+        settings.setModel(QString::fromStdString(powerhouse::test::test_model_path().string()));
+        EXPECT_TRUE(settings.fits()) << settings.preview().toStdString();
+        EXPECT_TRUE(settings.preview().startsWith("single split")) << settings.preview().toStdString();
+
+        settings.setSplitMode("layer");
+        EXPECT_TRUE(settings.fits());
+        EXPECT_TRUE(settings.preview().contains("layer split")) << settings.preview().toStdString();
+        EXPECT_TRUE(settings.preview().contains("GPU 0 (RTX 4090): layers 0-")) << settings.preview().toStdString();
+        EXPECT_TRUE(settings.preview().contains("GPU 1 (RTX 4090): layers ")) << settings.preview().toStdString();
+
+        // Keeping almost all memory free on both: it no longer fits, and the planner says where.
+        settings.setGpuReserve(0, 24 * 1024 - 8);
+        settings.setGpuReserve(1, 24 * 1024 - 8);
+        EXPECT_FALSE(settings.fits());
+        EXPECT_TRUE(settings.preview().contains("needs")) << settings.preview().toStdString();
+
+        settings.setGpuReserve(0, 1024);
+        settings.setGpuReserve(1, 1024);
+        settings.setGpuUse(1, false);
+        EXPECT_TRUE(settings.fits());
+        EXPECT_FALSE(settings.preview().contains("GPU 1")) << settings.preview().toStdString();
+        settings.setContextLength(8192);
+        settings.setKvCacheType("q8_0");
+        settings.setKvCacheType("q4_0");  // not a cache type: ignored
+        settings.setCpuThreads(3);
+        settings.setElectricityPrice(0.31);
+        // Nothing is kept before Apply: a panel opened now reads the old values.
+        EXPECT_EQ(SettingsController(store, {}).contextLength(), 4096);
+        QSignalSpy applied(&settings, &SettingsController::applied);
+        EXPECT_TRUE(settings.apply());
+        EXPECT_EQ(applied.count(), 1);
+        const powerhouse::ModelOptions model = settings.modelOptions();
+        EXPECT_EQ(model.n_ctx, 8192u);
+        EXPECT_EQ(model.n_threads, 3);
+        EXPECT_EQ(model.kv_cache_type, powerhouse::KvCacheType::q8_0);
+
+        // Unapplied changes are forgotten by revert (Close).
+        settings.setContextLength(2048);
+        settings.setGpuUse(1, true);
+        settings.revert();
+        EXPECT_EQ(settings.contextLength(), 8192);
+        EXPECT_FALSE(settings.gpus()[1].toMap().value("use").toBool());
+    }
+    // Read back by a new panel, per GPU UUID.
+    SettingsController again(store, {});
+    again.setDevices(snapshot);
+    const QVariantList gpus = again.gpus();
+    ASSERT_EQ(gpus.size(), 2);
+    EXPECT_TRUE(gpus[0].toMap().value("use").toBool());
+    EXPECT_FALSE(gpus[1].toMap().value("use").toBool());
+    EXPECT_EQ(gpus[1].toMap().value("reserveMiB").toInt(), 1024);
+    EXPECT_EQ(again.splitMode(), "layer");
+    EXPECT_EQ(again.contextLength(), 8192);
+    EXPECT_EQ(again.kvCacheType(), "q8_0");
+    EXPECT_EQ(again.cpuThreads(), 3);
+    EXPECT_DOUBLE_EQ(again.electricityPrice(), 0.31);
+    EXPECT_EQ(again.theme(), "system");
+    auto saved = store.gpu_settings(snapshot.gpus[1].uuid);
+    ASSERT_TRUE(saved && *saved);
+}
+
+TEST(SettingsController, ThemeIsKeptAtOnceAndBadValuesAreRefused) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    SettingsController settings(store, {});
+    QSignalSpy themeChanged(&settings, &SettingsController::themeChanged);
+    settings.setTheme("dark");
+    settings.setTheme("purple");
+    EXPECT_EQ(settings.theme(), "dark");
+    EXPECT_EQ(themeChanged.count(), 1);
+    EXPECT_EQ(SettingsController(store, {}).theme(), "dark");  // no Apply needed
+
+    // Garbage in the store (an older or hand-edited file) falls back to the defaults.
+    ASSERT_TRUE(store.set_setting("context_length", "lots"));
+    ASSERT_TRUE(store.set_setting("split_mode", "sideways"));
+    ASSERT_TRUE(store.set_setting("electricity_price", "-3"));
+    SettingsController fresh(store, {});
+    EXPECT_EQ(fresh.contextLength(), 4096);
+    EXPECT_EQ(fresh.splitMode(), "auto");
+    EXPECT_EQ(fresh.electricityPrice(), 0.0);
 }
 
 class ChatControllerTest : public ::testing::Test {

@@ -1,0 +1,289 @@
+#include "settings_controller.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+namespace {
+
+QString gib(uint64_t bytes) { return QString::number(static_cast<double>(bytes) / (1ull << 30), 'f', 1) + " GiB"; }
+
+QString range(uint32_t begin, uint32_t end) {
+    return end == begin + 1 ? QString::number(begin) : QStringLiteral("%1-%2").arg(begin).arg(end - 1);
+}
+
+}  // namespace
+
+SettingsController::SettingsController(powerhouse::store::Store& store, QString dataFolder, QObject* parent)
+    : QObject(parent), m_store(store), m_dataFolder(std::move(dataFolder)) {
+    load();
+    updatePreview();
+}
+
+// The applied settings, from the store; a value that is missing or unreadable keeps its default.
+void SettingsController::load() {
+    const auto text = [this](const char* key) -> QString {
+        auto value = m_store.setting(key);
+        return value && *value ? QString::fromStdString(**value) : QString();
+    };
+    const QString mode = text("split_mode");
+    m_splitMode = powerhouse::parse_split_mode(mode.toStdString()) ? mode : QStringLiteral("auto");
+    m_mainGpu = std::max(0, text("main_gpu").toInt());
+    const int ctx = text("context_length").toInt();
+    m_contextLength = ctx > 0 ? std::clamp(ctx, 256, 1 << 20) : 4096;
+    m_kvCacheType = text("kv_cache_type") == QLatin1String("q8_0") ? QStringLiteral("q8_0") : QStringLiteral("f16");
+    m_cpuThreads = std::clamp(text("cpu_threads").toInt(), 0, 1024);
+    const QString theme = text("theme");
+    m_theme = theme == QLatin1String("light") || theme == QLatin1String("dark") ? theme : QStringLiteral("system");
+    const double price = text("electricity_price").toDouble();
+    m_price = std::isfinite(price) && price > 0 ? price : 0.0;
+    for (Gpu& g : m_gpus) loadGpu(g);
+}
+
+void SettingsController::loadGpu(Gpu& g) {
+    g.use = true;
+    g.ratio = 1.0;
+    g.reserveMiB = 512;
+    auto saved = m_store.gpu_settings(g.desc.uuid);
+    if (!saved || !*saved) return;
+    const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(**saved)).object();
+    g.use = o.value("use").toBool(true);
+    const double ratio = o.value("ratio").toDouble(1.0);
+    g.ratio = std::isfinite(ratio) && ratio > 0 ? ratio : 1.0;
+    g.reserveMiB = std::max(0, o.value("reserve_mib").toInt(512));
+}
+
+void SettingsController::revert() {
+    const QString theme = m_theme;
+    load();
+    emit changed();
+    if (theme != m_theme) emit themeChanged();
+    updatePreview();
+}
+
+int SettingsController::cpuCores() const { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+QVariantList SettingsController::gpus() const {
+    QVariantList out;
+    for (const Gpu& g : m_gpus) {
+        out.append(QVariantMap{{"uuid", QString::fromStdString(g.desc.uuid)},
+                               {"name", QString::fromStdString(g.desc.name)},
+                               {"totalGiB", static_cast<double>(g.desc.total_bytes) / (1ull << 30)},
+                               {"use", g.use},
+                               {"ratio", g.ratio},
+                               {"reserveMiB", g.reserveMiB}});
+    }
+    return out;
+}
+
+void SettingsController::setDevices(const powerhouse::TelemetrySnapshot& snapshot) {
+    bool same = snapshot.gpus.size() == m_gpus.size();
+    for (size_t i = 0; same && i < m_gpus.size(); ++i) same = m_gpus[i].desc.uuid == snapshot.gpus[i].uuid;
+    std::vector<Gpu> gpus;
+    for (size_t i = 0; i < snapshot.gpus.size(); ++i) {
+        const powerhouse::GpuInfo& info = snapshot.gpus[i];
+        Gpu g = same ? m_gpus[i] : Gpu{};
+        g.desc.name = info.name;
+        g.desc.uuid = info.uuid;
+        g.desc.total_bytes = info.memory_total;
+        const powerhouse::GpuSample* s = i < snapshot.latest.size() ? &snapshot.latest[i] : nullptr;
+        uint64_t free = s != nullptr && s->memory_free ? *s->memory_free : info.memory_total;
+        // What this process holds on the GPU is the model's own: it would be freed by a reload.
+        if (s != nullptr && s->process_memory) free = std::min(info.memory_total, free + *s->process_memory);
+        g.desc.free_bytes = free;
+        g.desc.bandwidth_gb_s = powerhouse::guess_bandwidth_gb_s(info.name);
+        if (!same) loadGpu(g);
+        gpus.push_back(g);
+    }
+    m_gpus = std::move(gpus);
+    if (!same) emit changed();
+    updatePreview();
+}
+
+void SettingsController::setModel(const QString& path) {
+    if (path == m_modelPath) return;
+    m_modelPath = path;
+    m_shape.reset();
+    if (!path.isEmpty()) {
+        auto shape = powerhouse::read_model_shape(path.toStdString());
+        if (shape) {
+            m_shape = std::move(shape).value();
+        } else {
+            emit error(QString::fromStdString(shape.error().message));
+        }
+    }
+    updatePreview();
+}
+
+template <class T>
+void SettingsController::set(T& field, T value) {
+    if (field == value) return;
+    field = std::move(value);
+    emit changed();
+    updatePreview();
+}
+
+void SettingsController::setSplitMode(const QString& mode) {
+    if (powerhouse::parse_split_mode(mode.toStdString())) set(m_splitMode, mode);
+}
+
+void SettingsController::setMainGpu(int index) {
+    if (index >= 0) set(m_mainGpu, index);
+}
+
+void SettingsController::setContextLength(int n) { set(m_contextLength, std::clamp(n, 256, 1 << 20)); }
+
+void SettingsController::setKvCacheType(const QString& type) {
+    if (type == QLatin1String("f16") || type == QLatin1String("q8_0")) set(m_kvCacheType, type);
+}
+
+void SettingsController::setCpuThreads(int n) { set(m_cpuThreads, std::clamp(n, 0, 1024)); }
+
+void SettingsController::setElectricityPrice(double price) {
+    if (std::isfinite(price) && price >= 0) set(m_price, price);
+}
+
+void SettingsController::setTheme(const QString& theme) {
+    if (theme == m_theme || (theme != QLatin1String("system") && theme != QLatin1String("light") &&
+                             theme != QLatin1String("dark"))) {
+        return;
+    }
+    m_theme = theme;
+    emit themeChanged();
+    // Nothing to reload: keep it at once, apart from the other settings.
+    if (auto saved = m_store.set_setting("theme", theme.toStdString()); !saved) {
+        emit error(QString::fromStdString(saved.error().message));
+    }
+}
+
+void SettingsController::setGpuUse(int index, bool use) {
+    if (index >= 0 && index < static_cast<int>(m_gpus.size())) set(m_gpus[static_cast<size_t>(index)].use, use);
+}
+
+void SettingsController::setGpuRatio(int index, double ratio) {
+    if (index < 0 || index >= static_cast<int>(m_gpus.size()) || !(ratio > 0) || !std::isfinite(ratio)) return;
+    set(m_gpus[static_cast<size_t>(index)].ratio, ratio);
+}
+
+void SettingsController::setGpuReserve(int index, int mib) {
+    if (index < 0 || index >= static_cast<int>(m_gpus.size()) || mib < 0) return;
+    set(m_gpus[static_cast<size_t>(index)].reserveMiB, mib);
+}
+
+powerhouse::ModelOptions SettingsController::modelOptions() const {
+    powerhouse::ModelOptions options;
+    options.n_ctx = static_cast<uint32_t>(m_contextLength);
+    options.n_threads = m_cpuThreads;
+    options.kv_cache_type = m_kvCacheType == QLatin1String("q8_0") ? powerhouse::KvCacheType::q8_0
+                                                                    : powerhouse::KvCacheType::f16;
+    return options;
+}
+
+// The planner's answer for the current choices, in words, and the placement for the dashboard.
+void SettingsController::updatePreview() {
+    QString text;
+    bool fits = false;
+    QVariantList planned;
+    if (!m_shape) {
+        text = tr("Load a model to see where it would go.");
+    } else if (m_gpus.empty()) {
+        text = tr("No GPU: the model runs on the CPU.");
+        fits = true;
+    } else {
+        std::vector<powerhouse::DeviceDesc> devices;
+        powerhouse::PlanOptions options;
+        if (auto mode = powerhouse::parse_split_mode(m_splitMode.toStdString())) options.mode = *mode;
+        options.n_ctx = static_cast<uint32_t>(m_contextLength);
+        options.kv_type = modelOptions().kv_cache_type;
+        for (size_t i = 0; i < m_gpus.size(); ++i) {
+            powerhouse::DeviceDesc d = m_gpus[i].desc;
+            // The planner keeps one reserve for all devices: fold each GPU's own into its free memory.
+            const uint64_t own = static_cast<uint64_t>(m_gpus[i].reserveMiB) << 20;
+            d.free_bytes = d.free_bytes > own ? d.free_bytes - own : 0;
+            devices.push_back(d);
+            if (m_gpus[i].use) {
+                options.use.push_back(static_cast<uint32_t>(i));
+                options.ratios.push_back(m_gpus[i].ratio);
+            }
+        }
+        options.reserve_bytes = 0;  // each GPU's own reserve is folded into its free memory above
+        if (options.use.empty()) {
+            text = tr("No GPU is selected: the model runs on the CPU.");
+            fits = true;
+        } else {
+            const auto main = static_cast<uint32_t>(m_mainGpu);
+            options.main_device = std::find(options.use.begin(), options.use.end(), main) != options.use.end()
+                                      ? main
+                                      : options.use.front();
+            auto plan = powerhouse::plan_devices(*m_shape, devices, options);
+            if (!plan) {
+                text = QString::fromStdString(plan.error().message);
+            } else {
+                fits = true;
+                QStringList lines;
+                lines << tr("%1 split: %2").arg(QString::fromUtf8(powerhouse::split_mode_name(plan->mode)),
+                                                QString::fromStdString(plan->reason));
+                for (const powerhouse::DeviceAssignment& a : plan->devices) {
+                    QString part;
+                    uint32_t first = 0, count = m_shape->n_layer;
+                    if (plan->mode == powerhouse::SplitMode::tensor) {
+                        part = tr("KV heads %1, FFN columns %2").arg(range(a.kv_head_begin, a.kv_head_end),
+                                                                     range(a.ff_begin, a.ff_end));
+                    } else {
+                        first = a.first_layer;
+                        count = a.n_layers;
+                        part = tr("layers %1").arg(range(a.first_layer, a.first_layer + a.n_layers));
+                    }
+                    const QString name = QString::fromStdString(devices[a.device].name);
+                    lines << tr("GPU %1 (%2): %3 — %4 of %5")
+                                 .arg(a.device)
+                                 .arg(name, part, gib(a.total_bytes()), gib(a.budget_bytes));
+                    planned.append(QVariantMap{{"gpu", a.device},
+                                               {"name", name},
+                                               {"part", part},
+                                               {"first", first},
+                                               {"count", count},
+                                               {"tensor", plan->mode == powerhouse::SplitMode::tensor},
+                                               {"bytes", static_cast<double>(a.total_bytes())}});
+                }
+                lines << tr("About %1 tokens/s (from memory bandwidth)").arg(plan->tokens_per_second, 0, 'f', 0);
+                text = lines.join(QLatin1Char('\n'));
+            }
+        }
+    }
+    if (text == m_preview && fits == m_fits && planned == m_planned) return;
+    m_preview = text;
+    m_fits = fits;
+    m_planned = planned;
+    emit previewChanged();
+}
+
+bool SettingsController::apply() {
+    for (const Gpu& g : m_gpus) {
+        const QJsonObject o{{"use", g.use}, {"ratio", g.ratio}, {"reserve_mib", g.reserveMiB}};
+        auto saved = m_store.set_gpu_settings(g.desc.uuid, QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
+        if (!saved) {
+            emit error(QString::fromStdString(saved.error().message));
+            return false;
+        }
+    }
+    const std::pair<const char*, QString> values[] = {{"split_mode", m_splitMode},
+                                                      {"main_gpu", QString::number(m_mainGpu)},
+                                                      {"context_length", QString::number(m_contextLength)},
+                                                      {"kv_cache_type", m_kvCacheType},
+                                                      {"cpu_threads", QString::number(m_cpuThreads)},
+                                                      {"electricity_price", QString::number(m_price)},
+                                                      {"theme", m_theme}};
+    for (const auto& [key, value] : values) {
+        auto saved = m_store.set_setting(key, value.toStdString());
+        if (!saved) {
+            emit error(QString::fromStdString(saved.error().message));
+            return false;
+        }
+    }
+    emit applied();
+    return true;
+}

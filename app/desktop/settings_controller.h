@@ -1,0 +1,123 @@
+// The settings panel. GPUs: which to use, each one's share of the model and the memory to
+// keep free on it, the split mode and the main GPU, with a live preview from the planner of
+// where the current model would go and whether it fits, before anything is loaded.
+// General: context length, KV-cache type, CPU threads, theme, electricity price, and where
+// the data lives. Everything is kept in the store: per GPU under its UUID, the rest as app
+// settings. Nothing takes effect until apply(); `applied` then lets main reload the model.
+//
+// Thread-safety: GUI thread only.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QVariantList>
+#include <QtQml/qqmlregistration.h>
+
+#include <optional>
+#include <vector>
+
+#include "powerhouse/model.h"
+#include "powerhouse/plan.h"
+#include "powerhouse/telemetry.h"
+#include "store/store.h"
+
+class SettingsController : public QObject {
+    Q_OBJECT
+    QML_ELEMENT
+    QML_UNCREATABLE("made by main.cpp")
+    // [{uuid, name, totalGiB, use, ratio, reserveMiB}], in the monitor's order
+    Q_PROPERTY(QVariantList gpus READ gpus NOTIFY changed)
+    Q_PROPERTY(QString splitMode READ splitMode WRITE setSplitMode NOTIFY changed)
+    Q_PROPERTY(int mainGpu READ mainGpu WRITE setMainGpu NOTIFY changed)
+    Q_PROPERTY(int contextLength READ contextLength WRITE setContextLength NOTIFY changed)
+    Q_PROPERTY(QString kvCacheType READ kvCacheType WRITE setKvCacheType NOTIFY changed)  // f16, q8_0
+    Q_PROPERTY(int cpuThreads READ cpuThreads WRITE setCpuThreads NOTIFY changed)         // 0: all cores
+    Q_PROPERTY(int cpuCores READ cpuCores CONSTANT)
+    // The theme applies at once (it reloads nothing): system, light or dark.
+    Q_PROPERTY(QString theme READ theme WRITE setTheme NOTIFY themeChanged)
+    // Per kWh, in the user's currency; 0: no cost shown.
+    Q_PROPERTY(double electricityPrice READ electricityPrice WRITE setElectricityPrice NOTIFY changed)
+    Q_PROPERTY(QString dataFolder READ dataFolder CONSTANT)
+    Q_PROPERTY(QString preview READ preview NOTIFY previewChanged)
+    Q_PROPERTY(bool fits READ fits NOTIFY previewChanged)
+    // Placement of the previewed plan: [{gpu, name, part, first, count, bytes}] for the dashboard's bar.
+    Q_PROPERTY(QVariantList plannedGpus READ plannedGpus NOTIFY previewChanged)
+    Q_PROPERTY(int modelLayers READ modelLayers NOTIFY previewChanged)
+
+public:
+    SettingsController(powerhouse::store::Store& store, QString dataFolder, QObject* parent = nullptr);
+
+    QVariantList gpus() const;
+    QString splitMode() const { return m_splitMode; }
+    int mainGpu() const { return m_mainGpu; }
+    int contextLength() const { return m_contextLength; }
+    QString kvCacheType() const { return m_kvCacheType; }
+    int cpuThreads() const { return m_cpuThreads; }
+    int cpuCores() const;
+    QString theme() const { return m_theme; }
+    double electricityPrice() const { return m_price; }
+    QString dataFolder() const { return m_dataFolder; }
+    QString preview() const { return m_preview; }
+    bool fits() const { return m_fits; }
+    QVariantList plannedGpus() const { return m_planned; }
+    int modelLayers() const { return m_shape ? static_cast<int>(m_shape->n_layer) : 0; }
+
+    void setSplitMode(const QString& mode);
+    void setMainGpu(int index);
+    void setContextLength(int n);
+    void setKvCacheType(const QString& type);
+    void setCpuThreads(int n);
+    void setTheme(const QString& theme);
+    void setElectricityPrice(double price);
+    Q_INVOKABLE void setGpuUse(int index, bool use);
+    Q_INVOKABLE void setGpuRatio(int index, double ratio);
+    Q_INVOKABLE void setGpuReserve(int index, int mib);
+    // Saves everything to the store and emits `applied`; false (and `error`) if it could not.
+    Q_INVOKABLE bool apply();
+    // Forgets unapplied changes: reads everything back from the store.
+    Q_INVOKABLE void revert();
+
+    // What a model is loaded with, from the applied settings.
+    powerhouse::ModelOptions modelOptions() const;
+
+    // The GPUs as the monitor sees them (their saved settings are read the first time a
+    // UUID is seen); the model the preview plans for.
+    void setDevices(const powerhouse::TelemetrySnapshot& snapshot);
+    void setModel(const QString& path);
+
+signals:
+    void changed();
+    void themeChanged();
+    void previewChanged();
+    void applied();
+    void error(const QString& message);
+
+private:
+    struct Gpu {
+        powerhouse::DeviceDesc desc;
+        bool use = true;
+        double ratio = 1.0;
+        int reserveMiB = 512;
+    };
+    void load();
+    void loadGpu(Gpu& gpu);
+    void updatePreview();
+    template <class T>
+    void set(T& field, T value);
+
+    powerhouse::store::Store& m_store;
+    QString m_dataFolder;
+    std::vector<Gpu> m_gpus;
+    QString m_splitMode = QStringLiteral("auto");
+    int m_mainGpu = 0;
+    int m_contextLength = 4096;
+    QString m_kvCacheType = QStringLiteral("f16");
+    int m_cpuThreads = 0;
+    QString m_theme = QStringLiteral("system");
+    double m_price = 0;
+    QString m_modelPath;
+    std::optional<powerhouse::ModelShape> m_shape;
+    QString m_preview;
+    bool m_fits = false;
+    QVariantList m_planned;
+};

@@ -1,0 +1,198 @@
+// Settings. GPUs: which to use, shares, memory to keep free, split mode and main GPU, with
+// the planner's live preview of where the model would go and whether it fits, before
+// anything is loaded. General: context length, KV cache, CPU threads, theme, electricity
+// price, data folder. Apply saves and reloads the model; Close forgets what was not applied
+// (the theme applies at once).
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Powerhouse
+
+Dialog {
+    id: dialog
+
+    required property SettingsController settings
+    property alias tab: tabs.currentIndex
+
+    title: "Settings"
+    modal: true
+    width: Math.min(parent ? parent.width - 80 : 720, 720)
+    anchors.centerIn: Overlay.overlay
+    standardButtons: Dialog.Apply | Dialog.Close
+    onApplied: if (settings.apply()) close()
+    onRejected: settings.revert()
+
+    header: TabBar {
+        id: tabs
+        TabButton { text: "GPUs"; Accessible.name: "GPU settings" }
+        TabButton { text: "General"; Accessible.name: "General settings" }
+    }
+
+    StackLayout {
+        anchors.fill: parent
+        currentIndex: tabs.currentIndex
+
+        ColumnLayout {
+            spacing: Theme.spacing
+
+            Label {
+                visible: dialog.settings.gpus.length === 0
+                text: "No GPU found: models run on the CPU."
+                color: Theme.textMuted
+            }
+
+            Repeater {
+                model: dialog.settings.gpus
+                delegate: RowLayout {
+                    id: gpuRow
+                    required property int index
+                    required property var modelData
+                    Layout.fillWidth: true
+                    spacing: Theme.spacing
+
+                    CheckBox {
+                        checked: gpuRow.modelData.use
+                        text: "GPU " + gpuRow.index + ": " + gpuRow.modelData.name + " (" + gpuRow.modelData.totalGiB.toFixed(0) + " GiB)"
+                        Accessible.name: "Use GPU " + gpuRow.index
+                        onToggled: dialog.settings.setGpuUse(gpuRow.index, checked)
+                        Layout.fillWidth: true
+                    }
+                    Label { text: "share"; color: Theme.textMuted }
+                    SpinBox {
+                        from: 1
+                        to: 100
+                        value: Math.round(gpuRow.modelData.ratio)
+                        editable: true
+                        enabled: gpuRow.modelData.use
+                        Accessible.name: "Share of the model on GPU " + gpuRow.index
+                        onValueModified: dialog.settings.setGpuRatio(gpuRow.index, value)
+                    }
+                    Label { text: "keep free (MiB)"; color: Theme.textMuted }
+                    SpinBox {
+                        from: 0
+                        to: 65536
+                        stepSize: 256
+                        value: gpuRow.modelData.reserveMiB
+                        editable: true
+                        enabled: gpuRow.modelData.use
+                        Accessible.name: "Memory to keep free on GPU " + gpuRow.index
+                        onValueModified: dialog.settings.setGpuReserve(gpuRow.index, value)
+                    }
+                }
+            }
+
+            RowLayout {
+                spacing: Theme.spacing
+                Label { text: "Split"; color: Theme.text }
+                ComboBox {
+                    model: ["auto", "single", "layer", "tensor"]
+                    currentIndex: Math.max(0, model.indexOf(dialog.settings.splitMode))
+                    Accessible.name: "Split mode"
+                    onActivated: dialog.settings.splitMode = currentText
+                }
+                Label { text: "Main GPU"; color: Theme.text }
+                SpinBox {
+                    from: 0
+                    to: Math.max(0, dialog.settings.gpus.length - 1)
+                    value: dialog.settings.mainGpu
+                    Accessible.name: "Main GPU"
+                    onValueModified: dialog.settings.mainGpu = value
+                }
+            }
+
+            Rectangle {
+                Layout.fillWidth: true
+                implicitHeight: previewText.implicitHeight + 2 * Theme.spacing
+                radius: Theme.radius
+                color: dialog.settings.fits ? Theme.surface : Theme.errorBackground
+
+                Label {
+                    id: previewText
+                    anchors.fill: parent
+                    anchors.margins: Theme.spacing
+                    text: dialog.settings.preview
+                    color: dialog.settings.fits ? Theme.text : Theme.error
+                    wrapMode: Text.Wrap
+                    Accessible.name: "Plan preview"
+                }
+            }
+
+            Label {
+                text: "The engine runs on the CPU until the CUDA backend lands; the preview shows where the model will go on the GPUs."
+                color: Theme.textMuted
+                wrapMode: Text.Wrap
+                font.pixelSize: Theme.smallFontSize
+                Layout.fillWidth: true
+            }
+        }
+
+        GridLayout {
+            columns: 2
+            columnSpacing: Theme.spacing
+            rowSpacing: Theme.spacing
+
+            Label { text: "Context length (tokens)"; color: Theme.text }
+            SpinBox {
+                from: 256
+                to: 131072
+                stepSize: 1024
+                editable: true
+                value: dialog.settings.contextLength
+                Accessible.name: "Context length"
+                onValueModified: dialog.settings.contextLength = value
+            }
+
+            Label { text: "KV cache"; color: Theme.text }
+            ComboBox {
+                readonly property var values: ["f16", "q8_0"]
+                model: ["F16 (exact)", "Q8_0 (half the memory)"]
+                currentIndex: Math.max(0, values.indexOf(dialog.settings.kvCacheType))
+                Accessible.name: "KV cache type"
+                onActivated: dialog.settings.kvCacheType = values[currentIndex]
+                Layout.preferredWidth: 240
+            }
+
+            Label { text: "CPU threads (0: all " + dialog.settings.cpuCores + " cores)"; color: Theme.text }
+            SpinBox {
+                from: 0
+                to: 256
+                editable: true
+                value: dialog.settings.cpuThreads
+                Accessible.name: "CPU threads"
+                onValueModified: dialog.settings.cpuThreads = value
+            }
+
+            Label { text: "Theme"; color: Theme.text }
+            ComboBox {
+                readonly property var values: ["system", "light", "dark"]
+                model: ["Follow the system", "Light", "Dark"]
+                currentIndex: Math.max(0, values.indexOf(dialog.settings.theme))
+                Accessible.name: "Theme"
+                onActivated: dialog.settings.theme = values[currentIndex]
+                Layout.preferredWidth: 240
+            }
+
+            Label { text: "Electricity price per kWh (0: not shown)"; color: Theme.text }
+            TextField {
+                text: dialog.settings.electricityPrice > 0 ? dialog.settings.electricityPrice.toString() : "0"
+                validator: DoubleValidator { bottom: 0; top: 1000; decimals: 4; notation: DoubleValidator.StandardNotation }
+                inputMethodHints: Qt.ImhFormattedNumbersOnly
+                Accessible.name: "Electricity price per kilowatt-hour"
+                onEditingFinished: dialog.settings.electricityPrice = Number(text)
+                Layout.preferredWidth: 120
+            }
+
+            Label { text: "Data folder"; color: Theme.text }
+            Label {
+                text: dialog.settings.dataFolder
+                color: Theme.textMuted
+                elide: Text.ElideMiddle
+                Layout.fillWidth: true
+                Accessible.name: "Data folder"
+                ToolTip.visible: dataHover.hovered
+                ToolTip.text: "Conversations and settings live here (powerhouse.db). Start with --data-dir to use another folder."
+                HoverHandler { id: dataHover }
+            }
+        }
+    }
+}
