@@ -35,9 +35,11 @@ BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
                 libsqlite3-dev libsqlitecpp-dev
                 qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-controls
                 qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
-                qml6-module-qtqml-workerscript fonts-dejavu-core)
+                qml6-module-qtqml-workerscript qt6-qpa-plugins fonts-dejavu-core)
 # What the tests add: GoogleTest, Google Benchmark, clang for libFuzzer and sanitizers.
-TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev)
+# The desktop tests: Qt Quick Test's QML module, and Xvfb for a run in a real X window.
+TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
+               qml6-module-qttest xvfb xauth)
 
 # configure_build DIR CMAKE_ARGS...: configures once, then lets the build re-run CMake
 # itself when the CMake files change (incremental).

@@ -1,6 +1,7 @@
 #include "chat_controller.h"
 
 #include <QFileInfo>
+#include <QRandomGenerator>
 
 using powerhouse::store::Message;
 using powerhouse::store::MessageState;
@@ -30,7 +31,8 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     connect(&m_engine, &EngineClient::tokens, this, &ChatController::onTokens);
     connect(&m_engine, &EngineClient::finished, this, &ChatController::onFinished);
     connect(&m_engine, &EngineClient::failed, this, &ChatController::onFailed);
-    m_settings.max_tokens = 1024;
+    m_defaults.generation.max_tokens = 1024;
+    m_conversationSettings = m_defaults;
     m_saveTimer.setInterval(1000);
     connect(&m_saveTimer, &QTimer::timeout, this, &ChatController::saveStreaming);
     // Open the most recent conversation, if any.
@@ -71,8 +73,38 @@ void ChatController::newConversation() {
     m_current = 0;
     m_currentTitle.clear();
     m_messages.setMessages({});
+    m_systemPrompt.clear();
+    readConversationSettings({});
     emit currentConversationChanged();
 }
+
+void ChatController::readConversationSettings(const std::string& json) {
+    m_settingsJson = json;
+    m_conversationSettings = parse_conversation_settings(json, m_defaults);
+    emit conversationSettingsChanged();
+}
+
+void ChatController::setGenerationSettings(const powerhouse::GenerationSettings& settings) {
+    m_defaults.generation = settings;
+    m_defaults.seed.reset();
+    readConversationSettings(m_settingsJson);
+}
+
+bool ChatController::setConversationSettings(const QString& systemPrompt, const QVariantMap& sampling) {
+    auto parsed = conversation_settings_from_variant(sampling, m_defaults);
+    if (!check(parsed)) return false;
+    const std::string json = conversation_settings_json(*parsed);
+    const QString prompt = systemPrompt.trimmed();
+    // A conversation not created yet keeps them until its first message creates it.
+    if (m_current != 0 && !check(m_store.set_conversation_settings(m_current, prompt.toStdString(), json))) {
+        return false;
+    }
+    m_systemPrompt = prompt;
+    readConversationSettings(json);
+    return true;
+}
+
+void ChatController::resetConversationSettings() { setConversationSettings({}, {}); }
 
 void ChatController::selectConversation(qint64 id) {
     if (id == m_current) return;
@@ -83,6 +115,8 @@ void ChatController::selectConversation(qint64 id) {
     m_current = id;
     m_currentTitle = QString::fromStdString(conversation->title);
     m_messages.setMessages(std::move(messages).value());
+    m_systemPrompt = QString::fromStdString(conversation->system_prompt);
+    readConversationSettings(conversation->settings_json);
     emit currentConversationChanged();
 }
 
@@ -97,8 +131,12 @@ void ChatController::send(const QString& text) {
     if (m_current == 0) {
         // The first words of the first message name the conversation.
         QString title = trimmed.section(QLatin1Char('\n'), 0, 0).left(60);
-        auto created = m_store.create_conversation(title.toStdString());
+        auto created = m_store.create_conversation(title.toStdString(), m_systemPrompt.toStdString());
         if (!check(created)) return;
+        if (!m_settingsJson.empty() &&
+            !check(m_store.set_conversation_settings(created->id, m_systemPrompt.toStdString(), m_settingsJson))) {
+            return;
+        }
         m_current = created->id;
         m_currentTitle = title;
         m_messages.setMessages({});
@@ -121,7 +159,10 @@ void ChatController::startAnswer() {
     for (const Message& m : *stored) {
         if (m.role != "system" && !m.content.empty()) command.messages.push_back({m.role, m.content});
     }
-    command.settings = m_settings;
+    command.settings = m_conversationSettings.generation;
+    // No seed given: a new one per answer, so that Regenerate says something new.
+    command.settings.sampling.seed = m_conversationSettings.seed ? *m_conversationSettings.seed
+                                                                 : QRandomGenerator::global()->generate64();
     command.overflow = powerhouse::ContextOverflow::drop_oldest;
     auto answer = m_store.add_message(m_current, "assistant", "", MessageState::streaming);
     if (!check(answer)) return;

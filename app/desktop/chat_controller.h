@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "conversation_list_model.h"
+#include "conversation_settings.h"
 #include "engine_client.h"
 #include "message_list_model.h"
 #include "store/store.h"
@@ -37,6 +38,10 @@ class ChatController : public QObject {
     Q_PROPERTY(QString loadStage READ loadStage NOTIFY loadProgressChanged)
     Q_PROPERTY(QString errorText READ errorText NOTIFY errorTextChanged)
     Q_PROPERTY(bool canUndoDelete READ canUndoDelete NOTIFY canUndoDeleteChanged)
+    // The open conversation's system prompt and sampling settings (conversation_settings.h),
+    // or those a new conversation will start with.
+    Q_PROPERTY(QString systemPrompt READ systemPrompt NOTIFY conversationSettingsChanged)
+    Q_PROPERTY(QVariantMap sampling READ sampling NOTIFY conversationSettingsChanged)
 
 public:
     ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent = nullptr);
@@ -53,6 +58,8 @@ public:
     QString loadStage() const { return m_loadStage; }
     QString errorText() const { return m_errorText; }
     bool canUndoDelete() const { return m_deleted != 0; }
+    QString systemPrompt() const { return m_systemPrompt; }
+    QVariantMap sampling() const { return conversation_settings_variant(m_conversationSettings); }
 
     void loadModel(const QString& path, const powerhouse::ModelOptions& options);
     // Told when each answer starts and ends; the end gives the energy it used (joules), if
@@ -61,8 +68,9 @@ public:
         m_answerStarted = std::move(started);
         m_answerFinished = std::move(finished);
     }
-    // What new answers are generated with (default: up to 1024 tokens, default sampling).
-    void setGenerationSettings(const powerhouse::GenerationSettings& settings) { m_settings = settings; }
+    // What answers are generated with where a conversation does not say otherwise (default:
+    // up to 1024 tokens, the sampler's defaults, a random seed per answer).
+    void setGenerationSettings(const powerhouse::GenerationSettings& settings);
 
     Q_INVOKABLE void newConversation();
     Q_INVOKABLE void selectConversation(qint64 id);
@@ -75,6 +83,10 @@ public:
     Q_INVOKABLE void deleteConversation(qint64 id);
     Q_INVOKABLE void undoDelete();
     Q_INVOKABLE void dismissError();
+    // Sets the open conversation's system prompt and sampling (keys as `sampling`; missing
+    // keys keep the defaults). False, with the reason shown, if a value is out of range.
+    Q_INVOKABLE bool setConversationSettings(const QString& systemPrompt, const QVariantMap& sampling);
+    Q_INVOKABLE void resetConversationSettings();
     void showError(const QString& message);
 
 signals:
@@ -86,6 +98,7 @@ signals:
     void canUndoDeleteChanged();
     // The window became idle: nothing loading or generating (for --screenshot and tests).
     void idle();
+    void conversationSettingsChanged();
 
 private:
     std::function<void()> m_answerStarted;
@@ -119,5 +132,9 @@ private:
     qint64 m_answerId = 0;     // the message it streams into
     QString m_answerText;      // what has streamed so far
     QTimer m_saveTimer;        // saves the streaming answer every second
-    powerhouse::GenerationSettings m_settings;
+    ConversationSettings m_defaults;              // where a conversation says nothing
+    ConversationSettings m_conversationSettings;  // the open conversation's (or the next new one's)
+    std::string m_settingsJson;                   // ... as stored
+    QString m_systemPrompt;
+    void readConversationSettings(const std::string& json);
 };

@@ -3,11 +3,12 @@
 // property.
 //
 //   powerhouse [--model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
-//              [--show settings|general]
+//              [--show settings|general|conversation]
 //
 // --send sends a message as soon as the model is ready. --screenshot renders the window
 // once it is idle (the model loaded or failed, no answer streaming), saves it as a PNG and
-// quits. --show opens the settings (GPUs or General) at start. These are for tests and
+// quits. --show opens a panel at start: the settings (GPUs or General tab) or the open
+// conversation's settings. These are for tests and
 // documentation.
 #include <QCommandLineParser>
 #include <QDir>
@@ -90,7 +91,7 @@ int main(int argc, char* argv[]) {
                                               QStringLiteral("Save the window as a PNG once idle, then quit."),
                                               QStringLiteral("FILE"));
     const QCommandLineOption showOption(QStringLiteral("show"),
-                                        QStringLiteral("Open a panel at start: settings, or general (settings' second tab)."),
+                                        QStringLiteral("Open a panel at start: settings, general or conversation."),
                                         QStringLiteral("PANEL"));
     parser.addOptions({modelOption, dataOption, ctxOption, sendOption, screenshotOption, showOption});
     parser.process(app);
@@ -175,11 +176,13 @@ int main(int argc, char* argv[]) {
     }
     if (parser.isSet(showOption)) {
         const QString panel = parser.value(showOption);
-        if (panel != QLatin1String("settings") && panel != QLatin1String("general")) {
-            std::fprintf(stderr, "powerhouse: --show takes settings or general, not %s\n", qPrintable(panel));
+        if (panel != QLatin1String("settings") && panel != QLatin1String("general") &&
+            panel != QLatin1String("conversation")) {
+            std::fprintf(stderr, "powerhouse: --show takes settings, general or conversation, not %s\n",
+                         qPrintable(panel));
             return 2;
         }
-        QMetaObject::invokeMethod(window, "openSettings", Q_ARG(QVariant, panel == QLatin1String("general") ? 1 : 0));
+        QMetaObject::invokeMethod(window, "openPanel", Q_ARG(QString, panel));
     }
     if (parser.isSet(screenshotOption) && window != nullptr) {
         screenshotWhenIdle(window, controller, parser.value(screenshotOption));

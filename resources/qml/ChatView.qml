@@ -13,11 +13,40 @@ Rectangle {
         composer.forceActiveFocus()
     }
 
+    function openConversationSettings() {
+        conversationSettings.open()
+    }
+
+    ConversationSettingsDialog {
+        id: conversationSettings
+        objectName: "conversationSettings"
+        controller: root.controller
+    }
+
     color: Theme.background
 
     ColumnLayout {
         anchors.fill: parent
         spacing: 0
+
+        // The conversation's title, and its settings.
+        RowLayout {
+            Layout.fillWidth: true
+            Layout.leftMargin: Theme.spacing * 2
+            Layout.rightMargin: Theme.spacing
+            Label {
+                text: root.controller.currentTitle.length > 0 ? root.controller.currentTitle : "New chat"
+                color: Theme.textMuted
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+            }
+            ToolButton {
+                text: root.controller.systemPrompt.length > 0 ? "Chat settings · system prompt set" : "Chat settings"
+                font.pixelSize: Theme.smallFontSize
+                Accessible.name: "Conversation settings: system prompt and sampling (Ctrl+Shift+S)"
+                onClicked: conversationSettings.open()
+            }
+        }
 
         // Errors, in words, with what to do; dismissable.
         Rectangle {
@@ -31,6 +60,7 @@ Rectangle {
                 anchors.fill: parent
                 anchors.margins: Theme.spacing
                 Label {
+                    objectName: "errorText"
                     text: root.controller.errorText
                     color: Theme.error
                     wrapMode: Text.Wrap

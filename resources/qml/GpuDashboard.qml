@@ -35,6 +35,7 @@ Rectangle {
                 Layout.leftMargin: Theme.spacing
             }
             Label {
+                objectName: "sourceNote"
                 visible: root.dashboard.source.length > 0
                 text: root.dashboard.simulated ? "Simulated GPUs (POWERHOUSE_SIMULATE_GPUS): readings are not real"
                                                : root.dashboard.source

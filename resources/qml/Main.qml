@@ -43,9 +43,14 @@ ApplicationWindow {
         onOpenSettings: settingsDialog.open()
     }
 
-    // Opens the settings on a tab: 0 GPUs, 1 General.
-    function openSettings(tab: var) {
-        settingsDialog.tab = tab
+    // Opens a panel by name: "settings" (GPUs), "general" (settings' second tab) or
+    // "conversation" (the open conversation's settings).
+    function openPanel(name: string) {
+        if (name === "conversation") {
+            chatView.openConversationSettings()
+            return
+        }
+        settingsDialog.tab = name === "general" ? 1 : 0
         settingsDialog.open()
     }
 
@@ -97,6 +102,10 @@ ApplicationWindow {
     Shortcut {
         sequence: StandardKey.Find
         onActivated: conversationList.focusSearch()
+    }
+    Shortcut {
+        sequence: "Ctrl+Shift+S"
+        onActivated: chatView.openConversationSettings()
     }
     Shortcut {
         sequence: "Ctrl+,"

@@ -178,6 +178,7 @@ Item {
         id: textBlock
         TextEdit {
             property var block
+            objectName: "markdownText"
             readOnly: true
             selectByMouse: true
             wrapMode: TextEdit.Wrap
@@ -213,6 +214,7 @@ Item {
                 }
                 ToolButton {
                     id: copyCode
+                    objectName: "copyCode"
                     property bool copied: false
                     text: copied ? "Copied" : "Copy"
                     font.pixelSize: Theme.smallFontSize
@@ -233,6 +235,7 @@ Item {
             }
             TextEdit {
                 id: code
+                objectName: "codeText"
                 anchors.top: codeHeader.bottom
                 anchors.left: parent.left
                 anchors.right: parent.right

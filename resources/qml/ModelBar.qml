@@ -77,8 +77,8 @@ ToolBar {
             Layout.fillWidth: true
         }
         ToolButton {
-            text: "GPU settings"
-            Accessible.name: "GPU settings (Ctrl+,)"
+            text: "Settings"
+            Accessible.name: "Settings: GPUs, split, context, theme (Ctrl+,)"
             onClicked: bar.openSettings()
         }
         ToolButton {

@@ -37,6 +37,8 @@ ColumnLayout {
                 model: root.plan
                 delegate: Rectangle {
                     required property var modelData
+                    required property int index
+                    objectName: "segment" + index
                     width: parent.width * root.share(modelData)
                     height: parent.height
                     color: root.colors[modelData.gpu % root.colors.length]

@@ -51,6 +51,7 @@ Dialog {
                     spacing: Theme.spacing
 
                     CheckBox {
+                        objectName: "useGpu" + gpuRow.index
                         checked: gpuRow.modelData.use
                         text: "GPU " + gpuRow.index + ": " + gpuRow.modelData.name + " (" + gpuRow.modelData.totalGiB.toFixed(0) + " GiB)"
                         Accessible.name: "Use GPU " + gpuRow.index
@@ -85,6 +86,7 @@ Dialog {
                 spacing: Theme.spacing
                 Label { text: "Split"; color: Theme.text }
                 ComboBox {
+                    objectName: "splitMode"
                     model: ["auto", "single", "layer", "tensor"]
                     currentIndex: Math.max(0, model.indexOf(dialog.settings.splitMode))
                     Accessible.name: "Split mode"
@@ -108,6 +110,7 @@ Dialog {
 
                 Label {
                     id: previewText
+                    objectName: "planPreview"
                     anchors.fill: parent
                     anchors.margins: Theme.spacing
                     text: dialog.settings.preview
@@ -164,6 +167,7 @@ Dialog {
 
             Label { text: "Theme"; color: Theme.text }
             ComboBox {
+                objectName: "theme"
                 readonly property var values: ["system", "light", "dark"]
                 model: ["Follow the system", "Light", "Dark"]
                 currentIndex: Math.max(0, values.indexOf(dialog.settings.theme))

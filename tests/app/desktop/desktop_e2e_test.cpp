@@ -1,9 +1,10 @@
 // The installed shape of the app, end to end: `powerhouse` started on the SmolLM2 model
 // (offscreen), sends a message, streams the answer, saves a screenshot once idle and quits;
-// the data folder then holds the conversation.
+// the data folder then holds the conversation. Also once in a real X window under Xvfb.
 #include <gtest/gtest.h>
 
 #include <QImage>
+#include <QSet>
 
 #include <sys/wait.h>
 
@@ -47,6 +48,35 @@ TEST(DesktopApp, SendsAMessageAndSavesTheScreenshotOnceTheAnswerIsIn) {
     EXPECT_FALSE((*messages)[1].content.empty());
     EXPECT_GT((*messages)[1].stats.generated_tokens, 0);
     EXPECT_EQ(store->recovered_messages(), 0) << "the answer was finished before the app quit";
+}
+
+// The same app in a real X window (xcb on Xvfb), not the offscreen platform: the settings
+// open on the planner's preview for two simulated GPUs.
+TEST(DesktopApp, RunsInARealXWindowUnderXvfb) {
+    if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0) {
+        GTEST_SKIP() << "xvfb-run is not installed (scripts/test installs it: package xvfb)";
+    }
+    powerhouse::test::TempDir dir;
+    const auto shot = dir / "settings.png";
+    const std::string command = "QT_QPA_PLATFORM=xcb POWERHOUSE_SIMULATE_GPUS='RTX 4090:24;RTX 4090:24' "
+                                "xvfb-run -a -s '-screen 0 1280x800x24' " +
+                                quoted(POWERHOUSE_APP_PATH) + " --data-dir " + quoted(dir.path() / "data") +
+                                " --model " + quoted(powerhouse::test::test_model_path()) +
+                                " --show settings --screenshot " + quoted(shot) + " > " + quoted(dir / "out.txt") +
+                                " 2>&1";
+    const int status = std::system(command.c_str());
+    const std::string out = powerhouse::test::read_file(dir / "out.txt");
+    ASSERT_EQ(status, 0) << out;
+    EXPECT_EQ(out.find("offscreen"), std::string::npos) << out;
+    const QImage image(QString::fromStdString(shot.string()));
+    ASSERT_FALSE(image.isNull());
+    EXPECT_GE(image.width(), 640);
+    // Not a blank frame: the window drew its views (many distinct colours).
+    QSet<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 7) {
+        for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+    }
+    EXPECT_GT(colours.size(), 20);
 }
 
 TEST(DesktopApp, ABadDataFolderIsReportedNotACrash) {

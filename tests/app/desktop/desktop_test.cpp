@@ -14,6 +14,7 @@
 #include "chat_controller.h"
 #include "conversation_list_model.h"
 #include "dashboard_controller.h"
+#include "conversation_settings.h"
 #include "markdown_blocks.h"
 #include "settings_controller.h"
 #include "engine_client.h"
@@ -455,4 +456,80 @@ int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
+}
+
+TEST(ConversationSettings, RoundTripThroughJsonAndQmlAndRefuseBadValues) {
+    ConversationSettings defaults;
+    defaults.generation.max_tokens = 1024;
+    // Nothing stored, or garbage: the defaults.
+    EXPECT_EQ(conversation_settings_json(parse_conversation_settings("", defaults)), conversation_settings_json(defaults));
+    EXPECT_EQ(conversation_settings_json(parse_conversation_settings("{not json", defaults)),
+              conversation_settings_json(defaults));
+    EXPECT_FALSE(parse_conversation_settings("{}", defaults).seed.has_value());
+    // Wrong types are skipped; out-of-range values give the defaults.
+    const ConversationSettings typed = parse_conversation_settings(R"({"temperature":"hot","top_k":7})", defaults);
+    EXPECT_EQ(typed.generation.sampling.temperature, defaults.generation.sampling.temperature);
+    EXPECT_EQ(typed.generation.sampling.top_k, 7);
+    EXPECT_EQ(parse_conversation_settings(R"({"top_p":5})", defaults).generation.sampling.top_p,
+              defaults.generation.sampling.top_p);
+
+    auto s = conversation_settings_from_variant(
+        QVariantMap{{"temperature", 0.3}, {"topK", 12}, {"maxTokens", 77}, {"seed", 1234}}, defaults);
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_FLOAT_EQ(s->generation.sampling.temperature, 0.3f);
+    EXPECT_EQ(s->generation.sampling.top_k, 12);
+    EXPECT_EQ(s->generation.max_tokens, 77);
+    EXPECT_EQ(s->seed, 1234u);
+    const ConversationSettings back = parse_conversation_settings(conversation_settings_json(*s), defaults);
+    EXPECT_EQ(conversation_settings_json(back), conversation_settings_json(*s));
+    EXPECT_EQ(conversation_settings_variant(back).value("seed").toDouble(), 1234.0);
+    EXPECT_EQ(conversation_settings_variant(defaults).value("seed").toDouble(), -1.0);
+
+    auto bad = conversation_settings_from_variant(QVariantMap{{"topP", 1.5}}, defaults);
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("top_p"), std::string::npos) << bad.error().message;
+    EXPECT_FALSE(conversation_settings_from_variant(QVariantMap{{"maxTokens", 0}}, defaults));
+    EXPECT_FALSE(conversation_settings_from_variant(QVariantMap{{"temperature", "warm"}}, defaults));
+}
+
+TEST_F(ChatControllerTest, EachConversationKeepsItsSystemPromptAndSampling) {
+    load();
+    // Out of range: refused, with the reason shown.
+    EXPECT_FALSE(controller_->setConversationSettings("", {{"topP", 2.0}}));
+    EXPECT_TRUE(controller_->errorText().contains("top_p")) << controller_->errorText().toStdString();
+    controller_->dismissError();
+
+    // Set on a new chat before its first message; a fixed seed makes answers repeatable.
+    ASSERT_TRUE(controller_->setConversationSettings(
+        "You are a pirate.", {{"temperature", 1.0}, {"topK", 0}, {"topP", 1.0}, {"minP", 0.0}, {"maxTokens", 8}, {"seed", 7}}));
+    controller_->send("Say something.");
+    ASSERT_TRUE(wait_idle());
+    const qint64 first = controller_->currentConversationId();
+    auto answer = stored();
+    ASSERT_EQ(answer.size(), 2u);
+    EXPECT_LE(answer[1].stats.generated_tokens, 8);
+    const std::string text = answer[1].content;
+    controller_->regenerate();
+    ASSERT_TRUE(wait_idle());
+    EXPECT_EQ(stored()[1].content, text) << "the same seed gives the same answer";
+
+    // A new chat starts from the defaults: no system prompt of its own, so SmolLM2's template
+    // puts in its default one ("You are a helpful AI assistant named SmolLM, ..."): another prompt.
+    controller_->newConversation();
+    EXPECT_TRUE(controller_->systemPrompt().isEmpty());
+    EXPECT_EQ(controller_->sampling().value("seed").toDouble(), -1.0);
+    controller_->send("Say something.");
+    ASSERT_TRUE(wait_idle());
+    EXPECT_NE(stored()[1].stats.prompt_tokens, answer[1].stats.prompt_tokens);
+
+    // Back to the first: its settings, from the store.
+    controller_->selectConversation(first);
+    EXPECT_EQ(controller_->systemPrompt(), "You are a pirate.");
+    EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 8);
+    auto conversation = store_->conversation(first);
+    ASSERT_TRUE(conversation);
+    EXPECT_EQ(conversation->system_prompt, "You are a pirate.");
+    controller_->resetConversationSettings();
+    EXPECT_TRUE(controller_->systemPrompt().isEmpty());
+    EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 32);  // the fixture's default
 }

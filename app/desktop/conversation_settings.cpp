@@ -1,0 +1,91 @@
+#include "conversation_settings.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+namespace {
+
+// Each field once: its JSON key, its QML key, and where it lives.
+template <class F>
+void for_each_number(ConversationSettings& s, F&& f) {
+    powerhouse::SamplingParams& p = s.generation.sampling;
+    f("temperature", "temperature", p.temperature);
+    f("top_k", "topK", p.top_k);
+    f("top_p", "topP", p.top_p);
+    f("min_p", "minP", p.min_p);
+    f("repeat_penalty", "repeatPenalty", p.repeat_penalty);
+    f("presence_penalty", "presencePenalty", p.presence_penalty);
+    f("frequency_penalty", "frequencyPenalty", p.frequency_penalty);
+    f("max_tokens", "maxTokens", s.generation.max_tokens);
+}
+
+}  // namespace
+
+ConversationSettings parse_conversation_settings(const std::string& json, const ConversationSettings& defaults) {
+    ConversationSettings s = defaults;
+    const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(json)).object();
+    for_each_number(s, [&o](const char* key, const char*, auto& field) {
+        const QJsonValue v = o.value(QLatin1String(key));
+        if (v.isDouble()) field = static_cast<std::remove_reference_t<decltype(field)>>(v.toDouble());
+    });
+    if (const QJsonValue seed = o.value(QLatin1String("seed")); seed.isDouble() && seed.toDouble() >= 0) {
+        s.seed = static_cast<uint64_t>(seed.toDouble());
+    }
+    // What was read must still be valid; if not, the defaults.
+    if (!s.generation.sampling.validate() || s.generation.max_tokens <= 0) return defaults;
+    return s;
+}
+
+std::string conversation_settings_json(const ConversationSettings& settings) {
+    QJsonObject o;
+    ConversationSettings s = settings;
+    for_each_number(s, [&o](const char* key, const char*, auto& field) {
+        o.insert(QLatin1String(key), static_cast<double>(field));
+    });
+    if (s.seed) o.insert(QLatin1String("seed"), static_cast<double>(*s.seed));
+    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
+}
+
+QVariantMap conversation_settings_variant(const ConversationSettings& settings) {
+    QVariantMap m;
+    ConversationSettings s = settings;
+    for_each_number(s, [&m](const char*, const char* key, auto& field) {
+        m.insert(QLatin1String(key), static_cast<double>(field));
+    });
+    m.insert(QStringLiteral("seed"), s.seed ? static_cast<double>(*s.seed) : -1.0);
+    return m;
+}
+
+powerhouse::Result<ConversationSettings> conversation_settings_from_variant(const QVariantMap& map,
+                                                                            const ConversationSettings& defaults) {
+    ConversationSettings s = defaults;
+    QString bad;
+    for_each_number(s, [&](const char*, const char* key, auto& field) {
+        const QVariant v = map.value(QLatin1String(key));
+        if (!v.isValid()) return;
+        bool ok = false;
+        const double d = v.toDouble(&ok);
+        if (!ok || !std::isfinite(d)) {
+            if (bad.isEmpty()) bad = QString::fromLatin1(key);
+            return;
+        }
+        field = static_cast<std::remove_reference_t<decltype(field)>>(d);
+    });
+    if (!bad.isEmpty()) {
+        return powerhouse::make_error(powerhouse::ErrorCode::invalid_argument, bad.toStdString() + " is not a number");
+    }
+    if (const QVariant seed = map.value(QStringLiteral("seed")); seed.isValid()) {
+        const double d = seed.toDouble();
+        s.seed = d >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(d)) : std::nullopt;
+    }
+    if (auto valid = s.generation.sampling.validate(); !valid) return valid.error();
+    if (s.generation.max_tokens <= 0) {
+        return powerhouse::make_error(powerhouse::ErrorCode::invalid_argument,
+                                      "max_tokens must be at least 1 (it is " + std::to_string(s.generation.max_tokens) + ")");
+    }
+    return s;
+}

@@ -1,0 +1,35 @@
+// The per-conversation settings: the system prompt (kept in its own column of the store)
+// and the sampling settings, kept as JSON in the conversation's settings_json. A field
+// that is missing takes the app's default; a field out of range is refused with the
+// sampler's message.
+//
+// JSON keys: temperature, top_k, top_p, min_p, repeat_penalty, presence_penalty,
+// frequency_penalty, max_tokens, seed (absent: a new random seed for every answer, so that
+// Regenerate gives a new answer; present: the same seed every time, for repeatable answers).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <QString>
+#include <QVariantMap>
+
+#include <optional>
+
+#include "powerhouse/generation.h"
+#include "powerhouse/result.h"
+
+struct ConversationSettings {
+    powerhouse::GenerationSettings generation;
+    std::optional<uint64_t> seed;  // none: random per answer
+};
+
+// Reads settings_json over `defaults`; unreadable JSON or wrong types give the defaults for
+// those fields (an old or hand-edited file never stops a chat).
+ConversationSettings parse_conversation_settings(const std::string& json, const ConversationSettings& defaults);
+std::string conversation_settings_json(const ConversationSettings& settings);
+
+// For QML: {temperature, topK, topP, minP, repeatPenalty, presencePenalty, frequencyPenalty,
+// maxTokens, seed (-1: random)}, and back. from_variant validates: an error names the field.
+QVariantMap conversation_settings_variant(const ConversationSettings& settings);
+powerhouse::Result<ConversationSettings> conversation_settings_from_variant(const QVariantMap& map,
+                                                                            const ConversationSettings& defaults);

@@ -1,0 +1,67 @@
+// Qt Quick Tests of the views (tests/app/desktop/qml/tst_*.qml), offscreen, on the real
+// controllers: a store in a temporary folder, the engine client with no model loaded (the
+// views' behaviour without one is part of what is tested), and simulated GPUs. The setup
+// hands them to the tests as context properties of the test engine (tests only; the app
+// passes them as required properties of its window).
+#include <QQmlContext>
+#include <QQmlEngine>
+#include <QTemporaryDir>
+#include <QtQml/QQmlExtensionPlugin>
+#include <QtQuickTest>
+
+#include <memory>
+
+#include "chat_controller.h"
+#include "dashboard_controller.h"
+#include "engine_client.h"
+#include "settings_controller.h"
+#include "store/store.h"
+#include "support/test_support.h"
+
+Q_IMPORT_QML_PLUGIN(PowerhousePlugin)
+
+class Setup : public QObject {
+    Q_OBJECT
+
+public slots:
+    void qmlEngineAvailable(QQmlEngine* engine) {
+        engine->addImportPath(QStringLiteral("qrc:/"));  // the Powerhouse module's QML files
+        auto store = powerhouse::store::Store::open((m_dir.path() + "/powerhouse.db").toStdString());
+        if (!store) qFatal("store: %s", store.error().message.c_str());
+        m_store = std::make_unique<powerhouse::store::Store>(std::move(store).value());
+        m_engine = std::make_unique<EngineClient>();
+        m_chat = std::make_unique<ChatController>(*m_store, *m_engine);
+        powerhouse::GpuMonitorOptions gpus;
+        gpus.simulate = "RTX 4090:24;RTX 4090:24";
+        m_dashboard = std::make_unique<DashboardController>(gpus);
+        m_settings = std::make_unique<SettingsController>(*m_store, m_dir.path());
+        connect(m_dashboard.get(), &DashboardController::snapshotApplied, m_settings.get(),
+                &SettingsController::setDevices);
+        m_dashboard->start();
+        m_settings->setModel(QString::fromStdString(powerhouse::test::test_model_path().string()));
+        engine->rootContext()->setContextProperty(QStringLiteral("testController"), m_chat.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testDashboard"), m_dashboard.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testSettings"), m_settings.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testDataFolder"), m_dir.path());
+    }
+
+    void cleanupTestCase() {
+        m_settings.reset();
+        m_dashboard.reset();
+        m_chat.reset();
+        m_engine.reset();
+        m_store.reset();
+    }
+
+private:
+    QTemporaryDir m_dir;
+    std::unique_ptr<powerhouse::store::Store> m_store;
+    std::unique_ptr<EngineClient> m_engine;
+    std::unique_ptr<ChatController> m_chat;
+    std::unique_ptr<DashboardController> m_dashboard;
+    std::unique_ptr<SettingsController> m_settings;
+};
+
+QUICK_TEST_MAIN_WITH_SETUP(desktop_qml_tests, Setup)
+
+#include "desktop_qml_test.moc"

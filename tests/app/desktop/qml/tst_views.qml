@@ -1,0 +1,183 @@
+// The views, driven as a user would (keys and clicks), on the real controllers of the
+// setup in desktop_qml_test.cpp: testController (no model loaded), testSettings and
+// testDashboard (two simulated RTX 4090s), testDataFolder.
+import QtQuick
+import QtQuick.Controls
+import QtTest
+import Powerhouse
+
+Item {
+    id: root
+    width: 1000
+    height: 700
+
+    Component {
+        id: chatViewComponent
+        ChatView {
+            controller: testController
+            anchors.fill: parent
+        }
+    }
+    Component {
+        id: settingsComponent
+        SettingsDialog {
+            settings: testSettings
+        }
+    }
+    Component {
+        id: placementComponent
+        PlacementBar {
+            width: 300
+        }
+    }
+    Component {
+        id: messageComponent
+        MessageDelegate {
+            width: 600
+            controller: testController
+            isLast: true
+            index: 0
+            messageId: 1
+            role: "assistant"
+            messageState: "complete"
+            stats: "10.0 tokens/s · 5 ms to first token · 3 tokens"
+            error: ""
+            content: "Here:\n```python\nprint(1)\n```\nDone."
+            blocks: [{kind: "text", text: "Here:", language: "", closed: true},
+                     {kind: "code", text: "print(1)", language: "python", closed: true},
+                     {kind: "text", text: "Done.", language: "", closed: true}]
+        }
+    }
+    Component {
+        id: dashboardComponent
+        GpuDashboard {
+            width: 320
+            height: 700
+            dashboard: testDashboard
+        }
+    }
+
+    TestCase {
+        name: "Views"
+        when: windowShown
+
+        function test_theme_follows_the_choice() {
+            Theme.mode = "dark"
+            verify(Theme.dark)
+            compare(Theme.background.toString(), "#16181d")
+            Theme.mode = "light"
+            verify(!Theme.dark)
+            compare(Theme.background.toString(), "#f7f8fa")
+            Theme.mode = "system"
+        }
+
+        function test_placement_bar_draws_layers_to_scale() {
+            const bar = createTemporaryObject(placementComponent, root, {
+                layers: 30,
+                plan: [{gpu: 0, name: "A", part: "layers 0-19", first: 0, count: 20, tensor: false, bytes: 2e9},
+                       {gpu: 1, name: "B", part: "layers 20-29", first: 20, count: 10, tensor: false, bytes: 1e9}]
+            })
+            verify(bar)
+            const a = findChild(bar, "segment0")
+            const b = findChild(bar, "segment1")
+            verify(a && b)
+            fuzzyCompare(a.width, 200, 1)
+            fuzzyCompare(b.width, 100, 1)
+            verify(a.color !== b.color)
+            // Tensor split: every GPU holds a share of every layer, drawn by bytes.
+            bar.plan = [{gpu: 0, part: "KV heads 0-1", count: 30, tensor: true, bytes: 3e9},
+                        {gpu: 1, part: "KV heads 2", count: 30, tensor: true, bytes: 1e9}]
+            fuzzyCompare(findChild(bar, "segment0").width, 225, 1)
+        }
+
+        function test_enter_sends_and_without_a_model_the_error_says_what_to_do() {
+            const chat = createTemporaryObject(chatViewComponent, root)
+            verify(chat)
+            chat.focusComposer()
+            const input = findChild(chat, "composerInput")
+            verify(input.activeFocus)
+            keyClick(Qt.Key_H)
+            keyClick(Qt.Key_I)
+            compare(input.text, "hi")
+            // Shift+Enter adds a line; Enter sends.
+            keyClick(Qt.Key_Return, Qt.ShiftModifier)
+            compare(input.text, "hi\n")
+            keyClick(Qt.Key_Return)
+            verify(testController.errorText.indexOf("No model is loaded") >= 0, testController.errorText)
+            const error = findChild(chat, "errorText")
+            verify(error.visible)
+            compare(error.text, testController.errorText)
+            testController.dismissError()
+            verify(!error.visible)
+        }
+
+        function test_conversation_settings_are_kept_for_the_new_chat() {
+            const chat = createTemporaryObject(chatViewComponent, root)
+            chat.openConversationSettings()
+            const dialog = findChild(chat, "conversationSettings")
+            tryVerify(() => dialog.opened)
+            const temperature = findChild(dialog, "temperature")
+            compare(temperature.text, "0.80")
+            temperature.text = "0.25"
+            findChild(dialog, "systemPrompt").text = "Answer briefly."
+            dialog.save()
+            tryVerify(() => !dialog.visible)
+            fuzzyCompare(testController.sampling.temperature, 0.25, 1e-6)
+            compare(testController.systemPrompt, "Answer briefly.")
+            // Out of range: refused, and the dialog stays open with the reason shown.
+            chat.openConversationSettings()
+            tryVerify(() => dialog.opened)
+            findChild(dialog, "temperature").text = "-1"
+            dialog.save()
+            verify(dialog.opened)
+            verify(testController.errorText.indexOf("temperature") >= 0, testController.errorText)
+            dialog.reject()
+            testController.dismissError()
+            testController.resetConversationSettings()
+            compare(testController.systemPrompt, "")
+        }
+
+        function test_gpu_settings_preview_follows_the_choices() {
+            const dialog = createTemporaryObject(settingsComponent, root)
+            dialog.open()
+            tryVerify(() => dialog.opened)
+            testSettings.splitMode = "layer"
+            const preview = findChild(dialog.contentItem, "planPreview")
+            verify(preview.text.indexOf("layer split") >= 0, preview.text)
+            verify(preview.text.indexOf("GPU 1 (RTX 4090)") >= 0, preview.text)
+            // Unticking GPU 1 takes it out of the plan.
+            const use1 = findChild(dialog.contentItem, "useGpu1")
+            verify(use1.checked)
+            mouseClick(use1)
+            verify(!testSettings.gpus[1].use)
+            verify(preview.text.indexOf("GPU 1") < 0, preview.text)
+            // Close forgets what was not applied.
+            dialog.reject()
+            verify(testSettings.gpus[1].use)
+            compare(testSettings.splitMode, "auto")
+        }
+
+        function test_code_blocks_have_their_own_copy_button() {
+            const message = createTemporaryObject(messageComponent, root)
+            verify(message)
+            const code = findChild(message, "codeText")
+            verify(code)
+            compare(code.text, "print(1)")
+            const copy = findChild(message, "copyCode")
+            compare(copy.text, "Copy")
+            mouseClick(copy)
+            compare(copy.text, "Copied")
+            tryCompare(copy, "text", "Copy", 3000)
+        }
+
+        function test_dashboard_labels_simulated_gpus() {
+            const dashboard = createTemporaryObject(dashboardComponent, root)
+            verify(dashboard)
+            tryVerify(() => testDashboard.gpus.count === 2)
+            verify(testDashboard.simulated)
+            const note = findChild(dashboard, "sourceNote")
+            verify(note.visible)
+            verify(note.text.indexOf("Simulated GPUs") === 0, note.text)
+        }
+    }
+}
