@@ -76,6 +76,7 @@ Rectangle {
 
         ListView {
             id: messages
+            objectName: "messageList"
             Layout.fillWidth: true
             Layout.fillHeight: true
             clip: true
@@ -92,6 +93,7 @@ Rectangle {
             onContentHeightChanged: if (following) Qt.callLater(positionViewAtEnd)
 
             delegate: MessageDelegate {
+                objectName: "message" + index
                 width: ListView.view.width
                 controller: root.controller
                 isLast: index === ListView.view.count - 1

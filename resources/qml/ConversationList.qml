@@ -30,6 +30,7 @@ Rectangle {
 
         TextField {
             id: search
+            objectName: "searchField"
             Layout.fillWidth: true
             placeholderText: "Search conversations"
             Accessible.name: "Search conversations"
@@ -39,6 +40,7 @@ Rectangle {
 
         ListView {
             id: list
+            objectName: "conversationList"
             Layout.fillWidth: true
             Layout.fillHeight: true
             clip: true
@@ -48,6 +50,7 @@ Rectangle {
 
             delegate: ItemDelegate {
                 id: item
+                objectName: "conversation" + index
 
                 required property int index
                 required property var conversationId

@@ -95,6 +95,7 @@ Item {
 
             TextArea {
                 id: editor
+                objectName: "editor"
                 anchors.fill: parent
                 visible: root.editing
                 wrapMode: TextEdit.Wrap
@@ -127,6 +128,7 @@ Item {
             spacing: 6
 
             Label {
+                objectName: "statsLabel"
                 height: 32
                 verticalAlignment: Text.AlignVCenter
                 visible: !root.fromUser && root.stats.length > 0
@@ -146,6 +148,7 @@ Item {
             }
             ToolButton {
                 visible: root.fromUser
+                objectName: "editButton"
                 text: "Edit"
                 font.pixelSize: Theme.smallFontSize
                 Accessible.name: "Edit and resend"
@@ -158,6 +161,7 @@ Item {
             }
             ToolButton {
                 visible: !root.fromUser && root.isLast
+                objectName: "regenerateButton"
                 text: "Regenerate"
                 font.pixelSize: Theme.smallFontSize
                 Accessible.name: "Regenerate"

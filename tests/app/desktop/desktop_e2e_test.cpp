@@ -50,8 +50,9 @@ TEST(DesktopApp, SendsAMessageAndSavesTheScreenshotOnceTheAnswerIsIn) {
     EXPECT_EQ(store->recovered_messages(), 0) << "the answer was finished before the app quit";
 }
 
-// The same app in a real X window (xcb on Xvfb), not the offscreen platform: the settings
-// open on the planner's preview for two simulated GPUs.
+// The same app in a real X window (xcb on Xvfb), not the offscreen platform, with simulated
+// GPUs: it answers a message, then the screenshot shows the settings open on the planner's
+// preview.
 TEST(DesktopApp, RunsInARealXWindowUnderXvfb) {
     if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0) {
         GTEST_SKIP() << "xvfb-run is not installed (scripts/test installs it: package xvfb)";
@@ -62,7 +63,7 @@ TEST(DesktopApp, RunsInARealXWindowUnderXvfb) {
                                 "xvfb-run -a -s '-screen 0 1280x800x24' " +
                                 quoted(POWERHOUSE_APP_PATH) + " --data-dir " + quoted(dir.path() / "data") +
                                 " --model " + quoted(powerhouse::test::test_model_path()) +
-                                " --show settings --screenshot " + quoted(shot) + " > " + quoted(dir / "out.txt") +
+                                " --send 'Write a haiku about GPUs.' --show settings --screenshot " + quoted(shot) + " > " + quoted(dir / "out.txt") +
                                 " 2>&1";
     const int status = std::system(command.c_str());
     const std::string out = powerhouse::test::read_file(dir / "out.txt");
@@ -77,6 +78,17 @@ TEST(DesktopApp, RunsInARealXWindowUnderXvfb) {
         for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
     }
     EXPECT_GT(colours.size(), 20);
+    auto store = powerhouse::store::Store::open(dir / "data" / "powerhouse.db");
+    ASSERT_TRUE(store) << store.error().message;
+    auto conversations = store->conversations();
+    ASSERT_TRUE(conversations && conversations->size() == 1u);
+    auto messages = store->messages(conversations->front().id);
+    ASSERT_TRUE(messages && messages->size() == 2u);
+    EXPECT_EQ((*messages)[1].state, powerhouse::store::MessageState::complete);
+    EXPECT_FALSE((*messages)[1].content.empty());
+    // The simulated GPU that holds the model measured the answer's energy.
+    ASSERT_TRUE((*messages)[1].stats.energy_joules.has_value());
+    EXPECT_GT(*(*messages)[1].stats.energy_joules, 0.0);
 }
 
 TEST(DesktopApp, ABadDataFolderIsReportedNotACrash) {

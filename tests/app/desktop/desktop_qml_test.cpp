@@ -1,8 +1,9 @@
 // Qt Quick Tests of the views (tests/app/desktop/qml/tst_*.qml), offscreen, on the real
-// controllers: a store in a temporary folder, the engine client with no model loaded (the
-// views' behaviour without one is part of what is tested), and simulated GPUs. The setup
-// hands them to the tests as context properties of the test engine (tests only; the app
-// passes them as required properties of its window).
+// controllers, each with a store in a temporary folder: testController has no model
+// loaded (the views' behaviour without one is part of what is tested), testChat has the
+// SmolLM2 test model (greedy, short answers); testSettings and testDashboard see two
+// simulated GPUs. The setup hands them to the tests as context properties of the test
+// engine (tests only; the app passes them as required properties of its window).
 #include <QQmlContext>
 #include <QQmlEngine>
 #include <QTemporaryDir>
@@ -31,6 +32,19 @@ public slots:
         m_store = std::make_unique<powerhouse::store::Store>(std::move(store).value());
         m_engine = std::make_unique<EngineClient>();
         m_chat = std::make_unique<ChatController>(*m_store, *m_engine);
+        auto chatStore = powerhouse::store::Store::open((m_dir.path() + "/chat.db").toStdString());
+        if (!chatStore) qFatal("store: %s", chatStore.error().message.c_str());
+        m_chatStore = std::make_unique<powerhouse::store::Store>(std::move(chatStore).value());
+        m_chatEngine = std::make_unique<EngineClient>();
+        m_loaded = std::make_unique<ChatController>(*m_chatStore, *m_chatEngine);
+        powerhouse::GenerationSettings generation;
+        generation.max_tokens = 48;
+        generation.sampling.temperature = 0;
+        m_loaded->setGenerationSettings(generation);
+        powerhouse::ModelOptions options;
+        options.n_ctx = 2048;
+        options.n_threads = 2;
+        m_loaded->loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), options);
         powerhouse::GpuMonitorOptions gpus;
         gpus.simulate = "RTX 4090:24;RTX 4090:24";
         m_dashboard = std::make_unique<DashboardController>(gpus);
@@ -40,6 +54,7 @@ public slots:
         m_dashboard->start();
         m_settings->setModel(QString::fromStdString(powerhouse::test::test_model_path().string()));
         engine->rootContext()->setContextProperty(QStringLiteral("testController"), m_chat.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testChat"), m_loaded.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testDashboard"), m_dashboard.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testSettings"), m_settings.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testDataFolder"), m_dir.path());
@@ -50,6 +65,9 @@ public slots:
         m_dashboard.reset();
         m_chat.reset();
         m_engine.reset();
+        m_loaded.reset();
+        m_chatEngine.reset();
+        m_chatStore.reset();
         m_store.reset();
     }
 
@@ -58,6 +76,9 @@ private:
     std::unique_ptr<powerhouse::store::Store> m_store;
     std::unique_ptr<EngineClient> m_engine;
     std::unique_ptr<ChatController> m_chat;
+    std::unique_ptr<powerhouse::store::Store> m_chatStore;
+    std::unique_ptr<EngineClient> m_chatEngine;
+    std::unique_ptr<ChatController> m_loaded;
     std::unique_ptr<DashboardController> m_dashboard;
     std::unique_ptr<SettingsController> m_settings;
 };

@@ -1,0 +1,126 @@
+// A chat as a user has it, with the real SmolLM2 model (testChat, greedy, at most 48 tokens
+// an answer): send and watch the answer stream in, stop, regenerate, edit and resend, switch
+// conversations and search them. The functions run in name order, on one store.
+import QtQuick
+import QtQuick.Controls
+import QtTest
+import Powerhouse
+
+Item {
+    id: root
+    width: 1100
+    height: 760
+
+    ConversationList {
+        id: list
+        controller: testChat
+        width: 260
+        height: parent.height
+    }
+    ChatView {
+        id: chat
+        controller: testChat
+        x: 260
+        width: 840
+        height: parent.height
+    }
+    SignalSpy {
+        id: streamed
+        target: testChat.messages
+        signalName: "dataChanged"
+    }
+
+    TestCase {
+        name: "Chat"
+        when: windowShown
+
+        function message(i) {
+            return findChild(chat, "message" + i)
+        }
+
+        function type(text) {
+            chat.focusComposer()
+            const input = findChild(chat, "composerInput")
+            input.text = text
+            keyClick(Qt.Key_Return)
+        }
+
+        function waitIdle() {
+            tryCompare(testChat, "generating", false, 120000)
+        }
+
+        function initTestCase() {
+            tryCompare(testChat, "modelState", "ready", 60000)
+        }
+
+        function test_1_an_answer_streams_in() {
+            streamed.clear()
+            type("Write a Python function that reverses a string.")
+            verify(testChat.generating)
+            compare(findChild(chat, "composerInput").text, "", "the composer empties on send")
+            waitIdle()
+            verify(streamed.count > 1, "the answer came in " + streamed.count + " pieces")
+            tryVerify(() => message(1) !== null)
+            compare(message(0).content, "Write a Python function that reverses a string.")
+            compare(message(1).messageState, "complete")
+            // The greedy answer opens with a Python code block, framed with its own Copy button.
+            const code = findChild(message(1), "codeText")
+            verify(code !== null, message(1).content)
+            verify(code.text.indexOf("def ") >= 0, code.text)
+            verify(findChild(message(1), "statsLabel").text.indexOf("tokens/s") > 0)
+            compare(testChat.conversations.count, 1)
+        }
+
+        function test_2_stop_keeps_what_was_written() {
+            testChat.newConversation()
+            type("Write a very long story about a dragon who learns to cook.")
+            tryVerify(() => message(1) !== null && message(1).content.length > 0, 60000)
+            mouseClick(findChild(chat, "stopButton"))
+            waitIdle()
+            compare(message(1).messageState, "stopped")
+            verify(message(1).content.length > 0)
+            verify(findChild(message(1), "statsLabel").text.indexOf("stopped") > 0)
+        }
+
+        function test_3_regenerate_answers_again() {
+            const button = findChild(message(1), "regenerateButton")
+            verify(button.visible && button.enabled)
+            mouseClick(button)
+            verify(testChat.generating)
+            waitIdle()
+            tryCompare(message(1), "messageState", "complete")
+            compare(testChat.messages.count, 2)
+        }
+
+        function test_4_edit_and_resend_replaces_the_rest() {
+            mouseClick(findChild(message(0), "editButton"))
+            const editor = findChild(message(0), "editor")
+            tryVerify(() => editor.visible && editor.activeFocus)
+            compare(editor.text, "Write a very long story about a dragon who learns to cook.")
+            editor.selectAll()
+            keyClick(Qt.Key_Delete)
+            editor.insert(0, "Say hello in French.")
+            keyClick(Qt.Key_Return)
+            waitIdle()
+            tryCompare(testChat.messages, "count", 2)
+            compare(message(0).content, "Say hello in French.")
+            compare(message(1).messageState, "complete")
+        }
+
+        function test_5_switch_and_search_conversations() {
+            compare(testChat.conversations.count, 2)
+            const search = findChild(list, "searchField")
+            search.forceActiveFocus()
+            search.text = "reverses"
+            tryCompare(testChat.conversations, "count", 1)
+            mouseClick(findChild(list, "conversation0"))
+            compare(testChat.currentTitle, "Write a Python function that reverses a string.")
+            tryVerify(() => message(0) !== null && message(0).content === testChat.currentTitle)
+            // Searching the answers' words finds the other conversation too.
+            search.text = ""
+            tryCompare(testChat.conversations, "count", 2)
+            mouseClick(findChild(list, "conversation0"))  // the newest
+            compare(message(0).content, "Say hello in French.")
+        }
+    }
+}
