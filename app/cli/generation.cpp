@@ -8,12 +8,7 @@ namespace powerhouse::cli {
 
 Result<std::filesystem::path> model_or_default(const std::string& model) {
     if (!model.empty()) return std::filesystem::path(model);
-    std::filesystem::path path;
-    if (const char* env = std::getenv("POWERHOUSE_TEST_MODEL"); env != nullptr && *env != '\0') {
-        path = env;
-    } else if (const char* home = std::getenv("HOME"); home != nullptr) {
-        path = std::filesystem::path(home) / ".cache/powerhouse/test-models/SmolLM2-135M-Instruct.Q4_1.gguf";
-    }
+    const std::filesystem::path path = setup_model_path();
     std::error_code ec;
     if (path.empty() || !std::filesystem::exists(path, ec)) {
         return make_error(ErrorCode::invalid_argument,

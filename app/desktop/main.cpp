@@ -41,10 +41,8 @@ QString modelToOpen(const QString& given, powerhouse::store::Store& store) {
     if (auto last = store.setting("model_path"); last && *last && QFileInfo::exists(QString::fromStdString(**last))) {
         return QString::fromStdString(**last);
     }
-    const QString env = qEnvironmentVariable("POWERHOUSE_TEST_MODEL");
-    const QString fallback = env.isEmpty() ? QDir::homePath() + "/.cache/powerhouse/test-models/SmolLM2-135M-Instruct.Q4_1.gguf"
-                                           : env;
-    return QFileInfo::exists(fallback) ? fallback : QString();
+    const QString fallback = QString::fromStdString(powerhouse::setup_model_path().string());
+    return !fallback.isEmpty() && QFileInfo::exists(fallback) ? fallback : QString();
 }
 
 // Saves the window to `file` once the app is idle (or after five minutes in any case), then

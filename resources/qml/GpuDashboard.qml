@@ -1,4 +1,5 @@
-// The right panel: a card per GPU, the NVLink topology, and where the model's parts sit.
+// The right panel: where the model sits on the GPUs (a bar), a card per GPU, the NVLink
+// topology, and the devices the engine runs the model on now.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -57,6 +58,23 @@ Rectangle {
                 Layout.rightMargin: Theme.spacing
             }
 
+            Label {
+                visible: root.plan.length > 0
+                text: "The model on the GPUs"
+                color: Theme.text
+                font.bold: true
+                Layout.leftMargin: Theme.spacing
+                Layout.topMargin: Theme.spacing
+            }
+            PlacementBar {
+                visible: root.plan.length > 0
+                plan: root.plan
+                layers: root.layers
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+            }
+
             Repeater {
                 model: root.dashboard.gpus
                 delegate: GpuCard {
@@ -72,23 +90,6 @@ Rectangle {
                 color: Theme.textMuted
                 wrapMode: Text.Wrap
                 font.pixelSize: Theme.smallFontSize
-                Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
-            }
-
-            Label {
-                visible: root.plan.length > 0
-                text: "The model on the GPUs"
-                color: Theme.text
-                font.bold: true
-                Layout.leftMargin: Theme.spacing
-                Layout.topMargin: Theme.spacing
-            }
-            PlacementBar {
-                visible: root.plan.length > 0
-                plan: root.plan
-                layers: root.layers
                 Layout.fillWidth: true
                 Layout.leftMargin: Theme.spacing
                 Layout.rightMargin: Theme.spacing

@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include "powerhouse/model.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,18 +17,7 @@ fs::path data_dir() { return POWERHOUSE_TEST_DATA_DIR; }
 
 fs::path shared_testdata_dir() { return POWERHOUSE_SHARED_TESTDATA_DIR; }
 
-fs::path test_model_path() {
-    if (const char* env = std::getenv("POWERHOUSE_TEST_MODEL"); env && *env) return env;
-    fs::path cache;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-        cache = xdg;
-    } else if (const char* home = std::getenv("HOME"); home && *home) {
-        cache = fs::path(home) / ".cache";
-    } else {
-        cache = "/tmp";
-    }
-    return cache / "powerhouse" / "test-models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
-}
+fs::path test_model_path() { return setup_model_path(); }
 
 TempDir::TempDir() {
     static std::atomic<int> counter{0};

@@ -127,4 +127,9 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// The model the set-up fetches (scripts/run, scripts/test): $POWERHOUSE_TEST_MODEL, else
+// ${XDG_CACHE_HOME:-~/.cache}/powerhouse/test-models/SmolLM2-135M-Instruct.Q4_1.gguf, as
+// scripts/lib.sh places it. The path, whether or not the file is there (empty without HOME).
+std::filesystem::path setup_model_path();
+
 }  // namespace powerhouse

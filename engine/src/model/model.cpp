@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "arch/hparams.h"
@@ -222,5 +223,18 @@ void Model::truncate(uint32_t n) {
 }
 size_t Model::kv_cache_bytes() const { return impl_->backend->kv_cache_bytes(); }
 std::vector<DeviceUsage> Model::device_usage() const { return impl_->backend->devices(); }
+
+std::filesystem::path setup_model_path() {
+    if (const char* env = std::getenv("POWERHOUSE_TEST_MODEL"); env != nullptr && *env != '\0') return env;
+    std::filesystem::path cache;
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+        cache = xdg;
+    } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+        cache = std::filesystem::path(home) / ".cache";
+    } else {
+        return {};
+    }
+    return cache / "powerhouse" / "test-models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
+}
 
 }  // namespace powerhouse
