@@ -2,14 +2,18 @@
 #include <cstdio>
 #include <vector>
 
-#include "cli_version.h"
 #include "commands.h"
+#include "version_report.h"
 
 int main(int argc, char** argv) {
     CLI::App app{"Powerhouse: local LLM inference for multi-GPU workstations", "powerhouse-cli"};
     app.require_subcommand(0, 1);
-    app.set_version_flag("--version", std::string("powerhouse-cli ") + POWERHOUSE_VERSION + " (commit " +
-                                          POWERHOUSE_GIT_COMMIT + ")");
+    // A callback, so that the run-time versions are looked up only when asked for.
+    app.set_version_flag("--version", [] {
+        std::string report = powerhouse::version_report("powerhouse-cli");
+        report.pop_back();  // CLI11 ends the line itself
+        return report;
+    });
 
     const std::vector<powerhouse::cli::Command> commands = {
         powerhouse::cli::add_info_command(app),

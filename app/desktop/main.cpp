@@ -2,7 +2,7 @@
 // together (no singletons) and hands the controller to the QML window as its required
 // property.
 //
-//   powerhouse [--model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
+//   powerhouse [FILE | --model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
 //              [--show settings|general|conversation]
 //
 // --send sends a message as soon as the model is ready. --screenshot renders the window
@@ -14,6 +14,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QGuiApplication>
+#include <QIcon>
 #include <QQmlApplicationEngine>
 #include <QQuickWindow>
 #include <QStandardPaths>
@@ -26,9 +27,11 @@
 
 #include "chat_controller.h"
 #include "dashboard_controller.h"
-#include "settings_controller.h"
+#include "build_info.h"
 #include "engine_client.h"
+#include "settings_controller.h"
 #include "store/store.h"
+#include "version_report.h"
 
 Q_IMPORT_QML_PLUGIN(PowerhousePlugin)
 
@@ -66,15 +69,16 @@ void screenshotWhenIdle(QQuickWindow* window, ChatController& controller, const 
 }  // namespace
 
 int main(int argc, char* argv[]) {
-    QGuiApplication app(argc, argv);
-    QGuiApplication::setApplicationName(QStringLiteral("Powerhouse"));
-    QGuiApplication::setOrganizationName(QStringLiteral("Powerhouse"));
-    QGuiApplication::setApplicationVersion(QStringLiteral(POWERHOUSE_VERSION));
-
+    // The command line is read before the GUI starts, so that --version and --help work
+    // without a display (in a terminal, over ssh, in a package's test).
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Local multi-GPU LLM chat"));
-    parser.addHelpOption();
-    parser.addVersionOption();
+    const QCommandLineOption helpOption({QStringLiteral("h"), QStringLiteral("help")},
+                                        QStringLiteral("Show this help and quit."));
+    const QCommandLineOption versionOption({QStringLiteral("v"), QStringLiteral("version")},
+                                           QStringLiteral("Show the version, the commit and the CUDA/driver versions found."));
+    parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Model file (.gguf) to open."),
+                                 QStringLiteral("[FILE]"));
     const QCommandLineOption modelOption(QStringLiteral("model"), QStringLiteral("Model file (.gguf) to load."),
                                          QStringLiteral("FILE"));
     const QCommandLineOption dataOption(QStringLiteral("data-dir"),
@@ -91,8 +95,36 @@ int main(int argc, char* argv[]) {
     const QCommandLineOption showOption(QStringLiteral("show"),
                                         QStringLiteral("Open a panel at start: settings, general or conversation."),
                                         QStringLiteral("PANEL"));
-    parser.addOptions({modelOption, dataOption, ctxOption, sendOption, screenshotOption, showOption});
-    parser.process(app);
+    parser.addOptions({helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption,
+                       showOption});
+    QStringList arguments;
+    for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
+    if (!parser.parse(arguments)) {
+        std::fprintf(stderr, "powerhouse: %s\n(see powerhouse --help)\n", qPrintable(parser.errorText()));
+        return 2;
+    }
+    if (parser.isSet(versionOption)) {
+        std::fputs(powerhouse::version_report("powerhouse").c_str(), stdout);
+        return 0;
+    }
+    if (parser.isSet(helpOption)) {
+        // Without an application object yet, Qt cannot name the program: do it here.
+        std::fputs(qPrintable(parser.helpText().replace(QStringLiteral("<executable_name>"), QStringLiteral("powerhouse"))),
+                   stdout);
+        return 0;
+    }
+    if (parser.positionalArguments().size() > 1) {
+        std::fprintf(stderr, "powerhouse: one model file at a time, not %lld\n",
+                     static_cast<long long>(parser.positionalArguments().size()));
+        return 2;
+    }
+
+    QGuiApplication app(argc, argv);
+    QGuiApplication::setApplicationName(QStringLiteral("Powerhouse"));
+    QGuiApplication::setOrganizationName(QStringLiteral("Powerhouse"));
+    QGuiApplication::setApplicationVersion(QStringLiteral(POWERHOUSE_VERSION));
+    QGuiApplication::setDesktopFileName(QStringLiteral("io.github.powerhouse_app.Powerhouse"));
+    QGuiApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("io.github.powerhouse_app.Powerhouse")));
 
     const QString dataDir = parser.isSet(dataOption)
                                 ? parser.value(dataOption)
@@ -146,7 +178,9 @@ int main(int argc, char* argv[]) {
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
 
-    const QString model = modelToOpen(parser.value(modelOption), *store);
+    const QString given = parser.positionalArguments().isEmpty() ? parser.value(modelOption)
+                                                                 : parser.positionalArguments().front();
+    const QString model = modelToOpen(given, *store);
     // The model is loaded with the applied settings; --ctx overrides the context at start.
     const uint32_t ctx = parser.value(ctxOption).toUInt();
     const auto load = [&controller, &settings, ctx](const QString& path, bool fromSettings) {

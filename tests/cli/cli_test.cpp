@@ -87,6 +87,10 @@ TEST(CliUsage, VersionAndHelp) {
     EXPECT_EQ(version.status, 0);
     EXPECT_EQ(version.out.rfind("powerhouse-cli 0.", 0), 0u) << version.out;
     EXPECT_NE(version.out.find("commit"), std::string::npos);
+    // What it finds at run time: here no driver (or a fake one), and it says so.
+    EXPECT_NE(version.out.find("\nCUDA: "), std::string::npos) << version.out;
+    EXPECT_NE(version.out.find("\nNVIDIA driver: "), std::string::npos) << version.out;
+    EXPECT_NE(version.out.find("\nNCCL: "), std::string::npos) << version.out;
     const CliRun help = cli("--help");
     EXPECT_EQ(help.status, 0);
     EXPECT_NE(help.out.find("info"), std::string::npos);

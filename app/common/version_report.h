@@ -1,0 +1,17 @@
+// What `powerhouse --version` and `powerhouse-cli --version` print: the program's version
+// and the git commit it was built from, then what it finds at run time: the CUDA runtime it
+// carries (or that it was built without CUDA), the NVIDIA driver (through the CUDA runtime
+// and NVML, both loaded only when asked, so this works and says so on a machine without
+// one), and NCCL.
+//
+// Thread-safety: a plain function; it opens NVML for the call.
+#pragma once
+
+#include <string>
+
+namespace powerhouse {
+
+// "powerhouse-cli 0.1.0 (commit 0fada89c1e1a)\nCUDA: ...\nNVIDIA driver: ...\nNCCL: ...\n"
+std::string version_report(const std::string& program);
+
+}  // namespace powerhouse
