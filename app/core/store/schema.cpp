@@ -77,10 +77,33 @@ CREATE TABLE gpu_settings (
 );
 )sql";
 
+// 3: the model library's catalog (app/core/catalog): every model file found in the library
+// folders or imported, with what it is or why it cannot be used.
+constexpr std::string_view kModels = R"sql(
+CREATE TABLE models (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    path      TEXT NOT NULL UNIQUE,
+    folder    TEXT NOT NULL DEFAULT '',
+    file_size INTEGER NOT NULL,
+    mtime_ns  INTEGER NOT NULL,
+    sha256    TEXT NOT NULL DEFAULT '',
+    ok        INTEGER NOT NULL,
+    problem   TEXT NOT NULL DEFAULT '',
+    info_json TEXT NOT NULL DEFAULT '{}',
+    added_ms  INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
+CREATE INDEX models_by_folder ON models (folder);
+CREATE TABLE model_folders (
+    path     TEXT PRIMARY KEY,
+    added_ms INTEGER NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-    static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings};
+    static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings, kModels};
     return list;
 }
 

@@ -65,6 +65,23 @@ Conversation read_conversation(SQLite::Statement& q) {
     return c;
 }
 
+const char* kModelColumns = "id, path, folder, file_size, mtime_ns, sha256, ok, problem, info_json, added_ms";
+
+ModelRecord read_model(SQLite::Statement& q) {
+    ModelRecord r;
+    r.id = q.getColumn(0).getInt64();
+    r.path = q.getColumn(1).getString();
+    r.folder = q.getColumn(2).getString();
+    r.file_size = q.getColumn(3).getInt64();
+    r.mtime_ns = q.getColumn(4).getInt64();
+    r.sha256 = q.getColumn(5).getString();
+    r.ok = q.getColumn(6).getInt() != 0;
+    r.problem = q.getColumn(7).getString();
+    r.info_json = q.getColumn(8).getString();
+    r.added_ms = q.getColumn(9).getInt64();
+    return r;
+}
+
 Message read_message(SQLite::Statement& q) {
     Message m;
     m.id = q.getColumn(0).getInt64();
@@ -508,6 +525,90 @@ Result<void> Store::set_gpu_settings(const std::string& uuid, const std::string&
         q.bind(2, json);
         q.bind(3, now_ms());
         q.exec();
+        return {};
+    });
+}
+
+Result<ModelRecord> Store::put_model(const ModelRecord& record) {
+    return impl_->guarded([&]() -> Result<ModelRecord> {
+        const int64_t at = now_ms();
+        SQLite::Statement q(impl_->db,
+                            "INSERT INTO models (path, folder, file_size, mtime_ns, sha256, ok, problem, info_json, "
+                            "added_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+                            "ON CONFLICT (path) DO UPDATE SET folder = excluded.folder, file_size = excluded.file_size, "
+                            "mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, ok = excluded.ok, "
+                            "problem = excluded.problem, info_json = excluded.info_json, updated_ms = excluded.updated_ms");
+        q.bind(1, record.path);
+        q.bind(2, record.folder);
+        q.bind(3, record.file_size);
+        q.bind(4, record.mtime_ns);
+        q.bind(5, record.sha256);
+        q.bind(6, record.ok ? 1 : 0);
+        q.bind(7, record.problem);
+        q.bind(8, record.info_json);
+        q.bind(9, at);
+        q.exec();
+        SQLite::Statement read(impl_->db, fmt::format("SELECT {} FROM models WHERE path = ?", kModelColumns));
+        read.bind(1, record.path);
+        if (!read.executeStep()) return make_error(ErrorCode::internal, "the model record was not stored");
+        return read_model(read);
+    });
+}
+
+Result<std::vector<ModelRecord>> Store::models() const {
+    return impl_->guarded([&]() -> Result<std::vector<ModelRecord>> {
+        SQLite::Statement q(impl_->db, fmt::format("SELECT {} FROM models ORDER BY path", kModelColumns));
+        std::vector<ModelRecord> out;
+        while (q.executeStep()) out.push_back(read_model(q));
+        return out;
+    });
+}
+
+Result<std::optional<ModelRecord>> Store::model_by_path(const std::string& path) const {
+    return impl_->guarded([&]() -> Result<std::optional<ModelRecord>> {
+        SQLite::Statement q(impl_->db, fmt::format("SELECT {} FROM models WHERE path = ?", kModelColumns));
+        q.bind(1, path);
+        if (!q.executeStep()) return std::optional<ModelRecord>{};
+        return std::optional<ModelRecord>(read_model(q));
+    });
+}
+
+Result<void> Store::remove_model(const std::string& path) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "DELETE FROM models WHERE path = ?");
+        q.bind(1, path);
+        q.exec();
+        return {};
+    });
+}
+
+Result<std::vector<std::string>> Store::model_folders() const {
+    return impl_->guarded([&]() -> Result<std::vector<std::string>> {
+        SQLite::Statement q(impl_->db, "SELECT path FROM model_folders ORDER BY added_ms, path");
+        std::vector<std::string> out;
+        while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+        return out;
+    });
+}
+
+Result<void> Store::add_model_folder(const std::string& path) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "INSERT OR IGNORE INTO model_folders (path, added_ms) VALUES (?, ?)");
+        q.bind(1, path);
+        q.bind(2, now_ms());
+        q.exec();
+        return {};
+    });
+}
+
+Result<void> Store::remove_model_folder(const std::string& path) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "DELETE FROM model_folders WHERE path = ?");
+        q.bind(1, path);
+        q.exec();
+        SQLite::Statement models(impl_->db, "DELETE FROM models WHERE folder = ?");
+        models.bind(1, path);
+        models.exec();
         return {};
     });
 }

@@ -56,6 +56,20 @@ struct MessageStats {
     std::optional<double> energy_joules;
 };
 
+// A model file the library knows (app/core/catalog scans and imports them).
+struct ModelRecord {
+    int64_t id = 0;
+    std::string path;        // the model's first (or only) file
+    std::string folder;      // the library folder it was found in; empty: imported by itself
+    int64_t file_size = 0;   // all parts
+    int64_t mtime_ns = 0;    // of the first file when it was inspected: a change means inspect again
+    std::string sha256;      // when known (a verified download)
+    bool ok = false;         // the engine can run it; otherwise `problem` says why not
+    std::string problem;
+    std::string info_json;   // what the model is (the catalog's JSON)
+    int64_t added_ms = 0;
+};
+
 struct Message {
     int64_t id = 0;
     int64_t conversation_id = 0;
@@ -131,6 +145,16 @@ public:
     Result<void> set_setting(const std::string& key, const std::string& value);
     Result<std::optional<std::string>> gpu_settings(const std::string& uuid) const;
     Result<void> set_gpu_settings(const std::string& uuid, const std::string& json);
+
+    // The model catalog. put_model inserts or replaces by path (keeping id and added_ms).
+    Result<ModelRecord> put_model(const ModelRecord& record);
+    Result<std::vector<ModelRecord>> models() const;  // by path
+    Result<std::optional<ModelRecord>> model_by_path(const std::string& path) const;
+    Result<void> remove_model(const std::string& path);
+    // Folders the user added to the library (besides the default one).
+    Result<std::vector<std::string>> model_folders() const;
+    Result<void> add_model_folder(const std::string& path);
+    Result<void> remove_model_folder(const std::string& path);
 
     struct Impl;
 

@@ -66,6 +66,10 @@ struct MemoryEstimate {
 // message for files that are not valid GGUF; an unknown architecture is not an error here.
 Result<ModelInfo> inspect_model(const std::filesystem::path& path);
 
+// Whether the engine can run a valid GGUF model: its architecture and hyper-parameters
+// (RoPE variant, soft-capping, ...). The error names what is not supported and what is.
+Result<void> check_runnable(const std::filesystem::path& path);
+
 MemoryEstimate estimate_memory(const ModelInfo& info, uint32_t n_ctx, KvCacheType kv_type = KvCacheType::f16);
 
 // llama.cpp's names for general.file_type values ("MOSTLY_Q4_K_M" -> "Q4_K_M").

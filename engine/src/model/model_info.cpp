@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "arch/hparams.h"
 #include "gguf/gguf_model.h"
 
 namespace powerhouse {
@@ -125,6 +126,14 @@ MemoryEstimate estimate_memory(const ModelInfo& info, uint32_t n_ctx, KvCacheTyp
         case KvCacheType::q8_0: e.kv_cache_bytes = elements / 32 * 34; break;
     }
     return e;
+}
+
+Result<void> check_runnable(const std::filesystem::path& path) {
+    Result<GgufModel> opened = GgufModel::open(path);
+    if (!opened) return std::move(opened).error();
+    Result<arch::Hparams> hparams = arch::read_hparams(*opened);
+    if (!hparams) return std::move(hparams).error();
+    return {};
 }
 
 }  // namespace powerhouse
