@@ -35,7 +35,7 @@ BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
                 libsqlite3-dev libsqlitecpp-dev
                 qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-controls
                 qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
-                qml6-module-qtqml-workerscript qt6-qpa-plugins fonts-dejavu-core)
+                qml6-module-qtqml-workerscript qml6-module-qtquick-dialogs qt6-qpa-plugins fonts-dejavu-core)
 # What the tests add: GoogleTest, Google Benchmark, clang for libFuzzer and sanitizers.
 # The desktop tests: Qt Quick Test's QML module, and Xvfb for a run in a real X window.
 TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev

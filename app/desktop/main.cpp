@@ -3,7 +3,7 @@
 // property.
 //
 //   powerhouse [FILE | --model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
-//              [--show settings|general|conversation]
+//              [--show settings|general|conversation|models]
 //
 // --send sends a message as soon as the model is ready. --screenshot renders the window
 // once it is idle (the model loaded or failed, no answer streaming), saves it as a PNG and
@@ -29,6 +29,7 @@
 #include "dashboard_controller.h"
 #include "build_info.h"
 #include "engine_client.h"
+#include "library_controller.h"
 #include "settings_controller.h"
 #include "store/store.h"
 #include "version_report.h"
@@ -93,7 +94,7 @@ int main(int argc, char* argv[]) {
                                               QStringLiteral("Save the window as a PNG once idle, then quit."),
                                               QStringLiteral("FILE"));
     const QCommandLineOption showOption(QStringLiteral("show"),
-                                        QStringLiteral("Open a panel at start: settings, general or conversation."),
+                                        QStringLiteral("Open a panel at start: settings, general, conversation or models."),
                                         QStringLiteral("PANEL"));
     parser.addOptions({helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption,
                        showOption});
@@ -170,10 +171,17 @@ int main(int argc, char* argv[]) {
     price();
     dashboard.start();
 
+    LibraryController library(*store, settings, dataDir + "/models");
+    QObject::connect(&library, &LibraryController::error, &controller, &ChatController::showError);
+    QObject::connect(&engine, &EngineClient::loaded, &library,
+                     [&library](const QVariantMap& summary) { library.setLoadedPath(summary.value("path").toString()); });
+    library.rescan();
+
     QQmlApplicationEngine qml;
     qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)},
                               {QStringLiteral("dashboard"), QVariant::fromValue(&dashboard)},
-                              {QStringLiteral("settings"), QVariant::fromValue(&settings)}});
+                              {QStringLiteral("settings"), QVariant::fromValue(&settings)},
+                              {QStringLiteral("library"), QVariant::fromValue(&library)}});
     qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
@@ -183,19 +191,21 @@ int main(int argc, char* argv[]) {
     const QString model = modelToOpen(given, *store);
     // The model is loaded with the applied settings; --ctx overrides the context at start.
     const uint32_t ctx = parser.value(ctxOption).toUInt();
-    const auto load = [&controller, &settings, ctx](const QString& path, bool fromSettings) {
+    auto current = std::make_shared<QString>();  // the model loaded last
+    const auto load = [&controller, &settings, &store, ctx, current](const QString& path, bool fromSettings) {
         powerhouse::ModelOptions options = settings.modelOptions();
         if (!fromSettings && ctx > 0) options.n_ctx = ctx;
+        *current = path;
+        (void)store->set_setting("model_path", path.toStdString());
         controller.loadModel(path, options);
     };
-    if (!model.isEmpty()) {
-        load(model, false);
-        (void)store->set_setting("model_path", model.toStdString());
-    }
-    // Applying the settings reloads the model with them.
-    QObject::connect(&settings, &SettingsController::applied, &controller, [load, model] {
-        if (!model.isEmpty()) load(model, true);
+    if (!model.isEmpty()) load(model, false);
+    // Applying the settings reloads the model with them; the Models page loads another.
+    QObject::connect(&settings, &SettingsController::applied, &controller, [load, current] {
+        if (!current->isEmpty()) load(*current, true);
     });
+    QObject::connect(&library, &LibraryController::loadRequested, &controller,
+                     [load](const QString& path) { load(path, true); });
     if (parser.isSet(sendOption)) {
         const QString text = parser.value(sendOption);
         auto sent = std::make_shared<bool>(false);
@@ -209,8 +219,8 @@ int main(int argc, char* argv[]) {
     if (parser.isSet(showOption)) {
         const QString panel = parser.value(showOption);
         if (panel != QLatin1String("settings") && panel != QLatin1String("general") &&
-            panel != QLatin1String("conversation")) {
-            std::fprintf(stderr, "powerhouse: --show takes settings, general or conversation, not %s\n",
+            panel != QLatin1String("conversation") && panel != QLatin1String("models")) {
+            std::fprintf(stderr, "powerhouse: --show takes settings, general, conversation or models, not %s\n",
                          qPrintable(panel));
             return 2;
         }

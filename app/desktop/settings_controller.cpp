@@ -182,82 +182,116 @@ powerhouse::ModelOptions SettingsController::modelOptions() const {
     return options;
 }
 
-// The planner's answer for the current choices, in words, and the placement for the dashboard.
-void SettingsController::updatePreview() {
-    QString text;
-    bool fits = false;
-    QVariantList planned;
-    if (!m_shape) {
-        text = tr("Load a model to see where it would go.");
-    } else if (m_gpus.empty()) {
-        text = tr("No GPU: the model runs on the CPU.");
-        fits = true;
-    } else {
-        std::vector<powerhouse::DeviceDesc> devices;
-        powerhouse::PlanOptions options;
-        if (auto mode = powerhouse::parse_split_mode(m_splitMode.toStdString())) options.mode = *mode;
-        options.n_ctx = static_cast<uint32_t>(m_contextLength);
-        options.kv_type = modelOptions().kv_cache_type;
-        for (size_t i = 0; i < m_gpus.size(); ++i) {
-            powerhouse::DeviceDesc d = m_gpus[i].desc;
-            // The planner keeps one reserve for all devices: fold each GPU's own into its free memory.
-            const uint64_t own = static_cast<uint64_t>(m_gpus[i].reserveMiB) << 20;
-            d.free_bytes = d.free_bytes > own ? d.free_bytes - own : 0;
-            devices.push_back(d);
-            if (m_gpus[i].use) {
-                options.use.push_back(static_cast<uint32_t>(i));
-                options.ratios.push_back(m_gpus[i].ratio);
-            }
-        }
-        options.reserve_bytes = 0;  // each GPU's own reserve is folded into its free memory above
-        if (options.use.empty()) {
-            text = tr("No GPU is selected: the model runs on the CPU.");
-            fits = true;
-        } else {
-            const auto main = static_cast<uint32_t>(m_mainGpu);
-            options.main_device = std::find(options.use.begin(), options.use.end(), main) != options.use.end()
-                                      ? main
-                                      : options.use.front();
-            auto plan = powerhouse::plan_devices(*m_shape, devices, options);
-            if (!plan) {
-                text = QString::fromStdString(plan.error().message);
-            } else {
-                fits = true;
-                QStringList lines;
-                lines << tr("%1 split: %2").arg(QString::fromUtf8(powerhouse::split_mode_name(plan->mode)),
-                                                QString::fromStdString(plan->reason));
-                for (const powerhouse::DeviceAssignment& a : plan->devices) {
-                    QString part;
-                    uint32_t first = 0, count = m_shape->n_layer;
-                    if (plan->mode == powerhouse::SplitMode::tensor) {
-                        part = tr("KV heads %1, FFN columns %2").arg(range(a.kv_head_begin, a.kv_head_end),
-                                                                     range(a.ff_begin, a.ff_end));
-                    } else {
-                        first = a.first_layer;
-                        count = a.n_layers;
-                        part = tr("layers %1").arg(range(a.first_layer, a.first_layer + a.n_layers));
-                    }
-                    const QString name = QString::fromStdString(devices[a.device].name);
-                    lines << tr("GPU %1 (%2): %3 — %4 of %5")
-                                 .arg(a.device)
-                                 .arg(name, part, gib(a.total_bytes()), gib(a.budget_bytes));
-                    planned.append(QVariantMap{{"gpu", a.device},
-                                               {"name", name},
-                                               {"part", part},
-                                               {"first", first},
-                                               {"count", count},
-                                               {"tensor", plan->mode == powerhouse::SplitMode::tensor},
-                                               {"bytes", static_cast<double>(a.total_bytes())}});
-                }
-                lines << tr("About %1 tokens/s (from memory bandwidth)").arg(plan->tokens_per_second, 0, 'f', 0);
-                text = lines.join(QLatin1Char('\n'));
-            }
+// The planner's answer for `shape` at `contextLength` with the current choices: in words,
+// whether it fits, and the placement for the dashboard. Without a GPU in use, the CPU's
+// available memory is the device.
+SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShape& shape, int contextLength) const {
+    Plan out;
+    std::vector<powerhouse::DeviceDesc> devices;
+    powerhouse::PlanOptions options;
+    if (auto mode = powerhouse::parse_split_mode(m_splitMode.toStdString())) options.mode = *mode;
+    options.n_ctx = static_cast<uint32_t>(contextLength);
+    options.kv_type = modelOptions().kv_cache_type;
+    for (size_t i = 0; i < m_gpus.size(); ++i) {
+        powerhouse::DeviceDesc d = m_gpus[i].desc;
+        // The planner keeps one reserve for all devices: fold each GPU's own into its free memory.
+        const uint64_t own = static_cast<uint64_t>(m_gpus[i].reserveMiB) << 20;
+        d.free_bytes = d.free_bytes > own ? d.free_bytes - own : 0;
+        devices.push_back(d);
+        if (m_gpus[i].use) {
+            options.use.push_back(static_cast<uint32_t>(i));
+            options.ratios.push_back(m_gpus[i].ratio);
         }
     }
-    if (text == m_preview && fits == m_fits && planned == m_planned) return;
-    m_preview = text;
-    m_fits = fits;
-    m_planned = planned;
+    options.reserve_bytes = 0;  // each GPU's own reserve is folded into its free memory above
+    if (options.use.empty()) {
+        // On the CPU: one device, the memory available now.
+        auto cpu = powerhouse::cpu_devices("cpu");
+        if (!cpu) {
+            out.text = QString::fromStdString(cpu.error().message);
+            return out;
+        }
+        powerhouse::PlanOptions single;
+        single.mode = powerhouse::SplitMode::single;
+        single.n_ctx = options.n_ctx;
+        single.kv_type = options.kv_type;
+        single.reserve_bytes = 256ull << 20;
+        auto plan = powerhouse::plan_devices(shape, *cpu, single);
+        const QString why = m_gpus.empty() ? tr("No GPU") : tr("No GPU is selected");
+        if (!plan) {
+            out.text = tr("%1, and the CPU's memory is too small: %2").arg(why, QString::fromStdString(plan.error().message));
+            return out;
+        }
+        out.fits = true;
+        out.text = tr("%1: runs on the CPU, %2 of the %3 available")
+                       .arg(why, gib(plan->devices.front().total_bytes()), gib(plan->devices.front().budget_bytes));
+        return out;
+    }
+    const auto main = static_cast<uint32_t>(m_mainGpu);
+    options.main_device =
+        std::find(options.use.begin(), options.use.end(), main) != options.use.end() ? main : options.use.front();
+    auto plan = powerhouse::plan_devices(shape, devices, options);
+    if (!plan) {
+        out.text = QString::fromStdString(plan.error().message);
+        return out;
+    }
+    out.fits = true;
+    QStringList lines;
+    lines << tr("%1 split: %2").arg(QString::fromUtf8(powerhouse::split_mode_name(plan->mode)),
+                                    QString::fromStdString(plan->reason));
+    for (const powerhouse::DeviceAssignment& a : plan->devices) {
+        QString part;
+        uint32_t first = 0, count = shape.n_layer;
+        if (plan->mode == powerhouse::SplitMode::tensor) {
+            part = tr("KV heads %1, FFN columns %2").arg(range(a.kv_head_begin, a.kv_head_end), range(a.ff_begin, a.ff_end));
+        } else {
+            first = a.first_layer;
+            count = a.n_layers;
+            part = tr("layers %1").arg(range(a.first_layer, a.first_layer + a.n_layers));
+        }
+        const QString name = QString::fromStdString(devices[a.device].name);
+        lines << tr("GPU %1 (%2): %3 — %4 of %5").arg(a.device).arg(name, part, gib(a.total_bytes()), gib(a.budget_bytes));
+        out.planned.append(QVariantMap{{"gpu", a.device},
+                                       {"name", name},
+                                       {"part", part},
+                                       {"first", first},
+                                       {"count", count},
+                                       {"tensor", plan->mode == powerhouse::SplitMode::tensor},
+                                       {"bytes", static_cast<double>(a.total_bytes())}});
+    }
+    lines << tr("About %1 tokens/s (from memory bandwidth)").arg(plan->tokens_per_second, 0, 'f', 0);
+    out.text = lines.join(QLatin1Char('\n'));
+    out.mode = QString::fromUtf8(powerhouse::split_mode_name(plan->mode));
+    return out;
+}
+
+QVariantMap SettingsController::fitFor(const powerhouse::ModelShape& shape) const {
+    const Plan plan = planFor(shape, m_contextLength);
+    QString suggestion;
+    if (!plan.fits) {
+        // What would make it fit: the longest shorter context that does, else a smaller file.
+        int ctx = 0;
+        for (int n = m_contextLength / 2; n >= 256 && ctx == 0; n /= 2) {
+            if (planFor(shape, n).fits) ctx = n;
+        }
+        suggestion = ctx > 0 ? tr("It fits with a context of %1 tokens (Settings, General).").arg(ctx)
+                             : tr("It does not fit even with a short context: use a smaller quantization of it, "
+                                  "keep less memory free, or add a GPU.");
+    }
+    return {{"fits", plan.fits}, {"text", plan.text}, {"mode", plan.mode}, {"suggestion", suggestion}};
+}
+
+void SettingsController::updatePreview() {
+    Plan plan;
+    if (!m_shape) {
+        plan.text = tr("Load a model to see where it would go.");
+    } else {
+        plan = planFor(*m_shape, m_contextLength);
+    }
+    if (plan.text == m_preview && plan.fits == m_fits && plan.planned == m_planned) return;
+    m_preview = plan.text;
+    m_fits = plan.fits;
+    m_planned = plan.planned;
     emit previewChanged();
 }
 

@@ -77,6 +77,11 @@ public:
     // Forgets unapplied changes: reads everything back from the store.
     Q_INVOKABLE void revert();
 
+    // Whether a model fits with the current choices, as the Models page shows it:
+    // {fits, text (the plan or why not), mode (the split chosen), suggestion (what would
+    // make it fit)}.
+    QVariantMap fitFor(const powerhouse::ModelShape& shape) const;
+
     // What a model is loaded with, from the applied settings.
     powerhouse::ModelOptions modelOptions() const;
 
@@ -99,6 +104,13 @@ private:
         double ratio = 1.0;
         int reserveMiB = 512;
     };
+    struct Plan {
+        QString text;
+        bool fits = false;
+        QString mode;
+        QVariantList planned;
+    };
+    Plan planFor(const powerhouse::ModelShape& shape, int contextLength) const;
     void load();
     void loadGpu(Gpu& gpu);
     void updatePreview();

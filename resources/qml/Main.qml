@@ -10,6 +10,8 @@ ApplicationWindow {
     required property ChatController controller
     required property DashboardController dashboard
     required property SettingsController settings
+    required property LibraryController library
+    property bool modelsVisible: false
     property bool dashboardVisible: true
 
     width: 1180
@@ -41,11 +43,17 @@ ApplicationWindow {
         dashboardVisible: window.dashboardVisible
         onToggleDashboard: window.dashboardVisible = !window.dashboardVisible
         onOpenSettings: settingsDialog.open()
+        modelsVisible: window.modelsVisible
+        onToggleModels: window.modelsVisible = !window.modelsVisible
     }
 
     // Opens a panel by name: "settings" (GPUs), "general" (settings' second tab) or
     // "conversation" (the open conversation's settings).
     function openPanel(name: string) {
+        if (name === "models") {
+            window.modelsVisible = true
+            return
+        }
         if (name === "conversation") {
             chatView.openConversationSettings()
             return
@@ -76,10 +84,18 @@ ApplicationWindow {
             SplitView.minimumWidth: 190
         }
 
-        ChatView {
-            id: chatView
-            controller: window.controller
+        StackLayout {
             SplitView.fillWidth: true
+            currentIndex: window.modelsVisible ? 1 : 0
+
+            ChatView {
+                id: chatView
+                controller: window.controller
+            }
+            ModelsPage {
+                library: window.library
+                onLoaded: window.modelsVisible = false
+            }
         }
 
         GpuDashboard {
@@ -102,6 +118,37 @@ ApplicationWindow {
     Shortcut {
         sequence: StandardKey.Find
         onActivated: conversationList.focusSearch()
+    }
+    // Models and web addresses dropped anywhere on the window are imported or downloaded;
+    // the Models page shows what became of them.
+    DropArea {
+        id: drop
+        objectName: "windowDropArea"
+        anchors.fill: parent
+        keys: ["text/uri-list"]
+        onDropped: event => {
+            window.modelsVisible = true
+            window.library.importUrls(event.urls)
+            event.acceptProposedAction()
+        }
+        Rectangle {
+            anchors.fill: parent
+            visible: drop.containsDrag
+            color: Qt.rgba(0.43, 0.61, 1.0, 0.15)
+            border.color: Theme.accent
+            border.width: 3
+            Label {
+                anchors.centerIn: parent
+                text: "Drop .gguf models or download links"
+                color: Theme.text
+                font.pixelSize: Theme.fontSize + 6
+            }
+        }
+    }
+
+    Shortcut {
+        sequence: "Ctrl+M"
+        onActivated: window.modelsVisible = !window.modelsVisible
     }
     Shortcut {
         sequence: "Ctrl+Shift+S"

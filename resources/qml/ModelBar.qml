@@ -10,8 +10,11 @@ ToolBar {
     required property ChatController controller
     property bool dashboardVisible: true
 
+    property bool modelsVisible: false
+
     signal toggleDashboard()
     signal openSettings()
+    signal toggleModels()
 
     background: Rectangle {
         color: Theme.sidebar
@@ -75,6 +78,12 @@ ToolBar {
         }
         Item {
             Layout.fillWidth: true
+        }
+        ToolButton {
+            objectName: "modelsButton"
+            text: bar.modelsVisible ? "Back to the chat" : "Models"
+            Accessible.name: bar.modelsVisible ? "Back to the chat (Ctrl+M)" : "Models: add, download and load (Ctrl+M)"
+            onClicked: bar.toggleModels()
         }
         ToolButton {
             text: "Settings"

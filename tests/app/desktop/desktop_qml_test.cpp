@@ -4,7 +4,11 @@
 // SmolLM2 test model (greedy, short answers); testSettings and testDashboard see two
 // simulated GPUs. The setup hands them to the tests as context properties of the test
 // engine (tests only; the app passes them as required properties of its window).
+#include <QCoreApplication>
+#include <QDropEvent>
+#include <QMimeData>
 #include <QQmlContext>
+#include <QQuickWindow>
 #include <QQmlEngine>
 #include <QTemporaryDir>
 #include <QtQml/QQmlExtensionPlugin>
@@ -15,11 +19,37 @@
 #include "chat_controller.h"
 #include "dashboard_controller.h"
 #include "engine_client.h"
+#include "library_controller.h"
 #include "settings_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
 
 Q_IMPORT_QML_PLUGIN(PowerhousePlugin)
+
+// Drops files on a window as a file manager does: drag enter, move and drop events carrying
+// a uri-list, sent to the window (QML's own Drag attached property carries no data for
+// drags inside the window, and a system drag would need a real pointer).
+class DropHelper : public QObject {
+    Q_OBJECT
+
+public:
+    // The action the window accepted (0: ignored).
+    Q_INVOKABLE int drop(QObject* target, qreal x, qreal y, const QList<QUrl>& urls) {
+        auto* window = qobject_cast<QQuickWindow*>(target);
+        if (window == nullptr) return -1;
+        QMimeData data;
+        data.setUrls(urls);
+        const QPointF at(x, y);
+        const Qt::DropActions actions = Qt::CopyAction | Qt::LinkAction;
+        QDragEnterEvent enter(at.toPoint(), actions, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(window, &enter);
+        QDragMoveEvent move(at.toPoint(), actions, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(window, &move);
+        QDropEvent dropped(at, actions, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(window, &dropped);
+        return dropped.isAccepted() ? static_cast<int>(dropped.dropAction()) : 0;
+    }
+};
 
 class Setup : public QObject {
     Q_OBJECT
@@ -53,14 +83,22 @@ public slots:
                 &SettingsController::setDevices);
         m_dashboard->start();
         m_settings->setModel(QString::fromStdString(powerhouse::test::test_model_path().string()));
+        m_library = std::make_unique<LibraryController>(*m_store, *m_settings, m_dir.path() + "/models");
+        m_library->rescan();
         engine->rootContext()->setContextProperty(QStringLiteral("testController"), m_chat.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testChat"), m_loaded.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testDashboard"), m_dashboard.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testSettings"), m_settings.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testDataFolder"), m_dir.path());
+        engine->rootContext()->setContextProperty(QStringLiteral("testLibrary"), m_library.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testDrop"), &m_drop);
+        engine->rootContext()->setContextProperty(
+            QStringLiteral("testModelUrl"),
+            QUrl::fromLocalFile(QString::fromStdString(powerhouse::test::test_model_path().string())));
     }
 
     void cleanupTestCase() {
+        m_library.reset();
         m_settings.reset();
         m_dashboard.reset();
         m_chat.reset();
@@ -81,6 +119,8 @@ private:
     std::unique_ptr<ChatController> m_loaded;
     std::unique_ptr<DashboardController> m_dashboard;
     std::unique_ptr<SettingsController> m_settings;
+    std::unique_ptr<LibraryController> m_library;
+    DropHelper m_drop;
 };
 
 QUICK_TEST_MAIN_WITH_SETUP(desktop_qml_tests, Setup)

@@ -15,6 +15,7 @@
 #include "conversation_list_model.h"
 #include "dashboard_controller.h"
 #include "conversation_settings.h"
+#include "library_controller.h"
 #include "markdown_blocks.h"
 #include "settings_controller.h"
 #include "engine_client.h"
@@ -532,4 +533,70 @@ TEST_F(ChatControllerTest, EachConversationKeepsItsSystemPromptAndSampling) {
     controller_->resetConversationSettings();
     EXPECT_TRUE(controller_->systemPrompt().isEmpty());
     EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 32);  // the fixture's default
+}
+
+TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    powerhouse::GpuMonitorOptions options;
+    options.simulate = "Small:1";  // one GPU of 1 GiB
+    powerhouse::GpuMonitor monitor(options);
+    SettingsController settings(store, {});
+    settings.setDevices(monitor.sample_now());
+    settings.setGpuReserve(0, 0);
+    const QString library = QString::fromStdString((dir / "models").string());
+    LibraryController controller(store, settings, library);
+    QAbstractItemModelTester tester(controller.models(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    controller.rescan();
+    EXPECT_EQ(controller.models()->rowCount(), 0);
+    EXPECT_TRUE(QFileInfo(library).isDir()) << "the library folder is made";
+
+    powerhouse::test::write_file(dir / "notes.txt", "hello");
+    powerhouse::test::write_file(dir / "fake.gguf", "not really");
+    QSignalSpy downloads(&controller, &LibraryController::downloadRequested);
+    const QString model = QString::fromStdString(powerhouse::test::test_model_path().string());
+    const int accepted = controller.importUrls({QUrl::fromLocalFile(model),
+                                                QUrl::fromLocalFile(QString::fromStdString((dir / "notes.txt").string())),
+                                                QUrl::fromLocalFile(QString::fromStdString((dir / "fake.gguf").string())),
+                                                QUrl("https://huggingface.co/org/repo/resolve/main/m.gguf"),
+                                                QUrl("ftp://example.org/m.gguf")});
+    EXPECT_EQ(accepted, 3);  // the model, the broken .gguf (listed with its problem), the link
+    ASSERT_EQ(downloads.count(), 1);
+    EXPECT_EQ(downloads[0][0].toUrl().host(), "huggingface.co");
+    const QString said = controller.message();
+    EXPECT_TRUE(said.contains("Added SmolLM2-135M-Instruct.Q4_1.gguf")) << said.toStdString();
+    EXPECT_TRUE(said.contains("notes.txt is not a GGUF model")) << said.toStdString();
+    EXPECT_TRUE(said.contains("fake.gguf, but it cannot be used")) << said.toStdString();
+    EXPECT_TRUE(said.contains("neither a model file nor a web address")) << said.toStdString();
+
+    const ModelListModel& models = *controller.models();
+    ASSERT_EQ(models.rowCount(), 2);
+    int smol = models.data(models.index(0), ModelListModel::UsableRole).toBool() ? 0 : 1;
+    EXPECT_EQ(models.data(models.index(smol), ModelListModel::PathRole).toString(), model) << "registered in place";
+    EXPECT_TRUE(models.data(models.index(smol), ModelListModel::DetailsRole).toString().contains("Q4_1"));
+    EXPECT_TRUE(models.data(models.index(smol), ModelListModel::FitsRole).toBool())
+        << models.data(models.index(smol), ModelListModel::FitRole).toString().toStdString();
+    EXPECT_TRUE(models.data(models.index(smol), ModelListModel::FitRole).toString().contains("GPU 0 (Small)"));
+    EXPECT_FALSE(models.data(models.index(1 - smol), ModelListModel::UsableRole).toBool());
+
+    // A long context does not fit in 1 GiB; the page says which one would.
+    settings.setContextLength(65536);
+    EXPECT_FALSE(models.data(models.index(smol), ModelListModel::FitsRole).toBool());
+    const QString suggestion = models.data(models.index(smol), ModelListModel::SuggestionRole).toString();
+    EXPECT_TRUE(suggestion.startsWith("It fits with a context of ")) << suggestion.toStdString();
+
+    QSignalSpy load(&controller, &LibraryController::loadRequested);
+    controller.load(model);
+    ASSERT_EQ(load.count(), 1);
+    controller.setLoadedPath(model);
+    EXPECT_TRUE(models.data(models.index(smol), ModelListModel::LoadedRole).toBool());
+
+    // Copy mode puts the file into the library folder; a rescan lists what is there.
+    controller.setImportMode("copy");
+    controller.importUrls({QUrl::fromLocalFile(model)});
+    EXPECT_TRUE(QFileInfo::exists(library + "/SmolLM2-135M-Instruct.Q4_1.gguf"));
+    controller.forget(model);
+    controller.rescan();
+    EXPECT_EQ(models.rowCount(), 2);  // the copy in the library, and the broken file
+    EXPECT_EQ(LibraryController(store, settings, library).importMode(), "copy") << "kept in the store";
 }

@@ -1,0 +1,121 @@
+// The Models page: the catalog of the user's models (app/core/catalog) as a list model,
+// with whether and how each one fits on the GPUs (or the CPU) with the current settings,
+// imports of dropped or chosen files, and loading one. Scans and imports read only file
+// headers, so they run on the GUI thread (milliseconds per file).
+//
+// Dropped web addresses are handed on through `downloadRequested`; anything else dropped
+// is refused with the reason.
+//
+// Thread-safety: GUI thread only.
+#pragma once
+
+#include <QAbstractListModel>
+#include <QObject>
+#include <QString>
+#include <QUrl>
+#include <QVariantList>
+#include <QtQml/qqmlregistration.h>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "powerhouse/plan.h"
+#include "settings_controller.h"
+#include "store/store.h"
+
+class ModelListModel : public QAbstractListModel {
+    Q_OBJECT
+    QML_ELEMENT
+    QML_UNCREATABLE("owned by LibraryController")
+    Q_PROPERTY(int count READ rowCount NOTIFY countChanged)
+
+public:
+    enum Role {
+        PathRole = Qt::UserRole + 1,
+        NameRole,        // general.name, else the file name
+        FileNameRole,
+        DetailsRole,     // "llama · Q4_1 · 135 M parameters · 30 layers · 92 MiB"
+        UsableRole,      // the engine can run it
+        ProblemRole,     // why not
+        FitsRole,
+        FitRole,         // the plan in words, or why it does not fit
+        SuggestionRole,  // what would make it fit
+        LoadedRole,
+    };
+
+    struct Row {
+        powerhouse::store::ModelRecord record;
+        QString name, details;
+        QVariantMap fit;
+    };
+
+    explicit ModelListModel(QObject* parent = nullptr) : QAbstractListModel(parent) {}
+    int rowCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QHash<int, QByteArray> roleNames() const override;
+
+    void setRows(std::vector<Row> rows);
+    void setFits(const std::vector<QVariantMap>& fits);  // same order as the rows
+    void setLoadedPath(const QString& path);
+    const std::vector<Row>& rows() const { return m_rows; }
+
+signals:
+    void countChanged();
+
+private:
+    std::vector<Row> m_rows;
+    QString m_loaded;
+};
+
+class LibraryController : public QObject {
+    Q_OBJECT
+    QML_ELEMENT
+    QML_UNCREATABLE("made by main.cpp")
+    Q_PROPERTY(ModelListModel* models READ models CONSTANT)
+    Q_PROPERTY(QString libraryFolder READ libraryFolder CONSTANT)
+    // How imported files are kept: in_place (registered where they are), copy or move (into
+    // the library folder).
+    Q_PROPERTY(QString importMode READ importMode WRITE setImportMode NOTIFY importModeChanged)
+    Q_PROPERTY(QString message READ message NOTIFY messageChanged)  // the last import's outcome
+
+public:
+    LibraryController(powerhouse::store::Store& store, SettingsController& settings, QString libraryFolder,
+                      QObject* parent = nullptr);
+
+    ModelListModel* models() { return &m_models; }
+    QString libraryFolder() const { return m_library; }
+    QString importMode() const { return m_importMode; }
+    void setImportMode(const QString& mode);
+    QString message() const { return m_message; }
+
+    // Scans the library folder and the user's folders, then lists every model.
+    Q_INVOKABLE void rescan();
+    // Dropped or chosen: local .gguf files are imported, web addresses handed to downloads,
+    // anything else refused with the reason. Returns how many were accepted.
+    Q_INVOKABLE int importUrls(const QList<QUrl>& urls);
+    Q_INVOKABLE void load(const QString& path);
+    // Forgets a model (its file stays where it is).
+    Q_INVOKABLE void forget(const QString& path);
+    void setLoadedPath(const QString& path) { m_models.setLoadedPath(path); }
+
+signals:
+    void importModeChanged();
+    void messageChanged();
+    void loadRequested(const QString& path);
+    void downloadRequested(const QUrl& url);
+    void error(const QString& message);
+
+private:
+    void reload();
+    void refit();
+    void say(const QString& message);
+
+    powerhouse::store::Store& m_store;
+    SettingsController& m_settings;
+    QString m_library;
+    QString m_importMode = QStringLiteral("in_place");
+    QString m_message;
+    ModelListModel m_models;
+    std::map<std::string, std::optional<powerhouse::ModelShape>> m_shapes;  // by path
+};

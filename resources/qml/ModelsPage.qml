@@ -1,0 +1,203 @@
+// The Models page: the user's models with whether and how each fits on the GPUs (or the
+// CPU) at the chosen context, what would make it fit when it does not, and why a file
+// cannot be used when it cannot; "Add model…" (a file dialog), a web address to download,
+// and how imported files are kept. Files and links can also be dropped anywhere.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Dialogs
+import QtQuick.Layouts
+import Powerhouse
+
+Rectangle {
+    id: root
+
+    required property LibraryController library
+
+    signal loaded()
+
+    color: Theme.background
+
+    FileDialog {
+        id: fileDialog
+        title: "Add models"
+        fileMode: FileDialog.OpenFiles
+        nameFilters: ["GGUF models (*.gguf)", "All files (*)"]
+        onAccepted: root.library.importUrls(selectedFiles)
+    }
+
+    ColumnLayout {
+        anchors.fill: parent
+        anchors.margins: Theme.spacing * 2
+        spacing: Theme.spacing
+
+        RowLayout {
+            spacing: Theme.spacing
+            Label {
+                text: "Models"
+                color: Theme.text
+                font.bold: true
+                font.pixelSize: Theme.fontSize + 4
+                Layout.fillWidth: true
+                Layout.minimumWidth: implicitWidth
+            }
+            Label { text: "Imported files are"; color: Theme.textMuted }
+            ComboBox {
+                objectName: "importMode"
+                readonly property var values: ["in_place", "copy", "move"]
+                model: ["used where they are", "copied to the library", "moved to the library"]
+                currentIndex: Math.max(0, values.indexOf(root.library.importMode))
+                onActivated: root.library.importMode = values[currentIndex]
+                Accessible.name: "How imported files are kept"
+                Layout.preferredWidth: 220
+            }
+            Button {
+                text: "Add model…"
+                Accessible.name: "Add model files"
+                onClicked: fileDialog.open()
+            }
+            Button {
+                text: "Rescan"
+                Accessible.name: "Scan the library folders again"
+                onClicked: root.library.rescan()
+            }
+        }
+
+        RowLayout {
+            spacing: Theme.spacing
+            TextField {
+                id: urlField
+                objectName: "urlField"
+                placeholderText: "Download: a Hugging Face model or file link, or any https:// link to a .gguf file"
+                Accessible.name: "Download address"
+                Layout.fillWidth: true
+                onAccepted: download()
+                function download() {
+                    if (text.trim().length === 0)
+                        return
+                    root.library.importUrls([text.trim()])
+                    text = ""
+                }
+            }
+            Button {
+                text: "Download"
+                enabled: urlField.text.trim().length > 0
+                onClicked: urlField.download()
+            }
+        }
+
+        Label {
+            objectName: "libraryMessage"
+            visible: root.library.message.length > 0
+            text: root.library.message
+            color: Theme.textMuted
+            wrapMode: Text.Wrap
+            Layout.fillWidth: true
+        }
+
+        ListView {
+            id: list
+            objectName: "modelList"
+            Layout.fillWidth: true
+            Layout.fillHeight: true
+            clip: true
+            spacing: Theme.spacing
+            model: root.library.models
+            ScrollBar.vertical: ScrollBar {}
+
+            Label {
+                anchors.centerIn: parent
+                visible: list.count === 0
+                width: parent.width * 0.7
+                horizontalAlignment: Text.AlignHCenter
+                wrapMode: Text.Wrap
+                text: "No models yet. Drop a .gguf file or a download link here, or use Add model.\nThe library folder is " + root.library.libraryFolder
+                color: Theme.textMuted
+            }
+
+            delegate: Rectangle {
+                id: card
+                required property int index
+                required property string path
+                required property string name
+                required property string fileName
+                required property string details
+                required property bool usable
+                required property string problem
+                required property bool fits
+                required property string fit
+                required property string suggestion
+                required property bool loaded
+                objectName: "model" + index
+                width: ListView.view.width
+                implicitHeight: cardColumn.implicitHeight + 2 * Theme.spacing
+                radius: Theme.radius
+                color: Theme.surface
+                border.color: card.loaded ? Theme.accent : Theme.border
+
+                ColumnLayout {
+                    id: cardColumn
+                    anchors.fill: parent
+                    anchors.margins: Theme.spacing
+                    spacing: 4
+                    RowLayout {
+                        Layout.fillWidth: true
+                        Label {
+                            text: card.name + (card.loaded ? "  (loaded)" : "")
+                            color: Theme.text
+                            font.bold: true
+                            elide: Text.ElideRight
+                            Layout.fillWidth: true
+                        }
+                        Button {
+                            objectName: "loadButton"
+                            visible: card.usable
+                            text: card.loaded ? "Reload" : "Load"
+                            Accessible.name: "Load " + card.name
+                            onClicked: {
+                                root.library.load(card.path)
+                                root.loaded()
+                            }
+                        }
+                        ToolButton {
+                            text: "Forget"
+                            Accessible.name: "Remove " + card.name + " from the list (the file stays)"
+                            onClicked: root.library.forget(card.path)
+                        }
+                    }
+                    Label {
+                        text: card.fileName + " · " + card.details
+                        color: Theme.textMuted
+                        font.pixelSize: Theme.smallFontSize
+                        wrapMode: Text.Wrap
+                        Layout.fillWidth: true
+                    }
+                    Label {
+                        objectName: "problem"
+                        visible: !card.usable
+                        text: "Cannot be used: " + card.problem
+                        color: Theme.error
+                        wrapMode: Text.Wrap
+                        Layout.fillWidth: true
+                    }
+                    Label {
+                        objectName: "fit"
+                        visible: card.usable && card.fit.length > 0
+                        text: card.fit
+                        color: card.fits ? Theme.text : Theme.error
+                        font.pixelSize: Theme.smallFontSize
+                        wrapMode: Text.Wrap
+                        Layout.fillWidth: true
+                    }
+                    Label {
+                        visible: card.suggestion.length > 0
+                        text: card.suggestion
+                        color: Theme.textMuted
+                        font.pixelSize: Theme.smallFontSize
+                        wrapMode: Text.Wrap
+                        Layout.fillWidth: true
+                    }
+                }
+            }
+        }
+    }
+}
