@@ -54,6 +54,26 @@ if(POWERHOUSE_APP)
     endif()
 endif()
 
+# Downloads (app/core/library, used by `powerhouse-cli pull` and the app): libcurl for HTTP
+# and OpenSSL's libcrypto for sha256. Required in the application profile. The GPU
+# machine's profile (POWERHOUSE_APP=OFF) has no curl headers and no package registry
+# (DESIGN.md section 6): there the library is built when both are found, and otherwise the
+# command line is built without `pull`.
+set(POWERHOUSE_DOWNLOADS_ENABLED OFF)
+find_package(CURL QUIET)
+find_package(OpenSSL QUIET COMPONENTS Crypto)
+if(TARGET CURL::libcurl AND TARGET OpenSSL::Crypto)
+    set(POWERHOUSE_DOWNLOADS_ENABLED ON)
+elseif(POWERHOUSE_APP)
+    if(NOT TARGET CURL::libcurl)
+        message(FATAL_ERROR "libcurl not found: install libcurl4-openssl-dev (scripts/run and scripts/test do)")
+    endif()
+    message(FATAL_ERROR "OpenSSL's libcrypto not found: install libssl-dev (scripts/run and scripts/test do)")
+else()
+    message(STATUS "libcurl or OpenSSL not found: powerhouse-cli is built without `pull` "
+                   "(install libcurl4-openssl-dev and libssl-dev)")
+endif()
+
 # The desktop app: Qt 6.4 Quick from Debian (qt6-declarative-dev and the QML modules).
 set(POWERHOUSE_DESKTOP_ENABLED OFF)
 if(POWERHOUSE_APP AND NOT POWERHOUSE_DESKTOP STREQUAL "OFF")

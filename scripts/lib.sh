@@ -29,10 +29,11 @@ ensure_packages() {
 }
 
 # What every build needs: compiler, CMake, and the libraries of the engine, the CLI,
-# app/core (SQLite and SQLiteCpp for the store) and the desktop app (Qt 6 Quick).
+# app/core (SQLite and SQLiteCpp for the store, libcurl and OpenSSL's libcrypto for downloads)
+# and the desktop app (Qt 6 Quick).
 BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
                 python3 python3-pip libfmt-dev nlohmann-json3-dev libcli11-dev
-                libsqlite3-dev libsqlitecpp-dev
+                libsqlite3-dev libsqlitecpp-dev libcurl4-openssl-dev libssl-dev
                 qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-controls
                 qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
                 qml6-module-qtqml-workerscript qml6-module-qtquick-dialogs qt6-qpa-plugins fonts-dejavu-core)

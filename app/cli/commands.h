@@ -24,5 +24,6 @@ Command add_bench_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
 Command add_gpus_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
+Command add_pull_command(CLI::App& app);
 
 }  // namespace powerhouse::cli

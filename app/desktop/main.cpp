@@ -28,6 +28,7 @@
 #include "chat_controller.h"
 #include "dashboard_controller.h"
 #include "build_info.h"
+#include "download_controller.h"
 #include "engine_client.h"
 #include "library_controller.h"
 #include "settings_controller.h"
@@ -176,12 +177,20 @@ int main(int argc, char* argv[]) {
     QObject::connect(&engine, &EngineClient::loaded, &library,
                      [&library](const QVariantMap& summary) { library.setLoadedPath(summary.value("path").toString()); });
     library.rescan();
+    // Downloads go into the library folder; Hugging Face's address can be a mirror
+    // (HF_ENDPOINT, as huggingface_hub reads it).
+    const QString endpoint = qEnvironmentVariable("HF_ENDPOINT", QStringLiteral("https://huggingface.co"));
+    DownloadController downloads(*store, dataDir + "/models", endpoint);
+    QObject::connect(&library, &LibraryController::downloadRequested, &downloads,
+                     [&downloads](const QUrl& url) { downloads.add(url); });
+    QObject::connect(&downloads, &DownloadController::finished, &library, [&library] { library.rescan(); });
 
     QQmlApplicationEngine qml;
     qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)},
                               {QStringLiteral("dashboard"), QVariant::fromValue(&dashboard)},
                               {QStringLiteral("settings"), QVariant::fromValue(&settings)},
-                              {QStringLiteral("library"), QVariant::fromValue(&library)}});
+                              {QStringLiteral("library"), QVariant::fromValue(&library)},
+                              {QStringLiteral("downloads"), QVariant::fromValue(&downloads)}});
     qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());

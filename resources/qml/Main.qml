@@ -11,6 +11,7 @@ ApplicationWindow {
     required property DashboardController dashboard
     required property SettingsController settings
     required property LibraryController library
+    required property DownloadController downloads
     property bool modelsVisible: false
     property bool dashboardVisible: true
 
@@ -94,6 +95,7 @@ ApplicationWindow {
             }
             ModelsPage {
                 library: window.library
+                downloads: window.downloads
                 onLoaded: window.modelsVisible = false
             }
         }

@@ -12,6 +12,7 @@ Rectangle {
     id: root
 
     required property LibraryController library
+    required property DownloadController downloads
 
     signal loaded()
 
@@ -82,6 +83,86 @@ Rectangle {
                 text: "Download"
                 enabled: urlField.text.trim().length > 0
                 onClicked: urlField.download()
+            }
+        }
+
+        // Downloads: progress, pause/resume/cancel; a listed repository's files to choose from.
+        Repeater {
+            model: root.downloads
+            delegate: Rectangle {
+                id: download
+                required property int downloadId
+                required property string name
+                required property string state
+                required property real progress
+                required property string status
+                required property var options
+                objectName: "download" + downloadId
+                Layout.fillWidth: true
+                implicitHeight: downloadColumn.implicitHeight + Theme.spacing
+                radius: 6
+                color: Theme.surface
+                border.color: download.state === "failed" ? Theme.error : Theme.border
+
+                ColumnLayout {
+                    id: downloadColumn
+                    anchors.fill: parent
+                    anchors.margins: Theme.spacing / 2
+                    spacing: 2
+                    RowLayout {
+                        Layout.fillWidth: true
+                        Label {
+                            text: download.name
+                            color: Theme.text
+                            elide: Text.ElideMiddle
+                            Layout.fillWidth: true
+                        }
+                        ToolButton {
+                            visible: download.state === "downloading" || download.state === "queued"
+                            text: "Pause"
+                            onClicked: root.downloads.pause(download.downloadId)
+                        }
+                        ToolButton {
+                            visible: download.state === "paused" || download.state === "failed"
+                            text: "Resume"
+                            onClicked: root.downloads.resume(download.downloadId)
+                        }
+                        ToolButton {
+                            visible: download.state !== "done"
+                            text: "Cancel"
+                            Accessible.name: "Cancel the download of " + download.name
+                            onClicked: root.downloads.cancel(download.downloadId)
+                        }
+                    }
+                    ProgressBar {
+                        visible: download.state === "downloading"
+                        indeterminate: download.progress < 0
+                        value: Math.max(0, download.progress)
+                        Layout.fillWidth: true
+                    }
+                    RowLayout {
+                        visible: download.state === "choose"
+                        Layout.fillWidth: true
+                        ComboBox {
+                            id: choice
+                            model: download.options.map(o => o.label + " · " + o.size)
+                            Accessible.name: "Which file to download"
+                            Layout.fillWidth: true
+                        }
+                        Button {
+                            text: "Download"
+                            onClicked: root.downloads.choose(download.downloadId, choice.currentIndex)
+                        }
+                    }
+                    Label {
+                        objectName: "downloadStatus"
+                        text: download.status
+                        color: download.state === "failed" ? Theme.error : Theme.textMuted
+                        font.pixelSize: Theme.smallFontSize
+                        wrapMode: Text.Wrap
+                        Layout.fillWidth: true
+                    }
+                }
             }
         }
 

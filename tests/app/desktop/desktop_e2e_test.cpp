@@ -24,7 +24,7 @@ TEST(DesktopApp, SendsAMessageAndSavesTheScreenshotOnceTheAnswerIsIn) {
     const std::string command = "QT_QPA_PLATFORM=offscreen " + quoted(POWERHOUSE_APP_PATH) + " --data-dir " +
                                 quoted(dir.path() / "data") + " --model " +
                                 quoted(powerhouse::test::test_model_path()) +
-                                " --send 'Write a Python function that reverses a string.' --screenshot " + quoted(shot) +
+                                " --send 'Say hello in one word.' --screenshot " + quoted(shot) +
                                 " > " + quoted(dir / "out.txt") + " 2>&1";
     const int status = std::system(command.c_str());
     ASSERT_EQ(status, 0) << powerhouse::test::read_file(dir / "out.txt");
@@ -42,7 +42,7 @@ TEST(DesktopApp, SendsAMessageAndSavesTheScreenshotOnceTheAnswerIsIn) {
     auto messages = store->messages(conversations->front().id);
     ASSERT_TRUE(messages);
     ASSERT_EQ(messages->size(), 2u);
-    EXPECT_EQ((*messages)[0].content, "Write a Python function that reverses a string.");
+    EXPECT_EQ((*messages)[0].content, "Say hello in one word.");
     EXPECT_EQ((*messages)[1].role, "assistant");
     EXPECT_EQ((*messages)[1].state, powerhouse::store::MessageState::complete);
     EXPECT_FALSE((*messages)[1].content.empty());
@@ -63,7 +63,7 @@ TEST(DesktopApp, RunsInARealXWindowUnderXvfb) {
                                 "xvfb-run -a -s '-screen 0 1280x800x24' " +
                                 quoted(POWERHOUSE_APP_PATH) + " --data-dir " + quoted(dir.path() / "data") +
                                 " --model " + quoted(powerhouse::test::test_model_path()) +
-                                " --send 'Write a haiku about GPUs.' --show settings --screenshot " + quoted(shot) + " > " + quoted(dir / "out.txt") +
+                                " --send 'Say hello in one word.' --show settings --screenshot " + quoted(shot) + " > " + quoted(dir / "out.txt") +
                                 " 2>&1";
     const int status = std::system(command.c_str());
     const std::string out = powerhouse::test::read_file(dir / "out.txt");

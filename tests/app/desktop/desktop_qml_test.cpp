@@ -18,6 +18,7 @@
 
 #include "chat_controller.h"
 #include "dashboard_controller.h"
+#include "download_controller.h"
 #include "engine_client.h"
 #include "library_controller.h"
 #include "settings_controller.h"
@@ -85,6 +86,7 @@ public slots:
         m_settings->setModel(QString::fromStdString(powerhouse::test::test_model_path().string()));
         m_library = std::make_unique<LibraryController>(*m_store, *m_settings, m_dir.path() + "/models");
         m_library->rescan();
+        m_downloads = std::make_unique<DownloadController>(*m_store, m_dir.path() + "/models");
         engine->rootContext()->setContextProperty(QStringLiteral("testController"), m_chat.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testChat"), m_loaded.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testDashboard"), m_dashboard.get());
@@ -92,12 +94,14 @@ public slots:
         engine->rootContext()->setContextProperty(QStringLiteral("testDataFolder"), m_dir.path());
         engine->rootContext()->setContextProperty(QStringLiteral("testLibrary"), m_library.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testDrop"), &m_drop);
+        engine->rootContext()->setContextProperty(QStringLiteral("testDownloads"), m_downloads.get());
         engine->rootContext()->setContextProperty(
             QStringLiteral("testModelUrl"),
             QUrl::fromLocalFile(QString::fromStdString(powerhouse::test::test_model_path().string())));
     }
 
     void cleanupTestCase() {
+        m_downloads.reset();
         m_library.reset();
         m_settings.reset();
         m_dashboard.reset();
@@ -121,6 +125,7 @@ private:
     std::unique_ptr<SettingsController> m_settings;
     std::unique_ptr<LibraryController> m_library;
     DropHelper m_drop;
+    std::unique_ptr<DownloadController> m_downloads;
 };
 
 QUICK_TEST_MAIN_WITH_SETUP(desktop_qml_tests, Setup)

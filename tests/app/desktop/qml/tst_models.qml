@@ -19,7 +19,8 @@ Item {
             const component = Qt.createComponent("qrc:/Powerhouse/Main.qml")
             verify(component.status === Component.Ready, component.errorString())
             const window = createTemporaryObject(component, null, {
-                controller: testController, dashboard: testDashboard, settings: testSettings, library: testLibrary
+                controller: testController, dashboard: testDashboard, settings: testSettings, library: testLibrary,
+                downloads: testDownloads
             })
             verify(window)
             tryVerify(() => window.visible)

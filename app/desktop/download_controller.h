@@ -1,0 +1,93 @@
+// Downloads in the app: a queue of model files (app/core/library's resumable, verified
+// downloads) into the library folder, one at a time on a worker thread, with progress,
+// speed and time left, pause, resume and cancel. A Hugging Face model page is listed first
+// (its GGUF files grouped by quantization, with sizes) and the user picks one; a file page
+// becomes its download link. Unfinished downloads are remembered in the store and come back
+// paused at the next start, their bytes kept for resuming.
+//
+// Thread-safety: a QObject of the GUI thread; the worker thread only posts to it.
+#pragma once
+
+#include <QAbstractListModel>
+#include <QObject>
+#include <QString>
+#include <QUrl>
+#include <QVariantList>
+#include <QtQml/qqmlregistration.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "store/store.h"
+
+class DownloadController : public QAbstractListModel {
+    Q_OBJECT
+    QML_ELEMENT
+    QML_UNCREATABLE("made by main.cpp")
+    Q_PROPERTY(int count READ rowCount NOTIFY countChanged)
+
+public:
+    enum Role {
+        IdRole = Qt::UserRole + 1,
+        NameRole,
+        UrlRole,
+        StateRole,     // queued, listing, choose, downloading, paused, failed, done
+        ProgressRole,  // 0..1, -1 while the size is unknown
+        StatusRole,    // "1.2 GiB of 4.7 GiB · 85 MB/s · 41 s left", or the outcome
+        OptionsRole,   // choose: [{label, size}] (one per model of a listed repository)
+    };
+
+    // `endpoint`: Hugging Face's address (a mirror, or a test server).
+    DownloadController(powerhouse::store::Store& store, QString libraryFolder,
+                       QString endpoint = QStringLiteral("https://huggingface.co"), QObject* parent = nullptr);
+    ~DownloadController() override;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QHash<int, QByteArray> roleNames() const override;
+
+    // A file link, a Hugging Face file page or model page. Returns the new row's id.
+    Q_INVOKABLE int add(const QUrl& url) { return add(url, {}); }
+    // ... with the file's expected sha256 (else the server's, when it sends one).
+    int add(const QUrl& url, const std::string& sha256);
+    Q_INVOKABLE void pause(int id);
+    Q_INVOKABLE void resume(int id);
+    // Stops and deletes the partial file.
+    Q_INVOKABLE void cancel(int id);
+    // For a listed repository: downloads option `option` (all parts of a split model).
+    Q_INVOKABLE void choose(int id, int option);
+    // Removes finished and failed rows.
+    Q_INVOKABLE void clearFinished();
+
+    // Test hook: retries and stall detection (defaults: 8 attempts, 1 s backoff, 30 s stall).
+    void setRetryTiming(int maxAttempts, int backoffMs, long stallSeconds);
+
+signals:
+    void countChanged();
+    // A file is complete (and verified when a hash was known): the library takes it.
+    void finished(const QString& path);
+
+private:
+    struct Job;
+    struct Shared;
+    void start();
+    void post(int id, std::function<void(Job&)> change);
+    void save();
+    int rowOf(int id) const;
+    Job* job(int id);
+    void changed(int id);
+    void work();
+
+    powerhouse::store::Store& m_store;
+    QString m_library;
+    QString m_endpoint;
+    std::vector<std::unique_ptr<Job>> m_jobs;
+    int m_nextId = 1;
+    std::shared_ptr<Shared> m_shared;  // the queue, shared with the worker thread
+    std::thread m_worker;
+};
