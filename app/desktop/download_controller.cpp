@@ -441,10 +441,11 @@ void DownloadController::work() {
         }
         QString failure = result ? QString() : QString::fromStdString(result.error().message);
         const bool verified = result && result->verified;
+        const QString sha = verified ? QString::fromStdString(result->sha256) : QString();
         const QString path = QString::fromStdString(task.target.string());
         QMetaObject::invokeMethod(
             this,
-            [this, id = task.id, failure, verified, path] {
+            [this, id = task.id, failure, verified, path, sha] {
                 Job* j = job(id);
                 if (j == nullptr) return;
                 if (!failure.isEmpty()) {
@@ -457,7 +458,7 @@ void DownloadController::work() {
                 }
                 changed(id);
                 save();
-                if (failure.isEmpty()) emit finished(path);
+                if (failure.isEmpty()) emit finished(path, sha);
             },
             Qt::QueuedConnection);
     }

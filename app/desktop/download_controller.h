@@ -69,8 +69,9 @@ public:
 
 signals:
     void countChanged();
-    // A file is complete (and verified when a hash was known): the library takes it.
-    void finished(const QString& path);
+    // A file is complete (and verified when a hash was known): the library takes it, with
+    // its sha256 when it was verified against one ("" otherwise).
+    void finished(const QString& path, const QString& verifiedSha256);
 
 private:
     struct Job;

@@ -200,6 +200,16 @@ int LibraryController::importUrls(const QList<QUrl>& urls) {
 
 void LibraryController::load(const QString& path) { emit loadRequested(path); }
 
+void LibraryController::addDownloaded(const QString& path, const QString& verifiedSha256) {
+    rescan();
+    if (verifiedSha256.isEmpty()) return;
+    auto record = m_store.model_by_path(path.toStdString());
+    if (!record || !*record) return;
+    powerhouse::store::ModelRecord r = **record;
+    r.sha256 = verifiedSha256.toStdString();
+    if (auto saved = m_store.put_model(r); !saved) emit error(QString::fromStdString(saved.error().message));
+}
+
 void LibraryController::forget(const QString& path) {
     if (auto removed = m_store.remove_model(path.toStdString()); !removed) {
         emit error(QString::fromStdString(removed.error().message));

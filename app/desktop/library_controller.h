@@ -95,6 +95,9 @@ public:
     // anything else refused with the reason. Returns how many were accepted.
     Q_INVOKABLE int importUrls(const QList<QUrl>& urls);
     Q_INVOKABLE void load(const QString& path);
+    // A download arrived in the library folder: rescans, and keeps the sha256 it was
+    // verified against with its record.
+    void addDownloaded(const QString& path, const QString& verifiedSha256);
     // Forgets a model (its file stays where it is).
     Q_INVOKABLE void forget(const QString& path);
     void setLoadedPath(const QString& path) { m_models.setLoadedPath(path); }

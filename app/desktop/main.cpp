@@ -183,7 +183,7 @@ int main(int argc, char* argv[]) {
     DownloadController downloads(*store, dataDir + "/models", endpoint);
     QObject::connect(&library, &LibraryController::downloadRequested, &downloads,
                      [&downloads](const QUrl& url) { downloads.add(url); });
-    QObject::connect(&downloads, &DownloadController::finished, &library, [&library] { library.rescan(); });
+    QObject::connect(&downloads, &DownloadController::finished, &library, &LibraryController::addDownloaded);
 
     QQmlApplicationEngine qml;
     qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)},

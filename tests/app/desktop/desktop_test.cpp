@@ -649,6 +649,16 @@ TEST_F(DownloadControllerTest, AModelPageIsListedByQuantizationAndTheChosenFileA
     EXPECT_EQ(status(*d, 0), "Done, sha256 verified");
     EXPECT_EQ(finished[0][0].toString().toStdString(), (library() / "tiny-model-Q4_K_M.gguf").string());
     EXPECT_EQ(powerhouse::test::read_file(library() / "tiny-model-Q4_K_M.gguf"), powerhouse::test::test_payload());
+    // The library takes it with the hash it was verified against (the payload is not a model).
+    const QString sha = finished[0][1].toString();
+    EXPECT_EQ(sha.size(), 64);
+    SettingsController settings(*store_, {});
+    LibraryController libraryController(*store_, settings, QString::fromStdString(library().string()));
+    libraryController.addDownloaded(finished[0][0].toString(), sha);
+    auto record = store_->model_by_path((library() / "tiny-model-Q4_K_M.gguf").string());
+    ASSERT_TRUE(record && *record);
+    EXPECT_EQ((*record)->sha256, sha.toStdString());
+    EXPECT_FALSE((*record)->ok);
 
     // The Q8_0 file's listed hash is not what the server sends: refused, nothing kept.
     const int q8 = d->add(QUrl(QString::fromStdString(server_.url("/org/repo"))));
