@@ -85,14 +85,19 @@ TEST(StoreKill, EveryAcknowledgedWriteSurvivesSigkill) {
             child(path, fds[1], round);
         }
         close(fds[1]);
-        // Let it write for a random while, then kill it in the middle of whatever it does.
+        // Once it has acknowledged a first write (a loaded machine may be slow to start it),
+        // let it write for a random while, then kill it in the middle of whatever it does.
+        Ack a{};
+        int in_round = 0;
+        if (read(fds[0], &a, sizeof a) == static_cast<ssize_t>(sizeof a)) {
+            acked[a.id] = a;
+            ++in_round;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(30, 250)(rng)));
         kill(pid, SIGKILL);
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         ASSERT_TRUE(WIFSIGNALED(status)) << "the child ended by itself with status " << WEXITSTATUS(status);
-        Ack a{};
-        int in_round = 0;
         while (read(fds[0], &a, sizeof a) == static_cast<ssize_t>(sizeof a)) {
             acked[a.id] = a;
             ++in_round;
