@@ -3,6 +3,23 @@
 #include <cctype>
 
 namespace powerhouse::library {
+
+namespace detail {
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace detail
+
+using detail::iequals;
+
 namespace {
 
 int hex_value(char c) {
@@ -18,15 +35,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
-            return false;
-        }
-    }
-    return true;
-}
 
 // A quoted-string's content with its backslash escapes undone.
 std::string unquote(std::string_view value) {

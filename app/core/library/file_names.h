@@ -28,4 +28,9 @@ std::string file_name_from_content_disposition(std::string_view header);
 // hidden name starting with '.').
 std::string safe_file_name(std::string_view name);
 
+namespace detail {
+// ASCII case-insensitive equality: HTTP header names, Content-Disposition parameters.
+bool iequals(std::string_view a, std::string_view b);
+}  // namespace detail
+
 }  // namespace powerhouse::library
