@@ -76,7 +76,6 @@ signals:
 private:
     struct Job;
     struct Shared;
-    void start();
     void post(int id, std::function<void(Job&)> change);
     void save();
     int rowOf(int id) const;
