@@ -9,9 +9,13 @@
 // between steps.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "powerhouse/result.h"
 
@@ -35,6 +39,43 @@ public:
     virtual void reset() = 0;
     // Seconds rank `rank` has spent in all-reduces and copies it took part in.
     virtual double seconds(int rank) const = 0;
+};
+
+// The rendezvous every in-process communicator shares: ranks arrive with their buffers,
+// the last to arrive runs reduce() over all of them while the others wait, and all return
+// its result. Abort releases the waiting ranks. Subclasses say how buffers are summed
+// (host memory, one GPU, several GPUs) and copied.
+class RendezvousCommunicator : public Communicator {
+public:
+    int size() const override;
+    Result<void> all_reduce_sum(int rank, float* data, size_t count) override;
+    void abort(const std::string& reason) override;
+    void reset() override;
+    double seconds(int rank) const override;
+
+protected:
+    explicit RendezvousCommunicator(int n_ranks);
+    // Sums slots[0..size) element-wise into every one of them, in rank order. Called with
+    // every rank waiting; its error is every rank's.
+    virtual Result<void> reduce(const std::vector<float*>& slots, size_t count) = 0;
+    // Adds transfer time to ranks `from` and `to` (copies).
+    void add_copy_seconds(int from, int to, double seconds);
+    Result<void> check_ranks(int from, int to) const;
+
+private:
+    Result<void> aborted() const;
+    Result<void> arrive(std::unique_lock<std::mutex>& lock, int rank, float* data, size_t count);
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::vector<float*> slots_;
+    std::vector<double> seconds_;
+    size_t count_ = 0;
+    int arrived_ = 0;
+    uint64_t generation_ = 0;
+    Result<void> last_result_;
+    bool aborted_ = false;
+    std::string abort_reason_;
 };
 
 // Devices in one process sharing host memory (the CPU backend's virtual devices).

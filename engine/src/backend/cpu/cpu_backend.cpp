@@ -15,6 +15,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vec.h"
 #include "backend/split_backend.h"
+#include "backend/stage_layout.h"
 #include "tensor/dequantize.h"
 #include "tensor/half.h"
 
@@ -28,11 +29,10 @@ using arch::OpKind;
 
 using Clock = std::chrono::steady_clock;
 
-// An op with its weight found in the file, cut to the device's share.
+// An op with its weight cut to the device's share (stage_layout.h), as the CPU kernels take it.
 struct BoundOp {
     const Op* op = nullptr;
-    const GgufTensorInfo* weight = nullptr;
-    MatmulWeights matrix;          // matmul: the rows and columns this device multiplies by
+    MatmulWeights matrix;           // matmul: the rows and columns this device multiplies by
     const float* values = nullptr;  // norms and biases (F32): this device's part
     bool all_reduce = false;        // a row-parallel product: sum the partial outputs
 };
@@ -52,7 +52,7 @@ public:
     DeviceUsage usage() const override;
 
 private:
-    size_t width(Buffer b) const { return widths_[static_cast<size_t>(b)]; }
+    size_t width(Buffer b) const { return layout_.width(b); }
     float* buffer(Buffer b) { return buffers_[static_cast<size_t>(b)].data(); }
 
     Result<BoundOp> bind_op(const Op& op, uint32_t layer);
@@ -69,8 +69,7 @@ private:
     uint32_t n_ctx_;
     uint32_t n_batch_;
     ThreadPool pool_;
-    uint32_t last_layer_ = 0;  // one past the stage's last layer
-    uint32_t n_head_ = 0, n_head_kv_ = 0;  // the stage's heads
+    StageLayout layout_;
 
     std::vector<BoundOp> input_;
     std::vector<std::vector<BoundOp>> layers_;  // the stage's layers, from shard_.first_layer
@@ -78,10 +77,6 @@ private:
     const GgufTensorInfo* embedding_ = nullptr;
     const float* rope_freqs_ = nullptr;
 
-    // Per buffer: the width this device computes, the full width, and where its part starts.
-    std::array<size_t, arch::kBufferCount> widths_{};
-    std::array<size_t, arch::kBufferCount> full_{};
-    std::array<size_t, arch::kBufferCount> offsets_{};
     std::array<std::vector<float>, arch::kBufferCount> buffers_;
     std::vector<std::byte> quantized_;         // activations for a matmul
     std::vector<std::vector<float>> scratch_;  // per thread: attention scores
@@ -89,7 +84,6 @@ private:
     KvCacheType kv_type_;
     KvCache kv_;
     KernelIsa isa_ = best_isa();
-    size_t kv_width_ = 0;
     uint32_t batch_pos_ = 0;  // position of the batch's first token
     uint64_t weight_bytes_ = 0;
     int64_t steps_ = 0;
@@ -107,111 +101,31 @@ CpuStage::CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram p
       pool_(options.n_threads > 0 ? options.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       kv_type_(options.kv_cache_type) {}
 
-// Checks an op's weight against the buffers it reads and writes, and cuts out this device's
-// part: rows for a column-parallel product (full input, split output), columns for a
-// row-parallel one (split input, full output), whose partial results are then all-reduced.
+// The op's weight cut to the device's share (stage_layout.h). A row-parallel cut must also
+// start and end on a block of the activations' format (quant_dot.h).
 Result<BoundOp> CpuStage::bind_op(const Op& op, uint32_t layer) {
-    BoundOp bound{&op, nullptr, {}, nullptr, false};
-    if (op.weight.empty()) return bound;
-    const std::string name = arch::weight_name(op, layer);
-    const GgufTensorInfo* t = model_.find_tensor(name);
-    if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
-    if (t->type != GgmlType::f32 && (!type_traits(t->type).has_reference || !has_dot(t->type))) {
-        return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' has type {}, which the CPU backend cannot "
-                                                              "run yet", name, type_traits(t->type).name));
-    }
-    bound.weight = t;
-    const auto full = [&](Buffer b) { return full_[static_cast<size_t>(b)]; };
-    const auto offset = [&](Buffer b) { return offsets_[static_cast<size_t>(b)]; };
-    int64_t want0 = 0, want1 = 1;
-    switch (op.kind) {
-        case OpKind::matmul:
-            want0 = static_cast<int64_t>(full(op.a));
-            want1 = static_cast<int64_t>(full(op.dst));
-            break;
-        case OpKind::rms_norm:
-        case OpKind::add_bias:
-            want0 = static_cast<int64_t>(full(op.dst));
-            break;
-        case OpKind::head_rms_norm:
-            want0 = hp_.head_dim;
-            break;
-        default:
-            break;
-    }
-    if (t->ne[0] != want0 || t->n_rows() != want1) {
-        return make_error(ErrorCode::format, fmt::format("tensor '{}' is {}x{}, expected {}x{}", name, t->ne[0],
-                                                         t->n_rows(), want0, want1));
-    }
-    if (op.kind != OpKind::matmul) {
-        if (t->type != GgmlType::f32) return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
-        const size_t skip = op.kind == OpKind::head_rms_norm ? 0 : offset(op.dst);
-        bound.values = reinterpret_cast<const float*>(t->data) + skip;
-        weight_bytes_ += (op.kind == OpKind::head_rms_norm ? hp_.head_dim : width(op.dst)) * sizeof(float);
-        return bound;
-    }
-    const TypeTraits& traits = type_traits(t->type);
-    const uint64_t full_row = row_bytes(traits, static_cast<uint64_t>(want0));
-    const size_t col = offset(op.a);
-    if (col % traits.block_size != 0 || width(op.a) % activation_block(t->type) != 0) {
-        return make_error(ErrorCode::unsupported,
-                          fmt::format("tensor '{}' ({}) cannot be split at column {} for {} columns: its blocks hold {} "
-                                      "values; use layer split",
-                                      name, traits.name, col, width(op.a), traits.block_size));
-    }
-    bound.matrix.type = t->type;
-    bound.matrix.data = t->data + offset(op.dst) * full_row + row_bytes(traits, col);
-    bound.matrix.in = static_cast<int64_t>(width(op.a));
-    bound.matrix.rows = static_cast<int64_t>(width(op.dst));
-    bound.matrix.row_stride = full_row;
-    bound.all_reduce = shard_.comm != nullptr && width(op.a) != full(op.a) && width(op.dst) == full(op.dst);
-    weight_bytes_ += row_bytes(traits, width(op.a)) * width(op.dst);
+    Result<BoundWeight> w = bind_weight(
+        model_, hp_, layout_, op, layer, shard_.comm != nullptr, "CPU",
+        [](GgmlType type) { return type_traits(type).has_reference && has_dot(type); },
+        [](GgmlType type) { return activation_block(type); });
+    if (!w) return w.error();
+    weight_bytes_ += w->bytes();
+    BoundOp bound{&op, {}, w->values, w->all_reduce};
+    if (op.kind == OpKind::matmul) bound.matrix = MatmulWeights{w->type, w->data, w->in, w->rows, w->row_stride};
     return bound;
 }
 
 Result<void> CpuStage::bind() {
-    if (program_.layers.size() != hp_.n_layer) {
-        return make_error(ErrorCode::internal, fmt::format("the step program describes {} layers, the model has {}",
-                                                           program_.layers.size(), hp_.n_layer));
-    }
-    if (shard_.first_layer > hp_.n_layer) return make_error(ErrorCode::internal, "the device's layers are out of range");
-    last_layer_ = shard_.n_layers == UINT32_MAX ? hp_.n_layer
-                                                : std::min(hp_.n_layer, shard_.first_layer + shard_.n_layers);
-    // The device's heads: whole KV-head groups with their query heads.
-    uint32_t kv0 = 0, kv1 = hp_.n_head_kv;
-    if (shard_.kv_head_end > shard_.kv_head_begin) {
-        kv0 = shard_.kv_head_begin;
-        kv1 = std::min(shard_.kv_head_end, hp_.n_head_kv);
-    }
-    uint32_t ff0 = 0, ff1 = hp_.n_ff;
-    if (shard_.ff_end > shard_.ff_begin) {
-        ff0 = shard_.ff_begin;
-        ff1 = std::min(shard_.ff_end, hp_.n_ff);
-    }
-    if (kv0 >= kv1 || ff0 >= ff1 || hp_.n_head % hp_.n_head_kv != 0) {
-        return make_error(ErrorCode::internal, "the device's share of the heads or columns is empty");
-    }
-    const uint32_t group = hp_.n_head / hp_.n_head_kv;
-    n_head_kv_ = kv1 - kv0;
-    n_head_ = n_head_kv_ * group;
-    kv_width_ = size_t{n_head_kv_} * hp_.head_dim;
-    const auto set = [&](Buffer b, size_t full, size_t begin, size_t end) {
-        full_[static_cast<size_t>(b)] = full;
-        offsets_[static_cast<size_t>(b)] = begin;
-        widths_[static_cast<size_t>(b)] = end - begin;
-    };
-    const size_t hd = hp_.head_dim;
-    set(Buffer::x, hp_.n_embd, 0, hp_.n_embd);
-    set(Buffer::norm, hp_.n_embd, 0, hp_.n_embd);
-    set(Buffer::tmp, hp_.n_embd, 0, hp_.n_embd);
-    set(Buffer::q, size_t{hp_.n_head} * hd, size_t{kv0} * group * hd, size_t{kv1} * group * hd);
-    set(Buffer::attn, size_t{hp_.n_head} * hd, size_t{kv0} * group * hd, size_t{kv1} * group * hd);
-    set(Buffer::k, size_t{hp_.n_head_kv} * hd, kv0 * hd, kv1 * hd);
-    set(Buffer::v, size_t{hp_.n_head_kv} * hd, kv0 * hd, kv1 * hd);
-    set(Buffer::gate, hp_.n_ff, ff0, ff1);
-    set(Buffer::up, hp_.n_ff, ff0, ff1);
-    set(Buffer::logits, hp_.n_vocab, 0, hp_.n_vocab);
-
+    ShardRanges ranges;
+    ranges.first_layer = shard_.first_layer;
+    ranges.n_layers = shard_.n_layers;
+    ranges.kv_head_begin = shard_.kv_head_begin;
+    ranges.kv_head_end = shard_.kv_head_end;
+    ranges.ff_begin = shard_.ff_begin;
+    ranges.ff_end = shard_.ff_end;
+    Result<StageLayout> layout = make_stage_layout(hp_, program_, ranges);
+    if (!layout) return layout.error();
+    layout_ = *layout;
     if (shard_.embedding) {
         for (const Op& op : program_.input) {
             Result<BoundOp> b = bind_op(op, 0);
@@ -229,8 +143,8 @@ Result<void> CpuStage::bind() {
         }
         weight_bytes_ += embedding_->n_bytes;
     }
-    layers_.resize(last_layer_ - shard_.first_layer);
-    for (uint32_t l = shard_.first_layer; l < last_layer_; ++l) {
+    layers_.resize(layout_.last_layer - shard_.first_layer);
+    for (uint32_t l = shard_.first_layer; l < layout_.last_layer; ++l) {
         for (const Op& op : program_.layer) {
             Result<BoundOp> b = bind_op(op, l);
             if (!b) return b.error();
@@ -259,7 +173,7 @@ Result<void> CpuStage::bind() {
     for (size_t i = 0; i < buffers_.size(); ++i) {
         // Row-parallel products write the full width; the logits are one row.
         const size_t rows = static_cast<Buffer>(i) == Buffer::logits ? 1 : n_batch_;
-        buffers_[i].assign(widths_[i] * rows, 0.0f);
+        buffers_[i].assign(layout_.widths[i] * rows, 0.0f);
     }
     if (!shard_.output) buffers_[static_cast<size_t>(Buffer::logits)].clear();
     // Room for the converted activations of the widest product input (never more than four
@@ -282,7 +196,7 @@ Result<void> CpuStage::bind() {
         return make_error(ErrorCode::unsupported, fmt::format("a Q8_0 KV cache needs a head size that is a multiple "
                                                               "of 32, not {}", hp_.head_dim));
     }
-    kv_.init(kv_type_, static_cast<uint32_t>(layers_.size()), n_ctx_, n_head_kv_, hp_.head_dim);
+    kv_.init(kv_type_, static_cast<uint32_t>(layers_.size()), n_ctx_, layout_.n_head_kv, hp_.head_dim);
     const auto uses = [&](OpKind kind) {
         const auto is = [&](const Op& op) { return op.kind == kind; };
         return std::any_of(program_.input.begin(), program_.input.end(), is) ||
@@ -332,7 +246,7 @@ Result<void> CpuStage::run_layers(int n, uint32_t pos) {
     const auto start = Clock::now();
     batch_pos_ = pos;
     Result<void> result;
-    for (uint32_t l = shard_.first_layer; l < last_layer_ && result; ++l) {
+    for (uint32_t l = shard_.first_layer; l < layout_.last_layer && result; ++l) {
         for (const BoundOp& op : layers_[l - shard_.first_layer]) {
             if (result = run_op(op, l, n); !result) break;
         }
@@ -357,19 +271,7 @@ Result<std::span<const float>> CpuStage::head(int row) {
 DeviceUsage CpuStage::usage() const {
     DeviceUsage u;
     u.name = shard_.name;
-    if (!layers_.empty()) {
-        u.part = fmt::format("layers {}-{}", shard_.first_layer, last_layer_ - 1);
-    } else {
-        u.part = "no layers";
-    }
-    if (n_head_kv_ != hp_.n_head_kv || width(Buffer::gate) != hp_.n_ff) {
-        u.part += fmt::format(", KV heads {}-{}, FFN columns {}-{}", offsets_[static_cast<size_t>(Buffer::k)] / hp_.head_dim,
-                              (offsets_[static_cast<size_t>(Buffer::k)] + kv_width_) / hp_.head_dim - 1,
-                              offsets_[static_cast<size_t>(Buffer::gate)],
-                              offsets_[static_cast<size_t>(Buffer::gate)] + width(Buffer::gate) - 1);
-    }
-    if (shard_.embedding) u.part += " + embedding";
-    if (shard_.output) u.part += " + output";
+    u.part = describe_stage(hp_, layout_, shard_.embedding, shard_.output);
     u.weight_bytes = weight_bytes_;
     u.kv_cache_bytes = kv_.bytes();
     for (const auto& b : buffers_) u.scratch_bytes += b.size() * sizeof(float);
@@ -483,10 +385,11 @@ void CpuStage::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
 
 void CpuStage::attention(uint32_t layer, int n, float scale) {
     for (int t = 0; t < n; ++t) {
-        kv_.store(layer - shard_.first_layer, batch_pos_ + static_cast<uint32_t>(t), buffer(Buffer::k) + static_cast<size_t>(t) * kv_width_,
-                  buffer(Buffer::v) + static_cast<size_t>(t) * kv_width_);
+        kv_.store(layer - shard_.first_layer, batch_pos_ + static_cast<uint32_t>(t),
+                  buffer(Buffer::k) + static_cast<size_t>(t) * layout_.kv_width,
+                  buffer(Buffer::v) + static_cast<size_t>(t) * layout_.kv_width);
     }
-    const AttentionShape shape{n_head_, n_head_kv_, hp_.head_dim, scale, program_.layers[layer].window};
+    const AttentionShape shape{layout_.n_head, layout_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window};
     cpu::attention(pool_, isa_, kv_, layer - shard_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n, batch_pos_, scratch_);
 }
 

@@ -1,0 +1,145 @@
+#include "backend/stage_layout.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+namespace powerhouse {
+
+using arch::Buffer;
+using arch::Op;
+using arch::OpKind;
+
+uint64_t BoundWeight::bytes() const {
+    if (op == nullptr || tensor == nullptr) return 0;
+    if (op->kind == OpKind::matmul) return row_bytes * static_cast<uint64_t>(rows);
+    return n_values * sizeof(float);
+}
+
+Result<StageLayout> make_stage_layout(const arch::Hparams& hp, const arch::StepProgram& program,
+                                      const ShardRanges& ranges) {
+    if (program.layers.size() != hp.n_layer) {
+        return make_error(ErrorCode::internal, fmt::format("the step program describes {} layers, the model has {}",
+                                                           program.layers.size(), hp.n_layer));
+    }
+    if (ranges.first_layer > hp.n_layer) return make_error(ErrorCode::internal, "the device's layers are out of range");
+    StageLayout layout;
+    layout.first_layer = ranges.first_layer;
+    layout.last_layer = ranges.n_layers == UINT32_MAX ? hp.n_layer
+                                                      : std::min(hp.n_layer, ranges.first_layer + ranges.n_layers);
+    // The device's heads: whole KV-head groups with their query heads.
+    uint32_t kv0 = 0, kv1 = hp.n_head_kv;
+    if (ranges.kv_head_end > ranges.kv_head_begin) {
+        kv0 = ranges.kv_head_begin;
+        kv1 = std::min(ranges.kv_head_end, hp.n_head_kv);
+    }
+    uint32_t ff0 = 0, ff1 = hp.n_ff;
+    if (ranges.ff_end > ranges.ff_begin) {
+        ff0 = ranges.ff_begin;
+        ff1 = std::min(ranges.ff_end, hp.n_ff);
+    }
+    if (kv0 >= kv1 || ff0 >= ff1 || hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0) {
+        return make_error(ErrorCode::internal, "the device's share of the heads or columns is empty");
+    }
+    const uint32_t group = hp.n_head / hp.n_head_kv;
+    layout.n_head_kv = kv1 - kv0;
+    layout.n_head = layout.n_head_kv * group;
+    layout.kv_width = size_t{layout.n_head_kv} * hp.head_dim;
+    const auto set = [&](Buffer b, size_t full, size_t begin, size_t end) {
+        layout.full[static_cast<size_t>(b)] = full;
+        layout.offsets[static_cast<size_t>(b)] = begin;
+        layout.widths[static_cast<size_t>(b)] = end - begin;
+    };
+    const size_t hd = hp.head_dim;
+    set(Buffer::x, hp.n_embd, 0, hp.n_embd);
+    set(Buffer::norm, hp.n_embd, 0, hp.n_embd);
+    set(Buffer::tmp, hp.n_embd, 0, hp.n_embd);
+    set(Buffer::q, size_t{hp.n_head} * hd, size_t{kv0} * group * hd, size_t{kv1} * group * hd);
+    set(Buffer::attn, size_t{hp.n_head} * hd, size_t{kv0} * group * hd, size_t{kv1} * group * hd);
+    set(Buffer::k, size_t{hp.n_head_kv} * hd, kv0 * hd, kv1 * hd);
+    set(Buffer::v, size_t{hp.n_head_kv} * hd, kv0 * hd, kv1 * hd);
+    set(Buffer::gate, hp.n_ff, ff0, ff1);
+    set(Buffer::up, hp.n_ff, ff0, ff1);
+    set(Buffer::logits, hp.n_vocab, 0, hp.n_vocab);
+    return layout;
+}
+
+Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp, const StageLayout& layout,
+                                const Op& op, uint32_t layer, bool split_reduce, std::string_view backend,
+                                const std::function<bool(GgmlType)>& can_run,
+                                const std::function<int64_t(GgmlType)>& column_block) {
+    BoundWeight bound;
+    bound.op = &op;
+    if (op.weight.empty()) return bound;
+    const std::string name = arch::weight_name(op, layer);
+    const GgufTensorInfo* t = model.find_tensor(name);
+    if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
+    if (t->type != GgmlType::f32 && !can_run(t->type)) {
+        return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' has type {}, which the {} backend cannot "
+                                                              "run yet", name, type_traits(t->type).name, backend));
+    }
+    bound.tensor = t;
+    bound.type = t->type;
+    int64_t want0 = 0, want1 = 1;
+    switch (op.kind) {
+        case OpKind::matmul:
+            want0 = static_cast<int64_t>(layout.full_width(op.a));
+            want1 = static_cast<int64_t>(layout.full_width(op.dst));
+            break;
+        case OpKind::rms_norm:
+        case OpKind::add_bias:
+            want0 = static_cast<int64_t>(layout.full_width(op.dst));
+            break;
+        case OpKind::head_rms_norm:
+            want0 = hp.head_dim;
+            break;
+        default:
+            break;
+    }
+    if (t->ne[0] != want0 || t->n_rows() != want1) {
+        return make_error(ErrorCode::format, fmt::format("tensor '{}' is {}x{}, expected {}x{}", name, t->ne[0],
+                                                         t->n_rows(), want0, want1));
+    }
+    if (op.kind != OpKind::matmul) {
+        if (t->type != GgmlType::f32) return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
+        const size_t skip = op.kind == OpKind::head_rms_norm ? 0 : layout.offset(op.dst);
+        bound.values = reinterpret_cast<const float*>(t->data) + skip;
+        bound.n_values = op.kind == OpKind::head_rms_norm ? hp.head_dim : layout.width(op.dst);
+        return bound;
+    }
+    const TypeTraits& traits = type_traits(t->type);
+    const uint64_t full_row = row_bytes(traits, static_cast<uint64_t>(want0));
+    const size_t col = layout.offset(op.a);
+    const int64_t granule = std::max<int64_t>(column_block(t->type), traits.block_size);
+    if (col % traits.block_size != 0 || static_cast<int64_t>(layout.width(op.a)) % granule != 0) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("tensor '{}' ({}) cannot be split at column {} for {} columns: its blocks hold {} "
+                                      "values; use layer split",
+                                      name, traits.name, col, layout.width(op.a), traits.block_size));
+    }
+    bound.data = t->data + layout.offset(op.dst) * full_row + row_bytes(traits, col);
+    bound.in = static_cast<int64_t>(layout.width(op.a));
+    bound.rows = static_cast<int64_t>(layout.width(op.dst));
+    bound.row_stride = full_row;
+    bound.row_bytes = row_bytes(traits, layout.width(op.a));
+    bound.all_reduce = split_reduce && layout.width(op.a) != layout.full_width(op.a) &&
+                       layout.width(op.dst) == layout.full_width(op.dst);
+    return bound;
+}
+
+std::string describe_stage(const arch::Hparams& hp, const StageLayout& layout, bool embedding, bool output) {
+    std::string part = layout.last_layer > layout.first_layer
+                           ? fmt::format("layers {}-{}", layout.first_layer, layout.last_layer - 1)
+                           : std::string("no layers");
+    if (layout.is_tensor_shard(hp)) {
+        const size_t k0 = layout.offset(Buffer::k) / hp.head_dim;
+        part += fmt::format(", KV heads {}-{}, FFN columns {}-{}", k0, k0 + layout.n_head_kv - 1,
+                            layout.offset(Buffer::gate), layout.offset(Buffer::gate) + layout.width(Buffer::gate) - 1);
+    }
+    if (embedding) part += " + embedding";
+    if (output) part += " + output";
+    return part;
+}
+
+}  // namespace powerhouse

@@ -1,0 +1,88 @@
+// What one device of a plan computes, independent of the kind of device: the width of
+// each activation buffer it holds (its share of the heads and feed-forward columns under a
+// tensor split), and for each op of the step program the part of the op's weight it
+// multiplies by. The CPU and CUDA stages both start from this, so that a shard means the
+// same rows and columns on every backend.
+//
+// Thread-safety: value types and pure functions.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "arch/hparams.h"
+#include "arch/step_program.h"
+#include "gguf/gguf_model.h"
+#include "powerhouse/result.h"
+
+namespace powerhouse {
+
+// The device's part of the model (powerhouse/plan.h DeviceAssignment).
+struct ShardRanges {
+    uint32_t first_layer = 0;
+    uint32_t n_layers = UINT32_MAX;  // UINT32_MAX: all from first_layer
+    // Tensor split: these KV heads (with their query heads) and feed-forward columns of
+    // every layer; equal begin and end: all of them.
+    uint32_t kv_head_begin = 0, kv_head_end = 0;
+    uint32_t ff_begin = 0, ff_end = 0;
+};
+
+struct StageLayout {
+    uint32_t first_layer = 0;
+    uint32_t last_layer = 0;  // one past the stage's last layer
+    uint32_t n_head = 0, n_head_kv = 0;  // the stage's heads
+    size_t kv_width = 0;                 // n_head_kv * head_dim
+    // Per buffer: the width this device computes, the full width, and where its part starts.
+    std::array<size_t, arch::kBufferCount> widths{};
+    std::array<size_t, arch::kBufferCount> full{};
+    std::array<size_t, arch::kBufferCount> offsets{};
+
+    size_t width(arch::Buffer b) const { return widths[static_cast<size_t>(b)]; }
+    size_t full_width(arch::Buffer b) const { return full[static_cast<size_t>(b)]; }
+    size_t offset(arch::Buffer b) const { return offsets[static_cast<size_t>(b)]; }
+    // Whether the stage holds a share of the heads or columns rather than all of them.
+    bool is_tensor_shard(const arch::Hparams& hp) const { return n_head_kv != hp.n_head_kv || width(arch::Buffer::gate) != hp.n_ff; }
+};
+
+// Checks the ranges against the model and the step program.
+Result<StageLayout> make_stage_layout(const arch::Hparams& hp, const arch::StepProgram& program,
+                                      const ShardRanges& ranges);
+
+// An op with its weight found in the file, cut to the device's share.
+struct BoundWeight {
+    const arch::Op* op = nullptr;
+    const GgufTensorInfo* tensor = nullptr;  // null: the op has no weight
+    // matmul: `rows` rows of `in` elements, the first at `data`, rows `row_stride` bytes apart
+    // in the file (the full row): rows for a column-parallel product (full input, split
+    // output), columns for a row-parallel one (split input, full output), whose partial
+    // results are then all-reduced.
+    GgmlType type = GgmlType::f32;
+    const std::byte* data = nullptr;
+    int64_t in = 0;
+    int64_t rows = 0;
+    uint64_t row_stride = 0;
+    uint64_t row_bytes = 0;  // bytes of one row's `in` elements
+    bool all_reduce = false;
+    // Norms and biases (F32): this device's part.
+    const float* values = nullptr;
+    size_t n_values = 0;
+    uint64_t bytes() const;  // what the device holds of the weight
+};
+
+// Finds the op's weight, checks its shape against the buffers the op reads and writes and
+// cuts out the layout's share. `can_run(type)` says whether the backend (named `backend`
+// in messages) multiplies by that type; `column_block(type)` is the granularity a
+// row-parallel split must respect (the type's block, or the backend's activation block).
+// `split_reduce`: the stage has all-reduce partners.
+Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp, const StageLayout& layout,
+                                const arch::Op& op, uint32_t layer, bool split_reduce, std::string_view backend,
+                                const std::function<bool(GgmlType)>& can_run,
+                                const std::function<int64_t(GgmlType)>& column_block);
+
+// "layers 0-14, KV heads 0-1, FFN columns 0-767 + embedding + output", for DeviceUsage.
+std::string describe_stage(const arch::Hparams& hp, const StageLayout& layout, bool embedding, bool output);
+
+}  // namespace powerhouse
