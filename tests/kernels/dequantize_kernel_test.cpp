@@ -24,6 +24,7 @@
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/dequantize_cuda.h"
 #include "engine/tensor/quant_fixture.h"
+#include "kernels/gpu_test.h"
 #include "tensor/dequantize.h"
 #include "tensor/dtype.h"
 #include "tensor/half.h"
@@ -45,21 +46,8 @@ const std::vector<GgmlType> kTypes = {GgmlType::f32,  GgmlType::f16,  GgmlType::
                                       GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
                                       GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k};
 
-bool gpu_required() {
-    const char* value = std::getenv("POWERHOUSE_REQUIRE_GPU");
-    return value != nullptr && *value != '\0' && std::string(value) != "0";
-}
-
-// Skips a test without a usable GPU, naming why; fails it instead where one is required.
-class GpuTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        auto available = cuda::cuda_available();
-        if (available) return;
-        if (gpu_required()) FAIL() << "POWERHOUSE_REQUIRE_GPU is set but: " << available.error().message;
-        GTEST_SKIP() << available.error().message;
-    }
-};
+using test::gpu_required;
+using test::GpuTest;
 
 // --- random input ----------------------------------------------------------------------
 
