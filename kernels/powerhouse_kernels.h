@@ -39,4 +39,82 @@ int ph_dequantize_f32(uint32_t ggml_type_id, const void* src, float* dst, int64_
 // must be 2-byte aligned.
 int ph_dequantize_f16(uint32_t ggml_type_id, const void* src, uint16_t* dst, int64_t n_elements, cudaStream_t stream);
 
+// --- Matrix products ---------------------------------------------------------------------
+
+// 1 when ph_matmul handles the ggml type id (the dequantize types).
+int ph_matmul_supported(uint32_t ggml_type_id);
+
+// Fused dequantize + product of a weight matrix with a few activation rows, the decode
+// path: for t < n_tokens and r < rows,
+//   y[t * y_stride + r] = sum over i < in of W[r][i] * x[t * x_stride + i]
+// where row r of W holds `in` elements of the type at w + r * row_stride bytes (in a
+// multiple of the block size). One warp per row; each weight block is decoded once for up
+// to 8 tokens, so larger batches loop over groups of 8 (prompts take ph_f32_to_f16 +
+// a cuBLAS GEMM instead when cuBLAS is there). Products are summed in f32 with FMAs: the
+// result differs from the CPU reference only by rounding order (and the CPU's 8-bit
+// activations).
+int ph_matmul(uint32_t ggml_type_id, const void* w, size_t row_stride, int64_t rows, int64_t in, const float* x,
+              int64_t x_stride, float* y, int64_t y_stride, int n_tokens, cudaStream_t stream);
+
+// f32 -> IEEE binary16 bits, round to nearest even (the GEMM operand of activations).
+int ph_f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
+
+// --- Element-wise and normalization ----------------------------------------------------
+
+// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, for `rows` rows of n (y may be x).
+int ph_rms_norm(const float* x, float* y, const float* weight, int64_t n, int64_t rows, float eps,
+                cudaStream_t stream);
+// y = a + b (y may alias a or b).
+int ph_add(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
+// y = a * value.
+int ph_scale(const float* a, float* y, float value, int64_t n, cudaStream_t stream);
+// y[r] += bias for `rows` rows of `width`.
+int ph_add_bias(float* y, const float* bias, int64_t width, int64_t rows, cudaStream_t stream);
+// y = silu(a) * b.
+int ph_swiglu(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
+// y = gelu(a) * b, gelu with the tanh approximation (x beyond +-10 exactly 0 or x).
+int ph_geglu(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
+// dst += src, n floats (the same-device all-reduce adds the ranks' buffers in order).
+int ph_accumulate(float* dst, const float* src, int64_t n, cudaStream_t stream);
+
+// --- Positions (read on the device, so that a captured CUDA graph replays at any position)
+
+// RoPE in place on x: [n_tokens][n_heads][head_dim]; token t is at position *pos0 + t.
+// The first rope_dims of each head rotate in pairs: (2i, 2i + 1) for the normal layout,
+// (i, i + rope_dims / 2) for NeoX. Pair i turns by freq_scale * p * base^(-2i / rope_dims)
+// / freq_factors[i] (freq_factors may be null: 1), the angle built as ggml builds it.
+int ph_rope(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox, float base,
+            float freq_scale, const float* freq_factors, const int32_t* pos0, cudaStream_t stream);
+
+// Embedding lookup: y[t] = row ids[t] of `table` (rows of `width` elements of the type,
+// row_bytes apart), decoded to f32. ids are device int32.
+int ph_get_rows(uint32_t ggml_type_id, const void* table, size_t row_bytes, const int32_t* ids, int n, int64_t width,
+                float* y, cudaStream_t stream);
+
+// KV cache types of ph_kv_store / ph_attention.
+enum { PH_KV_F16 = 0, PH_KV_Q8_0 = 1 };
+
+// Writes the keys and values of n_tokens tokens (k, v: [n_tokens][width] f32) at
+// positions *pos0 .. *pos0 + n_tokens - 1 of one layer's cache ([n_ctx][row_bytes] each):
+// F16 rows, or Q8_0 rows (width a multiple of 32) quantized as ggml's quantize_row_q8_0.
+int ph_kv_store(int kv_type, const float* k, const float* v, void* k_cache, void* v_cache, size_t row_bytes,
+                int64_t width, int n_tokens, const int32_t* pos0, cudaStream_t stream);
+
+// Causal attention over one layer's cache, flash-decoding style: for each token t (at
+// position *pos0 + t, already stored) and query head h (KV head h / (n_head / n_head_kv)):
+//   out[t][h] = softmax(scale * q[t][h] . K[j]) V[j] over positions j <= *pos0 + t, the last
+//   `window` of them when window > 0.
+// The positions are cut into n_splits chunks of ceil(n_ctx / n_splits), each reduced by one
+// thread block with an online softmax into `partial`, then combined; chunks past the
+// token's position cost one early exit. head_dim a multiple of 32, at most 256.
+// partial: ph_attention_partial_floats(...) floats of device scratch.
+size_t ph_attention_partial_floats(int n_tokens, int n_head, int head_dim, int n_splits);
+int ph_attention(int kv_type, const float* q, const void* k_cache, const void* v_cache, size_t row_bytes, float* out,
+                 int n_tokens, int n_head, int n_head_kv, int head_dim, float scale, uint32_t window, int n_ctx,
+                 int n_splits, float* partial, const int32_t* pos0, cudaStream_t stream);
+
+// Index of the largest of n values (the first of equals), written to *out on the device:
+// greedy sampling without copying the logits.
+int ph_argmax(const float* x, int n, int32_t* out, cudaStream_t stream);
+
 }  // extern "C"

@@ -1,0 +1,299 @@
+// The small kernels of a decoder step: RMS norm, element-wise sums and gates, RoPE, the
+// embedding lookup, the KV cache writes and greedy argmax. Each mirrors the CPU backend's
+// formula (engine/src/backend/cpu: vec.cpp, cpu_backend.cpp, attention.cpp), so that the
+// two agree to float rounding; the tests hold them to it (tests/kernels/ops_kernel_test).
+//
+// Positions are read from device memory (pos0), never passed by value: a CUDA graph
+// captured once replays the decode step at every position.
+//
+// Thread-safety: see powerhouse_kernels.h.
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "powerhouse_kernels.h"
+#include "type_dispatch.cuh"
+
+namespace powerhouse::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(int64_t n, int threads = kThreads) {
+    const int64_t blocks = (n + threads - 1) / threads;
+    return static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
+}
+
+int last_error() {
+    return static_cast<int>(cudaGetLastError());
+}
+
+// Sum over the block of one float per thread (blockDim.x a multiple of 32, at most 1024).
+__device__ float block_sum(float v) {
+    __shared__ float warp_sums[32];
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    const int warp = static_cast<int>(threadIdx.x / 32);
+    if (threadIdx.x % 32 == 0) warp_sums[warp] = v;
+    __syncthreads();
+    float total = 0.0f;
+    const int warps = static_cast<int>(blockDim.x / 32);
+    for (int i = 0; i < warps; ++i) total += warp_sums[i];
+    __syncthreads();
+    return total;
+}
+
+__global__ void rms_norm_kernel(const float* x, float* y, const float* __restrict__ weight, int64_t n, float eps) {
+    const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
+    float* yr = y + static_cast<int64_t>(blockIdx.x) * n;
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum = fmaf(xr[i], xr[i], sum);
+    const float mean = block_sum(sum) / static_cast<float>(n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] * scale) * weight[i];
+}
+
+template <class Op>
+__global__ void map_kernel(int64_t n, Op op) {
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) op(i);
+}
+
+template <class Op>
+int map(int64_t n, cudaStream_t stream, Op op) {
+    if (n < 0) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    map_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, op);
+    return last_error();
+}
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
+}
+
+// One thread per rotated pair; grid (n_heads, n_tokens).
+__global__ void rope_kernel(float* x, int head_dim, int rope_dims, int neox, float theta_scale, float freq_scale,
+                            const float* __restrict__ freq_factors, const int32_t* __restrict__ pos0) {
+    const int pair = static_cast<int>(threadIdx.x);
+    if (pair >= rope_dims / 2) return;
+    const int t = static_cast<int>(blockIdx.y);
+    float* head = x + (static_cast<int64_t>(t) * gridDim.x + blockIdx.x) * head_dim;
+    // The angle as ggml builds it: the position times theta_scale once per earlier pair, in
+    // f32, in that order (the CPU backend's loop).
+    float theta = static_cast<float>(*pos0 + t);
+    for (int i = 0; i < pair; ++i) theta = __fmul_rn(theta, theta_scale);
+    const float ff = freq_factors != nullptr ? freq_factors[pair] : 1.0f;
+    const float angle = __fmul_rn(freq_scale, __fdiv_rn(theta, ff));
+    float s = 0.0f;
+    float c = 0.0f;
+    sincosf(angle, &s, &c);
+    const int i0 = neox ? pair : 2 * pair;
+    const int i1 = neox ? pair + rope_dims / 2 : 2 * pair + 1;
+    const float x0 = head[i0];
+    const float x1 = head[i1];
+    head[i0] = x0 * c - x1 * s;
+    head[i1] = x0 * s + x1 * c;
+}
+
+// One thread block per token; threads over groups of 8 values.
+template <class Traits>
+__global__ void get_rows_kernel(const uint8_t* __restrict__ table, size_t row_bytes, const int32_t* __restrict__ ids,
+                                int64_t width, float* __restrict__ y) {
+    using Block = typename Traits::Block;
+    const int t = static_cast<int>(blockIdx.x);
+    const auto* blocks = reinterpret_cast<const Block*>(table + static_cast<size_t>(ids[t]) * row_bytes);
+    float* out = y + static_cast<int64_t>(t) * width;
+    for (int64_t e = static_cast<int64_t>(threadIdx.x) * 8; e < width; e += static_cast<int64_t>(blockDim.x) * 8) {
+        float v[8];
+        Traits::decode8(blocks[e / Traits::kBlockSize], static_cast<int>(e % Traits::kBlockSize), v);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) out[e + k] = v[k];
+    }
+}
+
+__global__ void kv_store_f16_kernel(const float* __restrict__ k, const float* __restrict__ v, uint16_t* k_cache,
+                                    uint16_t* v_cache, size_t row_elems, int64_t width, int n_tokens,
+                                    const int32_t* __restrict__ pos0) {
+    const int64_t total = width * n_tokens;
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const int64_t t = i / width;
+        const int64_t e = i % width;
+        const size_t at = static_cast<size_t>(*pos0 + t) * row_elems + static_cast<size_t>(e);
+        k_cache[at] = f32_to_f16_bits(k[i]);
+        v_cache[at] = f32_to_f16_bits(v[i]);
+    }
+}
+
+// One warp per block of 32 values, as the CPU's quantize_block: d = amax / 127, values
+// times 127 / amax rounded to nearest even.
+__device__ void quantize_q8_0_block(const float* x, BlockQ8_0* out, int lane) {
+    const float value = x[lane];
+    float amax = fabsf(value);
+    for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    const float d = __fdiv_rn(amax, 127.0f);
+    const float id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    out->qs[lane] = static_cast<int8_t>(rintf(__fmul_rn(value, id)));
+    if (lane == 0) out->d = f32_to_f16_bits(d);
+}
+
+__global__ void kv_store_q8_0_kernel(const float* __restrict__ k, const float* __restrict__ v, uint8_t* k_cache,
+                                     uint8_t* v_cache, size_t row_bytes, int64_t width, int n_tokens,
+                                     const int32_t* __restrict__ pos0) {
+    const int64_t blocks_per_row = width / kQK;
+    const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    const int lane = static_cast<int>(threadIdx.x % 32);
+    if (warp >= blocks_per_row * n_tokens) return;
+    const int64_t t = warp / blocks_per_row;
+    const int64_t b = warp % blocks_per_row;
+    const size_t at = static_cast<size_t>(*pos0 + t) * row_bytes + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+    quantize_q8_0_block(k + t * width + b * kQK, reinterpret_cast<BlockQ8_0*>(k_cache + at), lane);
+    quantize_q8_0_block(v + t * width + b * kQK, reinterpret_cast<BlockQ8_0*>(v_cache + at), lane);
+}
+
+__global__ void argmax_kernel(const float* __restrict__ x, int n, int32_t* out) {
+    float best = -INFINITY;
+    int index = INT_MAX;
+    for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
+        if (index == INT_MAX || x[i] > best) {
+            best = x[i];
+            index = i;
+        }
+    }
+    // Ties keep the smaller index; every thread's candidate is the first of its own maxima.
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const float other = __shfl_xor_sync(0xffffffffu, best, offset);
+        const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+        if (other > best || (other == best && other_index < index)) {
+            best = other;
+            index = other_index;
+        }
+    }
+    __shared__ float bests[32];
+    __shared__ int indices[32];
+    const int warp = static_cast<int>(threadIdx.x / 32);
+    if (threadIdx.x % 32 == 0) {
+        bests[warp] = best;
+        indices[warp] = index;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) {
+            if (bests[w] > best || (bests[w] == best && indices[w] < index)) {
+                best = bests[w];
+                index = indices[w];
+            }
+        }
+        *out = index == INT_MAX ? 0 : index;
+    }
+}
+
+}  // namespace
+}  // namespace powerhouse::kernels
+
+using namespace powerhouse::kernels;
+
+extern "C" int ph_rms_norm(const float* x, float* y, const float* weight, int64_t n, int64_t rows, float eps,
+                           cudaStream_t stream) {
+    if (x == nullptr || y == nullptr || weight == nullptr || n <= 0 || rows < 0 || rows > INT_MAX) {
+        return cudaErrorInvalidValue;
+    }
+    if (rows == 0) return cudaSuccess;
+    rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y, weight, n, eps);
+    return last_error();
+}
+
+extern "C" int ph_add(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
+    if (a == nullptr || b == nullptr || y == nullptr) return cudaErrorInvalidValue;
+    return map(n, stream, [=] __device__(int64_t i) { y[i] = a[i] + b[i]; });
+}
+
+extern "C" int ph_scale(const float* a, float* y, float value, int64_t n, cudaStream_t stream) {
+    if (a == nullptr || y == nullptr) return cudaErrorInvalidValue;
+    return map(n, stream, [=] __device__(int64_t i) { y[i] = a[i] * value; });
+}
+
+extern "C" int ph_add_bias(float* y, const float* bias, int64_t width, int64_t rows, cudaStream_t stream) {
+    if (y == nullptr || bias == nullptr || width <= 0 || rows < 0) return cudaErrorInvalidValue;
+    return map(width * rows, stream, [=] __device__(int64_t i) { y[i] += bias[i % width]; });
+}
+
+extern "C" int ph_swiglu(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
+    if (a == nullptr || b == nullptr || y == nullptr) return cudaErrorInvalidValue;
+    return map(n, stream, [=] __device__(int64_t i) { y[i] = a[i] / (1.0f + expf(-a[i])) * b[i]; });
+}
+
+extern "C" int ph_geglu(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
+    if (a == nullptr || b == nullptr || y == nullptr) return cudaErrorInvalidValue;
+    return map(n, stream, [=] __device__(int64_t i) { y[i] = gelu_tanh(a[i]) * b[i]; });
+}
+
+extern "C" int ph_accumulate(float* dst, const float* src, int64_t n, cudaStream_t stream) {
+    if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
+    return map(n, stream, [=] __device__(int64_t i) { dst[i] += src[i]; });
+}
+
+extern "C" int ph_rope(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox, float base,
+                       float freq_scale, const float* freq_factors, const int32_t* pos0, cudaStream_t stream) {
+    if (x == nullptr || pos0 == nullptr || n_heads < 0 || n_heads > 65535 || n_tokens < 0 || n_tokens > 65535 ||
+        rope_dims <= 0 || rope_dims % 2 != 0 || rope_dims > head_dim || rope_dims > 2048) {
+        return cudaErrorInvalidValue;
+    }
+    if (n_heads == 0 || n_tokens == 0) return cudaSuccess;
+    const float theta_scale = powf(base, -2.0f / static_cast<float>(rope_dims));
+    const int threads = ((rope_dims / 2 + 31) / 32) * 32;
+    rope_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(n_tokens)), threads, 0, stream>>>(
+        x, head_dim, rope_dims, neox, theta_scale, freq_scale, freq_factors, pos0);
+    return last_error();
+}
+
+extern "C" int ph_get_rows(uint32_t ggml_type_id, const void* table, size_t row_bytes, const int32_t* ids, int n,
+                           int64_t width, float* y, cudaStream_t stream) {
+    if (table == nullptr || ids == nullptr || y == nullptr || n < 0 || width <= 0) return cudaErrorInvalidValue;
+    return with_traits(ggml_type_id, [&](auto traits) -> int {
+        using Traits = decltype(traits);
+        if (width % Traits::kBlockSize != 0 || width % 8 != 0) return cudaErrorInvalidValue;
+        if (n == 0) return cudaSuccess;
+        get_rows_kernel<Traits><<<static_cast<unsigned>(n), 128, 0, stream>>>(static_cast<const uint8_t*>(table),
+                                                                               row_bytes, ids, width, y);
+        return last_error();
+    });
+}
+
+extern "C" int ph_kv_store(int kv_type, const float* k, const float* v, void* k_cache, void* v_cache, size_t row_bytes,
+                           int64_t width, int n_tokens, const int32_t* pos0, cudaStream_t stream) {
+    if (k == nullptr || v == nullptr || k_cache == nullptr || v_cache == nullptr || pos0 == nullptr || width <= 0 ||
+        n_tokens < 0) {
+        return cudaErrorInvalidValue;
+    }
+    if (n_tokens == 0) return cudaSuccess;
+    if (kv_type == PH_KV_F16) {
+        if (row_bytes < static_cast<size_t>(width) * 2 || row_bytes % 2 != 0) return cudaErrorInvalidValue;
+        kv_store_f16_kernel<<<grid_for(width * n_tokens), kThreads, 0, stream>>>(
+            k, v, static_cast<uint16_t*>(k_cache), static_cast<uint16_t*>(v_cache), row_bytes / 2, width, n_tokens,
+            pos0);
+        return last_error();
+    }
+    if (kv_type == PH_KV_Q8_0) {
+        if (width % kQK != 0 || row_bytes < static_cast<size_t>(width / kQK) * sizeof(BlockQ8_0)) {
+            return cudaErrorInvalidValue;
+        }
+        const int64_t warps = width / kQK * n_tokens;
+        const int64_t blocks = (warps * 32 + kThreads - 1) / kThreads;
+        if (blocks > INT_MAX) return cudaErrorInvalidValue;
+        kv_store_q8_0_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+            k, v, static_cast<uint8_t*>(k_cache), static_cast<uint8_t*>(v_cache), row_bytes, width, n_tokens, pos0);
+        return last_error();
+    }
+    return cudaErrorInvalidValue;
+}
+
+extern "C" int ph_argmax(const float* x, int n, int32_t* out, cudaStream_t stream) {
+    if (x == nullptr || out == nullptr || n <= 0) return cudaErrorInvalidValue;
+    argmax_kernel<<<1, 1024, 0, stream>>>(x, n, out);
+    return last_error();
+}
