@@ -55,6 +55,7 @@ struct Sample {
     double first_step_seconds = 0;  // the first tg decode
     // Per device: seconds worked and seconds communicating, in pp and in tg.
     std::vector<double> pp_busy, pp_comm, tg_busy, tg_comm;
+    std::vector<double> tg_gpu;  // per device: GPU seconds in tg (CUDA events)
 };
 
 // Adds the time each device worked since `before` to busy and comm.
@@ -118,7 +119,11 @@ Result<Sample> run_once(Model& model, const std::vector<TokenId>& prompt, int n_
         if (i == 0) sample.first_step_seconds = std::chrono::duration<double>(Clock::now() - tg_start).count();
     }
     sample.tg_seconds = std::chrono::duration<double>(Clock::now() - tg_start).count();
-    add_device_time(after_pp, model.device_usage(), sample.tg_busy, sample.tg_comm);
+    const std::vector<DeviceUsage> after_tg = model.device_usage();
+    add_device_time(after_pp, after_tg, sample.tg_busy, sample.tg_comm);
+    for (size_t i = 0; i < after_tg.size() && i < after_pp.size(); ++i) {
+        sample.tg_gpu.push_back(after_tg[i].gpu_seconds - after_pp[i].gpu_seconds);
+    }
     return sample;
 }
 
@@ -203,6 +208,24 @@ int run_bench(const BenchOptions& options) {
             device_time[i].tg_comm_ms += s.tg_comm[i] * per_token_ms / reps;
         }
     }
+    // GPUs: the decode roofline. A step must read step_bytes on each device at its peak
+    // bandwidth, one device after the other (layer split; shards of one GPU share it), so
+    // the fastest possible step takes the sum of step_bytes / bandwidth; the share is that
+    // time over the measured one. GPU time per token (CUDA events) against wall time shows
+    // what is spent outside the kernels: launches, synchronization, sampling, the host.
+    double roofline_seconds = 0;
+    uint64_t step_bytes = 0;
+    double tg_gpu_ms = 0;
+    for (const DeviceUsage& u : usage) {
+        if (u.bandwidth_gb_s <= 0) continue;
+        roofline_seconds += static_cast<double>(u.step_bytes) / (u.bandwidth_gb_s * 1e9);
+        step_bytes += u.step_bytes;
+    }
+    for (const Sample& s : samples) {
+        for (double g : s.tg_gpu) tg_gpu_ms += g * per_token_ms / reps;
+    }
+    const double roofline_share = roofline_seconds * tg.mean;
+    const double tg_wall_ms = tg.mean > 0 ? 1e3 / tg.mean : 0.0;
     const auto per_device_json = [&] {
         nlohmann::ordered_json list = nlohmann::ordered_json::array();
         for (size_t i = 0; i < usage.size(); ++i) {
@@ -213,7 +236,9 @@ int run_bench(const BenchOptions& options) {
                             {"pp_busy_seconds", device_time[i].pp_busy},
                             {"pp_comm_seconds", device_time[i].pp_comm},
                             {"tg_busy_ms_per_token", device_time[i].tg_busy_ms},
-                            {"tg_comm_ms_per_token", device_time[i].tg_comm_ms}});
+                            {"tg_comm_ms_per_token", device_time[i].tg_comm_ms},
+                            {"bandwidth_gb_s", usage[i].bandwidth_gb_s},
+                            {"step_bytes", usage[i].step_bytes}});
         }
         return list;
     };
@@ -247,6 +272,12 @@ int run_bench(const BenchOptions& options) {
             {"ttft_ms", stats_json(ttft)},
             {"peak_rss_bytes", peak},
             {"per_device", per_device_json()},
+            {"roofline", roofline_seconds > 0 ? nlohmann::ordered_json{{"step_bytes", step_bytes},
+                                                                         {"seconds_per_token", roofline_seconds},
+                                                                         {"share", roofline_share},
+                                                                         {"tg_gpu_ms_per_token", tg_gpu_ms},
+                                                                         {"tg_wall_ms_per_token", tg_wall_ms}}
+                                              : nlohmann::ordered_json()},
         };
         std::puts(out.dump(2).c_str());
         return 0;
@@ -266,6 +297,12 @@ int run_bench(const BenchOptions& options) {
     std::printf("peak resident memory %s\n", format_bytes(peak).c_str());
     std::printf("%d repetitions after 1 warm-up; batch %u, context %u; tg feeds the argmax token\n",
                 options.repetitions, options.n_batch, model->n_ctx());
+    if (roofline_seconds > 0) {
+        std::printf("decode roofline      %.1f%% (%s of weights per token at peak bandwidth: %.3f ms; measured "
+                    "%.3f ms, of which the GPU worked %.3f ms)\n",
+                    100.0 * roofline_share, format_bytes(step_bytes).c_str(), roofline_seconds * 1e3, tg_wall_ms,
+                    tg_gpu_ms);
+    }
     std::printf("\n%s\n", model->summary().device.c_str());
     std::vector<std::vector<std::string>> device_rows;
     for (size_t i = 0; i < usage.size(); ++i) {

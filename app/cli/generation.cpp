@@ -28,7 +28,9 @@ void add_model_options(CLI::App& command, ModelChoice& choice) {
 }
 
 void add_device_options(CLI::App& command, DeviceChoice& choice) {
-    command.add_option("--devices", choice.devices, "Where to run: cpu, or cpu:N for N virtual CPU devices")
+    command.add_option("--devices", choice.devices,
+                       "Where to run: auto (the GPUs if any, else the CPU), cuda (every GPU), cuda:0,1 (those GPUs; "
+                       "cuda:0,0: two shards of GPU 0), cpu, or cpu:N for N virtual CPU devices")
         ->capture_default_str();
     command.add_option("--split", choice.split, "How to split the model: auto, single, layer or tensor")
         ->check(CLI::IsMember({"auto", "single", "layer", "tensor"}))

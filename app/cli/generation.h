@@ -21,7 +21,7 @@ Result<std::filesystem::path> model_or_default(const std::string& model);
 
 // --devices, --split, --ratios, --main-device and --kv-type: where the model runs.
 struct DeviceChoice {
-    std::string devices = "cpu";
+    std::string devices = "auto";
     std::string split = "auto";
     std::vector<double> ratios;
     uint32_t main_device = 0;

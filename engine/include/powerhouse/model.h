@@ -2,7 +2,7 @@
 // template, and a backend that runs it with a KV cache for up to n_ctx positions.
 //
 // Supported today: the llama family (Llama 2/3, Mistral, SmolLM2, TinyLlama), Qwen 2,
-// Qwen 3 and Gemma 3 (text), on the CPU, with weights in F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the
+// Qwen 3 and Gemma 3 (text), on the CPU or NVIDIA GPUs, with weights in F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the
 // K-quants. Anything else is refused at load with a message that says what is missing.
 //
 // Thread-safety: a Model is used by one thread at a time (the engine's); it may be moved
@@ -39,7 +39,12 @@ struct ModelOptions {
     // device. "cpu:N": N virtual CPU devices that run apart from each other, each with its
     // own threads (n_threads shared among them), memory accounting and KV cache, joined by
     // the in-process communicator, so that every split path runs without a GPU.
+    // "cuda": every NVIDIA GPU; "cuda:0,2": those GPUs; "cuda:0,0": two shards of GPU 0
+    // (each with half its memory: the split paths on one GPU). "auto": the GPUs when one
+    // can be used, else the CPU. A build without CUDA refuses "cuda".
     std::string devices;
+    // CUDA: capture the decode step of an unsplit or layer-split stage as a CUDA graph.
+    bool cuda_graphs = true;
     SplitMode split = SplitMode::automatic;
     std::vector<double> ratios;       // one per device; empty: by free memory
     uint32_t main_device = 0;
@@ -61,6 +66,12 @@ struct DeviceUsage {
     uint64_t planned_bytes = 0;  // what the planner predicted for it, all included
     double busy_seconds = 0;     // in the device's work, communication included
     double comm_seconds = 0;     // in transfers and all-reduces
+    // GPUs: the time the GPU itself spent on the device's work (CUDA events), its peak
+    // memory bandwidth, and the weight bytes one decode step reads there: the roofline of
+    // a decode step is step_bytes / bandwidth. 0 on the CPU.
+    double gpu_seconds = 0;
+    double bandwidth_gb_s = 0;
+    uint64_t step_bytes = 0;
 };
 
 // What a loaded model is, for display and for the engine's "loaded" event.

@@ -13,6 +13,12 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/split_backend.h"
 #include "gguf/gguf_model.h"
+#include "model/model_devices.h"
+
+#ifdef POWERHOUSE_HAS_CUDA
+#include "backend/cuda/cuda_communicator.h"
+#include "backend/cuda/cuda_stage.h"
+#endif
 
 namespace powerhouse {
 
@@ -55,10 +61,9 @@ bool read_weights(const GgufModel& file, const LoadProgress& progress, float fro
     return true;
 }
 
-// The device plan for the options' devices ("cpu", "cpu:N").
-Result<DevicePlan> plan_model(const std::filesystem::path& path, const ModelOptions& options, uint32_t n_ctx) {
-    Result<std::vector<DeviceDesc>> devices = cpu_devices(options.devices);
-    if (!devices) return devices.error();
+// The device plan for the options' devices (model_devices.h).
+Result<DevicePlan> plan_model(const std::filesystem::path& path, const ModelOptions& options, uint32_t n_ctx,
+                              const ModelDevices& devices) {
     Result<ModelShape> shape = read_model_shape(path);
     if (!shape) return shape.error();
     PlanOptions p;
@@ -69,19 +74,89 @@ Result<DevicePlan> plan_model(const std::filesystem::path& path, const ModelOpti
     p.n_ctx = n_ctx;
     p.kv_type = options.kv_cache_type;
     p.n_batch = std::max<uint32_t>(1, options.n_batch);
-    Result<DevicePlan> plan = plan_devices(*shape, *devices, p);
+    Result<DevicePlan> plan = plan_devices(*shape, devices.descs, p);
     if (!plan) return make_error(plan.error().code, fmt::format("{}: {}", path.string(), plan.error().message));
     return plan;
 }
 
-// One CPU stage per device of the plan, each with its share of the threads, joined by the
-// in-process communicator.
+ShardRanges shard_ranges(const DevicePlan& plan, const DeviceAssignment& a) {
+    ShardRanges r;
+    r.first_layer = a.first_layer;
+    r.n_layers = a.n_layers;
+    if (plan.mode == SplitMode::tensor && plan.devices.size() > 1) {
+        r.kv_head_begin = a.kv_head_begin;
+        r.kv_head_end = a.kv_head_end;
+        r.ff_begin = a.ff_begin;
+        r.ff_end = a.ff_end;
+    }
+    return r;
+}
+
+#ifdef POWERHOUSE_HAS_CUDA
+// One CUDA stage per device of the plan, joined by the CUDA communicator; the upload of
+// the weights is the load's progress.
+Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, const DevicePlan& plan,
+                                                    const ModelDevices& devices, const ModelOptions& options,
+                                                    uint32_t n_ctx, const LoadProgress& progress, SplitShape shape) {
+    const auto n = static_cast<uint32_t>(plan.devices.size());
+    std::vector<int> gpus;
+    for (const DeviceAssignment& a : plan.devices) gpus.push_back(devices.cuda_index[a.device]);
+    std::unique_ptr<Communicator> comm;
+    if (n > 1) {
+        Result<std::unique_ptr<Communicator>> c = cuda::make_cuda_communicator(gpus);
+        if (!c) return c.error();
+        comm = std::move(c).value();
+    } else {
+        comm = make_host_communicator(1);
+    }
+    const arch::StepProgram program = arch::build_step_program(impl.hparams);
+    const uint64_t total = std::max<uint64_t>(1, impl.file.total_tensor_bytes());
+    uint64_t before = 0;  // bytes uploaded by the stages already made
+    std::vector<std::unique_ptr<DeviceStage>> stages;
+    for (uint32_t i = 0; i < n; ++i) {
+        const DeviceAssignment& a = plan.devices[i];
+        cuda::CudaStageOptions o;
+        o.n_ctx = n_ctx;
+        o.n_batch = shape.n_batch;
+        o.kv_cache_type = options.kv_cache_type;
+        o.use_graphs = options.cuda_graphs;
+        uint64_t mine = 0;
+        o.upload_progress = [&](uint64_t done, uint64_t) {
+            mine = done;
+            const double share = std::min(1.0, static_cast<double>(before + done) / static_cast<double>(total * 1.0));
+            return !progress || progress(0.05f + 0.95f * static_cast<float>(share), "uploading the weights to the GPU");
+        };
+        cuda::CudaShard shard;
+        shard.device = gpus[i];
+        shard.name = fmt::format("GPU {}", gpus[i]);
+        if (std::count(gpus.begin(), gpus.end(), gpus[i]) > 1) shard.name += fmt::format(" shard {}", i);
+        shard.ranges = shard_ranges(plan, a);
+        shard.embedding = a.embedding;
+        shard.output = a.output;
+        if (plan.mode == SplitMode::tensor && n > 1) {
+            shard.comm = comm.get();
+            shard.rank = static_cast<int>(i);
+        }
+        shard.planned_bytes = a.total_bytes();
+        Result<std::unique_ptr<DeviceStage>> stage = cuda::create_cuda_stage(impl.file, impl.hparams, program, o, shard);
+        if (!stage) return make_error(stage.error().code, fmt::format("{}: {}", shard.name, stage.error().message));
+        before += mine;
+        if (a.embedding) shape.embedding_stage = i;
+        if (a.output) shape.output_stage = i;
+        stages.push_back(std::move(stage).value());
+    }
+    return make_split_backend(std::move(stages), std::move(comm), shape);
+}
+#endif
+
+// One stage per device of the plan: CUDA stages on GPUs; on the CPU, stages with their
+// share of the threads, joined by the in-process communicator.
 Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const DevicePlan& plan,
-                                               const ModelOptions& options, uint32_t n_ctx) {
+                                               const ModelDevices& devices, const ModelOptions& options,
+                                               uint32_t n_ctx, const LoadProgress& progress) {
     const auto n = static_cast<uint32_t>(plan.devices.size());
     const int threads = options.n_threads > 0 ? options.n_threads
                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::unique_ptr<Communicator> comm = make_host_communicator(static_cast<int>(n));
     const arch::StepProgram program = arch::build_step_program(impl.hparams);
     SplitShape shape;
     shape.mode = plan.mode;
@@ -91,6 +166,13 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
     // A layer split pipelines a batch as one micro-batch per device.
     shape.n_batch = std::max<uint32_t>(1, options.n_batch);
     if (plan.mode == SplitMode::layer && n > 1) shape.n_batch = (shape.n_batch + n - 1) / n;
+#ifdef POWERHOUSE_HAS_CUDA
+    if (devices.cuda) return build_cuda_backend(impl, plan, devices, options, n_ctx, progress, shape);
+#else
+    (void)devices;
+    (void)progress;
+#endif
+    std::unique_ptr<Communicator> comm = make_host_communicator(static_cast<int>(n));
     std::vector<std::unique_ptr<DeviceStage>> stages;
     for (uint32_t i = 0; i < n; ++i) {
         const DeviceAssignment& a = plan.devices[i];
@@ -101,13 +183,14 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
         cpu_options.kv_cache_type = options.kv_cache_type;
         cpu::CpuShard shard;
         shard.name = n == 1 ? "CPU" : fmt::format("CPU {}", a.device);
-        shard.first_layer = a.first_layer;
-        shard.n_layers = a.n_layers;
+        const ShardRanges ranges = shard_ranges(plan, a);
+        shard.first_layer = ranges.first_layer;
+        shard.n_layers = ranges.n_layers;
+        shard.kv_head_begin = ranges.kv_head_begin;
+        shard.kv_head_end = ranges.kv_head_end;
+        shard.ff_begin = ranges.ff_begin;
+        shard.ff_end = ranges.ff_end;
         if (plan.mode == SplitMode::tensor && n > 1) {
-            shard.kv_head_begin = a.kv_head_begin;
-            shard.kv_head_end = a.kv_head_end;
-            shard.ff_begin = a.ff_begin;
-            shard.ff_end = a.ff_end;
             shard.comm = comm.get();
             shard.rank = static_cast<int>(i);
         }
@@ -161,12 +244,19 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
                                             std::move(tokenizer).value(), std::move(template_info).value(), nullptr,
                                             {}, std::max<uint32_t>(1, options.n_batch), {}});
     const uint32_t n_ctx = std::min(options.n_ctx, std::max<uint32_t>(impl->hparams.n_ctx_train, 1));
-    Result<DevicePlan> plan = plan_model(path, options, n_ctx);
+    Result<ModelDevices> devices = model_devices(options.devices);
+    if (!devices) return devices.error();
+    Result<DevicePlan> plan = plan_model(path, options, n_ctx, *devices);
     if (!plan) return plan.error();
-    Result<std::unique_ptr<Backend>> backend = build_backend(*impl, *plan, options, n_ctx);
-    if (!backend) return make_error(backend.error().code, fmt::format("{}: {}", path.string(), backend.error().message));
+    Result<std::unique_ptr<Backend>> backend = build_backend(*impl, *plan, *devices, options, n_ctx, progress);
+    if (!backend) {
+        if (backend.error().code == ErrorCode::cancelled) return stopped();
+        return make_error(backend.error().code, fmt::format("{}: {}", path.string(), backend.error().message));
+    }
     impl->backend = std::move(backend).value();
-    if (!read_weights(impl->file, progress, 0.05f, 1.0f)) return stopped();
+    // The CPU reads the weights in place: read them now rather than during the first prompt.
+    // (The GPU has its copy already.)
+    if (!devices->cuda && !read_weights(impl->file, progress, 0.05f, 1.0f)) return stopped();
 
     const arch::Hparams& hp = impl->hparams;
     ModelSummary& summary = impl->summary;
@@ -185,7 +275,20 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     const unsigned threads = options.n_threads > 0 ? static_cast<unsigned>(options.n_threads)
                                                    : std::max(1u, std::thread::hardware_concurrency());
     const auto n_devices = static_cast<unsigned>(plan->devices.size());
-    if (n_devices == 1) {
+    if (devices->cuda) {
+        const DeviceAssignment& first = plan->devices.front();
+        const int gpu = devices->cuda_index[first.device];
+        if (n_devices == 1) {
+            summary.device = fmt::format("GPU {} ({})", gpu, devices->descs[first.device].name);
+        } else {
+            const bool one_gpu = std::all_of(plan->devices.begin(), plan->devices.end(), [&](const DeviceAssignment& a) {
+                return devices->cuda_index[a.device] == gpu;
+            });
+            summary.device = one_gpu ? fmt::format("{} shards of GPU {}, {} split", n_devices, gpu,
+                                                   split_mode_name(plan->mode))
+                                     : fmt::format("{} GPUs, {} split", n_devices, split_mode_name(plan->mode));
+        }
+    } else if (n_devices == 1) {
         summary.device = fmt::format("CPU ({} thread{})", threads, threads == 1 ? "" : "s");
     } else {
         const unsigned each = std::max(1u, threads / n_devices);

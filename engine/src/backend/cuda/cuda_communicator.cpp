@@ -1,0 +1,174 @@
+#include "backend/cuda/cuda_communicator.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <powerhouse_kernels.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "backend/cuda/cuda_libraries.h"
+#include "backend/cuda/cuda_runtime.h"
+
+namespace powerhouse::cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+Result<void> check(int status, const std::string& what) {
+    if (status == 0) return {};
+    cudaGetLastError();  // clear a sticky launch error so that it does not resurface elsewhere
+    return cuda_error(status, what);
+}
+
+class CudaCommunicator final : public RendezvousCommunicator {
+public:
+    explicit CudaCommunicator(std::vector<int> devices)
+        : RendezvousCommunicator(static_cast<int>(devices.size())), devices_(std::move(devices)) {}
+
+    ~CudaCommunicator() override {
+        for (cudaStream_t s : streams_) {
+            if (s != nullptr) cudaStreamDestroy(s);
+        }
+        if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    }
+
+    Result<void> init(bool use_nccl) {
+        PH_TRY(check(cudaSetDevice(devices_[0]), "selecting GPU " + std::to_string(devices_[0])));
+        PH_TRY(check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"));
+        std::vector<int> distinct = devices_;
+        std::sort(distinct.begin(), distinct.end());
+        distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+        if (distinct.size() == 1) {
+            kind_ = "same GPU";
+            return {};
+        }
+        kind_ = "peer copies";
+        if (!use_nccl) return {};
+        if (distinct.size() != devices_.size()) {
+            // NCCL needs one rank per GPU; a plan that puts two shards on one of several GPUs
+            // keeps to copies.
+            kind_ = "peer copies (a GPU holds two shards, which NCCL cannot pair)";
+            return {};
+        }
+        Result<std::unique_ptr<NcclLibrary>> nccl = load_nccl();
+        if (!nccl) {
+            kind_ = "peer copies (" + nccl.error().message + ")";
+            return {};
+        }
+        Result<NcclComms> comms = NcclComms::init_all(**nccl, devices_);
+        if (!comms) return comms.error();
+        nccl_ = std::move(nccl).value();
+        comms_ = std::move(comms).value();
+        streams_.assign(devices_.size(), nullptr);
+        for (size_t r = 0; r < devices_.size(); ++r) {
+            PH_TRY(check(cudaSetDevice(devices_[r]), "selecting GPU " + std::to_string(devices_[r])));
+            PH_TRY(check(cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking), "creating a stream"));
+        }
+        kind_ = "NCCL " + nccl_->version_string();
+        return {};
+    }
+
+    const std::string& kind() const { return kind_; }
+
+    Result<void> copy(int from, const float* src, int to, float* dst, size_t count) override {
+        PH_TRY(check_ranks(from, to));
+        if (src == dst || count == 0) return {};
+        const auto start = Clock::now();
+        const int df = devices_[static_cast<size_t>(from)];
+        const int dt = devices_[static_cast<size_t>(to)];
+        PH_TRY(check(cudaSetDevice(dt), "selecting GPU " + std::to_string(dt)));
+        const size_t bytes = count * sizeof(float);
+        const int status = df == dt ? cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice)
+                                    : cudaMemcpyPeer(dst, dt, src, df, bytes);
+        PH_TRY(check(status, fmt::format("copying {} bytes from GPU {} to GPU {}", bytes, df, dt)));
+        add_copy_seconds(from, to, since(start));
+        return {};
+    }
+
+protected:
+    Result<void> reduce(const std::vector<float*>& slots, size_t count) override {
+        if (count == 0) return {};
+        if (!comms_.devices().empty()) return reduce_nccl(slots, count);
+        const size_t bytes = count * sizeof(float);
+        const int home = devices_[0];
+        PH_TRY(check(cudaSetDevice(home), "selecting GPU " + std::to_string(home)));
+        PH_TRY(ensure(sum_, bytes));
+        PH_TRY(check(cudaMemcpyAsync(sum_.data(), slots[0], bytes, cudaMemcpyDeviceToDevice, stream_),
+                     "starting an all-reduce"));
+        for (size_t r = 1; r < slots.size(); ++r) {
+            const float* part = slots[r];
+            if (devices_[r] != home) {
+                PH_TRY(ensure(staging_, bytes));
+                PH_TRY(check(cudaMemcpyPeerAsync(staging_.data(), home, slots[r], devices_[r], bytes, stream_),
+                             fmt::format("all-reduce: copying from GPU {} to GPU {}", devices_[r], home)));
+                part = static_cast<const float*>(staging_.data());
+            }
+            PH_TRY(check(ph_accumulate(static_cast<float*>(sum_.data()), part, static_cast<int64_t>(count), stream_),
+                         "all-reduce: adding on GPU " + std::to_string(home)));
+        }
+        for (size_t r = 0; r < slots.size(); ++r) {
+            const int status = devices_[r] == home
+                                   ? cudaMemcpyAsync(slots[r], sum_.data(), bytes, cudaMemcpyDeviceToDevice, stream_)
+                                   : cudaMemcpyPeerAsync(slots[r], devices_[r], sum_.data(), home, bytes, stream_);
+            PH_TRY(check(status, fmt::format("all-reduce: copying the sum to GPU {}", devices_[r])));
+        }
+        return check(cudaStreamSynchronize(stream_), "all-reduce on GPU " + std::to_string(home));
+    }
+
+private:
+    Result<void> ensure(DeviceBuffer& buffer, size_t bytes) {
+        if (buffer.size() >= bytes) return {};
+        Result<DeviceBuffer> fresh = DeviceBuffer::allocate(bytes);
+        if (!fresh) return fresh.error();
+        buffer = std::move(fresh).value();
+        return {};
+    }
+
+    Result<void> reduce_nccl(const std::vector<float*>& slots, size_t count) {
+        PH_TRY(comms_.group_start());
+        Result<void> launched;
+        for (size_t r = 0; r < slots.size() && launched; ++r) {
+            launched = check(cudaSetDevice(devices_[r]), "selecting GPU " + std::to_string(devices_[r]));
+            if (launched) launched = comms_.all_reduce_sum_f32(static_cast<int>(r), slots[r], count, streams_[r]);
+        }
+        // The group is closed whatever happened, so that the thread is not left inside it.
+        Result<void> ended = comms_.group_end();
+        PH_TRY(launched);
+        PH_TRY(ended);
+        for (size_t r = 0; r < slots.size(); ++r) {
+            PH_TRY(check(cudaSetDevice(devices_[r]), "selecting GPU " + std::to_string(devices_[r])));
+            PH_TRY(check(cudaStreamSynchronize(streams_[r]), "NCCL all-reduce on GPU " + std::to_string(devices_[r])));
+        }
+        return {};
+    }
+
+    std::vector<int> devices_;
+    std::string kind_;
+    cudaStream_t stream_ = nullptr;  // on devices_[0]
+    DeviceBuffer sum_;
+    DeviceBuffer staging_;
+    std::unique_ptr<NcclLibrary> nccl_;  // before comms_: the communicators borrow it
+    NcclComms comms_;
+    std::vector<cudaStream_t> streams_;  // NCCL: one per rank, on its GPU
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> make_cuda_communicator(const std::vector<int>& devices, bool use_nccl) {
+    if (devices.empty()) return make_error(ErrorCode::invalid_argument, "a communicator needs at least one GPU");
+    PH_TRY(cuda_available());
+    auto comm = std::make_unique<CudaCommunicator>(devices);
+    PH_TRY(comm->init(use_nccl));
+    return std::unique_ptr<Communicator>(std::move(comm));
+}
+
+std::string cuda_communicator_kind(const Communicator& comm) {
+    const auto* cuda = dynamic_cast<const CudaCommunicator*>(&comm);
+    return cuda != nullptr ? cuda->kind() : std::string("host memory");
+}
+
+}  // namespace powerhouse::cuda

@@ -1,0 +1,623 @@
+#include "backend/cuda/cuda_stage.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <powerhouse_kernels.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "backend/cuda/cuda_libraries.h"
+#include "backend/cuda/cuda_runtime.h"
+#include "backend/cuda/dequantize_cuda.h"
+#include "tensor/dtype.h"
+
+namespace powerhouse::cuda {
+
+namespace {
+
+using arch::Buffer;
+using arch::Op;
+using arch::OpKind;
+using Clock = std::chrono::steady_clock;
+
+// Prompts of at least this many tokens go through cuBLAS: below it the fused kernels read
+// the weights ceil(n / 8) times, less than decoding them to F16 and reading that back.
+constexpr int kCublasMinTokens = 32;
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024)); }
+
+// An op as the GPU runs it: its weight (matmul rows, packed row_bytes apart, or F32 values)
+// in device memory.
+struct DeviceOp {
+    const Op* op = nullptr;
+    GgmlType type = GgmlType::f32;
+    const void* weight = nullptr;
+    int64_t in = 0;
+    int64_t rows = 0;
+    uint64_t row_bytes = 0;
+    bool all_reduce = false;
+};
+
+// Pinned host memory, freed on destruction.
+template <class T>
+class PinnedArray {
+public:
+    PinnedArray() = default;
+    ~PinnedArray() {
+        if (data_ != nullptr) cudaFreeHost(data_);
+    }
+    PinnedArray(const PinnedArray&) = delete;
+    PinnedArray& operator=(const PinnedArray&) = delete;
+    int allocate(size_t n) {
+        void* p = nullptr;
+        const int status = cudaMallocHost(&p, std::max<size_t>(1, n) * sizeof(T));
+        data_ = static_cast<T*>(p);
+        return status;
+    }
+    T* data() { return data_; }
+
+private:
+    T* data_ = nullptr;
+};
+
+class CudaStage final : public DeviceStage {
+public:
+    CudaStage(arch::Hparams hp, arch::StepProgram program, CudaStageOptions options, CudaShard shard)
+        : hp_(std::move(hp)), program_(std::move(program)), options_(std::move(options)), shard_(std::move(shard)) {}
+    ~CudaStage() override;
+
+    Result<void> init(const GgufModel& model);
+
+    const std::string& name() const override { return shard_.name; }
+    float* x() override { return buffer(Buffer::x); }
+    Result<void> embed(std::span<const TokenId> tokens) override;
+    Result<void> run_layers(int n, uint32_t pos) override;
+    Result<std::span<const float>> head(int row) override;
+    DeviceUsage usage() const override;
+
+private:
+    float* buffer(Buffer b) { return static_cast<float*>(buffers_[static_cast<size_t>(b)].data()); }
+    size_t width(Buffer b) const { return layout_.width(b); }
+    Result<void> check(int status, std::string_view what);
+    Result<void> select() { return check(cudaSetDevice(shard_.device), "selecting the GPU"); }
+    // Waits for the stream, adding the GPU time since the call's start event.
+    Result<void> finish(std::string_view what);
+    Result<void> begin() {
+        PH_TRY(select());
+        return check(cudaEventRecord(start_, stream_), "recording an event");
+    }
+    Result<void> set_position(uint32_t pos);
+    Result<DeviceOp> place(const BoundWeight& w);
+    Result<void> enqueue_op(const DeviceOp& op, uint32_t layer, int n);
+    Result<void> enqueue_matmul(const DeviceOp& op, int n);
+    Result<void> enqueue_layers(int n);
+    Result<void> run_decode_graph();
+    uint64_t bytes_needed(const std::vector<BoundWeight>& weights) const;
+
+    arch::Hparams hp_;
+    arch::StepProgram program_;
+    CudaStageOptions options_;
+    CudaShard shard_;
+    StageLayout layout_;
+    std::string gpu_;  // "GPU 0 (NVIDIA H200)"
+    int multiprocessors_ = 1;
+    cudaStream_t stream_ = nullptr;
+    cudaEvent_t start_ = nullptr, stop_ = nullptr;
+    double bandwidth_gb_s_ = 0;
+    uint64_t step_bytes_ = 0;
+    double gpu_seconds_ = 0;
+
+    // Weights: one allocation per tensor slice; slices used twice (a tied embedding and
+    // output) are uploaded once.
+    std::vector<DeviceBuffer> weights_;
+    std::map<std::tuple<const std::byte*, int64_t, int64_t>, const void*> uploaded_;
+    std::vector<DeviceOp> input_;
+    std::vector<std::vector<DeviceOp>> layers_;
+    std::vector<DeviceOp> head_;
+    const void* embedding_ = nullptr;
+    GgmlType embedding_type_ = GgmlType::f32;
+    uint64_t embedding_row_bytes_ = 0;
+    const float* rope_freqs_ = nullptr;
+
+    std::array<DeviceBuffer, arch::kBufferCount> buffers_;
+    DeviceBuffer kv_k_, kv_v_;
+    size_t kv_row_bytes_ = 0;
+    int kv_type_ = PH_KV_F16;
+    DeviceBuffer partial_;  // attention splits
+    DeviceBuffer pos_;      // int32: position of the batch's first token
+    DeviceBuffer ids_;      // int32 token ids of a batch
+    DeviceBuffer f16_weights_, f16_acts_;  // cuBLAS operands
+    PinnedArray<int32_t> host_pos_, host_ids_;
+    PinnedArray<float> host_logits_;
+    int decode_splits_ = 1;
+
+    std::unique_ptr<CublasLibrary> cublas_library_;  // before the handle, which borrows it
+    CublasHandle cublas_;
+    bool have_cublas_ = false;
+    std::string cublas_note_;
+
+    cudaGraphExec_t graph_ = nullptr;
+    bool graphs_ = true;
+    uint64_t weight_bytes_ = 0, kv_bytes_ = 0, scratch_bytes_ = 0;
+    double busy_seconds_ = 0;
+};
+
+CudaStage::~CudaStage() {
+    cudaSetDevice(shard_.device);
+    if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
+    if (start_ != nullptr) cudaEventDestroy(start_);
+    if (stop_ != nullptr) cudaEventDestroy(stop_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+Result<void> CudaStage::check(int status, std::string_view what) {
+    if (status == 0) return {};
+    cudaGetLastError();  // clear a launch error so that it does not resurface in a later call
+    return cuda_error(status, fmt::format("{}: {}", gpu_.empty() ? shard_.name : gpu_, what));
+}
+
+Result<DeviceOp> CudaStage::place(const BoundWeight& w) {
+    DeviceOp d{w.op, w.type, nullptr, w.in, w.rows, w.row_bytes, w.all_reduce};
+    if (w.tensor == nullptr) return d;
+    const bool matrix = w.op->kind == OpKind::matmul;
+    const std::byte* host = matrix ? w.data : reinterpret_cast<const std::byte*>(w.values);
+    const int64_t rows = matrix ? w.rows : 1;
+    const uint64_t row = matrix ? w.row_bytes : w.n_values * sizeof(float);
+    const auto key = std::make_tuple(host, static_cast<int64_t>(row), rows);
+    if (auto it = uploaded_.find(key); it != uploaded_.end()) {
+        d.weight = it->second;
+        return d;
+    }
+    Result<DeviceBuffer> buffer = DeviceBuffer::allocate(row * static_cast<uint64_t>(rows));
+    if (!buffer) return buffer.error();
+    const uint64_t stride = matrix ? w.row_stride : row;
+    const int status = stride == row ? cudaMemcpy(buffer->data(), host, row * static_cast<uint64_t>(rows),
+                                                  cudaMemcpyHostToDevice)
+                                     : cudaMemcpy2D(buffer->data(), row, host, stride, row, static_cast<size_t>(rows),
+                                                    cudaMemcpyHostToDevice);
+    PH_TRY(check(status, fmt::format("uploading tensor '{}'", w.tensor->name)));
+    d.weight = buffer->data();
+    uploaded_[key] = d.weight;
+    weight_bytes_ += buffer->size();
+    weights_.push_back(std::move(buffer).value());
+    return d;
+}
+
+uint64_t CudaStage::bytes_needed(const std::vector<BoundWeight>& weights) const {
+    std::map<std::tuple<const void*, uint64_t>, bool> seen;
+    uint64_t total = 0;
+    for (const BoundWeight& w : weights) {
+        if (w.tensor == nullptr) continue;
+        const void* host = w.op->kind == OpKind::matmul ? static_cast<const void*>(w.data) : w.values;
+        if (seen.emplace(std::make_tuple(host, w.bytes()), true).second) total += w.bytes();
+    }
+    return total;
+}
+
+int kv_type_of(KvCacheType type) { return type == KvCacheType::q8_0 ? PH_KV_Q8_0 : PH_KV_F16; }
+
+Result<void> CudaStage::init(const GgufModel& model) {
+    PH_TRY(cuda_available());
+    Result<CudaDeviceInfo> info = cuda_device_info(shard_.device, true);
+    if (!info) return info.error();
+    gpu_ = fmt::format("GPU {} ({})", shard_.device, info->name);
+    multiprocessors_ = std::max(1, info->multiprocessors);
+    PH_TRY(select());
+    PH_TRY(check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"));
+    PH_TRY(check(cudaEventCreate(&start_), "creating an event"));
+    PH_TRY(check(cudaEventCreate(&stop_), "creating an event"));
+    bandwidth_gb_s_ = peak_memory_bandwidth(*info) / 1e9;
+
+    Result<StageLayout> layout = make_stage_layout(hp_, program_, shard_.ranges);
+    if (!layout) return layout.error();
+    layout_ = *layout;
+    if (hp_.head_dim % 32 != 0 || hp_.head_dim > 256) {
+        return make_error(ErrorCode::unsupported, fmt::format("the CUDA backend needs a head size that is a multiple "
+                                                              "of 32 up to 256, not {}", hp_.head_dim));
+    }
+    if (options_.kv_cache_type == KvCacheType::f32) {
+        return make_error(ErrorCode::unsupported, "the CUDA backend keeps the KV cache in F16 or Q8_0, not F32");
+    }
+
+    // Bind every op first (no GPU memory yet), to know what the weights need.
+    const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
+    const auto column_block = [](GgmlType type) { return static_cast<int64_t>(type_traits(type).block_size); };
+    const bool reduce = shard_.comm != nullptr;
+    std::vector<BoundWeight> all;
+    std::vector<BoundWeight> input, head;
+    std::vector<std::vector<BoundWeight>> layers(layout_.last_layer - layout_.first_layer);
+    const auto bind = [&](const Op& op, uint32_t layer, std::vector<BoundWeight>& into) -> Result<void> {
+        Result<BoundWeight> w = bind_weight(model, hp_, layout_, op, layer, reduce, "CUDA", can_run, column_block);
+        if (!w) return w.error();
+        into.push_back(*w);
+        all.push_back(*w);
+        return {};
+    };
+    const GgufTensorInfo* embedding = nullptr;
+    if (shard_.embedding) {
+        for (const Op& op : program_.input) PH_TRY(bind(op, 0, input));
+        embedding = model.find_tensor(program_.embedding);
+        if (embedding == nullptr) {
+            return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", program_.embedding));
+        }
+        if (embedding->ne[0] != hp_.n_embd || !can_run(embedding->type)) {
+            return make_error(ErrorCode::unsupported, fmt::format("'{}' ({}, width {}) cannot be looked up on the GPU",
+                                                                  embedding->name, type_traits(embedding->type).name,
+                                                                  embedding->ne[0]));
+        }
+    }
+    for (uint32_t l = layout_.first_layer; l < layout_.last_layer; ++l) {
+        for (const Op& op : program_.layer) PH_TRY(bind(op, l, layers[l - layout_.first_layer]));
+    }
+    if (shard_.output) {
+        for (const Op& op : program_.head) PH_TRY(bind(op, 0, head));
+    }
+    const GgufTensorInfo* rope_freqs = nullptr;
+    if (hp_.has_rope_freqs && !layers.empty()) {
+        rope_freqs = model.find_tensor("rope_freqs.weight");
+        if (rope_freqs == nullptr || rope_freqs->type != GgmlType::f32 || rope_freqs->ne[0] != hp_.rope_dims / 2) {
+            return make_error(ErrorCode::format, "rope_freqs.weight must be F32 with rope_dims / 2 values");
+        }
+    }
+
+    // cuBLAS for prompts, when there are prompts to speak of and the library is there.
+    int64_t max_in = 0;
+    uint64_t max_matrix = 0;
+    for (const BoundWeight& w : all) {
+        if (w.op->kind != OpKind::matmul) continue;
+        max_in = std::max(max_in, w.in);
+        if (w.op->dst != Buffer::logits) max_matrix = std::max(max_matrix, static_cast<uint64_t>(w.in * w.rows));
+    }
+    if (options_.use_cublas && options_.n_batch >= static_cast<uint32_t>(kCublasMinTokens) && max_matrix > 0) {
+        Result<std::unique_ptr<CublasLibrary>> library = load_cublas();
+        if (library) {
+            cublas_library_ = std::move(library).value();
+            Result<CublasHandle> handle = CublasHandle::create(*cublas_library_);
+            if (handle) {
+                cublas_ = std::move(handle).value();
+                have_cublas_ = true;
+            } else {
+                cublas_note_ = handle.error().message;
+            }
+        } else {
+            cublas_note_ = library.error().message;
+        }
+    }
+
+    // Memory: check the total against what the GPU has free before allocating any of it.
+    const uint64_t n_batch = std::max<uint32_t>(1, options_.n_batch);
+    const uint64_t n_layers = layers.size();
+    kv_type_ = kv_type_of(options_.kv_cache_type);
+    kv_row_bytes_ = kv_type_ == PH_KV_Q8_0 ? layout_.kv_width / 32 * 34 : layout_.kv_width * 2;
+    decode_splits_ = attention_splits(1, static_cast<int>(layout_.n_head), options_.n_ctx, multiprocessors_);
+    size_t partial_floats = 0;
+    for (int n = 1; n <= static_cast<int>(n_batch); ++n) {
+        const int s = attention_splits(n, static_cast<int>(layout_.n_head), options_.n_ctx, multiprocessors_);
+        partial_floats = std::max(partial_floats, ph_attention_partial_floats(n, static_cast<int>(layout_.n_head),
+                                                                              static_cast<int>(hp_.head_dim), s));
+    }
+    uint64_t buffer_bytes = 0;
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+        const uint64_t rows = static_cast<Buffer>(i) == Buffer::logits ? 1 : n_batch;
+        buffer_bytes += layout_.widths[i] * rows * sizeof(float);
+    }
+    const uint64_t cublas_bytes = have_cublas_ ? max_matrix * 2 + n_batch * static_cast<uint64_t>(max_in) * 2 : 0;
+    const uint64_t kv_bytes = 2 * n_layers * options_.n_ctx * kv_row_bytes_;
+    const bool tied = embedding != nullptr && std::any_of(all.begin(), all.end(), [&](const BoundWeight& w) {
+        return w.data == embedding->data && w.bytes() == embedding->n_bytes;
+    });
+    const uint64_t weights = bytes_needed(all) + (embedding != nullptr && !tied ? embedding->n_bytes : 0);
+    const uint64_t scratch = buffer_bytes + partial_floats * sizeof(float) + cublas_bytes + 2 * n_batch * 4 + 64;
+    const uint64_t need = weights + kv_bytes + scratch;
+    if (need > info->free_memory) {
+        return make_error(ErrorCode::out_of_memory,
+                          fmt::format("{} has {} free but this part of the model needs {} (weights {}, KV cache {}, "
+                                      "work buffers {}); use a shorter context, a Q8_0 KV cache, a smaller file or "
+                                      "another GPU",
+                                      gpu_, gib(info->free_memory), gib(need), gib(weights), gib(kv_bytes),
+                                      gib(scratch)));
+    }
+
+    // Upload, reporting progress per tensor.
+    const uint64_t total = weights;
+    uint64_t done = 0;
+    const auto progress = [&](uint64_t more) -> Result<void> {
+        done += more;
+        if (options_.upload_progress && !options_.upload_progress(done, total)) {
+            return make_error(ErrorCode::cancelled, "loading was cancelled");
+        }
+        return {};
+    };
+    const auto place_all = [&](const std::vector<BoundWeight>& from, std::vector<DeviceOp>& to) -> Result<void> {
+        for (const BoundWeight& w : from) {
+            const uint64_t before = weight_bytes_;
+            Result<DeviceOp> d = place(w);
+            if (!d) return d.error();
+            to.push_back(*d);
+            PH_TRY(progress(weight_bytes_ - before));
+        }
+        return {};
+    };
+    if (embedding != nullptr) {
+        BoundWeight table;
+        Op lookup{OpKind::matmul, Buffer::x, Buffer::x, Buffer::x, std::string(embedding->name), 0.0f};
+        table.op = &lookup;
+        table.tensor = embedding;
+        table.type = embedding->type;
+        table.data = embedding->data;
+        table.in = embedding->ne[0];
+        table.rows = embedding->n_rows();
+        table.row_bytes = row_bytes(type_traits(embedding->type), static_cast<uint64_t>(embedding->ne[0]));
+        table.row_stride = table.row_bytes;
+        Result<DeviceOp> d = place(table);
+        if (!d) return d.error();
+        embedding_ = d->weight;
+        embedding_type_ = embedding->type;
+        embedding_row_bytes_ = table.row_bytes;
+        PH_TRY(progress(embedding->n_bytes));
+    }
+    PH_TRY(place_all(input, input_));
+    layers_.resize(layers.size());
+    for (size_t l = 0; l < layers.size(); ++l) PH_TRY(place_all(layers[l], layers_[l]));
+    PH_TRY(place_all(head, head_));
+    if (rope_freqs != nullptr) {
+        Result<DeviceBuffer> f = DeviceBuffer::allocate(rope_freqs->n_bytes);
+        if (!f) return f.error();
+        PH_TRY(f->upload(rope_freqs->data, rope_freqs->n_bytes));
+        rope_freqs_ = static_cast<const float*>(f->data());
+        weight_bytes_ += f->size();
+        weights_.push_back(std::move(f).value());
+    }
+
+    // Activations, KV cache, scratch.
+    const auto allocate = [&](DeviceBuffer& into, uint64_t bytes, uint64_t& counter) -> Result<void> {
+        Result<DeviceBuffer> b = DeviceBuffer::allocate(bytes);
+        if (!b) return b.error();
+        into = std::move(b).value();
+        counter += bytes;
+        return {};
+    };
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+        const uint64_t rows = static_cast<Buffer>(i) == Buffer::logits ? 1 : n_batch;
+        PH_TRY(allocate(buffers_[i], layout_.widths[i] * rows * sizeof(float), scratch_bytes_));
+    }
+    PH_TRY(allocate(kv_k_, kv_bytes / 2, kv_bytes_));
+    PH_TRY(allocate(kv_v_, kv_bytes / 2, kv_bytes_));
+    PH_TRY(allocate(partial_, partial_floats * sizeof(float), scratch_bytes_));
+    PH_TRY(allocate(pos_, sizeof(int32_t), scratch_bytes_));
+    PH_TRY(allocate(ids_, n_batch * sizeof(int32_t), scratch_bytes_));
+    if (have_cublas_) {
+        PH_TRY(allocate(f16_weights_, max_matrix * 2, scratch_bytes_));
+        PH_TRY(allocate(f16_acts_, n_batch * static_cast<uint64_t>(max_in) * 2, scratch_bytes_));
+    }
+    PH_TRY(check(host_pos_.allocate(1), "allocating pinned memory"));
+    PH_TRY(check(host_ids_.allocate(n_batch), "allocating pinned memory"));
+    PH_TRY(check(host_logits_.allocate(shard_.output ? hp_.n_vocab : 1), "allocating pinned memory"));
+    graphs_ = options_.use_graphs && shard_.comm == nullptr;
+    // What one decode step reads: every weight of the layers and the head (the embedding
+    // table only for its one row, unless it is the output matrix too).
+    std::vector<BoundWeight> step = head;
+    for (const auto& l : layers) step.insert(step.end(), l.begin(), l.end());
+    step.insert(step.end(), input.begin(), input.end());
+    step_bytes_ = bytes_needed(step) + (embedding_ != nullptr ? embedding_row_bytes_ : 0);
+    return {};
+}
+
+Result<void> CudaStage::finish(std::string_view what) {
+    PH_TRY(check(cudaEventRecord(stop_, stream_), "recording an event"));
+    PH_TRY(check(cudaStreamSynchronize(stream_), what));
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, start_, stop_) == cudaSuccess) gpu_seconds_ += ms / 1e3;
+    return {};
+}
+
+Result<void> CudaStage::set_position(uint32_t pos) {
+    host_pos_.data()[0] = static_cast<int32_t>(pos);
+    return check(cudaMemcpyAsync(pos_.data(), host_pos_.data(), sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+                 "setting the position");
+}
+
+Result<void> CudaStage::embed(std::span<const TokenId> tokens) {
+    if (embedding_ == nullptr) return make_error(ErrorCode::internal, "this device does not hold the embedding");
+    if (tokens.size() > std::max<uint32_t>(1, options_.n_batch)) {
+        return make_error(ErrorCode::internal, "more tokens than the batch holds");
+    }
+    const auto start = Clock::now();
+    PH_TRY(begin());
+    for (size_t i = 0; i < tokens.size(); ++i) host_ids_.data()[i] = static_cast<int32_t>(tokens[i]);
+    const int n = static_cast<int>(tokens.size());
+    PH_TRY(check(cudaMemcpyAsync(ids_.data(), host_ids_.data(), tokens.size() * sizeof(int32_t),
+                                 cudaMemcpyHostToDevice, stream_),
+                 "uploading the tokens"));
+    PH_TRY(check(ph_get_rows(static_cast<uint32_t>(embedding_type_), embedding_, embedding_row_bytes_,
+                             static_cast<const int32_t*>(ids_.data()), n, hp_.n_embd, buffer(Buffer::x), stream_),
+                 "looking up the embeddings"));
+    for (const DeviceOp& op : input_) PH_TRY(enqueue_op(op, 0, n));
+    Result<void> r = finish("embedding the tokens");
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+}
+
+Result<void> CudaStage::enqueue_layers(int n) {
+    for (uint32_t l = layout_.first_layer; l < layout_.last_layer; ++l) {
+        for (const DeviceOp& op : layers_[l - layout_.first_layer]) PH_TRY(enqueue_op(op, l, n));
+    }
+    return {};
+}
+
+// The decode step as a CUDA graph: captured on first use, then replayed. A capture that
+// fails (a driver that cannot capture something) falls back to plain launches for good.
+Result<void> CudaStage::run_decode_graph() {
+    if (graph_ == nullptr) {
+        PH_TRY(check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "starting a graph capture"));
+        Result<void> enqueued = enqueue_layers(1);
+        cudaGraph_t graph = nullptr;
+        const int ended = cudaStreamEndCapture(stream_, &graph);
+        if (!enqueued || ended != 0) {
+            if (graph != nullptr) cudaGraphDestroy(graph);
+            cudaGetLastError();
+            graphs_ = false;
+            return enqueue_layers(1);
+        }
+        const int made = cudaGraphInstantiate(&graph_, graph, 0);
+        cudaGraphDestroy(graph);
+        if (made != 0) {
+            graph_ = nullptr;
+            cudaGetLastError();
+            graphs_ = false;
+            return enqueue_layers(1);
+        }
+    }
+    return check(cudaGraphLaunch(graph_, stream_), "replaying the decode step");
+}
+
+Result<void> CudaStage::run_layers(int n, uint32_t pos) {
+    if (n <= 0 || static_cast<uint32_t>(n) > std::max<uint32_t>(1, options_.n_batch) || pos + n > options_.n_ctx) {
+        return make_error(ErrorCode::internal, "the batch does not fit the stage's buffers or context");
+    }
+    const auto start = Clock::now();
+    PH_TRY(begin());
+    PH_TRY(set_position(pos));
+    Result<void> r = n == 1 && graphs_ ? run_decode_graph() : enqueue_layers(n);
+    if (r) r = finish("running the layers");
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+}
+
+Result<std::span<const float>> CudaStage::head(int row) {
+    if (!shard_.output) return make_error(ErrorCode::internal, "this device does not hold the output layer");
+    const auto start = Clock::now();
+    PH_TRY(begin());
+    const size_t w = width(Buffer::x);
+    if (row > 0) {
+        PH_TRY(check(cudaMemcpyAsync(buffer(Buffer::x), buffer(Buffer::x) + static_cast<size_t>(row) * w,
+                                     w * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+                     "selecting the last token"));
+    }
+    for (const DeviceOp& op : head_) PH_TRY(enqueue_op(op, 0, 1));
+    PH_TRY(check(cudaMemcpyAsync(host_logits_.data(), buffer(Buffer::logits), hp_.n_vocab * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "copying the logits"));
+    PH_TRY(finish("computing the logits"));
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return std::span<const float>(host_logits_.data(), hp_.n_vocab);
+}
+
+Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
+    const float* src = buffer(op.op->a);
+    float* dst = buffer(op.op->dst);
+    const auto type = static_cast<uint32_t>(op.type);
+    if (have_cublas_ && n >= kCublasMinTokens) {
+        auto* w16 = static_cast<uint16_t*>(f16_weights_.data());
+        auto* x16 = static_cast<uint16_t*>(f16_acts_.data());
+        PH_TRY(dequantize_device(op.type, op.weight, w16, DequantOutput::f16, op.in * op.rows, stream_));
+        PH_TRY(check(ph_f32_to_f16(src, x16, op.in * n, stream_), "converting activations"));
+        PH_TRY(cublas_.gemm_f16_f32(stream_, static_cast<int>(op.rows), n, static_cast<int>(op.in), w16, x16, dst));
+    } else {
+        PH_TRY(check(ph_matmul(type, op.weight, op.row_bytes, op.rows, op.in, src, op.in, dst, op.rows, n, stream_),
+                     fmt::format("multiplying by '{}'", op.op->weight)));
+    }
+    if (!op.all_reduce) return {};
+    PH_TRY(check(cudaStreamSynchronize(stream_), "a partial product"));
+    return shard_.comm->all_reduce_sum(shard_.rank, dst, static_cast<size_t>(op.rows) * static_cast<size_t>(n));
+}
+
+Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
+    const Op& op = *d.op;
+    const int64_t count = static_cast<int64_t>(width(op.dst)) * n;
+    const auto* values = static_cast<const float*>(d.weight);
+    switch (op.kind) {
+        case OpKind::rms_norm:
+            return check(ph_rms_norm(buffer(op.a), buffer(op.dst), values, static_cast<int64_t>(width(op.dst)), n,
+                                     hp_.rms_eps, stream_),
+                         "RMS norm");
+        case OpKind::head_rms_norm:
+            return check(ph_rms_norm(buffer(op.a), buffer(op.dst), values, hp_.head_dim,
+                                     static_cast<int64_t>(width(op.dst) / hp_.head_dim) * n, hp_.rms_eps, stream_),
+                         "per-head RMS norm");
+        case OpKind::matmul:
+            return enqueue_matmul(d, n);
+        case OpKind::add_bias:
+            return check(ph_add_bias(buffer(op.dst), values, static_cast<int64_t>(width(op.dst)), n, stream_), "bias");
+        case OpKind::rope: {
+            const arch::LayerAttention& la = program_.layers[layer];
+            return check(ph_rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n,
+                                 static_cast<int>(hp_.head_dim), static_cast<int>(hp_.rope_dims),
+                                 hp_.rope_layout == arch::RopeLayout::neox ? 1 : 0, la.rope_base, la.rope_freq_scale,
+                                 rope_freqs_, static_cast<const int32_t*>(pos_.data()), stream_),
+                         "RoPE");
+        }
+        case OpKind::attention: {
+            const size_t layer_bytes = size_t{options_.n_ctx} * kv_row_bytes_;
+            auto* k = static_cast<std::byte*>(kv_k_.data()) + (layer - layout_.first_layer) * layer_bytes;
+            auto* v = static_cast<std::byte*>(kv_v_.data()) + (layer - layout_.first_layer) * layer_bytes;
+            const auto* pos = static_cast<const int32_t*>(pos_.data());
+            PH_TRY(check(ph_kv_store(kv_type_, buffer(Buffer::k), buffer(Buffer::v), k, v, kv_row_bytes_,
+                                     static_cast<int64_t>(layout_.kv_width), n, pos, stream_),
+                         "storing keys and values"));
+            const float scale = op.value != 0 ? op.value : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
+            const int splits = n == 1 ? decode_splits_
+                                      : attention_splits(n, static_cast<int>(layout_.n_head), options_.n_ctx,
+                                                         multiprocessors_);
+            return check(ph_attention(kv_type_, buffer(Buffer::q), k, v, kv_row_bytes_, buffer(op.dst), n,
+                                      static_cast<int>(layout_.n_head), static_cast<int>(layout_.n_head_kv),
+                                      static_cast<int>(hp_.head_dim), scale, program_.layers[layer].window,
+                                      static_cast<int>(options_.n_ctx), splits, static_cast<float*>(partial_.data()),
+                                      pos, stream_),
+                         "attention");
+        }
+        case OpKind::swiglu:
+            return check(ph_swiglu(buffer(op.a), buffer(op.b), buffer(op.dst), count, stream_), "SwiGLU");
+        case OpKind::geglu:
+            return check(ph_geglu(buffer(op.a), buffer(op.b), buffer(op.dst), count, stream_), "GeGLU");
+        case OpKind::scale:
+            return check(ph_scale(buffer(op.a), buffer(op.dst), op.value, count, stream_), "scale");
+        case OpKind::add:
+            return check(ph_add(buffer(op.a), buffer(op.b), buffer(op.dst), count, stream_), "add");
+    }
+    return {};
+}
+
+DeviceUsage CudaStage::usage() const {
+    DeviceUsage u;
+    u.name = shard_.name;
+    u.part = describe_stage(hp_, layout_, shard_.embedding, shard_.output);
+    if (!have_cublas_ && !cublas_note_.empty()) u.part += " (prompts without cuBLAS)";
+    u.weight_bytes = weight_bytes_;
+    u.kv_cache_bytes = kv_bytes_;
+    u.scratch_bytes = scratch_bytes_;
+    u.planned_bytes = shard_.planned_bytes;
+    u.busy_seconds = busy_seconds_;
+    u.gpu_seconds = gpu_seconds_;
+    u.bandwidth_gb_s = bandwidth_gb_s_;
+    u.step_bytes = step_bytes_;
+    return u;
+}
+
+}  // namespace
+
+int attention_splits(int n_tokens, int n_head, uint32_t n_ctx, int multiprocessors) {
+    const int most = std::max(1, std::min(64, static_cast<int>(n_ctx / 128)));
+    const int blocks = std::max(1, n_tokens) * std::max(1, n_head);
+    const int wanted = (2 * std::max(1, multiprocessors) + blocks - 1) / blocks;
+    if (n_tokens <= 1) return most;
+    return std::clamp(wanted, 1, most);
+}
+
+Result<std::unique_ptr<DeviceStage>> create_cuda_stage(const GgufModel& model, const arch::Hparams& hparams,
+                                                       const arch::StepProgram& program,
+                                                       const CudaStageOptions& options, const CudaShard& shard) {
+    if (options.n_ctx == 0) return make_error(ErrorCode::invalid_argument, "the context length must be at least 1");
+    auto stage = std::make_unique<CudaStage>(hparams, program, options, shard);
+    Result<void> ready = stage->init(model);
+    if (!ready) return ready.error();
+    return std::unique_ptr<DeviceStage>(std::move(stage));
+}
+
+}  // namespace powerhouse::cuda

@@ -1,0 +1,132 @@
+#include "model/model_devices.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <map>
+
+#ifdef POWERHOUSE_HAS_CUDA
+#include "backend/cuda/cuda_runtime.h"
+#endif
+
+namespace powerhouse {
+
+namespace {
+
+#ifdef POWERHOUSE_HAS_CUDA
+// "0,2" -> {0, 2}.
+Result<std::vector<int>> parse_indices(const std::string& spec, const std::string& list) {
+    std::vector<int> out;
+    size_t at = 0;
+    while (at <= list.size()) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        int value = -1;
+        const char* begin = list.data() + at;
+        const char* end = list.data() + comma;
+        const auto [ptr, ec] = std::from_chars(begin, end, value);
+        if (ec != std::errc() || ptr != end || value < 0 || value > 255) {
+            return make_error(ErrorCode::invalid_argument,
+                              fmt::format("'{}' does not name GPUs: write cuda for all of them, or cuda:0,1 with the "
+                                          "GPU numbers `powerhouse-cli gpus` shows",
+                                          spec));
+        }
+        out.push_back(value);
+        at = comma + 1;
+    }
+    if (out.size() > 16) return make_error(ErrorCode::invalid_argument, "at most 16 GPU shards");
+    return out;
+}
+
+Result<ModelDevices> gpu_devices(const std::string& spec, const std::string& list) {
+    std::vector<int> indices;
+    if (!list.empty()) {
+        Result<std::vector<int>> parsed = parse_indices(spec, list);
+        if (!parsed) return parsed.error();
+        indices = *parsed;
+    }
+    Result<std::vector<cuda::CudaDeviceInfo>> gpus = cuda::cuda_devices(true);
+    if (!gpus) {
+        return make_error(ErrorCode::unsupported, fmt::format("no NVIDIA GPU can be used ({}); use the CPU instead "
+                                                              "(devices: cpu)",
+                                                              gpus.error().message));
+    }
+    if (list.empty()) {
+        for (const auto& g : *gpus) indices.push_back(g.index);
+    }
+    std::map<int, int> shards;  // GPU -> shards on it
+    for (int i : indices) {
+        if (i >= static_cast<int>(gpus->size())) {
+            return make_error(ErrorCode::invalid_argument, fmt::format("there is no GPU {}: this machine has {} ({})", i,
+                                                                       gpus->size(), spec));
+        }
+        ++shards[i];
+    }
+    ModelDevices out;
+    out.cuda = true;
+    for (int i : indices) {
+        const cuda::CudaDeviceInfo& g = (*gpus)[static_cast<size_t>(i)];
+        const auto share = static_cast<uint64_t>(shards[i]);
+        DeviceDesc d;
+        d.name = shards[i] > 1 ? fmt::format("{} (shard)", g.name) : g.name;
+        d.uuid = g.uuid;
+        d.total_bytes = g.total_memory / share;
+        d.free_bytes = g.free_memory / share;
+        const double bandwidth = cuda::peak_memory_bandwidth(g) / 1e9;
+        d.bandwidth_gb_s = (bandwidth > 0 ? bandwidth : guess_bandwidth_gb_s(g.name)) / static_cast<double>(share);
+        out.descs.push_back(std::move(d));
+        out.cuda_index.push_back(i);
+    }
+    return out;
+}
+#endif
+
+}  // namespace
+
+bool built_with_cuda() {
+#ifdef POWERHOUSE_HAS_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
+Result<ModelDevices> model_devices(const std::string& spec) {
+    const bool cuda = spec == "cuda" || spec.rfind("cuda:", 0) == 0;
+    if (cuda || spec == "auto") {
+#ifdef POWERHOUSE_HAS_CUDA
+        const std::string list = cuda ? spec.substr(std::min<size_t>(spec.size(), 5)) : std::string();
+        if (spec == "cuda:") return parse_indices(spec, "").error();
+        if (cuda) return gpu_devices(spec, list);
+        if (Result<void> ok = cuda::cuda_available(); ok) return gpu_devices(spec, list);
+        else {
+            Result<std::vector<DeviceDesc>> cpu = cpu_devices("cpu");
+            if (!cpu) return cpu.error();
+            ModelDevices out;
+            out.descs = *cpu;
+            out.why_cpu = ok.error().message;
+            return out;
+        }
+#else
+        if (cuda) {
+            return make_error(ErrorCode::unsupported, "this build of Powerhouse has no CUDA backend (it was built "
+                                                      "without nvcc); use devices cpu, or rebuild with the CUDA toolkit");
+        }
+        Result<std::vector<DeviceDesc>> cpu = cpu_devices("cpu");
+        if (!cpu) return cpu.error();
+        ModelDevices out;
+        out.descs = *cpu;
+        out.why_cpu = "this build has no CUDA backend";
+        return out;
+#endif
+    }
+    Result<std::vector<DeviceDesc>> cpu = cpu_devices(spec);
+    if (!cpu) {
+        return make_error(cpu.error().code, cpu.error().message + "; or cuda, cuda:0,1 for GPUs, auto for GPUs when "
+                                                                  "there are any");
+    }
+    ModelDevices out;
+    out.descs = *cpu;
+    return out;
+}
+
+}  // namespace powerhouse

@@ -1,0 +1,31 @@
+// Which devices a model loads onto, from ModelOptions::devices:
+//   ""/"cpu"       one CPU device;  "cpu:N"  N virtual CPU devices (split paths without a GPU)
+//   "cuda"         every NVIDIA GPU; "cuda:0,2"  those GPUs (CUDA device indices);
+//   "cuda:0,0"     two shards on GPU 0, each with half of its memory (the split paths on one GPU)
+//   "auto"         every NVIDIA GPU when one can be used, else the CPU
+// A build without the CUDA backend refuses "cuda" and reads "auto" as the CPU.
+//
+// Thread-safety: pure apart from the device queries.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "powerhouse/plan.h"
+#include "powerhouse/result.h"
+
+namespace powerhouse {
+
+struct ModelDevices {
+    bool cuda = false;
+    std::vector<DeviceDesc> descs;  // for the planner, one per shard
+    std::vector<int> cuda_index;    // cuda: the CUDA device of each shard
+    std::string why_cpu;            // "auto" that fell back to the CPU: the reason
+};
+
+Result<ModelDevices> model_devices(const std::string& spec);
+
+// Whether this build has the CUDA backend.
+bool built_with_cuda();
+
+}  // namespace powerhouse
