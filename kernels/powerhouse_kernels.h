@@ -48,7 +48,7 @@ int ph_matmul_supported(uint32_t ggml_type_id);
 // path: for t < n_tokens and r < rows,
 //   y[t * y_stride + r] = sum over i < in of W[r][i] * x[t * x_stride + i]
 // where row r of W holds `in` elements of the type at w + r * row_stride bytes (in a
-// multiple of the block size). One warp per row; each weight block is decoded once for up
+// multiple of the block size, and of 8 for F32/F16/BF16, as every model width is). One warp per row; each weight block is decoded once for up
 // to 8 tokens, so larger batches loop over groups of 8 (prompts take ph_f32_to_f16 +
 // a cuBLAS GEMM instead when cuBLAS is there). Products are summed in f32 with FMAs: the
 // result differs from the CPU reference only by rounding order (and the CPU's 8-bit
@@ -96,7 +96,9 @@ enum { PH_KV_F16 = 0, PH_KV_Q8_0 = 1 };
 
 // Writes the keys and values of n_tokens tokens (k, v: [n_tokens][width] f32) at
 // positions *pos0 .. *pos0 + n_tokens - 1 of one layer's cache ([n_ctx][row_bytes] each):
-// F16 rows, or Q8_0 rows (width a multiple of 32) quantized as ggml's quantize_row_q8_0.
+// F16 rows, or Q8_0 rows (width a multiple of 32) quantized as the CPU backend quantizes
+// activations (and llama.cpp's AVX2 path): scale amax / 127, values times 127 / amax
+// rounded to nearest even.
 int ph_kv_store(int kv_type, const float* k, const float* v, void* k_cache, void* v_cache, size_t row_bytes,
                 int64_t width, int n_tokens, const int32_t* pos0, cudaStream_t stream);
 

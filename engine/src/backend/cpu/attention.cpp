@@ -25,7 +25,9 @@ void KvCache::store(uint32_t layer, uint32_t pos, const float* k, const float* v
     std::byte* vd = v_.data() + offset(layer, pos);
     if (type_ == KvCacheType::q8_0) {
         // Q8_0 weights and Q8_0 activations are the same format: the activation quantizer
-        // rounds as ggml's quantize_row_q8_0 does.
+        // rounds as ggml's x86 (AVX2) quantize_row_q8_0 does, which llama.cpp's CPU backend
+        // uses for the cache: scale 127 / amax, ties to even (its scalar reference rounds
+        // ties away from zero).
         quantize_activations(GgmlType::q8_0, k, kd, static_cast<int64_t>(width_));
         quantize_activations(GgmlType::q8_0, v, vd, static_cast<int64_t>(width_));
         return;

@@ -1,0 +1,1079 @@
+// The CUDA launchers of the decode step (kernels/powerhouse_kernels.h, after "Matrix
+// products") against the engine's CPU code, called directly with device buffers:
+//  - ph_matmul for every weight type against dequantize_row (tensor/dequantize.h) dotted
+//    with the activations in double, rows cut from a wider matrix, strided x and y;
+//  - ph_f32_to_f16 bit for bit against f32_to_f16 (tensor/half.h) on every f16 value, every
+//    rounding tie and its neighbours, and random f32 bit patterns;
+//  - ph_rms_norm, ph_swiglu against the CPU backend's plain kernels (backend/cpu/vec.h);
+//    ph_add, ph_scale, ph_add_bias, ph_accumulate exactly; ph_geglu against its formula
+//    in double;
+//  - ph_rope against a copy of the CPU backend's RoPE (CpuStage::rope), both layouts,
+//    partial rotary, frequency factors, positions read from the device;
+//  - ph_get_rows against dequantize_row, bit for bit;
+//  - ph_kv_store against the CPU KvCache's bytes (exact ties of Q8_0 may round either way)
+//    and ph_attention against cpu::attention (backend/cpu/attention.h) over both cache
+//    types, GQA, sliding windows and splits, with empty and cut-short chunks;
+//  - ph_argmax against a planted maximum and equal maxima.
+// Each tolerance is derived where it is used. Without a usable GPU these tests skip with
+// the reason (gpu_test.h). The argument checks that the launchers make before touching the
+// GPU run everywhere.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/quant_dot.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vec.h"
+#include "backend/cuda/cuda_runtime.h"
+#include "kernels/gpu_test.h"
+#include "powerhouse/model_info.h"
+#include "powerhouse_kernels.h"
+#include "tensor/dequantize.h"
+#include "tensor/dtype.h"
+#include "tensor/half.h"
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
+
+namespace powerhouse {
+
+// Test names and messages show "Q4_K" rather than the enum's bytes.
+[[maybe_unused]] static void PrintTo(GgmlType type, std::ostream* os) {
+    *os << type_traits(type).name;
+}
+
+namespace {
+
+using test::GpuTest;
+
+const std::vector<GgmlType> kTypes = {GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
+                                      GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
+                                      GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k};
+
+uint32_t type_id(GgmlType type) {
+    return static_cast<uint32_t>(type);
+}
+
+// --- device memory and launches (test glue: CUDA API errors throw, and GoogleTest reports
+// them as a failure of the running test) ----------------------------------------------
+
+template <class T>
+class DeviceArray {
+public:
+    explicit DeviceArray(size_t n) : n_(n) {
+        auto buffer = cuda::DeviceBuffer::allocate(n * sizeof(T));
+        if (!buffer) throw std::runtime_error(buffer.error().message);
+        buffer_ = std::move(buffer).value();
+    }
+    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) { upload(host); }
+
+    T* get() { return static_cast<T*>(buffer_.data()); }
+    size_t size() const { return n_; }
+
+    void upload(const std::vector<T>& host) {
+        if (host.size() != n_) throw std::logic_error("upload of a different size");
+        if (auto r = buffer_.upload(host.data(), n_ * sizeof(T)); !r) throw std::runtime_error(r.error().message);
+    }
+    std::vector<T> download() const {
+        std::vector<T> host(n_);
+        if (auto r = buffer_.download(host.data(), n_ * sizeof(T)); !r) throw std::runtime_error(r.error().message);
+        return host;
+    }
+
+private:
+    size_t n_;
+    cuda::DeviceBuffer buffer_;
+};
+
+// A launcher's status, then the kernel's own errors (waiting for the device).
+::testing::AssertionResult ran(int status) {
+    if (status != 0) return ::testing::AssertionFailure() << cuda::cuda_error(status, "launch").message;
+    if (auto done = cuda::cuda_synchronize(); !done) return ::testing::AssertionFailure() << done.error().message;
+    return ::testing::AssertionSuccess();
+}
+
+std::vector<float> uniform(size_t n, float lo, float hi, std::mt19937& rng) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+// --- comparisons ---------------------------------------------------------------------------
+
+// |actual[i] - expected[i]| <= tolerance[i] everywhere (NaN fails); names the worst element.
+::testing::AssertionResult all_close(const std::vector<double>& expected, const std::vector<float>& actual,
+                                     const std::vector<double>& tolerance) {
+    if (expected.size() != actual.size() || expected.size() != tolerance.size()) {
+        return ::testing::AssertionFailure() << "sizes differ";
+    }
+    size_t bad = 0;
+    size_t worst = 0;
+    double worst_ratio = -1;
+    for (size_t i = 0; i < expected.size(); ++i) {
+        const double err = std::fabs(static_cast<double>(actual[i]) - expected[i]);
+        const double ratio = std::isnan(err) ? std::numeric_limits<double>::infinity() : err / tolerance[i];
+        if (!(err <= tolerance[i])) ++bad;
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            worst = i;
+        }
+    }
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << bad << " of " << expected.size() << " elements out of tolerance; worst at "
+                                         << worst << ": expected " << expected[worst] << ", got " << actual[worst]
+                                         << ", tolerance " << tolerance[worst];
+}
+
+// Bit-identical float arrays; names the first difference.
+::testing::AssertionResult same_floats(const std::vector<float>& expected, const std::vector<float>& actual) {
+    if (expected.size() != actual.size()) return ::testing::AssertionFailure() << "sizes differ";
+    size_t bad = 0;
+    size_t first = expected.size();
+    for (size_t i = 0; i < expected.size(); ++i) {
+        if (std::memcmp(&expected[i], &actual[i], sizeof(float)) != 0) {
+            if (bad++ == 0) first = i;
+        }
+    }
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << bad << " of " << expected.size() << " elements differ; first at " << first
+                                         << ": expected " << expected[first] << ", got " << actual[first];
+}
+
+::testing::AssertionResult same_bytes(const std::vector<uint8_t>& expected, const std::vector<uint8_t>& actual,
+                                      size_t row_bytes) {
+    if (expected.size() != actual.size()) return ::testing::AssertionFailure() << "sizes differ";
+    size_t bad = 0;
+    size_t first = expected.size();
+    for (size_t i = 0; i < expected.size(); ++i) {
+        if (expected[i] != actual[i] && bad++ == 0) first = i;
+    }
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << bad << " of " << expected.size() << " bytes differ; first in row "
+                                         << first / row_bytes << " at byte " << first % row_bytes << ": expected "
+                                         << int{expected[first]} << ", got " << int{actual[first]};
+}
+
+// --- ph_matmul --------------------------------------------------------------------------------
+
+class MatmulKernel : public GpuTest, public ::testing::WithParamInterface<GgmlType> {};
+
+TEST_P(MatmulKernel, MatchesDequantizedRowsDottedInDouble) {
+    const GgmlType type = GetParam();
+    const TypeTraits& traits = type_traits(type);
+    const auto bs = static_cast<int64_t>(traits.block_size);
+    const int64_t rows = 37;  // one warp per row: not a multiple of any block of warps
+    std::mt19937 rng(4242u + static_cast<uint32_t>(type));
+    for (const int64_t in : {2 * std::max<int64_t>(bs, 8), int64_t{1280}, int64_t{4352}}) {
+        // Each stored row holds `cut` elements, the `in` multiplied here, then `cut` more:
+        // the column slice of a wider matrix that tensor split gives a rank (rows
+        // row_stride apart, the slice starting `cut` elements in). Also the packed case.
+        for (const bool slice : {false, true}) {
+            const int64_t cut = slice ? (bs == 1 ? 8 : bs) : 0;
+            const int64_t full = in + 2 * cut;
+            const size_t row_stride = row_bytes(traits, static_cast<uint64_t>(full));
+            const size_t offset = row_bytes(traits, static_cast<uint64_t>(cut));
+            std::vector<uint8_t> w(row_stride * rows);
+            std::vector<float> weights(static_cast<size_t>(rows * in));  // [rows][in] the decoded slice
+            for (int64_t r = 0; r < rows; ++r) {
+                const std::vector<float> values = uniform(static_cast<size_t>(full), -1.0f, 1.0f, rng);
+                uint8_t* row = w.data() + static_cast<size_t>(r) * row_stride;
+                quantize_row(type, values.data(), row, full);
+                dequantize_row(type, row + offset, weights.data() + r * in, in);
+            }
+            DeviceArray<uint8_t> w_dev(w);
+            for (const int n_tokens : {1, 3, 8, 13}) {
+                SCOPED_TRACE("in " + std::to_string(in) + (slice ? ", column slice" : ", packed") + ", " +
+                             std::to_string(n_tokens) + " tokens");
+                // x: [n_tokens][x_stride], y: [n_tokens][y_stride]. The gaps of x hold NaN,
+                // which would reach any output that read them; the gaps of y must keep
+                // their sentinel.
+                const int64_t x_stride = (in + 3) / 4 * 4 + 36;
+                const int64_t y_stride = rows + 11;
+                std::vector<float> x(static_cast<size_t>(n_tokens * x_stride), std::nanf(""));
+                for (int t = 0; t < n_tokens; ++t) {
+                    const std::vector<float> xt = uniform(static_cast<size_t>(in), -1.0f, 1.0f, rng);
+                    std::copy(xt.begin(), xt.end(), x.begin() + t * x_stride);
+                }
+                const float sentinel = 1234.5f;
+                DeviceArray<float> x_dev(x);
+                DeviceArray<float> y_dev(std::vector<float>(static_cast<size_t>(n_tokens * y_stride), sentinel));
+                ASSERT_TRUE(ran(ph_matmul(type_id(type), w_dev.get() + offset, row_stride, rows, in, x_dev.get(),
+                                          x_stride, y_dev.get(), y_stride, n_tokens, nullptr)));
+                const std::vector<float> y = y_dev.download();
+                // The GPU sums f32 products with FMAs in its own order: its rounding error is
+                // a few units of 2^-24 of the sum of |products|, far inside 1e-5 of it.
+                std::vector<double> expected, tolerance;
+                std::vector<float> actual;
+                for (int t = 0; t < n_tokens; ++t) {
+                    for (int64_t r = 0; r < y_stride; ++r) {
+                        const float got = y[static_cast<size_t>(t * y_stride + r)];
+                        if (r >= rows) {
+                            ASSERT_EQ(got, sentinel) << "y written outside its rows: token " << t << ", element " << r;
+                            continue;
+                        }
+                        double sum = 0, magnitude = 0;
+                        for (int64_t i = 0; i < in; ++i) {
+                            const double p = static_cast<double>(weights[static_cast<size_t>(r * in + i)]) *
+                                             static_cast<double>(x[static_cast<size_t>(t * x_stride + i)]);
+                            sum += p;
+                            magnitude += std::fabs(p);
+                        }
+                        expected.push_back(sum);
+                        tolerance.push_back(1e-5 * magnitude + 1e-6);
+                        actual.push_back(got);
+                    }
+                }
+                EXPECT_TRUE(all_close(expected, actual, tolerance));
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulKernel, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<GgmlType>& param_info) {
+                             return std::string(type_traits(param_info.param).name);
+                         });
+
+// --- ph_f32_to_f16 ------------------------------------------------------------------------
+
+float from_bits(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+// Every finite f16 value of both signs, the midpoint to the next one (a rounding tie, also
+// into the subnormals and the overflow to inf at 65520) with its two f32 neighbours, edge
+// values, and random finite f32 bit patterns of every exponent.
+std::vector<float> f16_conversion_inputs(std::mt19937& rng) {
+    std::vector<float> v = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            65504.0f,
+                            65519.99f,
+                            65520.0f,
+                            -65520.0f,
+                            65536.0f,
+                            1e10f,
+                            -3e38f,
+                            FLT_MAX,
+                            FLT_MIN,
+                            from_bits(1),
+                            -from_bits(1),
+                            0x1p-24f,
+                            0x1p-25f,
+                            0x1.8p-25f,
+                            0x1p-26f,
+                            0x1p-14f,
+                            0x1.ffcp-15f,
+                            1.00048828125f,
+                            1.00146484375f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity()};
+    for (uint32_t h = 0; h < 0x7c00u; ++h) {
+        const float a = f16_to_f32(static_cast<uint16_t>(h));
+        std::vector<float> around = {a};
+        if (h + 1 < 0x7c00u) {
+            const float mid = (a + f16_to_f32(static_cast<uint16_t>(h + 1))) / 2;  // exact in f32
+            around.insert(around.end(), {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)});
+        }
+        for (const float f : around) {
+            v.push_back(f);
+            v.push_back(-f);
+        }
+    }
+    for (int i = 0; i < 50000; ++i) {
+        uint32_t u = static_cast<uint32_t>(rng());
+        if ((u & 0x7f800000u) == 0x7f800000u) u &= ~0x00800000u;  // keep it finite
+        v.push_back(from_bits(u));
+    }
+    return v;
+}
+
+class F16ConversionKernel : public GpuTest {};
+
+TEST_F(F16ConversionKernel, RoundsToNearestEvenAsTheEngine) {
+    std::mt19937 rng(16);
+    std::vector<float> x = f16_conversion_inputs(rng);
+    const size_t n_finite = x.size();
+    for (const uint32_t nan : {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fa00000u}) x.push_back(from_bits(nan));
+    DeviceArray<float> x_dev(x);
+    DeviceArray<uint16_t> y_dev(x.size());
+    ASSERT_TRUE(ran(ph_f32_to_f16(x_dev.get(), y_dev.get(), static_cast<int64_t>(x.size()), nullptr)));
+    const std::vector<uint16_t> y = y_dev.download();
+    size_t bad = 0;
+    for (size_t i = 0; i < n_finite; ++i) {
+        const uint16_t expected = f32_to_f16(x[i]);
+        if (y[i] != expected && bad++ < 10) {
+            ADD_FAILURE() << "f32 0x" << std::hex << std::bit_cast<uint32_t>(x[i]) << " (" << std::dec << x[i]
+                          << "): expected f16 0x" << std::hex << expected << ", got 0x" << y[i];
+        }
+    }
+    EXPECT_EQ(bad, 0u) << "of " << n_finite;
+    // NaN payloads are not compared; a NaN stays a NaN.
+    for (size_t i = n_finite; i < x.size(); ++i) {
+        EXPECT_TRUE((y[i] & 0x7c00u) == 0x7c00u && (y[i] & 0x03ffu) != 0) << "NaN became 0x" << std::hex << y[i];
+    }
+}
+
+// --- element-wise and normalization ---------------------------------------------------------
+
+class ElementwiseKernel : public GpuTest {};
+
+TEST_F(ElementwiseKernel, RmsNormMatchesCpuRow) {
+    std::mt19937 rng(3);
+    const int64_t rows = 3;
+    for (const int64_t n : {int64_t{64}, int64_t{576}, int64_t{4096 + 32}}) {
+        for (const bool in_place : {false, true}) {
+            SCOPED_TRACE("n " + std::to_string(n) + (in_place ? ", in place" : ", out of place"));
+            // Rows of very different magnitudes, so that each must take its own mean.
+            std::vector<float> x = uniform(static_cast<size_t>(rows * n), -1.0f, 1.0f, rng);
+            for (int64_t i = 0; i < n; ++i) {
+                x[static_cast<size_t>(n + i)] *= 1e-3f;
+                x[static_cast<size_t>(2 * n + i)] *= 50.0f;
+            }
+            const std::vector<float> weight = uniform(static_cast<size_t>(n), 0.5f, 1.5f, rng);
+            const float eps = 1e-5f;
+            std::vector<float> expected_f(x.size());
+            for (int64_t r = 0; r < rows; ++r) {
+                cpu::rms_norm_row(cpu::KernelIsa::scalar, x.data() + r * n, expected_f.data() + r * n, weight.data(), n,
+                                  eps);
+            }
+            DeviceArray<float> x_dev(x);
+            DeviceArray<float> w_dev(weight);
+            DeviceArray<float> y_dev(x.size());
+            float* y = in_place ? x_dev.get() : y_dev.get();
+            ASSERT_TRUE(ran(ph_rms_norm(x_dev.get(), y, w_dev.get(), n, rows, eps, nullptr)));
+            const std::vector<float> got = in_place ? x_dev.download() : y_dev.download();
+            if (!in_place) {
+                EXPECT_TRUE(same_floats(x, x_dev.download())) << "the input changed";
+            }
+            std::vector<double> expected(expected_f.begin(), expected_f.end());
+            std::vector<double> tolerance(expected.size());
+            for (size_t i = 0; i < expected.size(); ++i) tolerance[i] = 1e-5 * std::fabs(expected[i]) + 1e-30;
+            EXPECT_TRUE(all_close(expected, got, tolerance));
+        }
+    }
+}
+
+// Sizes of the element-wise tests: one element, a vector tail, many blocks and a tail.
+const int64_t kSizes[] = {1, 7, 1000003};
+
+TEST_F(ElementwiseKernel, AddIsExactAlsoInPlace) {
+    std::mt19937 rng(5);
+    for (const int64_t n : kSizes) {
+        SCOPED_TRACE("n " + std::to_string(n));
+        const std::vector<float> a = uniform(static_cast<size_t>(n), -100.0f, 100.0f, rng);
+        const std::vector<float> b = uniform(static_cast<size_t>(n), -1.0f, 1.0f, rng);
+        std::vector<float> sum(a.size());
+        for (size_t i = 0; i < a.size(); ++i) sum[i] = a[i] + b[i];
+        DeviceArray<float> a_dev(a), b_dev(b), y_dev(a.size());
+        ASSERT_TRUE(ran(ph_add(a_dev.get(), b_dev.get(), y_dev.get(), n, nullptr)));
+        EXPECT_TRUE(same_floats(sum, y_dev.download())) << "y = a + b";
+        ASSERT_TRUE(ran(ph_add(a_dev.get(), b_dev.get(), a_dev.get(), n, nullptr)));
+        EXPECT_TRUE(same_floats(sum, a_dev.download())) << "a = a + b";
+        a_dev.upload(a);
+        ASSERT_TRUE(ran(ph_add(a_dev.get(), b_dev.get(), b_dev.get(), n, nullptr)));
+        EXPECT_TRUE(same_floats(sum, b_dev.download())) << "b = a + b";
+    }
+}
+
+TEST_F(ElementwiseKernel, ScaleIsExact) {
+    std::mt19937 rng(6);
+    for (const int64_t n : kSizes) {
+        for (const float value : {0.125f, -3.3f, 0.0f}) {
+            SCOPED_TRACE("n " + std::to_string(n) + ", value " + std::to_string(value));
+            const std::vector<float> a = uniform(static_cast<size_t>(n), -10.0f, 10.0f, rng);
+            std::vector<float> expected(a.size());
+            for (size_t i = 0; i < a.size(); ++i) expected[i] = a[i] * value;
+            DeviceArray<float> a_dev(a), y_dev(a.size());
+            ASSERT_TRUE(ran(ph_scale(a_dev.get(), y_dev.get(), value, n, nullptr)));
+            EXPECT_TRUE(same_floats(expected, y_dev.download()));
+        }
+    }
+}
+
+TEST_F(ElementwiseKernel, AddBiasIsExactOnEveryRow) {
+    std::mt19937 rng(7);
+    for (const auto& [width, rows] : {std::pair<int64_t, int64_t>{1, 7}, {4096 + 3, 5}, {576, 1}}) {
+        SCOPED_TRACE("width " + std::to_string(width) + ", rows " + std::to_string(rows));
+        const std::vector<float> y = uniform(static_cast<size_t>(width * rows), -5.0f, 5.0f, rng);
+        const std::vector<float> bias = uniform(static_cast<size_t>(width), -1.0f, 1.0f, rng);
+        std::vector<float> expected = y;
+        for (size_t i = 0; i < expected.size(); ++i) expected[i] += bias[i % static_cast<size_t>(width)];
+        DeviceArray<float> y_dev(y), bias_dev(bias);
+        ASSERT_TRUE(ran(ph_add_bias(y_dev.get(), bias_dev.get(), width, rows, nullptr)));
+        EXPECT_TRUE(same_floats(expected, y_dev.download()));
+    }
+}
+
+TEST_F(ElementwiseKernel, AccumulateIsExact) {
+    std::mt19937 rng(8);
+    for (const int64_t n : kSizes) {
+        SCOPED_TRACE("n " + std::to_string(n));
+        const std::vector<float> dst = uniform(static_cast<size_t>(n), -3.0f, 3.0f, rng);
+        const std::vector<float> src = uniform(static_cast<size_t>(n), -3.0f, 3.0f, rng);
+        std::vector<float> expected(dst.size());
+        for (size_t i = 0; i < dst.size(); ++i) expected[i] = dst[i] + src[i];
+        DeviceArray<float> dst_dev(dst), src_dev(src);
+        ASSERT_TRUE(ran(ph_accumulate(dst_dev.get(), src_dev.get(), n, nullptr)));
+        EXPECT_TRUE(same_floats(expected, dst_dev.download()));
+        EXPECT_TRUE(same_floats(src, src_dev.download())) << "src changed";
+    }
+}
+
+TEST_F(ElementwiseKernel, SwigluMatchesCpu) {
+    std::mt19937 rng(9);
+    const size_t n = 100003;
+    std::vector<float> a = {0.0f, -0.0f, 1e-3f, -1e-3f, 30.0f, -30.0f, -88.0f, 88.0f};
+    const std::vector<float> rest = uniform(n - a.size(), -20.0f, 20.0f, rng);
+    a.insert(a.end(), rest.begin(), rest.end());
+    const std::vector<float> b = uniform(n, -3.0f, 3.0f, rng);
+    std::vector<float> expected_f(n);
+    cpu::swiglu(cpu::KernelIsa::scalar, a.data(), b.data(), expected_f.data(), n);
+    DeviceArray<float> a_dev(a), b_dev(b), y_dev(n);
+    ASSERT_TRUE(ran(ph_swiglu(a_dev.get(), b_dev.get(), y_dev.get(), static_cast<int64_t>(n), nullptr)));
+    const std::vector<double> expected(expected_f.begin(), expected_f.end());
+    std::vector<double> tolerance(n);
+    // exp and a division differ by a few ulp between libm and the GPU; the absolute term
+    // covers a far in the negative tail, where silu(a) is below 1e-7.
+    for (size_t i = 0; i < n; ++i) tolerance[i] = 1e-5 * std::fabs(expected[i]) + 1e-7;
+    EXPECT_TRUE(all_close(expected, y_dev.download(), tolerance));
+}
+
+TEST_F(ElementwiseKernel, GegluMatchesTanhFormulaAndSaturatesBeyondTen) {
+    std::mt19937 rng(10);
+    const size_t n = 100003;
+    std::vector<float> a = {10.5f, -10.5f, 11.0f, -11.0f, 50.0f, -50.0f, 1e4f, -1e4f, 10.001f, -10.001f, 0.0f, -0.0f};
+    for (float x = -12.0f; x < 12.0f; x += 0.0371f) a.push_back(x);
+    const std::vector<float> rest = uniform(n - a.size(), -12.0f, 12.0f, rng);
+    a.insert(a.end(), rest.begin(), rest.end());
+    const std::vector<float> b = uniform(n, -3.0f, 3.0f, rng);
+    DeviceArray<float> a_dev(a), b_dev(b), y_dev(n);
+    ASSERT_TRUE(ran(ph_geglu(a_dev.get(), b_dev.get(), y_dev.get(), static_cast<int64_t>(n), nullptr)));
+    const std::vector<float> y = y_dev.download();
+    std::vector<double> expected, tolerance;
+    std::vector<float> actual;
+    for (size_t i = 0; i < n; ++i) {
+        if (a[i] > 10.0f) {
+            ASSERT_EQ(y[i], a[i] * b[i]) << "gelu(" << a[i] << ") must be exactly " << a[i];
+        } else if (a[i] < -10.0f) {
+            ASSERT_EQ(y[i], 0.0f) << "gelu(" << a[i] << ") must be exactly 0";
+        } else {
+            const double x = a[i];
+            const double gelu = 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * x * (1.0 + 0.044715 * x * x)));
+            expected.push_back(gelu * b[i]);
+            // 1e-5 relative, and absolute in units of |b|: where tanh is near -1 (x < -3)
+            // an f32 1 + tanh keeps few digits, but gelu(x) there is below 1e-2.
+            tolerance.push_back(1e-5 * (std::fabs(gelu * b[i]) + std::fabs(b[i])));
+            actual.push_back(y[i]);
+        }
+    }
+    EXPECT_TRUE(all_close(expected, actual, tolerance));
+}
+
+// --- ph_rope ----------------------------------------------------------------------------------
+
+// CpuStage::rope (backend/cpu/cpu_backend.cpp) over [n_tokens][n_heads][head_dim] at
+// positions pos0 + t: ggml's angles, theta *= base^(-2 / rope_dims) in f32 pair by pair.
+void rope_reference(std::vector<float>& data, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, bool neox,
+                    float base, float freq_scale, const float* freq_factors, int32_t pos0) {
+    const auto dims = static_cast<uint32_t>(rope_dims);
+    const float theta_scale = std::pow(base, -2.0f / static_cast<float>(dims));
+    std::vector<float> cos_sin(dims);
+    for (int t = 0; t < n_tokens; ++t) {
+        float theta = static_cast<float>(pos0 + t);
+        for (uint32_t i = 0; i < dims; i += 2) {
+            const float ff = freq_factors != nullptr ? freq_factors[i / 2] : 1.0f;
+            const float angle = freq_scale * (theta / ff);
+            cos_sin[i] = std::cos(angle);
+            cos_sin[i + 1] = std::sin(angle);
+            theta *= theta_scale;
+        }
+        for (int64_t h = 0; h < n_heads; ++h) {
+            float* x = data.data() + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
+            for (uint32_t i = 0; i < dims; i += 2) {
+                const uint32_t i0 = neox ? i / 2 : i;
+                const uint32_t i1 = neox ? i / 2 + dims / 2 : i + 1;
+                const float x0 = x[i0];
+                const float x1 = x[i1];
+                x[i0] = x0 * cos_sin[i] - x1 * cos_sin[i + 1];
+                x[i1] = x0 * cos_sin[i + 1] + x1 * cos_sin[i];
+            }
+        }
+    }
+}
+
+class RopeKernel : public GpuTest {};
+
+TEST_F(RopeKernel, MatchesCpuRope) {
+    struct Shape {
+        int head_dim, rope_dims;
+        float base, freq_scale;
+    };
+    // Llama 3 (full rotary), and a partial rotary head (the last half of each head untouched).
+    const Shape shapes[] = {{128, 128, 500000.0f, 1.0f}, {128, 64, 10000.0f, 0.25f}};
+    const int64_t n_heads = 3;
+    std::mt19937 rng(11);
+    for (const Shape& s : shapes) {
+        const std::vector<float> factors = uniform(static_cast<size_t>(s.rope_dims / 2), 1.0f, 32.0f, rng);
+        DeviceArray<float> factors_dev(factors);
+        for (const bool neox : {false, true}) {
+            for (const bool with_factors : {false, true}) {
+                for (const int32_t pos0 : {0, 1000}) {
+                    for (const int n_tokens : {1, 5}) {
+                        SCOPED_TRACE("head_dim " + std::to_string(s.head_dim) + ", rope_dims " +
+                                     std::to_string(s.rope_dims) + (neox ? ", NeoX" : ", normal") +
+                                     (with_factors ? ", freq_factors" : "") + ", pos0 " + std::to_string(pos0) + ", " +
+                                     std::to_string(n_tokens) + " tokens");
+                        const std::vector<float> x =
+                            uniform(static_cast<size_t>(n_tokens * n_heads * s.head_dim), -1.0f, 1.0f, rng);
+                        std::vector<float> expected_f = x;
+                        rope_reference(expected_f, n_heads, n_tokens, s.head_dim, s.rope_dims, neox, s.base,
+                                       s.freq_scale, with_factors ? factors.data() : nullptr, pos0);
+                        DeviceArray<float> x_dev(x);
+                        DeviceArray<int32_t> pos_dev(std::vector<int32_t>{pos0});
+                        ASSERT_TRUE(ran(ph_rope(x_dev.get(), n_heads, n_tokens, s.head_dim, s.rope_dims, neox ? 1 : 0,
+                                                s.base, s.freq_scale, with_factors ? factors_dev.get() : nullptr,
+                                                pos_dev.get(), nullptr)));
+                        const std::vector<float> got = x_dev.download();
+                        // Angles reach 1004 rad, where an f32 ulp is 6e-5: the reference's own
+                        // recurrence is 1.3e-4 off the exact angle, and a device powf one or two
+                        // ulp off the host's theta_scale moves angles by up to 3e-4 (measured for
+                        // these shapes). So 1e-5 plus 6e-7 per unit of position (6e-4 at 1004,
+                        // for |x| <= 1); a wrong pair, frequency or position errs by far more.
+                        const double tol = 1e-5 + 6e-7 * (pos0 + n_tokens - 1);
+                        std::vector<double> expected, tolerance;
+                        std::vector<float> actual;
+                        for (size_t i = 0; i < x.size(); ++i) {
+                            if (static_cast<int>(i % static_cast<size_t>(s.head_dim)) >= s.rope_dims) {
+                                ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(x[i]))
+                                    << "element " << i << " beyond rope_dims changed";
+                                continue;
+                            }
+                            expected.push_back(expected_f[i]);
+                            tolerance.push_back(tol);
+                            actual.push_back(got[i]);
+                        }
+                        EXPECT_TRUE(all_close(expected, actual, tolerance));
+                    }
+                }
+            }
+        }
+    }
+}
+
+// --- ph_get_rows ------------------------------------------------------------------------------
+
+class GetRowsKernel : public GpuTest, public ::testing::WithParamInterface<GgmlType> {};
+
+TEST_P(GetRowsKernel, DecodesTheChosenRowsAsDequantizeRow) {
+    const GgmlType type = GetParam();
+    const TypeTraits& traits = type_traits(type);
+    const int64_t n_rows = 50;
+    const std::vector<int32_t> ids = {0, 49, 7, 7};
+    std::mt19937 rng(12u + static_cast<uint32_t>(type));
+    for (const int64_t width : {int64_t{512}, int64_t{4352}}) {
+        const size_t packed = row_bytes(traits, static_cast<uint64_t>(width));
+        for (const size_t stride : {packed, packed + 64}) {
+            SCOPED_TRACE("width " + std::to_string(width) + ", rows " + std::to_string(stride) + " bytes apart");
+            std::vector<uint8_t> table(stride * n_rows);
+            for (int64_t r = 0; r < n_rows; ++r) {
+                const std::vector<float> values = uniform(static_cast<size_t>(width), -2.0f, 2.0f, rng);
+                quantize_row(type, values.data(), table.data() + static_cast<size_t>(r) * stride, width);
+            }
+            std::vector<float> expected(ids.size() * static_cast<size_t>(width));
+            for (size_t t = 0; t < ids.size(); ++t) {
+                dequantize_row(type, table.data() + static_cast<size_t>(ids[t]) * stride,
+                               expected.data() + t * static_cast<size_t>(width), width);
+            }
+            DeviceArray<uint8_t> table_dev(table);
+            DeviceArray<int32_t> ids_dev(ids);
+            DeviceArray<float> y_dev(expected.size());
+            ASSERT_TRUE(ran(ph_get_rows(type_id(type), table_dev.get(), stride, ids_dev.get(),
+                                        static_cast<int>(ids.size()), width, y_dev.get(), nullptr)));
+            EXPECT_TRUE(same_floats(expected, y_dev.download()));
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, GetRowsKernel, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<GgmlType>& param_info) {
+                             return std::string(type_traits(param_info.param).name);
+                         });
+
+// --- ph_kv_store and ph_attention -------------------------------------------------------------
+
+struct KvCase {
+    int kv_type;  // PH_KV_F16 or PH_KV_Q8_0
+    int head_dim;
+};
+
+std::string kv_case_name(const KvCase& c) {
+    return std::string(c.kv_type == PH_KV_F16 ? "F16" : "Q8_0") + "_head" + std::to_string(c.head_dim);
+}
+
+[[maybe_unused]] void PrintTo(const KvCase& c, std::ostream* os) {
+    *os << kv_case_name(c);
+}
+
+// A block of 32 whose Q8_0 encoding leaves no room for interpretation: d = max|x| / 127 is
+// not within two f32 ulps of an f16 rounding boundary, and no x * 127 / max|x| is within
+// 1e-3 of a half-integer. There ggml's quantize_row_q8_0 (x * (1 / d), ties away from
+// zero), the CPU cache's quantizer (x * (127 / max), ties to even), and x / d all agree,
+// so the GPU cache must equal the CPU cache byte for byte. (Exact ties are the subject of
+// Q8_0TiesRoundEitherWayAndNothingElseMoves.)
+bool q8_0_unambiguous(const float* x) {
+    float amax = 0.0f;
+    for (int i = 0; i < kQK; ++i) amax = std::max(amax, std::fabs(x[i]));
+    if (amax == 0.0f) return false;
+    const float d = amax / 127.0f;
+    const uint16_t h = f32_to_f16(d);
+    float lo = d, hi = d;
+    for (int step = 0; step < 2; ++step) {
+        lo = std::nextafter(lo, 0.0f);
+        hi = std::nextafter(hi, 1.0f);
+        if (f32_to_f16(lo) != h || f32_to_f16(hi) != h) return false;
+    }
+    for (int i = 0; i < kQK; ++i) {
+        const double scaled = std::fabs(static_cast<double>(x[i]) * 127.0 / static_cast<double>(amax));
+        if (std::fabs(scaled - std::floor(scaled) - 0.5) < 1e-3) return false;
+    }
+    return true;
+}
+
+// [n][width] random keys or values in [-1, 1]; Q8_0 blocks drawn until unambiguous.
+std::vector<float> random_kv(int kv_type, size_t n, size_t width, std::mt19937& rng) {
+    std::vector<float> v = uniform(n * width, -1.0f, 1.0f, rng);
+    if (kv_type != PH_KV_Q8_0) return v;
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (size_t b = 0; b < v.size(); b += kQK) {
+        while (!q8_0_unambiguous(v.data() + b)) {
+            for (int i = 0; i < kQK; ++i) v[b + static_cast<size_t>(i)] = dist(rng);
+        }
+    }
+    return v;
+}
+
+// [n / 32] blocks of 32 query values n_i * d (integers |n_i| <= 127, one of them +-127 per
+// block, d a power of two): exact in f16 and in Q8_0 under any max/127 scale, so the
+// CPU's rounding of the query to its cache's activation format (attention.h) loses
+// nothing, and no GPU choice of query precision can part from it.
+std::vector<float> exact_query(size_t n, float d, std::mt19937& rng) {
+    std::vector<float> q(n);
+    for (size_t b = 0; b < n; b += kQK) {
+        for (size_t i = 0; i < size_t{kQK}; ++i) q[b + i] = d * static_cast<float>(static_cast<int>(rng() % 255) - 127);
+        q[b + rng() % size_t{kQK}] = rng() % 2 != 0 ? 127 * d : -127 * d;
+    }
+    return q;
+}
+
+class AttentionKernel : public GpuTest, public ::testing::WithParamInterface<KvCase> {
+protected:
+    static constexpr int kNHead = 8;
+    static constexpr int kNHeadKv = 2;  // GQA: query heads 0-3 read KV head 0, 4-7 KV head 1
+    static constexpr int kNCtx = 300;
+
+    int head_dim() const { return GetParam().head_dim; }
+    size_t width() const { return static_cast<size_t>(kNHeadKv * head_dim()); }
+    KvCacheType cpu_type() const { return GetParam().kv_type == PH_KV_F16 ? KvCacheType::f16 : KvCacheType::q8_0; }
+
+    // Stores the same random keys and values at positions 0 .. kNCtx - 1 into cpu_ (one
+    // KvCache::store per position) and into the device caches (ph_kv_store over a few
+    // calls of different sizes), checking after each call that the device rows written so
+    // far equal the CPU's and the rest still hold their fill pattern.
+    void fill_caches() {
+        std::mt19937 rng(77u + static_cast<uint32_t>(head_dim()) + 1000u * static_cast<uint32_t>(GetParam().kv_type));
+        k_ = random_kv(GetParam().kv_type, kNCtx, width(), rng);
+        v_ = random_kv(GetParam().kv_type, kNCtx, width(), rng);
+        if (GetParam().kv_type == PH_KV_F16) {
+            // f16 rounding edges, all finite (an inf key would make every logit inf): ties
+            // to even both ways, ties into and inside the subnormals.
+            const float edges[] = {1.00048828125f, 1.00146484375f, -2.0009765625f, 0x1.8p-25f,
+                                   0x1p-25f,       -0x1.8p-24f,    0x1.ffcp-15f};
+            std::copy(std::begin(edges), std::end(edges), k_.begin());
+            std::copy(std::begin(edges), std::end(edges), v_.begin() + static_cast<std::ptrdiff_t>(width()));
+        }
+        cpu_.init(cpu_type(), 1, kNCtx, kNHeadKv, static_cast<uint32_t>(head_dim()));
+        for (uint32_t p = 0; p < static_cast<uint32_t>(kNCtx); ++p) {
+            cpu_.store(0, p, k_.data() + p * width(), v_.data() + p * width());
+        }
+        row_bytes_ = cpu_.row_bytes();
+        const size_t bytes = row_bytes_ * kNCtx;
+        const auto* k_cpu = reinterpret_cast<const uint8_t*>(cpu_.k_row(0, 0));
+        const auto* v_cpu = reinterpret_cast<const uint8_t*>(cpu_.v_row(0, 0));
+
+        const std::vector<uint8_t> fill(bytes, 0xa5);
+        k_cache_ = std::make_unique<DeviceArray<uint8_t>>(fill);
+        v_cache_ = std::make_unique<DeviceArray<uint8_t>>(fill);
+        DeviceArray<float> k_dev(k_), v_dev(v_);
+        int32_t begin = 0;
+        for (const int count : {1, 6, 13, 80, 200}) {
+            SCOPED_TRACE("ph_kv_store of positions " + std::to_string(begin) + ".." +
+                         std::to_string(begin + count - 1));
+            DeviceArray<int32_t> pos0(std::vector<int32_t>{begin});
+            const size_t first = static_cast<size_t>(begin) * width();
+            ASSERT_TRUE(ran(ph_kv_store(GetParam().kv_type, k_dev.get() + first, v_dev.get() + first, k_cache_->get(),
+                                        v_cache_->get(), row_bytes_, static_cast<int64_t>(width()), count, pos0.get(),
+                                        nullptr)));
+            begin += count;
+            const size_t written = static_cast<size_t>(begin) * row_bytes_;
+            for (const auto& [cache, cpu] : {std::pair{k_cache_.get(), k_cpu}, std::pair{v_cache_.get(), v_cpu}}) {
+                const std::vector<uint8_t> got = cache->download();
+                std::vector<uint8_t> expected(cpu, cpu + written);
+                expected.resize(bytes, 0xa5);
+                ASSERT_TRUE(same_bytes(expected, got, row_bytes_)) << (cache == k_cache_.get() ? "K" : "V") << " cache";
+            }
+        }
+        ASSERT_EQ(begin, kNCtx);
+    }
+
+    std::vector<float> k_, v_;  // [kNCtx][width] f32
+    cpu::KvCache cpu_;
+    size_t row_bytes_ = 0;
+    std::unique_ptr<DeviceArray<uint8_t>> k_cache_, v_cache_;  // [kNCtx][row_bytes] each
+};
+
+TEST_P(AttentionKernel, KvStoreWritesTheCpuCacheBytes) {
+    fill_caches();
+}
+
+TEST_P(AttentionKernel, MatchesCpuAttention) {
+    fill_caches();
+    if (HasFatalFailure()) return;
+    const int hd = head_dim();
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    cpu::ThreadPool pool(1);
+    std::vector<std::vector<float>> scratch;
+    std::mt19937 rng(31u + static_cast<uint32_t>(hd));
+    struct Step {
+        int n_tokens;
+        int last;  // position of the last token; the tokens sit at last - n_tokens + 1 .. last
+    };
+    // Decode and prefill-like steps at the start, in the middle (the last of 4 or 16
+    // splits empty, a 5-position window straddling two splits of 19) and at the end of the
+    // context (the last of 16 splits of 19 cut short by n_ctx).
+    const Step steps[] = {{1, 0}, {1, 97}, {1, 299}, {7, 6}, {7, 97}, {7, 299}};
+    // The query is exact in both formats (exact_query), so what remains of the CPU's own
+    // rounding is, for F16, its probabilities rounded to f16 before the product with V:
+    // at most 2^-11 of sum p |v| <= 4.9e-4 (|v| <= 1; measured 3.5e-4); Q8_0 uses f32
+    // probabilities (measured within 2e-5 of a double evaluation). A GPU summing in f32
+    // adds ~1e-5; one rounding its probabilities to f16 as well up to 4.9e-4 more.
+    const double tol = GetParam().kv_type == PH_KV_F16 ? 1.5e-3 : 1e-3;
+    for (const Step& step : steps) {
+        const int pos0 = step.last - step.n_tokens + 1;
+        const size_t q_size = static_cast<size_t>(step.n_tokens * kNHead * hd);
+        DeviceArray<int32_t> pos_dev(std::vector<int32_t>{pos0});
+        // Queries up to 4, 32 and 254: logits of standard deviation about 1, 10 and 80,
+        // from a spread softmax to one where exp without the running maximum overflows.
+        for (const float q_step : {1.0f / 32, 0.25f, 2.0f}) {
+            const std::vector<float> q = exact_query(q_size, q_step, rng);
+            DeviceArray<float> q_dev(q);
+            for (const uint32_t window : {0u, 5u}) {
+                std::vector<float> expected_f(q_size);
+                const cpu::AttentionShape shape{kNHead, kNHeadKv, static_cast<uint32_t>(hd), scale, window};
+                cpu::attention(pool, cpu::KernelIsa::scalar, cpu_, 0, shape, q.data(), expected_f.data(), step.n_tokens,
+                               static_cast<uint32_t>(pos0), scratch);
+                const std::vector<double> expected(expected_f.begin(), expected_f.end());
+                const std::vector<double> tolerance(q_size, tol);
+                for (const int n_splits : {1, 4, 16}) {
+                    SCOPED_TRACE(std::to_string(step.n_tokens) + " tokens from position " + std::to_string(pos0) +
+                                 ", queries in steps of " + std::to_string(q_step) + ", window " +
+                                 std::to_string(window) + ", " + std::to_string(n_splits) + " splits");
+                    const size_t partial_floats = ph_attention_partial_floats(step.n_tokens, kNHead, hd, n_splits);
+                    ASSERT_GT(partial_floats, 0u);
+                    // NaN in the scratch and the output: whatever is read before being written shows.
+                    DeviceArray<float> partial(std::vector<float>(partial_floats, std::nanf("")));
+                    DeviceArray<float> out(std::vector<float>(q_size, std::nanf("")));
+                    ASSERT_TRUE(ran(ph_attention(GetParam().kv_type, q_dev.get(), k_cache_->get(), v_cache_->get(),
+                                                 row_bytes_, out.get(), step.n_tokens, kNHead, kNHeadKv, hd, scale,
+                                                 window, kNCtx, n_splits, partial.get(), pos_dev.get(), nullptr)));
+                    EXPECT_TRUE(all_close(expected, out.download(), tolerance));
+                }
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(CacheTypesAndHeadSizes, AttentionKernel,
+                         ::testing::Values(KvCase{PH_KV_F16, 64}, KvCase{PH_KV_F16, 128}, KvCase{PH_KV_F16, 256},
+                                           KvCase{PH_KV_Q8_0, 64}, KvCase{PH_KV_Q8_0, 128}, KvCase{PH_KV_Q8_0, 256}),
+                         [](const ::testing::TestParamInfo<KvCase>& param_info) {
+                             return kv_case_name(param_info.param);
+                         });
+
+class KvStoreKernel : public GpuTest {};
+
+TEST_F(KvStoreKernel, Q8_0TiesRoundEitherWayAndNothingElseMoves) {
+    // Where x * 127 / max|x| is exactly a half-integer, ggml's quantize_row_q8_0 (the
+    // header's words: roundf, ties away from zero; the engine's quantize_row) and the CPU
+    // KvCache (nearbyint, ties to even) part by one unit. Which one the GPU follows is left
+    // open: every value must be one of the two, the scales exact. max|x| = 127 makes d = 1
+    // and max|x| = 63.5 makes d = 0.5, so these values land on ties exactly.
+    std::vector<float> k(64, 0.0f);
+    const float first[] = {127.0f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f, 3.25f, 64.5f, -0.25f};
+    const float second[] = {-63.5f, 0.25f, -0.25f, 0.75f, 1.25f, -1.25f, 31.75f, -31.25f, 0.0f, 2.0f};
+    std::copy(std::begin(first), std::end(first), k.begin());
+    std::copy(std::begin(second), std::end(second), k.begin() + 32);
+    std::vector<float> v(k.rbegin(), k.rend());
+    cpu::KvCache cpu_cache;
+    cpu_cache.init(KvCacheType::q8_0, 1, 1, 1, 64);
+    cpu_cache.store(0, 0, k.data(), v.data());
+    const size_t row_bytes = cpu_cache.row_bytes();
+    ASSERT_EQ(row_bytes, 2 * sizeof(BlockQ8_0));
+
+    DeviceArray<float> k_dev(k), v_dev(v);
+    DeviceArray<uint8_t> k_cache(row_bytes), v_cache(row_bytes);
+    DeviceArray<int32_t> pos0(std::vector<int32_t>{0});
+    ASSERT_TRUE(ran(ph_kv_store(PH_KV_Q8_0, k_dev.get(), v_dev.get(), k_cache.get(), v_cache.get(), row_bytes, 64, 1,
+                                pos0.get(), nullptr)));
+    for (const auto& [name, x, stored, cpu_row] : {std::tuple{"K", &k, k_cache.download(), cpu_cache.k_row(0, 0)},
+                                                   std::tuple{"V", &v, v_cache.download(), cpu_cache.v_row(0, 0)}}) {
+        std::vector<BlockQ8_0> ggml(2), cpu(2), gpu(2);
+        quantize_row(GgmlType::q8_0, x->data(), ggml.data(), 64);
+        std::memcpy(cpu.data(), cpu_row, row_bytes);
+        std::memcpy(gpu.data(), stored.data(), row_bytes);
+        int ties = 0;
+        for (size_t b = 0; b < 2; ++b) {
+            EXPECT_EQ(gpu[b].d, ggml[b].d) << name << " block " << b << " scale";
+            for (int i = 0; i < kQK; ++i) {
+                if (ggml[b].qs[i] != cpu[b].qs[i]) ++ties;
+                EXPECT_TRUE(gpu[b].qs[i] == ggml[b].qs[i] || gpu[b].qs[i] == cpu[b].qs[i])
+                    << name << " block " << b << " value " << i << " (" << (*x)[b * kQK + static_cast<size_t>(i)]
+                    << "): got " << int{gpu[b].qs[i]} << ", ggml " << int{ggml[b].qs[i]} << ", CPU cache "
+                    << int{cpu[b].qs[i]};
+            }
+        }
+        EXPECT_GE(ties, 8) << name << ": the inputs must hit ties where the two rules part";
+    }
+}
+
+// --- ph_argmax ----------------------------------------------------------------------------------
+
+class ArgmaxKernel : public GpuTest {};
+
+TEST_F(ArgmaxKernel, FindsThePlantedMaximumAndTheFirstOfEquals) {
+    std::mt19937 rng(13);
+    for (const int n : {1, 49152, 128256}) {
+        struct Case {
+            std::string name;
+            std::vector<float> x;
+            int32_t expected;
+        };
+        std::vector<Case> cases;
+        const auto un = static_cast<size_t>(n);
+        const auto at = [&](int i) { return static_cast<size_t>(std::clamp(i, 0, n - 1)); };
+        {
+            Case c{"random with a planted maximum", uniform(un, -10.0f, 10.0f, rng), 0};
+            c.expected = static_cast<int32_t>(at(static_cast<int>(rng() % un)));
+            c.x[static_cast<size_t>(c.expected)] = 10.5f;
+            cases.push_back(std::move(c));
+        }
+        cases.push_back({"all equal", std::vector<float>(un, -3.5f), 0});
+        {
+            Case c{"all negative, maximum last", uniform(un, -1000.0f, -500.0f, rng), n - 1};
+            c.x[un - 1] = -1.0f;
+            cases.push_back(std::move(c));
+        }
+        {
+            Case c{"maximum first", uniform(un, -1.0f, 1.0f, rng), 0};
+            c.x[0] = 2.0f;
+            cases.push_back(std::move(c));
+        }
+        // Equal maxima near each other, far apart, and in the last element.
+        for (const auto& [i, j] : {std::pair{40, 41}, std::pair{5, n - 3}, std::pair{n / 2 + 17, n - 1}}) {
+            Case c{"equal maxima at " + std::to_string(at(i)) + " and " + std::to_string(at(j)),
+                   uniform(un, 0.0f, 1.0f, rng), static_cast<int32_t>(std::min(at(i), at(j)))};
+            c.x[at(i)] = 7.0f;
+            c.x[at(j)] = 7.0f;
+            cases.push_back(std::move(c));
+        }
+        for (const Case& c : cases) {
+            SCOPED_TRACE("n " + std::to_string(n) + ", " + c.name);
+            DeviceArray<float> x_dev(c.x);
+            DeviceArray<int32_t> out(std::vector<int32_t>{-7});
+            ASSERT_TRUE(ran(ph_argmax(x_dev.get(), n, out.get(), nullptr)));
+            EXPECT_EQ(out.download()[0], c.expected);
+        }
+    }
+}
+
+// --- argument checks (before any GPU work, so they run everywhere) -------------------------
+
+TEST(KernelSupport, MatmulHandlesTheDequantizeTypes) {
+    for (uint32_t id = 0; id < 64; ++id) {
+        EXPECT_EQ(ph_matmul_supported(id), ph_dequantize_supported(id)) << "type id " << id;
+    }
+    EXPECT_EQ(ph_matmul_supported(99), 0);
+    for (const GgmlType type : kTypes) EXPECT_EQ(ph_matmul_supported(type_id(type)), 1) << type_traits(type).name;
+}
+
+// Launchers given a bad argument must refuse before launching: cudaErrorInvalidValue, or
+// for a type without a kernel cudaErrorNotSupported. Every other argument is valid: on a
+// machine with a GPU the pointers are real device memory (so that a missing check fails
+// the test instead of faulting), elsewhere they are never dereferenced.
+class KernelArguments : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (cuda::cuda_available()) {
+            device_ = std::make_unique<DeviceArray<uint8_t>>(std::vector<uint8_t>(kBytes, 0));
+            base_ = device_->get();
+        } else {
+            host_.assign(kBytes, 0);
+            base_ = host_.data();
+        }
+    }
+
+    // Distinct, 256-byte aligned, zero-filled regions of 1 MiB.
+    template <class T>
+    T* region(int index) {
+        return reinterpret_cast<T*>(base_ + static_cast<size_t>(index) * (size_t{1} << 20));
+    }
+
+    static constexpr size_t kBytes = size_t{16} << 20;
+    std::unique_ptr<DeviceArray<uint8_t>> device_;
+    std::vector<uint8_t> host_;
+    uint8_t* base_ = nullptr;
+};
+
+constexpr int kInvalid = cudaErrorInvalidValue;
+
+::testing::AssertionResult refused_type(int status) {
+    if (status == cudaErrorInvalidValue || status == cudaErrorNotSupported) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "returned " << status;
+}
+
+TEST_F(KernelArguments, MatmulRefusesBadArguments) {
+    const auto q4 = type_id(GgmlType::q4_0);
+    void* w = region<void>(0);
+    float* x = region<float>(1);
+    float* y = region<float>(2);
+    const size_t rs = 8 * sizeof(BlockQ4_0);  // rows of 256 elements
+    EXPECT_TRUE(refused_type(ph_matmul(99, w, rs, 37, 256, x, 256, y, 37, 1, nullptr)));
+    EXPECT_EQ(ph_matmul(type_id(GgmlType::q8_1), w, rs, 37, 256, x, 256, y, 37, 1, nullptr), cudaErrorNotSupported);
+    EXPECT_EQ(ph_matmul(q4, w, rs, -1, 256, x, 256, y, 37, 1, nullptr), kInvalid) << "rows";
+    EXPECT_EQ(ph_matmul(q4, w, rs, 37, -256, x, 256, y, 37, 1, nullptr), kInvalid) << "in";
+    EXPECT_EQ(ph_matmul(q4, w, rs, 37, 100, x, 256, y, 37, 1, nullptr), kInvalid) << "in not whole blocks";
+    EXPECT_EQ(ph_matmul(q4, w, rs, 37, 256, x, 256, y, 37, -1, nullptr), kInvalid) << "n_tokens";
+    EXPECT_EQ(ph_matmul(q4, nullptr, rs, 37, 256, x, 256, y, 37, 1, nullptr), kInvalid) << "w";
+    EXPECT_EQ(ph_matmul(q4, w, rs, 37, 256, nullptr, 256, y, 37, 1, nullptr), kInvalid) << "x";
+    EXPECT_EQ(ph_matmul(q4, w, rs, 37, 256, x, 256, nullptr, 37, 1, nullptr), kInvalid) << "y";
+}
+
+TEST_F(KernelArguments, ElementwiseRefuseNegativeSizesAndNullPointers) {
+    float* a = region<float>(0);
+    float* b = region<float>(1);
+    float* y = region<float>(2);
+    auto* h = region<uint16_t>(3);
+    EXPECT_EQ(ph_f32_to_f16(a, h, -1, nullptr), kInvalid);
+    EXPECT_EQ(ph_f32_to_f16(nullptr, h, 16, nullptr), kInvalid);
+    EXPECT_EQ(ph_f32_to_f16(a, nullptr, 16, nullptr), kInvalid);
+    EXPECT_EQ(ph_rms_norm(a, y, b, -64, 1, 1e-5f, nullptr), kInvalid);
+    EXPECT_EQ(ph_rms_norm(a, y, b, 64, -1, 1e-5f, nullptr), kInvalid);
+    EXPECT_EQ(ph_rms_norm(nullptr, y, b, 64, 1, 1e-5f, nullptr), kInvalid);
+    EXPECT_EQ(ph_rms_norm(a, nullptr, b, 64, 1, 1e-5f, nullptr), kInvalid);
+    EXPECT_EQ(ph_rms_norm(a, y, nullptr, 64, 1, 1e-5f, nullptr), kInvalid);
+    EXPECT_EQ(ph_add(a, b, y, -1, nullptr), kInvalid);
+    EXPECT_EQ(ph_add(nullptr, b, y, 16, nullptr), kInvalid);
+    EXPECT_EQ(ph_add(a, nullptr, y, 16, nullptr), kInvalid);
+    EXPECT_EQ(ph_add(a, b, nullptr, 16, nullptr), kInvalid);
+    EXPECT_EQ(ph_scale(a, y, 2.0f, -1, nullptr), kInvalid);
+    EXPECT_EQ(ph_scale(nullptr, y, 2.0f, 16, nullptr), kInvalid);
+    EXPECT_EQ(ph_scale(a, nullptr, 2.0f, 16, nullptr), kInvalid);
+    EXPECT_EQ(ph_add_bias(y, b, -16, 1, nullptr), kInvalid);
+    EXPECT_EQ(ph_add_bias(y, b, 16, -1, nullptr), kInvalid);
+    EXPECT_EQ(ph_add_bias(nullptr, b, 16, 1, nullptr), kInvalid);
+    EXPECT_EQ(ph_add_bias(y, nullptr, 16, 1, nullptr), kInvalid);
+    for (const auto glu : {&ph_swiglu, &ph_geglu}) {
+        EXPECT_EQ(glu(a, b, y, -1, nullptr), kInvalid);
+        EXPECT_EQ(glu(nullptr, b, y, 16, nullptr), kInvalid);
+        EXPECT_EQ(glu(a, nullptr, y, 16, nullptr), kInvalid);
+        EXPECT_EQ(glu(a, b, nullptr, 16, nullptr), kInvalid);
+    }
+    EXPECT_EQ(ph_accumulate(y, a, -1, nullptr), kInvalid);
+    EXPECT_EQ(ph_accumulate(nullptr, a, 16, nullptr), kInvalid);
+    EXPECT_EQ(ph_accumulate(y, nullptr, 16, nullptr), kInvalid);
+}
+
+TEST_F(KernelArguments, RopeGetRowsAndArgmaxRefuseBadArguments) {
+    float* x = region<float>(0);
+    auto* pos0 = region<int32_t>(1);
+    EXPECT_EQ(ph_rope(x, -3, 1, 128, 128, 0, 1e4f, 1.0f, nullptr, pos0, nullptr), kInvalid) << "n_heads";
+    EXPECT_EQ(ph_rope(x, 3, -1, 128, 128, 0, 1e4f, 1.0f, nullptr, pos0, nullptr), kInvalid) << "n_tokens";
+    EXPECT_EQ(ph_rope(nullptr, 3, 1, 128, 128, 0, 1e4f, 1.0f, nullptr, pos0, nullptr), kInvalid) << "x";
+    EXPECT_EQ(ph_rope(x, 3, 1, 128, 128, 0, 1e4f, 1.0f, nullptr, nullptr, nullptr), kInvalid) << "pos0";
+
+    const void* table = region<void>(2);
+    auto* ids = region<int32_t>(3);
+    float* y = region<float>(4);
+    const auto f16 = type_id(GgmlType::f16);
+    EXPECT_TRUE(refused_type(ph_get_rows(99, table, 512, ids, 4, 256, y, nullptr)));
+    EXPECT_EQ(ph_get_rows(f16, table, 512, ids, -4, 256, y, nullptr), kInvalid) << "n";
+    EXPECT_EQ(ph_get_rows(f16, table, 512, ids, 4, -256, y, nullptr), kInvalid) << "width";
+    EXPECT_EQ(ph_get_rows(f16, nullptr, 512, ids, 4, 256, y, nullptr), kInvalid) << "table";
+    EXPECT_EQ(ph_get_rows(f16, table, 512, nullptr, 4, 256, y, nullptr), kInvalid) << "ids";
+    EXPECT_EQ(ph_get_rows(f16, table, 512, ids, 4, 256, nullptr, nullptr), kInvalid) << "y";
+
+    auto* out = region<int32_t>(5);
+    EXPECT_EQ(ph_argmax(x, -1, out, nullptr), kInvalid) << "n";
+    EXPECT_EQ(ph_argmax(nullptr, 16, out, nullptr), kInvalid) << "x";
+    EXPECT_EQ(ph_argmax(x, 16, nullptr, nullptr), kInvalid) << "out";
+}
+
+TEST_F(KernelArguments, KvStoreAndAttentionRefuseBadArguments) {
+    // A valid call: 8 query heads over 2 KV heads of 64, 16 positions of Q8_0 rows.
+    const float* k = region<float>(0);
+    const float* v = region<float>(1);
+    void* k_cache = region<void>(2);
+    void* v_cache = region<void>(3);
+    auto* pos0 = region<int32_t>(4);
+    const size_t rb = 4 * sizeof(BlockQ8_0);
+    EXPECT_TRUE(refused_type(ph_kv_store(2, k, v, k_cache, v_cache, rb, 128, 1, pos0, nullptr))) << "kv_type";
+    EXPECT_EQ(ph_kv_store(PH_KV_Q8_0, k, v, k_cache, v_cache, rb, -128, 1, pos0, nullptr), kInvalid) << "width";
+    EXPECT_EQ(ph_kv_store(PH_KV_Q8_0, k, v, k_cache, v_cache, rb, 100, 1, pos0, nullptr), kInvalid)
+        << "Q8_0 width not whole blocks";
+    EXPECT_EQ(ph_kv_store(PH_KV_Q8_0, k, v, k_cache, v_cache, rb, 128, -1, pos0, nullptr), kInvalid) << "n_tokens";
+    EXPECT_EQ(ph_kv_store(PH_KV_Q8_0, nullptr, v, k_cache, v_cache, rb, 128, 1, pos0, nullptr), kInvalid) << "k";
+    EXPECT_EQ(ph_kv_store(PH_KV_Q8_0, k, nullptr, k_cache, v_cache, rb, 128, 1, pos0, nullptr), kInvalid) << "v";
+    EXPECT_EQ(ph_kv_store(PH_KV_Q8_0, k, v, nullptr, v_cache, rb, 128, 1, pos0, nullptr), kInvalid) << "k_cache";
+    EXPECT_EQ(ph_kv_store(PH_KV_Q8_0, k, v, k_cache, nullptr, rb, 128, 1, pos0, nullptr), kInvalid) << "v_cache";
+    EXPECT_EQ(ph_kv_store(PH_KV_Q8_0, k, v, k_cache, v_cache, rb, 128, 1, nullptr, nullptr), kInvalid) << "pos0";
+
+    const float* q = region<float>(5);
+    float* out = region<float>(6);
+    float* partial = region<float>(7);
+    const auto attend = [&](int kv_type, const float* q_, const void* kc, const void* vc, float* o, int n_tokens,
+                            int head_dim, int n_splits, float* p, const int32_t* pos) {
+        return ph_attention(kv_type, q_, kc, vc, rb, o, n_tokens, 8, 2, head_dim, 0.125f, 0, 16, n_splits, p, pos,
+                            nullptr);
+    };
+    EXPECT_TRUE(refused_type(attend(2, q, k_cache, v_cache, out, 1, 64, 2, partial, pos0))) << "kv_type";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 40, 2, partial, pos0), kInvalid) << "head_dim 40";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 288, 2, partial, pos0), kInvalid) << "head_dim 288";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, -1, 64, 2, partial, pos0), kInvalid) << "n_tokens";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 64, 0, partial, pos0), kInvalid) << "n_splits 0";
+    EXPECT_EQ(attend(PH_KV_Q8_0, nullptr, k_cache, v_cache, out, 1, 64, 2, partial, pos0), kInvalid) << "q";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, nullptr, v_cache, out, 1, 64, 2, partial, pos0), kInvalid) << "k_cache";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, nullptr, out, 1, 64, 2, partial, pos0), kInvalid) << "v_cache";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, nullptr, 1, 64, 2, partial, pos0), kInvalid) << "out";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 64, 2, nullptr, pos0), kInvalid) << "partial";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 64, 2, partial, nullptr), kInvalid) << "pos0";
+}
+
+}  // namespace
+}  // namespace powerhouse
