@@ -95,6 +95,7 @@ void SettingsController::setDevices(const powerhouse::TelemetrySnapshot& snapsho
         if (s != nullptr && s->process_memory) free = std::min(info.memory_total, free + *s->process_memory);
         g.desc.free_bytes = free;
         g.desc.bandwidth_gb_s = powerhouse::guess_bandwidth_gb_s(info.name);
+        g.simulated = info.simulated;
         if (!same) loadGpu(g);
         gpus.push_back(g);
     }
@@ -179,6 +180,27 @@ powerhouse::ModelOptions SettingsController::modelOptions() const {
     options.n_threads = m_cpuThreads;
     options.kv_cache_type = m_kvCacheType == QLatin1String("q8_0") ? powerhouse::KvCacheType::q8_0
                                                                     : powerhouse::KvCacheType::f16;
+    // The GPUs in use, by UUID (runtime numbering differs from NVML's), with their shares;
+    // the main GPU's position among them; the largest reserve asked for (the engine keeps
+    // one for all). Without a real GPU in use, or a build without CUDA: the CPU.
+    QStringList uuids;
+    for (size_t i = 0; i < m_gpus.size(); ++i) {
+        const Gpu& g = m_gpus[i];
+        if (!g.use || g.simulated || !powerhouse::has_cuda_backend()) continue;
+        if (static_cast<int>(i) == m_mainGpu) options.main_device = static_cast<uint32_t>(uuids.size());
+        uuids << QString::fromStdString(g.desc.uuid);
+        options.ratios.push_back(g.ratio);
+        options.reserve_bytes = std::max(options.reserve_bytes, static_cast<uint64_t>(g.reserveMiB) << 20);
+    }
+    if (uuids.isEmpty()) {
+        options.devices = "cpu";
+        options.ratios.clear();
+        options.main_device = 0;
+        options.reserve_bytes = 0;
+        return options;
+    }
+    options.devices = "cuda:" + uuids.join(QLatin1Char(',')).toStdString();
+    if (auto mode = powerhouse::parse_split_mode(m_splitMode.toStdString())) options.split = *mode;
     return options;
 }
 

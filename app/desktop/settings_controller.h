@@ -103,6 +103,7 @@ private:
         bool use = true;
         double ratio = 1.0;
         int reserveMiB = 512;
+        bool simulated = false;  // POWERHOUSE_SIMULATE_GPUS: planned on, never run on
     };
     struct Plan {
         QString text;

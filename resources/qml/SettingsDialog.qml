@@ -121,7 +121,7 @@ Dialog {
             }
 
             Label {
-                text: "The engine runs on the CPU until the CUDA backend lands; the preview shows where the model will go on the GPUs."
+                text: "Apply reloads the model on the GPUs in use, as previewed. Simulated GPUs are planned on only; without a real GPU in use the model runs on the CPU."
                 color: Theme.textMuted
                 wrapMode: Text.Wrap
                 font.pixelSize: Theme.smallFontSize

@@ -39,7 +39,8 @@ struct ModelOptions {
     // device. "cpu:N": N virtual CPU devices that run apart from each other, each with its
     // own threads (n_threads shared among them), memory accounting and KV cache, joined by
     // the in-process communicator, so that every split path runs without a GPU.
-    // "cuda": every NVIDIA GPU; "cuda:0,2": those GPUs; "cuda:0,0": two shards of GPU 0
+    // "cuda": every NVIDIA GPU; "cuda:0,2" or "cuda:GPU-<uuid>,...": those GPUs (the ratios
+    // and main_device then follow that order); "cuda:0,0": two shards of GPU 0
     // (each with half its memory: the split paths on one GPU). "auto": the GPUs when one
     // can be used, else the CPU. A build without CUDA refuses "cuda".
     std::string devices;
@@ -137,6 +138,9 @@ private:
     explicit Model(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
+
+// Whether this build has the CUDA backend (ModelOptions::devices "cuda...").
+bool has_cuda_backend();
 
 // The model the set-up fetches (scripts/run, scripts/test): $POWERHOUSE_TEST_MODEL, else
 // ${XDG_CACHE_HOME:-~/.cache}/powerhouse/test-models/SmolLM2-135M-Instruct.Q4_1.gguf, as

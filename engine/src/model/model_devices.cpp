@@ -1,7 +1,9 @@
 #include "model/model_devices.h"
+#include "powerhouse/model.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 
@@ -14,23 +16,30 @@ namespace powerhouse {
 namespace {
 
 #ifdef POWERHOUSE_HAS_CUDA
-// "0,2" -> {0, 2}.
-Result<std::vector<int>> parse_indices(const std::string& spec, const std::string& list) {
-    std::vector<int> out;
+Error bad_list(const std::string& spec) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("'{}' does not name GPUs: write cuda for all of them, or cuda:0,1 with the GPU "
+                                  "numbers (or GPU-... UUIDs) that `powerhouse-cli gpus` shows",
+                                  spec));
+}
+
+// "0,GPU-8f3c...,2" -> its items, each a number (checked here) or a UUID (found later).
+Result<std::vector<std::string>> split_list(const std::string& spec, const std::string& list) {
+    std::vector<std::string> out;
     size_t at = 0;
     while (at <= list.size()) {
         const size_t comma = std::min(list.find(',', at), list.size());
-        int value = -1;
-        const char* begin = list.data() + at;
-        const char* end = list.data() + comma;
-        const auto [ptr, ec] = std::from_chars(begin, end, value);
-        if (ec != std::errc() || ptr != end || value < 0 || value > 255) {
-            return make_error(ErrorCode::invalid_argument,
-                              fmt::format("'{}' does not name GPUs: write cuda for all of them, or cuda:0,1 with the "
-                                          "GPU numbers `powerhouse-cli gpus` shows",
-                                          spec));
+        std::string item = list.substr(at, comma - at);
+        if (item.rfind("GPU-", 0) != 0) {
+            int value = -1;
+            const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+            if (ec != std::errc() || ptr != item.data() + item.size() || value < 0 || value > 255) {
+                return bad_list(spec);
+            }
+        } else if (item.size() < 8) {
+            return bad_list(spec);
         }
-        out.push_back(value);
+        out.push_back(std::move(item));
         at = comma + 1;
     }
     if (out.size() > 16) return make_error(ErrorCode::invalid_argument, "at most 16 GPU shards");
@@ -38,11 +47,11 @@ Result<std::vector<int>> parse_indices(const std::string& spec, const std::strin
 }
 
 Result<ModelDevices> gpu_devices(const std::string& spec, const std::string& list) {
-    std::vector<int> indices;
+    std::vector<std::string> items;
     if (!list.empty()) {
-        Result<std::vector<int>> parsed = parse_indices(spec, list);
+        Result<std::vector<std::string>> parsed = split_list(spec, list);
         if (!parsed) return parsed.error();
-        indices = *parsed;
+        items = *parsed;
     }
     Result<std::vector<cuda::CudaDeviceInfo>> gpus = cuda::cuda_devices(true);
     if (!gpus) {
@@ -50,7 +59,20 @@ Result<ModelDevices> gpu_devices(const std::string& spec, const std::string& lis
                                                               "(devices: cpu)",
                                                               gpus.error().message));
     }
-    if (list.empty()) {
+    std::vector<int> indices;
+    for (const std::string& item : items) {
+        if (item.rfind("GPU-", 0) == 0) {
+            const auto it = std::find_if(gpus->begin(), gpus->end(),
+                                         [&](const cuda::CudaDeviceInfo& g) { return g.uuid == item; });
+            if (it == gpus->end()) {
+                return make_error(ErrorCode::invalid_argument, fmt::format("no GPU here has the UUID {}", item));
+            }
+            indices.push_back(it->index);
+        } else {
+            indices.push_back(std::stoi(item));
+        }
+    }
+    if (items.empty()) {
         for (const auto& g : *gpus) indices.push_back(g.index);
     }
     std::map<int, int> shards;  // GPU -> shards on it
@@ -82,7 +104,7 @@ Result<ModelDevices> gpu_devices(const std::string& spec, const std::string& lis
 
 }  // namespace
 
-bool built_with_cuda() {
+bool has_cuda_backend() {
 #ifdef POWERHOUSE_HAS_CUDA
     return true;
 #else
@@ -95,7 +117,7 @@ Result<ModelDevices> model_devices(const std::string& spec) {
     if (cuda || spec == "auto") {
 #ifdef POWERHOUSE_HAS_CUDA
         const std::string list = cuda ? spec.substr(std::min<size_t>(spec.size(), 5)) : std::string();
-        if (spec == "cuda:") return parse_indices(spec, "").error();
+        if (spec == "cuda:") return bad_list(spec);
         if (cuda) return gpu_devices(spec, list);
         if (Result<void> ok = cuda::cuda_available(); ok) return gpu_devices(spec, list);
         else {

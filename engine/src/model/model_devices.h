@@ -2,6 +2,7 @@
 //   ""/"cpu"       one CPU device;  "cpu:N"  N virtual CPU devices (split paths without a GPU)
 //   "cuda"         every NVIDIA GPU; "cuda:0,2"  those GPUs (CUDA device indices);
 //   "cuda:0,0"     two shards on GPU 0, each with half of its memory (the split paths on one GPU)
+//   "cuda:GPU-8f3c...,GPU-..."  GPUs by UUID (as NVML and the settings name them)
 //   "auto"         every NVIDIA GPU when one can be used, else the CPU
 // A build without the CUDA backend refuses "cuda" and reads "auto" as the CPU.
 //
@@ -25,7 +26,5 @@ struct ModelDevices {
 
 Result<ModelDevices> model_devices(const std::string& spec);
 
-// Whether this build has the CUDA backend.
-bool built_with_cuda();
 
 }  // namespace powerhouse

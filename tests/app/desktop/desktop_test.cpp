@@ -286,6 +286,49 @@ TEST(SettingsController, PreviewsThePlanAndKeepsTheSettingsPerGpu) {
     ASSERT_TRUE(saved && *saved);
 }
 
+// What Load and Apply pass to the engine: the GPUs in use by UUID, with their shares, the
+// main GPU's position among them and the split; simulated GPUs are never run on.
+TEST(SettingsController, ModelOptionsNameTheRealGpusInUse) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    {
+        powerhouse::GpuMonitorOptions options;
+        options.simulate = "RTX 4090:24;RTX 4090:24";
+        powerhouse::GpuMonitor monitor(options);
+        SettingsController settings(store, {});
+        settings.setDevices(monitor.sample_now());
+        const powerhouse::ModelOptions model = settings.modelOptions();
+        EXPECT_EQ(model.devices, "cpu");
+        EXPECT_TRUE(model.ratios.empty());
+    }
+    powerhouse::TelemetrySnapshot snapshot;
+    for (const char* uuid : {"GPU-00000000-0000-4000-8000-00000000000a", "GPU-00000000-0000-4000-8000-00000000000b",
+                             "GPU-00000000-0000-4000-8000-00000000000c"}) {
+        powerhouse::GpuInfo info;
+        info.name = "NVIDIA H200";
+        info.uuid = uuid;
+        info.memory_total = 141ull << 30;
+        snapshot.gpus.push_back(info);
+    }
+    SettingsController settings(store, {});
+    settings.setDevices(snapshot);
+    settings.setGpuUse(0, false);
+    settings.setGpuRatio(1, 3.0);
+    settings.setGpuReserve(2, 2048);
+    settings.setMainGpu(2);
+    settings.setSplitMode("tensor");
+    const powerhouse::ModelOptions model = settings.modelOptions();
+    if (!powerhouse::has_cuda_backend()) {
+        EXPECT_EQ(model.devices, "cpu");
+        return;
+    }
+    EXPECT_EQ(model.devices, "cuda:GPU-00000000-0000-4000-8000-00000000000b,GPU-00000000-0000-4000-8000-00000000000c");
+    EXPECT_EQ(model.ratios, (std::vector<double>{3.0, 1.0}));
+    EXPECT_EQ(model.main_device, 1u);  // GPU 2 is the second of those in use
+    EXPECT_EQ(model.reserve_bytes, 2048ull << 20);
+    EXPECT_EQ(model.split, powerhouse::SplitMode::tensor);
+}
+
 TEST(SettingsController, ThemeIsKeptAtOnceAndBadValuesAreRefused) {
     powerhouse::test::TempDir dir;
     Store store = open_store(dir);
