@@ -32,19 +32,11 @@
 
 namespace powerhouse {
 
-// Test names and messages show "Q4_K" rather than the enum's bytes. Static: found by
-// argument-dependent lookup, private to this program.
-[[maybe_unused]] static void PrintTo(GgmlType type, std::ostream* os) {
-    *os << type_traits(type).name;
-}
-
 namespace {
 
 using cuda::DequantOutput;
 
-const std::vector<GgmlType> kTypes = {GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
-                                      GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
-                                      GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k};
+const std::vector<GgmlType>& kTypes = test::kKernelTypes;
 
 using test::gpu_required;
 using test::GpuTest;

@@ -10,11 +10,29 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_runtime.h"
+#include "tensor/dtype.h"
+
+namespace powerhouse {
+
+// Test names and messages show "Q4_K" rather than the enum's bytes. Static: found by
+// argument-dependent lookup, private to each test program.
+[[maybe_unused]] static void PrintTo(GgmlType type, std::ostream* os) {
+    *os << type_traits(type).name;
+}
+
+}  // namespace powerhouse
 
 namespace powerhouse::test {
+
+// Every weight type the kernels decode and multiply by.
+inline const std::vector<GgmlType> kKernelTypes = {
+    GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1,
+    GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k};
 
 inline bool gpu_required() {
     const char* value = std::getenv("POWERHOUSE_REQUIRE_GPU");

@@ -51,18 +51,11 @@
 
 namespace powerhouse {
 
-// Test names and messages show "Q4_K" rather than the enum's bytes.
-[[maybe_unused]] static void PrintTo(GgmlType type, std::ostream* os) {
-    *os << type_traits(type).name;
-}
-
 namespace {
 
 using test::GpuTest;
 
-const std::vector<GgmlType> kTypes = {GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
-                                      GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
-                                      GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k};
+const std::vector<GgmlType>& kTypes = test::kKernelTypes;
 
 uint32_t type_id(GgmlType type) {
     return static_cast<uint32_t>(type);

@@ -183,13 +183,7 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
         cpu_options.kv_cache_type = options.kv_cache_type;
         cpu::CpuShard shard;
         shard.name = n == 1 ? "CPU" : fmt::format("CPU {}", a.device);
-        const ShardRanges ranges = shard_ranges(plan, a);
-        shard.first_layer = ranges.first_layer;
-        shard.n_layers = ranges.n_layers;
-        shard.kv_head_begin = ranges.kv_head_begin;
-        shard.kv_head_end = ranges.kv_head_end;
-        shard.ff_begin = ranges.ff_begin;
-        shard.ff_end = ranges.ff_end;
+        shard.ranges = shard_ranges(plan, a);
         if (plan.mode == SplitMode::tensor && n > 1) {
             shard.comm = comm.get();
             shard.rank = static_cast<int>(i);

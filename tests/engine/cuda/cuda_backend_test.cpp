@@ -23,6 +23,7 @@
 #include "backend/cuda/cuda_communicator.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/cuda_stage.h"
+#include "engine/model/arch_fixture.h"
 #include "kernels/gpu_test.h"
 #include "powerhouse/model.h"
 #include "support/test_support.h"
@@ -32,29 +33,9 @@ namespace {
 
 using nlohmann::json;
 
-std::filesystem::path arch_dir() { return test::data_dir() / "arch"; }
-
-const json& manifest() {
-    static const json data = [] {
-        json parsed = json::parse(test::read_file(arch_dir() / "arch_models.json"), nullptr, false);
-        return parsed.is_object() ? parsed : json::object({{"models", json::array()}, {"tokens", json::array()}});
-    }();
-    return data;
-}
-
-std::vector<std::string> model_names() {
-    std::vector<std::string> names;
-    for (const json& m : manifest().at("models")) names.push_back(m.at("name").get<std::string>());
-    return names;
-}
-
-const json& entry(const std::string& name) {
-    for (const json& m : manifest().at("models")) {
-        if (m.at("name") == name) return m;
-    }
-    static const json none = json::object();
-    return none;
-}
+using test::arch_dir;
+using test::arch_entry;
+using test::arch_manifest;
 
 // Skips (or fails, where a GPU is required) without a usable GPU. For fixtures that cannot
 // derive from test::GpuTest.
@@ -194,10 +175,10 @@ class CudaArch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaArch, LogitsAgreeWithLlamaCppAndTheCpuEngine) {
     PH_SKIP_WITHOUT_GPU();
-    const json& e = entry(GetParam());
+    const json& e = arch_entry(GetParam());
     const std::string type = e.at("type").get<std::string>();
     const auto n_vocab = e.at("n_vocab").get<size_t>();
-    const std::vector<TokenId> tokens = manifest().at("tokens").get<std::vector<TokenId>>();
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
     const std::string bytes = test::read_file(arch_dir() / e.at("logits").get<std::string>());
     ASSERT_EQ(bytes.size(), tokens.size() * n_vocab * sizeof(float));
     std::vector<float> want(bytes.size() / sizeof(float));
@@ -238,12 +219,7 @@ TEST_P(CudaArch, LogitsAgreeWithLlamaCppAndTheCpuEngine) {
     EXPECT_LT(vs_cpu, gpu_tolerance(type));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaArch, ::testing::ValuesIn(model_names()),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                             std::string name = param.param;
-                             std::replace(name.begin(), name.end(), '-', '_');
-                             return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, CudaArch, ::testing::ValuesIn(test::arch_model_names()), test::arch_test_name);
 
 class CudaModel : public test::GpuTest {};
 
@@ -312,7 +288,7 @@ TEST_F(CudaModel, TheDecodeGraphEqualsPlainLaunchesBitForBit) {
     Result<Model> graphed = load(path, "cuda:0", 64, SplitMode::automatic, KvCacheType::f16, 64, true);
     Result<Model> plain = load(path, "cuda:0", 64, SplitMode::automatic, KvCacheType::f16, 64, false);
     ASSERT_TRUE(graphed.ok() && plain.ok());
-    const std::vector<TokenId> tokens = manifest().at("tokens").get<std::vector<TokenId>>();
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
     const auto a = run_each(*graphed, tokens);
     const auto b = run_each(*plain, tokens);
     ASSERT_EQ(a.size(), b.size());
@@ -328,7 +304,7 @@ TEST_F(CudaModel, TheDecodeGraphEqualsPlainLaunchesBitForBit) {
 TEST_F(CudaModel, LayerAndTensorSplitOverTwoShardsOfOneGpuEqualOneGpu) {
     for (const char* name : {"llama-f32.gguf", "qwen2-q8_0.gguf", "gemma3-f16.gguf"}) {
         const auto path = arch_dir() / name;
-        const std::vector<TokenId> tokens = manifest().at("tokens").get<std::vector<TokenId>>();
+        const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
         Result<Model> one = load(path, "cuda:0");
         ASSERT_TRUE(one.ok()) << one.error().message;
         const auto want = run_each(*one, tokens);
@@ -352,7 +328,7 @@ TEST_F(CudaModel, LayerAndTensorSplitOverTwoShardsOfOneGpuEqualOneGpu) {
 
 TEST_F(CudaModel, AQ8_0KvCacheAgreesWithTheCpuEngine) {
     const auto path = arch_dir() / "llama-f16.gguf";
-    const std::vector<TokenId> tokens = manifest().at("tokens").get<std::vector<TokenId>>();
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
     Result<Model> gpu = load(path, "cuda:0", 64, SplitMode::automatic, KvCacheType::q8_0);
     Result<Model> cpu = load(path, "cpu", 64, SplitMode::automatic, KvCacheType::q8_0);
     ASSERT_TRUE(gpu.ok() && cpu.ok());

@@ -21,6 +21,7 @@
 #include "gguf/gguf_model.h"
 #include "gguf/gguf_writer.h"
 #include "powerhouse/model.h"
+#include "engine/model/arch_fixture.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -28,32 +29,9 @@ namespace {
 
 using nlohmann::json;
 
-std::filesystem::path arch_dir() { return test::data_dir() / "arch"; }
-
-// The manifest, or an empty object when it is missing or malformed (the tests that need it
-// then fail, instead of the whole program at start-up, where the list of models is read).
-const json& manifest() {
-    static const json data = [] {
-        json parsed = json::parse(test::read_file(arch_dir() / "arch_models.json"), nullptr, false);
-        return parsed.is_object() ? parsed : json::object({{"models", json::array()}, {"tokens", json::array()}});
-    }();
-    return data;
-}
-
-std::vector<std::string> model_names() {
-    std::vector<std::string> names;
-    for (const json& m : manifest().at("models")) names.push_back(m.at("name").get<std::string>());
-    return names;
-}
-
-const json& entry(const std::string& name) {
-    for (const json& m : manifest().at("models")) {
-        if (m.at("name") == name) return m;
-    }
-    ADD_FAILURE() << "no model " << name << " in the manifest";
-    static const json none = json::object();
-    return none;
-}
+using test::arch_dir;
+using test::arch_entry;
+using test::arch_manifest;
 
 // Largest |ours - llama.cpp| allowed over all logits of all positions, per type, and the
 // top-2 margin below which llama.cpp's top-1 is not compared (a near-tie: our logits may
@@ -87,10 +65,10 @@ struct Compared {
 class ArchReference : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
-        const json& e = entry(GetParam());
+        const json& e = arch_entry(GetParam());
         type_ = e.at("type").get<std::string>();
         n_vocab_ = e.at("n_vocab").get<size_t>();
-        tokens_ = manifest().at("tokens").get<std::vector<TokenId>>();
+        tokens_ = arch_manifest().at("tokens").get<std::vector<TokenId>>();
         const std::string bytes = test::read_file(arch_dir() / e.at("logits").get<std::string>());
         ASSERT_EQ(bytes.size(), tokens_.size() * n_vocab_ * sizeof(float));
         want_.resize(bytes.size() / sizeof(float));
@@ -131,10 +109,10 @@ TEST_P(ArchReference, LogitsAgreeWithLlamaCpp) {
     ModelOptions options;
     options.n_ctx = 64;
     options.n_threads = 2;
-    Result<Model> loaded = Model::load(arch_dir() / entry(GetParam()).at("gguf").get<std::string>(), options);
+    Result<Model> loaded = Model::load(arch_dir() / arch_entry(GetParam()).at("gguf").get<std::string>(), options);
     ASSERT_TRUE(loaded.ok()) << loaded.error().message;
     Model& model = *loaded;
-    EXPECT_EQ(model.architecture(), entry(GetParam()).at("architecture").get<std::string>());
+    EXPECT_EQ(model.architecture(), arch_entry(GetParam()).at("architecture").get<std::string>());
 
     // One token at a time: every position.
     Compared c;
@@ -162,16 +140,11 @@ TEST_P(ArchReference, LogitsAgreeWithLlamaCpp) {
     EXPECT_GE(c.top1_checked, c.positions / 4) << "too many near-ties to say anything";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ArchReference, ::testing::ValuesIn(model_names()),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                             std::string name = param.param;
-                             std::replace(name.begin(), name.end(), '-', '_');
-                             return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, ArchReference, ::testing::ValuesIn(test::arch_model_names()), test::arch_test_name);
 
 TEST(ArchReferenceFixture, CoversEveryArchitectureAndType) {
     std::map<std::string, std::vector<std::string>> types;
-    for (const json& m : manifest().at("models")) {
+    for (const json& m : arch_manifest().at("models")) {
         types[m.at("model").get<std::string>()].push_back(m.at("type").get<std::string>());
     }
     const std::vector<std::string> all = {"f32", "f16", "q8_0", "q4_k"};

@@ -72,7 +72,7 @@ private:
     StageLayout layout_;
 
     std::vector<BoundOp> input_;
-    std::vector<std::vector<BoundOp>> layers_;  // the stage's layers, from shard_.first_layer
+    std::vector<std::vector<BoundOp>> layers_;  // the stage's layers, from layout_.first_layer
     std::vector<BoundOp> head_;
     const GgufTensorInfo* embedding_ = nullptr;
     const float* rope_freqs_ = nullptr;
@@ -116,14 +116,7 @@ Result<BoundOp> CpuStage::bind_op(const Op& op, uint32_t layer) {
 }
 
 Result<void> CpuStage::bind() {
-    ShardRanges ranges;
-    ranges.first_layer = shard_.first_layer;
-    ranges.n_layers = shard_.n_layers;
-    ranges.kv_head_begin = shard_.kv_head_begin;
-    ranges.kv_head_end = shard_.kv_head_end;
-    ranges.ff_begin = shard_.ff_begin;
-    ranges.ff_end = shard_.ff_end;
-    Result<StageLayout> layout = make_stage_layout(hp_, program_, ranges);
+    Result<StageLayout> layout = make_stage_layout(hp_, program_, shard_.ranges);
     if (!layout) return layout.error();
     layout_ = *layout;
     if (shard_.embedding) {
@@ -143,12 +136,12 @@ Result<void> CpuStage::bind() {
         }
         weight_bytes_ += embedding_->n_bytes;
     }
-    layers_.resize(layout_.last_layer - shard_.first_layer);
-    for (uint32_t l = shard_.first_layer; l < layout_.last_layer; ++l) {
+    layers_.resize(layout_.last_layer - layout_.first_layer);
+    for (uint32_t l = layout_.first_layer; l < layout_.last_layer; ++l) {
         for (const Op& op : program_.layer) {
             Result<BoundOp> b = bind_op(op, l);
             if (!b) return b.error();
-            layers_[l - shard_.first_layer].push_back(*b);
+            layers_[l - layout_.first_layer].push_back(*b);
         }
     }
     if (shard_.output) {
@@ -246,8 +239,8 @@ Result<void> CpuStage::run_layers(int n, uint32_t pos) {
     const auto start = Clock::now();
     batch_pos_ = pos;
     Result<void> result;
-    for (uint32_t l = shard_.first_layer; l < layout_.last_layer && result; ++l) {
-        for (const BoundOp& op : layers_[l - shard_.first_layer]) {
+    for (uint32_t l = layout_.first_layer; l < layout_.last_layer && result; ++l) {
+        for (const BoundOp& op : layers_[l - layout_.first_layer]) {
             if (result = run_op(op, l, n); !result) break;
         }
     }
@@ -385,12 +378,12 @@ void CpuStage::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
 
 void CpuStage::attention(uint32_t layer, int n, float scale) {
     for (int t = 0; t < n; ++t) {
-        kv_.store(layer - shard_.first_layer, batch_pos_ + static_cast<uint32_t>(t),
+        kv_.store(layer - layout_.first_layer, batch_pos_ + static_cast<uint32_t>(t),
                   buffer(Buffer::k) + static_cast<size_t>(t) * layout_.kv_width,
                   buffer(Buffer::v) + static_cast<size_t>(t) * layout_.kv_width);
     }
     const AttentionShape shape{layout_.n_head, layout_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window};
-    cpu::attention(pool_, isa_, kv_, layer - shard_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n, batch_pos_, scratch_);
+    cpu::attention(pool_, isa_, kv_, layer - layout_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n, batch_pos_, scratch_);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "backend/communicator.h"
 #include "backend/device_stage.h"
+#include "backend/stage_layout.h"
 #include "gguf/gguf_model.h"
 #include "powerhouse/model_info.h"
 
@@ -32,13 +33,9 @@ struct CpuBackendOptions {
 // What one CPU device of a plan holds (powerhouse/plan.h DeviceAssignment).
 struct CpuShard {
     std::string name = "CPU";
-    uint32_t first_layer = 0;
-    uint32_t n_layers = UINT32_MAX;  // UINT32_MAX: all from first_layer
-    // Tensor split: these KV heads (with their query heads) and feed-forward columns of
-    // every layer; equal begin and end: all of them. Column ranges of a row-parallel
-    // weight must start on a block of its format.
-    uint32_t kv_head_begin = 0, kv_head_end = 0;
-    uint32_t ff_begin = 0, ff_end = 0;
+    // Layers, KV heads and feed-forward columns (backend/stage_layout.h). Column ranges of
+    // a row-parallel weight must start on a block of its format.
+    ShardRanges ranges;
     bool embedding = true;
     bool output = true;
     // The tensor split's all-reduce partners (this device is `rank`); null: none.

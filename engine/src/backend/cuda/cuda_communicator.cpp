@@ -37,7 +37,8 @@ public:
     }
 
     Result<void> init(bool use_nccl) {
-        PH_TRY(check(cudaSetDevice(devices_[0]), "selecting GPU " + std::to_string(devices_[0])));
+        DeviceScope scope;
+        PH_TRY(scope.select(devices_[0]));
         PH_TRY(check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"));
         std::vector<int> distinct = devices_;
         std::sort(distinct.begin(), distinct.end());
@@ -65,7 +66,7 @@ public:
         comms_ = std::move(comms).value();
         streams_.assign(devices_.size(), nullptr);
         for (size_t r = 0; r < devices_.size(); ++r) {
-            PH_TRY(check(cudaSetDevice(devices_[r]), "selecting GPU " + std::to_string(devices_[r])));
+            PH_TRY(scope.select(devices_[r]));
             PH_TRY(check(cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking), "creating a stream"));
         }
         kind_ = "NCCL " + nccl_->version_string();
@@ -80,7 +81,8 @@ public:
         const auto start = Clock::now();
         const int df = devices_[static_cast<size_t>(from)];
         const int dt = devices_[static_cast<size_t>(to)];
-        PH_TRY(check(cudaSetDevice(dt), "selecting GPU " + std::to_string(dt)));
+        DeviceScope scope;
+        PH_TRY(scope.select(dt));
         const size_t bytes = count * sizeof(float);
         const int status = df == dt ? cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice)
                                     : cudaMemcpyPeer(dst, dt, src, df, bytes);
@@ -95,7 +97,8 @@ protected:
         if (!comms_.devices().empty()) return reduce_nccl(slots, count);
         const size_t bytes = count * sizeof(float);
         const int home = devices_[0];
-        PH_TRY(check(cudaSetDevice(home), "selecting GPU " + std::to_string(home)));
+        DeviceScope scope;  // the calling rank's thread goes on with its own GPU afterwards
+        PH_TRY(scope.select(home));
         PH_TRY(ensure(sum_, bytes));
         PH_TRY(check(cudaMemcpyAsync(sum_.data(), slots[0], bytes, cudaMemcpyDeviceToDevice, stream_),
                      "starting an all-reduce"));
@@ -129,10 +132,11 @@ private:
     }
 
     Result<void> reduce_nccl(const std::vector<float*>& slots, size_t count) {
+        DeviceScope scope;  // the calling rank's thread goes on with its own GPU afterwards
         PH_TRY(comms_.group_start());
         Result<void> launched;
         for (size_t r = 0; r < slots.size() && launched; ++r) {
-            launched = check(cudaSetDevice(devices_[r]), "selecting GPU " + std::to_string(devices_[r]));
+            launched = scope.select(devices_[r]);
             if (launched) launched = comms_.all_reduce_sum_f32(static_cast<int>(r), slots[r], count, streams_[r]);
         }
         // The group is closed whatever happened, so that the thread is not left inside it.
@@ -140,7 +144,7 @@ private:
         PH_TRY(launched);
         PH_TRY(ended);
         for (size_t r = 0; r < slots.size(); ++r) {
-            PH_TRY(check(cudaSetDevice(devices_[r]), "selecting GPU " + std::to_string(devices_[r])));
+            PH_TRY(scope.select(devices_[r]));
             PH_TRY(check(cudaStreamSynchronize(streams_[r]), "NCCL all-reduce on GPU " + std::to_string(devices_[r])));
         }
         return {};

@@ -250,36 +250,6 @@ Error not_the_library(const char* name, const std::string& file, const std::stri
     return make_error(ErrorCode::unsupported, file + " is not a usable " + name + ": it lacks " + missing);
 }
 
-// Selects devices for a scope; on exit gives the calling thread back the device it had,
-// whatever the calls in between (ncclCommInitAll visits every device) left selected.
-class DeviceScope {
-public:
-    DeviceScope() {
-        if (cudaGetDevice(&previous_) != cudaSuccess) {
-            cudaGetLastError();
-            previous_ = -1;
-        }
-    }
-    ~DeviceScope() {
-        int now = -1;
-        if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
-    }
-    DeviceScope(const DeviceScope&) = delete;
-    DeviceScope& operator=(const DeviceScope&) = delete;
-
-    Result<void> select(int device) {
-        if (device == previous_) return {};
-        if (const cudaError_t status = cudaSetDevice(device); status != cudaSuccess) {
-            cudaGetLastError();
-            return cuda_error(status, "selecting GPU " + std::to_string(device));
-        }
-        return {};
-    }
-
-private:
-    int previous_ = -1;
-};
-
 // "<what>: the resource allocation failed (CUBLAS_STATUS_ALLOC_FAILED)".
 Error cublas_error(const CublasApi& api, abi::CublasStatus status, const std::string& what) {
     const char* text = api.status_string != nullptr ? api.status_string(status) : nullptr;

@@ -8,26 +8,6 @@
 namespace powerhouse::cuda {
 namespace {
 
-// Selects a device for the scope and gives the calling thread its previous one back, so
-// that asking about GPU 2 does not move the caller's later allocations to GPU 2.
-class DeviceScope {
-public:
-    explicit DeviceScope(int device) {
-        if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-        status_ = cudaSetDevice(device);
-    }
-    ~DeviceScope() {
-        if (previous_ >= 0) cudaSetDevice(previous_);
-    }
-    DeviceScope(const DeviceScope&) = delete;
-    DeviceScope& operator=(const DeviceScope&) = delete;
-    cudaError_t status() const { return status_; }
-
-private:
-    int previous_ = -1;
-    cudaError_t status_ = cudaSuccess;
-};
-
 // The runtime keeps the last error per thread; a failure we turned into an Error must not
 // resurface from an unrelated later cudaGetLastError() (e.g. after a kernel launch).
 Error take_error(cudaError_t status, const std::string& what) {
@@ -147,8 +127,8 @@ Result<CudaDeviceInfo> cuda_device_info(int device, bool with_free_memory) {
     }
     info.pci_bus_id = bus_id;
     if (with_free_memory) {
-        const DeviceScope scope(device);
-        if (scope.status() != cudaSuccess) return take_error(scope.status(), "selecting " + which);
+        DeviceScope scope;
+        PH_TRY(scope.select(device));
         size_t free_bytes = 0;
         size_t total_bytes = 0;
         if (const cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes); status != cudaSuccess) {
@@ -201,10 +181,31 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 
 void DeviceBuffer::release() noexcept {
     if (data_ == nullptr) return;
-    const DeviceScope scope(device_);
-    cudaFree(data_);
+    DeviceScope scope;
+    if (scope.select(device_)) cudaFree(data_);
     data_ = nullptr;
     size_ = 0;
+}
+
+DeviceScope::DeviceScope() {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+        cudaGetLastError();
+        previous_ = -1;
+    }
+}
+
+DeviceScope::~DeviceScope() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+}
+
+Result<void> DeviceScope::select(int device) {
+    int now = -1;
+    if (cudaGetDevice(&now) == cudaSuccess && now == device) return {};
+    if (const cudaError_t status = cudaSetDevice(device); status != cudaSuccess) {
+        return take_error(status, "selecting GPU " + std::to_string(device));
+    }
+    return {};
 }
 
 Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {

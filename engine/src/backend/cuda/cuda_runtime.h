@@ -124,6 +124,22 @@ private:
     void* stop_ = nullptr;   // cudaEvent_t
 };
 
+// Selects devices for a scope and, at its end, gives the calling thread back the device it
+// had (the runtime's current device is per thread): asking about GPU 2, or summing on it,
+// must not move the caller's later work there. Without a usable runtime it does nothing.
+class DeviceScope {
+public:
+    DeviceScope();
+    ~DeviceScope();
+    DeviceScope(const DeviceScope&) = delete;
+    DeviceScope& operator=(const DeviceScope&) = delete;
+
+    Result<void> select(int device);
+
+private:
+    int previous_ = -1;
+};
+
 // Waits for all work on the current device; returns the first asynchronous error.
 Result<void> cuda_synchronize();
 

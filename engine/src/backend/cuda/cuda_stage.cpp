@@ -149,7 +149,8 @@ private:
 };
 
 CudaStage::~CudaStage() {
-    cudaSetDevice(shard_.device);
+    DeviceScope scope;
+    if (!scope.select(shard_.device)) return;  // no usable runtime: nothing was created
     if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
     if (start_ != nullptr) cudaEventDestroy(start_);
     if (stop_ != nullptr) cudaEventDestroy(stop_);
