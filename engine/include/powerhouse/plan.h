@@ -34,7 +34,7 @@ struct LayerWeights {
     uint64_t q = 0, k = 0, v = 0, o = 0;  // attention projections (with their biases)
     uint64_t gate = 0, up = 0, down = 0;  // feed-forward
     uint64_t replicated = 0;              // norms and anything else every shard keeps whole
-    uint32_t ff_block = 32;               // elements per block of ffn_down's rows (its split unit)
+    uint32_t ff_block = 32;               // ffn_down column split unit: its block, at least 32
     uint32_t o_block = 1;                 // elements per block of attn_output's rows
     uint64_t total() const { return q + k + v + o + gate + up + down + replicated; }
 };

@@ -103,7 +103,8 @@ Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, con
     for (const DeviceAssignment& a : plan.devices) gpus.push_back(devices.cuda_index[a.device]);
     std::unique_ptr<Communicator> comm;
     if (n > 1) {
-        Result<std::unique_ptr<Communicator>> c = cuda::make_cuda_communicator(gpus);
+        // NCCL only where there are all-reduces: a layer split only copies.
+        Result<std::unique_ptr<Communicator>> c = cuda::make_cuda_communicator(gpus, plan.mode == SplitMode::tensor);
         if (!c) return c.error();
         comm = std::move(c).value();
     } else {

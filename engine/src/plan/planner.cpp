@@ -497,7 +497,9 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
             else if (is("ffn_up.")) w.up += t.n_bytes;
             else if (is("ffn_down.")) {
                 w.down += t.n_bytes;
-                w.ff_block = type_traits(t.type).block_size;
+                // Columns go in whole blocks, and never fewer than 32 together: the CPU's
+                // activation blocks and the GPU's 8-value groups of float types both divide it.
+                w.ff_block = std::max<uint32_t>(32, static_cast<uint32_t>(type_traits(t.type).block_size));
             } else {
                 w.replicated += t.n_bytes;
             }

@@ -17,7 +17,6 @@
 #include "backend/cuda/cuda_runtime.h"
 #include "kernels/gpu_test.h"
 #include "support/test_support.h"
-#include "tensor/half.h"
 
 namespace powerhouse {
 namespace {
@@ -152,7 +151,7 @@ TEST(CudaLibraries, BadArgumentsAreRefusedBeforeAnyCall) {
     ASSERT_FALSE(twice.ok());
     EXPECT_TRUE(contains(twice.error().message, "GPU 0 is listed twice")) << twice.error().message;
     CublasHandle empty;
-    EXPECT_EQ(empty.gemm_f16_f32(nullptr, 1, 1, 1, nullptr, nullptr, nullptr).error().code,
+    EXPECT_EQ(empty.gemm_tf32(nullptr, 1, 1, 1, nullptr, nullptr, nullptr).error().code,
               ErrorCode::invalid_argument);
 }
 
@@ -170,12 +169,13 @@ TEST(CudaLibraries, BadArgumentsAreRefusedBeforeAnyCall) {
 
 class CublasGpu : public test::GpuTest {};
 
-// Values k/4 with |k| <= 4: every product and sum below is exact in F32, so cuBLAS (in any
-// summation order, on tensor cores or not) must match the CPU loop exactly.
-std::vector<uint16_t> small_f16(size_t count, int seed) {
-    std::vector<uint16_t> out(count);
+// Values k/4 with |k| <= 4: exact in TF32, and every product and sum below is exact in
+// F32, so cuBLAS (in any summation order, on tensor cores or not) must match the CPU loop
+// exactly.
+std::vector<float> small_values(size_t count, int seed) {
+    std::vector<float> out(count);
     for (size_t i = 0; i < count; ++i) {
-        out[i] = f32_to_f16(static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 3) % 9) - 4) / 4);
+        out[i] = static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 3) % 9) - 4) / 4;
     }
     return out;
 }
@@ -185,24 +185,24 @@ void expect_gemm_matches_cpu(CublasHandle& handle, int m, int n, int k, cudaStre
     const auto mm = static_cast<size_t>(m);
     const auto nn = static_cast<size_t>(n);
     const auto kk = static_cast<size_t>(k);
-    const std::vector<uint16_t> a = small_f16(mm * kk, 1);  // [m, k] f16
-    const std::vector<uint16_t> b = small_f16(nn * kk, 2);  // [n, k] f16
-    std::vector<float> expected(nn * mm);                   // [n, m] f32
+    const std::vector<float> a = small_values(mm * kk, 1);  // [m, k]
+    const std::vector<float> b = small_values(nn * kk, 2);  // [n, k]
+    std::vector<float> expected(nn * mm);                   // [n, m]
     for (size_t t = 0; t < nn; ++t) {
         for (size_t r = 0; r < mm; ++r) {
             float sum = 0.0f;
-            for (size_t i = 0; i < kk; ++i) sum += f16_to_f32(a[r * kk + i]) * f16_to_f32(b[t * kk + i]);
+            for (size_t i = 0; i < kk; ++i) sum += a[r * kk + i] * b[t * kk + i];
             expected[t * mm + r] = sum;
         }
     }
-    auto a_dev = cuda::DeviceBuffer::allocate(a.size() * sizeof(uint16_t));
-    auto b_dev = cuda::DeviceBuffer::allocate(b.size() * sizeof(uint16_t));
+    auto a_dev = cuda::DeviceBuffer::allocate(a.size() * sizeof(float));
+    auto b_dev = cuda::DeviceBuffer::allocate(b.size() * sizeof(float));
     auto c_dev = cuda::DeviceBuffer::allocate(expected.size() * sizeof(float));
     ASSERT_TRUE(a_dev.ok() && b_dev.ok() && c_dev.ok());
-    ASSERT_TRUE(a_dev->upload(a.data(), a.size() * sizeof(uint16_t)).ok());
-    ASSERT_TRUE(b_dev->upload(b.data(), b.size() * sizeof(uint16_t)).ok());
-    auto gemm = handle.gemm_f16_f32(stream, m, n, k, static_cast<const uint16_t*>(a_dev->data()),
-                                    static_cast<const uint16_t*>(b_dev->data()), static_cast<float*>(c_dev->data()));
+    ASSERT_TRUE(a_dev->upload(a.data(), a.size() * sizeof(float)).ok());
+    ASSERT_TRUE(b_dev->upload(b.data(), b.size() * sizeof(float)).ok());
+    auto gemm = handle.gemm_tf32(stream, m, n, k, static_cast<const float*>(a_dev->data()),
+                                 static_cast<const float*>(b_dev->data()), static_cast<float*>(c_dev->data()));
     ASSERT_TRUE(gemm.ok()) << gemm.error().message;
     ASSERT_TRUE(cuda::cuda_synchronize().ok());  // every stream of the device
     std::vector<float> got(expected.size());

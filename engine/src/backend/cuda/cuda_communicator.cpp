@@ -61,7 +61,10 @@ public:
             return {};
         }
         Result<NcclComms> comms = NcclComms::init_all(**nccl, devices_);
-        if (!comms) return comms.error();
+        if (!comms) {
+            kind_ = "peer copies (NCCL did not start: " + comms.error().message + ")";
+            return {};
+        }
         nccl_ = std::move(nccl).value();
         comms_ = std::move(comms).value();
         streams_.assign(devices_.size(), nullptr);
@@ -84,9 +87,13 @@ public:
         DeviceScope scope;
         PH_TRY(scope.select(dt));
         const size_t bytes = count * sizeof(float);
-        const int status = df == dt ? cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice)
-                                    : cudaMemcpyPeer(dst, dt, src, df, bytes);
+        // On the legacy default stream, waited for here: neither a device-to-device cudaMemcpy
+        // nor a peer copy waits for itself to finish, and the stages' streams do not wait for
+        // the default stream. (The sender's stream was synchronized when its call returned.)
+        const int status = df == dt ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr)
+                                    : cudaMemcpyPeerAsync(dst, dt, src, df, bytes, nullptr);
         PH_TRY(check(status, fmt::format("copying {} bytes from GPU {} to GPU {}", bytes, df, dt)));
+        PH_TRY(check(cudaStreamSynchronize(nullptr), fmt::format("copying from GPU {} to GPU {}", df, dt)));
         add_copy_seconds(from, to, since(start));
         return {};
     }

@@ -75,7 +75,7 @@ constexpr CublasStatus kCublasNotSupported = value<CublasStatus>(15);
 constexpr CublasOperation kOpN = value<CublasOperation>(0);
 constexpr CublasOperation kOpT = value<CublasOperation>(1);
 constexpr CublasMath kDefaultMath = value<CublasMath>(0);
-constexpr CublasComputeType kCompute32F = value<CublasComputeType>(68);
+constexpr CublasComputeType kCompute32FFastTf32 = value<CublasComputeType>(77);
 constexpr CublasGemmAlgo kGemmDefault = value<CublasGemmAlgo>(-1);
 
 constexpr NcclResult kNcclSuccess = value<NcclResult>(0);
@@ -109,7 +109,7 @@ static_assert(kCublasSuccess == CUBLAS_STATUS_SUCCESS && kCublasNotInitialized =
               kCublasAllocFailed == CUBLAS_STATUS_ALLOC_FAILED && kCublasInvalidValue == CUBLAS_STATUS_INVALID_VALUE &&
               kCublasArchMismatch == CUBLAS_STATUS_ARCH_MISMATCH && kCublasNotSupported == CUBLAS_STATUS_NOT_SUPPORTED);
 static_assert(kOpN == CUBLAS_OP_N && kOpT == CUBLAS_OP_T && kDefaultMath == CUBLAS_DEFAULT_MATH &&
-              kCompute32F == CUBLAS_COMPUTE_32F && kGemmDefault == CUBLAS_GEMM_DEFAULT);
+              kCompute32FFastTf32 == CUBLAS_COMPUTE_32F_FAST_TF32 && kGemmDefault == CUBLAS_GEMM_DEFAULT);
 static_assert(std::is_same_v<CublasCreateFn, decltype(&cublasCreate_v2)>);
 static_assert(std::is_same_v<CublasDestroyFn, decltype(&cublasDestroy_v2)>);
 static_assert(std::is_same_v<CublasSetStreamFn, decltype(&cublasSetStream_v2)>);
@@ -416,8 +416,8 @@ Result<CublasHandle> CublasHandle::create(const CublasLibrary& library) {
     handle.api_ = &api;
     handle.handle_ = raw;
     handle.device_ = device;
-    // Default math already allows tensor cores for F16 inputs, and CUBLAS_COMPUTE_32F keeps
-    // F32 accumulation; set explicitly so that a change of cuBLAS's default cannot alter it.
+    // The compute type of each GEMM asks for TF32 tensor cores with F32 accumulation; default
+    // math is set explicitly so that a change of cuBLAS's default cannot alter it.
     if (const abi::CublasStatus status = api.set_math_mode(raw, abi::kDefaultMath); status != abi::kCublasSuccess) {
         return cublas_error(api, status, what + " (setting its math mode)");
     }
@@ -456,7 +456,7 @@ Result<void> CublasHandle::use_stream(void* stream) {
     return {};
 }
 
-Result<void> CublasHandle::gemm_f16_f32(void* stream, int m, int n, int k, const uint16_t* a, const uint16_t* b,
+Result<void> CublasHandle::gemm_tf32(void* stream, int m, int n, int k, const float* a, const float* b,
                                         float* c) {
     if (handle_ == nullptr) return make_error(ErrorCode::invalid_argument, "GEMM on an empty cuBLAS handle");
     if (m <= 0 || n <= 0 || k <= 0) {
@@ -478,12 +478,12 @@ Result<void> CublasHandle::gemm_f16_f32(void* stream, int m, int n, int k, const
     const float alpha = 1.0f;
     const float beta = 0.0f;
     const abi::CublasStatus status =
-        api_->gemm_ex(static_cast<abi::CublasContext>(handle_), abi::kOpT, abi::kOpN, m, n, k, &alpha, a, CUDA_R_16F, k,
-                      b, CUDA_R_16F, k, &beta, c, CUDA_R_32F, m, abi::kCompute32F, abi::kGemmDefault);
+        api_->gemm_ex(static_cast<abi::CublasContext>(handle_), abi::kOpT, abi::kOpN, m, n, k, &alpha, a, CUDA_R_32F, k,
+                      b, CUDA_R_32F, k, &beta, c, CUDA_R_32F, m, abi::kCompute32FFastTf32, abi::kGemmDefault);
     if (status != abi::kCublasSuccess) {
         return cublas_error(*api_, status,
                             "cublasGemmEx (" + std::to_string(m) + " x " + std::to_string(n) + " x " +
-                                std::to_string(k) + ", f16 in, f32 out) on GPU " + std::to_string(device_));
+                                std::to_string(k) + ", TF32) on GPU " + std::to_string(device_));
     }
     return {};
 }

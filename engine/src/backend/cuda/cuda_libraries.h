@@ -103,12 +103,14 @@ public:
     Result<void> set_workspace(void* workspace, size_t bytes);
 
     // c = b · aᵀ on `stream` (a cudaStream_t on device(); nullptr: the default stream),
-    // asynchronously, F16 inputs with F32 accumulation (tensor cores where the GPU has them):
-    //   a  [m, k] f16 row-major (the weights: m output rows)
-    //   b  [n, k] f16 row-major (the activations: n tokens)
+    // asynchronously, f32 operands rounded to TF32 on the tensor cores, f32 accumulation.
+    // TF32 keeps F16's 10-bit precision but f32's range: activations beyond 65504, which
+    // some models have before their down projection, stay finite.
+    //   a  [m, k] f32 row-major (the weights: m output rows)
+    //   b  [n, k] f32 row-major (the activations: n tokens)
     //   c  [n, m] f32 row-major, c[t][r] = sum_i a[r][i] * b[t][i]
     // All three are device pointers. m, n and k must be positive.
-    Result<void> gemm_f16_f32(void* stream, int m, int n, int k, const uint16_t* a, const uint16_t* b, float* c);
+    Result<void> gemm_tf32(void* stream, int m, int n, int k, const float* a, const float* b, float* c);
 
 private:
     Result<void> use_stream(void* stream);

@@ -27,7 +27,8 @@ using arch::OpKind;
 using Clock = std::chrono::steady_clock;
 
 // Prompts of at least this many tokens go through cuBLAS: below it the fused kernels read
-// the weights ceil(n / 8) times, less than decoding them to F16 and reading that back.
+// the weights ceil(n / 8) times, less than decoding them to f32 and reading that back.
+// (A first guess: the device check's prompt figures are where to tune it.)
 constexpr int kCublasMinTokens = 32;
 
 std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024)); }
@@ -132,7 +133,7 @@ private:
     DeviceBuffer partial_;  // attention splits
     DeviceBuffer pos_;      // int32: position of the batch's first token
     DeviceBuffer ids_;      // int32 token ids of a batch
-    DeviceBuffer f16_weights_, f16_acts_;  // cuBLAS operands
+    DeviceBuffer f32_weights_;  // cuBLAS operand: one weight matrix decoded
     PinnedArray<int32_t> host_pos_, host_ids_;
     PinnedArray<float> host_logits_;
     int decode_splits_ = 1;
@@ -151,6 +152,10 @@ private:
 CudaStage::~CudaStage() {
     DeviceScope scope;
     if (!scope.select(shard_.device)) return;  // no usable runtime: nothing was created
+    // Nothing may still run on the stream when its buffers go; cuBLAS lets go of it first.
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    cublas_ = CublasHandle{};
+    cudaGetLastError();
     if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
     if (start_ != nullptr) cudaEventDestroy(start_);
     if (stop_ != nullptr) cudaEventDestroy(stop_);
@@ -222,13 +227,18 @@ Result<void> CudaStage::init(const GgufModel& model) {
         return make_error(ErrorCode::unsupported, fmt::format("the CUDA backend needs a head size that is a multiple "
                                                               "of 32 up to 256, not {}", hp_.head_dim));
     }
+    if (options_.n_batch > 4096) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("a batch of {} tokens is more than the CUDA backend "
+                                                                   "takes at once (4096)", options_.n_batch));
+    }
     if (options_.kv_cache_type == KvCacheType::f32) {
         return make_error(ErrorCode::unsupported, "the CUDA backend keeps the KV cache in F16 or Q8_0, not F32");
     }
 
     // Bind every op first (no GPU memory yet), to know what the weights need.
     const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
-    const auto column_block = [](GgmlType type) { return static_cast<int64_t>(type_traits(type).block_size); };
+    // The fused products take float types 8 values at a time.
+    const auto column_block = [](GgmlType type) { return std::max<int64_t>(8, type_traits(type).block_size); };
     const bool reduce = shard_.comm != nullptr;
     std::vector<BoundWeight> all;
     std::vector<BoundWeight> input, head;
@@ -268,11 +278,9 @@ Result<void> CudaStage::init(const GgufModel& model) {
     }
 
     // cuBLAS for prompts, when there are prompts to speak of and the library is there.
-    int64_t max_in = 0;
     uint64_t max_matrix = 0;
     for (const BoundWeight& w : all) {
         if (w.op->kind != OpKind::matmul) continue;
-        max_in = std::max(max_in, w.in);
         if (w.op->dst != Buffer::logits) max_matrix = std::max(max_matrix, static_cast<uint64_t>(w.in * w.rows));
     }
     if (options_.use_cublas && options_.n_batch >= static_cast<uint32_t>(kCublasMinTokens) && max_matrix > 0) {
@@ -308,7 +316,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
         const uint64_t rows = static_cast<Buffer>(i) == Buffer::logits ? 1 : n_batch;
         buffer_bytes += layout_.widths[i] * rows * sizeof(float);
     }
-    const uint64_t cublas_bytes = have_cublas_ ? max_matrix * 2 + n_batch * static_cast<uint64_t>(max_in) * 2 : 0;
+    const uint64_t cublas_bytes = have_cublas_ ? max_matrix * sizeof(float) : 0;
     const uint64_t kv_bytes = 2 * n_layers * options_.n_ctx * kv_row_bytes_;
     const bool tied = embedding != nullptr && std::any_of(all.begin(), all.end(), [&](const BoundWeight& w) {
         return w.data == embedding->data && w.bytes() == embedding->n_bytes;
@@ -393,14 +401,15 @@ Result<void> CudaStage::init(const GgufModel& model) {
     PH_TRY(allocate(partial_, partial_floats * sizeof(float), scratch_bytes_));
     PH_TRY(allocate(pos_, sizeof(int32_t), scratch_bytes_));
     PH_TRY(allocate(ids_, n_batch * sizeof(int32_t), scratch_bytes_));
-    if (have_cublas_) {
-        PH_TRY(allocate(f16_weights_, max_matrix * 2, scratch_bytes_));
-        PH_TRY(allocate(f16_acts_, n_batch * static_cast<uint64_t>(max_in) * 2, scratch_bytes_));
-    }
+    if (have_cublas_) PH_TRY(allocate(f32_weights_, max_matrix * sizeof(float), scratch_bytes_));
     PH_TRY(check(host_pos_.allocate(1), "allocating pinned memory"));
     PH_TRY(check(host_ids_.allocate(n_batch), "allocating pinned memory"));
     PH_TRY(check(host_logits_.allocate(shard_.output ? hp_.n_vocab : 1), "allocating pinned memory"));
     graphs_ = options_.use_graphs && shard_.comm == nullptr;
+    options_.upload_progress = nullptr;  // it refers to the loader's state, gone after load
+    // The uploads ran on the legacy default stream, which the stage's stream does not wait
+    // for; an upload error also surfaces here rather than at the first token.
+    PH_TRY(check(cudaDeviceSynchronize(), "uploading the weights"));
     // What one decode step reads: every weight of the layers and the head (the embedding
     // table only for its one row, unless it is the output matrix too).
     std::vector<BoundWeight> step = head;
@@ -414,7 +423,11 @@ Result<void> CudaStage::finish(std::string_view what) {
     PH_TRY(check(cudaEventRecord(stop_, stream_), "recording an event"));
     PH_TRY(check(cudaStreamSynchronize(stream_), what));
     float ms = 0;
-    if (cudaEventElapsedTime(&ms, start_, stop_) == cudaSuccess) gpu_seconds_ += ms / 1e3;
+    if (cudaEventElapsedTime(&ms, start_, stop_) == cudaSuccess) {
+        gpu_seconds_ += ms / 1e3;
+    } else {
+        cudaGetLastError();  // not this call's failure to report, nor the next launch's
+    }
     return {};
 }
 
@@ -456,7 +469,11 @@ Result<void> CudaStage::enqueue_layers(int n) {
 // fails (a driver that cannot capture something) falls back to plain launches for good.
 Result<void> CudaStage::run_decode_graph() {
     if (graph_ == nullptr) {
-        PH_TRY(check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "starting a graph capture"));
+        if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+            cudaGetLastError();
+            graphs_ = false;
+            return enqueue_layers(1);
+        }
         Result<void> enqueued = enqueue_layers(1);
         cudaGraph_t graph = nullptr;
         const int ended = cudaStreamEndCapture(stream_, &graph);
@@ -515,11 +532,9 @@ Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
     float* dst = buffer(op.op->dst);
     const auto type = static_cast<uint32_t>(op.type);
     if (have_cublas_ && n >= kCublasMinTokens) {
-        auto* w16 = static_cast<uint16_t*>(f16_weights_.data());
-        auto* x16 = static_cast<uint16_t*>(f16_acts_.data());
-        PH_TRY(dequantize_device(op.type, op.weight, w16, DequantOutput::f16, op.in * op.rows, stream_));
-        PH_TRY(check(ph_f32_to_f16(src, x16, op.in * n, stream_), "converting activations"));
-        PH_TRY(cublas_.gemm_f16_f32(stream_, static_cast<int>(op.rows), n, static_cast<int>(op.in), w16, x16, dst));
+        auto* w32 = static_cast<float*>(f32_weights_.data());
+        PH_TRY(dequantize_device(op.type, op.weight, w32, DequantOutput::f32, op.in * op.rows, stream_));
+        PH_TRY(cublas_.gemm_tf32(stream_, static_cast<int>(op.rows), n, static_cast<int>(op.in), w32, src, dst));
     } else {
         PH_TRY(check(ph_matmul(type, op.weight, op.row_bytes, op.rows, op.in, src, op.in, dst, op.rows, n, stream_),
                      fmt::format("multiplying by '{}'", op.op->weight)));
