@@ -237,6 +237,9 @@ int run_bench(const BenchOptions& options) {
                             {"pp_comm_seconds", device_time[i].pp_comm},
                             {"tg_busy_ms_per_token", device_time[i].tg_busy_ms},
                             {"tg_comm_ms_per_token", device_time[i].tg_comm_ms},
+                            {"planned_bytes", usage[i].planned_bytes},
+                            {"allocated_bytes",
+                             usage[i].weight_bytes + usage[i].kv_cache_bytes + usage[i].scratch_bytes},
                             {"bandwidth_gb_s", usage[i].bandwidth_gb_s},
                             {"step_bytes", usage[i].step_bytes}});
         }
