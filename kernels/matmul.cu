@@ -9,6 +9,14 @@
 // activation rows (they stay in L1/L2, the weights stream past once), summed per lane in
 // f32 with FMAs and reduced across the warp with shuffles.
 //
+// Two variants of that kernel. The staged one (used whenever the rows and activations are
+// 16-byte aligned, as the CUDA stage's always are) first copies each tile of 2048 weights
+// of the row into the warp's shared memory with 16-byte loads, as the dequantize kernels
+// do: blocks of 18, 34, 144 or 210 bytes cannot be read with wide loads in place, and one
+// byte load per quant from global memory costs more instructions than the bandwidth allows.
+// It reads the activations as float4. The plain one reads the weights in place, for any
+// alignment (the column slices of a row-parallel split in the tests, for example).
+//
 // Thread-safety: see powerhouse_kernels.h.
 #include <cuda_runtime.h>
 
@@ -58,12 +66,89 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
 }
 
+constexpr int kTileElements = 2048;
+
+// Bytes of a tile of 2048 weights: a multiple of 16, as the tile is 8 super-blocks of 256,
+// 64 blocks of 32 or 256 groups of 8 floats, and every block is an even number of bytes.
+template <class Traits>
+__host__ __device__ constexpr int tile_bytes() {
+    return kTileElements / Traits::kBlockSize * static_cast<int>(sizeof(typename Traits::Block));
+}
+
+template <class Traits, int kTokens>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    matmul_staged_kernel(const uint8_t* __restrict__ w, size_t row_stride, int64_t rows, int64_t in,
+                         const float* __restrict__ x, int64_t x_stride, float* __restrict__ y, int64_t y_stride) {
+    using Block = typename Traits::Block;
+    constexpr int kTileBytes = tile_bytes<Traits>();
+    static_assert(kTileBytes % 16 == 0, "a tile must be whole 16-byte vectors");
+    __shared__ uint4 tiles[kWarpsPerBlock][kTileBytes / 16];
+    const int warp = static_cast<int>(threadIdx.x / 32);
+    const int lane = static_cast<int>(threadIdx.x % 32);
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+    if (row >= rows) return;  // the whole warp: it syncs only with itself below
+    const uint8_t* src = w + static_cast<size_t>(row) * row_stride;
+    uint4* tile = tiles[warp];
+    const auto* blocks = reinterpret_cast<const Block*>(tile);
+    float acc[kTokens];
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
+    for (int64_t e0 = 0; e0 < in; e0 += kTileElements) {
+        const int n_elements = static_cast<int>(in - e0 < kTileElements ? in - e0 : kTileElements);
+        // A last, shorter tile is still whole 16-byte vectors: the launcher checked that the
+        // row's bytes are.
+        const int n_vectors = n_elements / Traits::kBlockSize * static_cast<int>(sizeof(Block)) / 16;
+        const auto* from = reinterpret_cast<const uint4*>(src + e0 / Traits::kBlockSize * sizeof(Block));
+        for (int i = lane; i < n_vectors; i += 32) tile[i] = from[i];
+        __syncwarp();
+        for (int e = lane * 8; e < n_elements; e += 32 * 8) {
+            float v[8];
+            Traits::decode8(blocks[e / Traits::kBlockSize], e % Traits::kBlockSize, v);
+#pragma unroll
+            for (int t = 0; t < kTokens; ++t) {
+                const auto* xt = reinterpret_cast<const float4*>(x + t * x_stride + e0 + e);
+                const float4 a = xt[0];
+                const float4 b = xt[1];
+                float sum = acc[t];
+                sum = fmaf(v[0], a.x, sum);
+                sum = fmaf(v[1], a.y, sum);
+                sum = fmaf(v[2], a.z, sum);
+                sum = fmaf(v[3], a.w, sum);
+                sum = fmaf(v[4], b.x, sum);
+                sum = fmaf(v[5], b.y, sum);
+                sum = fmaf(v[6], b.z, sum);
+                sum = fmaf(v[7], b.w, sum);
+                acc[t] = sum;
+            }
+        }
+        __syncwarp();  // the tile is read by every lane before the next one overwrites it
+    }
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+        float sum = acc[t];
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+        if (lane == 0) y[t * y_stride + row] = sum;
+    }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
 template <class Traits, int kTokens>
 int launch(const void* w, size_t row_stride, int64_t rows, int64_t in, const float* x, int64_t x_stride, float* y,
            int64_t y_stride, cudaStream_t stream) {
     const int64_t grid = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    matmul_kernel<Traits, kTokens><<<static_cast<unsigned>(grid), kWarpsPerBlock * 32, 0, stream>>>(
-        static_cast<const uint8_t*>(w), row_stride, rows, in, x, x_stride, y, y_stride);
+    const auto* weights = static_cast<const uint8_t*>(w);
+    const size_t row_bytes = static_cast<size_t>(in / Traits::kBlockSize) * sizeof(typename Traits::Block);
+    const bool staged = aligned16(w) && row_stride % 16 == 0 && row_bytes % 16 == 0 && aligned16(x) &&
+                        x_stride % 4 == 0;
+    if (staged) {
+        matmul_staged_kernel<Traits, kTokens><<<static_cast<unsigned>(grid), kWarpsPerBlock * 32, 0, stream>>>(
+            weights, row_stride, rows, in, x, x_stride, y, y_stride);
+    } else {
+        matmul_kernel<Traits, kTokens><<<static_cast<unsigned>(grid), kWarpsPerBlock * 32, 0, stream>>>(
+            weights, row_stride, rows, in, x, x_stride, y, y_stride);
+    }
     return static_cast<int>(cudaGetLastError());
 }
 
