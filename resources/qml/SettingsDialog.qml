@@ -22,10 +22,27 @@ Dialog {
     onApplied: if (settings.apply()) close()
     onRejected: settings.revert()
 
-    header: TabBar {
-        id: tabs
-        TabButton { text: "GPUs"; Accessible.name: "GPU settings" }
-        TabButton { text: "General"; Accessible.name: "General settings" }
+    // A header of our own replaces the dialog's title bar: the title goes above the tabs.
+    header: ColumnLayout {
+        spacing: 0
+
+        Label {
+            objectName: "settingsTitle"
+            text: dialog.title
+            font.bold: true
+            font.pixelSize: Theme.fontSize + 4
+            leftPadding: Theme.spacing
+            topPadding: Theme.spacing
+            bottomPadding: Theme.spacing / 2
+            Layout.fillWidth: true
+        }
+
+        TabBar {
+            id: tabs
+            Layout.fillWidth: true
+            TabButton { text: "GPUs"; Accessible.name: "GPU settings" }
+            TabButton { text: "General"; Accessible.name: "General settings" }
+        }
     }
 
     StackLayout {

@@ -141,6 +141,11 @@ Item {
             const dialog = createTemporaryObject(settingsComponent, root)
             dialog.open()
             tryVerify(() => dialog.opened)
+            // The title shows above the tabs, and the content starts below both.
+            const title = findChild(dialog.header, "settingsTitle")
+            verify(title && title.visible && title.height > 0)
+            compare(title.text, "Settings")
+            verify(dialog.contentItem.mapToItem(null, 0, 0).y >= title.mapToItem(null, 0, title.height).y)
             testSettings.splitMode = "layer"
             const preview = findChild(dialog.contentItem, "planPreview")
             verify(preview.text.indexOf("layer split") >= 0, preview.text)
