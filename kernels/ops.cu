@@ -156,10 +156,11 @@ __global__ void kv_store_q8_0_kernel(const float* __restrict__ k, const float* _
 }
 
 __global__ void argmax_kernel(const float* __restrict__ x, int n, int32_t* out) {
+    // As the sampler's argmax: strictly greater than -inf, so NaN and -inf are never chosen.
     float best = -INFINITY;
     int index = INT_MAX;
     for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
-        if (index == INT_MAX || x[i] > best) {
+        if (x[i] > best) {
             best = x[i];
             index = i;
         }
@@ -188,7 +189,7 @@ __global__ void argmax_kernel(const float* __restrict__ x, int n, int32_t* out) 
                 index = indices[w];
             }
         }
-        *out = index == INT_MAX ? 0 : index;
+        *out = index == INT_MAX ? -1 : index;
     }
 }
 

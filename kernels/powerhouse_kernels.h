@@ -116,7 +116,8 @@ int ph_attention(int kv_type, const float* q, const void* k_cache, const void* v
                  int n_splits, float* partial, const int32_t* pos0, cudaStream_t stream);
 
 // Index of the largest of n values (the first of equals), written to *out on the device:
-// greedy sampling without copying the logits.
+// greedy sampling without copying the logits. NaN and -inf are never chosen; -1 when no
+// value is a number above -inf (the sampler's argmax, which returns kNoToken then).
 int ph_argmax(const float* x, int n, int32_t* out, cudaStream_t stream);
 
 }  // extern "C"

@@ -896,6 +896,16 @@ TEST_F(ArgmaxKernel, FindsThePlantedMaximumAndTheFirstOfEquals) {
             c.x[at(j)] = 7.0f;
             cases.push_back(std::move(c));
         }
+        // As the sampler's argmax: NaN and -inf are never chosen, and -1 says none was.
+        cases.push_back({"all NaN", std::vector<float>(un, std::nanf("")), -1});
+        cases.push_back({"all -inf", std::vector<float>(un, -INFINITY), -1});
+        {
+            Case c{"NaN first, maximum last", std::vector<float>(un, -2.0f), n - 1};
+            c.x[0] = std::nanf("");
+            if (n > 1) c.x[un - 1] = -1.0f;
+            if (n == 1) c.expected = -1;
+            cases.push_back(std::move(c));
+        }
         for (const Case& c : cases) {
             SCOPED_TRACE("n " + std::to_string(n) + ", " + c.name);
             DeviceArray<float> x_dev(c.x);

@@ -122,6 +122,10 @@ public:
     // logits of the last one (valid until the next call). Fails, with nothing changed, when
     // the context would overflow or an id is out of range.
     Result<std::span<const float>> decode(std::span<const TokenId> tokens);
+    // As decode, for greedy decoding: only the id of the largest logit (the first of equals;
+    // -1, the sampler's kNoToken, when none is a number above -inf). A GPU picks it where the
+    // logits are, so that only the id crosses to the host.
+    Result<TokenId> decode_argmax(std::span<const TokenId> tokens);
     uint32_t n_past() const;
     // The token ids of the n_past() cached positions, in order.
     std::span<const TokenId> cached_tokens() const;

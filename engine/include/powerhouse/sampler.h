@@ -86,6 +86,12 @@ public:
     void apply_penalties(std::span<float> logits);
 
     const SamplingParams& params() const { return params_; }
+    // Temperature 0 and no penalty: the next token is the argmax of the raw logits, which a
+    // GPU can pick itself (Model::decode_argmax).
+    bool plain_greedy() const {
+        return params_.temperature == 0.0f && params_.repeat_penalty == 1.0f && params_.presence_penalty == 0.0f &&
+               params_.frequency_penalty == 0.0f;
+    }
 
 private:
     SamplingParams params_;

@@ -26,6 +26,10 @@ public:
     // The span stays valid until the next call. Fails, changing nothing, when the tokens
     // would not fit in the context or an id is out of range.
     virtual Result<std::span<const float>> decode(std::span<const TokenId> tokens) = 0;
+    // As decode, but returns only the index of the largest logit (the first of equals;
+    // kNoToken-like -1 when none is a number above -inf): greedy decoding, where a GPU
+    // picks the token itself and only its id crosses to the host.
+    virtual Result<TokenId> decode_argmax(std::span<const TokenId> tokens) = 0;
 
     // Positions held in the KV cache.
     virtual uint32_t n_past() const = 0;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -33,6 +34,22 @@ public:
     // Runs the output head on row `row` of x() and returns the logits, valid until the next
     // call. Only on the stage that holds the output layer.
     virtual Result<std::span<const float>> head(int row) = 0;
+    // The output head on row `row`, returning only the index of the largest logit (the first
+    // of equals; -1 when none is a number above -inf). A GPU computes it where the logits
+    // are; this default takes them to the host.
+    virtual Result<TokenId> head_argmax(int row) {
+        Result<std::span<const float>> logits = head(row);
+        if (!logits) return logits.error();
+        TokenId best = -1;
+        float best_logit = -std::numeric_limits<float>::infinity();
+        for (size_t i = 0; i < logits->size(); ++i) {
+            if ((*logits)[i] > best_logit) {
+                best_logit = (*logits)[i];
+                best = static_cast<TokenId>(i);
+            }
+        }
+        return best;
+    }
     // What the stage holds and how long it has worked.
     virtual DeviceUsage usage() const = 0;
 };

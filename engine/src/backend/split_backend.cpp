@@ -22,6 +22,13 @@ public:
           threads_(static_cast<int>(stages_.size())) {}
 
     Result<std::span<const float>> decode(std::span<const TokenId> tokens) override;
+    Result<TokenId> decode_argmax(std::span<const TokenId> tokens) override {
+        want_argmax_ = true;
+        Result<std::span<const float>> done = decode(tokens);
+        want_argmax_ = false;
+        if (!done) return done.error();
+        return argmax_;
+    }
     uint32_t n_past() const override { return n_past_; }
     uint32_t n_ctx() const override { return shape_.n_ctx; }
     void truncate(uint32_t n) override { n_past_ = std::min(n_past_, n); }
@@ -48,6 +55,14 @@ private:
     Result<std::span<const float>> decode_layer_split(std::span<const TokenId> tokens, uint32_t pos);
     Result<std::span<const float>> decode_tensor_split(std::span<const TokenId> tokens, uint32_t pos);
     Result<void> copy_x(size_t from, size_t to, int n);
+    // The output stage's head on `row`: the logits, or with want_argmax_ only their argmax.
+    Result<std::span<const float>> run_head(DeviceStage& stage, int row) {
+        if (!want_argmax_) return stage.head(row);
+        Result<TokenId> best = stage.head_argmax(row);
+        if (!best) return best.error();
+        argmax_ = *best;
+        return std::span<const float>();
+    }
     // The error with the device's name in front.
     Result<void> named(size_t stage, Result<void> r) const {
         if (r) return r;
@@ -59,6 +74,8 @@ private:
     SplitShape shape_;
     cpu::ThreadPool threads_;
     uint32_t n_past_ = 0;
+    bool want_argmax_ = false;  // decode_argmax in progress
+    TokenId argmax_ = -1;
 };
 
 Result<void> SplitBackend::run_stages(const std::vector<std::function<Result<void>()>>& work) {
@@ -129,7 +146,7 @@ Result<std::span<const float>> SplitBackend::decode_layer_split(std::span<const 
                 Result<void> r = stage.run_layers(n, pos + static_cast<uint32_t>(m * batch));
                 if (!r) return r;
                 if (d + 1 == n_stages && m + 1 == n_micro) {
-                    Result<std::span<const float>> l = stage.head(n - 1);
+                    Result<std::span<const float>> l = run_head(stage, n - 1);
                     if (!l) return l.error();
                     logits = *l;
                 }
@@ -162,7 +179,7 @@ Result<std::span<const float>> SplitBackend::decode_tensor_split(std::span<const
         }
         if (Result<void> r = run_stages(work); !r) return r.error();
         if (at + n == tokens.size()) {
-            Result<std::span<const float>> l = stages_[shape_.output_stage]->head(static_cast<int>(n) - 1);
+            Result<std::span<const float>> l = run_head(*stages_[shape_.output_stage], static_cast<int>(n) - 1);
             if (!l) return named(shape_.output_stage, l.error()).error();
             logits = *l;
         }

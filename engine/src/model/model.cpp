@@ -312,6 +312,12 @@ Result<std::span<const float>> Model::decode(std::span<const TokenId> tokens) {
     return logits;
 }
 
+Result<TokenId> Model::decode_argmax(std::span<const TokenId> tokens) {
+    Result<TokenId> best = impl_->backend->decode_argmax(tokens);
+    if (best) impl_->cached.insert(impl_->cached.end(), tokens.begin(), tokens.end());
+    return best;
+}
+
 uint32_t Model::n_past() const { return impl_->backend->n_past(); }
 std::span<const TokenId> Model::cached_tokens() const { return impl_->cached; }
 

@@ -139,17 +139,32 @@ Result<GenerationResult> generate(Model& model, std::span<const TokenId> prompt,
         return result;
     };
 
+    // Greedy without penalties: the model picks each token itself (on a GPU, only its id
+    // leaves the device). Otherwise the sampler works on the logits.
+    const bool greedy = sampler.plain_greedy();
+    std::span<const float> logits;
+    TokenId picked = kNoToken;
+    const auto step = [&](std::span<const TokenId> tokens) -> Result<void> {
+        if (greedy) {
+            Result<TokenId> best = model.decode_argmax(tokens);
+            if (!best) return best.error();
+            picked = *best;
+        } else {
+            Result<std::span<const float>> out = model.decode(tokens);
+            if (!out) return out.error();
+            logits = *out;
+        }
+        return {};
+    };
+
     // Prefill, a batch at a time, so that a cancel is seen between batches.
     const size_t batch = model.n_batch();
-    std::span<const float> logits;
     for (size_t at = common; at < prompt.size(); at += batch) {
         if (cancelled()) {
             stats.prompt_seconds = seconds_since(start);
             return finish(StopReason::cancelled);
         }
-        Result<std::span<const float>> out = model.decode(prompt.subspan(at, std::min(batch, prompt.size() - at)));
-        if (!out) return out.error();
-        logits = *out;
+        PH_TRY(step(prompt.subspan(at, std::min(batch, prompt.size() - at))));
     }
     stats.prompt_seconds = seconds_since(start);
 
@@ -168,8 +183,11 @@ Result<GenerationResult> generate(Model& model, std::span<const TokenId> prompt,
     Clock::time_point first_token{};
     StopReason reason = StopReason::length;
     for (int32_t i = 0; i < settings.max_tokens; ++i) {
-        scratch.assign(logits.begin(), logits.end());
-        const TokenId next = sampler.sample(scratch);
+        TokenId next = picked;
+        if (!greedy) {
+            scratch.assign(logits.begin(), logits.end());
+            next = sampler.sample(scratch);
+        }
         if (next == kNoToken) return make_error(ErrorCode::internal, "the model produced no usable logits (NaN)");
         if (i == 0) {
             first_token = Clock::now();
@@ -195,9 +213,7 @@ Result<GenerationResult> generate(Model& model, std::span<const TokenId> prompt,
             break;
         }
         const TokenId one[] = {next};
-        Result<std::span<const float>> out = model.decode(one);
-        if (!out) return out.error();
-        logits = *out;
+        PH_TRY(step(one));
     }
     if (reason != StopReason::stop && !emit(stream.flush())) {
         const std::string rest = stops.flush();

@@ -263,6 +263,23 @@ TEST_F(CudaModel, SmolLM2GreedyTokensMatchTheCpuEngine) {
     EXPECT_LT(worst, 1.0f);
 }
 
+// Greedy decoding picks the token on the GPU (only its id is copied back): the same as the
+// argmax of the logits decode copies back.
+TEST_F(CudaModel, DecodeArgmaxPicksTheArgmaxOfTheLogits) {
+    const auto path = arch_dir() / "llama3-rope-q8_0.gguf";
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    Result<Model> a = load(path, "cuda:0");
+    Result<Model> b = load(path, "cuda:0");
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const std::span<const TokenId> one(&tokens[i], 1);
+        Result<std::span<const float>> logits = a->decode(one);
+        Result<TokenId> best = b->decode_argmax(one);
+        ASSERT_TRUE(logits.ok() && best.ok());
+        EXPECT_EQ(static_cast<size_t>(*best), argmax(*logits)) << "position " << i;
+    }
+}
+
 TEST_F(CudaModel, APromptAsOneBatchEqualsItTokenByToken) {
     const auto path = test::test_model_path();
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 is not set up: " << path;

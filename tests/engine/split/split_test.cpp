@@ -181,6 +181,34 @@ TEST(SplitModel, SmolLM2GivesTheSingleDeviceTokensOnEverySplit) {
     }
 }
 
+// Greedy decoding through decode_argmax (the engine's path for temperature 0 without
+// penalties) picks what the argmax of decode's logits picks, on one device and on every
+// split, prompt batch and single tokens alike, and keeps the cache the same way.
+TEST(SplitModel, DecodeArgmaxPicksTheArgmaxOfTheLogits) {
+    Result<Model> single = load(test::test_model_path(), options_for("cpu", SplitMode::single));
+    ASSERT_TRUE(single) << single.error().message;
+    const std::vector<TokenId> prompt = smollm2_prompt(*single);
+    const GreedyRun reference = run_greedy(*single, prompt, 6);
+    ASSERT_EQ(reference.tokens.size(), 6u);
+    for (const SplitCase& c : {SplitCase{"cpu", SplitMode::single}, SplitCase{"cpu:3", SplitMode::layer},
+                               SplitCase{"cpu:2", SplitMode::tensor}}) {
+        SCOPED_TRACE(std::string(c.devices) + " " + split_mode_name(c.split));
+        Result<Model> model = load(test::test_model_path(), options_for(c.devices, c.split));
+        ASSERT_TRUE(model) << model.error().message;
+        Result<TokenId> next = model->decode_argmax(prompt);
+        std::vector<TokenId> tokens;
+        for (int i = 0; i < 6; ++i) {
+            ASSERT_TRUE(next) << next.error().message;
+            tokens.push_back(*next);
+            const TokenId one[] = {*next};
+            next = model->decode_argmax(one);
+        }
+        EXPECT_EQ(tokens, reference.tokens);
+        EXPECT_EQ(model->n_past(), prompt.size() + 6);
+        EXPECT_EQ(model->cached_tokens().size(), prompt.size() + 6);
+    }
+}
+
 TEST(SplitModel, EachDeviceHoldsWhatThePlannerPredicted) {
     Result<ModelShape> shape = read_model_shape(test::test_model_path());
     ASSERT_TRUE(shape) << shape.error().message;

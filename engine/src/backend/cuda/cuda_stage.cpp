@@ -80,6 +80,7 @@ public:
     Result<void> embed(std::span<const TokenId> tokens) override;
     Result<void> run_layers(int n, uint32_t pos) override;
     Result<std::span<const float>> head(int row) override;
+    Result<TokenId> head_argmax(int row) override;
     DeviceUsage usage() const override;
 
 private:
@@ -99,6 +100,7 @@ private:
     Result<void> enqueue_matmul(const DeviceOp& op, int n);
     Result<void> enqueue_layers(int n);
     Result<void> run_decode_graph();
+    Result<void> enqueue_head(int row);
     uint64_t bytes_needed(const std::vector<BoundWeight>& weights) const;
 
     arch::Hparams hp_;
@@ -133,8 +135,9 @@ private:
     DeviceBuffer partial_;  // attention splits
     DeviceBuffer pos_;      // int32: position of the batch's first token
     DeviceBuffer ids_;      // int32 token ids of a batch
+    DeviceBuffer best_;     // int32: the argmax of the logits
     DeviceBuffer f32_weights_;  // cuBLAS operand: one weight matrix decoded
-    PinnedArray<int32_t> host_pos_, host_ids_;
+    PinnedArray<int32_t> host_pos_, host_ids_, host_best_;
     PinnedArray<float> host_logits_;
     int decode_splits_ = 1;
 
@@ -401,9 +404,11 @@ Result<void> CudaStage::init(const GgufModel& model) {
     PH_TRY(allocate(partial_, partial_floats * sizeof(float), scratch_bytes_));
     PH_TRY(allocate(pos_, sizeof(int32_t), scratch_bytes_));
     PH_TRY(allocate(ids_, n_batch * sizeof(int32_t), scratch_bytes_));
+    PH_TRY(allocate(best_, sizeof(int32_t), scratch_bytes_));
     if (have_cublas_) PH_TRY(allocate(f32_weights_, max_matrix * sizeof(float), scratch_bytes_));
     PH_TRY(check(host_pos_.allocate(1), "allocating pinned memory"));
     PH_TRY(check(host_ids_.allocate(n_batch), "allocating pinned memory"));
+    PH_TRY(check(host_best_.allocate(1), "allocating pinned memory"));
     PH_TRY(check(host_logits_.allocate(shard_.output ? hp_.n_vocab : 1), "allocating pinned memory"));
     graphs_ = options_.use_graphs && shard_.comm == nullptr;
     options_.upload_progress = nullptr;  // it refers to the loader's state, gone after load
@@ -508,10 +513,9 @@ Result<void> CudaStage::run_layers(int n, uint32_t pos) {
     return r;
 }
 
-Result<std::span<const float>> CudaStage::head(int row) {
+// The final norm and output projection on row `row` of x (moved to row 0).
+Result<void> CudaStage::enqueue_head(int row) {
     if (!shard_.output) return make_error(ErrorCode::internal, "this device does not hold the output layer");
-    const auto start = Clock::now();
-    PH_TRY(begin());
     const size_t w = width(Buffer::x);
     if (row > 0) {
         PH_TRY(check(cudaMemcpyAsync(buffer(Buffer::x), buffer(Buffer::x) + static_cast<size_t>(row) * w,
@@ -519,6 +523,26 @@ Result<std::span<const float>> CudaStage::head(int row) {
                      "selecting the last token"));
     }
     for (const DeviceOp& op : head_) PH_TRY(enqueue_op(op, 0, 1));
+    return {};
+}
+
+Result<TokenId> CudaStage::head_argmax(int row) {
+    const auto start = Clock::now();
+    PH_TRY(begin());
+    PH_TRY(enqueue_head(row));
+    auto* best = static_cast<int32_t*>(best_.data());
+    PH_TRY(check(ph_argmax(buffer(Buffer::logits), static_cast<int>(hp_.n_vocab), best, stream_), "greedy choice"));
+    PH_TRY(check(cudaMemcpyAsync(host_best_.data(), best, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
+                 "copying the chosen token"));
+    PH_TRY(finish("choosing the next token"));
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return static_cast<TokenId>(host_best_.data()[0]);
+}
+
+Result<std::span<const float>> CudaStage::head(int row) {
+    const auto start = Clock::now();
+    PH_TRY(begin());
+    PH_TRY(enqueue_head(row));
     PH_TRY(check(cudaMemcpyAsync(host_logits_.data(), buffer(Buffer::logits), hp_.n_vocab * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream_),
                  "copying the logits"));
