@@ -155,6 +155,10 @@ __global__ void kv_store_q8_0_kernel(const float* __restrict__ k, const float* _
     quantize_q8_0_block(v + t * width + b * kQK, reinterpret_cast<BlockQ8_0*>(v_cache + at), lane);
 }
 
+__global__ void set_i32_kernel(int32_t* dst, int32_t value) {
+    *dst = value;
+}
+
 __global__ void argmax_kernel(const float* __restrict__ x, int n, int32_t* out) {
     // As the sampler's argmax: strictly greater than -inf, so NaN and -inf are never chosen.
     float best = -INFINITY;
@@ -291,6 +295,12 @@ extern "C" int ph_kv_store(int kv_type, const float* k, const float* v, void* k_
         return last_error();
     }
     return cudaErrorInvalidValue;
+}
+
+extern "C" int ph_set_i32(int32_t* dst, int32_t value, cudaStream_t stream) {
+    if (dst == nullptr) return cudaErrorInvalidValue;
+    set_i32_kernel<<<1, 1, 0, stream>>>(dst, value);
+    return last_error();
 }
 
 extern "C" int ph_argmax(const float* x, int n, int32_t* out, cudaStream_t stream) {

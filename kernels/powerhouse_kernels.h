@@ -91,6 +91,10 @@ int ph_rope(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims
 int ph_get_rows(uint32_t ggml_type_id, const void* table, size_t row_bytes, const int32_t* ids, int n, int64_t width,
                 float* y, cudaStream_t stream);
 
+// *dst = value, in stream order: sets a device-side position with the value passed in the
+// launch itself, so no host buffer has to stay untouched until the copy runs.
+int ph_set_i32(int32_t* dst, int32_t value, cudaStream_t stream);
+
 // KV cache types of ph_kv_store / ph_attention.
 enum { PH_KV_F16 = 0, PH_KV_Q8_0 = 1 };
 

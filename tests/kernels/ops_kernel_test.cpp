@@ -1036,6 +1036,7 @@ TEST_F(KernelArguments, RopeGetRowsAndArgmaxRefuseBadArguments) {
     EXPECT_EQ(ph_argmax(x, -1, out, nullptr), kInvalid) << "n";
     EXPECT_EQ(ph_argmax(nullptr, 16, out, nullptr), kInvalid) << "x";
     EXPECT_EQ(ph_argmax(x, 16, nullptr, nullptr), kInvalid) << "out";
+    EXPECT_EQ(ph_set_i32(nullptr, 5, nullptr), kInvalid) << "dst";
 }
 
 TEST_F(KernelArguments, KvStoreAndAttentionRefuseBadArguments) {

@@ -88,11 +88,21 @@ private:
     size_t width(Buffer b) const { return layout_.width(b); }
     Result<void> check(int status, std::string_view what);
     Result<void> select() { return check(cudaSetDevice(shard_.device), "selecting the GPU"); }
-    // Waits for the stream, adding the GPU time since the call's start event.
+    // Waits for the stream, adding the GPU time since the start event of the first call
+    // not waited for.
     Result<void> finish(std::string_view what);
     Result<void> begin() {
         PH_TRY(select());
+        if (pending_) return {};  // the start event of the work not waited for yet stands
         return check(cudaEventRecord(start_, stream_), "recording an event");
+    }
+    // The end of embed or run_layers. A stage that holds the whole model (no other device
+    // reads its activations) leaves its work queued: the head's wait covers it, so that a
+    // decode step waits for the GPU once, not three times. Errors then surface there.
+    Result<void> complete(std::string_view what) {
+        if (!whole_model_) return finish(what);
+        pending_ = true;
+        return {};
     }
     Result<void> set_position(uint32_t pos);
     Result<DeviceOp> place(const BoundWeight& w);
@@ -115,6 +125,8 @@ private:
     double bandwidth_gb_s_ = 0;
     uint64_t step_bytes_ = 0;
     double gpu_seconds_ = 0;
+    bool whole_model_ = false;  // embedding, every layer and the head, no partners
+    bool pending_ = false;      // work queued by embed/run_layers not waited for yet
 
     // Weights: one allocation per tensor slice; slices used twice (a tied embedding and
     // output) are uploaded once.
@@ -137,7 +149,7 @@ private:
     DeviceBuffer ids_;      // int32 token ids of a batch
     DeviceBuffer best_;     // int32: the argmax of the logits
     DeviceBuffer f32_weights_;  // cuBLAS operand: one weight matrix decoded
-    PinnedArray<int32_t> host_pos_, host_ids_, host_best_;
+    PinnedArray<int32_t> host_ids_, host_best_;
     PinnedArray<float> host_logits_;
     int decode_splits_ = 1;
 
@@ -406,11 +418,11 @@ Result<void> CudaStage::init(const GgufModel& model) {
     PH_TRY(allocate(ids_, n_batch * sizeof(int32_t), scratch_bytes_));
     PH_TRY(allocate(best_, sizeof(int32_t), scratch_bytes_));
     if (have_cublas_) PH_TRY(allocate(f32_weights_, max_matrix * sizeof(float), scratch_bytes_));
-    PH_TRY(check(host_pos_.allocate(1), "allocating pinned memory"));
     PH_TRY(check(host_ids_.allocate(n_batch), "allocating pinned memory"));
     PH_TRY(check(host_best_.allocate(1), "allocating pinned memory"));
     PH_TRY(check(host_logits_.allocate(shard_.output ? hp_.n_vocab : 1), "allocating pinned memory"));
     graphs_ = options_.use_graphs && shard_.comm == nullptr;
+    whole_model_ = shard_.embedding && shard_.output && shard_.comm == nullptr;
     options_.upload_progress = nullptr;  // it refers to the loader's state, gone after load
     // The uploads ran on the legacy default stream, which the stage's stream does not wait
     // for; an upload error also surfaces here rather than at the first token.
@@ -425,6 +437,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
 }
 
 Result<void> CudaStage::finish(std::string_view what) {
+    pending_ = false;
     PH_TRY(check(cudaEventRecord(stop_, stream_), "recording an event"));
     PH_TRY(check(cudaStreamSynchronize(stream_), what));
     float ms = 0;
@@ -436,9 +449,9 @@ Result<void> CudaStage::finish(std::string_view what) {
     return {};
 }
 
+// By value in a kernel's arguments: no host buffer that queued work might still read.
 Result<void> CudaStage::set_position(uint32_t pos) {
-    host_pos_.data()[0] = static_cast<int32_t>(pos);
-    return check(cudaMemcpyAsync(pos_.data(), host_pos_.data(), sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+    return check(ph_set_i32(static_cast<int32_t*>(pos_.data()), static_cast<int32_t>(pos), stream_),
                  "setting the position");
 }
 
@@ -448,6 +461,8 @@ Result<void> CudaStage::embed(std::span<const TokenId> tokens) {
         return make_error(ErrorCode::internal, "more tokens than the batch holds");
     }
     const auto start = Clock::now();
+    // Queued work may still read the pinned ids (a prompt of several micro-batches).
+    if (pending_) PH_TRY(finish("embedding the tokens"));
     PH_TRY(begin());
     for (size_t i = 0; i < tokens.size(); ++i) host_ids_.data()[i] = static_cast<int32_t>(tokens[i]);
     const int n = static_cast<int>(tokens.size());
@@ -458,7 +473,7 @@ Result<void> CudaStage::embed(std::span<const TokenId> tokens) {
                              static_cast<const int32_t*>(ids_.data()), n, hp_.n_embd, buffer(Buffer::x), stream_),
                  "looking up the embeddings"));
     for (const DeviceOp& op : input_) PH_TRY(enqueue_op(op, 0, n));
-    Result<void> r = finish("embedding the tokens");
+    Result<void> r = complete("embedding the tokens");
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return r;
 }
@@ -508,7 +523,7 @@ Result<void> CudaStage::run_layers(int n, uint32_t pos) {
     PH_TRY(begin());
     PH_TRY(set_position(pos));
     Result<void> r = n == 1 && graphs_ ? run_decode_graph() : enqueue_layers(n);
-    if (r) r = finish("running the layers");
+    if (r) r = complete("running the layers");
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return r;
 }
