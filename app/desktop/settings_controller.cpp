@@ -184,9 +184,9 @@ powerhouse::ModelOptions SettingsController::modelOptions() const {
     // the main GPU's position among them; the largest reserve asked for (the engine keeps
     // one for all). Without a real GPU in use, or a build without CUDA: the CPU.
     QStringList uuids;
-    for (size_t i = 0; i < m_gpus.size(); ++i) {
+    for (size_t i = 0; i < m_gpus.size() && powerhouse::has_cuda_backend(); ++i) {
         const Gpu& g = m_gpus[i];
-        if (!g.use || g.simulated || !powerhouse::has_cuda_backend()) continue;
+        if (!g.use || g.simulated) continue;
         if (static_cast<int>(i) == m_mainGpu) options.main_device = static_cast<uint32_t>(uuids.size());
         uuids << QString::fromStdString(g.desc.uuid);
         options.ratios.push_back(g.ratio);

@@ -8,13 +8,13 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <span>
 #include <string>
 
 #include "powerhouse/model.h"
 #include "powerhouse/result.h"
 #include "powerhouse/tokenizer.h"
+#include "runtime/sampling_steps.h"
 
 namespace powerhouse {
 
@@ -35,20 +35,12 @@ public:
     // call. Only on the stage that holds the output layer.
     virtual Result<std::span<const float>> head(int row) = 0;
     // The output head on row `row`, returning only the index of the largest logit (the first
-    // of equals; -1 when none is a number above -inf). A GPU computes it where the logits
+    // of equals; kNoToken when none is a number above -inf). A GPU computes it where the logits
     // are; this default takes them to the host.
     virtual Result<TokenId> head_argmax(int row) {
         Result<std::span<const float>> logits = head(row);
         if (!logits) return logits.error();
-        TokenId best = -1;
-        float best_logit = -std::numeric_limits<float>::infinity();
-        for (size_t i = 0; i < logits->size(); ++i) {
-            if ((*logits)[i] > best_logit) {
-                best_logit = (*logits)[i];
-                best = static_cast<TokenId>(i);
-            }
-        }
-        return best;
+        return sampling::argmax(*logits);  // the sampler's own greedy choice
     }
     // What the stage holds and how long it has worked.
     virtual DeviceUsage usage() const = 0;

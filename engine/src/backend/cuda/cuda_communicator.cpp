@@ -18,12 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-Result<void> check(int status, const std::string& what) {
-    if (status == 0) return {};
-    cudaGetLastError();  // clear a sticky launch error so that it does not resurface elsewhere
-    return cuda_error(status, what);
-}
-
 class CudaCommunicator final : public RendezvousCommunicator {
 public:
     explicit CudaCommunicator(std::vector<int> devices)
@@ -39,7 +33,7 @@ public:
     Result<void> init(bool use_nccl) {
         DeviceScope scope;
         PH_TRY(scope.select(devices_[0]));
-        PH_TRY(check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"));
+        PH_TRY(cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"));
         std::vector<int> distinct = devices_;
         std::sort(distinct.begin(), distinct.end());
         distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -70,7 +64,7 @@ public:
         streams_.assign(devices_.size(), nullptr);
         for (size_t r = 0; r < devices_.size(); ++r) {
             PH_TRY(scope.select(devices_[r]));
-            PH_TRY(check(cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking), "creating a stream"));
+            PH_TRY(cuda_check(cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking), "creating a stream"));
         }
         kind_ = "NCCL " + nccl_->version_string();
         return {};
@@ -92,8 +86,8 @@ public:
         // the default stream. (The sender's stream was synchronized when its call returned.)
         const int status = df == dt ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr)
                                     : cudaMemcpyPeerAsync(dst, dt, src, df, bytes, nullptr);
-        PH_TRY(check(status, fmt::format("copying {} bytes from GPU {} to GPU {}", bytes, df, dt)));
-        PH_TRY(check(cudaStreamSynchronize(nullptr), fmt::format("copying from GPU {} to GPU {}", df, dt)));
+        PH_TRY(cuda_check(status, fmt::format("copying {} bytes from GPU {} to GPU {}", bytes, df, dt)));
+        PH_TRY(cuda_check(cudaStreamSynchronize(nullptr), fmt::format("copying from GPU {} to GPU {}", df, dt)));
         add_copy_seconds(from, to, since(start));
         return {};
     }
@@ -107,26 +101,26 @@ protected:
         DeviceScope scope;  // the calling rank's thread goes on with its own GPU afterwards
         PH_TRY(scope.select(home));
         PH_TRY(ensure(sum_, bytes));
-        PH_TRY(check(cudaMemcpyAsync(sum_.data(), slots[0], bytes, cudaMemcpyDeviceToDevice, stream_),
+        PH_TRY(cuda_check(cudaMemcpyAsync(sum_.data(), slots[0], bytes, cudaMemcpyDeviceToDevice, stream_),
                      "starting an all-reduce"));
         for (size_t r = 1; r < slots.size(); ++r) {
             const float* part = slots[r];
             if (devices_[r] != home) {
                 PH_TRY(ensure(staging_, bytes));
-                PH_TRY(check(cudaMemcpyPeerAsync(staging_.data(), home, slots[r], devices_[r], bytes, stream_),
+                PH_TRY(cuda_check(cudaMemcpyPeerAsync(staging_.data(), home, slots[r], devices_[r], bytes, stream_),
                              fmt::format("all-reduce: copying from GPU {} to GPU {}", devices_[r], home)));
                 part = static_cast<const float*>(staging_.data());
             }
-            PH_TRY(check(ph_accumulate(static_cast<float*>(sum_.data()), part, static_cast<int64_t>(count), stream_),
+            PH_TRY(cuda_check(ph_accumulate(static_cast<float*>(sum_.data()), part, static_cast<int64_t>(count), stream_),
                          "all-reduce: adding on GPU " + std::to_string(home)));
         }
         for (size_t r = 0; r < slots.size(); ++r) {
             const int status = devices_[r] == home
                                    ? cudaMemcpyAsync(slots[r], sum_.data(), bytes, cudaMemcpyDeviceToDevice, stream_)
                                    : cudaMemcpyPeerAsync(slots[r], devices_[r], sum_.data(), home, bytes, stream_);
-            PH_TRY(check(status, fmt::format("all-reduce: copying the sum to GPU {}", devices_[r])));
+            PH_TRY(cuda_check(status, fmt::format("all-reduce: copying the sum to GPU {}", devices_[r])));
         }
-        return check(cudaStreamSynchronize(stream_), "all-reduce on GPU " + std::to_string(home));
+        return cuda_check(cudaStreamSynchronize(stream_), "all-reduce on GPU " + std::to_string(home));
     }
 
 private:
@@ -152,7 +146,7 @@ private:
         PH_TRY(ended);
         for (size_t r = 0; r < slots.size(); ++r) {
             PH_TRY(scope.select(devices_[r]));
-            PH_TRY(check(cudaStreamSynchronize(streams_[r]), "NCCL all-reduce on GPU " + std::to_string(devices_[r])));
+            PH_TRY(cuda_check(cudaStreamSynchronize(streams_[r]), "NCCL all-reduce on GPU " + std::to_string(devices_[r])));
         }
         return {};
     }

@@ -404,7 +404,6 @@ Result<CublasHandle> CublasHandle::create(const CublasLibrary& library) {
     const CublasApi& api = *library.api_;
     int device = 0;
     if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) {
-        cudaGetLastError();
         return prefer_no_gpu_reason(cuda_error(status, "creating a cuBLAS handle"), "creating a cuBLAS handle");
     }
     const std::string what = "creating a cuBLAS handle on GPU " + std::to_string(device);

@@ -8,13 +8,6 @@
 namespace powerhouse::cuda {
 namespace {
 
-// The runtime keeps the last error per thread; a failure we turned into an Error must not
-// resurface from an unrelated later cudaGetLastError() (e.g. after a kernel launch).
-Error take_error(cudaError_t status, const std::string& what) {
-    cudaGetLastError();
-    return cuda_error(status, what);
-}
-
 // As nvidia-smi and NVML print it, so that settings keyed by UUID match across tools.
 std::string format_uuid(const cudaUUID_t& uuid) {
     const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
@@ -42,7 +35,15 @@ std::string format_cuda_version(int version) {
     return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
+Result<void> cuda_check(int cuda_status, const std::string& what) {
+    if (cuda_status == 0) return {};
+    return cuda_error(cuda_status, what);
+}
+
 Error cuda_error(int cuda_status, const std::string& what) {
+    // The runtime keeps the last error per thread: once it is this Error, it must not
+    // resurface from an unrelated later cudaGetLastError() (e.g. after a kernel launch).
+    cudaGetLastError();
     const auto status = static_cast<cudaError_t>(cuda_status);
     ErrorCode code = ErrorCode::internal;
     switch (status) {
@@ -85,7 +86,7 @@ Result<int> cuda_device_count() {
                                                       format_cuda_version(versions.driver) +
                                                       " sees no GPU; check nvidia-smi and CUDA_VISIBLE_DEVICES)");
     }
-    if (status != cudaSuccess) return take_error(status, "looking for CUDA devices");
+    if (status != cudaSuccess) return cuda_error(status, "looking for CUDA devices");
     return count;
 }
 
@@ -105,7 +106,7 @@ Result<CudaDeviceInfo> cuda_device_info(int device, bool with_free_memory) {
     const std::string which = "GPU " + std::to_string(device);
     cudaDeviceProp prop{};
     if (const cudaError_t status = cudaGetDeviceProperties(&prop, device); status != cudaSuccess) {
-        return take_error(status, "reading the properties of " + which);
+        return cuda_error(status, "reading the properties of " + which);
     }
     CudaDeviceInfo info;
     info.index = device;
@@ -123,7 +124,7 @@ Result<CudaDeviceInfo> cuda_device_info(int device, bool with_free_memory) {
     }
     char bus_id[32] = {};
     if (const cudaError_t status = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device); status != cudaSuccess) {
-        return take_error(status, "reading the PCI bus id of " + which);
+        return cuda_error(status, "reading the PCI bus id of " + which);
     }
     info.pci_bus_id = bus_id;
     if (with_free_memory) {
@@ -132,7 +133,7 @@ Result<CudaDeviceInfo> cuda_device_info(int device, bool with_free_memory) {
         size_t free_bytes = 0;
         size_t total_bytes = 0;
         if (const cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes); status != cudaSuccess) {
-            return take_error(status, "reading the free memory of " + which + " (" + info.name + ")");
+            return cuda_error(status, "reading the free memory of " + which + " (" + info.name + ")");
         }
         info.free_memory = free_bytes;
     }
@@ -153,7 +154,7 @@ Result<std::vector<CudaDeviceInfo>> cuda_devices(bool with_free_memory) {
 
 Result<void> cuda_synchronize() {
     if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess) {
-        return take_error(status, "waiting for the GPU");
+        return cuda_error(status, "waiting for the GPU");
     }
     return {};
 }
@@ -203,7 +204,7 @@ Result<void> DeviceScope::select(int device) {
     int now = -1;
     if (cudaGetDevice(&now) == cudaSuccess && now == device) return {};
     if (const cudaError_t status = cudaSetDevice(device); status != cudaSuccess) {
-        return take_error(status, "selecting GPU " + std::to_string(device));
+        return cuda_error(status, "selecting GPU " + std::to_string(device));
     }
     return {};
 }
@@ -213,11 +214,11 @@ Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
     if (bytes == 0) return Result<DeviceBuffer>(std::move(buffer));
     int device = 0;
     if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) {
-        return take_error(status, "selecting a GPU for a buffer");
+        return cuda_error(status, "selecting a GPU for a buffer");
     }
     void* data = nullptr;
     if (const cudaError_t status = cudaMalloc(&data, bytes); status != cudaSuccess) {
-        return take_error(status, "allocating " + std::to_string(bytes) + " bytes on GPU " + std::to_string(device));
+        return cuda_error(status, "allocating " + std::to_string(bytes) + " bytes on GPU " + std::to_string(device));
     }
     buffer.data_ = data;
     buffer.size_ = bytes;
@@ -233,7 +234,7 @@ Result<void> DeviceBuffer::upload(const void* host, size_t bytes, size_t offset)
     }
     if (bytes == 0) return {};
     const cudaError_t status = cudaMemcpy(static_cast<char*>(data_) + offset, host, bytes, cudaMemcpyHostToDevice);
-    if (status != cudaSuccess) return take_error(status, "copying to GPU " + std::to_string(device_));
+    if (status != cudaSuccess) return cuda_error(status, "copying to GPU " + std::to_string(device_));
     return {};
 }
 
@@ -246,7 +247,7 @@ Result<void> DeviceBuffer::download(void* host, size_t bytes, size_t offset) con
     if (bytes == 0) return {};
     const cudaError_t status =
         cudaMemcpy(host, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyDeviceToHost);
-    if (status != cudaSuccess) return take_error(status, "copying from GPU " + std::to_string(device_));
+    if (status != cudaSuccess) return cuda_error(status, "copying from GPU " + std::to_string(device_));
     return {};
 }
 
@@ -280,11 +281,11 @@ Result<CudaEventTimer> CudaEventTimer::create() {
     cudaEvent_t start = nullptr;
     cudaEvent_t stop = nullptr;
     if (const cudaError_t status = cudaEventCreate(&start); status != cudaSuccess) {
-        return take_error(status, "creating a CUDA event");
+        return cuda_error(status, "creating a CUDA event");
     }
     timer.start_ = start;
     if (const cudaError_t status = cudaEventCreate(&stop); status != cudaSuccess) {
-        return take_error(status, "creating a CUDA event");
+        return cuda_error(status, "creating a CUDA event");
     }
     timer.stop_ = stop;
     return Result<CudaEventTimer>(std::move(timer));
@@ -292,7 +293,7 @@ Result<CudaEventTimer> CudaEventTimer::create() {
 
 Result<void> CudaEventTimer::start(void* stream) {
     const cudaError_t status = cudaEventRecord(static_cast<cudaEvent_t>(start_), static_cast<cudaStream_t>(stream));
-    if (status != cudaSuccess) return take_error(status, "recording a CUDA event");
+    if (status != cudaSuccess) return cuda_error(status, "recording a CUDA event");
     return {};
 }
 
@@ -303,7 +304,7 @@ Result<float> CudaEventTimer::stop_ms(void* stream) {
     if (status == cudaSuccess) {
         status = cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_));
     }
-    if (status != cudaSuccess) return take_error(status, "timing GPU work");
+    if (status != cudaSuccess) return cuda_error(status, "timing GPU work");
     return ms;
 }
 

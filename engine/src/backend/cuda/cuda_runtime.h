@@ -67,8 +67,12 @@ Result<CudaDeviceInfo> cuda_device_info(int device, bool with_free_memory = true
 Result<std::vector<CudaDeviceInfo>> cuda_devices(bool with_free_memory = true);
 
 // Turns a cudaError_t value (as int, so callers need no CUDA header) into an Error naming
-// what failed: "<what>: out of memory (cudaErrorMemoryAllocation)".
+// what failed: "<what>: out of memory (cudaErrorMemoryAllocation)". Clears the calling
+// thread's pending runtime error, which the Error now reports, so that it does not
+// resurface as the failure of a later, unrelated call.
 Error cuda_error(int cuda_status, const std::string& what);
+// Ok for 0 (cudaSuccess), else cuda_error(cuda_status, what).
+Result<void> cuda_check(int cuda_status, const std::string& what);
 
 // Owning handle for `size` bytes of device memory on one device. Move-only.
 class DeviceBuffer {

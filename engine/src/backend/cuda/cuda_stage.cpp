@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -177,9 +178,9 @@ CudaStage::~CudaStage() {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+// Called after every launch: the message is only built for a failure.
 Result<void> CudaStage::check(int status, std::string_view what) {
     if (status == 0) return {};
-    cudaGetLastError();  // clear a launch error so that it does not resurface in a later call
     return cuda_error(status, fmt::format("{}: {}", gpu_.empty() ? shard_.name : gpu_, what));
 }
 
@@ -211,12 +212,12 @@ Result<DeviceOp> CudaStage::place(const BoundWeight& w) {
 }
 
 uint64_t CudaStage::bytes_needed(const std::vector<BoundWeight>& weights) const {
-    std::map<std::tuple<const void*, uint64_t>, bool> seen;
+    std::set<std::tuple<const void*, uint64_t>> seen;
     uint64_t total = 0;
     for (const BoundWeight& w : weights) {
         if (w.tensor == nullptr) continue;
         const void* host = w.op->kind == OpKind::matmul ? static_cast<const void*>(w.data) : w.values;
-        if (seen.emplace(std::make_tuple(host, w.bytes()), true).second) total += w.bytes();
+        if (seen.emplace(host, w.bytes()).second) total += w.bytes();
     }
     return total;
 }
@@ -575,8 +576,8 @@ Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
         PH_TRY(dequantize_device(op.type, op.weight, w32, DequantOutput::f32, op.in * op.rows, stream_));
         PH_TRY(cublas_.gemm_tf32(stream_, static_cast<int>(op.rows), n, static_cast<int>(op.in), w32, src, dst));
     } else {
-        PH_TRY(check(ph_matmul(type, op.weight, op.row_bytes, op.rows, op.in, src, op.in, dst, op.rows, n, stream_),
-                     fmt::format("multiplying by '{}'", op.op->weight)));
+        const int status = ph_matmul(type, op.weight, op.row_bytes, op.rows, op.in, src, op.in, dst, op.rows, n, stream_);
+        if (status != 0) return check(status, fmt::format("multiplying by '{}'", op.op->weight));
     }
     if (!op.all_reduce) return {};
     PH_TRY(check(cudaStreamSynchronize(stream_), "a partial product"));

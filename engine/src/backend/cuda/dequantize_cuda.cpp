@@ -58,7 +58,6 @@ Result<void> dequantize_device(GgmlType type, const void* device_src, void* devi
                            ? ph_dequantize_f32(id, device_src, static_cast<float*>(device_dst), n, s)
                            : ph_dequantize_f16(id, device_src, static_cast<uint16_t*>(device_dst), n, s);
     if (status != 0) {
-        cudaGetLastError();  // do not let a launch failure resurface elsewhere
         return cuda_error(status, "dequantizing " + std::to_string(n) + " " + type_name(type) + " elements on the GPU");
     }
     return {};
