@@ -79,17 +79,25 @@ Result<DevicePlan> plan_model(const std::filesystem::path& path, const ModelOpti
     return plan;
 }
 
-ShardRanges shard_ranges(const DevicePlan& plan, const DeviceAssignment& a) {
-    ShardRanges r;
-    r.first_layer = a.first_layer;
-    r.n_layers = a.n_layers;
+// What device i of the plan holds, into a CPU or CUDA shard (the same fields on both): its
+// layers, its heads and columns and all-reduce partners under a tensor split, whether it
+// embeds or computes the logits, and the planner's prediction of its memory.
+template <class Shard>
+void assign_shard(Shard& shard, const DevicePlan& plan, uint32_t i, Communicator* comm) {
+    const DeviceAssignment& a = plan.devices[i];
+    shard.ranges.first_layer = a.first_layer;
+    shard.ranges.n_layers = a.n_layers;
     if (plan.mode == SplitMode::tensor && plan.devices.size() > 1) {
-        r.kv_head_begin = a.kv_head_begin;
-        r.kv_head_end = a.kv_head_end;
-        r.ff_begin = a.ff_begin;
-        r.ff_end = a.ff_end;
+        shard.ranges.kv_head_begin = a.kv_head_begin;
+        shard.ranges.kv_head_end = a.kv_head_end;
+        shard.ranges.ff_begin = a.ff_begin;
+        shard.ranges.ff_end = a.ff_end;
+        shard.comm = comm;
+        shard.rank = static_cast<int>(i);
     }
-    return r;
+    shard.embedding = a.embedding;
+    shard.output = a.output;
+    shard.planned_bytes = a.total_bytes();
 }
 
 #ifdef POWERHOUSE_HAS_CUDA
@@ -97,7 +105,8 @@ ShardRanges shard_ranges(const DevicePlan& plan, const DeviceAssignment& a) {
 // the weights is the load's progress.
 Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, const DevicePlan& plan,
                                                     const ModelDevices& devices, const ModelOptions& options,
-                                                    uint32_t n_ctx, const LoadProgress& progress, SplitShape shape) {
+                                                    uint32_t n_ctx, const LoadProgress& progress,
+                                                    const arch::StepProgram& program, SplitShape shape) {
     const auto n = static_cast<uint32_t>(plan.devices.size());
     std::vector<int> gpus;
     for (const DeviceAssignment& a : plan.devices) gpus.push_back(devices.cuda_index[a.device]);
@@ -110,7 +119,6 @@ Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, con
     } else {
         comm = make_host_communicator(1);
     }
-    const arch::StepProgram program = arch::build_step_program(impl.hparams);
     const uint64_t total = std::max<uint64_t>(1, impl.file.total_tensor_bytes());
     uint64_t before = 0;  // bytes uploaded by the stages already made
     std::vector<std::unique_ptr<DeviceStage>> stages;
@@ -124,21 +132,14 @@ Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, con
         uint64_t mine = 0;
         o.upload_progress = [&](uint64_t done, uint64_t) {
             mine = done;
-            const double share = std::min(1.0, static_cast<double>(before + done) / static_cast<double>(total * 1.0));
+            const double share = std::min(1.0, static_cast<double>(before + done) / static_cast<double>(total));
             return !progress || progress(0.05f + 0.95f * static_cast<float>(share), "uploading the weights to the GPU");
         };
         cuda::CudaShard shard;
         shard.device = gpus[i];
         shard.name = fmt::format("GPU {}", gpus[i]);
         if (std::count(gpus.begin(), gpus.end(), gpus[i]) > 1) shard.name += fmt::format(" shard {}", i);
-        shard.ranges = shard_ranges(plan, a);
-        shard.embedding = a.embedding;
-        shard.output = a.output;
-        if (plan.mode == SplitMode::tensor && n > 1) {
-            shard.comm = comm.get();
-            shard.rank = static_cast<int>(i);
-        }
-        shard.planned_bytes = a.total_bytes();
+        assign_shard(shard, plan, i, comm.get());
         Result<std::unique_ptr<DeviceStage>> stage = cuda::create_cuda_stage(impl.file, impl.hparams, program, o, shard);
         if (!stage) return make_error(stage.error().code, fmt::format("{}: {}", shard.name, stage.error().message));
         before += mine;
@@ -168,7 +169,7 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
     shape.n_batch = std::max<uint32_t>(1, options.n_batch);
     if (plan.mode == SplitMode::layer && n > 1) shape.n_batch = (shape.n_batch + n - 1) / n;
 #ifdef POWERHOUSE_HAS_CUDA
-    if (devices.cuda) return build_cuda_backend(impl, plan, devices, options, n_ctx, progress, shape);
+    if (devices.cuda) return build_cuda_backend(impl, plan, devices, options, n_ctx, progress, program, shape);
 #else
     (void)devices;
     (void)progress;
@@ -184,14 +185,7 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
         cpu_options.kv_cache_type = options.kv_cache_type;
         cpu::CpuShard shard;
         shard.name = n == 1 ? "CPU" : fmt::format("CPU {}", a.device);
-        shard.ranges = shard_ranges(plan, a);
-        if (plan.mode == SplitMode::tensor && n > 1) {
-            shard.comm = comm.get();
-            shard.rank = static_cast<int>(i);
-        }
-        shard.embedding = a.embedding;
-        shard.output = a.output;
-        shard.planned_bytes = a.total_bytes();
+        assign_shard(shard, plan, i, comm.get());
         if (options.fail_device >= 0 && static_cast<uint32_t>(options.fail_device) == a.device) {
             shard.fail_after = options.fail_after;
         }
