@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "powerhouse/chat_template.h"
+#include "powerhouse/device_types.h"
 #include "powerhouse/model_info.h"
 #include "powerhouse/plan.h"
 #include "powerhouse/result.h"
@@ -55,24 +56,6 @@ struct ModelOptions {
     // and every one after, as a GPU that has fallen off the bus would. -1: none.
     int fail_device = -1;
     uint32_t fail_after = 0;
-};
-
-// One device's share of a loaded model.
-struct DeviceUsage {
-    std::string name;  // "CPU 1"
-    std::string part;  // "layers 0-14 + embedding", "KV heads 0-1, FFN columns 0-767 + output"
-    uint64_t weight_bytes = 0;   // the weights the device holds (read in place for the CPU)
-    uint64_t kv_cache_bytes = 0;
-    uint64_t scratch_bytes = 0;  // activations, logits
-    uint64_t planned_bytes = 0;  // what the planner predicted for it, all included
-    double busy_seconds = 0;     // in the device's work, communication included
-    double comm_seconds = 0;     // in transfers and all-reduces
-    // GPUs: the time the GPU itself spent on the device's work (CUDA events), its peak
-    // memory bandwidth, and the weight bytes one decode step reads there: the roofline of
-    // a decode step is step_bytes / bandwidth. 0 on the CPU.
-    double gpu_seconds = 0;
-    double bandwidth_gb_s = 0;
-    uint64_t step_bytes = 0;
 };
 
 // What a loaded model is, for display and for the engine's "loaded" event.
@@ -145,6 +128,18 @@ private:
 
 // Whether this build has the CUDA backend (ModelOptions::devices "cuda...").
 bool has_cuda_backend();
+
+// What the CUDA backend finds on this machine, in words for `--version` and bug reports.
+// Each library line is the same search a model load makes (its loaders are run once here).
+struct CudaReport {
+    bool built = false;          // has_cuda_backend()
+    std::string runtime;         // the CUDA runtime built in: "13.0"; empty without CUDA
+    std::string driver;          // the newest CUDA the driver supports: "13.0"; empty: no driver
+    std::string cublas;          // "13.0.2 loaded at run time (/usr/local/cuda/lib64/libcublas.so.13)",
+                                 // or why not: "not found (...): prompts run on the fused kernels"
+    std::string nccl;            // likewise
+};
+CudaReport cuda_report();
 
 // The model the set-up fetches (scripts/run, scripts/test): $POWERHOUSE_TEST_MODEL, else
 // ${XDG_CACHE_HOME:-~/.cache}/powerhouse/test-models/SmolLM2-135M-Instruct.Q4_1.gguf, as

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "powerhouse/device_types.h"
 #include "powerhouse/result.h"
 
 namespace powerhouse {
@@ -50,9 +51,6 @@ struct ModelInfo {
 
     std::vector<TensorTypeUsage> tensor_types;  // most bytes first
 };
-
-enum class KvCacheType { f16, q8_0, f32 };
-const char* kv_cache_type_name(KvCacheType type);
 
 struct MemoryEstimate {
     uint32_t n_ctx = 0;

@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "powerhouse/model.h"
+#include "powerhouse/device_types.h"
 #include "powerhouse/result.h"
 #include "powerhouse/tokenizer.h"
 

@@ -11,10 +11,10 @@
 #include <span>
 #include <string>
 
-#include "powerhouse/model.h"
+#include "powerhouse/device_types.h"
 #include "powerhouse/result.h"
 #include "powerhouse/tokenizer.h"
-#include "runtime/sampling_steps.h"
+#include "tensor/argmax.h"
 
 namespace powerhouse {
 
@@ -40,7 +40,7 @@ public:
     virtual Result<TokenId> head_argmax(int row) {
         Result<std::span<const float>> logits = head(row);
         if (!logits) return logits.error();
-        return sampling::argmax(*logits);  // the sampler's own greedy choice
+        return argmax(*logits);  // the sampler's own greedy choice
     }
     // What the stage holds and how long it has worked.
     virtual DeviceUsage usage() const = 0;

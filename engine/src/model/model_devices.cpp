@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <memory>
 
 #ifdef POWERHOUSE_HAS_CUDA
+#include "backend/cuda/cuda_libraries.h"
 #include "backend/cuda/cuda_runtime.h"
 #endif
 
@@ -100,9 +102,32 @@ Result<ModelDevices> gpu_devices(const std::string& spec, const std::string& lis
     }
     return out;
 }
+
+// "13.0.2 loaded at run time (/usr/local/cuda/lib64/libcublas.so.13)", or why not, without
+// the library's name that starts the loader's message ("cuBLAS not found (...)").
+template <class Library>
+std::string library_line(const std::string& name, const Result<std::unique_ptr<Library>>& library) {
+    if (library) return fmt::format("{} loaded at run time ({})", (*library)->version_string(), (*library)->file());
+    std::string why = library.error().message;
+    if (why.rfind(name + " ", 0) == 0) why.erase(0, name.size() + 1);
+    return why;
+}
 #endif
 
 }  // namespace
+
+CudaReport cuda_report() {
+    CudaReport r;
+#ifdef POWERHOUSE_HAS_CUDA
+    r.built = true;
+    const cuda::CudaVersions versions = cuda::cuda_versions();
+    r.runtime = cuda::format_cuda_version(versions.runtime);
+    if (versions.driver > 0) r.driver = cuda::format_cuda_version(versions.driver);
+    r.cublas = library_line("cuBLAS", cuda::load_cublas());
+    r.nccl = library_line("NCCL", cuda::load_nccl());
+#endif
+    return r;
+}
 
 bool has_cuda_backend() {
 #ifdef POWERHOUSE_HAS_CUDA

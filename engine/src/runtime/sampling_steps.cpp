@@ -5,6 +5,8 @@
 #include <array>
 #include <cmath>
 
+#include "tensor/argmax.h"
+
 namespace powerhouse::sampling {
 
 void apply_penalties(std::span<float> logits, std::span<const TokenId> window, const SamplingParams& params,
@@ -27,16 +29,8 @@ void apply_penalties(std::span<float> logits, std::span<const TokenId> window, c
 }
 
 TokenId argmax(std::span<const float> logits) {
-    TokenId best = kNoToken;
-    float best_logit = -INFINITY;
-    for (size_t i = 0; i < logits.size(); ++i) {
-        // Strictly greater: ties keep the lower id; NaN and -inf never compare greater.
-        if (logits[i] > best_logit) {
-            best_logit = logits[i];
-            best = static_cast<TokenId>(i);
-        }
-    }
-    return best;
+    static_assert(kNoToken == -1, "powerhouse::argmax returns -1 for no value");
+    return powerhouse::argmax(logits);
 }
 
 size_t keep_top_k(std::span<TokenCandidate> candidates, int32_t k) {

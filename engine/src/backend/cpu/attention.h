@@ -23,7 +23,7 @@
 
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
-#include "powerhouse/model_info.h"
+#include "powerhouse/device_types.h"
 
 namespace powerhouse::cpu {
 

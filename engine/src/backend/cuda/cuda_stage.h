@@ -27,7 +27,7 @@
 #include "backend/device_stage.h"
 #include "backend/stage_layout.h"
 #include "gguf/gguf_model.h"
-#include "powerhouse/model_info.h"
+#include "powerhouse/device_types.h"
 
 namespace powerhouse::cuda {
 
