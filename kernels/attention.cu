@@ -10,8 +10,10 @@
 //
 // Inside a block, 4 warps take the chunk's positions in turn; lane l holds elements
 // l, l + 32, ... of the head (at most 8), so a warp reads each cached K or V row with
-// coalesced loads and reduces q.k with shuffles. For a Q8_0 cache, element l + 32i is
-// value l of block i, so each iteration of the lane's loop is one block with one scale.
+// coalesced loads and reduces q.k with shuffles. A head size that is not a multiple of 32
+// (16, 80, 112) leaves the top lanes of the last group idle: they hold zeros and read
+// nothing. For a Q8_0 cache (head sizes a multiple of 32), element l + 32i is value l of
+// block i, so each iteration of the lane's loop is one block with one scale.
 //
 // Numerics: for an F16 cache the query is rounded to F16 first, as the CPU backend (and
 // llama.cpp) does before its product with the F16 keys; scores, exponentials and sums are
@@ -34,11 +36,12 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kMaxPerLane = 8;  // head_dim <= 256
 
-// Element i * 32 + lane of a cached row.
+// Element i * 32 + lane of a cached row of head_dim elements; 0 past its end.
 template <int kKvType>
-__device__ __forceinline__ float load_kv(const uint8_t* row, int i, int lane) {
+__device__ __forceinline__ float load_kv(const uint8_t* row, int i, int lane, int head_dim) {
     if constexpr (kKvType == PH_KV_F16) {
-        return f16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i * 32 + lane]);
+        const int e = i * 32 + lane;
+        return e < head_dim ? f16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[e]) : 0.0f;
     } else {
         const auto* block = reinterpret_cast<const BlockQ8_0*>(row) + i;
         return f16_bits_to_f32(block->d) * static_cast<float>(block->qs[lane]);
@@ -49,16 +52,16 @@ template <int kKvType, int kPerLane>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_split_kernel(const float* __restrict__ q, const uint8_t* __restrict__ k_cache,
                            const uint8_t* __restrict__ v_cache, size_t row_bytes, int n_head, int group,
-                           float scale, uint32_t window, int chunk, float* __restrict__ partial,
+                           int head_dim, float scale, uint32_t window, int chunk, float* __restrict__ partial,
                            const int32_t* __restrict__ pos0) {
-    constexpr int kHeadDim = kPerLane * 32;
+    constexpr int kSlots = kPerLane * 32;  // head_dim rounded up to the warp
     const int split = static_cast<int>(blockIdx.x);
     const int h = static_cast<int>(blockIdx.y);
     const int t = static_cast<int>(blockIdx.z);
     const int warp = static_cast<int>(threadIdx.x / 32);
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int n_splits = static_cast<int>(gridDim.x);
-    float* out = partial + ((static_cast<int64_t>(t) * n_head + h) * n_splits + split) * (kHeadDim + 2);
+    float* out = partial + ((static_cast<int64_t>(t) * n_head + h) * n_splits + split) * (head_dim + 2);
 
     // Positions [first, n_keys) are visible to this token; this block takes its chunk.
     const int n_keys = *pos0 + t + 1;
@@ -70,18 +73,20 @@ __global__ void __launch_bounds__(kWarps * 32)
             out[0] = -INFINITY;
             out[1] = 0.0f;
         }
-        for (int e = static_cast<int>(threadIdx.x); e < kHeadDim; e += blockDim.x) out[2 + e] = 0.0f;
+        for (int e = static_cast<int>(threadIdx.x); e < head_dim; e += blockDim.x) out[2 + e] = 0.0f;
         return;
     }
 
-    const float* qh = q + (static_cast<int64_t>(t) * n_head + h) * kHeadDim;
+    const float* qh = q + (static_cast<int64_t>(t) * n_head + h) * head_dim;
     float qv[kPerLane];
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
-        const float value = qh[i * 32 + lane];
+        const int e = i * 32 + lane;
+        const float value = e < head_dim ? qh[e] : 0.0f;
         qv[i] = kKvType == PH_KV_F16 ? f16_bits_to_f32(f32_to_f16_bits(value)) : value;
     }
-    const size_t head_bytes = kKvType == PH_KV_F16 ? kHeadDim * sizeof(uint16_t) : kPerLane * sizeof(BlockQ8_0);
+    const size_t head_bytes = kKvType == PH_KV_F16 ? static_cast<size_t>(head_dim) * sizeof(uint16_t)
+                                                   : static_cast<size_t>(head_dim / 32) * sizeof(BlockQ8_0);
     const size_t head_offset = static_cast<size_t>(h / group) * head_bytes;
 
     float m = -INFINITY;
@@ -93,7 +98,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         const uint8_t* k_row = k_cache + static_cast<size_t>(j) * row_bytes + head_offset;
         float dot = 0.0f;
 #pragma unroll
-        for (int i = 0; i < kPerLane; ++i) dot = fmaf(qv[i], load_kv<kKvType>(k_row, i, lane), dot);
+        for (int i = 0; i < kPerLane; ++i) dot = fmaf(qv[i], load_kv<kKvType>(k_row, i, lane, head_dim), dot);
         for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
         const float s = dot * scale;
         const float m_new = fmaxf(m, s);
@@ -102,14 +107,16 @@ __global__ void __launch_bounds__(kWarps * 32)
         l = l * correction + p;
         const uint8_t* v_row = v_cache + static_cast<size_t>(j) * row_bytes + head_offset;
 #pragma unroll
-        for (int i = 0; i < kPerLane; ++i) acc[i] = fmaf(p, load_kv<kKvType>(v_row, i, lane), acc[i] * correction);
+        for (int i = 0; i < kPerLane; ++i) {
+            acc[i] = fmaf(p, load_kv<kKvType>(v_row, i, lane, head_dim), acc[i] * correction);
+        }
         m = m_new;
     }
 
     // Combine the warps: rescale each to the block's maximum.
     __shared__ float warp_m[kWarps];
     __shared__ float warp_l[kWarps];
-    __shared__ float warp_acc[kWarps][kHeadDim];
+    __shared__ float warp_acc[kWarps][kSlots];
     if (lane == 0) {
         warp_m[warp] = m;
         warp_l[warp] = l;
@@ -129,7 +136,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         out[0] = block_m;
         out[1] = block_l;
     }
-    for (int e = static_cast<int>(threadIdx.x); e < kHeadDim; e += blockDim.x) {
+    for (int e = static_cast<int>(threadIdx.x); e < head_dim; e += blockDim.x) {
         float sum = 0.0f;
         for (int w = 0; w < kWarps; ++w) sum += warp_acc[w][e] * weights[w];
         out[2 + e] = sum;
@@ -159,12 +166,12 @@ __global__ void attention_combine_kernel(const float* __restrict__ partial, floa
 
 template <int kKvType>
 int launch_splits(int per_lane, dim3 grid, const float* q, const uint8_t* k, const uint8_t* v, size_t row_bytes,
-                  int n_head, int group, float scale, uint32_t window, int chunk, float* partial, const int32_t* pos0,
-                  cudaStream_t stream) {
+                  int n_head, int group, int head_dim, float scale, uint32_t window, int chunk, float* partial,
+                  const int32_t* pos0, cudaStream_t stream) {
 #define PH_ATTENTION_CASE(N)                                                                                   \
     case N:                                                                                                    \
-        attention_split_kernel<kKvType, N><<<grid, kWarps * 32, 0, stream>>>(q, k, v, row_bytes, n_head, group, \
-                                                                             scale, window, chunk, partial, pos0); \
+        attention_split_kernel<kKvType, N><<<grid, kWarps * 32, 0, stream>>>(                                \
+            q, k, v, row_bytes, n_head, group, head_dim, scale, window, chunk, partial, pos0);                 \
         break;
     switch (per_lane) {
         PH_ATTENTION_CASE(1)
@@ -199,23 +206,24 @@ extern "C" int ph_attention(int kv_type, const float* q, const void* k_cache, co
                             cudaStream_t stream) {
     if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr || partial == nullptr ||
         pos0 == nullptr || n_tokens < 0 || n_tokens > 65535 || n_head <= 0 || n_head > 65535 || n_head_kv <= 0 ||
-        n_head % n_head_kv != 0 || head_dim <= 0 || head_dim % 32 != 0 || head_dim > kMaxPerLane * 32 ||
-        n_ctx <= 0 || n_splits <= 0 || n_splits > n_ctx || (kv_type != PH_KV_F16 && kv_type != PH_KV_Q8_0)) {
+        n_head % n_head_kv != 0 || head_dim <= 0 || head_dim > kMaxPerLane * 32 || n_ctx <= 0 || n_splits <= 0 ||
+        n_splits > n_ctx || (kv_type != PH_KV_F16 && kv_type != PH_KV_Q8_0) ||
+        (kv_type == PH_KV_Q8_0 && head_dim % 32 != 0)) {
         return cudaErrorInvalidValue;
     }
     if (n_tokens == 0) return cudaSuccess;
     const int chunk = (n_ctx + n_splits - 1) / n_splits;
     const dim3 grid(static_cast<unsigned>(n_splits), static_cast<unsigned>(n_head), static_cast<unsigned>(n_tokens));
-    const int per_lane = head_dim / 32;
+    const int per_lane = (head_dim + 31) / 32;
     const int group = n_head / n_head_kv;
     const auto* k = static_cast<const uint8_t*>(k_cache);
     const auto* v = static_cast<const uint8_t*>(v_cache);
     const int status =
         kv_type == PH_KV_F16
-            ? launch_splits<PH_KV_F16>(per_lane, grid, q, k, v, row_bytes, n_head, group, scale, window, chunk, partial,
-                                       pos0, stream)
-            : launch_splits<PH_KV_Q8_0>(per_lane, grid, q, k, v, row_bytes, n_head, group, scale, window, chunk,
-                                        partial, pos0, stream);
+            ? launch_splits<PH_KV_F16>(per_lane, grid, q, k, v, row_bytes, n_head, group, head_dim, scale, window,
+                                       chunk, partial, pos0, stream)
+            : launch_splits<PH_KV_Q8_0>(per_lane, grid, q, k, v, row_bytes, n_head, group, head_dim, scale, window,
+                                        chunk, partial, pos0, stream);
     if (status != 0) return status;
     attention_combine_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tokens)), head_dim, 0,
                                stream>>>(partial, out, n_head, head_dim, n_splits);

@@ -112,7 +112,8 @@ int ph_kv_store(int kv_type, const float* k, const float* v, void* k_cache, void
 //   `window` of them when window > 0.
 // The positions are cut into n_splits chunks of ceil(n_ctx / n_splits), each reduced by one
 // thread block with an online softmax into `partial`, then combined; chunks past the
-// token's position cost one early exit. head_dim a multiple of 32, at most 256.
+// token's position cost one early exit. head_dim at most 256 (for a Q8_0 cache a multiple
+// of 32, the cache's block).
 // partial: ph_attention_partial_floats(...) floats of device scratch.
 size_t ph_attention_partial_floats(int n_tokens, int n_head, int head_dim, int n_splits);
 int ph_attention(int kv_type, const float* q, const void* k_cache, const void* v_cache, size_t row_bytes, float* out,

@@ -723,8 +723,11 @@ TEST_F(KernelArguments, KvStoreAndAttentionRefuseBadArguments) {
                             nullptr);
     };
     EXPECT_TRUE(refused_type(attend(2, q, k_cache, v_cache, out, 1, 64, 2, partial, pos0))) << "kv_type";
-    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 40, 2, partial, pos0), kInvalid) << "head_dim 40";
+    EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 40, 2, partial, pos0), kInvalid)
+        << "Q8_0 cache, head_dim 40: not whole blocks";
     EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 288, 2, partial, pos0), kInvalid) << "head_dim 288";
+    EXPECT_EQ(attend(PH_KV_F16, q, k_cache, v_cache, out, 1, 288, 2, partial, pos0), kInvalid) << "F16 head_dim 288";
+    EXPECT_EQ(attend(PH_KV_F16, q, k_cache, v_cache, out, 1, 0, 2, partial, pos0), kInvalid) << "head_dim 0";
     EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, -1, 64, 2, partial, pos0), kInvalid) << "n_tokens";
     EXPECT_EQ(attend(PH_KV_Q8_0, q, k_cache, v_cache, out, 1, 64, 0, partial, pos0), kInvalid) << "n_splits 0";
     EXPECT_EQ(attend(PH_KV_Q8_0, nullptr, k_cache, v_cache, out, 1, 64, 2, partial, pos0), kInvalid) << "q";

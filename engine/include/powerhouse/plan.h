@@ -54,8 +54,12 @@ struct ModelShape {
 // The shape from a GGUF file's tensor index (no weights read).
 Result<ModelShape> read_model_shape(const std::filesystem::path& path);
 
+// Which backend runs a device's part: the planner checks the model against its limits.
+enum class DeviceKind { cpu, cuda };
+
 struct DeviceDesc {
     std::string name;  // "RTX 4090", "CPU"
+    DeviceKind kind = DeviceKind::cuda;  // cpu_devices() makes CPU devices; the rest are GPUs
     std::string uuid;  // empty for virtual devices
     uint64_t total_bytes = 0;
     uint64_t free_bytes = 0;
@@ -120,8 +124,9 @@ struct DevicePlan {
 };
 
 // Plans the model on the devices. Errors (ErrorCode::out_of_memory for what does not fit,
-// invalid_argument / unsupported for impossible requests) say which device, how much is
-// needed and free, and what to change.
+// invalid_argument / unsupported for impossible requests, such as a head size that the
+// device's backend cannot take) say which device, how much is needed and free, and what to
+// change.
 Result<DevicePlan> plan_devices(const ModelShape& model, const std::vector<DeviceDesc>& devices,
                                 const PlanOptions& options);
 

@@ -43,6 +43,7 @@ Result<std::vector<DeviceDesc>> cpu_devices(const std::string& spec) {
     std::vector<DeviceDesc> out(n);
     for (uint32_t i = 0; i < n; ++i) {
         out[i].name = n == 1 ? "CPU" : fmt::format("CPU {}", i);
+        out[i].kind = DeviceKind::cpu;
         out[i].total_bytes = out[i].free_bytes = ram / n;
         out[i].bandwidth_gb_s = guess_bandwidth_gb_s("CPU") / n;
     }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "gguf/gguf_model.h"
+#include "plan/device_limits.h"
 #include "powerhouse/plan.h"
 #include "tensor/dtype.h"
 
@@ -111,6 +112,13 @@ Result<void> Planner::prepare() {
                 return make_error(ErrorCode::invalid_argument, fmt::format("device {} is listed twice", i));
             }
             used.push_back(i);
+        }
+    }
+    for (uint32_t i : used) {
+        const StageShape shape{m.head_dim, o.kv_type, o.n_batch};
+        if (Result<void> ok = stage_supports(devices[i].kind, shape); !ok) {
+            return make_error(ok.error().code, fmt::format("{} cannot run {}: {}", device_label(devices, i),
+                                                           m.name.empty() ? "this model" : m.name, ok.error().message));
         }
     }
     if (std::find(used.begin(), used.end(), o.main_device) == used.end()) {

@@ -1,13 +1,18 @@
 // The CUDA backend as the engine uses it (Model::load with devices "cuda..."):
 //   - everywhere: a clear error, never a crash, where no GPU can be used; "auto" falls back
-//     to the CPU; device specs are checked; the attention split rule;
+//     to the CPU; device specs are checked; the attention split rule; and every model, split
+//     and cache that the GPU tests below load is one the CUDA stage supports and the planner
+//     accepts (and the split cases run on two CPU devices), so that no minute on a GPU is
+//     spent on a test that could only fail;
 //   - on a GPU (skipped without one; POWERHOUSE_REQUIRE_GPU=1 makes that a failure):
 //     every architecture and weight type of tests/data/arch against llama.cpp's logits
 //     (the fixture of arch_reference_test) and against the CPU engine; SmolLM2's greedy
 //     tokens against the CPU engine; a prompt as one batch (cuBLAS when present) against
-//     the same tokens one at a time; the decode step as a CUDA graph against plain
-//     launches, bit for bit; layer and tensor split over two shards of one GPU against one
-//     GPU; the Q8_0 KV cache; the communicator's all-reduce and copy on one GPU.
+//     the same tokens one at a time, on a fixture (through cuBLAS, which must have run) and
+//     on SmolLM2 where it is set up; the decode step as a CUDA graph (which must have been
+//     replayed) against plain launches, bit for bit; layer and tensor split over two shards
+//     of one GPU against one GPU; the Q8_0 KV cache; the communicator's all-reduce and copy
+//     on one GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +30,7 @@
 #include "backend/cuda/cuda_stage.h"
 #include "engine/model/arch_fixture.h"
 #include "kernels/gpu_test.h"
+#include "plan/device_limits.h"
 #include "powerhouse/model.h"
 #include "support/test_support.h"
 
@@ -101,7 +107,117 @@ std::vector<std::vector<float>> run_each(Model& model, const std::vector<TokenId
     return out;
 }
 
+// The fixtures the GPU tests load, beside the architecture fixtures (CudaArch loads each of
+// those), so that CudaPlan below can check every one of them without a GPU.
+constexpr const char* kArgmaxModel = "llama3-rope-q8_0.gguf";
+constexpr const char* kGraphModel = "qwen2-q4_k.gguf";
+constexpr const char* kQ8CacheModel = "qwen3-f16.gguf";  // a Q8_0 cache needs heads of whole blocks of 32
+constexpr const char* kUsageModel = "llama-q4_k.gguf";
+constexpr const char* kPromptModel = "llama-q4_k.gguf";
+constexpr uint32_t kPromptTokens = 48;  // a batch above the 32 tokens from which prompts go through cuBLAS
+struct SplitCase {
+    const char* file;
+    SplitMode mode;
+};
+// Layer split for all; tensor split where two shards can each hold whole KV heads (gemma3
+// has one) and whole blocks of feed-forward columns (the Q4_K fixtures have one block).
+const std::vector<SplitCase> kSplitCases = {
+    {"llama-f32.gguf", SplitMode::layer},  {"llama-f32.gguf", SplitMode::tensor},
+    {"qwen2-q8_0.gguf", SplitMode::layer}, {"qwen2-q8_0.gguf", SplitMode::tensor},
+    {"qwen3-f16.gguf", SplitMode::tensor}, {"gemma3-f16.gguf", SplitMode::layer},
+};
+
 // --- everywhere --------------------------------------------------------------------------
+
+// Plans `file` on GPUs (two H200-sized ones when `split` is layer or tensor) with the CUDA
+// stage's limits, as a model load on an H200 would, without touching a GPU.
+Result<DevicePlan> plan_on_gpus(const std::string& file, SplitMode split, KvCacheType kv, uint32_t n_batch) {
+    Result<ModelShape> shape = read_model_shape(arch_dir() / file);
+    if (!shape) return shape.error();
+    const bool two = split == SplitMode::layer || split == SplitMode::tensor;
+    Result<std::vector<DeviceDesc>> gpus = parse_device_spec(two ? "H200:70;H200:70" : "H200:141");
+    if (!gpus) return gpus.error();
+    PlanOptions o;
+    o.mode = split;
+    o.n_ctx = 64;
+    o.kv_type = kv;
+    o.n_batch = n_batch;
+    o.reserve_bytes = 0;
+    return plan_devices(*shape, *gpus, o);
+}
+
+TEST(CudaPlan, EveryModelTheGpuTestsLoadIsOneTheCudaStageSupports) {
+    for (const std::string& name : test::arch_model_names()) {
+        const std::string file = arch_entry(name).at("gguf").get<std::string>();
+        Result<DevicePlan> plan = plan_on_gpus(file, SplitMode::single, KvCacheType::f16, 64);
+        EXPECT_TRUE(plan.ok()) << file << ": " << plan.error().message;
+    }
+    for (const char* file : {kArgmaxModel, kGraphModel, kUsageModel}) {
+        Result<DevicePlan> plan = plan_on_gpus(file, SplitMode::single, KvCacheType::f16, 64);
+        EXPECT_TRUE(plan.ok()) << file << ": " << plan.error().message;
+    }
+    Result<DevicePlan> q8 = plan_on_gpus(kQ8CacheModel, SplitMode::single, KvCacheType::q8_0, 64);
+    EXPECT_TRUE(q8.ok()) << kQ8CacheModel << " with a Q8_0 cache: " << q8.error().message;
+    Result<DevicePlan> prompt = plan_on_gpus(kPromptModel, SplitMode::single, KvCacheType::f16, kPromptTokens);
+    EXPECT_TRUE(prompt.ok()) << kPromptModel << ": " << prompt.error().message;
+}
+
+// Each split case of the GPU tests, planned for two GPUs and run on two CPU devices: the
+// same planner and the same shard layout (stage_layout.h) as two shards of one GPU.
+TEST(CudaPlan, EverySplitCaseOfTheGpuTestsIsPlannedAndRunsOnTwoCpuDevices) {
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    for (const SplitCase& c : kSplitCases) {
+        SCOPED_TRACE(std::string(c.file) + " " + split_mode_name(c.mode));
+        Result<DevicePlan> plan = plan_on_gpus(c.file, c.mode, KvCacheType::f16, 64);
+        ASSERT_TRUE(plan.ok()) << plan.error().message;
+        EXPECT_EQ(plan->devices.size(), 2u);
+        EXPECT_EQ(plan->mode, c.mode);
+        ModelOptions o;
+        o.n_ctx = 64;
+        o.n_threads = 2;
+        o.devices = "cpu:2";
+        o.split = c.mode;
+        Result<Model> model = Model::load(arch_dir() / c.file, o);
+        ASSERT_TRUE(model.ok()) << model.error().message;
+        EXPECT_EQ(model->summary().devices.size(), 2u);
+        EXPECT_TRUE(model->decode(std::span<const TokenId>(tokens).first(4)).ok());
+    }
+}
+
+// The CUDA stage's limits, which the planner applies to GPUs: every head size of the models
+// people run, and the fixtures' 16; a Q8_0 cache only for whole blocks of 32 per head.
+TEST(CudaPlan, TheCudaStageTakesTheHeadSizesOfRealModels) {
+    for (uint32_t head_dim : {16u, 32u, 64u, 80u, 96u, 112u, 128u, 256u}) {
+        EXPECT_TRUE(cuda_stage_supports({head_dim, KvCacheType::f16, 512}).ok()) << head_dim;
+    }
+    for (uint32_t head_dim : {32u, 64u, 96u, 128u, 256u}) {
+        EXPECT_TRUE(cuda_stage_supports({head_dim, KvCacheType::q8_0, 512}).ok()) << head_dim;
+    }
+    Result<void> big = cuda_stage_supports({512, KvCacheType::f16, 512});
+    ASSERT_FALSE(big.ok());
+    EXPECT_NE(big.error().message.find("up to 256"), std::string::npos) << big.error().message;
+    Result<void> q8 = cuda_stage_supports({80, KvCacheType::q8_0, 512});
+    ASSERT_FALSE(q8.ok());
+    EXPECT_NE(q8.error().message.find("multiple of 32, not 80"), std::string::npos) << q8.error().message;
+    EXPECT_FALSE(cuda_stage_supports({128, KvCacheType::f32, 512}).ok());
+    EXPECT_FALSE(cuda_stage_supports({128, KvCacheType::f16, 5000}).ok());
+}
+
+TEST(CudaPlan, ThePlannerRefusesAHeadSizeTheGpuCannotTakeBeforeLoading) {
+    Result<ModelShape> shape = read_model_shape(arch_dir() / "llama-f32.gguf");
+    ASSERT_TRUE(shape.ok()) << shape.error().message;
+    shape->head_dim = 512;  // as a model with wider heads would have
+    PlanOptions o;
+    o.n_ctx = 64;
+    o.reserve_bytes = 0;
+    Result<DevicePlan> gpu = plan_devices(*shape, *parse_device_spec("RTX 4090:24"), o);
+    ASSERT_FALSE(gpu.ok());
+    EXPECT_EQ(gpu.error().code, ErrorCode::unsupported);
+    EXPECT_NE(gpu.error().message.find("device 0 (RTX 4090) cannot run"), std::string::npos) << gpu.error().message;
+    EXPECT_NE(gpu.error().message.find("devices cpu"), std::string::npos) << gpu.error().message;
+    Result<DevicePlan> cpu = plan_devices(*shape, *cpu_devices("cpu"), o);
+    EXPECT_TRUE(cpu.ok()) << cpu.error().message;
+}
 
 TEST(CudaDevices, CudaWithoutAUsableGpuIsAClearError) {
     if (cuda::cuda_available()) GTEST_SKIP() << "a GPU is present: the error path cannot be reached";
@@ -266,7 +382,7 @@ TEST_F(CudaModel, SmolLM2GreedyTokensMatchTheCpuEngine) {
 // Greedy decoding picks the token on the GPU (only its id is copied back): the same as the
 // argmax of the logits decode copies back.
 TEST_F(CudaModel, DecodeArgmaxPicksTheArgmaxOfTheLogits) {
-    const auto path = arch_dir() / "llama3-rope-q8_0.gguf";
+    const auto path = arch_dir() / kArgmaxModel;
     const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
     Result<Model> a = load(path, "cuda:0");
     Result<Model> b = load(path, "cuda:0");
@@ -277,6 +393,41 @@ TEST_F(CudaModel, DecodeArgmaxPicksTheArgmaxOfTheLogits) {
         Result<TokenId> best = b->decode_argmax(one);
         ASSERT_TRUE(logits.ok() && best.ok());
         EXPECT_EQ(static_cast<size_t>(*best), argmax(*logits)) << "position " << i;
+    }
+}
+
+// The prompt path through cuBLAS (TF32 tensor cores, f32 accumulation) against the fused
+// kernels one token at a time, on a fixture that travels to the GPU machine. TF32 keeps 10
+// bits of each operand's mantissa (relative rounding up to 2^-11); over this model's
+// products of 256 terms the logits move by about 1e-3 of their scale, so 1% of the largest
+// logit (at least 0.01) is a wide margin that still catches a wrong layout or transpose.
+TEST_F(CudaModel, APromptThroughCublasEqualsItTokenByToken) {
+    const auto path = arch_dir() / kPromptModel;
+    Result<Model> gpu = load(path, "cuda:0", 64, SplitMode::automatic, KvCacheType::f16, 64);
+    ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+    const auto n_vocab = static_cast<TokenId>(gpu->summary().n_vocab);
+    std::vector<TokenId> prompt;
+    for (uint32_t i = 0; i < kPromptTokens; ++i) prompt.push_back(static_cast<TokenId>((i * 37 + 11) % n_vocab));
+    Result<std::span<const float>> batch = gpu->decode(prompt);
+    ASSERT_TRUE(batch.ok()) << batch.error().message;
+    const std::vector<float> batched(batch->begin(), batch->end());
+    const DeviceUsage after_batch = gpu->device_usage().at(0);
+    EXPECT_TRUE(after_batch.cublas) << "cuBLAS was not loaded: " << after_batch.cublas_note;
+    EXPECT_GT(after_batch.cublas_gemms, 0u) << "the batch of " << kPromptTokens << " did not go through cuBLAS";
+    gpu->truncate(0);
+    const auto each = run_each(*gpu, prompt);
+    ASSERT_EQ(each.size(), prompt.size());
+    EXPECT_EQ(gpu->device_usage().at(0).cublas_gemms, after_batch.cublas_gemms) << "single tokens used cuBLAS";
+    float scale = 0.0f;
+    for (float v : each.back()) scale = std::max(scale, std::fabs(v));
+    const float tolerance = std::max(0.01f, 0.01f * scale);
+    const float d = max_diff(batched, each.back());
+    std::printf("cuBLAS batch of %u vs one at a time: max |logit difference| %.6f (largest logit %.3f, tolerance "
+                "%.4f; %llu GEMMs)\n",
+                kPromptTokens, d, scale, tolerance, static_cast<unsigned long long>(after_batch.cublas_gemms));
+    EXPECT_LT(d, tolerance);
+    if (top_margin(each.back()) > 2 * tolerance) {
+        EXPECT_EQ(argmax(batched), argmax(each.back()));
     }
 }
 
@@ -301,7 +452,7 @@ TEST_F(CudaModel, APromptAsOneBatchEqualsItTokenByToken) {
 }
 
 TEST_F(CudaModel, TheDecodeGraphEqualsPlainLaunchesBitForBit) {
-    const auto path = arch_dir() / "qwen2-q4_k.gguf";
+    const auto path = arch_dir() / kGraphModel;
     Result<Model> graphed = load(path, "cuda:0", 64, SplitMode::automatic, KvCacheType::f16, 64, true);
     Result<Model> plain = load(path, "cuda:0", 64, SplitMode::automatic, KvCacheType::f16, 64, false);
     ASSERT_TRUE(graphed.ok() && plain.ok());
@@ -310,6 +461,14 @@ TEST_F(CudaModel, TheDecodeGraphEqualsPlainLaunchesBitForBit) {
     const auto b = run_each(*plain, tokens);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "position " << i;
+    // The graph really ran (a failed capture falls back to plain launches, and would make
+    // this comparison one of plain launches with themselves).
+    const DeviceUsage g = graphed->device_usage().at(0);
+    EXPECT_TRUE(g.cuda_graphs) << g.graphs_note;
+    EXPECT_GE(g.graph_replays, tokens.size() - 1) << g.graphs_note;
+    const DeviceUsage p = plain->device_usage().at(0);
+    EXPECT_FALSE(p.cuda_graphs);
+    EXPECT_EQ(p.graph_replays, 0u);
     // After a truncation the graph replays at earlier positions.
     graphed->truncate(5);
     plain->truncate(5);
@@ -319,32 +478,30 @@ TEST_F(CudaModel, TheDecodeGraphEqualsPlainLaunchesBitForBit) {
 }
 
 TEST_F(CudaModel, LayerAndTensorSplitOverTwoShardsOfOneGpuEqualOneGpu) {
-    for (const char* name : {"llama-f32.gguf", "qwen2-q8_0.gguf", "gemma3-f16.gguf"}) {
-        const auto path = arch_dir() / name;
-        const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    for (const SplitCase& c : kSplitCases) {
+        const char* mode = split_mode_name(c.mode);
+        const auto path = arch_dir() / c.file;
         Result<Model> one = load(path, "cuda:0");
         ASSERT_TRUE(one.ok()) << one.error().message;
         const auto want = run_each(*one, tokens);
-        for (SplitMode mode : {SplitMode::layer, SplitMode::tensor}) {
-            Result<Model> split = load(path, "cuda:0,0", 64, mode);
-            ASSERT_TRUE(split.ok()) << name << ": " << split.error().message;
-            EXPECT_EQ(split->summary().devices.size(), 2u);
-            EXPECT_NE(split->summary().device.find("2 shards of GPU 0"), std::string::npos)
-                << split->summary().device;
-            const auto got = run_each(*split, tokens);
-            ASSERT_EQ(got.size(), want.size());
-            float d = 0.0f;
-            for (size_t i = 0; i < got.size(); ++i) d = std::max(d, max_diff(got[i], want[i]));
-            std::printf("%s %s split on two shards: max |logit difference| %.6f\n", name, split_mode_name(mode), d);
-            // Layer split runs the same kernels on the same data; tensor split adds partial
-            // products in another order.
-            EXPECT_LT(d, mode == SplitMode::layer ? 1e-6f : 1e-3f) << name << " " << split_mode_name(mode);
-        }
+        Result<Model> split = load(path, "cuda:0,0", 64, c.mode);
+        ASSERT_TRUE(split.ok()) << c.file << " " << mode << ": " << split.error().message;
+        EXPECT_EQ(split->summary().devices.size(), 2u);
+        EXPECT_NE(split->summary().device.find("2 shards of GPU 0"), std::string::npos) << split->summary().device;
+        const auto got = run_each(*split, tokens);
+        ASSERT_EQ(got.size(), want.size());
+        float d = 0.0f;
+        for (size_t i = 0; i < got.size(); ++i) d = std::max(d, max_diff(got[i], want[i]));
+        std::printf("%s %s split on two shards: max |logit difference| %.6f\n", c.file, mode, d);
+        // Layer split runs the same kernels on the same data; tensor split adds partial
+        // products in another order.
+        EXPECT_LT(d, c.mode == SplitMode::layer ? 1e-6f : 1e-3f) << c.file << " " << mode;
     }
 }
 
 TEST_F(CudaModel, AQ8_0KvCacheAgreesWithTheCpuEngine) {
-    const auto path = arch_dir() / "llama-f16.gguf";
+    const auto path = arch_dir() / kQ8CacheModel;
     const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
     Result<Model> gpu = load(path, "cuda:0", 64, SplitMode::automatic, KvCacheType::q8_0);
     Result<Model> cpu = load(path, "cpu", 64, SplitMode::automatic, KvCacheType::q8_0);
@@ -359,7 +516,7 @@ TEST_F(CudaModel, AQ8_0KvCacheAgreesWithTheCpuEngine) {
 }
 
 TEST_F(CudaModel, UsageReportsWhatTheGpuHolds) {
-    const auto path = arch_dir() / "llama-q4_k.gguf";
+    const auto path = arch_dir() / kUsageModel;
     Result<Model> gpu = load(path, "cuda:0");
     ASSERT_TRUE(gpu.ok()) << gpu.error().message;
     const std::vector<DeviceUsage> usage = gpu->device_usage();

@@ -16,6 +16,7 @@
 #include "backend/cpu/vec.h"
 #include "backend/split_backend.h"
 #include "backend/stage_layout.h"
+#include "plan/device_limits.h"
 #include "tensor/dequantize.h"
 #include "tensor/half.h"
 
@@ -182,13 +183,7 @@ Result<void> CpuStage::bind() {
     widest(head_);
     quantized_.resize(max_in * n_batch_ * sizeof(float) + 64);
     scratch_.assign(static_cast<size_t>(pool_.size()), std::vector<float>(n_ctx_ + 2 * size_t{hp_.head_dim}));
-    if (kv_type_ == KvCacheType::f32) {
-        return make_error(ErrorCode::unsupported, "the CPU backend keeps the KV cache in F16 or Q8_0, not F32");
-    }
-    if (kv_type_ == KvCacheType::q8_0 && hp_.head_dim % 32 != 0) {
-        return make_error(ErrorCode::unsupported, fmt::format("a Q8_0 KV cache needs a head size that is a multiple "
-                                                              "of 32, not {}", hp_.head_dim));
-    }
+    PH_TRY(cpu_stage_supports(StageShape{hp_.head_dim, kv_type_, n_batch_}));
     kv_.init(kv_type_, static_cast<uint32_t>(layers_.size()), n_ctx_, layout_.n_head_kv, hp_.head_dim);
     const auto uses = [&](OpKind kind) {
         const auto is = [&](const Op& op) { return op.kind == kind; };

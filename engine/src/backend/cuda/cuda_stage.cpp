@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_libraries.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/dequantize_cuda.h"
+#include "plan/device_limits.h"
 #include "tensor/dtype.h"
 
 namespace powerhouse::cuda {
@@ -111,6 +112,8 @@ private:
     Result<void> enqueue_matmul(const DeviceOp& op, int n);
     Result<void> enqueue_layers(int n);
     Result<void> run_decode_graph();
+    // Turns graphs off for good after a failed capture, keeping the reason for usage().
+    Result<void> graphs_failed(int status, std::string_view step);
     Result<void> enqueue_head(int row);
     uint64_t bytes_needed(const std::vector<BoundWeight>& weights) const;
 
@@ -161,6 +164,9 @@ private:
 
     cudaGraphExec_t graph_ = nullptr;
     bool graphs_ = true;
+    std::string graphs_note_;  // why graphs are off
+    uint64_t graph_replays_ = 0;
+    uint64_t cublas_gemms_ = 0;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, scratch_bytes_ = 0;
     double busy_seconds_ = 0;
 };
@@ -239,17 +245,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
     Result<StageLayout> layout = make_stage_layout(hp_, program_, shard_.ranges);
     if (!layout) return layout.error();
     layout_ = *layout;
-    if (hp_.head_dim % 32 != 0 || hp_.head_dim > 256) {
-        return make_error(ErrorCode::unsupported, fmt::format("the CUDA backend needs a head size that is a multiple "
-                                                              "of 32 up to 256, not {}", hp_.head_dim));
-    }
-    if (options_.n_batch > 4096) {
-        return make_error(ErrorCode::invalid_argument, fmt::format("a batch of {} tokens is more than the CUDA backend "
-                                                                   "takes at once (4096)", options_.n_batch));
-    }
-    if (options_.kv_cache_type == KvCacheType::f32) {
-        return make_error(ErrorCode::unsupported, "the CUDA backend keeps the KV cache in F16 or Q8_0, not F32");
-    }
+    PH_TRY(cuda_stage_supports(StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch}));
 
     // Bind every op first (no GPU memory yet), to know what the weights need.
     const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
@@ -486,34 +482,44 @@ Result<void> CudaStage::enqueue_layers(int n) {
     return {};
 }
 
+Result<void> CudaStage::graphs_failed(int status, std::string_view step) {
+    cudaGetLastError();
+    graphs_ = false;
+    graphs_note_ = cuda_error(status, fmt::format("{}: {}", gpu_, step)).message;
+    return enqueue_layers(1);
+}
+
 // The decode step as a CUDA graph: captured on first use, then replayed. A capture that
-// fails (a driver that cannot capture something) falls back to plain launches for good.
+// fails (a driver that cannot capture something) falls back to plain launches for good;
+// usage() then says so, with the reason, and `bench` prints it.
 Result<void> CudaStage::run_decode_graph() {
     if (graph_ == nullptr) {
-        if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-            cudaGetLastError();
-            graphs_ = false;
-            return enqueue_layers(1);
+        if (const int began = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal); began != 0) {
+            return graphs_failed(began, "starting the capture of the decode step");
         }
         Result<void> enqueued = enqueue_layers(1);
         cudaGraph_t graph = nullptr;
         const int ended = cudaStreamEndCapture(stream_, &graph);
         if (!enqueued || ended != 0) {
             if (graph != nullptr) cudaGraphDestroy(graph);
-            cudaGetLastError();
-            graphs_ = false;
-            return enqueue_layers(1);
+            if (!enqueued) {
+                cudaGetLastError();
+                graphs_ = false;
+                graphs_note_ = enqueued.error().message;
+                return enqueue_layers(1);
+            }
+            return graphs_failed(ended, "capturing the decode step");
         }
         const int made = cudaGraphInstantiate(&graph_, graph, 0);
         cudaGraphDestroy(graph);
         if (made != 0) {
             graph_ = nullptr;
-            cudaGetLastError();
-            graphs_ = false;
-            return enqueue_layers(1);
+            return graphs_failed(made, "instantiating the decode graph");
         }
     }
-    return check(cudaGraphLaunch(graph_, stream_), "replaying the decode step");
+    PH_TRY(check(cudaGraphLaunch(graph_, stream_), "replaying the decode step"));
+    ++graph_replays_;
+    return {};
 }
 
 Result<void> CudaStage::run_layers(int n, uint32_t pos) {
@@ -575,6 +581,7 @@ Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
         auto* w32 = static_cast<float*>(f32_weights_.data());
         PH_TRY(dequantize_device(op.type, op.weight, w32, DequantOutput::f32, op.in * op.rows, stream_));
         PH_TRY(cublas_.gemm_tf32(stream_, static_cast<int>(op.rows), n, static_cast<int>(op.in), w32, src, dst));
+        ++cublas_gemms_;
     } else {
         const int status = ph_matmul(type, op.weight, op.row_bytes, op.rows, op.in, src, op.in, dst, op.rows, n, stream_);
         if (status != 0) return check(status, fmt::format("multiplying by '{}'", op.op->weight));
@@ -645,6 +652,15 @@ DeviceUsage CudaStage::usage() const {
     u.name = shard_.name;
     u.part = describe_stage(hp_, layout_, shard_.embedding, shard_.output);
     if (!have_cublas_ && !cublas_note_.empty()) u.part += " (prompts without cuBLAS)";
+    u.cuda_graphs = graphs_;
+    u.graph_replays = graph_replays_;
+    u.graphs_note = graphs_note_;
+    if (!options_.use_graphs) u.graphs_note = "turned off (cuda_graphs = false)";
+    else if (shard_.comm != nullptr) u.graphs_note = "off for a tensor-split stage (its all-reduces wait on the host)";
+    u.cublas = have_cublas_;
+    u.cublas_gemms = cublas_gemms_;
+    u.cublas_note = cublas_note_;
+    if (!options_.use_cublas) u.cublas_note = "turned off";
     u.weight_bytes = weight_bytes_;
     u.kv_cache_bytes = kv_bytes_;
     u.scratch_bytes = scratch_bytes_;
