@@ -1,15 +1,17 @@
 // GPU readings from NVML, loaded with dlopen. Only nvmlInit_v2, nvmlShutdown,
 // nvmlDeviceGetCount_v2 and nvmlDeviceGetHandleByIndex_v2 are required; every other function
 // is optional (older drivers, consumer GPUs and virtual machines lack some) and its fields
-// stay empty when it is missing or answers "not supported".
-#include <dlfcn.h>
+// stay empty when it is missing or answers "not supported". The library is opened through
+// platform/shared_library.h, which closes it when the source goes.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <utility>
 
+#include "platform/shared_library.h"
 #include "telemetry/gpu_source.h"
 #include "telemetry/nvml_api.h"
 
@@ -34,14 +36,14 @@ public:
 private:
     template <class F>
     F symbol(const char* name) const {
-        return handle_ != nullptr ? reinterpret_cast<F>(dlsym(handle_, name)) : nullptr;
+        return library_.symbol<F>(name);
     }
     std::string error_string(nvml::Return r) const;
     void read_info();
     void read_links();
     GpuSample read(uint32_t i, double time);
 
-    void* handle_ = nullptr;
+    SharedLibrary library_;  // empty when NVML could not be loaded
     bool initialized_ = false;
     std::string status_;
     std::string description_ = "NVML";
@@ -66,12 +68,13 @@ private:
 
 NvmlSource::NvmlSource(const std::filesystem::path& library) {
     const std::string path = library.empty() ? std::string("libnvidia-ml.so.1") : library.string();
-    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_ == nullptr) {
+    auto opened = SharedLibrary::open(path);
+    if (!opened) {
         status_ = library.empty() ? "no NVIDIA driver found (libnvidia-ml.so.1 is not installed)"
                                   : fmt::format("no NVIDIA driver found ({} could not be loaded)", path);
         return;
     }
+    library_ = std::move(opened).value();
     const auto init = symbol<nvml::InitFn>("nvmlInit_v2");
     shutdown_ = symbol<nvml::ShutdownFn>("nvmlShutdown");
     const auto count = symbol<nvml::DeviceGetCountFn>("nvmlDeviceGetCount_v2");
@@ -122,9 +125,9 @@ NvmlSource::NvmlSource(const std::filesystem::path& library) {
     read_links();
 }
 
+// NVML is shut down here, before library_ (a member) closes the library behind shutdown_.
 NvmlSource::~NvmlSource() {
     if (initialized_) shutdown_();
-    if (handle_ != nullptr) dlclose(handle_);
 }
 
 std::string NvmlSource::error_string(nvml::Return r) const {

@@ -1,5 +1,6 @@
-// cuBLAS and NCCL through dlopen/dlsym. Nothing here is linked against either library, so
-// the program starts without them; only the CUDA runtime (static) is linked.
+// cuBLAS and NCCL through dlopen/dlsym (platform/shared_library.h). Nothing here is linked
+// against either library, so the program starts without them; only the CUDA runtime
+// (static) is linked.
 //
 // The few types and values used are declared below. Where this machine has the libraries'
 // headers, they are included and every declaration is checked against them at compile
@@ -11,7 +12,6 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <library_types.h>
-#include <link.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -167,21 +167,6 @@ namespace {
 // register exit handlers of their own; unmapping them under those is a crash at exit.
 constexpr int kOpenFlags = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
 
-std::string loader_error() {
-    const char* text = dlerror();
-    return text != nullptr ? text : "unknown error";
-}
-
-// The path the loader resolved a soname to, for the version report.
-std::string loaded_file(void* library, const std::string& name) {
-    link_map* map = nullptr;
-    if (dlinfo(library, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr &&
-        map->l_name[0] != '\0') {
-        return map->l_name;
-    }
-    return name;
-}
-
 struct LibrarySpec {
     const char* name;      // "cuBLAS"
     const char* variable;  // "POWERHOUSE_CUBLAS_LIBRARY"
@@ -191,8 +176,8 @@ struct LibrarySpec {
 };
 
 struct OpenedLibrary {
-    void* library = nullptr;
-    std::string file;
+    SharedLibrary library;
+    std::string file;  // the path the loader resolved the name to, for the version report
 };
 
 Error not_loadable(const LibrarySpec& spec, const std::string& what, const std::string& loader_message,
@@ -203,23 +188,26 @@ Error not_loadable(const LibrarySpec& spec, const std::string& what, const std::
 
 Result<OpenedLibrary> open_library(const LibrarySpec& spec, const std::string& explicit_file) {
     if (!explicit_file.empty()) {
-        void* library = dlopen(explicit_file.c_str(), kOpenFlags);
-        if (library == nullptr) {
-            return not_loadable(spec, "could not be loaded from " + explicit_file, loader_error(),
+        auto library = SharedLibrary::open(explicit_file, kOpenFlags);
+        if (!library) {
+            return not_loadable(spec, "could not be loaded from " + explicit_file, library.error().message,
                                 std::string("point ") + spec.variable + " at " + spec.install +
                                     " or unset it to search the usual places");
         }
-        return OpenedLibrary{library, loaded_file(library, explicit_file)};
+        std::string file = library->loaded_path();
+        return OpenedLibrary{std::move(library).value(), std::move(file)};
     }
     std::vector<std::string> candidates = spec.sonames;
     for (const std::string& soname : spec.sonames) candidates.push_back("/usr/local/cuda/lib64/" + soname);
     std::string first_error;
     std::string found_error;
     for (const std::string& candidate : candidates) {
-        if (void* library = dlopen(candidate.c_str(), kOpenFlags)) {
-            return OpenedLibrary{library, loaded_file(library, candidate)};
+        auto library = SharedLibrary::open(candidate, kOpenFlags);
+        if (library) {
+            std::string file = library->loaded_path();
+            return OpenedLibrary{std::move(library).value(), std::move(file)};
         }
-        std::string error = loader_error();
+        std::string error = std::move(library).error().message;
         // "<candidate>: cannot open shared object file" means it is not there. Anything else
         // (a dependency such as libcublasLt missing, a wrong architecture) is a file that was
         // found but failed, which says more than the first "not found".
@@ -233,15 +221,10 @@ Result<OpenedLibrary> open_library(const LibrarySpec& spec, const std::string& e
     return not_loadable(spec, "not found", first_error, advice);
 }
 
-template <class F>
-F find_symbol(void* library, const char* symbol) {
-    return reinterpret_cast<F>(dlsym(library, symbol));
-}
-
 // Looks `symbol` up into `target`; false (and a message in `missing`) when it is absent.
 template <class F>
-bool require_symbol(void* library, const char* symbol, F& target, std::string& missing) {
-    target = find_symbol<F>(library, symbol);
+bool require_symbol(const SharedLibrary& library, const char* symbol, F& target, std::string& missing) {
+    target = library.symbol<F>(symbol);
     if (target == nullptr && missing.empty()) missing = symbol;
     return target != nullptr;
 }
@@ -312,17 +295,17 @@ std::string format_library_version(const LibraryVersion& version) {
 
 // --- cuBLAS ----------------------------------------------------------------------------
 
-CublasLibrary::CublasLibrary(void* library, std::string file, LibraryVersion version, std::unique_ptr<CublasApi> api)
-    : library_(library), file_(std::move(file)), version_(version), api_(std::move(api)) {}
+CublasLibrary::CublasLibrary(SharedLibrary library, std::string file, LibraryVersion version,
+                             std::unique_ptr<CublasApi> api)
+    : library_(std::move(library)), file_(std::move(file)), version_(version), api_(std::move(api)) {}
 
-CublasLibrary::~CublasLibrary() {
-    if (library_ != nullptr) dlclose(library_);
-}
+// Out of line: CublasApi is complete only here. The SharedLibrary closes the library.
+CublasLibrary::~CublasLibrary() = default;
 
 Result<std::unique_ptr<CublasLibrary>> load_cublas(const std::string& explicit_file) {
     auto opened = open_library(kCublasSpec, explicit_file);
     if (!opened) return std::move(opened).error();
-    void* library = opened->library;
+    const SharedLibrary& library = opened->library;
     const std::string& file = opened->file;
     auto api = std::make_unique<CublasApi>();
     std::string missing;
@@ -332,13 +315,10 @@ Result<std::unique_ptr<CublasLibrary>> load_cublas(const std::string& explicit_f
     require_symbol(library, "cublasSetMathMode", api->set_math_mode, missing);
     require_symbol(library, "cublasGemmEx", api->gemm_ex, missing);
     require_symbol(library, "cublasGetProperty", api->get_property, missing);
-    if (!missing.empty()) {
-        dlclose(library);
-        return not_the_library("cuBLAS", file, missing);
-    }
-    api->status_string = find_symbol<abi::CublasStatusTextFn>(library, "cublasGetStatusString");
-    api->status_name = find_symbol<abi::CublasStatusTextFn>(library, "cublasGetStatusName");
-    api->set_workspace = find_symbol<abi::CublasSetWorkspaceFn>(library, "cublasSetWorkspace_v2");
+    if (!missing.empty()) return not_the_library("cuBLAS", file, missing);
+    api->status_string = library.symbol<abi::CublasStatusTextFn>("cublasGetStatusString");
+    api->status_name = library.symbol<abi::CublasStatusTextFn>("cublasGetStatusName");
+    api->set_workspace = library.symbol<abi::CublasSetWorkspaceFn>("cublasSetWorkspace_v2");
 
     // Needs no handle (and so no GPU), unlike cublasGetVersion.
     LibraryVersion version;
@@ -346,19 +326,17 @@ Result<std::unique_ptr<CublasLibrary>> load_cublas(const std::string& explicit_f
         {MAJOR_VERSION, &version.major}, {MINOR_VERSION, &version.minor}, {PATCH_LEVEL, &version.patch}};
     for (const auto& [property, out] : properties) {
         if (const abi::CublasStatus status = api->get_property(property, out); status != abi::kCublasSuccess) {
-            Error error = cublas_error(*api, status, "reading the version of " + file);
-            dlclose(library);
-            return error;
+            return cublas_error(*api, status, "reading the version of " + file);
         }
     }
     // cublasGemmEx's cublasComputeType_t argument dates from cuBLAS 11.
     if (version.major < 11) {
-        dlclose(library);
         return make_error(ErrorCode::unsupported, file + " is cuBLAS " + format_library_version(version) +
                                                       "; Powerhouse needs cuBLAS 11 or later (CUDA 13's is "
                                                       "libcublas.so.13)");
     }
-    return std::unique_ptr<CublasLibrary>(new CublasLibrary(library, file, version, std::move(api)));
+    return std::unique_ptr<CublasLibrary>(
+        new CublasLibrary(std::move(opened->library), std::move(opened->file), version, std::move(api)));
 }
 
 Result<std::unique_ptr<CublasLibrary>> load_cublas() {
@@ -455,8 +433,7 @@ Result<void> CublasHandle::use_stream(void* stream) {
     return {};
 }
 
-Result<void> CublasHandle::gemm_tf32(void* stream, int m, int n, int k, const float* a, const float* b,
-                                        float* c) {
+Result<void> CublasHandle::gemm_tf32(void* stream, int m, int n, int k, const float* a, const float* b, float* c) {
     if (handle_ == nullptr) return make_error(ErrorCode::invalid_argument, "GEMM on an empty cuBLAS handle");
     if (m <= 0 || n <= 0 || k <= 0) {
         return make_error(ErrorCode::invalid_argument, "GEMM of " + std::to_string(m) + " x " + std::to_string(n) +
@@ -489,17 +466,16 @@ Result<void> CublasHandle::gemm_tf32(void* stream, int m, int n, int k, const fl
 
 // --- NCCL ------------------------------------------------------------------------------
 
-NcclLibrary::NcclLibrary(void* library, std::string file, LibraryVersion version, std::unique_ptr<NcclApi> api)
-    : library_(library), file_(std::move(file)), version_(version), api_(std::move(api)) {}
+NcclLibrary::NcclLibrary(SharedLibrary library, std::string file, LibraryVersion version, std::unique_ptr<NcclApi> api)
+    : library_(std::move(library)), file_(std::move(file)), version_(version), api_(std::move(api)) {}
 
-NcclLibrary::~NcclLibrary() {
-    if (library_ != nullptr) dlclose(library_);
-}
+// Out of line: NcclApi is complete only here. The SharedLibrary closes the library.
+NcclLibrary::~NcclLibrary() = default;
 
 Result<std::unique_ptr<NcclLibrary>> load_nccl(const std::string& explicit_file) {
     auto opened = open_library(kNcclSpec, explicit_file);
     if (!opened) return std::move(opened).error();
-    void* library = opened->library;
+    const SharedLibrary& library = opened->library;
     const std::string& file = opened->file;
     auto api = std::make_unique<NcclApi>();
     std::string missing;
@@ -510,17 +486,12 @@ Result<std::unique_ptr<NcclLibrary>> load_nccl(const std::string& explicit_file)
     require_symbol(library, "ncclGetErrorString", api->error_string, missing);
     require_symbol(library, "ncclGroupStart", api->group_start, missing);
     require_symbol(library, "ncclGroupEnd", api->group_end, missing);
-    if (!missing.empty()) {
-        dlclose(library);
-        return not_the_library("NCCL", file, missing);
-    }
-    api->last_error = find_symbol<abi::NcclGetLastErrorFn>(library, "ncclGetLastError");
+    if (!missing.empty()) return not_the_library("NCCL", file, missing);
+    api->last_error = library.symbol<abi::NcclGetLastErrorFn>("ncclGetLastError");
 
     int code = 0;
     if (const abi::NcclResult result = api->get_version(&code); result != abi::kNcclSuccess) {
-        Error error = nccl_error(*api, result, nullptr, "reading the version of " + file);
-        dlclose(library);
-        return error;
+        return nccl_error(*api, result, nullptr, "reading the version of " + file);
     }
     // NCCL_VERSION: major*1000 + minor*100 + patch up to 2.8, major*10000 + minor*100 + patch since 2.9.
     LibraryVersion version;
@@ -529,11 +500,11 @@ Result<std::unique_ptr<NcclLibrary>> load_nccl(const std::string& explicit_file)
     version.minor = code % major_unit / 100;
     version.patch = code % 100;
     if (version.major != 2) {
-        dlclose(library);
         return make_error(ErrorCode::unsupported, file + " is NCCL " + format_library_version(version) +
                                                       "; Powerhouse needs NCCL 2 (libnccl.so.2)");
     }
-    return std::unique_ptr<NcclLibrary>(new NcclLibrary(library, file, version, std::move(api)));
+    return std::unique_ptr<NcclLibrary>(
+        new NcclLibrary(std::move(opened->library), std::move(opened->file), version, std::move(api)));
 }
 
 Result<std::unique_ptr<NcclLibrary>> load_nccl() {

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "platform/shared_library.h"
 #include "powerhouse/result.h"
 
 namespace powerhouse::cuda {
@@ -66,9 +67,9 @@ public:
 private:
     friend class CublasHandle;
     friend Result<std::unique_ptr<CublasLibrary>> load_cublas(const std::string& explicit_file);
-    CublasLibrary(void* library, std::string file, LibraryVersion version, std::unique_ptr<CublasApi> api);
+    CublasLibrary(SharedLibrary library, std::string file, LibraryVersion version, std::unique_ptr<CublasApi> api);
 
-    void* library_ = nullptr;  // dlopen handle
+    SharedLibrary library_;  // keeps the code behind api_ loaded
     std::string file_;
     LibraryVersion version_;
     std::unique_ptr<CublasApi> api_;
@@ -140,9 +141,9 @@ public:
 private:
     friend class NcclComms;
     friend Result<std::unique_ptr<NcclLibrary>> load_nccl(const std::string& explicit_file);
-    NcclLibrary(void* library, std::string file, LibraryVersion version, std::unique_ptr<NcclApi> api);
+    NcclLibrary(SharedLibrary library, std::string file, LibraryVersion version, std::unique_ptr<NcclApi> api);
 
-    void* library_ = nullptr;  // dlopen handle
+    SharedLibrary library_;  // keeps the code behind api_ loaded
     std::string file_;
     LibraryVersion version_;
     std::unique_ptr<NcclApi> api_;
