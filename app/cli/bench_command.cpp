@@ -93,6 +93,15 @@ uint64_t peak_rss_bytes() {
     return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+// A GPU's usage has a bandwidth; the CPU's has none.
+bool is_gpu(const DeviceUsage& u) { return u.bandwidth_gb_s > 0; }
+
+// "on (127 replays)", "off: the capture failed (...)".
+std::string fast_path(bool on, uint64_t count, const char* what, const std::string& note) {
+    if (on) return fmt::format("on ({} {})", count, what);
+    return note.empty() ? std::string("off") : fmt::format("off: {}", note);
+}
+
 TokenId argmax(std::span<const float> logits) {
     return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
@@ -242,6 +251,15 @@ int run_bench(const BenchOptions& options) {
                              usage[i].weight_bytes + usage[i].kv_cache_bytes + usage[i].scratch_bytes},
                             {"bandwidth_gb_s", usage[i].bandwidth_gb_s},
                             {"step_bytes", usage[i].step_bytes}});
+            if (is_gpu(usage[i])) {
+                // Whether the fast paths ran: a silent fallback would halve the figures above.
+                list.back().update({{"cuda_graphs", usage[i].cuda_graphs},
+                                    {"graph_replays", usage[i].graph_replays},
+                                    {"graphs_note", usage[i].graphs_note},
+                                    {"cublas", usage[i].cublas},
+                                    {"cublas_gemms", usage[i].cublas_gemms},
+                                    {"cublas_note", usage[i].cublas_note}});
+            }
         }
         return list;
     };
@@ -320,6 +338,12 @@ int run_bench(const BenchOptions& options) {
                             device_rows)
                    .c_str(),
                stdout);
+    for (const DeviceUsage& u : usage) {
+        if (!is_gpu(u)) continue;
+        const std::string graphs = fast_path(u.cuda_graphs, u.graph_replays, "replays", u.graphs_note);
+        const std::string cublas = fast_path(u.cublas, u.cublas_gemms, "GEMMs", u.cublas_note);
+        std::printf("%s: CUDA graphs %s; cuBLAS %s\n", u.name.c_str(), graphs.c_str(), cublas.c_str());
+    }
     return 0;
 }
 
