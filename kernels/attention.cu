@@ -102,8 +102,10 @@ __global__ void __launch_bounds__(kWarps * 32)
         for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
         const float s = dot * scale;
         const float m_new = fmaxf(m, s);
-        const float correction = expf(m - m_new);  // 0 on the first position (m = -inf)
-        const float p = expf(s - m_new);
+        // 0 on the first position (m = -inf); a score of -inf (only from infinite activations)
+        // must not make exp(-inf - -inf) a NaN that the combine would then spread.
+        const float correction = m == -INFINITY ? 0.0f : expf(m - m_new);
+        const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
         l = l * correction + p;
         const uint8_t* v_row = v_cache + static_cast<size_t>(j) * row_bytes + head_offset;
 #pragma unroll

@@ -24,10 +24,12 @@ public:
         : RendezvousCommunicator(static_cast<int>(devices.size())), devices_(std::move(devices)) {}
 
     ~CudaCommunicator() override {
-        for (cudaStream_t s : streams_) {
-            if (s != nullptr) cudaStreamDestroy(s);
+        // Each stream is destroyed with its own GPU current (the NCCL ranks' are on several).
+        DeviceScope scope;
+        for (size_t r = 0; r < streams_.size(); ++r) {
+            if (streams_[r] != nullptr && scope.select(devices_[r])) cudaStreamDestroy(streams_[r]);
         }
-        if (stream_ != nullptr) cudaStreamDestroy(stream_);
+        if (stream_ != nullptr && scope.select(devices_[0])) cudaStreamDestroy(stream_);
     }
 
     Result<void> init(bool use_nccl) {
