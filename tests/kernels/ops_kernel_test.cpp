@@ -4,10 +4,11 @@
 //    with the activations in double, rows cut from a wider matrix, strided x and y;
 //  - ph_f32_to_f16 bit for bit against f32_to_f16 (tensor/half.h) on every f16 value, every
 //    rounding tie and its neighbours, and random f32 bit patterns;
-//  - ph_rms_norm, ph_swiglu against the CPU backend's plain kernels (backend/cpu/vec.h);
-//    ph_add, ph_scale, ph_add_bias, ph_accumulate exactly; ph_geglu against its formula
-//    in double;
-//  - ph_rope against a copy of the CPU backend's RoPE (CpuStage::rope), both layouts,
+//  - ph_rms_norm, ph_swiglu against the CPU backend's plain kernels (backend/cpu/ops.h,
+//    vec.h); ph_add, ph_scale, ph_add_bias (against cpu::scale and cpu::add_bias),
+//    ph_accumulate exactly; ph_geglu against its formula in double, and against the CPU's
+//    f16 GELU table (cpu::geglu) within the table's f16 rounding;
+//  - ph_rope against the CPU backend's RoPE (cpu::rope, backend/cpu/ops.h), both layouts,
 //    partial rotary, frequency factors, positions read from the device;
 //  - ph_get_rows against dequantize_row, bit for bit;
 //  - ph_argmax against a planted maximum, equal maxima, NaN and -inf.
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/ops.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vec.h"
@@ -61,7 +63,6 @@ using test::type_id;
 using test::uniform;
 
 const std::vector<GgmlType>& kTypes = test::kKernelTypes;
-
 
 // --- ph_matmul --------------------------------------------------------------------------------
 
@@ -245,10 +246,7 @@ TEST_F(ElementwiseKernel, RmsNormMatchesCpuRow) {
             const std::vector<float> weight = uniform(static_cast<size_t>(n), 0.5f, 1.5f, rng);
             const float eps = 1e-5f;
             std::vector<float> expected_f(x.size());
-            for (int64_t r = 0; r < rows; ++r) {
-                cpu::rms_norm_row(cpu::KernelIsa::scalar, x.data() + r * n, expected_f.data() + r * n, weight.data(), n,
-                                  eps);
-            }
+            cpu::rms_norm_rows(cpu::KernelIsa::scalar, x.data(), expected_f.data(), weight.data(), n, rows, eps);
             DeviceArray<float> x_dev(x);
             DeviceArray<float> w_dev(weight);
             DeviceArray<float> y_dev(x.size());
@@ -295,7 +293,7 @@ TEST_F(ElementwiseKernel, ScaleIsExact) {
             SCOPED_TRACE("n " + std::to_string(n) + ", value " + std::to_string(value));
             const std::vector<float> a = uniform(static_cast<size_t>(n), -10.0f, 10.0f, rng);
             std::vector<float> expected(a.size());
-            for (size_t i = 0; i < a.size(); ++i) expected[i] = a[i] * value;
+            cpu::scale(a.data(), expected.data(), value, a.size());
             DeviceArray<float> a_dev(a), y_dev(a.size());
             ASSERT_TRUE(ran(ph_scale(a_dev.get(), y_dev.get(), value, n, nullptr)));
             EXPECT_TRUE(same_floats(expected, y_dev.download()));
@@ -310,7 +308,7 @@ TEST_F(ElementwiseKernel, AddBiasIsExactOnEveryRow) {
         const std::vector<float> y = uniform(static_cast<size_t>(width * rows), -5.0f, 5.0f, rng);
         const std::vector<float> bias = uniform(static_cast<size_t>(width), -1.0f, 1.0f, rng);
         std::vector<float> expected = y;
-        for (size_t i = 0; i < expected.size(); ++i) expected[i] += bias[i % static_cast<size_t>(width)];
+        cpu::add_bias(expected.data(), bias.data(), static_cast<size_t>(width), rows);
         DeviceArray<float> y_dev(y), bias_dev(bias);
         ASSERT_TRUE(ran(ph_add_bias(y_dev.get(), bias_dev.get(), width, rows, nullptr)));
         EXPECT_TRUE(same_floats(expected, y_dev.download()));
@@ -380,39 +378,24 @@ TEST_F(ElementwiseKernel, GegluMatchesTanhFormulaAndSaturatesBeyondTen) {
         }
     }
     EXPECT_TRUE(all_close(expected, actual, tolerance));
+
+    // Against the CPU backend, which looks gelu up in ggml's table at the input rounded to
+    // f16 and rounds the result to f16: |gelu'| <= 1.13, so the input's rounding (2^-11
+    // relative) moves gelu by at most 1.13 * 2^-11 |x|, the output's by 2^-11 |gelu|; 2^-10
+    // of |x| + |gelu| covers both, plus the GPU's own 1e-5 above, all in units of |b|.
+    const cpu::GeluTable gelu;
+    std::vector<float> cpu_y(n);
+    cpu::geglu(gelu, a.data(), b.data(), cpu_y.data(), n);
+    std::vector<double> cpu_expected(cpu_y.begin(), cpu_y.end());
+    std::vector<double> cpu_tolerance(n);
+    for (size_t i = 0; i < n; ++i) {
+        const double g = std::fabs(static_cast<double>(gelu(a[i])));
+        cpu_tolerance[i] = std::fabs(b[i]) * (std::ldexp(std::fabs(a[i]) + g, -10) + 2e-5);
+    }
+    EXPECT_TRUE(all_close(cpu_expected, y, cpu_tolerance)) << "against cpu::geglu";
 }
 
 // --- ph_rope ----------------------------------------------------------------------------------
-
-// CpuStage::rope (backend/cpu/cpu_backend.cpp) over [n_tokens][n_heads][head_dim] at
-// positions pos0 + t: ggml's angles, theta *= base^(-2 / rope_dims) in f32 pair by pair.
-void rope_reference(std::vector<float>& data, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, bool neox,
-                    float base, float freq_scale, const float* freq_factors, int32_t pos0) {
-    const auto dims = static_cast<uint32_t>(rope_dims);
-    const float theta_scale = std::pow(base, -2.0f / static_cast<float>(dims));
-    std::vector<float> cos_sin(dims);
-    for (int t = 0; t < n_tokens; ++t) {
-        float theta = static_cast<float>(pos0 + t);
-        for (uint32_t i = 0; i < dims; i += 2) {
-            const float ff = freq_factors != nullptr ? freq_factors[i / 2] : 1.0f;
-            const float angle = freq_scale * (theta / ff);
-            cos_sin[i] = std::cos(angle);
-            cos_sin[i + 1] = std::sin(angle);
-            theta *= theta_scale;
-        }
-        for (int64_t h = 0; h < n_heads; ++h) {
-            float* x = data.data() + (static_cast<int64_t>(t) * n_heads + h) * head_dim;
-            for (uint32_t i = 0; i < dims; i += 2) {
-                const uint32_t i0 = neox ? i / 2 : i;
-                const uint32_t i1 = neox ? i / 2 + dims / 2 : i + 1;
-                const float x0 = x[i0];
-                const float x1 = x[i1];
-                x[i0] = x0 * cos_sin[i] - x1 * cos_sin[i + 1];
-                x[i1] = x0 * cos_sin[i + 1] + x1 * cos_sin[i];
-            }
-        }
-    }
-}
 
 class RopeKernel : public GpuTest {};
 
@@ -439,8 +422,13 @@ TEST_F(RopeKernel, MatchesCpuRope) {
                         const std::vector<float> x =
                             uniform(static_cast<size_t>(n_tokens * n_heads * s.head_dim), -1.0f, 1.0f, rng);
                         std::vector<float> expected_f = x;
-                        rope_reference(expected_f, n_heads, n_tokens, s.head_dim, s.rope_dims, neox, s.base,
-                                       s.freq_scale, with_factors ? factors.data() : nullptr, pos0);
+                        const cpu::RopeShape shape{static_cast<uint32_t>(s.head_dim),
+                                                   static_cast<uint32_t>(s.rope_dims),
+                                                   neox,
+                                                   s.base,
+                                                   s.freq_scale,
+                                                   with_factors ? factors.data() : nullptr};
+                        cpu::rope(shape, expected_f.data(), n_heads, n_tokens, static_cast<uint32_t>(pos0));
                         DeviceArray<float> x_dev(x);
                         DeviceArray<int32_t> pos_dev(std::vector<int32_t>{pos0});
                         ASSERT_TRUE(ran(ph_rope(x_dev.get(), n_heads, n_tokens, s.head_dim, s.rope_dims, neox ? 1 : 0,

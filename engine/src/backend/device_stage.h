@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "arch/step_program.h"
 #include "powerhouse/device_types.h"
 #include "powerhouse/result.h"
 #include "powerhouse/tokenizer.h"
@@ -44,6 +45,13 @@ public:
     }
     // What the stage holds and how long it has worked.
     virtual DeviceUsage usage() const = 0;
+    // For tests and debugging: the first rows of activation buffer `b`, as many as `values`
+    // (or `out`) holds, each the stage's width of that buffer (its share under a tensor
+    // split, StageLayout::width), copied from or to the host. A GPU copies synchronously on
+    // the stage's stream, after the work queued before. Fails for a part of a row or more
+    // rows than the buffer holds (the batch; one row of logits).
+    virtual Result<void> write_buffer(arch::Buffer b, std::span<const float> values) = 0;
+    virtual Result<void> read_buffer(arch::Buffer b, std::span<float> out) = 0;
 };
 
 }  // namespace powerhouse

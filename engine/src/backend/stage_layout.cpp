@@ -26,8 +26,8 @@ Result<StageLayout> make_stage_layout(const arch::Hparams& hp, const arch::StepP
     if (ranges.first_layer > hp.n_layer) return make_error(ErrorCode::internal, "the device's layers are out of range");
     StageLayout layout;
     layout.first_layer = ranges.first_layer;
-    layout.last_layer = ranges.n_layers == UINT32_MAX ? hp.n_layer
-                                                      : std::min(hp.n_layer, ranges.first_layer + ranges.n_layers);
+    layout.last_layer =
+        ranges.n_layers == UINT32_MAX ? hp.n_layer : std::min(hp.n_layer, ranges.first_layer + ranges.n_layers);
     // The device's heads: whole KV-head groups with their query heads.
     uint32_t kv0 = 0, kv1 = hp.n_head_kv;
     if (ranges.kv_head_end > ranges.kv_head_begin) {
@@ -77,7 +77,8 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
     if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
     if (t->type != GgmlType::f32 && !can_run(t->type)) {
         return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' has type {}, which the {} backend cannot "
-                                                              "run yet", name, type_traits(t->type).name, backend));
+                                                              "run yet",
+                                                              name, type_traits(t->type).name, backend));
     }
     bound.tensor = t;
     bound.type = t->type;
@@ -102,7 +103,8 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
                                                          t->n_rows(), want0, want1));
     }
     if (op.kind != OpKind::matmul) {
-        if (t->type != GgmlType::f32) return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
+        if (t->type != GgmlType::f32)
+            return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
         const size_t skip = op.kind == OpKind::head_rms_norm ? 0 : layout.offset(op.dst);
         bound.values = reinterpret_cast<const float*>(t->data) + skip;
         bound.n_values = op.kind == OpKind::head_rms_norm ? hp.head_dim : layout.width(op.dst);
@@ -113,10 +115,11 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
     const size_t col = layout.offset(op.a);
     const int64_t granule = std::max<int64_t>(column_block(t->type), traits.block_size);
     if (col % traits.block_size != 0 || static_cast<int64_t>(layout.width(op.a)) % granule != 0) {
-        return make_error(ErrorCode::unsupported,
-                          fmt::format("tensor '{}' ({}) cannot be split at column {} for {} columns: its blocks hold {} "
-                                      "values; use layer split",
-                                      name, traits.name, col, layout.width(op.a), traits.block_size));
+        return make_error(
+            ErrorCode::unsupported,
+            fmt::format("tensor '{}' ({}) cannot be split at column {} for {} columns: its blocks hold {} "
+                        "values; use layer split",
+                        name, traits.name, col, layout.width(op.a), traits.block_size));
     }
     bound.data = t->data + layout.offset(op.dst) * full_row + row_bytes(traits, col);
     bound.in = static_cast<int64_t>(layout.width(op.a));
@@ -126,6 +129,90 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
     bound.all_reduce = split_reduce && layout.width(op.a) != layout.full_width(op.a) &&
                        layout.width(op.dst) == layout.full_width(op.dst);
     return bound;
+}
+
+Result<BoundProgram> bind_program(const GgufModel& model, const arch::Hparams& hp, const arch::StepProgram& program,
+                                  const StageLayout& layout, bool embedding, bool output, bool split_reduce,
+                                  std::string_view backend, const std::function<bool(GgmlType)>& can_run,
+                                  const std::function<int64_t(GgmlType)>& column_block) {
+    BoundProgram bound;
+    const auto bind = [&](const Op& op, uint32_t layer, std::vector<BoundWeight>& into) -> Result<void> {
+        Result<BoundWeight> w = bind_weight(model, hp, layout, op, layer, split_reduce, backend, can_run, column_block);
+        if (!w) return w.error();
+        into.push_back(*w);
+        return {};
+    };
+    if (embedding) {
+        for (const Op& op : program.input) PH_TRY(bind(op, 0, bound.input));
+        const GgufTensorInfo* table = model.find_tensor(program.embedding);
+        if (table == nullptr) {
+            return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", program.embedding));
+        }
+        if (table->ne[0] != hp.n_embd) {
+            return make_error(ErrorCode::format, fmt::format("tensor '{}' has rows of {} values, not the model's "
+                                                             "embedding width {}",
+                                                             table->name, table->ne[0], hp.n_embd));
+        }
+        // The lookup decodes rows of the types the backend multiplies by.
+        if (table->type != GgmlType::f32 && !can_run(table->type)) {
+            return make_error(ErrorCode::unsupported,
+                              fmt::format("tensor '{}' has type {}, which the {} backend cannot read", table->name,
+                                          type_traits(table->type).name, backend));
+        }
+        bound.embedding = table;
+    }
+    bound.layers.resize(layout.last_layer - layout.first_layer);
+    for (uint32_t l = layout.first_layer; l < layout.last_layer; ++l) {
+        for (const Op& op : program.layer) PH_TRY(bind(op, l, bound.layers[l - layout.first_layer]));
+    }
+    if (output) {
+        for (const Op& op : program.head) PH_TRY(bind(op, 0, bound.head));
+    }
+    if (hp.has_rope_freqs && !bound.layers.empty()) {
+        const GgufTensorInfo* f = model.find_tensor("rope_freqs.weight");
+        if (f == nullptr) return make_error(ErrorCode::format, "the model has no tensor 'rope_freqs.weight'");
+        if (f->type != GgmlType::f32 || f->ne[0] != hp.rope_dims / 2) {
+            return make_error(ErrorCode::format, "rope_freqs.weight must be F32 with rope_dims / 2 values");
+        }
+        bound.rope_freqs = f;
+    }
+    return bound;
+}
+
+std::string_view buffer_name(Buffer b) {
+    switch (b) {
+        case Buffer::x:
+            return "x";
+        case Buffer::norm:
+            return "norm";
+        case Buffer::tmp:
+            return "tmp";
+        case Buffer::q:
+            return "q";
+        case Buffer::k:
+            return "k";
+        case Buffer::v:
+            return "v";
+        case Buffer::attn:
+            return "attn";
+        case Buffer::gate:
+            return "gate";
+        case Buffer::up:
+            return "up";
+        case Buffer::logits:
+            return "logits";
+    }
+    return "?";
+}
+
+Result<size_t> buffer_rows(const StageLayout& layout, Buffer b, size_t count, size_t capacity, std::string_view stage) {
+    const size_t width = layout.width(b);
+    if (width == 0 || count % width != 0 || count > capacity) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("{}: {} values are not whole rows of buffer {} ({} rows of {} values)", stage,
+                                      count, buffer_name(b), width == 0 ? 0 : capacity / width, width));
+    }
+    return count / width;
 }
 
 std::string describe_stage(const arch::Hparams& hp, const StageLayout& layout, bool embedding, bool output) {

@@ -1,8 +1,9 @@
 // What one device of a plan computes, independent of the kind of device: the width of
 // each activation buffer it holds (its share of the heads and feed-forward columns under a
 // tensor split), and for each op of the step program the part of the op's weight it
-// multiplies by. The CPU and CUDA stages both start from this, so that a shard means the
-// same rows and columns on every backend.
+// multiplies by. The CPU and CUDA stages both start from this, and bind their programs with
+// bind_program, so that a shard means the same rows and columns on every backend and a
+// model that one backend refuses gets the same message from the other.
 //
 // Thread-safety: value types and pure functions.
 #pragma once
@@ -11,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "arch/hparams.h"
 #include "arch/step_program.h"
@@ -32,7 +35,7 @@ struct ShardRanges {
 
 struct StageLayout {
     uint32_t first_layer = 0;
-    uint32_t last_layer = 0;  // one past the stage's last layer
+    uint32_t last_layer = 0;             // one past the stage's last layer
     uint32_t n_head = 0, n_head_kv = 0;  // the stage's heads
     size_t kv_width = 0;                 // n_head_kv * head_dim
     // Per buffer: the width this device computes, the full width, and where its part starts.
@@ -44,7 +47,9 @@ struct StageLayout {
     size_t full_width(arch::Buffer b) const { return full[static_cast<size_t>(b)]; }
     size_t offset(arch::Buffer b) const { return offsets[static_cast<size_t>(b)]; }
     // Whether the stage holds a share of the heads or columns rather than all of them.
-    bool is_tensor_shard(const arch::Hparams& hp) const { return n_head_kv != hp.n_head_kv || width(arch::Buffer::gate) != hp.n_ff; }
+    bool is_tensor_shard(const arch::Hparams& hp) const {
+        return n_head_kv != hp.n_head_kv || width(arch::Buffer::gate) != hp.n_ff;
+    }
 };
 
 // Checks the ranges against the model and the step program.
@@ -81,6 +86,36 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
                                 const arch::Op& op, uint32_t layer, bool split_reduce, std::string_view backend,
                                 const std::function<bool(GgmlType)>& can_run,
                                 const std::function<int64_t(GgmlType)>& column_block);
+
+// Every weight a stage of the step program reads, found, checked and cut to its share.
+struct BoundProgram {
+    std::vector<BoundWeight> input;                // program.input; only with the embedding
+    std::vector<std::vector<BoundWeight>> layers;  // [last_layer - first_layer][program.layer]
+    std::vector<BoundWeight> head;                 // program.head; only with the output layer
+    // [n_vocab][n_embd] the token table, in a type the backend reads; only with the embedding.
+    const GgufTensorInfo* embedding = nullptr;
+    // [rope_dims / 2] f32 rope_freqs.weight, when the model has it and the stage has layers.
+    const GgufTensorInfo* rope_freqs = nullptr;
+};
+
+// bind_weight for every op of the program the stage runs (the input ops and the embedding
+// table with `embedding`, the layers of `layout`, the head with `output`), and the checks
+// of the embedding table and of rope_freqs.weight: the part of binding that every backend
+// shares, with the same messages. The ops' pointers refer into `program`, which must
+// outlive the result.
+Result<BoundProgram> bind_program(const GgufModel& model, const arch::Hparams& hp, const arch::StepProgram& program,
+                                  const StageLayout& layout, bool embedding, bool output, bool split_reduce,
+                                  std::string_view backend, const std::function<bool(GgmlType)>& can_run,
+                                  const std::function<int64_t(GgmlType)>& column_block);
+
+// The name of an activation buffer ("q"), for messages.
+std::string_view buffer_name(arch::Buffer b);
+
+// DeviceStage::write_buffer and read_buffer: how many rows `count` values are of the
+// stage's share of buffer `b`, given that the stage holds `capacity` values of it. Fails
+// for a part of a row or more rows than the buffer holds.
+Result<size_t> buffer_rows(const StageLayout& layout, arch::Buffer b, size_t count, size_t capacity,
+                           std::string_view stage);
 
 // "layers 0-14, KV heads 0-1, FFN columns 0-767 + embedding + output", for DeviceUsage.
 std::string describe_stage(const arch::Hparams& hp, const StageLayout& layout, bool embedding, bool output);

@@ -34,6 +34,20 @@ Result<void> cuda_stage_supports(const StageShape& shape) {
                                       "have {} values: run it on the CPU (devices cpu)",
                                       kCudaMaxHeadDim, shape.head_dim));
     }
+    const struct {
+        const char* what;
+        uint64_t width;
+    } widths[] = {{"embedding width", shape.n_embd},
+                  {"feed-forward width", shape.n_ff},
+                  {"attention width (heads times head size)", uint64_t{shape.n_head} * shape.head_dim}};
+    for (const auto& w : widths) {
+        if (w.width % 8 != 0) {
+            return make_error(ErrorCode::unsupported,
+                              fmt::format("the CUDA backend reads rows in groups of 8 values, and this model's {} is "
+                                          "{}: run it on the CPU (devices cpu)",
+                                          w.what, w.width));
+        }
+    }
     if (shape.n_batch > kCudaMaxBatch) {
         return make_error(ErrorCode::invalid_argument,
                           fmt::format("a batch of {} tokens is more than the CUDA backend takes at once ({})",

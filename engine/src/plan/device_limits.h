@@ -24,6 +24,11 @@ struct StageShape {
     uint32_t head_dim = 0;
     KvCacheType kv_type = KvCacheType::f16;
     uint32_t n_batch = 1;
+    // The widths that matrix products take as input (0: not checked): the CUDA products and
+    // the embedding lookup read 8 values at a time.
+    uint32_t n_embd = 0;
+    uint32_t n_ff = 0;
+    uint32_t n_head = 0;
 };
 
 // Ok, or why a stage of that kind cannot run the shape (ErrorCode::unsupported, or

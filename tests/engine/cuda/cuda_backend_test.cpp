@@ -199,6 +199,10 @@ TEST(CudaPlan, TheCudaStageTakesTheHeadSizesOfRealModels) {
     Result<void> q8 = cuda_stage_supports({80, KvCacheType::q8_0, 512});
     ASSERT_FALSE(q8.ok());
     EXPECT_NE(q8.error().message.find("multiple of 32, not 80"), std::string::npos) << q8.error().message;
+    Result<void> odd = cuda_stage_supports({64, KvCacheType::f16, 512, 4100, 11008, 32});
+    ASSERT_FALSE(odd.ok());
+    EXPECT_NE(odd.error().message.find("embedding width is 4100"), std::string::npos) << odd.error().message;
+    EXPECT_TRUE(cuda_stage_supports({128, KvCacheType::f16, 512, 4096, 14336, 32}).ok());
     EXPECT_FALSE(cuda_stage_supports({128, KvCacheType::f32, 512}).ok());
     EXPECT_FALSE(cuda_stage_supports({128, KvCacheType::f16, 5000}).ok());
 }

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cmath>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/ops.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vec.h"
@@ -18,7 +19,6 @@
 #include "backend/stage_layout.h"
 #include "plan/device_limits.h"
 #include "tensor/dequantize.h"
-#include "tensor/half.h"
 
 namespace powerhouse::cpu {
 
@@ -51,17 +51,17 @@ public:
     Result<void> run_layers(int n, uint32_t pos) override;
     Result<std::span<const float>> head(int row) override;
     DeviceUsage usage() const override;
+    Result<void> write_buffer(Buffer b, std::span<const float> values) override;
+    Result<void> read_buffer(Buffer b, std::span<float> out) override;
 
 private:
     size_t width(Buffer b) const { return layout_.width(b); }
     float* buffer(Buffer b) { return buffers_[static_cast<size_t>(b)].data(); }
 
-    Result<BoundOp> bind_op(const Op& op, uint32_t layer);
+    BoundOp to_bound_op(const BoundWeight& w) const;
     Result<void> run_op(const BoundOp& bound, uint32_t layer, int n);
-    void rms_norm(const float* src, float* dst, const float* weight, int64_t size, int64_t rows);
     void rope(float* data, int64_t n_heads, int n, uint32_t layer);
     void attention(uint32_t layer, int n, float scale);
-    void geglu(const float* gate, const float* up, float* dst, size_t count) const;
 
     const GgufModel& model_;
     arch::Hparams hp_;
@@ -76,15 +76,15 @@ private:
     std::vector<std::vector<BoundOp>> layers_;  // the stage's layers, from layout_.first_layer
     std::vector<BoundOp> head_;
     const GgufTensorInfo* embedding_ = nullptr;
-    const float* rope_freqs_ = nullptr;
+    const float* rope_freqs_ = nullptr;  // [rope_dims / 2] f32; null: none
 
     std::array<std::vector<float>, arch::kBufferCount> buffers_;
     std::vector<std::byte> quantized_;         // activations for a matmul
     std::vector<std::vector<float>> scratch_;  // per thread: attention scores
-    std::vector<float> gelu_table_;            // f16 bits of x -> gelu(x) rounded to f16 (as ggml)
+    std::optional<GeluTable> gelu_;            // only for a program with GeGLU (256 KiB)
     KvCacheType kv_type_;
     KvCache kv_;
-    KernelIsa isa_ = best_isa();
+    KernelIsa isa_;
     uint32_t batch_pos_ = 0;  // position of the batch's first token
     uint64_t weight_bytes_ = 0;
     int64_t steps_ = 0;
@@ -99,20 +99,15 @@ CpuStage::CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram p
       shard_(std::move(shard)),
       n_ctx_(options.n_ctx),
       n_batch_(std::max<uint32_t>(1, options.n_batch)),
-      pool_(options.n_threads > 0 ? options.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
-      kv_type_(options.kv_cache_type) {}
+      pool_(options.n_threads > 0 ? options.n_threads
+                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+      kv_type_(options.kv_cache_type),
+      isa_(options.isa.value_or(best_isa())) {}
 
-// The op's weight cut to the device's share (stage_layout.h). A row-parallel cut must also
-// start and end on a block of the activations' format (quant_dot.h).
-Result<BoundOp> CpuStage::bind_op(const Op& op, uint32_t layer) {
-    Result<BoundWeight> w = bind_weight(
-        model_, hp_, layout_, op, layer, shard_.comm != nullptr, "CPU",
-        [](GgmlType type) { return type_traits(type).has_reference && has_dot(type); },
-        [](GgmlType type) { return activation_block(type); });
-    if (!w) return w.error();
-    weight_bytes_ += w->bytes();
-    BoundOp bound{&op, {}, w->values, w->all_reduce};
-    if (op.kind == OpKind::matmul) bound.matrix = MatmulWeights{w->type, w->data, w->in, w->rows, w->row_stride};
+// A bound weight (stage_layout.h) as the CPU kernels take it.
+BoundOp CpuStage::to_bound_op(const BoundWeight& w) const {
+    BoundOp bound{w.op, {}, w.values, w.all_reduce};
+    if (w.op->kind == OpKind::matmul) bound.matrix = MatmulWeights{w.type, w.data, w.in, w.rows, w.row_stride};
     return bound;
 }
 
@@ -120,49 +115,33 @@ Result<void> CpuStage::bind() {
     Result<StageLayout> layout = make_stage_layout(hp_, program_, shard_.ranges);
     if (!layout) return layout.error();
     layout_ = *layout;
-    if (shard_.embedding) {
-        for (const Op& op : program_.input) {
-            Result<BoundOp> b = bind_op(op, 0);
-            if (!b) return b.error();
-            input_.push_back(*b);
-        }
-        embedding_ = model_.find_tensor(program_.embedding);
-        if (embedding_ == nullptr) {
-            return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", program_.embedding));
-        }
-        if (embedding_->ne[0] != hp_.n_embd) return make_error(ErrorCode::format, "token_embd.weight has the wrong width");
-        if (embedding_->type != GgmlType::f32 && !type_traits(embedding_->type).has_reference) {
-            return make_error(ErrorCode::unsupported, fmt::format("token_embd.weight has type {}, which the CPU "
-                                                                  "backend cannot read", type_traits(embedding_->type).name));
-        }
-        weight_bytes_ += embedding_->n_bytes;
+    // A row-parallel cut must also start and end on a block of the activations' format
+    // (quant_dot.h).
+    Result<BoundProgram> bound = bind_program(
+        model_, hp_, program_, layout_, shard_.embedding, shard_.output, shard_.comm != nullptr, "CPU",
+        [](GgmlType type) { return type_traits(type).has_reference && has_dot(type); },
+        [](GgmlType type) { return activation_block(type); });
+    if (!bound) return bound.error();
+    embedding_ = bound->embedding;
+    for (const BoundWeight& w : bound->input) {
+        weight_bytes_ += w.bytes();
+        input_.push_back(to_bound_op(w));
     }
-    layers_.resize(layout_.last_layer - layout_.first_layer);
-    for (uint32_t l = layout_.first_layer; l < layout_.last_layer; ++l) {
-        for (const Op& op : program_.layer) {
-            Result<BoundOp> b = bind_op(op, l);
-            if (!b) return b.error();
-            layers_[l - layout_.first_layer].push_back(*b);
+    if (embedding_ != nullptr) weight_bytes_ += embedding_->n_bytes;
+    layers_.resize(bound->layers.size());
+    for (size_t l = 0; l < bound->layers.size(); ++l) {
+        for (const BoundWeight& w : bound->layers[l]) {
+            weight_bytes_ += w.bytes();
+            layers_[l].push_back(to_bound_op(w));
         }
     }
-    if (shard_.output) {
-        for (const Op& op : program_.head) {
-            const bool tied_here = embedding_ != nullptr && arch::weight_name(op, 0) == embedding_->name;
-            const uint64_t before = weight_bytes_;
-            Result<BoundOp> b = bind_op(op, 0);
-            if (!b) return b.error();
-            if (tied_here) weight_bytes_ = before;  // the embedding table, counted once
-            head_.push_back(*b);
-        }
+    for (const BoundWeight& w : bound->head) {
+        // A tied output matrix is the embedding table, counted once.
+        const bool tied_here = embedding_ != nullptr && arch::weight_name(*w.op, 0) == embedding_->name;
+        if (!tied_here) weight_bytes_ += w.bytes();
+        head_.push_back(to_bound_op(w));
     }
-    if (hp_.has_rope_freqs && !layers_.empty()) {
-        const GgufTensorInfo* f = model_.find_tensor("rope_freqs.weight");
-        if (f == nullptr) return make_error(ErrorCode::format, "the model has no tensor 'rope_freqs.weight'");
-        if (f->type != GgmlType::f32 || f->ne[0] != hp_.rope_dims / 2) {
-            return make_error(ErrorCode::format, "rope_freqs.weight must be F32 with rope_dims / 2 values");
-        }
-        rope_freqs_ = reinterpret_cast<const float*>(f->data);
-    }
+    if (bound->rope_freqs != nullptr) rope_freqs_ = reinterpret_cast<const float*>(bound->rope_freqs->data);
 
     for (size_t i = 0; i < buffers_.size(); ++i) {
         // Row-parallel products write the full width; the logits are one row.
@@ -191,16 +170,7 @@ Result<void> CpuStage::bind() {
                std::any_of(program_.layer.begin(), program_.layer.end(), is) ||
                std::any_of(program_.head.begin(), program_.head.end(), is);
     };
-    if (uses(OpKind::geglu)) {
-        // ggml's GELU on the CPU: tanh approximation evaluated once per f16 input, result
-        // stored in f16.
-        gelu_table_.resize(65536);
-        for (uint32_t i = 0; i < 65536; ++i) {
-            const float x = f16_to_f32(static_cast<uint16_t>(i));
-            const float g = 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
-            gelu_table_[i] = f16_to_f32(f32_to_f16(g));
-        }
-    }
+    if (uses(OpKind::geglu)) gelu_.emplace();
     return {};
 }
 
@@ -270,15 +240,32 @@ DeviceUsage CpuStage::usage() const {
     return u;
 }
 
+Result<void> CpuStage::write_buffer(Buffer b, std::span<const float> values) {
+    std::vector<float>& into = buffers_[static_cast<size_t>(b)];
+    Result<size_t> rows = buffer_rows(layout_, b, values.size(), into.size(), shard_.name);
+    if (!rows) return rows.error();
+    std::copy(values.begin(), values.end(), into.begin());
+    return {};
+}
+
+Result<void> CpuStage::read_buffer(Buffer b, std::span<float> out) {
+    const std::vector<float>& from = buffers_[static_cast<size_t>(b)];
+    Result<size_t> rows = buffer_rows(layout_, b, out.size(), from.size(), shard_.name);
+    if (!rows) return rows.error();
+    std::copy_n(from.begin(), out.size(), out.begin());
+    return {};
+}
+
 Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
     const Op& op = *bound.op;
     switch (op.kind) {
         case OpKind::rms_norm:
-            rms_norm(buffer(op.a), buffer(op.dst), bound.values, static_cast<int64_t>(width(op.dst)), n);
+            rms_norm_rows(isa_, buffer(op.a), buffer(op.dst), bound.values, static_cast<int64_t>(width(op.dst)), n,
+                          hp_.rms_eps);
             break;
         case OpKind::head_rms_norm:
-            rms_norm(buffer(op.a), buffer(op.dst), bound.values, hp_.head_dim,
-                     static_cast<int64_t>(width(op.dst) / hp_.head_dim) * n);
+            rms_norm_rows(isa_, buffer(op.a), buffer(op.dst), bound.values, hp_.head_dim,
+                          static_cast<int64_t>(width(op.dst) / hp_.head_dim) * n, hp_.rms_eps);
             break;
         case OpKind::matmul:
             cpu::matmul(pool_, isa_, bound.matrix, buffer(op.a), buffer(op.dst), n, quantized_);
@@ -286,14 +273,9 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
                 return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             }
             break;
-        case OpKind::add_bias: {
-            const size_t w = width(op.dst);
-            float* d = buffer(op.dst);
-            for (int t = 0; t < n; ++t) {
-                for (size_t i = 0; i < w; ++i) d[t * w + i] += bound.values[i];
-            }
+        case OpKind::add_bias:
+            add_bias(buffer(op.dst), bound.values, width(op.dst), n);
             break;
-        }
         case OpKind::rope:
             rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n, layer);
             break;
@@ -304,15 +286,11 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
             swiglu(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             break;
         case OpKind::geglu:
-            geglu(buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            geglu(*gelu_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             break;
-        case OpKind::scale: {
-            const size_t count = width(op.dst) * static_cast<size_t>(n);
-            const float* a = buffer(op.a);
-            float* d = buffer(op.dst);
-            for (size_t i = 0; i < count; ++i) d[i] = a[i] * op.value;
+        case OpKind::scale:
+            scale(buffer(op.a), buffer(op.dst), op.value, width(op.dst) * static_cast<size_t>(n));
             break;
-        }
         case OpKind::add:
             add(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             break;
@@ -320,55 +298,12 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
     return {};
 }
 
-// GeGLU as ggml computes it: gelu from the f16 table (the input rounded to f16), exact
-// (x, 0) beyond +-10.
-void CpuStage::geglu(const float* gate, const float* up, float* dst, size_t count) const {
-    for (size_t i = 0; i < count; ++i) {
-        const float x = gate[i];
-        float g;
-        if (x <= -10.0f) {
-            g = 0.0f;
-        } else if (x >= 10.0f) {
-            g = x;
-        } else {
-            g = gelu_table_[f32_to_f16(x)];
-        }
-        dst[i] = g * up[i];
-    }
-}
-
-void CpuStage::rms_norm(const float* src, float* dst, const float* weight, int64_t size, int64_t rows) {
-    for (int64_t r = 0; r < rows; ++r) rms_norm_row(isa_, src + r * size, dst + r * size, weight, size, hp_.rms_eps);
-}
-
-// ggml's RoPE: the angle of pair i at position p is p * base^(-2i/rope_dims), computed by
-// repeated multiplication in f32 as ggml does, divided by rope_freqs when the model has them.
+// RoPE at the batch's positions with the layer's base and scale (ops.h).
 void CpuStage::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
-    const uint32_t dims = hp_.rope_dims;
     const arch::LayerAttention& la = program_.layers[layer];
-    const float theta_scale = std::pow(la.rope_base, -2.0f / static_cast<float>(dims));
-    std::vector<float> cos_sin(dims);
-    for (int t = 0; t < n; ++t) {
-        float theta = static_cast<float>(batch_pos_ + static_cast<uint32_t>(t));
-        for (uint32_t i = 0; i < dims; i += 2) {
-            const float ff = rope_freqs_ != nullptr ? rope_freqs_[i / 2] : 1.0f;
-            const float angle = la.rope_freq_scale * (theta / ff);
-            cos_sin[i] = std::cos(angle);
-            cos_sin[i + 1] = std::sin(angle);
-            theta *= theta_scale;
-        }
-        for (int64_t h = 0; h < n_heads; ++h) {
-            float* x = data + (static_cast<int64_t>(t) * n_heads + h) * hp_.head_dim;
-            for (uint32_t i = 0; i < dims; i += 2) {
-                const uint32_t i0 = hp_.rope_layout == arch::RopeLayout::normal ? i : i / 2;
-                const uint32_t i1 = hp_.rope_layout == arch::RopeLayout::normal ? i + 1 : i / 2 + dims / 2;
-                const float x0 = x[i0];
-                const float x1 = x[i1];
-                x[i0] = x0 * cos_sin[i] - x1 * cos_sin[i + 1];
-                x[i1] = x0 * cos_sin[i + 1] + x1 * cos_sin[i];
-            }
-        }
-    }
+    const RopeShape shape{hp_.head_dim, hp_.rope_dims,      hp_.rope_layout == arch::RopeLayout::neox,
+                          la.rope_base, la.rope_freq_scale, rope_freqs_};
+    cpu::rope(shape, data, n_heads, n, batch_pos_);
 }
 
 void CpuStage::attention(uint32_t layer, int n, float scale) {
@@ -378,7 +313,8 @@ void CpuStage::attention(uint32_t layer, int n, float scale) {
                   buffer(Buffer::v) + static_cast<size_t>(t) * layout_.kv_width);
     }
     const AttentionShape shape{layout_.n_head, layout_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window};
-    cpu::attention(pool_, isa_, kv_, layer - layout_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n, batch_pos_, scratch_);
+    cpu::attention(pool_, isa_, kv_, layer - layout_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n,
+                   batch_pos_, scratch_);
 }
 
 }  // namespace
@@ -387,6 +323,13 @@ Result<std::unique_ptr<DeviceStage>> create_cpu_stage(const GgufModel& model, co
                                                       const arch::StepProgram& program,
                                                       const CpuBackendOptions& options, const CpuShard& shard) {
     if (options.n_ctx == 0) return make_error(ErrorCode::invalid_argument, "the context length must be at least 1");
+    if (options.isa) {
+        const std::span<const KernelIsa> isas = available_isas();
+        if (std::find(isas.begin(), isas.end(), *options.isa) == isas.end()) {
+            return make_error(ErrorCode::unsupported,
+                              fmt::format("this processor cannot run the {} kernels", isa_name(*options.isa)));
+        }
+    }
     auto stage = std::make_unique<CpuStage>(model, hparams, program, options, shard);
     Result<void> bound = stage->bind();
     if (!bound) return bound.error();

@@ -10,12 +10,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "arch/hparams.h"
 #include "arch/step_program.h"
 #include "backend/backend.h"
 #include "backend/communicator.h"
+#include "backend/cpu/quant_dot.h"
 #include "backend/device_stage.h"
 #include "backend/stage_layout.h"
 #include "gguf/gguf_model.h"
@@ -25,9 +27,12 @@ namespace powerhouse::cpu {
 
 struct CpuBackendOptions {
     uint32_t n_ctx = 4096;
-    int n_threads = 0;       // 0: all cores
-    uint32_t n_batch = 64;   // tokens processed together
+    int n_threads = 0;      // 0: all cores
+    uint32_t n_batch = 64;  // tokens processed together
     KvCacheType kv_cache_type = KvCacheType::f16;
+    // The kernels' instruction set (quant_dot.h); unset: best_isa(). Tests run the scalar
+    // variant beside the chosen one; an ISA the processor lacks is refused.
+    std::optional<KernelIsa> isa;
 };
 
 // What one CPU device of a plan holds (powerhouse/plan.h DeviceAssignment).
@@ -41,14 +46,13 @@ struct CpuShard {
     // The tensor split's all-reduce partners (this device is `rank`); null: none.
     Communicator* comm = nullptr;
     int rank = 0;
-    uint64_t planned_bytes = 0;      // for DeviceUsage
-    int64_t fail_after = -1;         // tests: fail every run_layers after this many; -1: never
+    uint64_t planned_bytes = 0;  // for DeviceUsage
+    int64_t fail_after = -1;     // tests: fail every run_layers after this many; -1: never
 };
 
 // `model` must outlive the backend (weights are read from its mapping).
 Result<std::unique_ptr<Backend>> create_cpu_backend(const GgufModel& model, const arch::Hparams& hparams,
-                                                    const arch::StepProgram& program,
-                                                    const CpuBackendOptions& options);
+                                                    const arch::StepProgram& program, const CpuBackendOptions& options);
 
 // One device of a split model; options.n_threads are its own threads.
 Result<std::unique_ptr<DeviceStage>> create_cpu_stage(const GgufModel& model, const arch::Hparams& hparams,

@@ -33,7 +33,9 @@ using Clock = std::chrono::steady_clock;
 // (A first guess: the device check's prompt figures are where to tune it.)
 constexpr int kCublasMinTokens = 32;
 
-std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024)); }
+std::string gib(uint64_t bytes) {
+    return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+}
 
 // An op as the GPU runs it: its weight (matmul rows, packed row_bytes apart, or F32 values)
 // in device memory.
@@ -84,6 +86,8 @@ public:
     Result<std::span<const float>> head(int row) override;
     Result<TokenId> head_argmax(int row) override;
     DeviceUsage usage() const override;
+    Result<void> write_buffer(Buffer b, std::span<const float> values) override;
+    Result<void> read_buffer(Buffer b, std::span<float> out) override;
 
 private:
     float* buffer(Buffer b) { return static_cast<float*>(buffers_[static_cast<size_t>(b)].data()); }
@@ -148,10 +152,10 @@ private:
     DeviceBuffer kv_k_, kv_v_;
     size_t kv_row_bytes_ = 0;
     int kv_type_ = PH_KV_F16;
-    DeviceBuffer partial_;  // attention splits
-    DeviceBuffer pos_;      // int32: position of the batch's first token
-    DeviceBuffer ids_;      // int32 token ids of a batch
-    DeviceBuffer best_;     // int32: the argmax of the logits
+    DeviceBuffer partial_;      // attention splits
+    DeviceBuffer pos_;          // int32: position of the batch's first token
+    DeviceBuffer ids_;          // int32 token ids of a batch
+    DeviceBuffer best_;         // int32: the argmax of the logits
     DeviceBuffer f32_weights_;  // cuBLAS operand: one weight matrix decoded
     PinnedArray<int32_t> host_ids_, host_best_;
     PinnedArray<float> host_logits_;
@@ -205,10 +209,10 @@ Result<DeviceOp> CudaStage::place(const BoundWeight& w) {
     Result<DeviceBuffer> buffer = DeviceBuffer::allocate(row * static_cast<uint64_t>(rows));
     if (!buffer) return buffer.error();
     const uint64_t stride = matrix ? w.row_stride : row;
-    const int status = stride == row ? cudaMemcpy(buffer->data(), host, row * static_cast<uint64_t>(rows),
-                                                  cudaMemcpyHostToDevice)
-                                     : cudaMemcpy2D(buffer->data(), row, host, stride, row, static_cast<size_t>(rows),
-                                                    cudaMemcpyHostToDevice);
+    const int status =
+        stride == row
+            ? cudaMemcpy(buffer->data(), host, row * static_cast<uint64_t>(rows), cudaMemcpyHostToDevice)
+            : cudaMemcpy2D(buffer->data(), row, host, stride, row, static_cast<size_t>(rows), cudaMemcpyHostToDevice);
     PH_TRY(check(status, fmt::format("uploading tensor '{}'", w.tensor->name)));
     d.weight = buffer->data();
     uploaded_[key] = d.weight;
@@ -228,7 +232,9 @@ uint64_t CudaStage::bytes_needed(const std::vector<BoundWeight>& weights) const 
     return total;
 }
 
-int kv_type_of(KvCacheType type) { return type == KvCacheType::q8_0 ? PH_KV_Q8_0 : PH_KV_F16; }
+int kv_type_of(KvCacheType type) {
+    return type == KvCacheType::q8_0 ? PH_KV_Q8_0 : PH_KV_F16;
+}
 
 Result<void> CudaStage::init(const GgufModel& model) {
     PH_TRY(cuda_available());
@@ -245,49 +251,24 @@ Result<void> CudaStage::init(const GgufModel& model) {
     Result<StageLayout> layout = make_stage_layout(hp_, program_, shard_.ranges);
     if (!layout) return layout.error();
     layout_ = *layout;
-    PH_TRY(cuda_stage_supports(StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch}));
+    PH_TRY(cuda_stage_supports(
+        StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff, hp_.n_head}));
 
     // Bind every op first (no GPU memory yet), to know what the weights need.
     const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
     // The fused products take float types 8 values at a time.
     const auto column_block = [](GgmlType type) { return std::max<int64_t>(8, type_traits(type).block_size); };
-    const bool reduce = shard_.comm != nullptr;
-    std::vector<BoundWeight> all;
-    std::vector<BoundWeight> input, head;
-    std::vector<std::vector<BoundWeight>> layers(layout_.last_layer - layout_.first_layer);
-    const auto bind = [&](const Op& op, uint32_t layer, std::vector<BoundWeight>& into) -> Result<void> {
-        Result<BoundWeight> w = bind_weight(model, hp_, layout_, op, layer, reduce, "CUDA", can_run, column_block);
-        if (!w) return w.error();
-        into.push_back(*w);
-        all.push_back(*w);
-        return {};
-    };
-    const GgufTensorInfo* embedding = nullptr;
-    if (shard_.embedding) {
-        for (const Op& op : program_.input) PH_TRY(bind(op, 0, input));
-        embedding = model.find_tensor(program_.embedding);
-        if (embedding == nullptr) {
-            return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", program_.embedding));
-        }
-        if (embedding->ne[0] != hp_.n_embd || !can_run(embedding->type)) {
-            return make_error(ErrorCode::unsupported, fmt::format("'{}' ({}, width {}) cannot be looked up on the GPU",
-                                                                  embedding->name, type_traits(embedding->type).name,
-                                                                  embedding->ne[0]));
-        }
-    }
-    for (uint32_t l = layout_.first_layer; l < layout_.last_layer; ++l) {
-        for (const Op& op : program_.layer) PH_TRY(bind(op, l, layers[l - layout_.first_layer]));
-    }
-    if (shard_.output) {
-        for (const Op& op : program_.head) PH_TRY(bind(op, 0, head));
-    }
-    const GgufTensorInfo* rope_freqs = nullptr;
-    if (hp_.has_rope_freqs && !layers.empty()) {
-        rope_freqs = model.find_tensor("rope_freqs.weight");
-        if (rope_freqs == nullptr || rope_freqs->type != GgmlType::f32 || rope_freqs->ne[0] != hp_.rope_dims / 2) {
-            return make_error(ErrorCode::format, "rope_freqs.weight must be F32 with rope_dims / 2 values");
-        }
-    }
+    Result<BoundProgram> bound = bind_program(model, hp_, program_, layout_, shard_.embedding, shard_.output,
+                                              shard_.comm != nullptr, "CUDA", can_run, column_block);
+    if (!bound) return bound.error();
+    const std::vector<BoundWeight>& input = bound->input;
+    const std::vector<std::vector<BoundWeight>>& layers = bound->layers;
+    const std::vector<BoundWeight>& head = bound->head;
+    const GgufTensorInfo* embedding = bound->embedding;
+    const GgufTensorInfo* rope_freqs = bound->rope_freqs;
+    std::vector<BoundWeight> all = input;
+    for (const auto& l : layers) all.insert(all.end(), l.begin(), l.end());
+    all.insert(all.end(), head.begin(), head.end());
 
     // cuBLAS for prompts, when there are prompts to speak of and the library is there.
     uint64_t max_matrix = 0;
@@ -331,18 +312,18 @@ Result<void> CudaStage::init(const GgufModel& model) {
     const uint64_t cublas_bytes = have_cublas_ ? max_matrix * sizeof(float) : 0;
     const uint64_t kv_bytes = 2 * n_layers * options_.n_ctx * kv_row_bytes_;
     const bool tied = embedding != nullptr && std::any_of(all.begin(), all.end(), [&](const BoundWeight& w) {
-        return w.data == embedding->data && w.bytes() == embedding->n_bytes;
-    });
+                          return w.data == embedding->data && w.bytes() == embedding->n_bytes;
+                      });
     const uint64_t weights = bytes_needed(all) + (embedding != nullptr && !tied ? embedding->n_bytes : 0);
     const uint64_t scratch = buffer_bytes + partial_floats * sizeof(float) + cublas_bytes + 2 * n_batch * 4 + 64;
     const uint64_t need = weights + kv_bytes + scratch;
     if (need > info->free_memory) {
-        return make_error(ErrorCode::out_of_memory,
-                          fmt::format("{} has {} free but this part of the model needs {} (weights {}, KV cache {}, "
-                                      "work buffers {}); use a shorter context, a Q8_0 KV cache, a smaller file or "
-                                      "another GPU",
-                                      gpu_, gib(info->free_memory), gib(need), gib(weights), gib(kv_bytes),
-                                      gib(scratch)));
+        return make_error(
+            ErrorCode::out_of_memory,
+            fmt::format("{} has {} free but this part of the model needs {} (weights {}, KV cache {}, "
+                        "work buffers {}); use a shorter context, a Q8_0 KV cache, a smaller file or "
+                        "another GPU",
+                        gpu_, gib(info->free_memory), gib(need), gib(weights), gib(kv_bytes), gib(scratch)));
     }
 
     // Upload, reporting progress per tensor.
@@ -463,9 +444,10 @@ Result<void> CudaStage::embed(std::span<const TokenId> tokens) {
     PH_TRY(begin());
     for (size_t i = 0; i < tokens.size(); ++i) host_ids_.data()[i] = static_cast<int32_t>(tokens[i]);
     const int n = static_cast<int>(tokens.size());
-    PH_TRY(check(cudaMemcpyAsync(ids_.data(), host_ids_.data(), tokens.size() * sizeof(int32_t),
-                                 cudaMemcpyHostToDevice, stream_),
+    PH_TRY(check(cudaMemcpyAsync(ids_.data(), host_ids_.data(), tokens.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                 stream_),
                  "uploading the tokens"));
+    pending_ = true;  // the copy reads host_ids_: even a failure below must wait for it next time
     PH_TRY(check(ph_get_rows(static_cast<uint32_t>(embedding_type_), embedding_, embedding_row_bytes_,
                              static_cast<const int32_t*>(ids_.data()), n, hp_.n_embd, buffer(Buffer::x), stream_),
                  "looking up the embeddings"));
@@ -583,7 +565,8 @@ Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
         PH_TRY(cublas_.gemm_tf32(stream_, static_cast<int>(op.rows), n, static_cast<int>(op.in), w32, src, dst));
         ++cublas_gemms_;
     } else {
-        const int status = ph_matmul(type, op.weight, op.row_bytes, op.rows, op.in, src, op.in, dst, op.rows, n, stream_);
+        const int status =
+            ph_matmul(type, op.weight, op.row_bytes, op.rows, op.in, src, op.in, dst, op.rows, n, stream_);
         if (status != 0) return check(status, fmt::format("multiplying by '{}'", op.op->weight));
     }
     if (!op.all_reduce) return {};
@@ -625,9 +608,9 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
                                      static_cast<int64_t>(layout_.kv_width), n, pos, stream_),
                          "storing keys and values"));
             const float scale = op.value != 0 ? op.value : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
-            const int splits = n == 1 ? decode_splits_
-                                      : attention_splits(n, static_cast<int>(layout_.n_head), options_.n_ctx,
-                                                         multiprocessors_);
+            const int splits =
+                n == 1 ? decode_splits_
+                       : attention_splits(n, static_cast<int>(layout_.n_head), options_.n_ctx, multiprocessors_);
             return check(ph_attention(kv_type_, buffer(Buffer::q), k, v, kv_row_bytes_, buffer(op.dst), n,
                                       static_cast<int>(layout_.n_head), static_cast<int>(layout_.n_head_kv),
                                       static_cast<int>(hp_.head_dim), scale, program_.layers[layer].window,
@@ -655,8 +638,10 @@ DeviceUsage CudaStage::usage() const {
     u.cuda_graphs = graphs_;
     u.graph_replays = graph_replays_;
     u.graphs_note = graphs_note_;
-    if (!options_.use_graphs) u.graphs_note = "turned off (cuda_graphs = false)";
-    else if (shard_.comm != nullptr) u.graphs_note = "off for a tensor-split stage (its all-reduces wait on the host)";
+    if (!options_.use_graphs)
+        u.graphs_note = "turned off (cuda_graphs = false)";
+    else if (shard_.comm != nullptr)
+        u.graphs_note = "off for a tensor-split stage (its all-reduces wait on the host)";
     u.cublas = have_cublas_;
     u.cublas_gemms = cublas_gemms_;
     u.cublas_note = cublas_note_;
@@ -670,6 +655,28 @@ DeviceUsage CudaStage::usage() const {
     u.bandwidth_gb_s = bandwidth_gb_s_;
     u.step_bytes = step_bytes_;
     return u;
+}
+
+Result<void> CudaStage::write_buffer(Buffer b, std::span<const float> values) {
+    const DeviceBuffer& into = buffers_[static_cast<size_t>(b)];
+    Result<size_t> rows = buffer_rows(layout_, b, values.size(), into.size() / sizeof(float), shard_.name);
+    if (!rows) return rows.error();
+    PH_TRY(select());
+    if (pending_) PH_TRY(finish("the work before writing a buffer"));
+    PH_TRY(check(cudaMemcpyAsync(buffer(b), values.data(), values.size_bytes(), cudaMemcpyHostToDevice, stream_),
+                 "writing an activation buffer"));
+    return check(cudaStreamSynchronize(stream_), "writing an activation buffer");
+}
+
+Result<void> CudaStage::read_buffer(Buffer b, std::span<float> out) {
+    const DeviceBuffer& from = buffers_[static_cast<size_t>(b)];
+    Result<size_t> rows = buffer_rows(layout_, b, out.size(), from.size() / sizeof(float), shard_.name);
+    if (!rows) return rows.error();
+    PH_TRY(select());
+    if (pending_) PH_TRY(finish("the work before reading a buffer"));
+    PH_TRY(check(cudaMemcpyAsync(out.data(), buffer(b), out.size_bytes(), cudaMemcpyDeviceToHost, stream_),
+                 "reading an activation buffer"));
+    return check(cudaStreamSynchronize(stream_), "reading an activation buffer");
 }
 
 }  // namespace
