@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_runtime.h"
+#include "support/float_compare.h"
 #include "tensor/dtype.h"
 
 namespace powerhouse::test {
@@ -72,44 +73,6 @@ inline std::vector<float> uniform(size_t n, float lo, float hi, std::mt19937& rn
 // --- comparisons ---------------------------------------------------------------------------
 
 // |actual[i] - expected[i]| <= tolerance[i] everywhere (NaN fails); names the worst element.
-inline ::testing::AssertionResult all_close(const std::vector<double>& expected, const std::vector<float>& actual,
-                                     const std::vector<double>& tolerance) {
-    if (expected.size() != actual.size() || expected.size() != tolerance.size()) {
-        return ::testing::AssertionFailure() << "sizes differ";
-    }
-    size_t bad = 0;
-    size_t worst = 0;
-    double worst_ratio = -1;
-    for (size_t i = 0; i < expected.size(); ++i) {
-        const double err = std::fabs(static_cast<double>(actual[i]) - expected[i]);
-        const double ratio = std::isnan(err) ? std::numeric_limits<double>::infinity() : err / tolerance[i];
-        if (!(err <= tolerance[i])) ++bad;
-        if (ratio > worst_ratio) {
-            worst_ratio = ratio;
-            worst = i;
-        }
-    }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << bad << " of " << expected.size() << " elements out of tolerance; worst at "
-                                         << worst << ": expected " << expected[worst] << ", got " << actual[worst]
-                                         << ", tolerance " << tolerance[worst];
-}
-
-// Bit-identical float arrays; names the first difference.
-inline ::testing::AssertionResult same_floats(const std::vector<float>& expected, const std::vector<float>& actual) {
-    if (expected.size() != actual.size()) return ::testing::AssertionFailure() << "sizes differ";
-    size_t bad = 0;
-    size_t first = expected.size();
-    for (size_t i = 0; i < expected.size(); ++i) {
-        if (std::memcmp(&expected[i], &actual[i], sizeof(float)) != 0) {
-            if (bad++ == 0) first = i;
-        }
-    }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << bad << " of " << expected.size() << " elements differ; first at " << first
-                                         << ": expected " << expected[first] << ", got " << actual[first];
-}
-
 inline ::testing::AssertionResult same_bytes(const std::vector<uint8_t>& expected, const std::vector<uint8_t>& actual,
                                       size_t row_bytes) {
     if (expected.size() != actual.size()) return ::testing::AssertionFailure() << "sizes differ";

@@ -26,6 +26,7 @@
 #include "gguf/gguf_model.h"
 #include "powerhouse/device_types.h"
 #include "powerhouse/result.h"
+#include "support/float_compare.h"
 #include "tensor/dtype.h"
 
 namespace powerhouse::test {
@@ -102,14 +103,6 @@ std::vector<float> decode_tensor(const GgufModel& model, const std::string& name
 // converted to the activation format of quant_dot.h (Q8_0, Q8_1, Q8_K, F16, BF16 or F32)
 // and decoded back to f32.
 std::vector<float> cpu_activations(GgmlType weight_type, const std::vector<float>& x, int64_t in, int n);
-
-// --- comparisons -------------------------------------------------------------------------
-
-// |actual[i] - expected[i]| <= tolerance[i] everywhere (NaN fails); names the worst.
-::testing::AssertionResult all_within(const std::vector<double>& expected, const std::vector<float>& actual,
-                                      const std::vector<double>& tolerance);
-// The same floats bit for bit; names the first difference.
-::testing::AssertionResult same_floats(const std::vector<float>& expected, const std::vector<float>& actual);
 
 // f32's unit roundoff, 2^-24: the largest relative error of one rounded f32 operation.
 // Float tolerances are counts of it times the magnitude they bound.

@@ -489,11 +489,11 @@ void check_on_cpu(const OpCase& c) {
             if (c.op.kind == OpKind::attention) {
                 // Each ISA against the reference; a SIMD stage against the scalar one within
                 // the sum of their two tolerances.
-                EXPECT_TRUE(all_within(expected, out[s], tolerance)) << "against attention in double";
+                EXPECT_TRUE(all_close(expected, out[s], tolerance)) << "against attention in double";
                 if (s > 0) {
                     std::vector<double> twice(tolerance.size());
                     for (size_t i = 0; i < twice.size(); ++i) twice[i] = 2 * tolerance[i];
-                    EXPECT_TRUE(all_within(widen(scalar), out[s], twice)) << "against the scalar stage";
+                    EXPECT_TRUE(all_close(widen(scalar), out[s], twice)) << "against the scalar stage";
                 }
                 continue;
             }
@@ -502,7 +502,7 @@ void check_on_cpu(const OpCase& c) {
             if (s > 0) {
                 const std::optional<std::vector<double>> tol = state.simd_tolerance(in, step, scalar);
                 if (tol) {
-                    EXPECT_TRUE(all_within(widen(scalar), out[s], *tol)) << "against the scalar stage";
+                    EXPECT_TRUE(all_close(widen(scalar), out[s], *tol)) << "against the scalar stage";
                 } else {
                     EXPECT_TRUE(same_floats(scalar, out[s])) << "against the scalar stage";
                 }
@@ -510,11 +510,11 @@ void check_on_cpu(const OpCase& c) {
             if (mm) {
                 std::vector<double> own(mm->cpu_float.size()), loose(mm->cpu_act.size());
                 for (size_t i = 0; i < own.size(); ++i) own[i] = mm->cpu_float[i] + mm->cpu_sum[i];
-                EXPECT_TRUE(all_within(mm->cpu_own, out[s], own))
+                EXPECT_TRUE(all_close(mm->cpu_own, out[s], own))
                     << "against the product in double with the activations as the CPU rounds them";
                 // The activations' rounding moves the product by at most sum |w| |x - x'|.
                 for (size_t i = 0; i < loose.size(); ++i) loose[i] = mm->cpu_act[i] + own[i];
-                EXPECT_TRUE(all_within(mm->exact, out[s], loose)) << "against the float reference";
+                EXPECT_TRUE(all_close(mm->exact, out[s], loose)) << "against the float reference";
             }
         }
     }
@@ -562,14 +562,14 @@ void check_on_cuda(const OpCase& c) {
                 const double rel = via_cublas ? std::ldexp(1.0, -9) + (in_w + 16) * kRound : (in_w / 16 + 16) * kRound;
                 std::vector<double> tol(ref.magnitude.size());
                 for (size_t i = 0; i < tol.size(); ++i) tol[i] = rel * ref.magnitude[i];
-                EXPECT_TRUE(all_within(ref.exact, out, tol))
+                EXPECT_TRUE(all_close(ref.exact, out, tol))
                     << "against the float reference" << (via_cublas ? " (cuBLAS)" : " (fused kernels)");
             } else if (c.op.kind == OpKind::attention) {
                 std::vector<double> expected, tolerance;
                 state.attention_reference(in, step, OpState::Backend::gpu, expected, tolerance);
-                EXPECT_TRUE(all_within(expected, out, tolerance)) << "against attention in double";
+                EXPECT_TRUE(all_close(expected, out, tolerance)) << "against attention in double";
             } else if (const std::optional<std::vector<double>> tol = state.gpu_tolerance(in, step, scalar)) {
-                EXPECT_TRUE(all_within(widen(scalar), out, *tol)) << "against the scalar CPU stage";
+                EXPECT_TRUE(all_close(widen(scalar), out, *tol)) << "against the scalar CPU stage";
             } else {
                 EXPECT_TRUE(same_floats(scalar, out)) << "against the scalar CPU stage";
             }
