@@ -92,6 +92,8 @@ nlohmann::ordered_json to_json(const ModelShape& m, const std::vector<DeviceDesc
                         {"kv_head_end", a.kv_head_end},
                         {"ff_begin", a.ff_begin},
                         {"ff_end", a.ff_end},
+                        {"expert_begin", a.expert_begin},
+                        {"expert_end", a.expert_end},
                         {"embedding", a.embedding},
                         {"output", a.output},
                         {"weight_bytes", a.weight_bytes},
@@ -107,12 +109,15 @@ nlohmann::ordered_json to_json(const ModelShape& m, const std::vector<DeviceDesc
 
 void print_plan(const ModelShape& m, const std::vector<DeviceDesc>& devices, const DevicePlan& plan,
                 const std::string& source) {
-    std::printf("Model:   %s (%u layers, %u KV heads, %s of weights)\n", m.name.c_str(), m.n_layer, m.n_head_kv,
-                format_bytes(m.weight_bytes()).c_str());
+    const bool moe = m.n_expert > 0;
+    const std::string experts = moe ? fmt::format(", {} experts of which {} used", m.n_expert, m.n_expert_used) : "";
+    std::printf("Model:   %s (%u layers, %u KV heads%s, %s of weights)\n", m.name.c_str(), m.n_layer, m.n_head_kv,
+                experts.c_str(), format_bytes(m.weight_bytes()).c_str());
     std::printf("Devices: %zu from %s; context %u, KV cache %s\n", devices.size(), source.c_str(), plan.n_ctx,
                 kv_cache_type_name(plan.kv_type));
     std::printf("Plan:    %s split (%s)\n\n", split_mode_name(plan.mode), plan.reason.c_str());
-    std::printf("%-22s %-8s %-9s %-11s %11s %11s %10s %10s %23s\n", "Device", "Layers", "KV heads", "FFN columns",
+    std::printf("%-22s %-8s %-9s %-11s %11s %11s %10s %10s %23s\n", "Device", "Layers", "KV heads",
+                moe ? "Experts" : "FFN columns",
                 "Weights", "KV cache", "Scratch", "Comm", "Total / usable");
     for (const DeviceAssignment& a : plan.devices) {
         std::string label = fmt::format("{} {}", a.device, devices[a.device].name);
@@ -122,7 +127,8 @@ void print_plan(const ModelShape& m, const std::vector<DeviceDesc>& devices, con
         if (a.output) extra += " +output";
         std::printf("%-22s %-8s %-9s %-11s %11s %11s %10s %10s %23s%s\n", label.c_str(),
                     range(a.first_layer, a.first_layer + a.n_layers).c_str(), range(a.kv_head_begin, a.kv_head_end).c_str(),
-                    range(a.ff_begin, a.ff_end).c_str(), format_bytes(a.weight_bytes).c_str(),
+                    (moe ? range(a.expert_begin, a.expert_end) : range(a.ff_begin, a.ff_end)).c_str(),
+                    format_bytes(a.weight_bytes).c_str(),
                     format_bytes(a.kv_cache_bytes).c_str(), format_bytes(a.scratch_bytes).c_str(),
                     format_bytes(a.comm_bytes).c_str(),
                     fmt::format("{} / {}", format_bytes(a.total_bytes()), format_bytes(a.budget_bytes)).c_str(),

@@ -265,7 +265,11 @@ SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShap
         QString part;
         uint32_t first = 0, count = shape.n_layer;
         if (plan->mode == powerhouse::SplitMode::tensor) {
-            part = tr("KV heads %1, FFN columns %2").arg(range(a.kv_head_begin, a.kv_head_end), range(a.ff_begin, a.ff_end));
+            part = shape.n_expert > 0
+                       ? tr("KV heads %1, experts %2").arg(range(a.kv_head_begin, a.kv_head_end),
+                                                          range(a.expert_begin, a.expert_end))
+                       : tr("KV heads %1, FFN columns %2").arg(range(a.kv_head_begin, a.kv_head_end),
+                                                              range(a.ff_begin, a.ff_end));
         } else {
             first = a.first_layer;
             count = a.n_layers;

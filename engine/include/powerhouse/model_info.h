@@ -43,6 +43,9 @@ struct ModelInfo {
     uint32_t head_dim_k = 0;  // per-head key size (key_length, else n_embd / n_head)
     uint32_t head_dim_v = 0;
     uint32_t n_ctx_train = 0;
+    uint32_t n_expert = 0;       // mixture of experts: experts per layer (0: a dense model)
+    uint32_t n_expert_used = 0;  // experts each token uses
+    uint32_t n_ff_expert = 0;    // each expert's feed-forward width
 
     uint32_t n_vocab = 0;
     std::string tokenizer_model;  // tokenizer.ggml.model: "gpt2", "llama", ...

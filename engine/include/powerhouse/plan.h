@@ -11,7 +11,10 @@
 //   tensor  every layer on every device: attention by KV-head groups (a device holds whole
 //           groups: its KV heads and their query heads), the feed-forward by columns in
 //           blocks of the weight format; Q/K/V and gate/up are column-parallel, the output and
-//           down projections row-parallel and summed by two all-reduces per layer;
+//           down projections row-parallel and summed by two all-reduces per layer. A
+//           mixture-of-experts model's feed-forward is split by whole experts instead (expert
+//           parallel): each device runs the tokens routed to its experts, and the outputs are
+//           summed by the second all-reduce;
 //   auto    one device when the model fits on the main one (no interconnect cost), else layer.
 // The embedding table stays on the first device of the plan, the output layer on the last
 // (layer) or the main device (single, tensor).
@@ -33,10 +36,11 @@ namespace powerhouse {
 struct LayerWeights {
     uint64_t q = 0, k = 0, v = 0, o = 0;  // attention projections (with their biases)
     uint64_t gate = 0, up = 0, down = 0;  // feed-forward
-    uint64_t replicated = 0;              // norms and anything else every shard keeps whole
+    uint64_t experts = 0;                 // mixture of experts: every expert's gate, up and down
+    uint64_t replicated = 0;              // norms, the router and anything else every shard keeps whole
     uint32_t ff_block = 32;               // ffn_down column split unit: its block, at least 32
     uint32_t o_block = 1;                 // elements per block of attn_output's rows
-    uint64_t total() const { return q + k + v + o + gate + up + down + replicated; }
+    uint64_t total() const { return q + k + v + o + gate + up + down + experts + replicated; }
 };
 
 struct ModelShape {
@@ -44,6 +48,7 @@ struct ModelShape {
     std::string architecture;
     uint32_t n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_embd = 0, n_ff = 0, n_vocab = 0;
     uint32_t n_ctx_train = 0;
+    uint32_t n_expert = 0, n_expert_used = 0, n_ff_expert = 0;  // mixture of experts (0: dense)
     std::vector<LayerWeights> layers;
     uint64_t embedding_bytes = 0;  // token_embd
     uint64_t output_bytes = 0;     // output.weight, output_norm (without a tied embedding)
@@ -100,6 +105,9 @@ struct DeviceAssignment {
     // feed-forward columns [ff_begin, ff_end) (everything otherwise).
     uint32_t kv_head_begin = 0, kv_head_end = 0;
     uint32_t ff_begin = 0, ff_end = 0;
+    // Mixture of experts, tensor split (expert parallel): the experts [expert_begin,
+    // expert_end) of every layer, whole (all of them otherwise).
+    uint32_t expert_begin = 0, expert_end = 0;
     bool embedding = false;
     bool output = false;
     uint64_t weight_bytes = 0;

@@ -1,18 +1,12 @@
 #include "arch/hparams.h"
 
+#include "arch/architecture.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 namespace powerhouse::arch {
-
-const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> names = {"llama", "qwen2", "qwen3", "gemma3"};
-    return names;
-}
-
-namespace {
 
 Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key) {
     const std::optional<uint64_t> v = meta.get_uint(key);
@@ -23,83 +17,17 @@ Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key) 
     return static_cast<uint32_t>(*v);
 }
 
-// Which layers of a Gemma 3 model use the sliding window: `attention.sliding_window_pattern`
-// is either one flag per layer or a period n, where every n-th layer (the last of each
-// group of n) is global and the others slide (n = 0: all slide); without it, the period is
-// 6, as in the published models and in llama.cpp.
-Result<std::vector<bool>> sliding_layers(const GgufMetadata& meta, const std::string& key, uint32_t n_layer) {
-    std::vector<bool> sliding(n_layer, false);
-    if (const GgufArray* flags = meta.get_array(key)) {
-        if (flags->count != n_layer) {
-            return make_error(ErrorCode::format, fmt::format("{} has {} entries for {} layers", key, flags->count,
-                                                             n_layer));
-        }
-        for (uint32_t il = 0; il < n_layer; ++il) {
-            switch (flags->element_type) {
-                case GgufValueType::boolean:
-                case GgufValueType::u8:
-                case GgufValueType::i8:
-                    sliding[il] = flags->at<uint8_t>(il) != 0;
-                    break;
-                case GgufValueType::u32:
-                case GgufValueType::i32:
-                    sliding[il] = flags->at<uint32_t>(il) != 0;
-                    break;
-                default:
-                    return make_error(ErrorCode::format, fmt::format("{} is not an array of flags", key));
-            }
-        }
-        return sliding;
-    }
-    const uint64_t period = meta.get_uint(key).value_or(6);
-    for (uint32_t il = 0; il < n_layer; ++il) sliding[il] = period == 0 || il % period < period - 1;
-    return sliding;
-}
-
-// Gemma 3 (text): the converter has already added 1 to every norm weight, so its norms are
-// plain RMS norms here.
-Result<void> read_gemma3(const GgufMetadata& meta, Hparams& hp) {
-    const std::string& a = hp.architecture;
-    hp.rope_layout = RopeLayout::neox;
-    hp.qk_norm = true;
-    hp.post_norms = true;
-    hp.ffn_activation = FfnActivation::gelu;
-    hp.embedding_scale = std::sqrt(static_cast<float>(hp.n_embd));
-    // Q is scaled by 1/sqrt(query_pre_attn_scalar): the head size, except in the 27B model
-    // (62 layers), whose scalar is n_embd / n_head. llama.cpp tells them apart the same way.
-    const uint32_t pre_attn = hp.n_layer == 62 ? hp.n_embd / hp.n_head : hp.head_dim;
-    hp.query_scale = 1.0f / std::sqrt(static_cast<float>(pre_attn));
-    if (meta.get_float(a + ".final_logit_softcapping").value_or(0.0) != 0.0) {
-        return make_error(ErrorCode::unsupported, "final logit soft-capping is not supported yet");
-    }
-    const uint64_t window = meta.get_uint(a + ".attention.sliding_window").value_or(0);
-    if (window == 0) return {};  // every layer global
-    if (window > (1u << 24)) {
-        return make_error(ErrorCode::format, fmt::format("sliding window {} is out of range", window));
-    }
-    Result<std::vector<bool>> sliding = sliding_layers(meta, a + ".attention.sliding_window_pattern", hp.n_layer);
-    if (!sliding) return sliding.error();
-    // Sliding layers have their own RoPE base and are never RoPE-scaled.
-    const auto local_base = static_cast<float>(meta.get_float(a + ".rope.freq_base_swa").value_or(10000.0));
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        if ((*sliding)[il]) hp.layers[il] = LayerAttention{static_cast<uint32_t>(window), local_base, 1.0f};
-    }
-    return {};
-}
-
-}  // namespace
-
 Result<Hparams> read_hparams(const GgufModel& model) {
     const GgufMetadata& meta = model.metadata();
     Hparams hp;
     const std::optional<std::string_view> arch = meta.get_string("general.architecture");
     if (!arch) return make_error(ErrorCode::format, "the model has no general.architecture");
     hp.architecture = std::string(*arch);
-    const auto& supported = supported_architectures();
-    if (std::find(supported.begin(), supported.end(), hp.architecture) == supported.end()) {
+    const Architecture* architecture = find_architecture(hp.architecture);
+    if (architecture == nullptr) {
         return make_error(ErrorCode::unsupported,
                           fmt::format("architecture '{}' is not supported yet (supported: {})", hp.architecture,
-                                      fmt::join(supported, ", ")));
+                                      fmt::join(architecture_names(), ", ")));
     }
     const std::string& a = hp.architecture;
     const auto u32 = [&](const char* key) { return required_u32(meta, a + "." + key); };
@@ -150,18 +78,24 @@ Result<Hparams> read_hparams(const GgufModel& model) {
     hp.tied_output = model.find_tensor("output.weight") == nullptr;
     hp.has_rope_freqs = model.find_tensor("rope_freqs.weight") != nullptr;
 
-    if (a == "qwen2") {
-        hp.rope_layout = RopeLayout::neox;
-        hp.qkv_bias = true;
-    } else if (a == "qwen3") {
-        hp.rope_layout = RopeLayout::neox;
-        hp.qk_norm = true;
-    }
     hp.layers.assign(hp.n_layer, LayerAttention{0, hp.rope_base, hp.rope_freq_scale});
-    if (a == "gemma3") {
-        Result<void> gemma = read_gemma3(meta, hp);
-        if (!gemma) return gemma.error();
+    // Experts, as Mixtral (general.architecture "llama") and the MoE architectures write
+    // them; an architecture may set their width from its own key.
+    hp.experts.count = static_cast<uint32_t>(std::min<uint64_t>(meta.get_uint(a + ".expert_count").value_or(0),
+                                                                 kMaxExperts + 1));
+    if (hp.experts.count > 0) {
+        if (hp.experts.count > kMaxExperts) {
+            return make_error(ErrorCode::format, fmt::format("{}.expert_count is more than {}", a, kMaxExperts));
+        }
+        Result<uint32_t> used = required_u32(meta, a + ".expert_used_count");
+        if (!used) return used.error();
+        if (*used > hp.experts.count) {
+            return make_error(ErrorCode::format, fmt::format("{} experts used of {}", *used, hp.experts.count));
+        }
+        hp.experts.used = *used;
+        hp.experts.n_ff = hp.n_ff;
     }
+    PH_TRY(architecture->read(model, hp));
     return hp;
 }
 

@@ -1,8 +1,8 @@
 // The hyper-parameters of a decoder-only transformer, read from GGUF metadata
-// (`{arch}.block_count`, `{arch}.attention.head_count`, ...). Architectures differ in a few
-// switches (QKV bias, per-head Q/K norm, RoPE layout, norms after attention and FFN, the
-// FFN's activation, sliding-window layers); those are set here from the architecture name
-// and the metadata so that the step program (step_program.h) can be built from them.
+// (`{arch}.block_count`, `{arch}.attention.head_count`, ...). read_hparams reads what every
+// decoder has, then lets the model's architecture (architecture.h, one file each) read what
+// it adds: its RoPE layout, sliding-window layers, scales. What an architecture always has
+// (Qwen 2's QKV bias, Qwen 3's Q/K norm) is not a field here but part of its step program.
 //
 // Thread-safety: value types and pure functions.
 #pragma once
@@ -20,16 +20,22 @@ namespace powerhouse::arch {
 // GGUF layout, whose Q/K weights the converter permuted), `neox` rotates (x[i], x[i+d/2]).
 enum class RopeLayout { normal, neox };
 
-// The gate activation of the gated feed-forward: silu (SwiGLU) or gelu with the tanh
-// approximation (GeGLU, Gemma).
-enum class FfnActivation { silu, gelu };
-
 // What differs between the layers of one model: Gemma 3 alternates sliding-window layers
 // (their own RoPE base, no RoPE scaling) with global ones.
 struct LayerAttention {
     uint32_t window = 0;           // a query sees the last `window` positions, itself included; 0: all
     float rope_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // positions multiplied by this (linear scaling)
+};
+
+inline constexpr uint32_t kMaxExperts = 512;  // as llama.cpp
+
+// A mixture-of-experts model's routed feed-forward: `count` experts of `n_ff` columns each
+// per layer, of which each token uses `used`.
+struct Experts {
+    uint32_t count = 0;  // 0: a dense model
+    uint32_t used = 0;
+    uint32_t n_ff = 0;
 };
 
 struct Hparams {
@@ -49,30 +55,27 @@ struct Hparams {
     float rope_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // linear scaling: positions multiplied by this
 
-    bool qkv_bias = false;      // qwen2: attn_q/k/v have .bias tensors
-    bool qk_norm = false;       // qwen3: RMS norm of each Q and K head (attn_q_norm, attn_k_norm)
     bool tied_output = false;   // no output.weight: the token embedding is the output matrix
     bool has_rope_freqs = false;  // rope_freqs.weight divides each frequency (Llama 3.1 scaling)
 
-    // Gemma 3: the embedding is multiplied by embedding_scale (sqrt(n_embd)); the outputs
-    // of attention and of the FFN are RMS-normed again before the residual add
-    // (post_attention_norm, post_ffw_norm); Q is multiplied by query_scale after RoPE and
-    // the attention itself then scales by 1 (0: no separate Q scale, attention scales by
-    // 1/sqrt(head_dim)).
+    // Gemma 3: the embedding is multiplied by embedding_scale (sqrt(n_embd)); Q is multiplied
+    // by query_scale after RoPE and the attention itself then scales by 1 (0: no separate Q
+    // scale, attention scales by 1/sqrt(head_dim)).
     float embedding_scale = 1.0f;
-    bool post_norms = false;
-    FfnActivation ffn_activation = FfnActivation::silu;
     float query_scale = 0.0f;
 
     // One entry per layer (n_layer entries): window, RoPE base and scale of that layer.
     std::vector<LayerAttention> layers;
+
+    Experts experts;
+    bool is_moe() const { return experts.count > 0; }
 };
 
 // Reads and validates the hyper-parameters. Fails for architectures the engine cannot run
 // (named in the message with those it can) and for missing or inconsistent values.
 Result<Hparams> read_hparams(const GgufModel& model);
 
-// The architectures read_hparams accepts.
-const std::vector<std::string>& supported_architectures();
+// The metadata value `key`, a count in 1..2^24; an error naming the key otherwise.
+Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key);
 
 }  // namespace powerhouse::arch

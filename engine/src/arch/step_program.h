@@ -6,6 +6,7 @@
 // Thread-safety: value types and pure functions.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,39 @@
 namespace powerhouse::arch {
 
 // Activation buffers of a step. Sizes per token: x, norm, tmp: n_embd; q, attn: n_head *
-// head_dim; k, v: n_head_kv * head_dim; gate, up: n_ff; logits: n_vocab.
-enum class Buffer : uint8_t { x, norm, tmp, q, k, v, attn, gate, up, logits };
-inline constexpr int kBufferCount = 10;
+// head_dim; k, v: n_head_kv * head_dim; gate, up: n_ff; logits: n_vocab; router: the
+// number of experts (the router's scores; mixture-of-experts models only).
+enum class Buffer : uint8_t { x, norm, tmp, q, k, v, attn, gate, up, logits, router };
+inline constexpr int kBufferCount = 11;
+
+// How the router's scores become the chosen experts and their weights.
+enum class ExpertGating {
+    softmax,         // softmax over every expert, then the top k (Mixtral, Qwen3-MoE)
+    softmax_chosen,  // the top k scores, then a softmax over those k (gpt-oss)
+};
+
+// The experts' gated activation: SwiGLU, or gpt-oss's clamped variant
+// (x * sigmoid(alpha * x) * (y + 1), x clamped above at `limit`, y to [-limit, limit]).
+enum class ExpertActivation { silu, swiglu_oai };
+
+// A routed feed-forward (mixture of experts), the same in every layer of a model. Each
+// token goes to the n_used experts with the highest scores; their outputs, weighted, are
+// summed in the order of the chosen slots (highest score first).
+struct MoeSpec {
+    uint32_t n_expert = 0;
+    uint32_t n_used = 0;
+    uint32_t n_ff = 0;  // each expert's feed-forward width
+    ExpertGating gating = ExpertGating::softmax;
+    bool normalize = false;  // the chosen weights divided by their sum (at least 2^-14)
+    ExpertActivation activation = ExpertActivation::silu;
+    float alpha = 1.702f, limit = 7.0f;  // swiglu_oai
+    // 3-D tensors [n_expert][rows][cols], "{}" the layer: gate and up n_ff x n_embd, down
+    // n_embd x n_ff per expert. Biases [n_expert][rows] (F32); empty: none.
+    std::string gate = "blk.{}.ffn_gate_exps.weight";
+    std::string up = "blk.{}.ffn_up_exps.weight";
+    std::string down = "blk.{}.ffn_down_exps.weight";
+    std::string gate_bias, up_bias, down_bias;
+};
 
 enum class OpKind : uint8_t {
     rms_norm,       // dst = rms_norm(a) * weight
@@ -30,6 +61,8 @@ enum class OpKind : uint8_t {
     geglu,          // dst = gelu(a) * b (tanh approximation)
     add,            // dst = a + b
     scale,          // dst = a * value
+    moe,            // dst = the routed feed-forward (Op::moe) of a, given the router's
+                    // scores in b
 };
 
 struct Op {
@@ -40,6 +73,7 @@ struct Op {
     // Tensor name; "{}" stands for the layer index ("blk.{}.attn_q.weight"). Empty: none.
     std::string weight;
     float value = 0.0f;  // the constant of scale and attention
+    std::shared_ptr<const MoeSpec> moe = nullptr;  // moe: the experts (their tensors name the weights)
 };
 
 struct StepProgram {
@@ -52,6 +86,8 @@ struct StepProgram {
     std::vector<LayerAttention> layers;
 };
 
+// The step program of hp.architecture (which read_hparams has accepted), built by that
+// architecture's own file (architecture.h).
 StepProgram build_step_program(const Hparams& hp);
 
 // The weight name of an op in a layer ("blk.3.attn_q.weight").

@@ -11,8 +11,20 @@ using arch::Buffer;
 using arch::Op;
 using arch::OpKind;
 
+uint64_t BoundExperts::bytes(uint32_t n_experts) const {
+    if (tensor == nullptr) return 0;
+    const uint64_t bias_bytes = bias != nullptr ? static_cast<uint64_t>(rows) * sizeof(float) : 0;
+    return (expert_stride + bias_bytes) * n_experts;
+}
+
 uint64_t BoundWeight::bytes() const {
-    if (op == nullptr || tensor == nullptr) return 0;
+    if (op == nullptr) return 0;
+    if (op->kind == OpKind::moe) {
+        uint64_t total = 0;
+        for (const BoundExperts& e : experts) total += e.bytes(expert_end - expert_begin);
+        return total;
+    }
+    if (tensor == nullptr) return 0;
     if (op->kind == OpKind::matmul) return row_bytes * static_cast<uint64_t>(rows);
     return n_values * sizeof(float);
 }
@@ -39,9 +51,17 @@ Result<StageLayout> make_stage_layout(const arch::Hparams& hp, const arch::StepP
         ff0 = ranges.ff_begin;
         ff1 = std::min(ranges.ff_end, hp.n_ff);
     }
-    if (kv0 >= kv1 || ff0 >= ff1 || hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0) {
-        return make_error(ErrorCode::internal, "the device's share of the heads or columns is empty");
+    uint32_t e0 = 0, e1 = hp.experts.count;
+    if (ranges.expert_end > ranges.expert_begin) {
+        e0 = ranges.expert_begin;
+        e1 = std::min(ranges.expert_end, hp.experts.count);
     }
+    if (kv0 >= kv1 || ff0 >= ff1 || hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0 ||
+        (hp.is_moe() && e0 >= e1)) {
+        return make_error(ErrorCode::internal, "the device's share of the heads, columns or experts is empty");
+    }
+    layout.expert_begin = e0;
+    layout.expert_end = e1;
     const uint32_t group = hp.n_head / hp.n_head_kv;
     layout.n_head_kv = kv1 - kv0;
     layout.n_head = layout.n_head_kv * group;
@@ -62,8 +82,77 @@ Result<StageLayout> make_stage_layout(const arch::Hparams& hp, const arch::StepP
     set(Buffer::gate, hp.n_ff, ff0, ff1);
     set(Buffer::up, hp.n_ff, ff0, ff1);
     set(Buffer::logits, hp.n_vocab, 0, hp.n_vocab);
+    set(Buffer::router, hp.experts.count, 0, hp.experts.count);
     return layout;
 }
+
+namespace {
+
+// The moe op's three expert tensors (and their biases), checked against the spec and cut to
+// the stage's experts: each expert's matrices stay whole on the device that holds it.
+Result<BoundWeight> bind_experts(const GgufModel& model, const arch::Hparams& hp, const StageLayout& layout,
+                                 const Op& op, uint32_t layer, bool split_reduce, std::string_view backend,
+                                 const std::function<bool(GgmlType)>& can_run) {
+    if (!op.moe) return make_error(ErrorCode::internal, "a moe op without its experts");
+    const arch::MoeSpec& spec = *op.moe;
+    if (spec.n_expert != hp.experts.count || spec.n_used == 0 || spec.n_used > spec.n_expert || spec.n_ff == 0) {
+        return make_error(ErrorCode::internal, "the moe op does not match the model's experts");
+    }
+    BoundWeight bound;
+    bound.op = &op;
+    bound.expert_begin = layout.expert_begin;
+    bound.expert_end = layout.expert_end;
+    bound.expert_all_reduce = split_reduce && layout.is_expert_shard(hp);
+    const struct {
+        const std::string& weight;
+        const std::string& bias;
+        int64_t in, rows;
+    } parts[3] = {{spec.gate, spec.gate_bias, hp.n_embd, spec.n_ff},
+                  {spec.up, spec.up_bias, hp.n_embd, spec.n_ff},
+                  {spec.down, spec.down_bias, spec.n_ff, hp.n_embd}};
+    for (size_t i = 0; i < 3; ++i) {
+        arch::Op named = op;
+        named.weight = parts[i].weight;
+        const std::string name = arch::weight_name(named, layer);
+        const GgufTensorInfo* t = model.find_tensor(name);
+        if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
+        if (t->ne[0] != parts[i].in || t->ne[1] != parts[i].rows || t->ne[2] != spec.n_expert || t->ne[3] != 1) {
+            return make_error(ErrorCode::format,
+                              fmt::format("tensor '{}' is {}x{}x{}, expected {} experts of {}x{}", name, t->ne[2],
+                                          t->ne[1], t->ne[0], spec.n_expert, parts[i].rows, parts[i].in));
+        }
+        if (t->type != GgmlType::f32 && !can_run(t->type)) {
+            return make_error(ErrorCode::unsupported,
+                              fmt::format("tensor '{}' has type {}, which the {} backend cannot run yet", name,
+                                          type_traits(t->type).name, backend));
+        }
+        BoundExperts& e = bound.experts[i];
+        e.tensor = t;
+        e.type = t->type;
+        e.in = parts[i].in;
+        e.rows = parts[i].rows;
+        e.row_stride = row_bytes(type_traits(t->type), static_cast<uint64_t>(e.in));
+        e.expert_stride = e.row_stride * static_cast<uint64_t>(e.rows);
+        e.data = t->data + e.expert_stride * layout.expert_begin;
+        if (!parts[i].bias.empty()) {
+            named.weight = parts[i].bias;
+            const std::string bias_name = arch::weight_name(named, layer);
+            const GgufTensorInfo* b = model.find_tensor(bias_name);
+            if (b == nullptr) {
+                return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", bias_name));
+            }
+            if (b->type != GgmlType::f32 || b->ne[0] != e.rows || b->ne[1] != spec.n_expert || b->ne[2] != 1) {
+                return make_error(ErrorCode::format, fmt::format("tensor '{}' must be F32 with {} experts of {} "
+                                                                 "values",
+                                                                 bias_name, spec.n_expert, e.rows));
+            }
+            e.bias = reinterpret_cast<const float*>(b->data) + static_cast<size_t>(e.rows) * layout.expert_begin;
+        }
+    }
+    return bound;
+}
+
+}  // namespace
 
 Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp, const StageLayout& layout,
                                 const Op& op, uint32_t layer, bool split_reduce, std::string_view backend,
@@ -71,6 +160,7 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
                                 const std::function<int64_t(GgmlType)>& column_block) {
     BoundWeight bound;
     bound.op = &op;
+    if (op.kind == OpKind::moe) return bind_experts(model, hp, layout, op, layer, split_reduce, backend, can_run);
     if (op.weight.empty()) return bound;
     const std::string name = arch::weight_name(op, layer);
     const GgufTensorInfo* t = model.find_tensor(name);
@@ -201,6 +291,8 @@ std::string_view buffer_name(Buffer b) {
             return "up";
         case Buffer::logits:
             return "logits";
+        case Buffer::router:
+            return "router";
     }
     return "?";
 }
@@ -221,8 +313,13 @@ std::string describe_stage(const arch::Hparams& hp, const StageLayout& layout, b
                            : std::string("no layers");
     if (layout.is_tensor_shard(hp)) {
         const size_t k0 = layout.offset(Buffer::k) / hp.head_dim;
-        part += fmt::format(", KV heads {}-{}, FFN columns {}-{}", k0, k0 + layout.n_head_kv - 1,
-                            layout.offset(Buffer::gate), layout.offset(Buffer::gate) + layout.width(Buffer::gate) - 1);
+        part += fmt::format(", KV heads {}-{}", k0, k0 + layout.n_head_kv - 1);
+        if (hp.is_moe()) {
+            part += fmt::format(", experts {}-{}", layout.expert_begin, layout.expert_end - 1);
+        } else {
+            part += fmt::format(", FFN columns {}-{}", layout.offset(Buffer::gate),
+                                layout.offset(Buffer::gate) + layout.width(Buffer::gate) - 1);
+        }
     }
     if (embedding) part += " + embedding";
     if (output) part += " + output";

@@ -31,6 +31,9 @@ struct ShardRanges {
     // every layer; equal begin and end: all of them.
     uint32_t kv_head_begin = 0, kv_head_end = 0;
     uint32_t ff_begin = 0, ff_end = 0;
+    // Expert parallel: these experts of every layer (mixture-of-experts models); equal begin
+    // and end: all of them.
+    uint32_t expert_begin = 0, expert_end = 0;
 };
 
 struct StageLayout {
@@ -38,6 +41,7 @@ struct StageLayout {
     uint32_t last_layer = 0;             // one past the stage's last layer
     uint32_t n_head = 0, n_head_kv = 0;  // the stage's heads
     size_t kv_width = 0;                 // n_head_kv * head_dim
+    uint32_t expert_begin = 0, expert_end = 0;  // the stage's experts (none for a dense model)
     // Per buffer: the width this device computes, the full width, and where its part starts.
     std::array<size_t, arch::kBufferCount> widths{};
     std::array<size_t, arch::kBufferCount> full{};
@@ -48,13 +52,26 @@ struct StageLayout {
     size_t offset(arch::Buffer b) const { return offsets[static_cast<size_t>(b)]; }
     // Whether the stage holds a share of the heads or columns rather than all of them.
     bool is_tensor_shard(const arch::Hparams& hp) const {
-        return n_head_kv != hp.n_head_kv || width(arch::Buffer::gate) != hp.n_ff;
+        return n_head_kv != hp.n_head_kv || width(arch::Buffer::gate) != hp.n_ff || is_expert_shard(hp);
     }
+    bool is_expert_shard(const arch::Hparams& hp) const { return expert_end - expert_begin != hp.experts.count; }
 };
 
 // Checks the ranges against the model and the step program.
 Result<StageLayout> make_stage_layout(const arch::Hparams& hp, const arch::StepProgram& program,
                                       const ShardRanges& ranges);
+
+// One 3-D expert tensor of a moe op ([n_expert][rows][in]), cut to the stage's experts.
+struct BoundExperts {
+    const GgufTensorInfo* tensor = nullptr;
+    GgmlType type = GgmlType::f32;
+    const std::byte* data = nullptr;  // the stage's first expert
+    uint64_t expert_stride = 0;       // bytes from one expert to the next
+    int64_t in = 0, rows = 0;
+    uint64_t row_stride = 0;        // bytes of one row
+    const float* bias = nullptr;    // [experts][rows] from the stage's first expert; null: none
+    uint64_t bytes(uint32_t n_experts) const;
+};
 
 // An op with its weight found in the file, cut to the device's share.
 struct BoundWeight {
@@ -74,6 +91,10 @@ struct BoundWeight {
     // Norms and biases (F32): this device's part.
     const float* values = nullptr;
     size_t n_values = 0;
+    // moe: gate, up and down of the stage's experts [expert_begin, expert_end).
+    std::array<BoundExperts, 3> experts{};
+    uint32_t expert_begin = 0, expert_end = 0;
+    bool expert_all_reduce = false;  // other devices hold the other experts: sum the outputs
     uint64_t bytes() const;  // what the device holds of the weight
 };
 

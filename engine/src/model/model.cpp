@@ -92,6 +92,8 @@ void assign_shard(Shard& shard, const DevicePlan& plan, uint32_t i, Communicator
         shard.ranges.kv_head_end = a.kv_head_end;
         shard.ranges.ff_begin = a.ff_begin;
         shard.ranges.ff_end = a.ff_end;
+        shard.ranges.expert_begin = a.expert_begin;
+        shard.ranges.expert_end = a.expert_end;
         shard.comm = comm;
         shard.rank = static_cast<int>(i);
     }

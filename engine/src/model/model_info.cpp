@@ -79,6 +79,10 @@ Result<ModelInfo> inspect_model(const std::filesystem::path& path) {
     info.head_dim_v = uint_or_max(meta, a + ".attention.value_length");
     if (info.head_dim_k == 0 && info.n_head > 0) info.head_dim_k = info.n_embd / info.n_head;
     if (info.head_dim_v == 0) info.head_dim_v = info.head_dim_k;
+    info.n_expert = uint_or_max(meta, a + ".expert_count");
+    info.n_expert_used = uint_or_max(meta, a + ".expert_used_count");
+    info.n_ff_expert = uint_or_max(meta, a + ".expert_feed_forward_length");
+    if (info.n_ff_expert == 0 && info.n_expert > 0) info.n_ff_expert = info.n_ff;
 
     info.tokenizer_model = std::string(meta.get_string("tokenizer.ggml.model").value_or(""));
     info.tokenizer_pre = std::string(meta.get_string("tokenizer.ggml.pre").value_or(""));

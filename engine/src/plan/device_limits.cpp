@@ -28,6 +28,11 @@ Result<void> cpu_stage_supports(const StageShape& shape) {
 }
 
 Result<void> cuda_stage_supports(const StageShape& shape) {
+    if (shape.n_expert > 0) {
+        return make_error(ErrorCode::unsupported,
+                          "the CUDA backend has no mixture-of-experts kernels yet: run this model on the CPU "
+                          "(devices cpu)");
+    }
     if (shape.head_dim == 0 || shape.head_dim > kCudaMaxHeadDim) {
         return make_error(ErrorCode::unsupported,
                           fmt::format("the CUDA backend's attention takes head sizes up to {}, and this model's heads "

@@ -29,6 +29,7 @@ struct StageShape {
     uint32_t n_embd = 0;
     uint32_t n_ff = 0;
     uint32_t n_head = 0;
+    uint32_t n_expert = 0;  // a mixture-of-experts model's experts per layer; 0: dense
 };
 
 // Ok, or why a stage of that kind cannot run the shape (ErrorCode::unsupported, or

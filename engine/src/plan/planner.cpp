@@ -83,6 +83,12 @@ struct Planner {
         bytes += static_cast<uint64_t>(o.n_batch * widest * 4.0);
         bytes += static_cast<uint64_t>(share * m.n_head * o.n_ctx * 4.0);  // attention scores of one token
         if (output) bytes += uint64_t{m.n_vocab} * 4;                   // logits
+        if (m.n_expert > 0) {
+            // The router's scores, each token's weighted expert outputs, and one expert's
+            // rows (at most the batch) through its three products.
+            const double moe = m.n_expert + m.n_expert_used * (m.n_embd + 2.0) + 2.0 * m.n_embd + 2.0 * m.n_ff_expert;
+            bytes += static_cast<uint64_t>(o.n_batch * moe * 4.0);
+        }
         return bytes;
     }
 
@@ -115,7 +121,7 @@ Result<void> Planner::prepare() {
         }
     }
     for (uint32_t i : used) {
-        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head};
+        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head, m.n_expert};
         if (Result<void> ok = stage_supports(devices[i].kind, shape); !ok) {
             return make_error(ok.error().code, fmt::format("{} cannot run {}: {}", device_label(devices, i),
                                                            m.name.empty() ? "this model" : m.name, ok.error().message));
@@ -153,6 +159,7 @@ DevicePlan Planner::single() const {
     a.n_layers = m.n_layer;
     a.kv_head_end = m.n_head_kv;
     a.ff_end = m.n_ff;
+    a.expert_end = m.n_expert;
     a.embedding = a.output = true;
     a.weight_bytes = m.weight_bytes();
     a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * o.n_ctx) * m.n_layer;
@@ -209,6 +216,7 @@ DevicePlan Planner::layer() const {
         a.n_layers = ends[d] - begin;
         a.kv_head_end = m.n_head_kv;
         a.ff_end = m.n_ff;
+        a.expert_end = m.n_expert;
         a.embedding = d == 0;
         a.output = d + 1 == active;
         for (uint32_t l = begin; l < ends[d]; ++l) a.weight_bytes += m.layers[l].total();
@@ -236,15 +244,23 @@ Result<DevicePlan> Planner::tensor() const {
                                       "layer split, or {} devices",
                                       n, n, m.name.empty() ? "this model" : m.name, m.n_head_kv, m.n_head_kv));
     }
+    const bool moe = m.n_expert > 0;
+    if (moe && m.n_expert < n) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("expert-parallel split over {} devices needs at least {} experts, and {} has {}: "
+                                      "use layer split",
+                                      n, n, m.name.empty() ? "this model" : m.name, m.n_expert));
+    }
     const uint32_t block = m.layers.front().ff_block;
-    if (block == 0 || m.n_ff % block != 0 || m.n_ff / block < n) {
+    if (!moe && (block == 0 || m.n_ff % block != 0 || m.n_ff / block < n)) {
         return make_error(ErrorCode::unsupported,
                           fmt::format("the feed-forward width {} cannot be split into {} parts of whole {}-element "
                                       "blocks: use layer split",
                                       m.n_ff, n, block));
     }
     const std::vector<uint32_t> heads = split_units(m.n_head_kv, ratios, 1);
-    const std::vector<uint32_t> ff_blocks = split_units(m.n_ff / block, ratios, 1);
+    const std::vector<uint32_t> ff_blocks = moe ? std::vector<uint32_t>(n, 0) : split_units(m.n_ff / block, ratios, 1);
+    const std::vector<uint32_t> experts = moe ? split_units(m.n_expert, ratios, 1) : std::vector<uint32_t>(n, 0);
     // The output projection is split by columns at head boundaries, which must fall on
     // whole blocks of its format.
     const uint32_t group_width = m.n_head / m.n_head_kv * m.head_dim;
@@ -261,22 +277,30 @@ Result<DevicePlan> Planner::tensor() const {
     }
     DevicePlan plan;
     plan.mode = SplitMode::tensor;
-    uint32_t head_at = 0, ff_at = 0;
+    uint32_t head_at = 0, ff_at = 0, expert_at = 0;
     for (uint32_t d = 0; d < n; ++d) {
         DeviceAssignment a;
         a.device = used[d];
         a.n_layers = m.n_layer;
         a.kv_head_begin = head_at;
         a.kv_head_end = head_at + heads[d];
-        a.ff_begin = ff_at;
-        a.ff_end = ff_at + ff_blocks[d] * block;
+        if (moe) {  // the dense feed-forward columns stay whole (a MoE model has none to speak of)
+            a.ff_end = m.n_ff;
+            a.expert_begin = expert_at;
+            a.expert_end = expert_at + experts[d];
+            expert_at = a.expert_end;
+        } else {
+            a.ff_begin = ff_at;
+            a.ff_end = ff_at + ff_blocks[d] * block;
+            ff_at = a.ff_end;
+        }
         head_at = a.kv_head_end;
-        ff_at = a.ff_end;
         const double head_share = static_cast<double>(heads[d]) / m.n_head_kv;
-        const double ff_share = static_cast<double>(a.ff_end - a.ff_begin) / m.n_ff;
+        const double ff_share = moe ? static_cast<double>(experts[d]) / m.n_expert
+                                    : static_cast<double>(a.ff_end - a.ff_begin) / m.n_ff;
         for (const LayerWeights& w : m.layers) {
             a.weight_bytes += static_cast<uint64_t>(static_cast<double>(w.q + w.k + w.v + w.o) * head_share +
-                                                    static_cast<double>(w.gate + w.up + w.down) * ff_share) +
+                                                    static_cast<double>(w.gate + w.up + w.down + w.experts) * ff_share) +
                               w.replicated;
         }
         a.embedding = a.output = a.device == o.main_device;
@@ -332,7 +356,16 @@ void Planner::estimate(DevicePlan& plan) const {
     double seconds = 0;
     double slowest = 0;
     for (const DeviceAssignment& a : plan.devices) {
-        const double bytes = static_cast<double>(a.weight_bytes - (a.embedding ? m.embedding_bytes : 0)) +
+        // A token reads only the experts it is routed to: on average n_used / n_expert of them.
+        double unread = 0;
+        if (m.n_expert > 0) {
+            for (uint32_t l = a.first_layer; l < a.first_layer + a.n_layers && l < m.n_layer; ++l) {
+                unread += static_cast<double>(m.layers[l].experts);
+            }
+            if (plan.mode == SplitMode::tensor) unread *= static_cast<double>(a.expert_end - a.expert_begin) / m.n_expert;
+            unread *= 1.0 - static_cast<double>(m.n_expert_used) / m.n_expert;
+        }
+        const double bytes = static_cast<double>(a.weight_bytes - (a.embedding ? m.embedding_bytes : 0)) - unread +
                              static_cast<double>(a.kv_cache_bytes) / 2.0;
         const double t = bytes / (bandwidth(a.device) * 1e9);
         seconds += t;
@@ -476,6 +509,9 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
     m.n_ff = info->n_ff;
     m.n_vocab = info->n_vocab;
     m.n_ctx_train = info->n_ctx_train;
+    m.n_expert = info->n_expert;
+    m.n_expert_used = info->n_expert_used;
+    m.n_ff_expert = info->n_ff_expert;
     if (m.n_layer == 0 || m.n_head == 0 || m.n_head_kv == 0) {
         return make_error(ErrorCode::format, fmt::format("{}: the model has no layer or head counts", path.string()));
     }
@@ -501,6 +537,7 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
                 w.o += t.n_bytes;
                 if (is("attn_output.weight")) w.o_block = type_traits(t.type).block_size;
             }
+            else if (is("ffn_gate_exps.") || is("ffn_up_exps.") || is("ffn_down_exps.")) w.experts += t.n_bytes;
             else if (is("ffn_gate.")) w.gate += t.n_bytes;
             else if (is("ffn_up.")) w.up += t.n_bytes;
             else if (is("ffn_down.")) {

@@ -87,6 +87,8 @@ size_t buffer_width(const arch::Hparams& hp, Buffer b) {
             return hp.n_ff;
         case Buffer::logits:
             return hp.n_vocab;
+        case Buffer::router:
+            return hp.experts.count;
     }
     return 0;
 }

@@ -37,6 +37,19 @@ inline std::vector<std::string> arch_model_names() {
     return names;
 }
 
+inline bool arch_has_experts(const nlohmann::json& entry) {
+    return entry.at("settings").value("n_expert", 0) > 0;
+}
+
+// The models with experts (mixture of experts), or those without (dense).
+inline std::vector<std::string> arch_model_names(bool experts) {
+    std::vector<std::string> names;
+    for (const nlohmann::json& m : arch_manifest().at("models")) {
+        if (arch_has_experts(m) == experts) names.push_back(m.at("name").get<std::string>());
+    }
+    return names;
+}
+
 // The manifest's entry of one model; an empty object (and a test failure) when it has none.
 inline const nlohmann::json& arch_entry(const std::string& name) {
     for (const nlohmann::json& m : arch_manifest().at("models")) {

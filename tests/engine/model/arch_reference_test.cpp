@@ -36,14 +36,19 @@ using test::arch_manifest;
 // Largest |ours - llama.cpp| allowed over all logits of all positions, per type, and the
 // top-2 margin below which llama.cpp's top-1 is not compared (a near-tie: our logits may
 // differ by up to the tolerance, so a margin under twice that may flip). Measured maxima over
-// the five models (RelWithDebInfo, 2 threads):
+// the seven models (five dense, Mixtral and Qwen3-MoE; RelWithDebInfo, 2 threads, AVX2; an
+// earlier engine on AVX-512 measured f16 0.027 and q4_k 0.54):
 //   f32  0.0029  summation order only (llama.cpp itself moves by as much between batch sizes)
-//   f16  0.027   ggml rounds the activations to f16 for F16 weights; the engine keeps f32
-//   q8_0 0       bit-identical: both quantize activations to Q8_0 the same way
-//   q4_k 0.54    ggml quantizes activations to Q8_K for K-quant weights; the engine keeps f32
+//   f16  0.0065  both round the activations to f16 for F16 weights
+//   q8_0 0.0055  both quantize activations to Q8_0 the same way, so the logits agree bit
+//                for bit until a float differing in its last bit (the engine's exp, or its
+//                sums of squares, against ggml's) lands a value on the other side of a Q8_0
+//                rounding: one such flip moves the logits by about 0.005 (qwen3moe; the
+//                other models are bit-identical)
+//   q4_k 0.18    both quantize activations to Q8_K for K-quant weights
 //                (llama.cpp's own batched and single-token Q4_K paths differ by up to 0.18)
-// The tolerances are about twice those, the near-tie margins twice the tolerances (q4_k: 1.2,
-// twice its measured maximum, else too few positions would be compared). A wrong RoPE base, a
+// The tolerances are about twice the larger figures, the near-tie margins twice the
+// tolerances (q4_k: 1.2, else too few positions would be compared). A wrong RoPE base, a
 // missing norm or a wrong window moves the logits by whole units.
 struct Tolerance {
     float max_diff;
@@ -52,7 +57,7 @@ struct Tolerance {
 
 Tolerance tolerance(const std::string& type) {
     static const std::map<std::string, Tolerance> tolerances = {
-        {"f32", {0.01f, 0.02f}}, {"f16", {0.06f, 0.12f}}, {"q8_0", {0.005f, 0.01f}}, {"q4_k", {1.0f, 1.2f}}};
+        {"f32", {0.01f, 0.02f}}, {"f16", {0.06f, 0.12f}}, {"q8_0", {0.015f, 0.03f}}, {"q4_k", {1.0f, 1.2f}}};
     return tolerances.at(type);
 }
 
@@ -148,7 +153,7 @@ TEST(ArchReferenceFixture, CoversEveryArchitectureAndType) {
         types[m.at("model").get<std::string>()].push_back(m.at("type").get<std::string>());
     }
     const std::vector<std::string> all = {"f32", "f16", "q8_0", "q4_k"};
-    for (const char* model : {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3"}) {
+    for (const char* model : {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "mixtral", "qwen3moe"}) {
         EXPECT_EQ(types[model], all) << model;
     }
 }

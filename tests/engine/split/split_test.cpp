@@ -261,8 +261,8 @@ std::vector<std::string> arch_models() {
 
 TEST(SplitModel, EveryArchitectureGivesTheSingleDeviceLogitsOnEverySplitItAllows) {
     const std::vector<std::string> names = arch_models();
-    ASSERT_EQ(names.size(), 20u);
-    int tensor_runs = 0;
+    ASSERT_EQ(names.size(), 28u);
+    int tensor_runs = 0, expert_parallel_runs = 0;
     for (const std::string& name : names) {
         SCOPED_TRACE(name);
         const std::filesystem::path path = test::data_dir() / "arch" / name;
@@ -285,6 +285,8 @@ TEST(SplitModel, EveryArchitectureGivesTheSingleDeviceLogitsOnEverySplitItAllows
             }
             ASSERT_TRUE(split) << split.error().message;
             if (c.split == SplitMode::tensor) ++tensor_runs;
+            const std::string& part = split->summary().devices.front().part;
+            if (c.split == SplitMode::tensor && part.find("experts") != std::string::npos) ++expert_parallel_runs;
             // A layer split uses no more devices than there are layers.
             EXPECT_EQ(split->summary().devices.size(), c.split == SplitMode::layer ? std::min(n, n_layer) : n);
             const GreedyRun run = run_greedy(*split, prompt, 6);
@@ -296,7 +298,8 @@ TEST(SplitModel, EveryArchitectureGivesTheSingleDeviceLogitsOnEverySplitItAllows
             EXPECT_LE(max_diff(run, reference), tolerance);
         }
     }
-    EXPECT_GE(tensor_runs, 9) << "the F32, F16 and Q8_0 models with two KV heads split by tensor";
+    EXPECT_GE(tensor_runs, 15) << "the F32, F16 and Q8_0 models with two KV heads split by tensor";
+    EXPECT_GE(expert_parallel_runs, 6) << "mixtral and qwen3moe in F32, F16 and Q8_0, experts split over two devices";
 }
 
 // --- a device that fails ------------------------------------------------------------------

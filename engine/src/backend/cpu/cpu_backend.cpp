@@ -11,6 +11,7 @@
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/moe.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
@@ -35,7 +36,8 @@ struct BoundOp {
     const Op* op = nullptr;
     MatmulWeights matrix;           // matmul: the rows and columns this device multiplies by
     const float* values = nullptr;  // norms and biases (F32): this device's part
-    bool all_reduce = false;        // a row-parallel product: sum the partial outputs
+    bool all_reduce = false;        // a row-parallel product or a share of the experts: sum the outputs
+    BoundWeight experts;            // moe: the stage's experts
 };
 
 class CpuStage final : public DeviceStage {
@@ -82,6 +84,7 @@ private:
     std::vector<std::byte> quantized_;         // activations for a matmul
     std::vector<std::vector<float>> scratch_;  // per thread: attention scores
     std::optional<GeluTable> gelu_;            // only for a program with GeGLU (256 KiB)
+    MoeScratch moe_;                           // only for a mixture-of-experts program
     KvCacheType kv_type_;
     KvCache kv_;
     KernelIsa isa_;
@@ -106,8 +109,12 @@ CpuStage::CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram p
 
 // A bound weight (stage_layout.h) as the CPU kernels take it.
 BoundOp CpuStage::to_bound_op(const BoundWeight& w) const {
-    BoundOp bound{w.op, {}, w.values, w.all_reduce};
+    BoundOp bound{w.op, {}, w.values, w.all_reduce, {}};
     if (w.op->kind == OpKind::matmul) bound.matrix = MatmulWeights{w.type, w.data, w.in, w.rows, w.row_stride};
+    if (w.op->kind == OpKind::moe) {
+        bound.experts = w;
+        bound.all_reduce = w.expert_all_reduce;
+    }
     return bound;
 }
 
@@ -233,7 +240,7 @@ DeviceUsage CpuStage::usage() const {
     u.weight_bytes = weight_bytes_;
     u.kv_cache_bytes = kv_.bytes();
     for (const auto& b : buffers_) u.scratch_bytes += b.size() * sizeof(float);
-    u.scratch_bytes += quantized_.size();
+    u.scratch_bytes += quantized_.size() + moe_.bytes();
     for (const auto& s : scratch_) u.scratch_bytes += s.size() * sizeof(float);
     u.planned_bytes = shard_.planned_bytes;
     u.busy_seconds = busy_seconds_;
@@ -293,6 +300,13 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
             break;
         case OpKind::add:
             add(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            break;
+        case OpKind::moe:
+            run_moe(pool_, isa_, bound.experts, buffer(op.a), buffer(op.b), buffer(op.dst), n,
+                    static_cast<int64_t>(width(op.dst)), moe_);
+            if (bound.all_reduce) {
+                return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            }
             break;
     }
     return {};

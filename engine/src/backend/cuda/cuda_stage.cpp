@@ -252,7 +252,8 @@ Result<void> CudaStage::init(const GgufModel& model) {
     if (!layout) return layout.error();
     layout_ = *layout;
     PH_TRY(cuda_stage_supports(
-        StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff, hp_.n_head}));
+        StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff, hp_.n_head,
+                   hp_.experts.count}));
 
     // Bind every op first (no GPU memory yet), to know what the weights need.
     const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
@@ -626,6 +627,8 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
             return check(ph_scale(buffer(op.a), buffer(op.dst), op.value, count, stream_), "scale");
         case OpKind::add:
             return check(ph_add(buffer(op.a), buffer(op.b), buffer(op.dst), count, stream_), "add");
+        case OpKind::moe:  // cuda_stage_supports refused the model at bind
+            return make_error(ErrorCode::internal, "the CUDA stage has no mixture-of-experts kernels");
     }
     return {};
 }

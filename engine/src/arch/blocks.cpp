@@ -1,0 +1,85 @@
+#include "arch/blocks.h"
+
+#include <cmath>
+#include <memory>
+#include <utility>
+
+namespace powerhouse::arch {
+
+using B = Buffer;
+using K = OpKind;
+
+StepProgram start_program(const Hparams& hp, float embedding_scale) {
+    StepProgram p;
+    p.embedding = "token_embd.weight";
+    p.layers = hp.layers;
+    if (embedding_scale != 1.0f) p.input.push_back({K::scale, B::x, B::x, B::x, "", embedding_scale});
+    return p;
+}
+
+void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& block) {
+    auto& l = p.layer;
+    l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.attn_norm.weight"});
+    l.push_back({K::matmul, B::q, B::norm, B::x, "blk.{}.attn_q.weight"});
+    l.push_back({K::matmul, B::k, B::norm, B::x, "blk.{}.attn_k.weight"});
+    l.push_back({K::matmul, B::v, B::norm, B::x, "blk.{}.attn_v.weight"});
+    if (block.qkv_bias) {
+        l.push_back({K::add_bias, B::q, B::q, B::x, "blk.{}.attn_q.bias"});
+        l.push_back({K::add_bias, B::k, B::k, B::x, "blk.{}.attn_k.bias"});
+        l.push_back({K::add_bias, B::v, B::v, B::x, "blk.{}.attn_v.bias"});
+    }
+    if (block.qk_norm) {
+        l.push_back({K::head_rms_norm, B::q, B::q, B::x, "blk.{}.attn_q_norm.weight"});
+        l.push_back({K::head_rms_norm, B::k, B::k, B::x, "blk.{}.attn_k_norm.weight"});
+    }
+    l.push_back({K::rope, B::q, B::q, B::x, ""});
+    l.push_back({K::rope, B::k, B::k, B::x, ""});
+    float scores_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+    if (block.query_scale != 0.0f) {
+        l.push_back({K::scale, B::q, B::q, B::x, "", block.query_scale});
+        scores_scale = 1.0f;
+    }
+    l.push_back({K::attention, B::attn, B::q, B::x, "", scores_scale});
+    l.push_back({K::matmul, B::tmp, B::attn, B::x, "blk.{}.attn_output.weight"});
+    if (block.post_norm) l.push_back({K::rms_norm, B::tmp, B::tmp, B::x, "blk.{}.post_attention_norm.weight"});
+    l.push_back({K::add, B::x, B::x, B::tmp, ""});
+}
+
+void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm) {
+    auto& l = p.layer;
+    l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.ffn_norm.weight"});
+    l.push_back({K::matmul, B::gate, B::norm, B::x, "blk.{}.ffn_gate.weight"});
+    l.push_back({K::matmul, B::up, B::norm, B::x, "blk.{}.ffn_up.weight"});
+    l.push_back({activation == GateActivation::gelu ? K::geglu : K::swiglu, B::gate, B::gate, B::up, ""});
+    l.push_back({K::matmul, B::tmp, B::gate, B::x, "blk.{}.ffn_down.weight"});
+    if (post_norm) l.push_back({K::rms_norm, B::tmp, B::tmp, B::x, "blk.{}.post_ffw_norm.weight"});
+    l.push_back({K::add, B::x, B::x, B::tmp, ""});
+}
+
+MoeSpec routed_experts(const Hparams& hp, ExpertGating gating, bool normalize) {
+    MoeSpec spec;
+    spec.n_expert = hp.experts.count;
+    spec.n_used = hp.experts.used;
+    spec.n_ff = hp.experts.n_ff;
+    spec.gating = gating;
+    spec.normalize = normalize;
+    return spec;
+}
+
+void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias) {
+    auto& l = p.layer;
+    l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.ffn_norm.weight"});
+    l.push_back({K::matmul, B::router, B::norm, B::x, "blk.{}.ffn_gate_inp.weight"});
+    if (router_bias) l.push_back({K::add_bias, B::router, B::router, B::x, "blk.{}.ffn_gate_inp.bias"});
+    Op moe{K::moe, B::tmp, B::norm, B::router, ""};
+    moe.moe = std::make_shared<const MoeSpec>(std::move(spec));
+    l.push_back(std::move(moe));
+    l.push_back({K::add, B::x, B::x, B::tmp, ""});
+}
+
+void add_output_head(StepProgram& p, const Hparams& hp) {
+    p.head.push_back({K::rms_norm, B::norm, B::x, B::x, "output_norm.weight"});
+    p.head.push_back({K::matmul, B::logits, B::norm, B::x, hp.tied_output ? "token_embd.weight" : "output.weight"});
+}
+
+}  // namespace powerhouse::arch

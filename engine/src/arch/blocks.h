@@ -1,0 +1,51 @@
+// The pieces that decoder architectures share, written once: the embedding lookup, the
+// attention block, the gated feed-forward and the output head. An architecture's build
+// function (llama.cpp, qwen3.cpp, ...) strings them together in the order of its paper.
+//
+// Thread-safety: pure functions over a caller-owned StepProgram.
+#pragma once
+
+#include "arch/hparams.h"
+#include "arch/step_program.h"
+
+namespace powerhouse::arch {
+
+// A program with the embedding lookup and the per-layer attention settings, its embedding
+// multiplied by `embedding_scale` (1: not scaled).
+StepProgram start_program(const Hparams& hp, float embedding_scale = 1.0f);
+
+struct AttentionBlock {
+    bool qkv_bias = false;    // attn_q/k/v.bias added after the projections (Qwen 2)
+    bool qk_norm = false;     // each Q and K head RMS-normed before RoPE (attn_q_norm/attn_k_norm)
+    bool post_norm = false;   // the output RMS-normed before the residual add (post_attention_norm)
+    // Q multiplied by this after RoPE, the scores then scaled by 1 (Gemma 3); 0: the scores
+    // are scaled by 1/sqrt(head_dim).
+    float query_scale = 0.0f;
+};
+
+// Pre-norm rotary attention with grouped KV heads and its residual add:
+// x += attn_output(attention(rope(q), rope(k), v)) over attn_norm(x).
+void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& block);
+
+// The gate's activation: SwiGLU (silu) or GeGLU (gelu, tanh approximation).
+enum class GateActivation { silu, gelu };
+
+// Pre-norm gated feed-forward and its residual add:
+// x += ffn_down(act(ffn_gate(n)) * ffn_up(n)) with n = ffn_norm(x); `post_norm` RMS-norms the
+// output before the add (post_ffw_norm).
+void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = false);
+
+// The experts of hp.experts with the tensor names of llama.cpp's converter (ffn_*_exps),
+// SwiGLU, and the given router: what Mixtral and Qwen3-MoE share. Architectures with other
+// names or activations change the result.
+MoeSpec routed_experts(const Hparams& hp, ExpertGating gating, bool normalize);
+
+// Pre-norm routed feed-forward and its residual add: the router's scores are
+// ffn_gate_inp(n) (plus ffn_gate_inp.bias with `router_bias`), n = ffn_norm(x), and
+// x += moe(n). Every device computes all of the router's scores.
+void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias = false);
+
+// The final norm and the output projection (the token embedding when the output is tied).
+void add_output_head(StepProgram& p, const Hparams& hp);
+
+}  // namespace powerhouse::arch

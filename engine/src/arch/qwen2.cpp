@@ -1,0 +1,27 @@
+// Qwen 2 and 2.5: Llama's layer with biases on the Q, K and V projections and RoPE in the
+// NeoX layout (x[i] paired with x[i + d/2]).
+#include "arch/architecture.h"
+#include "arch/blocks.h"
+
+namespace powerhouse::arch {
+
+namespace {
+
+Result<void> read(const GgufModel&, Hparams& hp) {
+    hp.rope_layout = RopeLayout::neox;
+    return {};
+}
+
+StepProgram build(const Hparams& hp) {
+    StepProgram p = start_program(hp);
+    add_attention(p, hp, AttentionBlock{.qkv_bias = true});
+    add_gated_ffn(p, GateActivation::silu);
+    add_output_head(p, hp);
+    return p;
+}
+
+}  // namespace
+
+const Architecture kQwen2{"qwen2", read, build};
+
+}  // namespace powerhouse::arch

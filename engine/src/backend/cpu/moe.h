@@ -1,0 +1,50 @@
+// The routed feed-forward of mixture-of-experts models on the CPU (arch::MoeSpec): each
+// token's router scores choose its experts and their weights (route_experts), then the
+// tokens are grouped by expert, so that an expert's three matrices are read once for all
+// the tokens of a batch that chose it, and each token's weighted expert outputs are summed
+// in the order of its chosen slots, as llama.cpp sums them.
+//
+// Thread-safety: route_experts is a pure function; a MoeScratch is used by one call at a
+// time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "arch/step_program.h"
+#include "backend/cpu/quant_dot.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/stage_layout.h"
+
+namespace powerhouse::cpu {
+
+// One token's routing: `scores` (spec.n_expert router outputs) to the spec.n_used chosen
+// experts, highest first (equal scores: the lower index first), and their weights:
+//   softmax         softmax over every expert, the chosen experts' probabilities;
+//   softmax_chosen  the chosen experts' scores, softmaxed among themselves;
+// then with spec.normalize divided by their sum (at least 2^-14, as llama.cpp clamps it).
+// `scores` holds at most arch::kMaxExperts values; `experts` and `weights` spec.n_used.
+void route_experts(const arch::MoeSpec& spec, std::span<const float> scores, std::span<uint32_t> experts,
+                   std::span<float> weights);
+
+// Buffers of run_moe, grown on first use to what a batch needs.
+struct MoeScratch {
+    std::vector<uint32_t> experts;  // [n][n_used]
+    std::vector<float> weights;     // [n][n_used]
+    std::vector<int32_t> rows;      // the (token, slot) pairs of one expert: token * n_used + slot
+    std::vector<float> in, gate, up, out;  // one expert's rows: [m][n_embd], [m][n_ff] x2, [m][n_embd]
+    std::vector<float> slots;       // [n][n_used][n_embd] weighted expert outputs
+    std::vector<std::byte> act;     // converted activations of the products
+    uint64_t bytes() const;
+};
+
+// dst[t] = sum over slots s of weight(t, s) * expert(t, s)(src[t]) for the n tokens, with
+// src and dst [n][n_embd] and scores [n][n_expert]. Only the experts the stage holds
+// (w.expert_begin .. w.expert_end) contribute; the caller all-reduces when others hold
+// the rest. `w` is the bound moe op (stage_layout.h).
+void run_moe(ThreadPool& pool, KernelIsa isa, const BoundWeight& w, const float* src, const float* scores,
+             float* dst, int n, int64_t n_embd, MoeScratch& scratch);
+
+}  // namespace powerhouse::cpu
