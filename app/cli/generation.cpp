@@ -42,6 +42,14 @@ void add_device_options(CLI::App& command, DeviceChoice& choice) {
     command.add_option("--kv-type", choice.kv_type, "KV cache type: f16 or q8_0")
         ->check(CLI::IsMember({"f16", "q8_0"}))
         ->capture_default_str();
+    add_experts_in_ram_option(command, choice.experts_in_ram);
+}
+
+void add_experts_in_ram_option(CLI::App& command, std::string& value) {
+    command.add_option("--experts-in-ram", value,
+                       "Mixture-of-experts models: keep the experts of the first N layers in system RAM, run by the "
+                       "CPU (auto: as few as the GPUs need; all: every layer)")
+        ->capture_default_str();
 }
 
 Result<void> apply_device_choice(const DeviceChoice& choice, ModelOptions& options) {
@@ -52,6 +60,9 @@ Result<void> apply_device_choice(const DeviceChoice& choice, ModelOptions& optio
     options.ratios = choice.ratios;
     options.main_device = choice.main_device;
     options.kv_cache_type = choice.kv_type == "q8_0" ? KvCacheType::q8_0 : KvCacheType::f16;
+    Result<int32_t> experts = parse_experts_in_ram(choice.experts_in_ram);
+    if (!experts) return experts.error();
+    options.experts_in_ram = *experts;
     return {};
 }
 

@@ -19,15 +19,19 @@ namespace powerhouse::cli {
 // -m when given, else the default model that scripts/run sets up.
 Result<std::filesystem::path> model_or_default(const std::string& model);
 
-// --devices, --split, --ratios, --main-device and --kv-type: where the model runs.
+// --devices, --split, --ratios, --main-device, --kv-type and --experts-in-ram: where the
+// model runs.
 struct DeviceChoice {
     std::string devices = "auto";
     std::string split = "auto";
     std::vector<double> ratios;
     uint32_t main_device = 0;
     std::string kv_type = "f16";
+    std::string experts_in_ram = "auto";
 };
 void add_device_options(CLI::App& command, DeviceChoice& choice);
+// --experts-in-ram VALUE (auto, all or a layer count).
+void add_experts_in_ram_option(CLI::App& command, std::string& value);
 // Sets the options' devices, split, ratios, main device and KV-cache type.
 Result<void> apply_device_choice(const DeviceChoice& choice, ModelOptions& options);
 

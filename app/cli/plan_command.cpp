@@ -33,6 +33,8 @@ struct PlanCommandOptions {
     std::string kv_type = "f16";
     uint64_t reserve_mib = 512;
     uint32_t n_batch = 512;
+    std::string experts_in_ram = "auto";
+    double ram_gib = 0;  // 0: this machine's available memory
     bool json = false;
 };
 
@@ -75,6 +77,9 @@ nlohmann::ordered_json to_json(const ModelShape& m, const std::vector<DeviceDesc
                                   {"mode", split_mode_name(plan.mode)},
                                   {"reason", plan.reason},
                                   {"n_ctx", plan.n_ctx},
+                                  {"experts_in_ram_layers", plan.experts_in_ram_layers},
+                                  {"ram_expert_bytes", plan.ram_expert_bytes},
+                                  {"ram_budget_bytes", plan.ram_budget_bytes},
                                   {"kv_type", kv_cache_type_name(plan.kv_type)},
                                   {"transfers_per_token", plan.transfers_per_token},
                                   {"transfer_bytes_per_token", plan.transfer_bytes_per_token},
@@ -134,6 +139,15 @@ void print_plan(const ModelShape& m, const std::vector<DeviceDesc>& devices, con
                     fmt::format("{} / {}", format_bytes(a.total_bytes()), format_bytes(a.budget_bytes)).c_str(),
                     extra.c_str());
     }
+    if (plan.experts_in_ram_layers > 0) {
+        const std::string layers = plan.experts_in_ram_layers == 1
+                                       ? std::string("layer 0")
+                                       : fmt::format("layers 0-{}", plan.experts_in_ram_layers - 1);
+        const std::string of = plan.ram_budget_bytes > 0 ? fmt::format(" of {} free", format_bytes(plan.ram_budget_bytes))
+                                                         : std::string();
+        std::printf("%-22s experts of %s: %s%s, run by the CPU\n", "System RAM", layers.c_str(),
+                    format_bytes(plan.ram_expert_bytes).c_str(), of.c_str());
+    }
     std::printf("\nPer token: %u transfer%s (%s), %u all-reduce%s (%s); estimated %.0f tokens/s if memory-bandwidth "
                 "bound\n",
                 plan.transfers_per_token, plan.transfers_per_token == 1 ? "" : "s",
@@ -162,6 +176,14 @@ int run_plan(const PlanCommandOptions& options) {
     o.kv_type = options.kv_type == "q8_0" ? KvCacheType::q8_0 : KvCacheType::f16;
     o.reserve_bytes = options.reserve_mib << 20;
     o.n_batch = options.n_batch;
+    Result<int32_t> experts = parse_experts_in_ram(options.experts_in_ram);
+    if (!experts) return report_error(experts.error());
+    o.experts_in_ram = *experts;
+    if (options.ram_gib > 0) {
+        o.ram_bytes = static_cast<uint64_t>(options.ram_gib * static_cast<double>(uint64_t{1} << 30));
+    } else if (Result<std::vector<DeviceDesc>> ram = cpu_devices("cpu"); ram && !ram->empty()) {
+        o.ram_bytes = ram->front().free_bytes;
+    }
     Result<DevicePlan> plan = plan_devices(*shape, *devices, o);
     if (!plan) return report_error(plan.error());
     if (options.json) {
@@ -192,6 +214,10 @@ Command add_plan_command(CLI::App& app) {
     sub->add_option("--batch", options->n_batch, "Prompt tokens processed together")
         ->check(CLI::Range(1u, 65536u))
         ->capture_default_str();
+    add_experts_in_ram_option(*sub, options->experts_in_ram);
+    sub->add_option("--ram", options->ram_gib, "System memory free for experts in RAM, in GiB (default: this "
+                                               "machine's available memory)")
+        ->check(CLI::Range(0.0, 1048576.0));
     sub->add_flag("--json", options->json, "Print the plan as JSON");
     return {sub, [options] { return run_plan(*options); }};
 }

@@ -54,6 +54,7 @@ void DashboardController::setModelGpus(const QVariantList& planned) {
     m_modelGpus.clear();
     for (const QVariant& v : planned) {
         const QVariantMap m = v.toMap();
+        if (m.value("gpu").toInt() < 0) continue;  // the experts kept in system RAM
         m_modelGpus.push_back({m.value("gpu").toUInt(), static_cast<uint64_t>(m.value("bytes").toDouble())});
     }
     report(m_answering);

@@ -11,6 +11,7 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
         devices.append(QVariantMap{{"name", QString::fromStdString(d.name)},
                                    {"part", QString::fromStdString(d.part)},
                                    {"weightBytes", static_cast<double>(d.weight_bytes)},
+                                   {"ramWeightBytes", static_cast<double>(d.ram_weight_bytes)},
                                    {"kvCacheBytes", static_cast<double>(d.kv_cache_bytes)}});
     }
     return {{"name", QString::fromStdString(s.name)},

@@ -31,6 +31,8 @@ void SettingsController::load() {
     };
     const QString mode = text("split_mode");
     m_splitMode = powerhouse::parse_split_mode(mode.toStdString()) ? mode : QStringLiteral("auto");
+    const QString experts = text("experts_in_ram");
+    m_expertsInRam = powerhouse::parse_experts_in_ram(experts.toStdString()) ? experts : QStringLiteral("auto");
     m_mainGpu = std::max(0, text("main_gpu").toInt());
     const int ctx = text("context_length").toInt();
     m_contextLength = ctx > 0 ? std::clamp(ctx, 256, 1 << 20) : 4096;
@@ -131,6 +133,11 @@ void SettingsController::setSplitMode(const QString& mode) {
     if (powerhouse::parse_split_mode(mode.toStdString())) set(m_splitMode, mode);
 }
 
+void SettingsController::setExpertsInRam(const QString& value) {
+    const QString v = value.trimmed();
+    if (powerhouse::parse_experts_in_ram(v.toStdString())) set(m_expertsInRam, v);
+}
+
 void SettingsController::setMainGpu(int index) {
     if (index >= 0) set(m_mainGpu, index);
 }
@@ -180,6 +187,7 @@ powerhouse::ModelOptions SettingsController::modelOptions() const {
     options.n_threads = m_cpuThreads;
     options.kv_cache_type = m_kvCacheType == QLatin1String("q8_0") ? powerhouse::KvCacheType::q8_0
                                                                     : powerhouse::KvCacheType::f16;
+    if (auto experts = powerhouse::parse_experts_in_ram(m_expertsInRam.toStdString())) options.experts_in_ram = *experts;
     // The GPUs in use, by UUID (runtime numbering differs from NVML's), with their shares;
     // the main GPU's position among them; the largest reserve asked for (the engine keeps
     // one for all). Without a real GPU in use, or a build without CUDA: the CPU.
@@ -214,6 +222,10 @@ SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShap
     if (auto mode = powerhouse::parse_split_mode(m_splitMode.toStdString())) options.mode = *mode;
     options.n_ctx = static_cast<uint32_t>(contextLength);
     options.kv_type = modelOptions().kv_cache_type;
+    options.experts_in_ram = modelOptions().experts_in_ram;
+    if (shape.n_expert > 0) {
+        if (auto ram = powerhouse::cpu_devices("cpu"); ram && !ram->empty()) options.ram_bytes = ram->front().free_bytes;
+    }
     for (size_t i = 0; i < m_gpus.size(); ++i) {
         powerhouse::DeviceDesc d = m_gpus[i].desc;
         // The planner keeps one reserve for all devices: fold each GPU's own into its free memory.
@@ -277,13 +289,28 @@ SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShap
         }
         const QString name = QString::fromStdString(devices[a.device].name);
         lines << tr("GPU %1 (%2): %3 — %4 of %5").arg(a.device).arg(name, part, gib(a.total_bytes()), gib(a.budget_bytes));
+        // With experts in RAM the bar shows bytes, the RAM's share among them.
         out.planned.append(QVariantMap{{"gpu", a.device},
                                        {"name", name},
                                        {"part", part},
                                        {"first", first},
                                        {"count", count},
-                                       {"tensor", plan->mode == powerhouse::SplitMode::tensor},
+                                       {"tensor", plan->mode == powerhouse::SplitMode::tensor ||
+                                                      plan->experts_in_ram_layers > 0},
                                        {"bytes", static_cast<double>(a.total_bytes())}});
+    }
+    if (plan->experts_in_ram_layers > 0) {
+        const QString part = plan->experts_in_ram_layers == 1
+                                 ? tr("experts of layer 0")
+                                 : tr("experts of layers %1").arg(range(0, plan->experts_in_ram_layers));
+        lines << tr("System RAM: %1 — %2, run by the CPU").arg(part, gib(plan->ram_expert_bytes));
+        out.planned.append(QVariantMap{{"gpu", -1},
+                                       {"name", tr("System RAM")},
+                                       {"part", part},
+                                       {"first", 0},
+                                       {"count", plan->experts_in_ram_layers},
+                                       {"tensor", true},
+                                       {"bytes", static_cast<double>(plan->ram_expert_bytes)}});
     }
     lines << tr("About %1 tokens/s (from memory bandwidth)").arg(plan->tokens_per_second, 0, 'f', 0);
     out.text = lines.join(QLatin1Char('\n'));
@@ -331,6 +358,7 @@ bool SettingsController::apply() {
         }
     }
     const std::pair<const char*, QString> values[] = {{"split_mode", m_splitMode},
+                                                      {"experts_in_ram", m_expertsInRam},
                                                       {"main_gpu", QString::number(m_mainGpu)},
                                                       {"context_length", QString::number(m_contextLength)},
                                                       {"kv_cache_type", m_kvCacheType},

@@ -28,6 +28,9 @@ class SettingsController : public QObject {
     // [{uuid, name, totalGiB, use, ratio, reserveMiB}], in the monitor's order
     Q_PROPERTY(QVariantList gpus READ gpus NOTIFY changed)
     Q_PROPERTY(QString splitMode READ splitMode WRITE setSplitMode NOTIFY changed)
+    // Mixture-of-experts models: "auto", "all" or a number of layers whose experts stay in
+    // system RAM, run by the CPU.
+    Q_PROPERTY(QString expertsInRam READ expertsInRam WRITE setExpertsInRam NOTIFY changed)
     Q_PROPERTY(int mainGpu READ mainGpu WRITE setMainGpu NOTIFY changed)
     Q_PROPERTY(int contextLength READ contextLength WRITE setContextLength NOTIFY changed)
     Q_PROPERTY(QString kvCacheType READ kvCacheType WRITE setKvCacheType NOTIFY changed)  // f16, q8_0
@@ -49,6 +52,7 @@ public:
 
     QVariantList gpus() const;
     QString splitMode() const { return m_splitMode; }
+    QString expertsInRam() const { return m_expertsInRam; }
     int mainGpu() const { return m_mainGpu; }
     int contextLength() const { return m_contextLength; }
     QString kvCacheType() const { return m_kvCacheType; }
@@ -63,6 +67,7 @@ public:
     int modelLayers() const { return m_shape ? static_cast<int>(m_shape->n_layer) : 0; }
 
     void setSplitMode(const QString& mode);
+    void setExpertsInRam(const QString& value);
     void setMainGpu(int index);
     void setContextLength(int n);
     void setKvCacheType(const QString& type);
@@ -122,6 +127,7 @@ private:
     QString m_dataFolder;
     std::vector<Gpu> m_gpus;
     QString m_splitMode = QStringLiteral("auto");
+    QString m_expertsInRam = QStringLiteral("auto");
     int m_mainGpu = 0;
     int m_contextLength = 4096;
     QString m_kvCacheType = QStringLiteral("f16");

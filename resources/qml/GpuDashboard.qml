@@ -120,6 +120,7 @@ Rectangle {
                     }
                     Label {
                         text: "weights " + root.mib(modelData.weightBytes) + " · KV cache " + root.mib(modelData.kvCacheBytes)
+                              + (modelData.ramWeightBytes > 0 ? " · experts in system RAM " + root.mib(modelData.ramWeightBytes) : "")
                         color: Theme.textMuted
                         font.pixelSize: Theme.smallFontSize
                     }

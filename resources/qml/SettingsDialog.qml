@@ -109,6 +109,20 @@ Dialog {
                     Accessible.name: "Split mode"
                     onActivated: dialog.settings.splitMode = currentText
                 }
+                Label { text: "Experts in RAM"; color: Theme.text }
+                ComboBox {
+                    objectName: "expertsInRam"
+                    // Mixture-of-experts models: the layers whose experts stay in system RAM.
+                    editable: true
+                    model: ["auto", "all", "0", "4", "8", "12", "16", "24", "32", "48"]
+                    currentIndex: model.indexOf(dialog.settings.expertsInRam)
+                    editText: dialog.settings.expertsInRam
+                    Accessible.name: "Layers whose experts stay in system RAM (mixture-of-experts models)"
+                    ToolTip.visible: hovered
+                    ToolTip.text: "Mixture-of-experts models: auto keeps as few layers' experts in RAM as the GPUs need; all keeps every layer's; a number keeps those of the first layers"
+                    onActivated: dialog.settings.expertsInRam = currentText
+                    onAccepted: dialog.settings.expertsInRam = editText
+                }
                 Label { text: "Main GPU"; color: Theme.text }
                 SpinBox {
                     from: 0

@@ -20,6 +20,9 @@ struct DeviceUsage {
     std::string name;           // "CPU 1"
     std::string part;           // "layers 0-14 + embedding", "KV heads 0-1, FFN columns 0-767 + output"
     uint64_t weight_bytes = 0;  // the weights the device holds (read in place for the CPU)
+    // Mixture of experts: the experts of the device's layers kept in system RAM and run by
+    // the CPU (PlanOptions::experts_in_ram); not in weight_bytes.
+    uint64_t ram_weight_bytes = 0;
     uint64_t kv_cache_bytes = 0;
     uint64_t scratch_bytes = 0;  // activations, logits
     uint64_t planned_bytes = 0;  // what the planner predicted for it, all included

@@ -51,6 +51,9 @@ struct ModelOptions {
     std::vector<double> ratios;       // one per device; empty: by free memory
     uint32_t main_device = 0;
     uint64_t reserve_bytes = 0;       // kept free on every device
+    // Mixture-of-experts models: the experts of the first N layers stay in system RAM and run
+    // on the CPU (PlanOptions::experts_in_ram); kExpertsInRamAuto: as few as needed on GPUs.
+    int32_t experts_in_ram = kExpertsInRamAuto;
 
     // For tests of failure handling: device `fail_device` fails its (fail_after + 1)-th step
     // and every one after, as a GPU that has fallen off the bus would. -1: none.

@@ -85,6 +85,12 @@ Result<std::vector<DeviceDesc>> cpu_devices(const std::string& spec);
 enum class SplitMode { single, layer, tensor, automatic };
 const char* split_mode_name(SplitMode mode);  // "single", "layer", "tensor", "auto"
 Result<SplitMode> parse_split_mode(const std::string& text);
+// "auto", "all" or a layer count, as --experts-in-ram takes it.
+Result<int32_t> parse_experts_in_ram(const std::string& text);
+
+// PlanOptions::experts_in_ram: as few layers as the model needs to fit; every layer.
+inline constexpr int32_t kExpertsInRamAuto = -1;
+inline constexpr int32_t kExpertsInRamAll = INT32_MAX;
 
 struct PlanOptions {
     SplitMode mode = SplitMode::automatic;
@@ -95,6 +101,13 @@ struct PlanOptions {
     uint32_t n_ctx = 4096;
     KvCacheType kv_type = KvCacheType::f16;
     uint32_t n_batch = 512;
+    // Mixture-of-experts models: the experts of the first N layers stay in system RAM and run
+    // on the CPU, while attention, the router, the other weights and the KV cache stay on the
+    // devices; only the experts' inputs and outputs cross (llama.cpp's --n-cpu-moe N).
+    // kExpertsInRamAuto: on GPUs, the fewest layers for the model to fit (none when it fits);
+    // on CPU devices, none. kExpertsInRamAll: every layer. Ignored for dense models.
+    int32_t experts_in_ram = kExpertsInRamAuto;
+    uint64_t ram_bytes = 0;  // system memory free for experts in RAM; 0: not checked
 };
 
 struct DeviceAssignment {
@@ -120,6 +133,12 @@ struct DeviceAssignment {
 
 struct DevicePlan {
     SplitMode mode = SplitMode::single;  // never automatic: what auto chose
+    // Mixture of experts: the experts of layers [0, experts_in_ram_layers) are in system RAM
+    // (ram_expert_bytes of them, read in place from the file) and run on the CPU; the devices'
+    // weight_bytes leave them out.
+    uint32_t experts_in_ram_layers = 0;
+    uint64_t ram_expert_bytes = 0;
+    uint64_t ram_budget_bytes = 0;  // PlanOptions::ram_bytes
     std::string reason;                  // why this mode (auto), or what the user asked
     std::vector<DeviceAssignment> devices;  // in pipeline order for layer split
     uint32_t n_ctx = 0;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/cpu/quant_dot.h"
+
 namespace powerhouse {
 
 using arch::Buffer;
@@ -62,6 +64,7 @@ Result<StageLayout> make_stage_layout(const arch::Hparams& hp, const arch::StepP
     }
     layout.expert_begin = e0;
     layout.expert_end = e1;
+    layout.ram_expert_layers = std::min(ranges.ram_expert_layers, hp.n_layer);
     const uint32_t group = hp.n_head / hp.n_head_kv;
     layout.n_head_kv = kv1 - kv0;
     layout.n_head = layout.n_head_kv * group;
@@ -103,6 +106,7 @@ Result<BoundWeight> bind_experts(const GgufModel& model, const arch::Hparams& hp
     bound.expert_begin = layout.expert_begin;
     bound.expert_end = layout.expert_end;
     bound.expert_all_reduce = split_reduce && layout.is_expert_shard(hp);
+    bound.experts_in_ram = layer < layout.ram_expert_layers;
     const struct {
         const std::string& weight;
         const std::string& bias;
@@ -121,10 +125,14 @@ Result<BoundWeight> bind_experts(const GgufModel& model, const arch::Hparams& hp
                               fmt::format("tensor '{}' is {}x{}x{}, expected {} experts of {}x{}", name, t->ne[2],
                                           t->ne[1], t->ne[0], spec.n_expert, parts[i].rows, parts[i].in));
         }
-        if (t->type != GgmlType::f32 && !can_run(t->type)) {
+        // Experts in RAM run on the CPU, whatever the stage's backend.
+        const bool runs = t->type == GgmlType::f32 ||
+                          (bound.experts_in_ram ? type_traits(t->type).has_reference && cpu::has_dot(t->type)
+                                                : can_run(t->type));
+        if (!runs) {
             return make_error(ErrorCode::unsupported,
                               fmt::format("tensor '{}' has type {}, which the {} backend cannot run yet", name,
-                                          type_traits(t->type).name, backend));
+                                          type_traits(t->type).name, bound.experts_in_ram ? "CPU" : backend));
         }
         BoundExperts& e = bound.experts[i];
         e.tensor = t;
@@ -320,6 +328,11 @@ std::string describe_stage(const arch::Hparams& hp, const StageLayout& layout, b
             part += fmt::format(", FFN columns {}-{}", layout.offset(Buffer::gate),
                                 layout.offset(Buffer::gate) + layout.width(Buffer::gate) - 1);
         }
+    }
+    if (hp.is_moe() && layout.ram_expert_layers > layout.first_layer && layout.last_layer > layout.first_layer) {
+        const uint32_t last = std::min(layout.ram_expert_layers, layout.last_layer) - 1;
+        part += last == layout.first_layer ? fmt::format(", experts of layer {} in RAM", last)
+                                           : fmt::format(", experts of layers {}-{} in RAM", layout.first_layer, last);
     }
     if (embedding) part += " + embedding";
     if (output) part += " + output";

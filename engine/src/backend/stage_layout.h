@@ -34,6 +34,9 @@ struct ShardRanges {
     // Expert parallel: these experts of every layer (mixture-of-experts models); equal begin
     // and end: all of them.
     uint32_t expert_begin = 0, expert_end = 0;
+    // Mixture of experts: the experts of layers [0, ram_expert_layers) stay in system RAM
+    // and run on the CPU (HostExperts), whatever the device (DevicePlan::experts_in_ram_layers).
+    uint32_t ram_expert_layers = 0;
 };
 
 struct StageLayout {
@@ -42,6 +45,10 @@ struct StageLayout {
     uint32_t n_head = 0, n_head_kv = 0;  // the stage's heads
     size_t kv_width = 0;                 // n_head_kv * head_dim
     uint32_t expert_begin = 0, expert_end = 0;  // the stage's experts (none for a dense model)
+    uint32_t ram_expert_layers = 0;             // ShardRanges::ram_expert_layers
+    // Whether the stage's own layers run experts on the device (a MoE model whose layers'
+    // experts are not all in RAM).
+    bool device_experts(const arch::Hparams& hp) const { return hp.is_moe() && ram_expert_layers < last_layer; }
     // Per buffer: the width this device computes, the full width, and where its part starts.
     std::array<size_t, arch::kBufferCount> widths{};
     std::array<size_t, arch::kBufferCount> full{};
@@ -95,6 +102,7 @@ struct BoundWeight {
     std::array<BoundExperts, 3> experts{};
     uint32_t expert_begin = 0, expert_end = 0;
     bool expert_all_reduce = false;  // other devices hold the other experts: sum the outputs
+    bool experts_in_ram = false;     // the layer's experts stay in system RAM (HostExperts)
     uint64_t bytes() const;  // what the device holds of the weight
 };
 

@@ -74,6 +74,13 @@ Result<DevicePlan> plan_model(const std::filesystem::path& path, const ModelOpti
     p.n_ctx = n_ctx;
     p.kv_type = options.kv_cache_type;
     p.n_batch = std::max<uint32_t>(1, options.n_batch);
+    p.experts_in_ram = options.experts_in_ram;
+    if (shape->n_expert > 0) {
+        // Experts in RAM are read in place from the file: what the system has available.
+        if (Result<std::vector<DeviceDesc>> ram = cpu_devices("cpu"); ram && !ram->empty()) {
+            p.ram_bytes = ram->front().free_bytes;
+        }
+    }
     Result<DevicePlan> plan = plan_devices(*shape, devices.descs, p);
     if (!plan) return make_error(plan.error().code, fmt::format("{}: {}", path.string(), plan.error().message));
     return plan;
@@ -87,6 +94,7 @@ void assign_shard(Shard& shard, const DevicePlan& plan, uint32_t i, Communicator
     const DeviceAssignment& a = plan.devices[i];
     shard.ranges.first_layer = a.first_layer;
     shard.ranges.n_layers = a.n_layers;
+    shard.ranges.ram_expert_layers = plan.experts_in_ram_layers;
     if (plan.mode == SplitMode::tensor && plan.devices.size() > 1) {
         shard.ranges.kv_head_begin = a.kv_head_begin;
         shard.ranges.kv_head_end = a.kv_head_end;
@@ -108,7 +116,8 @@ void assign_shard(Shard& shard, const DevicePlan& plan, uint32_t i, Communicator
 Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, const DevicePlan& plan,
                                                     const ModelDevices& devices, const ModelOptions& options,
                                                     uint32_t n_ctx, const LoadProgress& progress,
-                                                    const arch::StepProgram& program, SplitShape shape) {
+                                                    const arch::StepProgram& program, SplitShape shape,
+                                                    const std::shared_ptr<cpu::HostExperts>& host_experts) {
     const auto n = static_cast<uint32_t>(plan.devices.size());
     std::vector<int> gpus;
     for (const DeviceAssignment& a : plan.devices) gpus.push_back(devices.cuda_index[a.device]);
@@ -142,6 +151,7 @@ Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, con
         shard.name = fmt::format("GPU {}", gpus[i]);
         if (std::count(gpus.begin(), gpus.end(), gpus[i]) > 1) shard.name += fmt::format(" shard {}", i);
         assign_shard(shard, plan, i, comm.get());
+        shard.host_experts = host_experts;
         Result<std::unique_ptr<DeviceStage>> stage = cuda::create_cuda_stage(impl.file, impl.hparams, program, o, shard);
         if (!stage) return make_error(stage.error().code, fmt::format("{}: {}", shard.name, stage.error().message));
         before += mine;
@@ -170,8 +180,15 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
     // A layer split pipelines a batch as one micro-batch per device.
     shape.n_batch = std::max<uint32_t>(1, options.n_batch);
     if (plan.mode == SplitMode::layer && n > 1) shape.n_batch = (shape.n_batch + n - 1) / n;
+    // The experts kept in RAM run on all the CPU's threads, for whichever device asks.
+    std::shared_ptr<cpu::HostExperts> host_experts;
+    if (plan.experts_in_ram_layers > 0 && impl.hparams.is_moe()) {
+        host_experts = std::make_shared<cpu::HostExperts>(threads, cpu::best_isa());
+    }
 #ifdef POWERHOUSE_HAS_CUDA
-    if (devices.cuda) return build_cuda_backend(impl, plan, devices, options, n_ctx, progress, program, shape);
+    if (devices.cuda) {
+        return build_cuda_backend(impl, plan, devices, options, n_ctx, progress, program, shape, host_experts);
+    }
 #else
     (void)devices;
     (void)progress;
@@ -188,6 +205,7 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
         cpu::CpuShard shard;
         shard.name = n == 1 ? "CPU" : fmt::format("CPU {}", a.device);
         assign_shard(shard, plan, i, comm.get());
+        shard.host_experts = host_experts;
         if (options.fail_device >= 0 && static_cast<uint32_t>(options.fail_device) == a.device) {
             shard.fail_after = options.fail_after;
         }

@@ -30,8 +30,8 @@ Result<void> cpu_stage_supports(const StageShape& shape) {
 Result<void> cuda_stage_supports(const StageShape& shape) {
     if (shape.n_expert > 0) {
         return make_error(ErrorCode::unsupported,
-                          "the CUDA backend has no mixture-of-experts kernels yet: run this model on the CPU "
-                          "(devices cpu)");
+                          "the CUDA backend has no mixture-of-experts kernels yet: keep the experts of every layer "
+                          "in RAM (experts in RAM: all, or auto) or run the model on the CPU (devices cpu)");
     }
     if (shape.head_dim == 0 || shape.head_dim > kCudaMaxHeadDim) {
         return make_error(ErrorCode::unsupported,

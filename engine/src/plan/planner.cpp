@@ -64,6 +64,22 @@ struct Planner {
     const PlanOptions& o;
     std::vector<uint32_t> used;
     std::vector<double> ratios;
+    uint32_t ram_layers = 0;  // the first layers, whose experts stay in system RAM
+
+    // What layer l puts on the device that holds it: its experts only when not in RAM.
+    uint64_t layer_bytes(uint32_t l) const {
+        return m.layers[l].total() - (l < ram_layers ? m.layers[l].experts : 0);
+    }
+    uint64_t device_weight_bytes() const {
+        uint64_t total = m.embedding_bytes + m.output_bytes;
+        for (uint32_t l = 0; l < m.n_layer; ++l) total += layer_bytes(l);
+        return total;
+    }
+    uint64_t ram_expert_bytes() const {
+        uint64_t total = 0;
+        for (uint32_t l = 0; l < ram_layers && l < m.n_layer; ++l) total += m.layers[l].experts;
+        return total;
+    }
 
     uint64_t budget(uint32_t device) const {
         const DeviceDesc& d = devices[device];
@@ -121,7 +137,9 @@ Result<void> Planner::prepare() {
         }
     }
     for (uint32_t i : used) {
-        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head, m.n_expert};
+        // The devices run the experts of the layers whose experts are not in RAM.
+        const uint32_t device_experts = ram_layers >= m.n_layer ? 0 : m.n_expert;
+        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head, device_experts};
         if (Result<void> ok = stage_supports(devices[i].kind, shape); !ok) {
             return make_error(ok.error().code, fmt::format("{} cannot run {}: {}", device_label(devices, i),
                                                            m.name.empty() ? "this model" : m.name, ok.error().message));
@@ -161,7 +179,7 @@ DevicePlan Planner::single() const {
     a.ff_end = m.n_ff;
     a.expert_end = m.n_expert;
     a.embedding = a.output = true;
-    a.weight_bytes = m.weight_bytes();
+    a.weight_bytes = device_weight_bytes();
     a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * o.n_ctx) * m.n_layer;
     a.scratch_bytes = scratch(true, 1.0);
     a.budget_bytes = budget(a.device);
@@ -174,7 +192,7 @@ DevicePlan Planner::layer() const {
     plan.mode = SplitMode::layer;
     const uint64_t kv_layer = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * o.n_ctx);
     std::vector<double> cost(m.n_layer);
-    for (uint32_t l = 0; l < m.n_layer; ++l) cost[l] = static_cast<double>(m.layers[l].total() + kv_layer);
+    for (uint32_t l = 0; l < m.n_layer; ++l) cost[l] = static_cast<double>(layer_bytes(l) + kv_layer);
     const double total = std::accumulate(cost.begin(), cost.end(), 0.0) + static_cast<double>(m.embedding_bytes) +
                          static_cast<double>(m.output_bytes) + (m.tied_output ? static_cast<double>(m.embedding_bytes) : 0.0);
     const double ratio_sum = std::accumulate(ratios.begin(), ratios.end(), 0.0);
@@ -219,7 +237,7 @@ DevicePlan Planner::layer() const {
         a.expert_end = m.n_expert;
         a.embedding = d == 0;
         a.output = d + 1 == active;
-        for (uint32_t l = begin; l < ends[d]; ++l) a.weight_bytes += m.layers[l].total();
+        for (uint32_t l = begin; l < ends[d]; ++l) a.weight_bytes += layer_bytes(l);
         if (a.embedding) a.weight_bytes += m.embedding_bytes;
         if (a.output) a.weight_bytes += m.output_bytes;
         // A tied output matrix is the embedding: the last device needs its own copy.
@@ -298,9 +316,11 @@ Result<DevicePlan> Planner::tensor() const {
         const double head_share = static_cast<double>(heads[d]) / m.n_head_kv;
         const double ff_share = moe ? static_cast<double>(experts[d]) / m.n_expert
                                     : static_cast<double>(a.ff_end - a.ff_begin) / m.n_ff;
-        for (const LayerWeights& w : m.layers) {
+        for (uint32_t l = 0; l < m.n_layer; ++l) {
+            const LayerWeights& w = m.layers[l];
+            const uint64_t device_experts = l < ram_layers ? 0 : w.experts;
             a.weight_bytes += static_cast<uint64_t>(static_cast<double>(w.q + w.k + w.v + w.o) * head_share +
-                                                    static_cast<double>(w.gate + w.up + w.down + w.experts) * ff_share) +
+                                                    static_cast<double>(w.gate + w.up + w.down + device_experts) * ff_share) +
                               w.replicated;
         }
         a.embedding = a.output = a.device == o.main_device;
@@ -359,7 +379,8 @@ void Planner::estimate(DevicePlan& plan) const {
         // A token reads only the experts it is routed to: on average n_used / n_expert of them.
         double unread = 0;
         if (m.n_expert > 0) {
-            for (uint32_t l = a.first_layer; l < a.first_layer + a.n_layers && l < m.n_layer; ++l) {
+            for (uint32_t l = std::max(a.first_layer, ram_layers); l < a.first_layer + a.n_layers && l < m.n_layer;
+                 ++l) {
                 unread += static_cast<double>(m.layers[l].experts);
             }
             if (plan.mode == SplitMode::tensor) unread *= static_cast<double>(a.expert_end - a.expert_begin) / m.n_expert;
@@ -377,6 +398,12 @@ void Planner::estimate(DevicePlan& plan) const {
     } else {
         seconds += plan.transfers_per_token * kHopSeconds +
                    static_cast<double>(plan.transfer_bytes_per_token) / (kLinkGbS * 1e9);
+    }
+    if (ram_layers > 0 && m.n_expert > 0) {
+        // The chosen experts read from RAM by the CPU, and each such layer's input and
+        // output crossing to and from it.
+        const double read = static_cast<double>(ram_expert_bytes()) * m.n_expert_used / m.n_expert;
+        seconds += read / (guess_bandwidth_gb_s("CPU") * 1e9) + 2.0 * ram_layers * kHopSeconds;
     }
     plan.tokens_per_second = seconds > 0 ? 1.0 / seconds : 0.0;
 }
@@ -443,6 +470,18 @@ const char* split_mode_name(SplitMode mode) {
     return "?";
 }
 
+Result<int32_t> parse_experts_in_ram(const std::string& text) {
+    if (text == "auto") return kExpertsInRamAuto;
+    if (text == "all") return kExpertsInRamAll;
+    int32_t layers = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), layers);
+    if (ec != std::errc() || ptr != text.data() + text.size() || layers < 0) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("experts in RAM \"{}\" is not auto, all or a number of layers", text));
+    }
+    return layers;
+}
+
 Result<SplitMode> parse_split_mode(const std::string& text) {
     for (SplitMode m : {SplitMode::single, SplitMode::layer, SplitMode::tensor, SplitMode::automatic}) {
         if (text == split_mode_name(m)) return m;
@@ -451,9 +490,12 @@ Result<SplitMode> parse_split_mode(const std::string& text) {
                       fmt::format("split mode \"{}\" is not one of auto, single, layer, tensor", text));
 }
 
-Result<DevicePlan> plan_devices(const ModelShape& model, const std::vector<DeviceDesc>& devices,
-                                const PlanOptions& options) {
-    Planner p{model, devices, options, {}, {}};
+namespace {
+
+// The plan for one choice of the layers whose experts stay in RAM.
+Result<DevicePlan> plan_with(const ModelShape& model, const std::vector<DeviceDesc>& devices,
+                             const PlanOptions& options, uint32_t ram_layers) {
+    Planner p{model, devices, options, {}, {}, ram_layers};
     if (Result<void> ok = p.prepare(); !ok) return ok.error();
     Result<DevicePlan> plan = DevicePlan{};
     switch (options.mode) {
@@ -488,9 +530,58 @@ Result<DevicePlan> plan_devices(const ModelShape& model, const std::vector<Devic
     if (!plan) return plan;
     plan->n_ctx = options.n_ctx;
     plan->kv_type = options.kv_type;
+    plan->experts_in_ram_layers = ram_layers;
+    plan->ram_expert_bytes = p.ram_expert_bytes();
+    plan->ram_budget_bytes = options.ram_bytes;
     if (Result<void> fits = p.check_fits(*plan); !fits) return fits.error();
+    if (options.ram_bytes > 0 && plan->ram_expert_bytes > options.ram_bytes) {
+        return make_error(ErrorCode::out_of_memory,
+                          fmt::format("the experts of {} layers need {} of system memory and {} is free: use a smaller "
+                                      "quantization of the model, or more GPU memory",
+                                      ram_layers, gib(plan->ram_expert_bytes), gib(options.ram_bytes)));
+    }
     p.estimate(*plan);
     return plan;
+}
+
+}  // namespace
+
+Result<DevicePlan> plan_devices(const ModelShape& model, const std::vector<DeviceDesc>& devices,
+                                const PlanOptions& options) {
+    if (model.n_expert == 0) return plan_with(model, devices, options, 0);
+    if (options.experts_in_ram == kExpertsInRamAll) return plan_with(model, devices, options, model.n_layer);
+    if (options.experts_in_ram != kExpertsInRamAuto) {
+        if (options.experts_in_ram < 0 || static_cast<uint32_t>(options.experts_in_ram) > model.n_layer) {
+            return make_error(ErrorCode::invalid_argument,
+                              fmt::format("experts in RAM for {} layers: the model has {} (give 0 to {}, or auto)",
+                                          options.experts_in_ram, model.n_layer, model.n_layer));
+        }
+        return plan_with(model, devices, options, static_cast<uint32_t>(options.experts_in_ram));
+    }
+    // Auto: CPU devices are RAM already; GPUs take as many layers' experts as fit, the
+    // first layers' experts going to RAM one layer at a time until the rest fits.
+    const bool gpus = std::any_of(devices.begin(), devices.end(), [&](const DeviceDesc& d) {
+        return d.kind == DeviceKind::cuda;
+    });
+    Result<DevicePlan> first = plan_with(model, devices, options, 0);
+    if (first || !gpus) return first;
+    for (uint32_t layers = 1; layers <= model.n_layer; ++layers) {
+        Result<DevicePlan> plan = plan_with(model, devices, options, layers);
+        if (!plan && plan.error().code == ErrorCode::invalid_argument) return plan;
+        if (!plan && layers < model.n_layer) continue;
+        if (!plan) {
+            // Nothing fits even with every expert in RAM: say what the devices lack then.
+            return plan.error().code == ErrorCode::out_of_memory ? plan : first;
+        }
+        const std::string where = layers == model.n_layer ? "every layer" : fmt::format("{} layers", layers);
+        // Until the GPU backend runs experts, they all stay in RAM.
+        const char* why = first.error().code == ErrorCode::unsupported ? ", as the GPU backend has no expert kernels yet"
+                                                                        : "";
+        plan->reason = fmt::format("{}; the experts of {} in RAM ({}), run by the CPU{}", plan->reason, where,
+                                   gib(plan->ram_expert_bytes), why);
+        return plan;
+    }
+    return first;
 }
 
 Result<ModelShape> read_model_shape(const std::filesystem::path& path) {

@@ -286,6 +286,42 @@ TEST(SettingsController, PreviewsThePlanAndKeepsTheSettingsPerGpu) {
     ASSERT_TRUE(saved && *saved);
 }
 
+// A mixture-of-experts model on GPUs: the preview says where the experts go (system RAM, run
+// by the CPU, until the GPU backend runs experts), the placement bar gets a RAM segment, and
+// the experts-in-RAM choice is checked, kept and passed to the engine.
+TEST(SettingsController, PreviewsTheExpertsInRamOfAMixtureOfExperts) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    powerhouse::GpuMonitorOptions options;
+    options.simulate = "RTX 4090:24;RTX 4090:24";
+    powerhouse::GpuMonitor monitor(options);
+    const powerhouse::TelemetrySnapshot snapshot = monitor.sample_now();
+    {
+        SettingsController settings(store, QString::fromStdString(dir.path().string()));
+        settings.setDevices(snapshot);
+        settings.setModel(QString::fromStdString((powerhouse::test::data_dir() / "arch" / "qwen3moe-q8_0.gguf").string()));
+        EXPECT_TRUE(settings.fits()) << settings.preview().toStdString();
+        EXPECT_TRUE(settings.preview().contains("System RAM: experts of layers 0-1")) << settings.preview().toStdString();
+        EXPECT_TRUE(settings.preview().contains("no expert kernels yet")) << settings.preview().toStdString();
+        const QVariantList planned = settings.plannedGpus();
+        ASSERT_FALSE(planned.isEmpty());
+        EXPECT_EQ(planned.back().toMap().value("gpu").toInt(), -1);
+        EXPECT_GT(planned.back().toMap().value("bytes").toDouble(), 0.0);
+
+        // Experts kept on the GPU: refused, with the way out.
+        settings.setExpertsInRam("0");
+        EXPECT_FALSE(settings.fits());
+        EXPECT_TRUE(settings.preview().contains("experts in RAM: all")) << settings.preview().toStdString();
+        settings.setExpertsInRam("some");  // not a choice: ignored
+        EXPECT_EQ(settings.expertsInRam(), "0");
+        settings.setExpertsInRam("all");
+        EXPECT_TRUE(settings.fits()) << settings.preview().toStdString();
+        EXPECT_TRUE(settings.apply());
+        EXPECT_EQ(settings.modelOptions().experts_in_ram, powerhouse::kExpertsInRamAll);
+    }
+    EXPECT_EQ(SettingsController(store, {}).expertsInRam(), "all");
+}
+
 // What Load and Apply pass to the engine: the GPUs in use by UUID, with their shares, the
 // main GPU's position among them and the split; simulated GPUs are never run on.
 TEST(SettingsController, ModelOptionsNameTheRealGpusInUse) {

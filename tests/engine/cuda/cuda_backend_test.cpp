@@ -147,7 +147,7 @@ Result<DevicePlan> plan_on_gpus(const std::string& file, SplitMode split, KvCach
 }
 
 TEST(CudaPlan, EveryModelTheGpuTestsLoadIsOneTheCudaStageSupports) {
-    for (const std::string& name : test::arch_model_names(/*experts=*/false)) {
+    for (const std::string& name : test::arch_model_names()) {
         const std::string file = arch_entry(name).at("gguf").get<std::string>();
         Result<DevicePlan> plan = plan_on_gpus(file, SplitMode::single, KvCacheType::f16, 64);
         EXPECT_TRUE(plan.ok()) << file << ": " << plan.error().message;
@@ -207,18 +207,30 @@ TEST(CudaPlan, TheCudaStageTakesTheHeadSizesOfRealModels) {
     EXPECT_FALSE(cuda_stage_supports({128, KvCacheType::f16, 5000}).ok());
 }
 
-// Until the CUDA stage has expert kernels, a mixture-of-experts model is refused on a GPU
-// before anything loads, with the way out.
-TEST(CudaPlan, ThePlannerRefusesMixtureOfExpertsModelsOnGpusUntilTheKernelsLand) {
+// Until the CUDA stage has expert kernels, a mixture-of-experts model runs on GPUs with the
+// experts of every layer in RAM (auto), and keeping any layer's experts on a GPU is refused
+// before anything loads, with the ways out.
+TEST(CudaPlan, MixtureOfExpertsModelsKeepTheirExpertsInRamOnGpusUntilTheKernelsLand) {
     const std::vector<std::string> moe = test::arch_model_names(/*experts=*/true);
     ASSERT_FALSE(moe.empty());
     for (const std::string& name : moe) {
-        Result<DevicePlan> plan =
-            plan_on_gpus(arch_entry(name).at("gguf").get<std::string>(), SplitMode::single, KvCacheType::f16, 64);
-        ASSERT_FALSE(plan.ok()) << name;
-        EXPECT_NE(plan.error().message.find("no mixture-of-experts kernels yet"), std::string::npos)
-            << plan.error().message;
-        EXPECT_NE(plan.error().message.find("devices cpu"), std::string::npos) << plan.error().message;
+        SCOPED_TRACE(name);
+        Result<ModelShape> shape = read_model_shape(arch_dir() / arch_entry(name).at("gguf").get<std::string>());
+        ASSERT_TRUE(shape.ok()) << shape.error().message;
+        Result<std::vector<DeviceDesc>> gpu = parse_device_spec("H200:141");
+        ASSERT_TRUE(gpu.ok());
+        PlanOptions o;
+        o.n_ctx = 64;
+        Result<DevicePlan> plan = plan_devices(*shape, *gpu, o);
+        ASSERT_TRUE(plan.ok()) << plan.error().message;
+        EXPECT_EQ(plan->experts_in_ram_layers, shape->n_layer);
+        EXPECT_NE(plan->reason.find("no expert kernels yet"), std::string::npos) << plan->reason;
+        o.experts_in_ram = 0;
+        Result<DevicePlan> refused = plan_devices(*shape, *gpu, o);
+        ASSERT_FALSE(refused.ok());
+        EXPECT_NE(refused.error().message.find("no mixture-of-experts kernels yet"), std::string::npos)
+            << refused.error().message;
+        EXPECT_NE(refused.error().message.find("experts in RAM: all"), std::string::npos) << refused.error().message;
     }
 }
 
@@ -354,9 +366,9 @@ TEST_P(CudaArch, LogitsAgreeWithLlamaCppAndTheCpuEngine) {
     EXPECT_LT(vs_cpu, gpu_tolerance(type));
 }
 
-// Mixture-of-experts models wait for the CUDA expert kernels (refused before loading, below).
-INSTANTIATE_TEST_SUITE_P(Models, CudaArch, ::testing::ValuesIn(test::arch_model_names(/*experts=*/false)),
-                         test::arch_test_name);
+// Mixture-of-experts models run with every layer's experts in RAM, on the CPU, until the GPU
+// has expert kernels (the plan's default on GPUs, below).
+INSTANTIATE_TEST_SUITE_P(Models, CudaArch, ::testing::ValuesIn(test::arch_model_names()), test::arch_test_name);
 
 class CudaModel : public test::GpuTest {};
 

@@ -309,5 +309,173 @@ TEST(Planner, NoPlanExceedsABudget) {
     EXPECT_GT(refused, 300);
 }
 
+// --- mixture of experts ---------------------------------------------------------------------
+
+// Shaped like Qwen3-30B-A3B in Q4_K_M: 48 layers of attention (about 11 MiB) and 128 experts
+// of which 8 are used (about 360 MiB per layer), 17 GiB of experts in all.
+ModelShape moe_model() {
+    ModelShape m = uniform_model(48, 0, 32, 4, 6144);
+    m.name = "moe model";
+    m.architecture = "qwen3moe";
+    m.n_embd = 2048;
+    m.n_expert = 128;
+    m.n_expert_used = 8;
+    m.n_ff_expert = 768;
+    m.n_vocab = 151936;
+    for (LayerWeights& w : m.layers) {
+        w = LayerWeights{};
+        w.q = w.o = 4700 * 1024;
+        w.k = 600 * 1024;
+        w.v = 860 * 1024;
+        w.experts = 360 * kMiB;
+        w.replicated = 1 * kMiB;  // the F32 router and the norms
+        w.ff_block = 256;
+    }
+    m.embedding_bytes = 170 * kMiB;
+    m.output_bytes = 250 * kMiB;
+    return m;
+}
+
+std::vector<DeviceDesc> cpus(int n, double gib_each) {
+    std::vector<DeviceDesc> out = gpus({});
+    for (int i = 0; i < n; ++i) {
+        DeviceDesc d;
+        d.name = "CPU";
+        d.kind = DeviceKind::cpu;
+        d.total_bytes = d.free_bytes = static_cast<uint64_t>(gib_each * kGiB);
+        out.push_back(d);
+    }
+    return out;
+}
+
+uint64_t expert_bytes(const ModelShape& m, uint32_t layers) {
+    uint64_t total = 0;
+    for (uint32_t l = 0; l < layers; ++l) total += m.layers[l].experts;
+    return total;
+}
+
+TEST(PlannerMoe, OnGpusEveryLayersExpertsStayInRamUntilTheGpuRunsExperts) {
+    const ModelShape m = moe_model();
+    PlanOptions o;
+    o.ram_bytes = 64 * kGiB;
+    Result<DevicePlan> plan = plan_devices(m, gpus({24, 24}), o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan->mode, SplitMode::single);  // attention and the rest fit on one GPU
+    EXPECT_EQ(plan->experts_in_ram_layers, 48u);
+    EXPECT_EQ(plan->ram_expert_bytes, expert_bytes(m, 48));
+    EXPECT_EQ(plan->devices.front().weight_bytes, m.weight_bytes() - expert_bytes(m, 48));
+    EXPECT_NE(plan->reason.find("the experts of every layer in RAM"), std::string::npos) << plan->reason;
+    expect_within_budgets(*plan);
+
+    // Not enough RAM for them: said, with the amounts.
+    o.ram_bytes = 8 * kGiB;
+    Result<DevicePlan> short_ram = plan_devices(m, gpus({24, 24}), o);
+    ASSERT_FALSE(short_ram);
+    EXPECT_EQ(short_ram.error().code, ErrorCode::out_of_memory);
+    EXPECT_NE(short_ram.error().message.find("system memory"), std::string::npos) << short_ram.error().message;
+    EXPECT_NE(short_ram.error().message.find("8.0 GiB is free"), std::string::npos) << short_ram.error().message;
+
+    // Experts asked to stay on the GPU: refused with the ways out.
+    o.ram_bytes = 0;
+    o.experts_in_ram = 0;
+    Result<DevicePlan> refused = plan_devices(m, gpus({80}), o);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, ErrorCode::unsupported);
+    EXPECT_NE(refused.error().message.find("experts in RAM: all"), std::string::npos) << refused.error().message;
+}
+
+TEST(PlannerMoe, ExpertsOfTheFirstLayersInRamLeaveTheDevicesAndCountOnce) {
+    const ModelShape m = moe_model();
+    for (SplitMode mode : {SplitMode::single, SplitMode::layer, SplitMode::tensor}) {
+        SCOPED_TRACE(split_mode_name(mode));
+        PlanOptions o;
+        o.mode = mode;
+        o.experts_in_ram = 12;
+        Result<DevicePlan> plan = plan_devices(m, cpus(mode == SplitMode::single ? 1 : 2, 40), o);
+        ASSERT_TRUE(plan) << plan.error().message;
+        EXPECT_EQ(plan->experts_in_ram_layers, 12u);
+        EXPECT_EQ(plan->ram_expert_bytes, expert_bytes(m, 12));
+        uint64_t on_devices = 0;
+        for (const DeviceAssignment& a : plan->devices) on_devices += a.weight_bytes;
+        // Every byte once, but that a tensor split gives each device the router and the norms
+        // (and shares the heads by bytes, rounding).
+        const uint64_t replicated = mode == SplitMode::tensor ? 48 * m.layers[0].replicated : 0;
+        EXPECT_NEAR(static_cast<double>(on_devices + plan->ram_expert_bytes),
+                    static_cast<double>(m.weight_bytes() + replicated),
+                    mode == SplitMode::tensor ? 1e-6 * static_cast<double>(m.weight_bytes()) : 0.0);
+    }
+    // Fewer layers' experts in RAM: more bytes on the devices, and a slower estimate of the
+    // more experts read from RAM (at system memory bandwidth).
+    PlanOptions few, many;
+    few.experts_in_ram = 4;
+    many.experts_in_ram = 40;
+    Result<DevicePlan> a = plan_devices(m, cpus(1, 40), few);
+    Result<DevicePlan> b = plan_devices(m, cpus(1, 40), many);
+    ASSERT_TRUE(a && b);
+    EXPECT_GT(a->devices.front().weight_bytes, b->devices.front().weight_bytes);
+    EXPECT_EQ(a->devices.front().weight_bytes - b->devices.front().weight_bytes, expert_bytes(m, 36));
+}
+
+TEST(PlannerMoe, ExpertParallelSplitsWholeExpertsByRatio) {
+    const ModelShape m = moe_model();
+    PlanOptions o;
+    o.mode = SplitMode::tensor;
+    o.ratios = {3, 1};
+    Result<DevicePlan> plan = plan_devices(m, cpus(2, 40), o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    ASSERT_EQ(plan->devices.size(), 2u);
+    EXPECT_EQ(plan->devices[0].expert_begin, 0u);
+    EXPECT_EQ(plan->devices[0].expert_end, 96u);
+    EXPECT_EQ(plan->devices[1].expert_begin, 96u);
+    EXPECT_EQ(plan->devices[1].expert_end, 128u);
+    for (const DeviceAssignment& a : plan->devices) {
+        EXPECT_EQ(a.ff_begin, 0u);  // no dense columns to split
+        EXPECT_EQ(a.ff_end, m.n_ff);
+    }
+    // The experts' bytes follow the experts: three quarters on the first device.
+    const double first = static_cast<double>(plan->devices[0].weight_bytes - m.embedding_bytes - m.output_bytes);
+    const double second = static_cast<double>(plan->devices[1].weight_bytes);
+    EXPECT_NEAR(first / (first + second), 0.75, 0.01);
+    // More devices than experts cannot split them.
+    ModelShape few = m;
+    few.n_expert = 1;
+    few.n_expert_used = 1;
+    Result<DevicePlan> refused = plan_devices(few, cpus(2, 40), o);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("at least 2 experts"), std::string::npos) << refused.error().message;
+}
+
+TEST(PlannerMoe, TheEstimateReadsOnlyTheExpertsATokenUses) {
+    ModelShape sparse = moe_model();
+    ModelShape dense = sparse;
+    dense.n_expert_used = dense.n_expert;  // every expert, every token
+    PlanOptions o;
+    o.experts_in_ram = 0;
+    Result<DevicePlan> a = plan_devices(sparse, cpus(1, 40), o);
+    Result<DevicePlan> b = plan_devices(dense, cpus(1, 40), o);
+    ASSERT_TRUE(a && b);
+    // 8 of 128 experts: about 1.4 GiB read per token instead of about 17.6 GiB.
+    EXPECT_GT(a->tokens_per_second, 8 * b->tokens_per_second);
+}
+
+TEST(PlannerMoe, ExpertsInRamOptionsAreChecked) {
+    EXPECT_EQ(*parse_experts_in_ram("auto"), kExpertsInRamAuto);
+    EXPECT_EQ(*parse_experts_in_ram("all"), kExpertsInRamAll);
+    EXPECT_EQ(*parse_experts_in_ram("12"), 12);
+    for (const char* bad : {"-1", "x", "12 ", ""}) {
+        Result<int32_t> r = parse_experts_in_ram(bad);
+        ASSERT_FALSE(r) << bad;
+        EXPECT_NE(r.error().message.find("auto, all or a number of layers"), std::string::npos);
+    }
+    PlanOptions o;
+    o.experts_in_ram = 49;
+    Result<DevicePlan> plan = plan_devices(moe_model(), cpus(1, 40), o);
+    ASSERT_FALSE(plan);
+    EXPECT_EQ(plan.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(plan.error().message.find("the model has 48"), std::string::npos) << plan.error().message;
+    // A dense model ignores the option.
+    EXPECT_TRUE(plan_devices(uniform_model(32, 200 * kMiB), cpus(1, 40), o));
+}
+
 }  // namespace
 }  // namespace powerhouse

@@ -302,15 +302,80 @@ TEST(SplitModel, EveryArchitectureGivesTheSingleDeviceLogitsOnEverySplitItAllows
     EXPECT_GE(expert_parallel_runs, 6) << "mixtral and qwen3moe in F32, F16 and Q8_0, experts split over two devices";
 }
 
+// Experts in RAM (mixture of experts): the host runs the experts of the first layers for
+// whichever device holds the rest of the layer. The same code on the same ISA: a single device
+// and a layer split give the default run's logits bit for bit; an expert-parallel split sums
+// in another order. The devices hold what they held less those experts, which the usage
+// reports as RAM.
+TEST(SplitModel, ExpertsInRamGiveTheSameLogitsAndLeaveTheDevices) {
+    struct Case {
+        const char* devices;
+        SplitMode split;
+        int32_t experts_in_ram;
+    };
+    const Case cases[] = {{"cpu", SplitMode::single, 1},
+                          {"cpu", SplitMode::single, kExpertsInRamAll},
+                          {"cpu:2", SplitMode::layer, 1},
+                          {"cpu:2", SplitMode::tensor, kExpertsInRamAll}};
+    for (const char* file : {"qwen3moe-q8_0.gguf", "mixtral-f32.gguf"}) {
+        SCOPED_TRACE(file);
+        const std::filesystem::path path = test::data_dir() / "arch" / file;
+        Result<ModelShape> shape = read_model_shape(path);
+        ASSERT_TRUE(shape) << shape.error().message;
+        ASSERT_GT(shape->n_expert, 0u);
+        Result<Model> plain = load(path, options_for("cpu", SplitMode::single, 64));
+        ASSERT_TRUE(plain) << plain.error().message;
+        std::vector<TokenId> prompt;
+        for (TokenId t = 0; t < 20; ++t) prompt.push_back((t * 37 + 11) % static_cast<TokenId>(plain->n_vocab()));
+        const GreedyRun reference = run_greedy(*plain, prompt, 6);
+        const uint64_t plain_weights = plain->device_usage().front().weight_bytes;
+        for (const Case& c : cases) {
+            SCOPED_TRACE(std::string(c.devices) + " " + split_mode_name(c.split) + " " +
+                         std::to_string(c.experts_in_ram));
+            ModelOptions options = options_for(c.devices, c.split, 64);
+            options.experts_in_ram = c.experts_in_ram;
+            Result<Model> model = load(path, options);
+            ASSERT_TRUE(model) << model.error().message;
+            const GreedyRun run = run_greedy(*model, prompt, 6);
+            EXPECT_EQ(run.tokens, reference.tokens);
+            EXPECT_LE(max_diff(run, reference), c.split == SplitMode::tensor ? 1e-3f : 0.0f);
+            const uint32_t layers = std::min<uint32_t>(static_cast<uint32_t>(c.experts_in_ram), shape->n_layer);
+            uint64_t in_ram = 0;
+            for (uint32_t l = 0; l < layers; ++l) in_ram += shape->layers[l].experts;
+            uint64_t ram = 0, held = 0;
+            for (const DeviceUsage& u : model->device_usage()) {
+                ram += u.ram_weight_bytes;
+                held += u.weight_bytes;
+            }
+            EXPECT_EQ(ram, in_ram);  // each device's share, once in all
+            if (c.split == SplitMode::single) {
+                EXPECT_EQ(held + ram, plain_weights);
+            }
+            EXPECT_NE(model->device_usage().front().part.find("in RAM"), std::string::npos)
+                << model->device_usage().front().part;
+        }
+    }
+}
+
 // --- a device that fails ------------------------------------------------------------------
 
 TEST(SplitModel, ADeviceThatFailsNamesItselfAndKeepsTheCache) {
-    for (SplitMode mode : {SplitMode::layer, SplitMode::tensor}) {
-        SCOPED_TRACE(split_mode_name(mode));
-        ModelOptions options = options_for("cpu:3", mode);
+    // SmolLM2 by layer and by tensor, and a mixture of experts split by experts.
+    const std::filesystem::path moe = test::data_dir() / "arch" / "qwen3moe-q8_0.gguf";
+    const struct {
+        std::filesystem::path path;
+        const char* devices;
+        SplitMode mode;
+    } cases[] = {{test::test_model_path(), "cpu:3", SplitMode::layer},
+                 {test::test_model_path(), "cpu:3", SplitMode::tensor},
+                 {moe, "cpu:2", SplitMode::tensor}};
+    for (const auto& c : cases) {
+        const SplitMode mode = c.mode;
+        SCOPED_TRACE(c.path.filename().string() + " " + split_mode_name(mode));
+        ModelOptions options = options_for(c.devices, mode, 64);
         options.fail_device = 1;
         options.fail_after = 2;  // the prompt and one token, then it stops answering
-        Result<Model> model = load(test::test_model_path(), options);
+        Result<Model> model = load(c.path, options);
         ASSERT_TRUE(model) << model.error().message;
         const std::vector<TokenId> prompt = {1, 2, 3, 4, 5};
         ASSERT_TRUE(model->decode(prompt));

@@ -90,6 +90,7 @@ private:
     KernelIsa isa_;
     uint32_t batch_pos_ = 0;  // position of the batch's first token
     uint64_t weight_bytes_ = 0;
+    uint64_t ram_weight_bytes_ = 0;  // experts in RAM, run by shard_.host_experts
     int64_t steps_ = 0;
     double busy_seconds_ = 0;
 };
@@ -138,7 +139,14 @@ Result<void> CpuStage::bind() {
     layers_.resize(bound->layers.size());
     for (size_t l = 0; l < bound->layers.size(); ++l) {
         for (const BoundWeight& w : bound->layers[l]) {
-            weight_bytes_ += w.bytes();
+            if (w.op->kind == OpKind::moe && w.experts_in_ram) {
+                if (!shard_.host_experts) {
+                    return make_error(ErrorCode::internal, "experts in RAM without a host to run them");
+                }
+                ram_weight_bytes_ += w.bytes();
+            } else {
+                weight_bytes_ += w.bytes();
+            }
             layers_[l].push_back(to_bound_op(w));
         }
     }
@@ -238,6 +246,7 @@ DeviceUsage CpuStage::usage() const {
     u.name = shard_.name;
     u.part = describe_stage(hp_, layout_, shard_.embedding, shard_.output);
     u.weight_bytes = weight_bytes_;
+    u.ram_weight_bytes = ram_weight_bytes_;
     u.kv_cache_bytes = kv_.bytes();
     for (const auto& b : buffers_) u.scratch_bytes += b.size() * sizeof(float);
     u.scratch_bytes += quantized_.size() + moe_.bytes();
@@ -302,8 +311,13 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
             add(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             break;
         case OpKind::moe:
-            run_moe(pool_, isa_, bound.experts, buffer(op.a), buffer(op.b), buffer(op.dst), n,
-                    static_cast<int64_t>(width(op.dst)), moe_);
+            if (bound.experts.experts_in_ram) {
+                shard_.host_experts->run(bound.experts, buffer(op.a), buffer(op.b), buffer(op.dst), n,
+                                         static_cast<int64_t>(width(op.dst)));
+            } else {
+                run_moe(pool_, isa_, bound.experts, buffer(op.a), buffer(op.b), buffer(op.dst), n,
+                        static_cast<int64_t>(width(op.dst)), moe_);
+            }
             if (bound.all_reduce) {
                 return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             }

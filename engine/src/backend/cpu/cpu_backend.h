@@ -17,6 +17,7 @@
 #include "arch/step_program.h"
 #include "backend/backend.h"
 #include "backend/communicator.h"
+#include "backend/cpu/host_experts.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/device_stage.h"
 #include "backend/stage_layout.h"
@@ -48,6 +49,9 @@ struct CpuShard {
     int rank = 0;
     uint64_t planned_bytes = 0;  // for DeviceUsage
     int64_t fail_after = -1;     // tests: fail every run_layers after this many; -1: never
+    // Runs the experts of the layers whose experts are in RAM (ranges.ram_expert_layers),
+    // shared by the stages of a plan; needed when there are such layers.
+    std::shared_ptr<HostExperts> host_experts;
 };
 
 // `model` must outlive the backend (weights are read from its mapping).

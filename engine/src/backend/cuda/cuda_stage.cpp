@@ -47,6 +47,7 @@ struct DeviceOp {
     int64_t rows = 0;
     uint64_t row_bytes = 0;
     bool all_reduce = false;
+    BoundWeight ram_experts;  // moe: the experts in RAM (host memory), run by HostExperts
 };
 
 // Pinned host memory, freed on destruction.
@@ -114,6 +115,9 @@ private:
     Result<DeviceOp> place(const BoundWeight& w);
     Result<void> enqueue_op(const DeviceOp& op, uint32_t layer, int n);
     Result<void> enqueue_matmul(const DeviceOp& op, int n);
+    // The experts in RAM: the input and router scores to the host, the experts on the CPU,
+    // the output back. Waits for the stream (so never inside a graph capture).
+    Result<void> run_ram_experts(const DeviceOp& op, int n);
     Result<void> enqueue_layers(int n);
     Result<void> run_decode_graph();
     // Turns graphs off for good after a failed capture, keeping the reason for usage().
@@ -159,6 +163,10 @@ private:
     DeviceBuffer f32_weights_;  // cuBLAS operand: one weight matrix decoded
     PinnedArray<int32_t> host_ids_, host_best_;
     PinnedArray<float> host_logits_;
+    // Experts in RAM: the experts' input rows and router scores copied to the host, and
+    // their output on its way back.
+    PinnedArray<float> host_expert_in_, host_expert_scores_, host_expert_out_;
+    uint64_t ram_weight_bytes_ = 0;
     int decode_splits_ = 1;
 
     std::unique_ptr<CublasLibrary> cublas_library_;  // before the handle, which borrows it
@@ -195,7 +203,17 @@ Result<void> CudaStage::check(int status, std::string_view what) {
 }
 
 Result<DeviceOp> CudaStage::place(const BoundWeight& w) {
-    DeviceOp d{w.op, w.type, nullptr, w.in, w.rows, w.row_bytes, w.all_reduce};
+    DeviceOp d{w.op, w.type, nullptr, w.in, w.rows, w.row_bytes, w.all_reduce, {}};
+    if (w.op->kind == OpKind::moe) {
+        // Only experts in RAM (the stage's supports check refused experts on the GPU).
+        if (!w.experts_in_ram || !shard_.host_experts) {
+            return make_error(ErrorCode::internal, "the CUDA stage runs experts only from RAM");
+        }
+        d.ram_experts = w;
+        d.all_reduce = w.expert_all_reduce;
+        ram_weight_bytes_ += w.bytes();
+        return d;
+    }
     if (w.tensor == nullptr) return d;
     const bool matrix = w.op->kind == OpKind::matmul;
     const std::byte* host = matrix ? w.data : reinterpret_cast<const std::byte*>(w.values);
@@ -253,7 +271,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
     layout_ = *layout;
     PH_TRY(cuda_stage_supports(
         StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff, hp_.n_head,
-                   hp_.experts.count}));
+                   layout_.device_experts(hp_) ? hp_.experts.count : 0}));
 
     // Bind every op first (no GPU memory yet), to know what the weights need.
     const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
@@ -400,7 +418,16 @@ Result<void> CudaStage::init(const GgufModel& model) {
     PH_TRY(check(host_ids_.allocate(n_batch), "allocating pinned memory"));
     PH_TRY(check(host_best_.allocate(1), "allocating pinned memory"));
     PH_TRY(check(host_logits_.allocate(shard_.output ? hp_.n_vocab : 1), "allocating pinned memory"));
-    graphs_ = options_.use_graphs && shard_.comm == nullptr;
+    if (ram_weight_bytes_ > 0) {
+        const size_t rows = n_batch;
+        PH_TRY(check(host_expert_in_.allocate(rows * hp_.n_embd), "allocating pinned memory"));
+        PH_TRY(check(host_expert_scores_.allocate(rows * hp_.experts.count), "allocating pinned memory"));
+        PH_TRY(check(host_expert_out_.allocate(rows * hp_.n_embd), "allocating pinned memory"));
+    }
+    graphs_ = options_.use_graphs && shard_.comm == nullptr && ram_weight_bytes_ == 0;
+    if (options_.use_graphs && ram_weight_bytes_ > 0) {
+        graphs_note_ = "experts in RAM: the CPU's part of each step cannot be captured in a graph";
+    }
     whole_model_ = shard_.embedding && shard_.output && shard_.comm == nullptr;
     options_.upload_progress = nullptr;  // it refers to the loader's state, gone after load
     // The uploads ran on the legacy default stream, which the stage's stream does not wait
@@ -627,10 +654,33 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
             return check(ph_scale(buffer(op.a), buffer(op.dst), op.value, count, stream_), "scale");
         case OpKind::add:
             return check(ph_add(buffer(op.a), buffer(op.b), buffer(op.dst), count, stream_), "add");
-        case OpKind::moe:  // cuda_stage_supports refused the model at bind
-            return make_error(ErrorCode::internal, "the CUDA stage has no mixture-of-experts kernels");
+        case OpKind::moe:
+            return run_ram_experts(d, n);
     }
     return {};
+}
+
+Result<void> CudaStage::run_ram_experts(const DeviceOp& d, int n) {
+    const Op& op = *d.op;
+    const size_t embd = hp_.n_embd;
+    const size_t experts = hp_.experts.count;
+    const size_t rows = static_cast<size_t>(n);
+    PH_TRY(check(cudaMemcpyAsync(host_expert_in_.data(), buffer(op.a), rows * embd * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "copying the experts' input to the host"));
+    PH_TRY(check(cudaMemcpyAsync(host_expert_scores_.data(), buffer(op.b), rows * experts * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "copying the router's scores to the host"));
+    // Also the wait for the previous layer's output copy, which read host_expert_out_.
+    PH_TRY(check(cudaStreamSynchronize(stream_), "waiting for the experts' input"));
+    shard_.host_experts->run(d.ram_experts, host_expert_in_.data(), host_expert_scores_.data(),
+                             host_expert_out_.data(), n, static_cast<int64_t>(embd));
+    PH_TRY(check(cudaMemcpyAsync(buffer(op.dst), host_expert_out_.data(), rows * embd * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream_),
+                 "copying the experts' output to the GPU"));
+    if (!d.all_reduce) return {};
+    PH_TRY(check(cudaStreamSynchronize(stream_), "copying the experts' output to the GPU"));
+    return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), embd * rows);
 }
 
 DeviceUsage CudaStage::usage() const {
@@ -650,6 +700,7 @@ DeviceUsage CudaStage::usage() const {
     u.cublas_note = cublas_note_;
     if (!options_.use_cublas) u.cublas_note = "turned off";
     u.weight_bytes = weight_bytes_;
+    u.ram_weight_bytes = ram_weight_bytes_;
     u.kv_cache_bytes = kv_bytes_;
     u.scratch_bytes = scratch_bytes_;
     u.planned_bytes = shard_.planned_bytes;

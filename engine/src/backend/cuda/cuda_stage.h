@@ -24,6 +24,7 @@
 #include "arch/hparams.h"
 #include "arch/step_program.h"
 #include "backend/communicator.h"
+#include "backend/cpu/host_experts.h"
 #include "backend/device_stage.h"
 #include "backend/stage_layout.h"
 #include "gguf/gguf_model.h"
@@ -45,6 +46,8 @@ struct CudaShard {
     std::string name = "GPU 0";
     int device = 0;  // CUDA runtime device index
     ShardRanges ranges;
+    // Runs the experts of the layers whose experts are in RAM (ranges.ram_expert_layers).
+    std::shared_ptr<cpu::HostExperts> host_experts;
     bool embedding = true;
     bool output = true;
     Communicator* comm = nullptr;  // a tensor split's all-reduce partners; null: none
