@@ -7,7 +7,8 @@ namespace powerhouse::arch {
 namespace {
 
 // The registry: every architecture the engine runs.
-const std::array<const Architecture*, 5> kArchitectures = {&kLlama, &kQwen2, &kQwen3, &kQwen3Moe, &kGemma3};
+const std::array<const Architecture*, 6> kArchitectures = {&kLlama,    &kQwen2,  &kQwen3,
+                                                           &kQwen3Moe, &kGemma3, &kGptOss};
 
 }  // namespace
 

@@ -39,8 +39,9 @@ void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& bloc
         l.push_back({K::scale, B::q, B::q, B::x, "", block.query_scale});
         scores_scale = 1.0f;
     }
-    l.push_back({K::attention, B::attn, B::q, B::x, "", scores_scale});
+    l.push_back({K::attention, B::attn, B::q, B::x, block.sinks ? "blk.{}.attn_sinks.weight" : "", scores_scale});
     l.push_back({K::matmul, B::tmp, B::attn, B::x, "blk.{}.attn_output.weight"});
+    if (block.output_bias) l.push_back({K::add_bias, B::tmp, B::tmp, B::x, "blk.{}.attn_output.bias"});
     if (block.post_norm) l.push_back({K::rms_norm, B::tmp, B::tmp, B::x, "blk.{}.post_attention_norm.weight"});
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
@@ -66,9 +67,9 @@ MoeSpec routed_experts(const Hparams& hp, ExpertGating gating, bool normalize) {
     return spec;
 }
 
-void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias) {
+void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias, const char* norm) {
     auto& l = p.layer;
-    l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.ffn_norm.weight"});
+    l.push_back({K::rms_norm, B::norm, B::x, B::x, norm});
     l.push_back({K::matmul, B::router, B::norm, B::x, "blk.{}.ffn_gate_inp.weight"});
     if (router_bias) l.push_back({K::add_bias, B::router, B::router, B::x, "blk.{}.ffn_gate_inp.bias"});
     Op moe{K::moe, B::tmp, B::norm, B::router, ""};

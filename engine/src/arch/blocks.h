@@ -18,6 +18,8 @@ struct AttentionBlock {
     bool qkv_bias = false;    // attn_q/k/v.bias added after the projections (Qwen 2)
     bool qk_norm = false;     // each Q and K head RMS-normed before RoPE (attn_q_norm/attn_k_norm)
     bool post_norm = false;   // the output RMS-normed before the residual add (post_attention_norm)
+    bool output_bias = false;  // attn_output.bias added after the output projection (gpt-oss)
+    bool sinks = false;        // attn_sinks: a logit per head in the softmax (gpt-oss)
     // Q multiplied by this after RoPE, the scores then scaled by 1 (Gemma 3); 0: the scores
     // are scaled by 1/sqrt(head_dim).
     float query_scale = 0.0f;
@@ -42,8 +44,10 @@ MoeSpec routed_experts(const Hparams& hp, ExpertGating gating, bool normalize);
 
 // Pre-norm routed feed-forward and its residual add: the router's scores are
 // ffn_gate_inp(n) (plus ffn_gate_inp.bias with `router_bias`), n = ffn_norm(x), and
-// x += moe(n). Every device computes all of the router's scores.
-void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias = false);
+// x += moe(n). Every device computes all of the router's scores. `norm` names the pre-norm
+// (gpt-oss calls it post_attention_norm).
+void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias = false,
+                 const char* norm = "blk.{}.ffn_norm.weight");
 
 // The final norm and the output projection (the token embedding when the output is tied).
 void add_output_head(StepProgram& p, const Hparams& hp);

@@ -14,39 +14,6 @@ namespace powerhouse::arch {
 
 namespace {
 
-// Which layers use the sliding window: `attention.sliding_window_pattern` is either one flag
-// per layer or a period n, where every n-th layer (the last of each group of n) is global
-// and the others slide (n = 0: all slide); without it, the period is 6, as in the published
-// models and in llama.cpp.
-Result<std::vector<bool>> sliding_layers(const GgufMetadata& meta, const std::string& key, uint32_t n_layer) {
-    std::vector<bool> sliding(n_layer, false);
-    if (const GgufArray* flags = meta.get_array(key)) {
-        if (flags->count != n_layer) {
-            return make_error(ErrorCode::format, fmt::format("{} has {} entries for {} layers", key, flags->count,
-                                                             n_layer));
-        }
-        for (uint32_t il = 0; il < n_layer; ++il) {
-            switch (flags->element_type) {
-                case GgufValueType::boolean:
-                case GgufValueType::u8:
-                case GgufValueType::i8:
-                    sliding[il] = flags->at<uint8_t>(il) != 0;
-                    break;
-                case GgufValueType::u32:
-                case GgufValueType::i32:
-                    sliding[il] = flags->at<uint32_t>(il) != 0;
-                    break;
-                default:
-                    return make_error(ErrorCode::format, fmt::format("{} is not an array of flags", key));
-            }
-        }
-        return sliding;
-    }
-    const uint64_t period = meta.get_uint(key).value_or(6);
-    for (uint32_t il = 0; il < n_layer; ++il) sliding[il] = period == 0 || il % period < period - 1;
-    return sliding;
-}
-
 Result<void> read(const GgufModel& model, Hparams& hp) {
     const GgufMetadata& meta = model.metadata();
     const std::string& a = hp.architecture;
@@ -64,7 +31,7 @@ Result<void> read(const GgufModel& model, Hparams& hp) {
     if (window > (1u << 24)) {
         return make_error(ErrorCode::format, fmt::format("sliding window {} is out of range", window));
     }
-    Result<std::vector<bool>> sliding = sliding_layers(meta, a + ".attention.sliding_window_pattern", hp.n_layer);
+    Result<std::vector<bool>> sliding = sliding_layers(meta, a + ".attention.sliding_window_pattern", hp.n_layer, 6);
     if (!sliding) return sliding.error();
     // Sliding layers have their own RoPE base and are never RoPE-scaled.
     const auto local_base = static_cast<float>(meta.get_float(a + ".rope.freq_base_swa").value_or(10000.0));

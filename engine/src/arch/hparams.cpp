@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace powerhouse::arch {
 
@@ -15,6 +16,36 @@ Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key) 
         return make_error(ErrorCode::format, fmt::format("{} = {} is out of range", key, *v));
     }
     return static_cast<uint32_t>(*v);
+}
+
+Result<std::vector<bool>> sliding_layers(const GgufMetadata& meta, const std::string& key, uint32_t n_layer,
+                                         uint32_t default_period) {
+    std::vector<bool> sliding(n_layer, false);
+    if (const GgufArray* flags = meta.get_array(key)) {
+        if (flags->count != n_layer) {
+            return make_error(ErrorCode::format, fmt::format("{} has {} entries for {} layers", key, flags->count,
+                                                             n_layer));
+        }
+        for (uint32_t il = 0; il < n_layer; ++il) {
+            switch (flags->element_type) {
+                case GgufValueType::boolean:
+                case GgufValueType::u8:
+                case GgufValueType::i8:
+                    sliding[il] = flags->at<uint8_t>(il) != 0;
+                    break;
+                case GgufValueType::u32:
+                case GgufValueType::i32:
+                    sliding[il] = flags->at<uint32_t>(il) != 0;
+                    break;
+                default:
+                    return make_error(ErrorCode::format, fmt::format("{} is not an array of flags", key));
+            }
+        }
+        return sliding;
+    }
+    const uint64_t period = meta.get_uint(key).value_or(default_period);
+    for (uint32_t il = 0; il < n_layer; ++il) sliding[il] = period == 0 || il % period < period - 1;
+    return sliding;
 }
 
 Result<Hparams> read_hparams(const GgufModel& model) {
@@ -65,10 +96,31 @@ Result<Hparams> read_hparams(const GgufModel& model) {
     }
     // As llama.cpp: a scaling factor without a scaling type is linear scaling.
     const std::optional<std::string_view> scaling = meta.get_string(a + ".rope.scaling.type");
-    if (!scaling || *scaling == "linear") {
+    if (!scaling || *scaling == "linear" || *scaling == "yarn") {
         const double factor = meta.get_float(a + ".rope.scaling.factor").value_or(0.0);
         if (factor > 0) hp.rope_freq_scale = static_cast<float>(1.0 / factor);
-    } else if (*scaling != "none") {
+    }
+    if (scaling && *scaling == "yarn") {
+        // llama.cpp's defaults: the ramp on (ext_factor 1), and an attention factor that,
+        // with the 1 + 0.1 ln(factor) that the rotation itself applies, makes the magnitude
+        // 1 + 0.1 ln(factor) in all (times rope.scaling.attn_factor).
+        Yarn& y = hp.yarn;
+        y.ext_factor = static_cast<float>(meta.get_float(a + ".rope.scaling.yarn_ext_factor").value_or(1.0));
+        y.beta_fast = static_cast<float>(meta.get_float(a + ".rope.scaling.yarn_beta_fast").value_or(32.0));
+        y.beta_slow = static_cast<float>(meta.get_float(a + ".rope.scaling.yarn_beta_slow").value_or(1.0));
+        y.orig_ctx = static_cast<uint32_t>(meta.get_uint(a + ".rope.scaling.original_context_length")
+                                               .value_or(hp.n_ctx_train));
+        if (meta.get_float(a + ".rope.scaling.yarn_log_multiplier").value_or(0.0) != 0.0) {
+            return make_error(ErrorCode::unsupported, "YaRN with a log multiplier (DeepSeek) is not supported yet");
+        }
+        const float factor = 1.0f / hp.rope_freq_scale;
+        if (y.ext_factor != 0.0f) {
+            const float mscale = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
+            y.attn_factor = mscale * (1.0f / (1.0f + 0.1f * std::log(factor)));
+        }
+        y.attn_factor *= static_cast<float>(meta.get_float(a + ".rope.scaling.attn_factor").value_or(1.0));
+        if (y.orig_ctx == 0) return make_error(ErrorCode::format, "YaRN scaling without an original context length");
+    } else if (scaling && *scaling != "linear" && *scaling != "none") {
         return make_error(ErrorCode::unsupported, fmt::format("RoPE scaling '{}' is not supported yet", *scaling));
     }
 

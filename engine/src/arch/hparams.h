@@ -38,6 +38,16 @@ struct Experts {
     uint32_t n_ff = 0;
 };
 
+// YaRN RoPE scaling (rope.scaling.type "yarn"): each pair's angle mixes the interpolated
+// (scaled) and the original one by a ramp over the pairs between corr_low and corr_high, and
+// cos and sin are multiplied by attn_factor * (1 + 0.1 ln(1 / freq_scale)), as ggml does.
+struct Yarn {
+    float ext_factor = 0.0f;  // 0: no YaRN (linear scaling only)
+    float attn_factor = 1.0f;
+    float beta_fast = 32.0f, beta_slow = 1.0f;
+    uint32_t orig_ctx = 0;  // rope.scaling.original_context_length
+};
+
 struct Hparams {
     std::string architecture;  // general.architecture
     uint32_t n_layer = 0;
@@ -54,6 +64,7 @@ struct Hparams {
     uint32_t rope_dims = 0;  // dimensions of a head that RoPE rotates (the first rope_dims)
     float rope_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // linear scaling: positions multiplied by this
+    Yarn yarn;
 
     bool tied_output = false;   // no output.weight: the token embedding is the output matrix
     bool has_rope_freqs = false;  // rope_freqs.weight divides each frequency (Llama 3.1 scaling)
@@ -77,5 +88,12 @@ Result<Hparams> read_hparams(const GgufModel& model);
 
 // The metadata value `key`, a count in 1..2^24; an error naming the key otherwise.
 Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key);
+
+// Which layers use the sliding window: `key` (attention.sliding_window_pattern) is either one
+// flag per layer or a period n, where every n-th layer (the last of each group of n) is
+// global and the others slide (n = 0: all slide); without it, `default_period` (Gemma 3: 6,
+// gpt-oss: 2, as in llama.cpp).
+Result<std::vector<bool>> sliding_layers(const GgufMetadata& meta, const std::string& key, uint32_t n_layer,
+                                         uint32_t default_period);
 
 }  // namespace powerhouse::arch

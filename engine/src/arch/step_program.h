@@ -56,7 +56,8 @@ enum class OpKind : uint8_t {
     add_bias,       // a += weight
     rope,           // a = rope(a) at each token's position, with the layer's base and scale
     attention,      // dst = attention(q, k, v) with scores scaled by `value`, over the layer's
-                    // window; k and v are appended to the layer's KV cache
+                    // window; k and v are appended to the layer's KV cache. A weight: the
+                    // attention sinks, one logit per query head (gpt-oss)
     swiglu,         // dst = silu(a) * b
     geglu,          // dst = gelu(a) * b (tanh approximation)
     add,            // dst = a + b

@@ -193,6 +193,9 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
         case OpKind::head_rms_norm:
             want0 = hp.head_dim;
             break;
+        case OpKind::attention:  // attention sinks: one logit per query head
+            want0 = hp.n_head;
+            break;
         default:
             break;
     }
@@ -203,9 +206,16 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
     if (op.kind != OpKind::matmul) {
         if (t->type != GgmlType::f32)
             return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
-        const size_t skip = op.kind == OpKind::head_rms_norm ? 0 : layout.offset(op.dst);
+        size_t skip = layout.offset(op.dst);
+        bound.n_values = layout.width(op.dst);
+        if (op.kind == OpKind::head_rms_norm) {
+            skip = 0;
+            bound.n_values = hp.head_dim;
+        } else if (op.kind == OpKind::attention) {  // the stage's query heads
+            skip = layout.offset(Buffer::q) / hp.head_dim;
+            bound.n_values = layout.n_head;
+        }
         bound.values = reinterpret_cast<const float*>(t->data) + skip;
-        bound.n_values = op.kind == OpKind::head_rms_norm ? hp.head_dim : layout.width(op.dst);
         return bound;
     }
     const TypeTraits& traits = type_traits(t->type);

@@ -28,6 +28,11 @@ Result<void> cpu_stage_supports(const StageShape& shape) {
 }
 
 Result<void> cuda_stage_supports(const StageShape& shape) {
+    if (shape.yarn || shape.attention_sinks) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("the CUDA backend has no {} yet: run this model on the CPU (devices cpu)",
+                                      shape.yarn ? "YaRN RoPE scaling" : "attention sinks"));
+    }
     if (shape.n_expert > 0) {
         return make_error(ErrorCode::unsupported,
                           "the CUDA backend has no mixture-of-experts kernels yet: keep the experts of every layer "

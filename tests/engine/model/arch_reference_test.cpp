@@ -153,7 +153,7 @@ TEST(ArchReferenceFixture, CoversEveryArchitectureAndType) {
         types[m.at("model").get<std::string>()].push_back(m.at("type").get<std::string>());
     }
     const std::vector<std::string> all = {"f32", "f16", "q8_0", "q4_k"};
-    for (const char* model : {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "mixtral", "qwen3moe"}) {
+    for (const char* model : {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "mixtral", "qwen3moe", "gpt-oss"}) {
         EXPECT_EQ(types[model], all) << model;
     }
 }

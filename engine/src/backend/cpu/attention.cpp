@@ -77,7 +77,9 @@ void attention(ThreadPool& pool, KernelIsa isa, const KvCache& cache, uint32_t l
             scores[p] *= scale;
             max = std::max(max, scores[p]);
         }
-        const double sum = exp_sum(isa, scores, count, max);
+        if (shape.sinks != nullptr) max = std::max(max, shape.sinks[h]);
+        double sum = exp_sum(isa, scores, count, max);
+        if (shape.sinks != nullptr) sum += std::exp(shape.sinks[h] - max);
         const float inv = static_cast<float>(1.0 / sum);
         float* out = out_all + t * q_width + size_t{h} * hd;
         std::fill_n(out, hd, 0.0f);

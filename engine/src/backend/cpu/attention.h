@@ -58,6 +58,9 @@ struct AttentionShape {
     uint32_t head_dim = 0;
     float scale = 0;      // of q.k; 0: 1 / sqrt(head_dim)
     uint32_t window = 0;  // sliding window: only the last `window` positions; 0: all
+    // Attention sinks (gpt-oss): per head, a logit that joins the softmax's denominator (and
+    // its maximum) without a value; [n_head] f32, null: none.
+    const float* sinks = nullptr;
 };
 
 // For each of the n tokens at positions first_pos .. first_pos + n - 1 (already stored in

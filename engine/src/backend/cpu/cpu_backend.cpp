@@ -63,7 +63,7 @@ private:
     BoundOp to_bound_op(const BoundWeight& w) const;
     Result<void> run_op(const BoundOp& bound, uint32_t layer, int n);
     void rope(float* data, int64_t n_heads, int n, uint32_t layer);
-    void attention(uint32_t layer, int n, float scale);
+    void attention(uint32_t layer, int n, float scale, const float* sinks);
 
     const GgufModel& model_;
     arch::Hparams hp_;
@@ -296,7 +296,7 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
             rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n, layer);
             break;
         case OpKind::attention:
-            attention(layer, n, op.value);
+            attention(layer, n, op.value, bound.values);
             break;
         case OpKind::swiglu:
             swiglu(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
@@ -329,18 +329,25 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
 // RoPE at the batch's positions with the layer's base and scale (ops.h).
 void CpuStage::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
     const arch::LayerAttention& la = program_.layers[layer];
-    const RopeShape shape{hp_.head_dim, hp_.rope_dims,      hp_.rope_layout == arch::RopeLayout::neox,
-                          la.rope_base, la.rope_freq_scale, rope_freqs_};
+    RopeShape shape{hp_.head_dim, hp_.rope_dims,      hp_.rope_layout == arch::RopeLayout::neox,
+                    la.rope_base, la.rope_freq_scale, rope_freqs_};
+    if (hp_.yarn.ext_factor != 0.0f) {
+        shape.ext_factor = hp_.yarn.ext_factor;
+        shape.attn_factor = hp_.yarn.attn_factor;
+        yarn_corr_dims(hp_.rope_dims, hp_.yarn.orig_ctx, la.rope_base, hp_.yarn.beta_fast, hp_.yarn.beta_slow,
+                       shape.corr_low, shape.corr_high);
+    }
     cpu::rope(shape, data, n_heads, n, batch_pos_);
 }
 
-void CpuStage::attention(uint32_t layer, int n, float scale) {
+void CpuStage::attention(uint32_t layer, int n, float scale, const float* sinks) {
     for (int t = 0; t < n; ++t) {
         kv_.store(layer - layout_.first_layer, batch_pos_ + static_cast<uint32_t>(t),
                   buffer(Buffer::k) + static_cast<size_t>(t) * layout_.kv_width,
                   buffer(Buffer::v) + static_cast<size_t>(t) * layout_.kv_width);
     }
-    const AttentionShape shape{layout_.n_head, layout_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window};
+    const AttentionShape shape{layout_.n_head,   layout_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window,
+                               sinks};
     cpu::attention(pool_, isa_, kv_, layer - layout_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n,
                    batch_pos_, scratch_);
 }

@@ -1,5 +1,6 @@
 #include "backend/cpu/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/vec.h"
@@ -42,6 +43,17 @@ void rms_norm_rows(KernelIsa isa, const float* src, float* dst, const float* wei
     for (int64_t r = 0; r < rows; ++r) rms_norm_row(isa, src + r * width, dst + r * width, weight, width, eps);
 }
 
+void yarn_corr_dims(uint32_t rope_dims, uint32_t orig_ctx, float base, float beta_fast, float beta_slow,
+                    float& low, float& high) {
+    const float pi = 3.14159265358979323846f;
+    const auto dim = [&](float rotations) {
+        return static_cast<float>(rope_dims) *
+               std::log(static_cast<float>(orig_ctx) / (rotations * 2.0f * pi)) / (2.0f * std::log(base));
+    };
+    low = std::max(0.0f, std::floor(dim(beta_fast)));
+    high = std::min(static_cast<float>(rope_dims) - 1.0f, std::ceil(dim(beta_slow)));
+}
+
 void rope(const RopeShape& shape, float* data, int64_t n_heads, int n_tokens, uint32_t pos0) {
     const uint32_t dims = shape.rope_dims;
     const float theta_scale = std::pow(shape.base, -2.0f / static_cast<float>(dims));
@@ -50,9 +62,18 @@ void rope(const RopeShape& shape, float* data, int64_t n_heads, int n_tokens, ui
         float theta = static_cast<float>(pos0 + static_cast<uint32_t>(t));
         for (uint32_t i = 0; i < dims; i += 2) {
             const float ff = shape.freq_factors != nullptr ? shape.freq_factors[i / 2] : 1.0f;
-            const float angle = shape.freq_scale * (theta / ff);
-            cos_sin[i] = std::cos(angle);
-            cos_sin[i + 1] = std::sin(angle);
+            const float original = theta / ff;
+            float angle = shape.freq_scale * original;
+            float magnitude = shape.attn_factor;
+            if (shape.ext_factor != 0.0f) {
+                const float y = (static_cast<float>(i / 2) - shape.corr_low) /
+                                std::max(0.001f, shape.corr_high - shape.corr_low);
+                const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * shape.ext_factor;
+                angle = angle * (1.0f - mix) + original * mix;
+                magnitude *= 1.0f + 0.1f * std::log(1.0f / shape.freq_scale);
+            }
+            cos_sin[i] = std::cos(angle) * magnitude;
+            cos_sin[i + 1] = std::sin(angle) * magnitude;
             theta *= theta_scale;
         }
         for (int64_t h = 0; h < n_heads; ++h) {

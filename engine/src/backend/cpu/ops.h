@@ -58,7 +58,17 @@ struct RopeShape {
     float freq_scale = 1.0f;              // positions multiplied by this (linear scaling)
     const float* freq_factors = nullptr;  // [rope_dims / 2] f32 dividing each frequency
                                           // (rope_freqs.weight); null: none
+    // YaRN (arch::Yarn): 0 ext_factor is plain (linear) RoPE. corr_low/corr_high: the pairs
+    // between which the ramp goes from the original angle to the interpolated one.
+    float ext_factor = 0.0f;
+    float attn_factor = 1.0f;
+    float corr_low = 0.0f, corr_high = 0.0f;
 };
+
+// YaRN's correction range for a layer's base (ggml's rope_yarn_corr_dims): the pairs whose
+// wavelength fits beta_fast and beta_slow times into the original context.
+void yarn_corr_dims(uint32_t rope_dims, uint32_t orig_ctx, float base, float beta_fast, float beta_slow,
+                    float& low, float& high);
 
 // data: [n_tokens][n_heads][head_dim] f32, token t at position pos0 + t, rotated in place.
 // ggml's angles: pair i of position p turns by p * base^(-2i / rope_dims), the power built
