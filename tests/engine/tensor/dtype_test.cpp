@@ -98,7 +98,8 @@ TEST(DType, BlockStructsMatchTypeSizes) {
     EXPECT_EQ(sizeof(BlockQ4_K), type_traits(GgmlType::q4_k).type_size);
     EXPECT_EQ(sizeof(BlockQ5_K), type_traits(GgmlType::q5_k).type_size);
     EXPECT_EQ(sizeof(BlockQ6_K), type_traits(GgmlType::q6_k).type_size);
-    for (GgmlType t : {GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::mxfp4}) {
+    for (GgmlType t :
+         {GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::mxfp4}) {
         EXPECT_EQ(type_traits(t).block_size, static_cast<uint32_t>(kQK));
     }
     for (GgmlType t : {GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {

@@ -346,16 +346,15 @@ TEST(Quantize, LegacyRoundTripSanity) {
     // scale (2^-11 relative, times up to 16 steps: under 1e-3 of the range), except that
     // the symmetric types map the largest |x| to the most negative level, so the other
     // end of the range can be clipped by one full step d = amax / 8 (/ 16, / 127).
+    // MXFP4: max|x| in [0.5, 1) gives d = 2^-4, the largest code 12 d = 0.75, so values up
+    // to 1 clip by up to 0.25; the widest gap between codes (8 d to 12 d) is 0.25 too.
     struct Case {
         GgmlType type;
         double max_err;
-    } cases[] = {
-        // MXFP4: max|x| in [0.5, 1) gives d = 2^-4, the largest code 12 d = 0.75, so values
-        // up to 1 clip by 0.25; the widest gap between codes (8 d to 12 d) is 0.25 too.
-        {GgmlType::mxfp4, 0.25},
-        {GgmlType::q4_0, 1.0 / 8 + 1e-3},  {GgmlType::q4_1, 1.0 / 15 + 1e-3},  {GgmlType::q5_0, 1.0 / 16 + 1e-3},
-        {GgmlType::q5_1, 1.0 / 31 + 1e-3}, {GgmlType::q8_0, 1.0 / 254 + 1e-3}, {GgmlType::f16, 0x1p-11},
-        {GgmlType::bf16, 0x1p-8}};
+    } cases[] = {{GgmlType::q4_0, 1.0 / 8 + 1e-3},   {GgmlType::q4_1, 1.0 / 15 + 1e-3},
+                 {GgmlType::q5_0, 1.0 / 16 + 1e-3},  {GgmlType::q5_1, 1.0 / 31 + 1e-3},
+                 {GgmlType::q8_0, 1.0 / 254 + 1e-3}, {GgmlType::f16, 0x1p-11},
+                 {GgmlType::bf16, 0x1p-8},           {GgmlType::mxfp4, 0.25}};
     for (const Case& c : cases) {
         const std::vector<float> y = round_trip(c.type, x);
         double worst = 0;
