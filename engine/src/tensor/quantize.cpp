@@ -138,9 +138,10 @@ BlockQ8_0 quantize_q8_0_block(const float* x) {
     return b;
 }
 
-// gguf's MXFP4 exponent: e = floor(log2(max|x|)) - 2 + 127, so that max|x| lands in the
-// top codes (6 or 8, doubled 12 or 16: values up to 1.5 * 2^floor(log2) are kept, the
-// rest clip to the largest code). Two details of numpy decide the byte and are copied:
+// gguf's MXFP4 exponent: e = floor(log2(max|x|)) - 2 + 127, so d = 2^(e - 128) =
+// 2^(f - 3) with f = floor(log2(max|x|)): max|x| in [2^f, 2^(f+1)) lands between the
+// doubled codes 8 d = 2^f and 12 d = 1.5 * 2^f, and anything above 1.5 * 2^f clips to
+// the largest code (ggml's choice). Two details of numpy decide the byte and are copied:
 // - log2 is evaluated in f32 (the input's type), so an amax a few ulps below a power of
 //   two whose log2 rounds up to the integer takes the next exponent (7.9999995 gives
 //   e = 128, not 127). The f32 rounding of the double log2 reproduces that; checked
