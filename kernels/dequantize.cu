@@ -7,8 +7,8 @@
 // threads decodes a tile of 2048 elements (64 blocks of 32 or 8 super-blocks of 256),
 // and thread t writes elements [8t, 8t + 8) of the tile as two float4 (f32) or one
 // 16-byte vector (f16) stores, so a warp writes one contiguous 1 KiB (512 B) run. The
-// tile's source bytes (8 * type_size, always a multiple of 16) are first copied into
-// shared memory with 16-byte coalesced loads, because blocks of 18, 22 or 110 bytes
+// tile's source bytes (8 or 64 type sizes, always a multiple of 16) are first copied into
+// shared memory with 16-byte coalesced loads, because blocks of 17, 18, 22 or 110 bytes
 // cannot be loaded with wide vector loads in place; each thread then decodes its 8
 // elements from shared memory. Sources of any byte alignment work (2-byte or 1-byte
 // loads instead), and destinations that are not 16-byte aligned use scalar stores.
@@ -81,8 +81,9 @@ __device__ __forceinline__ void store1(uint16_t* dst, float v) {
 
 // --- quantized blocks ----------------------------------------------------------------
 
-// Copies `bytes` (even) from global memory into the 16-byte aligned shared tile, with
-// the widest loads the source alignment allows. All threads of the block take part.
+// Copies `bytes` from global memory into the 16-byte aligned shared tile, with the widest
+// loads the source alignment allows. All threads of the block take part. `bytes` is even
+// for every type but MXFP4 (17-byte blocks), whose partial last tile can leave one byte.
 __device__ __forceinline__ void load_tile(uint8_t* tile, const uint8_t* __restrict__ src, int bytes) {
     const auto addr = reinterpret_cast<uintptr_t>(src);
     int done = 0;
@@ -94,11 +95,12 @@ __device__ __forceinline__ void load_tile(uint8_t* tile, const uint8_t* __restri
         done = n16 * 16;
     }
     if ((addr & 1u) == 0) {
-        // Block sizes are even, so what is left is whole 16-bit words.
+        // 16-bit words, then the odd last byte if there is one.
         const int n2 = (bytes - done) / 2;
         const auto* s2 = reinterpret_cast<const unsigned short*>(src + done);
         auto* t2 = reinterpret_cast<unsigned short*>(tile + done);
         for (int k = threadIdx.x; k < n2; k += blockDim.x) t2[k] = __ldg(s2 + k);
+        if ((bytes - done) % 2 != 0 && threadIdx.x == 0) tile[bytes - 1] = __ldg(src + bytes - 1);
     } else {
         for (int k = threadIdx.x; k < bytes; k += blockDim.x) tile[k] = __ldg(src + k);
     }
@@ -225,6 +227,7 @@ int block_size_of(uint32_t type_id) {
         case TypeId::q5_0:
         case TypeId::q5_1:
         case TypeId::q8_0:
+        case TypeId::mxfp4:
             return kQK;
         case TypeId::q2_k:
         case TypeId::q3_k:
@@ -268,6 +271,8 @@ int dequantize(uint32_t type_id, const void* src, Out* dst, int64_t n, cudaStrea
             return launch_blocks<Q5_1Traits>(src, dst, n, stream);
         case TypeId::q8_0:
             return launch_blocks<Q8_0Traits>(src, dst, n, stream);
+        case TypeId::mxfp4:
+            return launch_blocks<MXFP4Traits>(src, dst, n, stream);
         case TypeId::q2_k:
             return launch_blocks<Q2_KTraits>(src, dst, n, stream);
         case TypeId::q3_k:

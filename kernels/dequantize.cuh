@@ -140,6 +140,35 @@ struct Q8_0Traits {
     }
 };
 
+// 2^(e - 128) for every exponent byte (the engine's mxfp4_half_scale): the f32 subnormals
+// 2^-128 and 2^-127 for e = 0 and 1, never inf or NaN.
+__device__ __forceinline__ float mxfp4_half_scale(uint8_t e) {
+    return __uint_as_float(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
+}
+
+// The doubled E2M1 value of a 4-bit code: magnitudes 0 1 2 3 4 6 8 12 packed as nibbles of
+// one constant (no table in memory), bit 3 the sign; code 8 is 0, not -0.
+__device__ __forceinline__ int mxfp4_value(int code) {
+    const int magnitude = static_cast<int>((0xC8643210u >> (4 * (code & 7))) & 0x0Fu);
+    return (code & 8) ? -magnitude : magnitude;
+}
+
+// Each product is exact, or inf for e >= 253 with large codes, as on the CPU.
+struct MXFP4Traits {
+    using Block = BlockMXFP4;
+    static constexpr int kBlockSize = kQK;
+    __device__ static void decode8(const Block& b, int i0, float v[8]) {
+        const float d = mxfp4_half_scale(b.e);
+        const int j0 = i0 % 16;
+        const int shift = i0 < 16 ? 0 : 4;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            const int q = (b.qs[j0 + e] >> shift) & 0x0F;
+            v[e] = __fmul_rn(d, static_cast<float>(mxfp4_value(q)));
+        }
+    }
+};
+
 // K-quants: the sub-block factors are rounded to f32 first (d * scale, dmin * min), then
 // applied per element, as the reference does.
 

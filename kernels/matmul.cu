@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 constexpr int kTileElements = 2048;
 
 // Bytes of a tile of 2048 weights: a multiple of 16, as the tile is 8 super-blocks of 256,
-// 64 blocks of 32 or 256 groups of 8 floats, and every block is an even number of bytes.
+// 64 blocks of 32 or 256 groups of 8 floats, and every block is an even number of bytes
+// but MXFP4's 17 (64 of those are 1088 bytes, 68 vectors).
 template <class Traits>
 __host__ __device__ constexpr int tile_bytes() {
     return kTileElements / Traits::kBlockSize * static_cast<int>(sizeof(typename Traits::Block));

@@ -20,7 +20,7 @@
 extern "C" {
 
 // 1 when ph_dequantize_f32/_f16 handle the ggml type id, else 0. The types: F32, F16,
-// BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+// BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 int ph_dequantize_supported(uint32_t ggml_type_id);
 
 // Elements per block of a supported type (1 for F32/F16/BF16, 32 or 256), else 0.

@@ -5,9 +5,9 @@
 // kernel tests compare every type against the engine's CPU reference, which catches any
 // drift between the two copies.
 //
-// f16 fields stay raw uint16_t bits, as in the engine. Every struct has alignment 2 and
-// an even size, so a block inside a 16-byte aligned shared-memory tile can be read in
-// place.
+// f16 fields stay raw uint16_t bits, as in the engine. Every struct but BlockMXFP4 has
+// alignment 2 and an even size; BlockMXFP4 (17 bytes, alignment 1) holds only bytes. So a
+// block inside a 16-byte aligned shared-memory tile can be read in place.
 //
 // Lives in powerhouse::kernels so that these structs never share a name with the
 // engine's (one definition rule) when both end up in one program.
@@ -35,6 +35,7 @@ enum class TypeId : uint32_t {
     q5_k = 13,
     q6_k = 14,
     bf16 = 30,
+    mxfp4 = 39,
 };
 
 inline constexpr int kQK = 32;    // elements per block of the original quant types
@@ -67,6 +68,12 @@ struct BlockQ5_1 {
 struct BlockQ8_0 {
     uint16_t d;
     int8_t qs[kQK];
+};
+
+// One E8M0 exponent and 32 E2M1 codes: x[i] = 2^(e - 128) * (doubled E2M1 value of q[i]).
+struct BlockMXFP4 {
+    uint8_t e;
+    uint8_t qs[kQK / 2];
 };
 
 struct BlockQ2_K {
@@ -111,6 +118,7 @@ static_assert(sizeof(BlockQ4_1) == 20 && offsetof(BlockQ4_1, qs) == 4);
 static_assert(sizeof(BlockQ5_0) == 22 && offsetof(BlockQ5_0, qh) == 2 && offsetof(BlockQ5_0, qs) == 6);
 static_assert(sizeof(BlockQ5_1) == 24 && offsetof(BlockQ5_1, qh) == 4 && offsetof(BlockQ5_1, qs) == 8);
 static_assert(sizeof(BlockQ8_0) == 34 && offsetof(BlockQ8_0, qs) == 2);
+static_assert(sizeof(BlockMXFP4) == 17 && offsetof(BlockMXFP4, qs) == 1 && alignof(BlockMXFP4) == 1);
 static_assert(sizeof(BlockQ2_K) == 84 && offsetof(BlockQ2_K, qs) == 16 && offsetof(BlockQ2_K, d) == 80 &&
               offsetof(BlockQ2_K, dmin) == 82);
 static_assert(sizeof(BlockQ3_K) == 110 && offsetof(BlockQ3_K, qs) == 32 && offsetof(BlockQ3_K, scales) == 96 &&

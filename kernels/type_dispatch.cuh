@@ -61,6 +61,7 @@ int with_traits(uint32_t type_id, Fn&& fn) {
         case TypeId::q5_0: return fn(Q5_0Traits{});
         case TypeId::q5_1: return fn(Q5_1Traits{});
         case TypeId::q8_0: return fn(Q8_0Traits{});
+        case TypeId::mxfp4: return fn(MXFP4Traits{});
         case TypeId::q2_k: return fn(Q2_KTraits{});
         case TypeId::q3_k: return fn(Q3_KTraits{});
         case TypeId::q4_k: return fn(Q4_KTraits{});

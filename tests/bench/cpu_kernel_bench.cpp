@@ -43,7 +43,7 @@ void dots(benchmark::State& state, GgmlType type, KernelIsa isa, int tokens) {
 const bool registered = [] {
     for (GgmlType type : {GgmlType::f16, GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0,
                           GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k,
-                          GgmlType::q5_k, GgmlType::q6_k}) {
+                          GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4}) {
         for (KernelIsa isa : available_isas()) {
             for (int tokens : {1, 64}) {
                 const std::string name =

@@ -367,7 +367,7 @@ TEST(DequantizeCuda, KernelsCoverEveryReferenceType) {
         if (!traits) continue;
         EXPECT_EQ(cuda::has_dequantize_kernel(traits->type), traits->has_reference) << traits->name;
     }
-    EXPECT_EQ(kTypes.size(), 13u);
+    EXPECT_EQ(kTypes.size(), 14u);
 }
 
 TEST(DequantizeCuda, RejectsBadArgumentsBeforeTouchingTheGpu) {
@@ -382,7 +382,7 @@ TEST(DequantizeCuda, RejectsBadArgumentsBeforeTouchingTheGpu) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, ErrorCode::invalid_argument);
 
-    for (const GgmlType type : {GgmlType::q8_1, GgmlType::iq2_xxs, GgmlType::i32, GgmlType::mxfp4}) {
+    for (const GgmlType type : {GgmlType::q8_1, GgmlType::iq2_xxs, GgmlType::i32, GgmlType::nvfp4}) {
         r = cuda::dequantize_on_device(type, bytes.data(), 256, out);
         ASSERT_FALSE(r.ok()) << type_traits(type).name;
         EXPECT_EQ(r.error().code, ErrorCode::unsupported) << r.error().message;

@@ -32,7 +32,7 @@ namespace powerhouse::test {
 // Every weight type the kernels decode and multiply by.
 inline const std::vector<GgmlType> kKernelTypes = {
     GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1,
-    GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k};
+    GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4};
 
 inline bool gpu_required() {
     const char* value = std::getenv("POWERHOUSE_REQUIRE_GPU");

@@ -28,7 +28,8 @@
 namespace powerhouse {
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::q4_k, GgmlType::q8_0, GgmlType::f16, GgmlType::q6_k, GgmlType::q4_0};
+const GgmlType kTypes[] = {GgmlType::q4_k, GgmlType::q8_0, GgmlType::f16,
+                           GgmlType::q6_k, GgmlType::q4_0, GgmlType::mxfp4};
 
 struct Shape {
     const char* name;

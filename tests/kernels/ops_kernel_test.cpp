@@ -74,7 +74,9 @@ TEST_P(MatmulKernel, MatchesDequantizedRowsDottedInDouble) {
     const auto bs = static_cast<int64_t>(traits.block_size);
     const int64_t rows = 37;  // one warp per row: not a multiple of any block of warps
     std::mt19937 rng(4242u + static_cast<uint32_t>(type));
-    for (const int64_t in : {2 * std::max<int64_t>(bs, 8), int64_t{1280}, int64_t{4352}}) {
+    // 4608 is the one length whose MXFP4 rows (17-byte blocks) are whole 16-byte vectors,
+    // so that MXFP4 also runs the staged kernel (the others take it at 1280 and 4352 too).
+    for (const int64_t in : {2 * std::max<int64_t>(bs, 8), int64_t{1280}, int64_t{4352}, int64_t{4608}}) {
         // Each stored row holds `cut` elements, the `in` multiplied here, then `cut` more:
         // the column slice of a wider matrix that tensor split gives a rank (rows
         // row_stride apart, the slice starting `cut` elements in). Also the packed case.

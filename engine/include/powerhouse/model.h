@@ -2,8 +2,8 @@
 // template, and a backend that runs it with a KV cache for up to n_ctx positions.
 //
 // Supported today: the llama family (Llama 2/3, Mistral, SmolLM2, TinyLlama), Qwen 2,
-// Qwen 3 and Gemma 3 (text), on the CPU or NVIDIA GPUs, with weights in F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the
-// K-quants. Anything else is refused at load with a message that says what is missing.
+// Qwen 3 and Gemma 3 (text), on the CPU or NVIDIA GPUs, with weights in F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, the
+// K-quants and MXFP4. Anything else is refused at load with a message that says what is missing.
 //
 // Thread-safety: a Model is used by one thread at a time (the engine's); it may be moved
 // between threads.

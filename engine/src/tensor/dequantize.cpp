@@ -105,6 +105,20 @@ void dequantize_q8_0(const unsigned char* src, float* dst, int64_t n_blocks) {
     }
 }
 
+// Every product is exact (a power of two times an integer of at most 4 bits; the
+// smallest, 2^-128 * 1, is still an f32 subnormal) or overflows to inf: e >= 253 with
+// large codes, as in gguf.
+void dequantize_mxfp4(const unsigned char* src, float* dst, int64_t n_blocks) {
+    for (int64_t ib = 0; ib < n_blocks; ++ib, dst += kQK) {
+        const auto b = load_block<BlockMXFP4>(src, ib);
+        const float d = mxfp4_half_scale(b.e);
+        for (int j = 0; j < kQK / 2; ++j) {
+            dst[j] = d * static_cast<float>(kMxfp4Values[b.qs[j] & 0x0F]);
+            dst[j + kQK / 2] = d * static_cast<float>(kMxfp4Values[b.qs[j] >> 4]);
+        }
+    }
+}
+
 // K-quants. Sub-block factors are rounded to f32 first (d * scale, dmin * min), then
 // applied per element, as gguf does.
 
@@ -223,6 +237,8 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
             return dequantize_q5_1(bytes, dst, n_blocks);
         case GgmlType::q8_0:
             return dequantize_q8_0(bytes, dst, n_blocks);
+        case GgmlType::mxfp4:
+            return dequantize_mxfp4(bytes, dst, n_blocks);
         case GgmlType::q2_k:
             return dequantize_q2_k(bytes, dst, n_blocks);
         case GgmlType::q3_k:

@@ -40,7 +40,7 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::bf16, "BF16", 1, 2, true},
     TypeTraits{GgmlType::tq1_0, "TQ1_0", 256, 54, false},
     TypeTraits{GgmlType::tq2_0, "TQ2_0", 256, 66, false},
-    TypeTraits{GgmlType::mxfp4, "MXFP4", 32, 17, false},
+    TypeTraits{GgmlType::mxfp4, "MXFP4", 32, 17, true},
     TypeTraits{GgmlType::nvfp4, "NVFP4", 64, 36, false},
     TypeTraits{GgmlType::q1_0, "Q1_0", 128, 18, false},
 };

@@ -63,6 +63,27 @@ struct BlockQ8_0 {
     int8_t qs[kQK];
 };
 
+// x[i] = 2^(e - 128) * kMxfp4Values[q[i]], q in 0..15 (OCP MX FP4: E2M1 codes with a
+// shared E8M0 exponent; gpt-oss's MoE weights). The E2M1 values are stored doubled as
+// integers, so the block scale is half of the format's 2^(e - 127): mxfp4_half_scale.
+// qs as in Q4_0. 17 bytes: unlike the other blocks, odd-sized and byte aligned.
+struct BlockMXFP4 {
+    uint8_t e;
+    uint8_t qs[kQK / 2];
+};
+
+// The 16 E2M1 codes, doubled: bit 3 is the sign, so code 8 is a second zero (ggml's
+// kvalues_mxfp4; decoding it gives +0, never -0).
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e - 128) exactly, for every e (ggml's GGML_E8M0_TO_FP32_HALF): e = 0 and 1 give the
+// f32 subnormals 2^-128 and 2^-127, e = 255 gives 2^127. Never inf or NaN (the OCP
+// format's NaN encoding, e = 255, is not treated specially by ggml or gguf).
+inline float mxfp4_half_scale(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+    return std::bit_cast<float>(bits);
+}
+
 // --- 256-element super-blocks (K-quants) -------------------------------------------------
 //
 // Several K-quants spread the bits of one q over fields using the same pattern: the
@@ -129,6 +150,7 @@ static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockMXFP4) == 17 && offsetof(BlockMXFP4, qs) == 1);
 static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);

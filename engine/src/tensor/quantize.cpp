@@ -138,6 +138,65 @@ BlockQ8_0 quantize_q8_0_block(const float* x) {
     return b;
 }
 
+// gguf's MXFP4 exponent: e = floor(log2(max|x|)) - 2 + 127, so d = 2^(e - 128) =
+// 2^(f - 3) with f = floor(log2(max|x|)): max|x| in [2^f, 2^(f+1)) lands between the
+// doubled codes 8 d = 2^f and 12 d = 1.5 * 2^f, and anything above 1.5 * 2^f clips to
+// the largest code (ggml's choice). Two details of numpy decide the byte and are copied:
+// - log2 is evaluated in f32 (the input's type), so an amax a few ulps below a power of
+//   two whose log2 rounds up to the integer takes the next exponent (7.9999995 gives
+//   e = 128, not 127). The f32 rounding of the double log2 reproduces that; checked
+//   against numpy for every positive finite f32 by scripts/fixtures/make_quant_fixture.py
+//   --check-log2.
+// - the float result is cast to uint8 modulo 256, so amax below 2^-125 (where the
+//   exponent would be negative) gives e in 232..255: a huge scale under which every
+//   element is code 0, i.e. the block decodes to zeros.
+// amax = 0, NaN or inf give e = 0, as gguf's np.where(d > 0, ...) and numpy's cast do.
+uint8_t mxfp4_exponent(float amax) {
+    if (!(amax > 0.0f) || !std::isfinite(amax)) return 0;
+    const float log2_f32 = static_cast<float>(std::log2(static_cast<double>(amax)));
+    const int e = static_cast<int>(std::floor(log2_f32)) - 2 + 127;
+    return static_cast<uint8_t>(static_cast<unsigned>(e) & 0xFFu);
+}
+
+// Each element takes the code whose value d * v is nearest: gguf's argmin over
+// |d * v - x| evaluated in f32 (the subtraction rounds, so near-ties follow f32), the
+// lowest code on ties, so ties go to the smaller magnitude and a zero to code 0 (also
+// for -0). A NaN error (only from non-finite input) wins at once, as numpy's argmin
+// returns the first NaN. d * v is exact or overflows to inf for every e, so an FMA
+// cannot change the result.
+BlockMXFP4 quantize_mxfp4_block(const float* x) {
+    BlockMXFP4 b{};
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+        const float a = std::fabs(x[j]);
+        if (a > amax || std::isnan(a)) amax = a;  // np.max propagates NaN
+        if (std::isnan(a)) break;
+    }
+    b.e = mxfp4_exponent(amax);
+    const float d = mxfp4_half_scale(b.e);
+    int q[kQK];
+    for (int j = 0; j < kQK; ++j) {
+        int best = 0;
+        float best_err = std::fabs(d * static_cast<float>(kMxfp4Values[0]) - x[j]);
+        if (!std::isnan(best_err)) {
+            for (int k = 1; k < 16; ++k) {
+                const float err = std::fabs(d * static_cast<float>(kMxfp4Values[k]) - x[j]);
+                if (std::isnan(err)) {
+                    best = k;
+                    break;
+                }
+                if (err < best_err) {
+                    best = k;
+                    best_err = err;
+                }
+            }
+        }
+        q[j] = best;
+    }
+    pack_nibbles(q, b.qs);
+    return b;
+}
+
 template <class Block, class Encode>
 void quantize_blocks(const float* src, unsigned char* dst, int64_t n_blocks, int block_size, Encode encode) {
     for (int64_t ib = 0; ib < n_blocks; ++ib) store_block(dst, ib, encode(src + ib * block_size));
@@ -181,6 +240,8 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
                                               [](const float* x) { return quantize_with_min<BlockQ5_1>(x, 32); });
         case GgmlType::q8_0:
             return quantize_blocks<BlockQ8_0>(src, out, nb, kQK, quantize_q8_0_block);
+        case GgmlType::mxfp4:
+            return quantize_blocks<BlockMXFP4>(src, out, nb, kQK, quantize_mxfp4_block);
         case GgmlType::q2_k:
             return quantize_blocks<BlockQ2_K>(src, out, nb, QK_K, detail::quantize_block_q2_k);
         case GgmlType::q3_k:

@@ -1,7 +1,7 @@
 // Reference quantization: encodes one f32 row as any type with has_reference (dtype.h).
 // Used to write test and synthetic models and as the yardstick for faster quantizers.
 //
-// F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 reproduce the PyPI `gguf` package's
+// F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4 reproduce the PyPI `gguf` package's
 // gguf.quants.quantize (itself ggml's reference quantizers) byte for byte for finite
 // inputs, checked by tests/data/quants fixtures. F32 is a copy.
 //

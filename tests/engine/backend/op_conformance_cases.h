@@ -14,7 +14,7 @@ namespace powerhouse::test {
 // Every weight type the engine multiplies by, on the CPU and the GPU.
 inline const std::vector<GgmlType> kMatmulTypes = {
     GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1,
-    GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k};
+    GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4};
 
 std::vector<OpCase> rms_norm_cases();
 std::vector<OpCase> head_rms_norm_cases();

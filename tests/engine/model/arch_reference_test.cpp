@@ -1,8 +1,8 @@
 // Every architecture the engine runs (llama, llama with Llama 3 rope_freqs, qwen2, qwen3,
-// gemma3), in F32, F16, Q8_0 and Q4_K, against llama.cpp: tiny random-weight models and
+// gemma3), in F32, F16, Q8_0, MXFP4 and Q4_K, against llama.cpp: tiny random-weight models and
 // llama.cpp's logits at every position of a 20-token sequence, written by
 // scripts/fixtures/make_arch_fixture.py into tests/data/arch. The models are small enough
-// that all twenty run in well under a second, and their settings are chosen so that a wrong
+// that all twenty-five run in well under a second, and their settings are chosen so that a wrong
 // RoPE base, a missing norm or a wrong sliding window changes the logits far beyond the
 // tolerances below.
 #include <gtest/gtest.h>
@@ -45,6 +45,7 @@ using test::arch_manifest;
 //                sums of squares, against ggml's) lands a value on the other side of a Q8_0
 //                rounding: one such flip moves the logits by about 0.005 (qwen3moe; the
 //                other models are bit-identical)
+//   mxfp4 0      bit-identical: Q8_0 activations too, and the same integer sums per block
 //   q4_k 0.18    both quantize activations to Q8_K for K-quant weights
 //                (llama.cpp's own batched and single-token Q4_K paths differ by up to 0.18)
 // The tolerances are about twice the larger figures, the near-tie margins twice the
@@ -57,7 +58,11 @@ struct Tolerance {
 
 Tolerance tolerance(const std::string& type) {
     static const std::map<std::string, Tolerance> tolerances = {
-        {"f32", {0.01f, 0.02f}}, {"f16", {0.06f, 0.12f}}, {"q8_0", {0.015f, 0.03f}}, {"q4_k", {1.0f, 1.2f}}};
+        {"f32", {0.01f, 0.02f}},
+        {"f16", {0.06f, 0.12f}},
+        {"q8_0", {0.015f, 0.03f}},
+        {"mxfp4", {0.015f, 0.03f}},
+        {"q4_k", {1.0f, 1.2f}}};
     return tolerances.at(type);
 }
 
@@ -152,7 +157,7 @@ TEST(ArchReferenceFixture, CoversEveryArchitectureAndType) {
     for (const json& m : arch_manifest().at("models")) {
         types[m.at("model").get<std::string>()].push_back(m.at("type").get<std::string>());
     }
-    const std::vector<std::string> all = {"f32", "f16", "q8_0", "q4_k"};
+    const std::vector<std::string> all = {"f32", "f16", "q8_0", "mxfp4", "q4_k"};
     for (const char* model : {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "mixtral", "qwen3moe", "gpt-oss"}) {
         EXPECT_EQ(types[model], all) << model;
     }

@@ -54,7 +54,7 @@ TEST(Dequantize, MatchesGgufFixtureBitForBit) {
         EXPECT_TRUE(same_bits(rec.values, out));
         covered.insert(traits->type);
     }
-    EXPECT_EQ(covered.size(), 13u) << "the fixture should cover every type with a reference";
+    EXPECT_EQ(covered.size(), 14u) << "the fixture should cover every type with a reference";
 }
 
 TEST(Dequantize, AnySourceAlignment) {
@@ -91,6 +91,24 @@ TEST(Dequantize, Q4_0Layout) {
         EXPECT_EQ(out[j], 0.5f * (j - 8)) << j;
         EXPECT_EQ(out[j + 16], 0.5f * (7 - j)) << j;
     }
+}
+
+TEST(Dequantize, Mxfp4Layout) {
+    BlockMXFP4 b{};
+    b.e = 127;  // d = 2^-1: code values (doubled E2M1) times one half
+    for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+    float out[32];
+    dequantize_row(GgmlType::mxfp4, &b, out, 32);
+    const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, 0, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+    for (int j = 0; j < 16; ++j) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(out[j]), std::bit_cast<uint32_t>(e2m1[j])) << j;
+        EXPECT_EQ(std::bit_cast<uint32_t>(out[j + 16]), std::bit_cast<uint32_t>(e2m1[15 - j])) << j;
+    }
+    EXPECT_EQ(mxfp4_half_scale(0), 0x1p-128f);
+    EXPECT_EQ(mxfp4_half_scale(1), 0x1p-127f);
+    EXPECT_EQ(mxfp4_half_scale(2), 0x1p-126f);
+    EXPECT_EQ(mxfp4_half_scale(128), 1.0f);
+    EXPECT_EQ(mxfp4_half_scale(255), 0x1p127f);
 }
 
 TEST(Dequantize, Q5_1Layout) {

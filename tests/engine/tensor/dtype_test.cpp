@@ -75,10 +75,10 @@ TEST(DType, UnknownIdsHaveNoTraits) {
     }
 }
 
-TEST(DType, ReferenceTypesAreExactlyTheThirteen) {
+TEST(DType, ReferenceTypesAreExactlyTheFourteen) {
     const std::set<GgmlType> expected = {GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
                                          GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
-                                         GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k};
+                                         GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4};
     std::set<GgmlType> actual;
     for (uint32_t id = 0; id < 256; ++id) {
         if (auto t = type_traits(id); t && t->has_reference) actual.insert(t->type);
@@ -92,12 +92,14 @@ TEST(DType, BlockStructsMatchTypeSizes) {
     EXPECT_EQ(sizeof(BlockQ5_0), type_traits(GgmlType::q5_0).type_size);
     EXPECT_EQ(sizeof(BlockQ5_1), type_traits(GgmlType::q5_1).type_size);
     EXPECT_EQ(sizeof(BlockQ8_0), type_traits(GgmlType::q8_0).type_size);
+    EXPECT_EQ(sizeof(BlockMXFP4), type_traits(GgmlType::mxfp4).type_size);
     EXPECT_EQ(sizeof(BlockQ2_K), type_traits(GgmlType::q2_k).type_size);
     EXPECT_EQ(sizeof(BlockQ3_K), type_traits(GgmlType::q3_k).type_size);
     EXPECT_EQ(sizeof(BlockQ4_K), type_traits(GgmlType::q4_k).type_size);
     EXPECT_EQ(sizeof(BlockQ5_K), type_traits(GgmlType::q5_k).type_size);
     EXPECT_EQ(sizeof(BlockQ6_K), type_traits(GgmlType::q6_k).type_size);
-    for (GgmlType t : {GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0}) {
+    for (GgmlType t :
+         {GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::mxfp4}) {
         EXPECT_EQ(type_traits(t).block_size, static_cast<uint32_t>(kQK));
     }
     for (GgmlType t : {GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {

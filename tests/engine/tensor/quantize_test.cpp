@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <set>
@@ -129,7 +131,7 @@ TEST(Quantize, MatchesGgufFixtureByteForByte) {
         }
         covered.insert(traits->type);
     }
-    EXPECT_EQ(covered.size(), 7u) << "F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0";
+    EXPECT_EQ(covered.size(), 8u) << "F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4";
 }
 
 TEST(Quantize, F32IsACopy) {
@@ -303,9 +305,28 @@ TEST(Quantize, NonFiniteInputIsHandledWithoutUndefinedBehaviour) {
     x[100] = NAN;
     for (const KCase& c : kKCases) (void)quantize(c.type, x);
     for (GgmlType t : {GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::f16,
-                       GgmlType::bf16}) {
+                       GgmlType::bf16, GgmlType::mxfp4}) {
         (void)quantize(t, x);
     }
+}
+
+TEST(Quantize, Mxfp4ChoosesTheNearestCode) {
+    // max|x| = 8: e = floor(log2 8) - 2 + 127 = 128, so d = 2^(e - 128) = 1 and the codes
+    // decode to their doubled E2M1 values. Ties take the smaller magnitude; -0 is code 0;
+    // 13 is beyond the largest value (12) and clips to it.
+    std::vector<float> x(32, 0.0f);
+    const float in[] = {8.0f, 2.5f, -2.5f, 5.0f, -5.0f, 10.0f, 13.0f, -13.0f, -0.0f, 2.6f, -0.4f, 0.6f};
+    const float out[] = {8.0f, 2.0f, -2.0f, 4.0f, -4.0f, 8.0f, 12.0f, -12.0f, 0.0f, 3.0f, 0.0f, 1.0f};
+    std::copy(std::begin(in), std::end(in), x.begin());
+    const std::vector<uint8_t> bytes = quantize(GgmlType::mxfp4, x);
+    EXPECT_EQ(bytes[0], 128);
+    const std::vector<float> y = dequantize(GgmlType::mxfp4, bytes, x.size());
+    for (size_t i = 0; i < std::size(in); ++i) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(out[i])) << "element " << i << " = " << in[i];
+    }
+    // A block of zeros (or of -0) is e = 0 and all codes 0.
+    const std::vector<uint8_t> zeros = quantize(GgmlType::mxfp4, std::vector<float>(32, -0.0f));
+    for (uint8_t b : zeros) EXPECT_EQ(b, 0);
 }
 
 TEST(QuantizeK, Deterministic) {
@@ -325,13 +346,15 @@ TEST(Quantize, LegacyRoundTripSanity) {
     // scale (2^-11 relative, times up to 16 steps: under 1e-3 of the range), except that
     // the symmetric types map the largest |x| to the most negative level, so the other
     // end of the range can be clipped by one full step d = amax / 8 (/ 16, / 127).
+    // MXFP4: max|x| in [0.5, 1) gives d = 2^-4, the largest code 12 d = 0.75, so values up
+    // to 1 clip by up to 0.25; the widest gap between codes (8 d to 12 d) is 0.25 too.
     struct Case {
         GgmlType type;
         double max_err;
-    } cases[] = {
-        {GgmlType::q4_0, 1.0 / 8 + 1e-3},  {GgmlType::q4_1, 1.0 / 15 + 1e-3},  {GgmlType::q5_0, 1.0 / 16 + 1e-3},
-        {GgmlType::q5_1, 1.0 / 31 + 1e-3}, {GgmlType::q8_0, 1.0 / 254 + 1e-3}, {GgmlType::f16, 0x1p-11},
-        {GgmlType::bf16, 0x1p-8}};
+    } cases[] = {{GgmlType::q4_0, 1.0 / 8 + 1e-3},   {GgmlType::q4_1, 1.0 / 15 + 1e-3},
+                 {GgmlType::q5_0, 1.0 / 16 + 1e-3},  {GgmlType::q5_1, 1.0 / 31 + 1e-3},
+                 {GgmlType::q8_0, 1.0 / 254 + 1e-3}, {GgmlType::f16, 0x1p-11},
+                 {GgmlType::bf16, 0x1p-8},           {GgmlType::mxfp4, 0.25}};
     for (const Case& c : cases) {
         const std::vector<float> y = round_trip(c.type, x);
         double worst = 0;

@@ -138,6 +138,7 @@ GgmlType activation_type(GgmlType weight_type) {
         case GgmlType::q4_0:
         case GgmlType::q5_0:
         case GgmlType::q8_0:
+        case GgmlType::mxfp4:
             return GgmlType::q8_0;
         case GgmlType::q4_1:
         case GgmlType::q5_1:
@@ -179,6 +180,7 @@ bool has_dot(GgmlType weight_type) {
         case GgmlType::q5_0:
         case GgmlType::q5_1:
         case GgmlType::q8_0:
+        case GgmlType::mxfp4:
         case GgmlType::q2_k:
         case GgmlType::q3_k:
         case GgmlType::q4_k:

@@ -2,6 +2,8 @@
 // converted to the format llama.cpp's CPU backend pairs with each weight type (ggml's
 // vec_dot_type), so that results agree with llama.cpp to float rounding:
 //   Q4_0, Q5_0, Q8_0      against Q8_0 activations
+//   MXFP4                 against Q8_0 (the doubled E2M1 values as integers, scaled by
+//                         2^(e - 128) * d per block)
 //   Q4_1, Q5_1            against Q8_1 (Q8_0 plus the block sum, for the weights' minimum)
 //   Q2_K .. Q6_K          against Q8_K (256-element blocks, f32 scale, sums per 16)
 //   F16 / BF16            against activations rounded to F16 / BF16, products summed in f32

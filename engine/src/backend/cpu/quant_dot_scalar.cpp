@@ -75,6 +75,18 @@ float dot_legacy(GgmlType type, const std::byte* w, const std::byte* a, int64_t 
                        f16_to_f32(x.m) * f16_to_f32(y.s);
                 break;
             }
+            case GgmlType::mxfp4: {
+                // ggml_vec_dot_mxfp4_q8_0: the doubled E2M1 values times the Q8_0 values,
+                // scaled by 2^(e - 128) * d.
+                const auto x = load<BlockMXFP4>(w, b);
+                const auto y = load<BlockQ8_0>(a, b);
+                int isum = 0;
+                for (int j = 0; j < 16; ++j) {
+                    isum += kMxfp4Values[x.qs[j] & 0x0F] * y.qs[j] + kMxfp4Values[x.qs[j] >> 4] * y.qs[j + 16];
+                }
+                sum += mxfp4_half_scale(x.e) * f16_to_f32(y.d) * static_cast<float>(isum);
+                break;
+            }
             case GgmlType::q8_0: {
                 const auto x = load<BlockQ8_0>(w, b);
                 const auto y = load<BlockQ8_0>(a, b);
