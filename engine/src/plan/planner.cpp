@@ -89,24 +89,32 @@ struct Planner {
         return devices[device].bandwidth_gb_s > 0 ? devices[device].bandwidth_gb_s
                                                   : guess_bandwidth_gb_s(devices[device].name);
     }
-    uint64_t scratch(bool output, double share) const {
+    // The work buffers of a device that takes `batch` tokens at a time (a layer split
+    // cuts the batch into one micro-batch per device) holding `share` of the heads and
+    // columns, its own layers' experts when `experts` (not all in RAM).
+    uint64_t scratch(bool output, double share, uint32_t batch, bool experts) const {
         const uint64_t q_width = uint64_t{m.n_head} * m.head_dim;
         const uint64_t kv_width = uint64_t{m.n_head_kv} * m.head_dim;
-        const double per_token = 3.0 * m.n_embd + share * (q_width * 2.0 + 2.0 * kv_width + 2.0 * m.n_ff);
-        uint64_t bytes = static_cast<uint64_t>(o.n_batch * per_token * 4.0);
+        // A mixture of experts splits experts, not the (unused) dense columns: those stay whole.
+        const double ff_share = m.n_expert > 0 ? 1.0 : share;
+        const double per_token =
+            3.0 * m.n_embd + share * (q_width * 2.0 + 2.0 * kv_width) + ff_share * 2.0 * m.n_ff + m.n_expert;
+        uint64_t bytes = static_cast<uint64_t>(batch * per_token * 4.0);
         // The widest product input converted for the integer dot products.
         const double widest = std::max({static_cast<double>(m.n_embd), share * m.n_ff, share * q_width});
-        bytes += static_cast<uint64_t>(o.n_batch * widest * 4.0);
+        bytes += static_cast<uint64_t>(batch * widest * 4.0);
         bytes += static_cast<uint64_t>(share * m.n_head * o.n_ctx * 4.0);  // attention scores of one token
         if (output) bytes += uint64_t{m.n_vocab} * 4;                   // logits
-        if (m.n_expert > 0) {
-            // The router's scores, each token's weighted expert outputs, and one expert's
-            // rows (at most the batch) through its three products.
-            const double moe = m.n_expert + m.n_expert_used * (m.n_embd + 2.0) + 2.0 * m.n_embd + 2.0 * m.n_ff_expert;
-            bytes += static_cast<uint64_t>(o.n_batch * moe * 4.0);
+        if (m.n_expert > 0 && experts) {
+            // Each token's weighted expert outputs and choices, and one expert's rows (at most
+            // the batch) through its three products, with their converted inputs.
+            const double moe = m.n_expert_used * (m.n_embd + 2.0) + 3.0 * m.n_embd + 3.0 * m.n_ff_expert;
+            bytes += static_cast<uint64_t>(batch * moe * 4.0);
         }
         return bytes;
     }
+    uint32_t micro_batch(uint32_t n) const { return (std::max<uint32_t>(1, o.n_batch) + n - 1) / n; }
+    bool devices_run_experts() const { return ram_layers < m.n_layer; }
 
     Result<void> prepare();
     DevicePlan single() const;
@@ -182,7 +190,7 @@ DevicePlan Planner::single() const {
     a.embedding = a.output = true;
     a.weight_bytes = device_weight_bytes();
     a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * o.n_ctx) * m.n_layer;
-    a.scratch_bytes = scratch(true, 1.0);
+    a.scratch_bytes = scratch(true, 1.0, o.n_batch, devices_run_experts());
     a.budget_bytes = budget(a.device);
     plan.devices.push_back(a);
     return plan;
@@ -244,7 +252,8 @@ DevicePlan Planner::layer() const {
         // A tied output matrix is the embedding: the last device needs its own copy.
         if (a.output && !a.embedding && m.tied_output) a.weight_bytes += m.embedding_bytes;
         a.kv_cache_bytes = kv_layer * a.n_layers;
-        a.scratch_bytes = scratch(a.output, 1.0);
+        a.scratch_bytes = scratch(a.output, 1.0, active > 1 ? micro_batch(active) : o.n_batch,
+                                  std::max(begin, ram_layers) < ends[d]);
         if (active > 1) a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;  // send and receive
         a.budget_bytes = budget(a.device);
         plan.devices.push_back(a);
@@ -327,7 +336,7 @@ Result<DevicePlan> Planner::tensor() const {
         a.embedding = a.output = a.device == o.main_device;
         if (a.embedding) a.weight_bytes += m.embedding_bytes + m.output_bytes;
         a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, heads[d], o.kv_type) * o.n_ctx) * m.n_layer;
-        a.scratch_bytes = scratch(a.output, std::max(head_share, ff_share));
+        a.scratch_bytes = scratch(a.output, std::max(head_share, ff_share), o.n_batch, devices_run_experts());
         a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;
         a.budget_bytes = budget(a.device);
         plan.devices.push_back(a);
@@ -626,14 +635,15 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
             if (is("attn_q.")) w.q += t.n_bytes;
             else if (is("attn_k.")) w.k += t.n_bytes;
             else if (is("attn_v.")) w.v += t.n_bytes;
+            else if (is("attn_output.bias")) w.replicated += t.n_bytes;  // every shard adds it whole
             else if (is("attn_output.")) {
                 w.o += t.n_bytes;
                 if (is("attn_output.weight")) w.o_block = type_traits(t.type).block_size;
             }
             else if (is("ffn_gate_exps.") || is("ffn_up_exps.") || is("ffn_down_exps.")) w.experts += t.n_bytes;
-            else if (is("attn_sinks.")) {
+            else if (is("attn_sinks.")) {  // one per query head: shared as the heads are
                 m.attention_sinks = true;
-                w.replicated += t.n_bytes;
+                w.q += t.n_bytes;
             }
             else if (is("ffn_gate.")) w.gate += t.n_bytes;
             else if (is("ffn_up.")) w.up += t.n_bytes;
