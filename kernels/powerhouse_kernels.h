@@ -120,6 +120,28 @@ int ph_attention(int kv_type, const float* q, const void* k_cache, const void* v
                  int n_tokens, int n_head, int n_head_kv, int head_dim, float scale, uint32_t window, int n_ctx,
                  int n_splits, float* partial, const int32_t* pos0, cudaStream_t stream);
 
+// --- Mixture of experts (moe.cu; the CPU's engine/src/backend/cpu/moe.cpp) ----------------
+
+// For each token, its k experts and their weights from its n_expert router scores
+// ([n_tokens][n_expert], n_expert at most 512, k at most 64): gating 0: softmax over every
+// expert, then the k largest; 1: the k largest scores, then a softmax over them. normalize:
+// the weights divided by their sum (at least 2^-14). Highest first, equal ones by the lower
+// index. ids, weights: [n_tokens][k].
+int ph_moe_route(const float* scores, int n_tokens, int n_expert, int k, int gating, int normalize, int32_t* ids,
+                 float* weights, cudaStream_t stream);
+// dst[i] = src[pairs[i] / k] for i < n: the input rows ([.][width]) of the (token, slot)
+// pairs (token * k + slot) routed to one expert.
+int ph_moe_gather(const float* src, int64_t width, const int32_t* pairs, int k, int n, float* dst,
+                  cudaStream_t stream);
+// slots[pairs[i]] = src[i] * weights[pairs[i]] for i < n: an expert's outputs, weighted,
+// into their tokens' slots ([n_tokens * k][width]).
+int ph_moe_scatter(const float* src, int64_t width, const int32_t* pairs, const float* weights, int n, float* slots,
+                   cudaStream_t stream);
+// dst[t] = slots[t * k] + slots[t * k + 1] + ... (in slot order) for t < n_tokens.
+int ph_moe_sum_slots(const float* slots, int n_tokens, int k, int64_t width, float* dst, cudaStream_t stream);
+// y = min(a, limit) * sigmoid(alpha * min(a, limit)) * (clamp(b, -limit, limit) + 1) (gpt-oss).
+int ph_swiglu_oai(const float* a, const float* b, float* y, int64_t n, float alpha, float limit, cudaStream_t stream);
+
 // Index of the largest of n values (the first of equals), written to *out on the device:
 // greedy sampling without copying the logits. NaN and -inf are never chosen; -1 when no
 // value is a number above -inf (the sampler's argmax, which returns kNoToken then).

@@ -33,11 +33,6 @@ Result<void> cuda_stage_supports(const StageShape& shape) {
                           fmt::format("the CUDA backend has no {} yet: run this model on the CPU (devices cpu)",
                                       shape.yarn ? "YaRN RoPE scaling" : "attention sinks"));
     }
-    if (shape.n_expert > 0) {
-        return make_error(ErrorCode::unsupported,
-                          "the CUDA backend has no mixture-of-experts kernels yet: keep the experts of every layer "
-                          "in RAM (experts in RAM: all, or auto) or run the model on the CPU (devices cpu)");
-    }
     if (shape.head_dim == 0 || shape.head_dim > kCudaMaxHeadDim) {
         return make_error(ErrorCode::unsupported,
                           fmt::format("the CUDA backend's attention takes head sizes up to {}, and this model's heads "

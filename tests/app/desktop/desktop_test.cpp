@@ -286,9 +286,9 @@ TEST(SettingsController, PreviewsThePlanAndKeepsTheSettingsPerGpu) {
     ASSERT_TRUE(saved && *saved);
 }
 
-// A mixture-of-experts model on GPUs: the preview says where the experts go (system RAM, run
-// by the CPU, until the GPU backend runs experts), the placement bar gets a RAM segment, and
-// the experts-in-RAM choice is checked, kept and passed to the engine.
+// A mixture-of-experts model on GPUs: the preview says where the experts go, the placement
+// bar gets a RAM segment for experts kept in system RAM, and the experts-in-RAM choice is
+// checked, kept and passed to the engine.
 TEST(SettingsController, PreviewsTheExpertsInRamOfAMixtureOfExperts) {
     powerhouse::test::TempDir dir;
     Store store = open_store(dir);
@@ -300,26 +300,30 @@ TEST(SettingsController, PreviewsTheExpertsInRamOfAMixtureOfExperts) {
         SettingsController settings(store, QString::fromStdString(dir.path().string()));
         settings.setDevices(snapshot);
         settings.setModel(QString::fromStdString((powerhouse::test::data_dir() / "arch" / "qwen3moe-q8_0.gguf").string()));
+        // Auto: the tiny model fits on a GPU, experts and all.
+        EXPECT_TRUE(settings.fits()) << settings.preview().toStdString();
+        EXPECT_FALSE(settings.preview().contains("System RAM")) << settings.preview().toStdString();
+
+        settings.setExpertsInRam("all");
         EXPECT_TRUE(settings.fits()) << settings.preview().toStdString();
         EXPECT_TRUE(settings.preview().contains("System RAM: experts of layers 0-1")) << settings.preview().toStdString();
-        EXPECT_TRUE(settings.preview().contains("no expert kernels yet")) << settings.preview().toStdString();
         const QVariantList planned = settings.plannedGpus();
         ASSERT_FALSE(planned.isEmpty());
         EXPECT_EQ(planned.back().toMap().value("gpu").toInt(), -1);
         EXPECT_GT(planned.back().toMap().value("bytes").toDouble(), 0.0);
 
-        // Experts kept on the GPU: refused, with the way out.
-        settings.setExpertsInRam("0");
-        EXPECT_FALSE(settings.fits());
-        EXPECT_TRUE(settings.preview().contains("experts in RAM: all")) << settings.preview().toStdString();
         settings.setExpertsInRam("some");  // not a choice: ignored
-        EXPECT_EQ(settings.expertsInRam(), "0");
-        settings.setExpertsInRam("all");
+        EXPECT_EQ(settings.expertsInRam(), "all");
+        settings.setExpertsInRam("3");  // more layers than the model has
+        EXPECT_FALSE(settings.fits());
+        EXPECT_TRUE(settings.preview().contains("the model has 2")) << settings.preview().toStdString();
+        settings.setExpertsInRam("1");
         EXPECT_TRUE(settings.fits()) << settings.preview().toStdString();
+        EXPECT_TRUE(settings.preview().contains("System RAM: experts of layer 0")) << settings.preview().toStdString();
         EXPECT_TRUE(settings.apply());
-        EXPECT_EQ(settings.modelOptions().experts_in_ram, powerhouse::kExpertsInRamAll);
+        EXPECT_EQ(settings.modelOptions().experts_in_ram, 1);
     }
-    EXPECT_EQ(SettingsController(store, {}).expertsInRam(), "all");
+    EXPECT_EQ(SettingsController(store, {}).expertsInRam(), "1");
 }
 
 // What Load and Apply pass to the engine: the GPUs in use by UUID, with their shares, the

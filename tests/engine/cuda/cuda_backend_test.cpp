@@ -230,13 +230,11 @@ TEST(CudaPlan, TheCudaStageTakesTheHeadSizesOfRealModels) {
     EXPECT_FALSE(cuda_stage_supports({128, KvCacheType::f16, 5000}).ok());
 }
 
-// Until the CUDA stage has expert kernels, a mixture-of-experts model runs on GPUs with the
-// experts of every layer in RAM (auto), and keeping any layer's experts on a GPU is refused
-// before anything loads, with the ways out.
-TEST(CudaPlan, MixtureOfExpertsModelsKeepTheirExpertsInRamOnGpusUntilTheKernelsLand) {
-    const std::vector<std::string> moe = test::arch_model_names(/*experts=*/true);
-    ASSERT_FALSE(moe.empty());
-    for (const std::string& name : moe) {
+// Mixture-of-experts fixtures on a GPU: the experts on the GPU when they fit (auto), or in RAM
+// when asked; both are run by the GPU tests.
+TEST(CudaPlan, MixtureOfExpertsModelsPlanTheirExpertsOnTheGpuOrInRam) {
+    int planned = 0;
+    for (const std::string& name : test::arch_model_names(/*experts=*/true)) {
         SCOPED_TRACE(name);
         if (arch_entry(name).at("architecture") == "gpt-oss") continue;  // refused for YaRN and sinks
         Result<ModelShape> shape = read_model_shape(arch_dir() / arch_entry(name).at("gguf").get<std::string>());
@@ -247,15 +245,14 @@ TEST(CudaPlan, MixtureOfExpertsModelsKeepTheirExpertsInRamOnGpusUntilTheKernelsL
         o.n_ctx = 64;
         Result<DevicePlan> plan = plan_devices(*shape, *gpu, o);
         ASSERT_TRUE(plan.ok()) << plan.error().message;
-        EXPECT_EQ(plan->experts_in_ram_layers, shape->n_layer);
-        EXPECT_NE(plan->reason.find("no expert kernels yet"), std::string::npos) << plan->reason;
-        o.experts_in_ram = 0;
-        Result<DevicePlan> refused = plan_devices(*shape, *gpu, o);
-        ASSERT_FALSE(refused.ok());
-        EXPECT_NE(refused.error().message.find("no mixture-of-experts kernels yet"), std::string::npos)
-            << refused.error().message;
-        EXPECT_NE(refused.error().message.find("experts in RAM: all"), std::string::npos) << refused.error().message;
+        EXPECT_EQ(plan->experts_in_ram_layers, 0u);
+        o.experts_in_ram = kExpertsInRamAll;
+        Result<DevicePlan> ram = plan_devices(*shape, *gpu, o);
+        ASSERT_TRUE(ram.ok()) << ram.error().message;
+        EXPECT_EQ(ram->experts_in_ram_layers, shape->n_layer);
+        ++planned;
     }
+    EXPECT_EQ(planned, 10);  // mixtral and qwen3moe in five types
 }
 
 TEST(CudaPlan, ThePlannerRefusesAHeadSizeTheGpuCannotTakeBeforeLoading) {
@@ -402,6 +399,50 @@ std::vector<TokenId> smol_prompt(const Model& model) {
         "<|im_start|>user\nWrite a short poem about the sea, then count from one to ten.<|im_end|>\n"
         "<|im_start|>assistant\n",
         true, true);
+}
+
+// Mixtures of experts on the GPU three ways: the experts on the GPU (the default where they
+// fit), all in RAM (run by the CPU between the GPU's layers), and split between two shards of
+// the GPU (expert parallel): each gives the CPU engine's logits to the GPU tolerance.
+TEST_F(CudaModel, MixtureOfExpertsOnTheGpuInRamAndExpertParallelGiveTheCpuLogits) {
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    for (const char* file : {"qwen3moe-q8_0.gguf", "mixtral-f16.gguf"}) {
+        SCOPED_TRACE(file);
+        const auto path = arch_dir() / file;
+        Result<Model> cpu = load(path, "cpu");
+        ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+        const auto want = run_each(*cpu, tokens);
+        struct Way {
+            const char* devices;
+            SplitMode split;
+            int32_t experts_in_ram;
+        };
+        for (const Way& w : {Way{"cuda:0", SplitMode::single, 0}, Way{"cuda:0", SplitMode::single, kExpertsInRamAll},
+                             Way{"cuda:0,0", SplitMode::tensor, 0}, Way{"cuda:0,0", SplitMode::layer, 1}}) {
+            SCOPED_TRACE(std::string(w.devices) + " " + split_mode_name(w.split) + " " +
+                         std::to_string(w.experts_in_ram));
+            ModelOptions o;
+            o.n_ctx = 64;
+            o.n_threads = 2;
+            o.devices = w.devices;
+            o.split = w.split;
+            o.reserve_bytes = 0;
+            o.experts_in_ram = w.experts_in_ram;
+            Result<Model> gpu = Model::load(path, o);
+            ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+            const auto got = run_each(*gpu, tokens);
+            ASSERT_EQ(got.size(), want.size());
+            float worst = 0.0f;
+            for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, max_diff(got[i], want[i]));
+            std::printf("%-20s %-9s %-7s experts in RAM %-10d vs CPU %.6f\n", file, w.devices,
+                        split_mode_name(w.split), w.experts_in_ram, worst);
+            EXPECT_LT(worst, gpu_tolerance(std::string(file).find("q8_0") != std::string::npos ? "q8_0" : "f16"));
+            // A whole prompt at once through the grouped experts, then one token.
+            gpu->truncate(0);
+            Result<std::span<const float>> batch = gpu->decode(tokens);
+            ASSERT_TRUE(batch.ok()) << batch.error().message;
+        }
+    }
 }
 
 TEST_F(CudaModel, SmolLM2GreedyTokensMatchTheCpuEngine) {

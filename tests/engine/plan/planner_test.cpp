@@ -354,34 +354,53 @@ uint64_t expert_bytes(const ModelShape& m, uint32_t layers) {
     return total;
 }
 
-TEST(PlannerMoe, OnGpusEveryLayersExpertsStayInRamUntilTheGpuRunsExperts) {
-    const ModelShape m = moe_model();
+// Auto on GPUs: none in RAM when the model fits; else the experts of as few layers as make the
+// rest fit, the first layers' first, and the plan says so.
+TEST(PlannerMoe, AutoKeepsTheFewestLayersExpertsInRamThatMakeTheRestFit) {
+    const ModelShape m = moe_model();  // about 17.9 GiB in all, 16.9 GiB of it experts
     PlanOptions o;
     o.ram_bytes = 64 * kGiB;
-    Result<DevicePlan> plan = plan_devices(m, gpus({24, 24}), o);
-    ASSERT_TRUE(plan) << plan.error().message;
-    EXPECT_EQ(plan->mode, SplitMode::single);  // attention and the rest fit on one GPU
-    EXPECT_EQ(plan->experts_in_ram_layers, 48u);
-    EXPECT_EQ(plan->ram_expert_bytes, expert_bytes(m, 48));
-    EXPECT_EQ(plan->devices.front().weight_bytes, m.weight_bytes() - expert_bytes(m, 48));
-    EXPECT_NE(plan->reason.find("the experts of every layer in RAM"), std::string::npos) << plan->reason;
-    expect_within_budgets(*plan);
+    Result<DevicePlan> fits = plan_devices(m, gpus({24}), o);
+    ASSERT_TRUE(fits) << fits.error().message;
+    EXPECT_EQ(fits->experts_in_ram_layers, 0u);
+    EXPECT_EQ(fits->ram_expert_bytes, 0u);
 
-    // Not enough RAM for them: said, with the amounts.
-    o.ram_bytes = 8 * kGiB;
-    Result<DevicePlan> short_ram = plan_devices(m, gpus({24, 24}), o);
+    Result<DevicePlan> plan = plan_devices(m, gpus({12}), o);
+    ASSERT_TRUE(plan) << plan.error().message;
+    const uint32_t n = plan->experts_in_ram_layers;
+    ASSERT_GT(n, 0u);
+    ASSERT_LT(n, 48u);
+    EXPECT_EQ(plan->ram_expert_bytes, expert_bytes(m, n));
+    EXPECT_EQ(plan->devices.front().weight_bytes, m.weight_bytes() - expert_bytes(m, n));
+    EXPECT_NE(plan->reason.find(std::to_string(n) + " layers in RAM"), std::string::npos) << plan->reason;
+    expect_within_budgets(*plan);
+    // One layer fewer does not fit: n is the fewest.
+    o.experts_in_ram = static_cast<int32_t>(n - 1);
+    Result<DevicePlan> fewer = plan_devices(m, gpus({12}), o);
+    ASSERT_FALSE(fewer);
+    EXPECT_EQ(fewer.error().code, ErrorCode::out_of_memory);
+
+    // Two GPUs hold it all by layer before any expert goes to RAM.
+    o.experts_in_ram = kExpertsInRamAuto;
+    Result<DevicePlan> two = plan_devices(m, gpus({12, 12}), o);
+    ASSERT_TRUE(two) << two.error().message;
+    EXPECT_EQ(two->mode, SplitMode::layer);
+    EXPECT_EQ(two->experts_in_ram_layers, 0u);
+
+    // Not enough RAM for the experts that must leave the GPU: said, with the amounts.
+    o.ram_bytes = 2 * kGiB;
+    Result<DevicePlan> short_ram = plan_devices(m, gpus({12}), o);
     ASSERT_FALSE(short_ram);
     EXPECT_EQ(short_ram.error().code, ErrorCode::out_of_memory);
     EXPECT_NE(short_ram.error().message.find("system memory"), std::string::npos) << short_ram.error().message;
-    EXPECT_NE(short_ram.error().message.find("8.0 GiB is free"), std::string::npos) << short_ram.error().message;
+    EXPECT_NE(short_ram.error().message.find("2.0 GiB is free"), std::string::npos) << short_ram.error().message;
 
-    // Experts asked to stay on the GPU: refused with the ways out.
-    o.ram_bytes = 0;
-    o.experts_in_ram = 0;
-    Result<DevicePlan> refused = plan_devices(m, gpus({80}), o);
-    ASSERT_FALSE(refused);
-    EXPECT_EQ(refused.error().code, ErrorCode::unsupported);
-    EXPECT_NE(refused.error().message.find("experts in RAM: all"), std::string::npos) << refused.error().message;
+    // Far too small even with every expert in RAM: the device's shortfall is what is said.
+    o.ram_bytes = 64 * kGiB;
+    Result<DevicePlan> tiny = plan_devices(m, gpus({1}), o);
+    ASSERT_FALSE(tiny);
+    EXPECT_EQ(tiny.error().code, ErrorCode::out_of_memory);
+    EXPECT_NE(tiny.error().message.find("device 0"), std::string::npos) << tiny.error().message;
 }
 
 TEST(PlannerMoe, ExpertsOfTheFirstLayersInRamLeaveTheDevicesAndCountOnce) {

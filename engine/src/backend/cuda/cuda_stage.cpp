@@ -48,6 +48,19 @@ struct DeviceOp {
     uint64_t row_bytes = 0;
     bool all_reduce = false;
     BoundWeight ram_experts;  // moe: the experts in RAM (host memory), run by HostExperts
+    // moe with the experts on the GPU: gate, up and down of the stage's experts, each
+    // expert's matrix expert_stride bytes after the previous one, and their biases.
+    struct Matrix {
+        GgmlType type = GgmlType::f32;
+        const std::byte* data = nullptr;
+        uint64_t expert_stride = 0;
+        uint64_t row_bytes = 0;
+        int64_t in = 0, rows = 0;
+        const float* bias = nullptr;  // [experts][rows]; null: none
+    };
+    std::array<Matrix, 3> experts{};
+    bool device_experts = false;
+    uint32_t expert_begin = 0, expert_end = 0;
 };
 
 // Pinned host memory, freed on destruction.
@@ -113,6 +126,12 @@ private:
     }
     Result<void> set_position(uint32_t pos);
     Result<DeviceOp> place(const BoundWeight& w);
+    // The stage's experts of a moe op, uploaded: each of the three tensors' slice of experts
+    // [expert_begin, expert_end) in one allocation, and the biases' slices.
+    Result<DeviceOp> place_experts(const BoundWeight& w, DeviceOp d);
+    // The moe op with the experts on the GPU: route on the device, group the tokens by
+    // expert on the host, run each chosen expert over its tokens, sum the slots.
+    Result<void> run_device_experts(const DeviceOp& op, int n);
     Result<void> enqueue_op(const DeviceOp& op, uint32_t layer, int n);
     Result<void> enqueue_matmul(const DeviceOp& op, int n);
     // The experts in RAM: the input and router scores to the host, the experts on the CPU,
@@ -167,6 +186,12 @@ private:
     // their output on its way back.
     PinnedArray<float> host_expert_in_, host_expert_scores_, host_expert_out_;
     uint64_t ram_weight_bytes_ = 0;
+    // Experts on the GPU: the routing, the (token, slot) pairs grouped by expert, one
+    // expert's rows through its products, and the weighted slots.
+    bool has_device_experts_ = false;
+    DeviceBuffer moe_ids_, moe_weights_, moe_pairs_, moe_in_, moe_gate_, moe_up_, moe_out_, moe_slots_;
+    PinnedArray<int32_t> host_moe_ids_, host_moe_pairs_;
+    std::vector<int32_t> moe_offsets_;  // per expert of the stage: where its pairs start
     int decode_splits_ = 1;
 
     std::unique_ptr<CublasLibrary> cublas_library_;  // before the handle, which borrows it
@@ -202,17 +227,50 @@ Result<void> CudaStage::check(int status, std::string_view what) {
     return cuda_error(status, fmt::format("{}: {}", gpu_.empty() ? shard_.name : gpu_, what));
 }
 
-Result<DeviceOp> CudaStage::place(const BoundWeight& w) {
-    DeviceOp d{w.op, w.type, nullptr, w.in, w.rows, w.row_bytes, w.all_reduce, {}};
-    if (w.op->kind == OpKind::moe) {
-        // Only experts in RAM (the stage's supports check refused experts on the GPU).
-        if (!w.experts_in_ram || !shard_.host_experts) {
-            return make_error(ErrorCode::internal, "the CUDA stage runs experts only from RAM");
+Result<DeviceOp> CudaStage::place_experts(const BoundWeight& w, DeviceOp d) {
+    d.device_experts = true;
+    d.expert_begin = w.expert_begin;
+    d.expert_end = w.expert_end;
+    const uint64_t count = w.expert_end - w.expert_begin;
+    for (size_t i = 0; i < 3; ++i) {
+        const BoundExperts& e = w.experts[i];
+        Result<DeviceBuffer> matrix = DeviceBuffer::allocate(e.expert_stride * count);
+        if (!matrix) return matrix.error();
+        PH_TRY(matrix->upload(e.data, e.expert_stride * count));
+        DeviceOp::Matrix& m = d.experts[i];
+        m.type = e.type;
+        m.data = static_cast<const std::byte*>(matrix->data());
+        m.expert_stride = e.expert_stride;
+        m.row_bytes = e.row_stride;
+        m.in = e.in;
+        m.rows = e.rows;
+        weight_bytes_ += matrix->size();
+        weights_.push_back(std::move(matrix).value());
+        if (e.bias != nullptr) {
+            const uint64_t bias_bytes = static_cast<uint64_t>(e.rows) * sizeof(float) * count;
+            Result<DeviceBuffer> bias = DeviceBuffer::allocate(bias_bytes);
+            if (!bias) return bias.error();
+            PH_TRY(bias->upload(e.bias, bias_bytes));
+            m.bias = static_cast<const float*>(bias->data());
+            weight_bytes_ += bias->size();
+            weights_.push_back(std::move(bias).value());
         }
-        d.ram_experts = w;
+    }
+    has_device_experts_ = true;
+    return d;
+}
+
+Result<DeviceOp> CudaStage::place(const BoundWeight& w) {
+    DeviceOp d{w.op, w.type, nullptr, w.in, w.rows, w.row_bytes, w.all_reduce, {}, {}, false, 0, 0};
+    if (w.op->kind == OpKind::moe) {
         d.all_reduce = w.expert_all_reduce;
-        ram_weight_bytes_ += w.bytes();
-        return d;
+        if (w.experts_in_ram) {
+            if (!shard_.host_experts) return make_error(ErrorCode::internal, "experts in RAM without a host to run them");
+            d.ram_experts = w;
+            ram_weight_bytes_ += w.bytes();
+            return d;
+        }
+        return place_experts(w, d);
     }
     if (w.tensor == nullptr) return d;
     const bool matrix = w.op->kind == OpKind::matmul;
@@ -243,6 +301,10 @@ uint64_t CudaStage::bytes_needed(const std::vector<BoundWeight>& weights) const 
     std::set<std::tuple<const void*, uint64_t>> seen;
     uint64_t total = 0;
     for (const BoundWeight& w : weights) {
+        if (w.op->kind == OpKind::moe) {  // the experts the GPU holds
+            if (!w.experts_in_ram) total += w.bytes();
+            continue;
+        }
         if (w.tensor == nullptr) continue;
         const void* host = w.op->kind == OpKind::matmul ? static_cast<const void*>(w.data) : w.values;
         if (seen.emplace(host, w.bytes()).second) total += w.bytes();
@@ -420,15 +482,31 @@ Result<void> CudaStage::init(const GgufModel& model) {
     PH_TRY(check(host_ids_.allocate(n_batch), "allocating pinned memory"));
     PH_TRY(check(host_best_.allocate(1), "allocating pinned memory"));
     PH_TRY(check(host_logits_.allocate(shard_.output ? hp_.n_vocab : 1), "allocating pinned memory"));
+    if (has_device_experts_) {
+        const uint64_t pairs = n_batch * hp_.experts.used;
+        const uint64_t ff = hp_.experts.n_ff;
+        PH_TRY(allocate(moe_ids_, pairs * sizeof(int32_t), scratch_bytes_));
+        PH_TRY(allocate(moe_weights_, pairs * sizeof(float), scratch_bytes_));
+        PH_TRY(allocate(moe_pairs_, pairs * sizeof(int32_t), scratch_bytes_));
+        PH_TRY(allocate(moe_in_, pairs * hp_.n_embd * sizeof(float), scratch_bytes_));
+        PH_TRY(allocate(moe_gate_, pairs * ff * sizeof(float), scratch_bytes_));
+        PH_TRY(allocate(moe_up_, pairs * ff * sizeof(float), scratch_bytes_));
+        PH_TRY(allocate(moe_out_, pairs * hp_.n_embd * sizeof(float), scratch_bytes_));
+        PH_TRY(allocate(moe_slots_, pairs * hp_.n_embd * sizeof(float), scratch_bytes_));
+        PH_TRY(check(host_moe_ids_.allocate(pairs), "allocating pinned memory"));
+        PH_TRY(check(host_moe_pairs_.allocate(pairs), "allocating pinned memory"));
+    }
     if (ram_weight_bytes_ > 0) {
         const size_t rows = n_batch;
         PH_TRY(check(host_expert_in_.allocate(rows * hp_.n_embd), "allocating pinned memory"));
         PH_TRY(check(host_expert_scores_.allocate(rows * hp_.experts.count), "allocating pinned memory"));
         PH_TRY(check(host_expert_out_.allocate(rows * hp_.n_embd), "allocating pinned memory"));
     }
-    graphs_ = options_.use_graphs && shard_.comm == nullptr && ram_weight_bytes_ == 0;
+    graphs_ = options_.use_graphs && shard_.comm == nullptr && ram_weight_bytes_ == 0 && !has_device_experts_;
     if (options_.use_graphs && ram_weight_bytes_ > 0) {
         graphs_note_ = "experts in RAM: the CPU's part of each step cannot be captured in a graph";
+    } else if (options_.use_graphs && has_device_experts_) {
+        graphs_note_ = "mixture of experts: each step groups the tokens by expert on the host";
     }
     whole_model_ = shard_.embedding && shard_.output && shard_.comm == nullptr;
     options_.upload_progress = nullptr;  // it refers to the loader's state, gone after load
@@ -657,9 +735,90 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
         case OpKind::add:
             return check(ph_add(buffer(op.a), buffer(op.b), buffer(op.dst), count, stream_), "add");
         case OpKind::moe:
-            return run_ram_experts(d, n);
+            return d.device_experts ? run_device_experts(d, n) : run_ram_experts(d, n);
     }
     return {};
+}
+
+Result<void> CudaStage::run_device_experts(const DeviceOp& d, int n) {
+    const Op& op = *d.op;
+    const arch::MoeSpec& spec = *op.moe;
+    const int k = static_cast<int>(spec.n_used);
+    const int pairs = n * k;
+    const int64_t embd = hp_.n_embd;
+    const int64_t ff = spec.n_ff;
+    auto* ids = static_cast<int32_t*>(moe_ids_.data());
+    auto* weights = static_cast<float*>(moe_weights_.data());
+    PH_TRY(check(ph_moe_route(buffer(op.b), n, static_cast<int>(spec.n_expert), k,
+                              spec.gating == arch::ExpertGating::softmax ? 0 : 1, spec.normalize ? 1 : 0, ids, weights,
+                              stream_),
+                 "routing the tokens to their experts"));
+    PH_TRY(check(cudaMemcpyAsync(host_moe_ids_.data(), ids, static_cast<size_t>(pairs) * sizeof(int32_t),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "copying the chosen experts to the host"));
+    // Also the wait for the previous layer's pairs upload, which read host_moe_pairs_.
+    PH_TRY(check(cudaStreamSynchronize(stream_), "routing the tokens to their experts"));
+    // The pairs of each of the stage's experts, in pair order (as the CPU takes them).
+    const uint32_t count = d.expert_end - d.expert_begin;
+    const auto mine = [&](int32_t e) {
+        return e >= static_cast<int32_t>(d.expert_begin) && e < static_cast<int32_t>(d.expert_end);
+    };
+    moe_offsets_.assign(count + 1, 0);
+    for (int i = 0; i < pairs; ++i) {
+        const int32_t e = host_moe_ids_.data()[i];
+        if (mine(e)) ++moe_offsets_[static_cast<size_t>(e) - d.expert_begin + 1];
+    }
+    for (uint32_t e = 0; e < count; ++e) moe_offsets_[e + 1] += moe_offsets_[e];
+    std::vector<int32_t> next(moe_offsets_.begin(), moe_offsets_.end() - 1);
+    for (int i = 0; i < pairs; ++i) {
+        const int32_t e = host_moe_ids_.data()[i];
+        if (mine(e)) host_moe_pairs_.data()[next[static_cast<size_t>(e) - d.expert_begin]++] = i;
+    }
+    const int held = moe_offsets_[count];
+    auto* device_pairs = static_cast<int32_t*>(moe_pairs_.data());
+    if (held > 0) {
+        PH_TRY(check(cudaMemcpyAsync(device_pairs, host_moe_pairs_.data(), static_cast<size_t>(held) * sizeof(int32_t),
+                                     cudaMemcpyHostToDevice, stream_),
+                     "copying the experts' tokens to the GPU"));
+    }
+    auto* slots = static_cast<float*>(moe_slots_.data());
+    PH_TRY(check(cudaMemsetAsync(slots, 0, static_cast<size_t>(pairs) * static_cast<size_t>(embd) * sizeof(float),
+                                 stream_),
+                 "clearing the experts' slots"));
+    auto* in = static_cast<float*>(moe_in_.data());
+    auto* gate = static_cast<float*>(moe_gate_.data());
+    auto* up = static_cast<float*>(moe_up_.data());
+    auto* out = static_cast<float*>(moe_out_.data());
+    const auto product = [&](const DeviceOp::Matrix& m, uint32_t local, const float* x, float* y,
+                             int rows) -> Result<void> {
+        const int status = ph_matmul(static_cast<uint32_t>(m.type), m.data + m.expert_stride * local, m.row_bytes,
+                                     m.rows, m.in, x, m.in, y, m.rows, rows, stream_);
+        if (status != 0) return check(status, "multiplying by an expert");
+        if (m.bias == nullptr) return {};
+        return check(ph_add_bias(y, m.bias + static_cast<size_t>(m.rows) * local, m.rows, rows, stream_),
+                     "an expert's bias");
+    };
+    for (uint32_t local = 0; local < count; ++local) {
+        const int first = moe_offsets_[local];
+        const int m = moe_offsets_[local + 1] - first;
+        if (m == 0) continue;
+        const int32_t* expert_pairs = device_pairs + first;
+        PH_TRY(check(ph_moe_gather(buffer(op.a), embd, expert_pairs, k, m, in, stream_), "gathering an expert's rows"));
+        PH_TRY(product(d.experts[0], local, in, gate, m));
+        PH_TRY(product(d.experts[1], local, in, up, m));
+        const int64_t values = ff * m;
+        PH_TRY(check(spec.activation == arch::ExpertActivation::silu
+                         ? ph_swiglu(gate, up, gate, values, stream_)
+                         : ph_swiglu_oai(gate, up, gate, values, spec.alpha, spec.limit, stream_),
+                     "an expert's activation"));
+        PH_TRY(product(d.experts[2], local, gate, out, m));
+        PH_TRY(check(ph_moe_scatter(out, embd, expert_pairs, weights, m, slots, stream_),
+                     "weighting an expert's rows"));
+    }
+    PH_TRY(check(ph_moe_sum_slots(slots, n, k, embd, buffer(op.dst), stream_), "summing the experts"));
+    if (!d.all_reduce) return {};
+    PH_TRY(check(cudaStreamSynchronize(stream_), "the stage's experts"));
+    return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), static_cast<size_t>(embd) * static_cast<size_t>(n));
 }
 
 Result<void> CudaStage::run_ram_experts(const DeviceOp& d, int n) {
