@@ -147,14 +147,16 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 // One block per (head, token), one thread per element of the head.
 __global__ void attention_combine_kernel(const float* __restrict__ partial, float* __restrict__ out, int n_head,
-                                         int head_dim, int n_splits) {
+                                         int head_dim, int n_splits, const float* __restrict__ sinks) {
     const int h = static_cast<int>(blockIdx.x);
     const int t = static_cast<int>(blockIdx.y);
     const int e = static_cast<int>(threadIdx.x);
     const float* parts = partial + (static_cast<int64_t>(t) * n_head + h) * n_splits * (head_dim + 2);
     float m = -INFINITY;
     for (int s = 0; s < n_splits; ++s) m = fmaxf(m, parts[s * (head_dim + 2)]);
-    float l = 0.0f;
+    // An attention sink: a logit in the softmax's denominator with no value.
+    if (sinks != nullptr) m = fmaxf(m, sinks[h]);
+    float l = sinks != nullptr ? expf(sinks[h] - m) : 0.0f;
     float sum = 0.0f;
     for (int s = 0; s < n_splits; ++s) {
         const float* part = parts + s * (head_dim + 2);
@@ -206,6 +208,14 @@ extern "C" int ph_attention(int kv_type, const float* q, const void* k_cache, co
                             float* out, int n_tokens, int n_head, int n_head_kv, int head_dim, float scale,
                             uint32_t window, int n_ctx, int n_splits, float* partial, const int32_t* pos0,
                             cudaStream_t stream) {
+    return ph_attention_sinks(kv_type, q, k_cache, v_cache, row_bytes, out, n_tokens, n_head, n_head_kv, head_dim,
+                              scale, window, n_ctx, n_splits, partial, nullptr, pos0, stream);
+}
+
+extern "C" int ph_attention_sinks(int kv_type, const float* q, const void* k_cache, const void* v_cache,
+                                  size_t row_bytes, float* out, int n_tokens, int n_head, int n_head_kv, int head_dim,
+                                  float scale, uint32_t window, int n_ctx, int n_splits, float* partial,
+                                  const float* sinks, const int32_t* pos0, cudaStream_t stream) {
     if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr || partial == nullptr ||
         pos0 == nullptr || n_tokens < 0 || n_tokens > 65535 || n_head <= 0 || n_head > 65535 || n_head_kv <= 0 ||
         n_head % n_head_kv != 0 || head_dim <= 0 || head_dim > kMaxPerLane * 32 || n_ctx <= 0 || n_splits <= 0 ||
@@ -228,6 +238,6 @@ extern "C" int ph_attention(int kv_type, const float* q, const void* k_cache, co
                                         chunk, partial, pos0, stream);
     if (status != 0) return status;
     attention_combine_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tokens)), head_dim, 0,
-                               stream>>>(partial, out, n_head, head_dim, n_splits);
+                               stream>>>(partial, out, n_head, head_dim, n_splits, sinks);
     return static_cast<int>(cudaGetLastError());
 }

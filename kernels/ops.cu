@@ -77,7 +77,8 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 
 // One thread per rotated pair; grid (n_heads, n_tokens).
 __global__ void rope_kernel(float* x, int head_dim, int rope_dims, int neox, float theta_scale, float freq_scale,
-                            const float* __restrict__ freq_factors, const int32_t* __restrict__ pos0) {
+                            const float* __restrict__ freq_factors, float ext_factor, float attn_factor,
+                            float corr_low, float corr_high, const int32_t* __restrict__ pos0) {
     const int pair = static_cast<int>(threadIdx.x);
     if (pair >= rope_dims / 2) return;
     const int t = static_cast<int>(blockIdx.y);
@@ -87,10 +88,20 @@ __global__ void rope_kernel(float* x, int head_dim, int rope_dims, int neox, flo
     float theta = static_cast<float>(*pos0 + t);
     for (int i = 0; i < pair; ++i) theta = __fmul_rn(theta, theta_scale);
     const float ff = freq_factors != nullptr ? freq_factors[pair] : 1.0f;
-    const float angle = __fmul_rn(freq_scale, __fdiv_rn(theta, ff));
+    const float original = __fdiv_rn(theta, ff);
+    float angle = __fmul_rn(freq_scale, original);
+    float magnitude = attn_factor;
+    if (ext_factor != 0.0f) {  // YaRN: the ramp between the scaled and the original angle
+        const float y = (static_cast<float>(pair) - corr_low) / fmaxf(0.001f, corr_high - corr_low);
+        const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * ext_factor;
+        angle = angle * (1.0f - mix) + original * mix;
+        magnitude *= 1.0f + 0.1f * logf(1.0f / freq_scale);
+    }
     float s = 0.0f;
     float c = 0.0f;
     sincosf(angle, &s, &c);
+    s *= magnitude;
+    c *= magnitude;
     const int i0 = neox ? pair : 2 * pair;
     const int i1 = neox ? pair + rope_dims / 2 : 2 * pair + 1;
     const float x0 = head[i0];
@@ -244,6 +255,14 @@ extern "C" int ph_accumulate(float* dst, const float* src, int64_t n, cudaStream
 
 extern "C" int ph_rope(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox, float base,
                        float freq_scale, const float* freq_factors, const int32_t* pos0, cudaStream_t stream) {
+    return ph_rope_yarn(x, n_heads, n_tokens, head_dim, rope_dims, neox, base, freq_scale, freq_factors, 0.0f, 1.0f,
+                        0.0f, 0.0f, pos0, stream);
+}
+
+extern "C" int ph_rope_yarn(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox,
+                            float base, float freq_scale, const float* freq_factors, float ext_factor,
+                            float attn_factor, float corr_low, float corr_high, const int32_t* pos0,
+                            cudaStream_t stream) {
     if (x == nullptr || pos0 == nullptr || n_heads < 0 || n_heads > 65535 || n_tokens < 0 || n_tokens > 65535 ||
         rope_dims <= 0 || rope_dims % 2 != 0 || rope_dims > head_dim || rope_dims > 2048) {
         return cudaErrorInvalidValue;
@@ -252,7 +271,8 @@ extern "C" int ph_rope(float* x, int64_t n_heads, int n_tokens, int head_dim, in
     const float theta_scale = powf(base, -2.0f / static_cast<float>(rope_dims));
     const int threads = ((rope_dims / 2 + 31) / 32) * 32;
     rope_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(n_tokens)), threads, 0, stream>>>(
-        x, head_dim, rope_dims, neox, theta_scale, freq_scale, freq_factors, pos0);
+        x, head_dim, rope_dims, neox, theta_scale, freq_scale, freq_factors, ext_factor, attn_factor, corr_low,
+        corr_high, pos0);
     return last_error();
 }
 

@@ -85,6 +85,13 @@ int ph_accumulate(float* dst, const float* src, int64_t n, cudaStream_t stream);
 // / freq_factors[i] (freq_factors may be null: 1), the angle built as ggml builds it.
 int ph_rope(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox, float base,
             float freq_scale, const float* freq_factors, const int32_t* pos0, cudaStream_t stream);
+// ph_rope with YaRN scaling (ext_factor != 0), as the CPU's rope (backend/cpu/ops.h): pair i's
+// angle mixes the scaled and the original one by a ramp between corr_low and corr_high, and
+// cos and sin are multiplied by attn_factor * (1 + 0.1 ln(1 / freq_scale)); with ext_factor
+// 0 only by attn_factor.
+int ph_rope_yarn(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox, float base,
+                 float freq_scale, const float* freq_factors, float ext_factor, float attn_factor, float corr_low,
+                 float corr_high, const int32_t* pos0, cudaStream_t stream);
 
 // Embedding lookup: y[t] = row ids[t] of `table` (rows of `width` elements of the type,
 // row_bytes apart), decoded to f32. ids are device int32.
@@ -119,6 +126,12 @@ size_t ph_attention_partial_floats(int n_tokens, int n_head, int head_dim, int n
 int ph_attention(int kv_type, const float* q, const void* k_cache, const void* v_cache, size_t row_bytes, float* out,
                  int n_tokens, int n_head, int n_head_kv, int head_dim, float scale, uint32_t window, int n_ctx,
                  int n_splits, float* partial, const int32_t* pos0, cudaStream_t stream);
+// ph_attention with attention sinks (gpt-oss): sinks[h], one per query head, joins each
+// head's softmax denominator (and its maximum) with no value; null: none.
+int ph_attention_sinks(int kv_type, const float* q, const void* k_cache, const void* v_cache, size_t row_bytes,
+                       float* out, int n_tokens, int n_head, int n_head_kv, int head_dim, float scale, uint32_t window,
+                       int n_ctx, int n_splits, float* partial, const float* sinks, const int32_t* pos0,
+                       cudaStream_t stream);
 
 // --- Mixture of experts (moe.cu; the CPU's engine/src/backend/cpu/moe.cpp) ----------------
 

@@ -49,8 +49,6 @@ struct ModelShape {
     uint32_t n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_embd = 0, n_ff = 0, n_vocab = 0;
     uint32_t n_ctx_train = 0;
     uint32_t n_expert = 0, n_expert_used = 0, n_ff_expert = 0;  // mixture of experts (0: dense)
-    bool yarn = false;             // YaRN RoPE scaling (rope.scaling.type "yarn")
-    bool attention_sinks = false;  // attn_sinks tensors (gpt-oss)
     std::vector<LayerWeights> layers;
     uint64_t embedding_bytes = 0;  // token_embd
     uint64_t output_bytes = 0;     // output.weight, output_norm (without a tied embedding)

@@ -28,11 +28,6 @@ Result<void> cpu_stage_supports(const StageShape& shape) {
 }
 
 Result<void> cuda_stage_supports(const StageShape& shape) {
-    if (shape.yarn || shape.attention_sinks) {
-        return make_error(ErrorCode::unsupported,
-                          fmt::format("the CUDA backend has no {} yet: run this model on the CPU (devices cpu)",
-                                      shape.yarn ? "YaRN RoPE scaling" : "attention sinks"));
-    }
     if (shape.head_dim == 0 || shape.head_dim > kCudaMaxHeadDim) {
         return make_error(ErrorCode::unsupported,
                           fmt::format("the CUDA backend's attention takes head sizes up to {}, and this model's heads "

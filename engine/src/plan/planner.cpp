@@ -147,8 +147,7 @@ Result<void> Planner::prepare() {
     for (uint32_t i : used) {
         // The devices run the experts of the layers whose experts are not in RAM.
         const uint32_t device_experts = ram_layers >= m.n_layer ? 0 : m.n_expert;
-        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head, device_experts,
-                               m.yarn,     m.attention_sinks};
+        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head, device_experts};
         if (Result<void> ok = stage_supports(devices[i].kind, shape); !ok) {
             return make_error(ok.error().code, fmt::format("{} cannot run {}: {}", device_label(devices, i),
                                                            m.name.empty() ? "this model" : m.name, ok.error().message));
@@ -613,7 +612,6 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
     m.n_expert = info->n_expert;
     m.n_expert_used = info->n_expert_used;
     m.n_ff_expert = info->n_ff_expert;
-    m.yarn = file->metadata().get_string(m.architecture + ".rope.scaling.type").value_or("") == "yarn";
     if (m.n_layer == 0 || m.n_head == 0 || m.n_head_kv == 0) {
         return make_error(ErrorCode::format, fmt::format("{}: the model has no layer or head counts", path.string()));
     }
@@ -641,10 +639,7 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
                 if (is("attn_output.weight")) w.o_block = type_traits(t.type).block_size;
             }
             else if (is("ffn_gate_exps.") || is("ffn_up_exps.") || is("ffn_down_exps.")) w.experts += t.n_bytes;
-            else if (is("attn_sinks.")) {  // one per query head: shared as the heads are
-                m.attention_sinks = true;
-                w.q += t.n_bytes;
-            }
+            else if (is("attn_sinks.")) w.q += t.n_bytes;  // one per query head: shared as the heads are
             else if (is("ffn_gate.")) w.gate += t.n_bytes;
             else if (is("ffn_up.")) w.up += t.n_bytes;
             else if (is("ffn_down.")) {

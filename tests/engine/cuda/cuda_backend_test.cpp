@@ -146,31 +146,8 @@ Result<DevicePlan> plan_on_gpus(const std::string& file, SplitMode split, KvCach
     return plan_devices(*shape, *gpus, o);
 }
 
-// The fixtures the GPU runs: all but gpt-oss, which waits for YaRN and attention sinks in the
-// CUDA kernels (the planner refuses it on GPUs, below).
-std::vector<std::string> gpu_model_names() {
-    std::vector<std::string> names;
-    for (const std::string& name : test::arch_model_names()) {
-        if (arch_entry(name).at("architecture") != "gpt-oss") names.push_back(name);
-    }
-    return names;
-}
-
-TEST(CudaPlan, GptOssIsRefusedOnGpusUntilTheKernelsHaveYarnAndSinks) {
-    int refused = 0;
-    for (const std::string& name : test::arch_model_names()) {
-        if (arch_entry(name).at("architecture") != "gpt-oss") continue;
-        Result<DevicePlan> plan =
-            plan_on_gpus(arch_entry(name).at("gguf").get<std::string>(), SplitMode::single, KvCacheType::f16, 64);
-        ASSERT_FALSE(plan.ok()) << name;
-        EXPECT_NE(plan.error().message.find("no YaRN RoPE scaling yet"), std::string::npos) << plan.error().message;
-        ++refused;
-    }
-    EXPECT_EQ(refused, 5);
-}
-
 TEST(CudaPlan, EveryModelTheGpuTestsLoadIsOneTheCudaStageSupports) {
-    for (const std::string& name : gpu_model_names()) {
+    for (const std::string& name : test::arch_model_names()) {
         const std::string file = arch_entry(name).at("gguf").get<std::string>();
         Result<DevicePlan> plan = plan_on_gpus(file, SplitMode::single, KvCacheType::f16, 64);
         EXPECT_TRUE(plan.ok()) << file << ": " << plan.error().message;
@@ -236,7 +213,6 @@ TEST(CudaPlan, MixtureOfExpertsModelsPlanTheirExpertsOnTheGpuOrInRam) {
     int planned = 0;
     for (const std::string& name : test::arch_model_names(/*experts=*/true)) {
         SCOPED_TRACE(name);
-        if (arch_entry(name).at("architecture") == "gpt-oss") continue;  // refused for YaRN and sinks
         Result<ModelShape> shape = read_model_shape(arch_dir() / arch_entry(name).at("gguf").get<std::string>());
         ASSERT_TRUE(shape.ok()) << shape.error().message;
         Result<std::vector<DeviceDesc>> gpu = parse_device_spec("H200:141");
@@ -252,7 +228,7 @@ TEST(CudaPlan, MixtureOfExpertsModelsPlanTheirExpertsOnTheGpuOrInRam) {
         EXPECT_EQ(ram->experts_in_ram_layers, shape->n_layer);
         ++planned;
     }
-    EXPECT_EQ(planned, 10);  // mixtral and qwen3moe in five types
+    EXPECT_EQ(planned, 15);  // mixtral, qwen3moe and gpt-oss in five types
 }
 
 TEST(CudaPlan, ThePlannerRefusesAHeadSizeTheGpuCannotTakeBeforeLoading) {
@@ -390,7 +366,7 @@ TEST_P(CudaArch, LogitsAgreeWithLlamaCppAndTheCpuEngine) {
 
 // Mixture-of-experts models run with every layer's experts in RAM, on the CPU, until the GPU
 // has expert kernels (the plan's default on GPUs, below).
-INSTANTIATE_TEST_SUITE_P(Models, CudaArch, ::testing::ValuesIn(gpu_model_names()), test::arch_test_name);
+INSTANTIATE_TEST_SUITE_P(Models, CudaArch, ::testing::ValuesIn(test::arch_model_names()), test::arch_test_name);
 
 class CudaModel : public test::GpuTest {};
 

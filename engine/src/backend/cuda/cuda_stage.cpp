@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/cpu/ops.h"
 #include "backend/cuda/cuda_libraries.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/dequantize_cuda.h"
@@ -333,9 +334,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
     layout_ = *layout;
     PH_TRY(cuda_stage_supports(
         StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff, hp_.n_head,
-                   layout_.device_experts(hp_) ? hp_.experts.count : 0, hp_.yarn.ext_factor != 0.0f,
-                   std::any_of(program_.layer.begin(), program_.layer.end(),
-                               [](const Op& op) { return op.kind == OpKind::attention && !op.weight.empty(); })}));
+                   layout_.device_experts(hp_) ? hp_.experts.count : 0}));
 
     // Bind every op first (no GPU memory yet), to know what the weights need.
     const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
@@ -701,10 +700,16 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
             return check(ph_add_bias(buffer(op.dst), values, static_cast<int64_t>(width(op.dst)), n, stream_), "bias");
         case OpKind::rope: {
             const arch::LayerAttention& la = program_.layers[layer];
-            return check(ph_rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n,
-                                 static_cast<int>(hp_.head_dim), static_cast<int>(hp_.rope_dims),
-                                 hp_.rope_layout == arch::RopeLayout::neox ? 1 : 0, la.rope_base, la.rope_freq_scale,
-                                 rope_freqs_, static_cast<const int32_t*>(pos_.data()), stream_),
+            float corr_low = 0.0f, corr_high = 0.0f;
+            if (hp_.yarn.ext_factor != 0.0f) {
+                cpu::yarn_corr_dims(hp_.rope_dims, hp_.yarn.orig_ctx, la.rope_base, hp_.yarn.beta_fast,
+                                    hp_.yarn.beta_slow, corr_low, corr_high);
+            }
+            return check(ph_rope_yarn(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n,
+                                      static_cast<int>(hp_.head_dim), static_cast<int>(hp_.rope_dims),
+                                      hp_.rope_layout == arch::RopeLayout::neox ? 1 : 0, la.rope_base,
+                                      la.rope_freq_scale, rope_freqs_, hp_.yarn.ext_factor, hp_.yarn.attn_factor,
+                                      corr_low, corr_high, static_cast<const int32_t*>(pos_.data()), stream_),
                          "RoPE");
         }
         case OpKind::attention: {
@@ -719,11 +724,12 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
             const int splits =
                 n == 1 ? decode_splits_
                        : attention_splits(n, static_cast<int>(layout_.n_head), options_.n_ctx, multiprocessors_);
-            return check(ph_attention(kv_type_, buffer(Buffer::q), k, v, kv_row_bytes_, buffer(op.dst), n,
-                                      static_cast<int>(layout_.n_head), static_cast<int>(layout_.n_head_kv),
-                                      static_cast<int>(hp_.head_dim), scale, program_.layers[layer].window,
-                                      static_cast<int>(options_.n_ctx), splits, static_cast<float*>(partial_.data()),
-                                      pos, stream_),
+            // values: the stage's heads' attention sinks, or null.
+            return check(ph_attention_sinks(kv_type_, buffer(Buffer::q), k, v, kv_row_bytes_, buffer(op.dst), n,
+                                            static_cast<int>(layout_.n_head), static_cast<int>(layout_.n_head_kv),
+                                            static_cast<int>(hp_.head_dim), scale, program_.layers[layer].window,
+                                            static_cast<int>(options_.n_ctx), splits,
+                                            static_cast<float*>(partial_.data()), values, pos, stream_),
                          "attention");
         }
         case OpKind::swiglu:
