@@ -12,6 +12,7 @@
 
 #include "engine/synth/synth_test_support.h"
 #include "powerhouse/model.h"
+#include "powerhouse/plan.h"
 
 namespace powerhouse {
 namespace {
@@ -173,6 +174,38 @@ TEST_F(SynthMoeFile, LoadsInTheEngineAndDecodesFiniteLogits) {
         ASSERT_LT(static_cast<uint32_t>(*id), 151936u);
         next = *id;
     }
+}
+
+// The planner reads the file as a mixture of experts and splits it by whole experts.
+TEST_F(SynthMoeFile, PlannerSplitsItsExperts) {
+    ASSERT_NE(result_, nullptr);
+    Result<ModelShape> shape = read_model_shape(result_->path);
+    ASSERT_TRUE(shape.ok()) << shape.error().message;
+    EXPECT_EQ(shape->architecture, "qwen3moe");
+    EXPECT_EQ(shape->n_layer, 1u);
+    EXPECT_EQ(shape->n_expert, 128u);
+    EXPECT_EQ(shape->n_expert_used, 8u);
+    EXPECT_EQ(shape->n_ff_expert, 768u);
+    // The weights are the file less its header (metadata and vocabulary).
+    EXPECT_LE(shape->weight_bytes(), result_->plan.file_bytes);
+    EXPECT_GT(shape->weight_bytes(), result_->plan.file_bytes - (uint64_t{16} << 20));
+
+    // Two CPU devices of 8 GiB (the CUDA backend runs no experts yet).
+    std::vector<DeviceDesc> devices(2);
+    for (DeviceDesc& d : devices) {
+        d.name = "CPU";
+        d.kind = DeviceKind::cpu;
+        d.total_bytes = d.free_bytes = uint64_t{8} << 30;
+    }
+    PlanOptions options;
+    options.mode = SplitMode::tensor;
+    options.n_ctx = 1024;
+    Result<DevicePlan> plan = plan_devices(*shape, devices, options);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    ASSERT_EQ(plan->devices.size(), 2u);
+    EXPECT_EQ(plan->devices[0].expert_begin, 0u);
+    EXPECT_EQ(plan->devices[0].expert_end, plan->devices[1].expert_begin);
+    EXPECT_EQ(plan->devices[1].expert_end, 128u);
 }
 
 }  // namespace
