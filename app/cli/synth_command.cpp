@@ -53,8 +53,8 @@ void print_list() {
                         p.tokenizer_model + "/" + p.tokenizer_pre});
     }
     std::printf("presets (--like; * = the default for --arch)\n");
-    std::fputs(format_table({"preset", "arch", "model", "layers", "embd", "ffn", "heads/kv x dim",
-                             "experts/used x ffn", "vocab", "context", "tokenizer"},
+    std::fputs(format_table({"preset", "arch", "model", "layers", "embd", "ffn", "heads/kv x dim", "experts/used x ffn",
+                             "vocab", "context", "tokenizer"},
                             rows)
                    .c_str(),
                stdout);
@@ -152,7 +152,8 @@ int run_synth(const SynthCliOptions& options) {
     }
     if (options.dry_run) return print_plan(options.synth);
     if (options.synth.output.empty()) {
-        std::fprintf(stderr, "error: --output is required (or --list, --dry-run)\nRun with --help for more information.\n");
+        std::fprintf(stderr,
+                     "error: --output is required (or --list, --dry-run)\nRun with --help for more information.\n");
         return 2;
     }
     ProgressLine line;

@@ -162,8 +162,8 @@ TEST(SynthMoeMixture, MixtralsEightExpertsGetLlamaQuantsExtraBits) {
     EXPECT_EQ(q2.type_of(blk(3, "attn_q")), "Q2_K");
     EXPECT_EQ(q2.type_of(blk(3, "ffn_down_exps")), "Q3_K");
     const Tensors q3 = tensors_of("mixtral-8x7b", "q3_k_m");
-    EXPECT_EQ(q3.type_of(blk(3, "attn_output")), "Q5_K");  // dense models: Q4_K
-    EXPECT_EQ(q3.type_of(blk(0, "attn_v")), "Q8_0");       // dense models: Q5_K in layers 0-1
+    EXPECT_EQ(q3.type_of(blk(3, "attn_output")), "Q5_K");    // dense models: Q4_K
+    EXPECT_EQ(q3.type_of(blk(0, "attn_v")), "Q8_0");         // dense models: Q5_K in layers 0-1
     EXPECT_EQ(q3.type_of(blk(1, "ffn_down_exps")), "Q5_K");  // layer < 32 / 16
     EXPECT_EQ(q3.type_of(blk(2, "ffn_down_exps")), "Q4_K");
     EXPECT_EQ(tensors_of("mixtral-8x7b", "q4_k_s").type_of(blk(3, "attn_output")), "Q5_K");
