@@ -62,6 +62,10 @@ void print_list() {
     for (const SynthType& t : synth_types()) rows.push_back({t.name, fmt::format("{}", t.file_type), t.description});
     std::printf("\ntypes (--type; norms and biases are always F32)\n");
     std::fputs(format_table({"type", "file_type", "tensors"}, rows).c_str(), stdout);
+    std::printf(
+        "\nexperts (as llama.cpp's quantizer): the router ffn_gate_inp is always F32; ffn_{gate,up,down}_exps follow "
+        "ffn_{gate,up,down};\nwith exactly 8 experts (Mixtral) attn_v and attn_k are Q8_0, and attn_output Q5_K in "
+        "q2_k, q3_k_m, q4_k_s and q4_k_m\n");
 }
 
 // One status line on stderr, redrawn in place on a terminal and a few times in all
