@@ -12,8 +12,8 @@ bool use_more_bits(int layer, int n_layer) {
 }
 
 // A type whose block fits the row, as llama.cpp substitutes it for rows that are not a
-// multiple of 256. llama.cpp gives Q2_K and Q3_K rows IQ4_NL, which the engine has no
-// reference for; Q4_0 has the same size (4.5 bits per weight).
+// multiple of 256 (tensor_type_fallback). Older llama.cpp gave Q2_K and Q3_K rows IQ4_NL;
+// current llama.cpp gives Q4_0, as here (the same size, 4.5 bits per weight).
 GgmlType compatible_type(GgmlType chosen, int64_t row_length) {
     const auto fits = [row_length](GgmlType t) { return row_length % type_traits(t).block_size == 0; };
     if (fits(chosen)) return chosen;

@@ -206,7 +206,7 @@ TEST(SynthMixture, RowsNotAMultipleOf256FallBackAsLlamaCppDoes) {
 
     EXPECT_EQ(tensors_of("smollm2-135m", "q5_k_s", 1).type_of("blk.0.attn_q.weight"), "Q5_1");
     const Tensors q2 = tensors_of("smollm2-135m", "q2_k", 1);
-    EXPECT_EQ(q2.type_of("blk.0.attn_q.weight"), "Q4_0");  // llama.cpp: IQ4_NL, same size
+    EXPECT_EQ(q2.type_of("blk.0.attn_q.weight"), "Q4_0");  // older llama.cpp: IQ4_NL, same size
     EXPECT_EQ(q2.type_of("blk.0.ffn_down.weight"), "Q3_K");
 
     // Qwen2.5 0.5B: n_embd 896 = 3.5 * 256.
