@@ -1,11 +1,13 @@
 // powerhouse-cli synth [--arch A] [--like PRESET] [--type T] -o FILE [--layers N] [--ctx N]
-//                      [--seed S] [--threads T] [--force] | --list
+//                      [--seed S] [--threads T] [--force] [--dry-run] | --list
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "format.h"
@@ -17,6 +19,7 @@ namespace {
 struct SynthCliOptions {
     SynthOptions synth;
     bool list = false;
+    bool dry_run = false;
 };
 
 std::vector<std::string> preset_names() {
@@ -44,12 +47,14 @@ void print_list() {
     for (const SynthPreset& p : synth_presets()) {
         rows.push_back({p.name + (p.is_default ? " *" : ""), p.architecture, p.model_name, fmt::format("{}", p.n_layer),
                         fmt::format("{}", p.n_embd), fmt::format("{}", p.n_ff),
-                        fmt::format("{}/{}x{}", p.n_head, p.n_head_kv, p.head_dim), fmt::format("{}", p.n_vocab),
-                        fmt::format("{}", p.n_ctx_train), p.tokenizer_model + "/" + p.tokenizer_pre});
+                        fmt::format("{}/{}x{}", p.n_head, p.n_head_kv, p.head_dim),
+                        p.n_expert > 0 ? fmt::format("{}/{}x{}", p.n_expert, p.n_expert_used, p.n_ff_expert) : "-",
+                        fmt::format("{}", p.n_vocab), fmt::format("{}", p.n_ctx_train),
+                        p.tokenizer_model + "/" + p.tokenizer_pre});
     }
     std::printf("presets (--like; * = the default for --arch)\n");
-    std::fputs(format_table({"preset", "arch", "model", "layers", "embd", "ffn", "heads/kv x dim", "vocab", "context",
-                             "tokenizer"},
+    std::fputs(format_table({"preset", "arch", "model", "layers", "embd", "ffn", "heads/kv x dim", "experts/used x ffn",
+                             "vocab", "context", "tokenizer"},
                             rows)
                    .c_str(),
                stdout);
@@ -57,6 +62,10 @@ void print_list() {
     for (const SynthType& t : synth_types()) rows.push_back({t.name, fmt::format("{}", t.file_type), t.description});
     std::printf("\ntypes (--type; norms and biases are always F32)\n");
     std::fputs(format_table({"type", "file_type", "tensors"}, rows).c_str(), stdout);
+    std::printf(
+        "\nexperts (as llama.cpp's quantizer): the router ffn_gate_inp is always F32; ffn_{gate,up,down}_exps follow "
+        "ffn_{gate,up,down};\nwith exactly 8 experts (Mixtral) attn_v and attn_k are Q8_0, and attn_output Q5_K in "
+        "q2_k, q3_k_m, q4_k_s and q4_k_m\n");
 }
 
 // One status line on stderr, redrawn in place on a terminal and a few times in all
@@ -108,13 +117,47 @@ private:
     int last_decile_ = -1;
 };
 
+// --dry-run: what the file would be, without writing it (sizing real-size files).
+int print_plan(const SynthOptions& options) {
+    Result<SynthPlan> planned = plan_synth_model(options);
+    if (!planned) return report_error(planned.error());
+    const SynthPlan& plan = *planned;
+    std::printf("would write %s: %s (%s), %u layer%s, %s, %zu tensors, %s parameters, %s (%llu bytes)\n",
+                options.output.empty() ? "(no file)" : options.output.c_str(), plan.preset.name.c_str(),
+                plan.preset.model_name.c_str(), plan.preset.n_layer, plan.preset.n_layer == 1 ? "" : "s",
+                plan.type.name.c_str(), plan.tensors.size(), format_count(plan.n_params).c_str(),
+                format_bytes(plan.file_bytes).c_str(), static_cast<unsigned long long>(plan.file_bytes));
+    // Per tensor type, in order of first appearance: where the bytes go.
+    std::vector<std::string> types;
+    std::vector<uint64_t> counts, bytes;
+    for (const SynthTensor& t : plan.tensors) {
+        size_t i = 0;
+        while (i < types.size() && types[i] != t.type) ++i;
+        if (i == types.size()) {
+            types.push_back(t.type);
+            counts.push_back(0);
+            bytes.push_back(0);
+        }
+        ++counts[i];
+        bytes[i] += t.bytes;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (size_t i = 0; i < types.size(); ++i) {
+        rows.push_back({types[i], fmt::format("{}", counts[i]), format_bytes(bytes[i])});
+    }
+    std::fputs(format_table({"type", "tensors", "size"}, rows).c_str(), stdout);
+    return 0;
+}
+
 int run_synth(const SynthCliOptions& options) {
     if (options.list) {
         print_list();
         return 0;
     }
+    if (options.dry_run) return print_plan(options.synth);
     if (options.synth.output.empty()) {
-        std::fprintf(stderr, "error: --output is required (or --list)\nRun with --help for more information.\n");
+        std::fprintf(stderr,
+                     "error: --output is required (or --list, --dry-run)\nRun with --help for more information.\n");
         return 2;
     }
     ProgressLine line;
@@ -151,6 +194,8 @@ Command add_synth_command(CLI::App& app) {
         ->check(CLI::Range(1u, 1024u));
     sub->add_flag("--force", options->synth.overwrite, "Overwrite an existing file");
     sub->add_flag("--list", options->list, "List the presets and types, then exit");
+    sub->add_flag("--dry-run", options->dry_run,
+                  "Print the file's size and tensor types without writing it (--output optional)");
     return {sub, [options] { return run_synth(*options); }};
 }
 

@@ -27,7 +27,7 @@ namespace powerhouse {
 // The shape of a real model that `--like NAME` reproduces.
 struct SynthPreset {
     std::string name;          // "llama3-8b": the --like value
-    std::string architecture;  // general.architecture: "llama", "qwen2", "qwen3", "gemma3"
+    std::string architecture;  // general.architecture: "llama", "qwen2", "qwen3", "qwen3moe", "gemma3"
     std::string model_name;    // "Llama 3.1 8B Instruct"
     bool is_default = false;   // picked when only the architecture is given
     uint32_t n_layer = 0;
@@ -41,8 +41,15 @@ struct SynthPreset {
     float rope_freq_base = 0.0f;
     float rms_norm_eps = 0.0f;
     bool tied_embeddings = false;  // no output.weight: the output reuses token_embd
-    std::string tokenizer_model;   // tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SPM)
-    std::string tokenizer_pre;     // tokenizer.ggml.pre: "llama-bpe", "qwen2", "smollm", "default"
+    // Mixture of experts (0 experts: a dense model). Every layer's feed-forward is then
+    // n_expert experts of n_ff_expert columns (ffn_{gate,up,down}_exps), of which each
+    // token uses n_expert_used, chosen by the router ffn_gate_inp; n_ff is still written
+    // as feed_forward_length, as the real conversions do.
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_ff_expert = 0;
+    std::string tokenizer_model;  // tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SPM)
+    std::string tokenizer_pre;    // tokenizer.ggml.pre: "llama-bpe", "qwen2", "smollm", "default"
 };
 
 // A file type (`--type`): llama.cpp's mixture of tensor types for that LLAMA_FTYPE.

@@ -131,6 +131,11 @@ void write_model_metadata(GgufMetadata& m, const ResolvedOptions& r, const Synth
         set_u32(m, a + ".attention.key_length", p.head_dim);
         set_u32(m, a + ".attention.value_length", p.head_dim);
     }
+    if (p.n_expert > 0) {
+        set_u32(m, a + ".expert_count", p.n_expert);
+        set_u32(m, a + ".expert_used_count", p.n_expert_used);
+        if (r.preset.write_expert_ff) set_u32(m, a + ".expert_feed_forward_length", p.n_ff_expert);
+    }
     if (r.preset.sliding_window > 0) set_u32(m, a + ".attention.sliding_window", r.preset.sliding_window);
     if (r.preset.rope_scaling_linear > 0) {
         m.set_string(a + ".rope.scaling.type", "linear");

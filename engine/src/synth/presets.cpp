@@ -164,10 +164,18 @@ PresetSpec make(const char* name, const char* arch, const char* model_name, bool
     const std::string_view a = arch;
     p.write_rope_dims = a == "llama";
     p.qkv_bias = a == "qwen2";
-    p.qk_norm = a == "qwen3" || a == "gemma3";
-    p.write_head_lengths = a == "qwen3" || a == "gemma3";
+    p.qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
+    p.write_head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
+    p.write_expert_ff = a == "qwen3moe";
     p.sandwich_norms = a == "gemma3";
     return p;
+}
+
+// A mixture-of-experts feed-forward: `count` experts of `n_ff_expert` columns, `used` per token.
+void set_experts(PresetSpec& p, uint32_t count, uint32_t used, uint32_t n_ff_expert) {
+    p.info.n_expert = count;
+    p.info.n_expert_used = used;
+    p.info.n_ff_expert = n_ff_expert;
 }
 
 std::vector<PresetSpec> build_presets() {
@@ -206,6 +214,27 @@ std::vector<PresetSpec> build_presets() {
     p.push_back(make("qwen3-8b", "qwen3", "Qwen3 8B", true,
                      {36, 4096, 12288, 32, 8, 128, 40960, 1000000.0f, 1e-6f, false}, qwen_vocab(151936, true),
                      ChatTemplateId::qwen3));
+    // Mixtures of experts. Qwen3-30B-A3B and Qwen3-235B-A22B: their config.json
+    // (hidden_size, intermediate_size -> feed_forward_length, moe_intermediate_size ->
+    // expert_feed_forward_length, num_experts, num_experts_per_tok, head_dim 128,
+    // max_position_embeddings 40960, rope_theta 1e6, rms_norm_eps 1e-6, untied embeddings);
+    // no layer is dense (decoder_sparse_step 1, mlp_only_layers empty).
+    p.push_back(make("qwen3-30b-a3b", "qwen3moe", "Qwen3 30B A3B", true,
+                     {48, 2048, 6144, 32, 4, 128, 40960, 1000000.0f, 1e-6f, false}, qwen_vocab(151936, true),
+                     ChatTemplateId::qwen3));
+    set_experts(p.back(), 128, 8, 768);
+    p.push_back(make("qwen3-235b-a22b", "qwen3moe", "Qwen3 235B A22B", false,
+                     {94, 4096, 12288, 64, 4, 128, 40960, 1000000.0f, 1e-6f, false}, qwen_vocab(151936, true),
+                     ChatTemplateId::qwen3));
+    set_experts(p.back(), 128, 8, 1536);
+    // Mixtral-8x7B-Instruct-v0.1's config.json: Mistral 7B's attention and vocabulary (SPM,
+    // 32000) with 8 experts of intermediate_size 14336 (num_local_experts, 2 per token), a
+    // 32768 context and rope_theta 1e6. llama.cpp converts it as "llama" with expert
+    // tensors; its chat template is the [INST] one of the mistral preset.
+    p.push_back(make("mixtral-8x7b", "llama", "Mixtral 8x7B Instruct v0.1", false,
+                     {32, 4096, 14336, 32, 8, 128, 32768, 1000000.0f, 1e-5f, false}, llama2_vocab(),
+                     ChatTemplateId::mistral));
+    set_experts(p.back(), 8, 2, 14336);
     p.push_back(make("gemma3-1b", "gemma3", "Gemma 3 1B IT", false,
                      {26, 1152, 6912, 4, 1, 256, 32768, 1000000.0f, 1e-6f, true}, gemma3_vocab(262144),
                      ChatTemplateId::gemma3));

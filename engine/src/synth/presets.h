@@ -60,6 +60,9 @@ struct PresetSpec {
     uint32_t sliding_window = 0;      // {arch}.attention.sliding_window (gemma3)
     float rope_scaling_linear = 0;    // {arch}.rope.scaling.type "linear" with this factor
     bool is_70b = false;              // llama.cpp's quantizer gives attn_v more bits at 70B
+    // {arch}.expert_feed_forward_length (qwen3moe; Mixtral's experts are n_ff wide and its
+    // conversion does not write the key).
+    bool write_expert_ff = false;
 };
 
 const std::vector<PresetSpec>& preset_specs();

@@ -12,8 +12,8 @@ bool use_more_bits(int layer, int n_layer) {
 }
 
 // A type whose block fits the row, as llama.cpp substitutes it for rows that are not a
-// multiple of 256. llama.cpp gives Q2_K and Q3_K rows IQ4_NL, which the engine has no
-// reference for; Q4_0 has the same size (4.5 bits per weight).
+// multiple of 256 (tensor_type_fallback). Older llama.cpp gave Q2_K and Q3_K rows IQ4_NL;
+// current llama.cpp gives Q4_0, as here (the same size, 4.5 bits per weight).
 GgmlType compatible_type(GgmlType chosen, int64_t row_length) {
     const auto fits = [row_length](GgmlType t) { return row_length % type_traits(t).block_size == 0; };
     if (fits(chosen)) return chosen;
@@ -98,6 +98,18 @@ std::string tensor_name(TensorRole role, int layer) {
         case TensorRole::ffn_down:
             suffix = "ffn_down.weight";
             break;
+        case TensorRole::ffn_gate_inp:
+            suffix = "ffn_gate_inp.weight";
+            break;
+        case TensorRole::ffn_gate_exps:
+            suffix = "ffn_gate_exps.weight";
+            break;
+        case TensorRole::ffn_up_exps:
+            suffix = "ffn_up_exps.weight";
+            break;
+        case TensorRole::ffn_down_exps:
+            suffix = "ffn_down_exps.weight";
+            break;
         case TensorRole::post_ffw_norm:
             suffix = "post_ffw_norm.weight";
             break;
@@ -164,14 +176,28 @@ WeightInit weight_init(TensorRole role) {
     }
 }
 
+// The rules of llama-quant.cpp's llama_tensor_get_type for the file types synth offers
+// (the IQ types and Q2_K_S / Q3_K_S / Q3_K_L / IQ4 rules are left out). Its layer counters
+// are per-layer indices here: i_attention_wv counts attn_v tensors, one per layer, and
+// ffn_down's layer is the block number (parsed from the name when the model has experts)
+// out of the file's block count, so both follow --layers. Expert tensors fall in the
+// categories of their dense counterparts (llama.cpp matches "ffn_down" in
+// "ffn_down_exps"); the router ffn_gate_inp is never quantized. Models with exactly 8
+// experts (Mixtral) get Q8_0 attn_v and attn_k and a Q5_K attn_output in the low-bit
+// mixtures; no rule of these file types depends on other expert counts.
 GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int layer, int64_t row_length) {
     const FileTypeSpec& ft = *context.file_type;
-    if (weight_init(role) != WeightInit::matrix || ft.type == FileType::f32) return GgmlType::f32;
+    // Vectors are never quantized, nor is the router (llama.cpp skips "ffn_gate_inp", and
+    // conversions store it as F32 whatever their output type).
+    if (weight_init(role) != WeightInit::matrix || role == TensorRole::ffn_gate_inp || ft.type == FileType::f32) {
+        return GgmlType::f32;
+    }
     // Unquantized conversions (and llama-quantize to F16/BF16) use one type for every matrix.
     if (ft.type == FileType::f16 || ft.type == FileType::bf16) return ft.base;
 
     const FileType f = ft.type;
     const int n = context.n_layer;
+    const bool eight_experts = context.n_expert == 8;
     GgmlType t = ft.base;
     if (role == TensorRole::output || (role == TensorRole::token_embd && !context.has_output)) {
         if (row_length % type_traits(t).block_size != 0) {
@@ -191,7 +217,11 @@ GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int 
         }
         // With 8 query heads per KV head attn_v is 8x smaller than attn_q: more bits are cheap.
         if (context.is_70b && (t == GgmlType::q3_k || t == GgmlType::q4_k)) t = GgmlType::q5_k;
-    } else if (role == TensorRole::ffn_down) {
+        // Mixtral: attn_v is a small share of a model whose weight is in its experts.
+        if (eight_experts) t = GgmlType::q8_0;
+    } else if (role == TensorRole::attn_k) {
+        if (eight_experts) t = GgmlType::q8_0;
+    } else if (role == TensorRole::ffn_down || role == TensorRole::ffn_down_exps) {
         if (f == FileType::q2_k) {
             t = GgmlType::q3_k;
         } else if (f == FileType::q3_k_m) {
@@ -202,7 +232,11 @@ GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int 
             t = GgmlType::q5_k;
         }
     } else if (role == TensorRole::attn_output) {
-        if (f == FileType::q2_k) {
+        if (eight_experts) {
+            if (f == FileType::q2_k || f == FileType::q3_k_m || f == FileType::q4_k_s || f == FileType::q4_k_m) {
+                t = GgmlType::q5_k;
+            }
+        } else if (f == FileType::q2_k) {
             t = GgmlType::q3_k;
         } else if (f == FileType::q3_k_m) {
             t = GgmlType::q4_k;
@@ -225,6 +259,9 @@ std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileType
     context.n_gqa = static_cast<int>(p.n_head / p.n_head_kv);
     context.has_output = !p.tied_embeddings;
     context.is_70b = preset.is_70b;
+    context.n_expert = static_cast<int>(p.n_expert);
+    const int64_t n_expert = p.n_expert;
+    const int64_t n_ff_exp = p.n_ff_expert;
 
     std::vector<PlannedTensor> out;
     auto add = [&](TensorRole role, int layer, std::vector<int64_t> dims) {
@@ -254,9 +291,16 @@ std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileType
         add(TensorRole::attn_output, il, {n_q, n_embd});
         if (preset.sandwich_norms) add(TensorRole::post_attention_norm, il, {n_embd});
         add(TensorRole::ffn_norm, il, {n_embd});
-        add(TensorRole::ffn_gate, il, {n_embd, n_ff});
-        add(TensorRole::ffn_up, il, {n_embd, n_ff});
-        add(TensorRole::ffn_down, il, {n_ff, n_embd});
+        if (n_expert > 0) {
+            add(TensorRole::ffn_gate_inp, il, {n_embd, n_expert});
+            add(TensorRole::ffn_gate_exps, il, {n_embd, n_ff_exp, n_expert});
+            add(TensorRole::ffn_up_exps, il, {n_embd, n_ff_exp, n_expert});
+            add(TensorRole::ffn_down_exps, il, {n_ff_exp, n_embd, n_expert});
+        } else {
+            add(TensorRole::ffn_gate, il, {n_embd, n_ff});
+            add(TensorRole::ffn_up, il, {n_embd, n_ff});
+            add(TensorRole::ffn_down, il, {n_ff, n_embd});
+        }
         if (preset.sandwich_norms) add(TensorRole::post_ffw_norm, il, {n_embd});
     }
     add(TensorRole::output_norm, -1, {n_embd});

@@ -1,6 +1,7 @@
 // The tensors of a synthetic model: names and shapes as llama.cpp's GGUF conversions lay
-// them out per architecture, and the type of each under a file type, chosen as
-// llama.cpp's quantizer (llama_tensor_get_type) chooses it.
+// them out per architecture (a mixture of experts' feed-forward as one 3-D tensor per
+// projection and layer, plus the router), and the type of each under a file type, chosen
+// as llama.cpp's quantizer (llama_tensor_get_type in llama-quant.cpp) chooses it.
 //
 // Thread-safety: pure functions over value types.
 #pragma once
@@ -62,6 +63,10 @@ enum class TensorRole {
     ffn_gate,
     ffn_up,
     ffn_down,
+    ffn_gate_inp,   // mixture of experts: the router, [n_expert][n_embd], always F32
+    ffn_gate_exps,  // [n_expert][n_ff_expert][n_embd]
+    ffn_up_exps,    // [n_expert][n_ff_expert][n_embd]
+    ffn_down_exps,  // [n_expert][n_embd][n_ff_expert]
     post_ffw_norm,
     output_norm,
     output,
@@ -84,6 +89,7 @@ struct MixtureContext {
     int n_gqa = 1;  // n_head / n_head_kv
     bool has_output = true;
     bool is_70b = false;
+    int n_expert = 0;  // {arch}.expert_count; 0 for a dense model
 };
 
 GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int layer, int64_t row_length);

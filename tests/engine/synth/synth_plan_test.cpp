@@ -44,7 +44,7 @@ TEST(SynthPresets, HaveTheRealShapes) {
     std::map<std::string, int> defaults;
     for (const SynthPreset& p : synth_presets()) defaults[p.architecture] += p.is_default ? 1 : 0;
     for (const auto& [arch, n] : defaults) EXPECT_EQ(n, 1) << arch;
-    EXPECT_EQ(defaults.size(), 4u);
+    EXPECT_EQ(defaults.size(), 5u);  // llama, qwen2, qwen3, qwen3moe, gemma3
 }
 
 
@@ -206,7 +206,7 @@ TEST(SynthMixture, RowsNotAMultipleOf256FallBackAsLlamaCppDoes) {
 
     EXPECT_EQ(tensors_of("smollm2-135m", "q5_k_s", 1).type_of("blk.0.attn_q.weight"), "Q5_1");
     const Tensors q2 = tensors_of("smollm2-135m", "q2_k", 1);
-    EXPECT_EQ(q2.type_of("blk.0.attn_q.weight"), "Q4_0");  // llama.cpp: IQ4_NL, same size
+    EXPECT_EQ(q2.type_of("blk.0.attn_q.weight"), "Q4_0");  // older llama.cpp: IQ4_NL, same size
     EXPECT_EQ(q2.type_of("blk.0.ffn_down.weight"), "Q3_K");
 
     // Qwen2.5 0.5B: n_embd 896 = 3.5 * 256.
@@ -292,7 +292,7 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
         EXPECT_FLOAT_EQ(static_cast<float>(*m.get_float(a + ".attention.layer_norm_rms_epsilon")), p.rms_norm_eps);
         EXPECT_EQ(m.get_uint(a + ".rope.dimension_count"),
                   a == "llama" ? std::optional<uint64_t>(p.head_dim) : std::nullopt);
-        const bool head_lengths = a == "qwen3" || a == "gemma3";
+        const bool head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
         EXPECT_EQ(m.get_uint(a + ".attention.key_length"),
                   head_lengths ? std::optional<uint64_t>(p.head_dim) : std::nullopt);
         EXPECT_EQ(m.get_uint(a + ".attention.value_length"),
@@ -300,6 +300,13 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
         if (a == "gemma3") {
             EXPECT_EQ(m.get_uint("gemma3.attention.sliding_window"), p.name == "gemma3-1b" ? 512u : 1024u);
         }
+        // Experts as llama.cpp reads them (hparams: expert_count, expert_used_count; qwen3moe
+        // also expert_feed_forward_length); dense models have none of the keys.
+        const auto experts = [&](uint32_t v) { return p.n_expert > 0 ? std::optional<uint64_t>(v) : std::nullopt; };
+        EXPECT_EQ(m.get_uint(a + ".expert_count"), experts(p.n_expert));
+        EXPECT_EQ(m.get_uint(a + ".expert_used_count"), experts(p.n_expert_used));
+        EXPECT_EQ(m.get_uint(a + ".expert_feed_forward_length"),
+                  a == "qwen3moe" ? std::optional<uint64_t>(p.n_ff_expert) : std::nullopt);
     }
     const SynthOptions overridden = small_options("gemma3-4b", "q6_k", 3);
     Result<synth::ResolvedOptions> r = synth::resolve_options(overridden);

@@ -1,0 +1,66 @@
+// powerhouse-cli synth run as a user would: the preset list with its experts column, and
+// --dry-run, which sizes a file without writing it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli/cli_runner.h"
+#include "powerhouse/synth.h"
+#include "support/test_support.h"
+
+namespace powerhouse {
+namespace {
+
+using test::CliRun;
+using test::quoted;
+
+bool contains(const std::string& text, const std::string& fragment) {
+    return text.find(fragment) != std::string::npos;
+}
+
+TEST(SynthCli, ListShowsTheExperts) {
+    const CliRun run = test::run_cli("synth --list");
+    ASSERT_EQ(run.status, 0) << run.err;
+    for (const char* fragment : {"experts/used x ffn", "qwen3-30b-a3b *", "128/8x768", "qwen3-235b-a22b", "128/8x1536",
+                                 "mixtral-8x7b", "8/2x14336"}) {
+        EXPECT_TRUE(contains(run.out, fragment)) << "missing '" << fragment << "' in\n" << run.out;
+    }
+    // Dense presets have none.
+    const size_t line = run.out.find("llama3-8b *");
+    ASSERT_NE(line, std::string::npos);
+    EXPECT_TRUE(contains(run.out.substr(line, run.out.find('\n', line) - line), "  -  ")) << run.out;
+}
+
+TEST(SynthCli, DryRunPrintsThePlannedSizeAndWritesNothing) {
+    test::TempDir dir;
+    const std::filesystem::path file = dir / "mixtral.gguf";
+    const CliRun run = test::run_cli("synth --like mixtral-8x7b --type q4_k_m --dry-run -o " + quoted(file));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_FALSE(std::filesystem::exists(file));
+    EXPECT_FALSE(std::filesystem::exists(dir / "mixtral.gguf.part"));
+
+    SynthOptions options;
+    options.preset = "mixtral-8x7b";
+    options.type = "q4_k_m";
+    Result<SynthPlan> plan = plan_synth_model(options);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    for (const std::string& fragment :
+         {std::string("would write"), std::string("mixtral-8x7b (Mixtral 8x7B Instruct v0.1), 32 layers, q4_k_m"),
+          std::string("323 tensors"), "(" + std::to_string(plan->file_bytes) + " bytes)", std::string("Q8_0       64"),
+          std::string("Q5_K       32")}) {
+        EXPECT_TRUE(contains(run.out, fragment)) << "missing '" << fragment << "' in\n" << run.out;
+    }
+
+    // Without a file name, and with fewer layers.
+    const CliRun small = test::run_cli("synth --like qwen3-235b-a22b --layers 2 --dry-run");
+    ASSERT_EQ(small.status, 0) << small.err;
+    EXPECT_TRUE(contains(small.out, "would write (no file): qwen3-235b-a22b")) << small.out;
+    EXPECT_TRUE(contains(small.out, "2 layers, q4_k_m, 27 tensors")) << small.out;
+
+    // Neither a file nor --dry-run (nor --list): a usage error.
+    EXPECT_EQ(test::run_cli("synth --like mixtral-8x7b").status, 2);
+}
+
+}  // namespace
+}  // namespace powerhouse
