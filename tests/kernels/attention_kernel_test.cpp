@@ -215,9 +215,21 @@ TEST_P(AttentionKernel, MatchesCpuAttention) {
         for (const float q_step : {1.0f / 32, 0.25f, 2.0f}) {
             const std::vector<float> q = exact_query(q_size, q_step, rng);
             DeviceArray<float> q_dev(q);
-            for (const uint32_t window : {0u, 5u}) {
+            // Attention sinks (gpt-oss): one logit per head, from far below to far above the
+            // scores, so that the sink takes none, some or nearly all of the softmax.
+            std::vector<float> sinks(kNHead);
+            for (uint32_t h = 0; h < kNHead; ++h) sinks[h] = -20.0f + 40.0f * static_cast<float>(h) / (kNHead - 1);
+            DeviceArray<float> sinks_dev(sinks);
+            struct Variant {
+                uint32_t window;
+                bool sinks;
+            };
+            for (const Variant variant : {Variant{0, false}, Variant{0, true}, Variant{5, false}, Variant{5, true}}) {
+                const uint32_t window = variant.window;
+                const bool with_sinks = variant.sinks;
                 std::vector<float> expected_f(q_size);
-                const cpu::AttentionShape shape{kNHead, kNHeadKv, static_cast<uint32_t>(hd), scale, window};
+                const cpu::AttentionShape shape{kNHead, kNHeadKv, static_cast<uint32_t>(hd), scale, window,
+                                                with_sinks ? sinks.data() : nullptr};
                 cpu::attention(pool, cpu::KernelIsa::scalar, cpu_, 0, shape, q.data(), expected_f.data(), step.n_tokens,
                                static_cast<uint32_t>(pos0), scratch);
                 const std::vector<double> expected(expected_f.begin(), expected_f.end());
@@ -225,15 +237,18 @@ TEST_P(AttentionKernel, MatchesCpuAttention) {
                 for (const int n_splits : {1, 4, 16}) {
                     SCOPED_TRACE(std::to_string(step.n_tokens) + " tokens from position " + std::to_string(pos0) +
                                  ", queries in steps of " + std::to_string(q_step) + ", window " +
-                                 std::to_string(window) + ", " + std::to_string(n_splits) + " splits");
+                                 std::to_string(window) + ", " + std::to_string(n_splits) + " splits" +
+                                 (with_sinks ? ", sinks" : ""));
                     const size_t partial_floats = ph_attention_partial_floats(step.n_tokens, kNHead, hd, n_splits);
                     ASSERT_GT(partial_floats, 0u);
                     // NaN in the scratch and the output: whatever is read before being written shows.
                     DeviceArray<float> partial(std::vector<float>(partial_floats, std::nanf("")));
                     DeviceArray<float> out(std::vector<float>(q_size, std::nanf("")));
-                    ASSERT_TRUE(ran(ph_attention(GetParam().kv_type, q_dev.get(), k_cache_->get(), v_cache_->get(),
-                                                 row_bytes_, out.get(), step.n_tokens, kNHead, kNHeadKv, hd, scale,
-                                                 window, kNCtx, n_splits, partial.get(), pos_dev.get(), nullptr)));
+                    ASSERT_TRUE(ran(ph_attention_sinks(GetParam().kv_type, q_dev.get(), k_cache_->get(),
+                                                       v_cache_->get(), row_bytes_, out.get(), step.n_tokens, kNHead,
+                                                       kNHeadKv, hd, scale, window, kNCtx, n_splits, partial.get(),
+                                                       with_sinks ? sinks_dev.get() : nullptr, pos_dev.get(),
+                                                       nullptr)));
                     EXPECT_TRUE(all_close(expected, out.download(), tolerance));
                 }
             }

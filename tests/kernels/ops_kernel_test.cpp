@@ -463,6 +463,45 @@ TEST_F(RopeKernel, MatchesCpuRope) {
     }
 }
 
+// YaRN (gpt-oss: factor 32 over an original context of 4096; here also a ramp that falls
+// inside the head): ph_rope_yarn against cpu::rope with the same correction range.
+TEST_F(RopeKernel, YarnMatchesCpuRope) {
+    std::mt19937 rng(12);
+    const int64_t n_heads = 3;
+    struct Case {
+        int head_dim;
+        float base, factor;
+        uint32_t orig_ctx;
+    };
+    for (const Case& c : {Case{64, 150000.0f, 32.0f, 4096}, Case{32, 10000.0f, 4.0f, 32}}) {
+        float low = 0.0f, high = 0.0f;
+        cpu::yarn_corr_dims(static_cast<uint32_t>(c.head_dim), c.orig_ctx, c.base, 32.0f, 1.0f, low, high);
+        const float freq_scale = 1.0f / c.factor;
+        const float attn_factor = 0.97f;  // any: it multiplies cos and sin
+        for (const int32_t pos0 : {0, 777}) {
+            SCOPED_TRACE("head_dim " + std::to_string(c.head_dim) + ", pos0 " + std::to_string(pos0));
+            const int n_tokens = 4;
+            const std::vector<float> x = uniform(static_cast<size_t>(n_tokens * n_heads * c.head_dim), -1.0f, 1.0f, rng);
+            std::vector<float> expected_f = x;
+            cpu::RopeShape shape{static_cast<uint32_t>(c.head_dim), static_cast<uint32_t>(c.head_dim), true, c.base,
+                                 freq_scale, nullptr};
+            shape.ext_factor = 1.0f;
+            shape.attn_factor = attn_factor;
+            shape.corr_low = low;
+            shape.corr_high = high;
+            cpu::rope(shape, expected_f.data(), n_heads, n_tokens, static_cast<uint32_t>(pos0));
+            DeviceArray<float> x_dev(x);
+            DeviceArray<int32_t> pos_dev(std::vector<int32_t>{pos0});
+            ASSERT_TRUE(ran(ph_rope_yarn(x_dev.get(), n_heads, n_tokens, c.head_dim, c.head_dim, 1, c.base, freq_scale,
+                                         nullptr, 1.0f, attn_factor, low, high, pos_dev.get(), nullptr)));
+            // As MatchesCpuRope, the magnitude (up to 1.35) scaling the angle error with it.
+            const double tol = 1.4 * (1e-5 + 6e-7 * (pos0 + n_tokens - 1));
+            const std::vector<double> expected(expected_f.begin(), expected_f.end());
+            EXPECT_TRUE(all_close(expected, x_dev.download(), std::vector<double>(x.size(), tol)));
+        }
+    }
+}
+
 // --- ph_get_rows ------------------------------------------------------------------------------
 
 class GetRowsKernel : public GpuTest, public ::testing::WithParamInterface<GgmlType> {};
