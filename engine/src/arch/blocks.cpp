@@ -9,6 +9,11 @@ namespace powerhouse::arch {
 using B = Buffer;
 using K = OpKind;
 
+Result<void> read_neox_rope(const GgufModel&, Hparams& hp) {
+    hp.rope_layout = RopeLayout::neox;
+    return {};
+}
+
 StepProgram start_program(const Hparams& hp, float embedding_scale) {
     StepProgram p;
     p.embedding = "token_embd.weight";

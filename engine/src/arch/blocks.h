@@ -7,8 +7,13 @@
 
 #include "arch/hparams.h"
 #include "arch/step_program.h"
+#include "gguf/gguf_model.h"
+#include "powerhouse/result.h"
 
 namespace powerhouse::arch {
+
+// The `read` of an architecture whose only addition is NeoX RoPE (Qwen 2 and 3).
+Result<void> read_neox_rope(const GgufModel& model, Hparams& hp);
 
 // A program with the embedding lookup and the per-layer attention settings, its embedding
 // multiplied by `embedding_scale` (1: not scaled).

@@ -7,11 +7,6 @@ namespace powerhouse::arch {
 
 namespace {
 
-Result<void> read(const GgufModel&, Hparams& hp) {
-    hp.rope_layout = RopeLayout::neox;
-    return {};
-}
-
 StepProgram build(const Hparams& hp) {
     StepProgram p = start_program(hp);
     add_attention(p, hp, AttentionBlock{.qkv_bias = true});
@@ -22,6 +17,6 @@ StepProgram build(const Hparams& hp) {
 
 }  // namespace
 
-const Architecture kQwen2{"qwen2", read, build};
+const Architecture kQwen2{"qwen2", read_neox_rope, build};
 
 }  // namespace powerhouse::arch

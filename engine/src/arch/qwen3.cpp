@@ -7,11 +7,6 @@ namespace powerhouse::arch {
 
 namespace {
 
-Result<void> read(const GgufModel&, Hparams& hp) {
-    hp.rope_layout = RopeLayout::neox;
-    return {};
-}
-
 StepProgram build(const Hparams& hp) {
     StepProgram p = start_program(hp);
     add_attention(p, hp, AttentionBlock{.qk_norm = true});
@@ -22,6 +17,6 @@ StepProgram build(const Hparams& hp) {
 
 }  // namespace
 
-const Architecture kQwen3{"qwen3", read, build};
+const Architecture kQwen3{"qwen3", read_neox_rope, build};
 
 }  // namespace powerhouse::arch

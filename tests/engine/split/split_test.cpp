@@ -209,6 +209,29 @@ TEST(SplitModel, DecodeArgmaxPicksTheArgmaxOfTheLogits) {
     }
 }
 
+// The plan the model was loaded with, made again by the planner for the CPU devices: what the
+// two tests below hold the loaded model's devices to.
+Result<DevicePlan> plan_of(const ModelShape& shape, const Model& model, const ModelOptions& options) {
+    Result<std::vector<DeviceDesc>> devices = cpu_devices(options.devices);
+    if (!devices) return devices.error();
+    PlanOptions p;
+    p.mode = options.split;
+    p.reserve_bytes = 0;
+    p.n_ctx = model.n_ctx();
+    p.n_batch = options.n_batch;
+    p.experts_in_ram = options.experts_in_ram;
+    return plan_devices(shape, *devices, p);
+}
+
+// Each device's KV cache exactly, and its weights to the bytes the planner shares a layer's
+// tensors by (it counts bytes, the device the rows it holds: a few bytes per tensor).
+void expect_held_as_planned(const DeviceUsage& usage, const DeviceAssignment& a) {
+    EXPECT_EQ(usage.kv_cache_bytes, a.kv_cache_bytes) << usage.name;
+    EXPECT_NEAR(static_cast<double>(usage.weight_bytes), static_cast<double>(a.weight_bytes),
+                1e-3 * static_cast<double>(a.weight_bytes))
+        << usage.name << " holds " << usage.part;
+}
+
 TEST(SplitModel, EachDeviceHoldsWhatThePlannerPredicted) {
     Result<ModelShape> shape = read_model_shape(test::test_model_path());
     ASSERT_TRUE(shape) << shape.error().message;
@@ -217,26 +240,14 @@ TEST(SplitModel, EachDeviceHoldsWhatThePlannerPredicted) {
         const ModelOptions options = options_for(c.devices, c.split);
         Result<Model> model = load(test::test_model_path(), options);
         ASSERT_TRUE(model) << model.error().message;
-        Result<std::vector<DeviceDesc>> devices = cpu_devices(c.devices);
-        ASSERT_TRUE(devices);
-        PlanOptions p;
-        p.mode = c.split;
-        p.reserve_bytes = 0;
-        p.n_ctx = model->n_ctx();
-        p.n_batch = options.n_batch;
-        Result<DevicePlan> plan = plan_devices(*shape, *devices, p);
+        Result<DevicePlan> plan = plan_of(*shape, *model, options);
         ASSERT_TRUE(plan) << plan.error().message;
         const std::vector<DeviceUsage> usage = model->device_usage();
         ASSERT_EQ(usage.size(), plan->devices.size());
         uint64_t weights = 0;
         for (size_t i = 0; i < usage.size(); ++i) {
             const DeviceAssignment& a = plan->devices[i];
-            EXPECT_EQ(usage[i].kv_cache_bytes, a.kv_cache_bytes) << usage[i].name;
-            // The planner shares a layer's tensors by bytes; the device counts the rows it
-            // holds. They agree to a few bytes per tensor.
-            EXPECT_NEAR(static_cast<double>(usage[i].weight_bytes), static_cast<double>(a.weight_bytes),
-                        1e-3 * static_cast<double>(a.weight_bytes))
-                << usage[i].name << " holds " << usage[i].part;
+            expect_held_as_planned(usage[i], a);
             EXPECT_LE(usage[i].scratch_bytes, a.scratch_bytes + a.comm_bytes) << usage[i].name;
             EXPECT_EQ(usage[i].planned_bytes, a.total_bytes());
             weights += usage[i].weight_bytes;
@@ -278,25 +289,14 @@ TEST(SplitModel, EachDeviceOfAMixtureOfExpertsHoldsWhatThePlannerPredicted) {
             std::vector<TokenId> batch;
             for (TokenId t = 0; t < static_cast<TokenId>(options.n_batch); ++t) batch.push_back(t * 7 % 200);
             ASSERT_TRUE(model->decode(batch));
-            Result<std::vector<DeviceDesc>> devices = cpu_devices(c.devices);
-            ASSERT_TRUE(devices);
-            PlanOptions p;
-            p.mode = c.split;
-            p.reserve_bytes = 0;
-            p.n_ctx = model->n_ctx();
-            p.n_batch = options.n_batch;
-            p.experts_in_ram = c.experts_in_ram;
-            Result<DevicePlan> plan = plan_devices(*shape, *devices, p);
+            Result<DevicePlan> plan = plan_of(*shape, *model, options);
             ASSERT_TRUE(plan) << plan.error().message;
             const std::vector<DeviceUsage> usage = model->device_usage();
             ASSERT_EQ(usage.size(), plan->devices.size());
             uint64_t ram = 0;
             for (size_t i = 0; i < usage.size(); ++i) {
                 const DeviceAssignment& a = plan->devices[i];
-                EXPECT_EQ(usage[i].kv_cache_bytes, a.kv_cache_bytes) << usage[i].name;
-                EXPECT_NEAR(static_cast<double>(usage[i].weight_bytes), static_cast<double>(a.weight_bytes),
-                            1e-3 * static_cast<double>(a.weight_bytes))
-                    << usage[i].name << " holds " << usage[i].part;
+                expect_held_as_planned(usage[i], a);
                 // CPU devices sum in host memory: no communication buffers of their own. The
                 // work buffers are planned for the worst routing (every token to one expert), a
                 // bound: in these tiny models they are a third of the total, so the total is
