@@ -76,9 +76,8 @@ Result<std::chrono::local_seconds> parse_now(const std::string& text) {
 }
 
 Result<TemplateFamily> parse_family(const std::string& name) {
-    for (TemplateFamily family :
-         {TemplateFamily::chatml, TemplateFamily::llama3, TemplateFamily::mistral, TemplateFamily::gemma,
-          TemplateFamily::harmony}) {
+    for (TemplateFamily family : {TemplateFamily::chatml, TemplateFamily::llama3, TemplateFamily::mistral,
+                                  TemplateFamily::gemma, TemplateFamily::harmony}) {
         if (template_family_name(family) == name) return family;
     }
     return make_error(ErrorCode::invalid_argument, fmt::format("unknown template family '{}'", name));
