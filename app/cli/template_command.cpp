@@ -11,7 +11,7 @@
 //   (ChatML when unknown) is used, as the app does, with a note on stderr; --no-fallback
 //   makes that an error instead.
 // --template-file FILE: that template (with -m too: the file's template, the model's tokens).
-// --builtin FAMILY: a built-in template (chatml, llama3, mistral, gemma).
+// --builtin FAMILY: a built-in template (chatml, llama3, mistral, gemma, harmony).
 // --now "YYYY-MM-DD[THH:MM:SS]": the moment strftime_now() formats (default: now).
 // --tokens (with -m): prints instead one JSON line {"ids": [...], "data_ranges": [[b, e], ...]}:
 //   the prompt's token ids as the engine will feed them (special tokens recognised only in
@@ -76,8 +76,8 @@ Result<std::chrono::local_seconds> parse_now(const std::string& text) {
 }
 
 Result<TemplateFamily> parse_family(const std::string& name) {
-    for (TemplateFamily family :
-         {TemplateFamily::chatml, TemplateFamily::llama3, TemplateFamily::mistral, TemplateFamily::gemma}) {
+    for (TemplateFamily family : {TemplateFamily::chatml, TemplateFamily::llama3, TemplateFamily::mistral,
+                                  TemplateFamily::gemma, TemplateFamily::harmony}) {
         if (template_family_name(family) == name) return family;
     }
     return make_error(ErrorCode::invalid_argument, fmt::format("unknown template family '{}'", name));
@@ -166,7 +166,7 @@ Command add_template_command(CLI::App& app) {
     auto* file = sub->add_option("--template-file", options->template_file,
                                  "Template file (with -m: this template, the model's tokens)");
     auto* builtin = sub->add_option("--builtin", options->builtin, "A built-in template")
-                        ->check(CLI::IsMember({"chatml", "llama3", "mistral", "gemma"}));
+                        ->check(CLI::IsMember({"chatml", "llama3", "mistral", "gemma", "harmony"}));
     builtin->excludes(model)->excludes(file);
     sub->add_option("--context", options->context_file,
                     "JSON object with the template variables (messages, tools, add_generation_prompt, ...); - for "

@@ -164,6 +164,24 @@ TEST(CliTemplate, BuiltinTemplates) {
     EXPECT_EQ(run.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// gpt-oss's harmony template from a file, and the built-in harmony one, on the same
+// conversation: both match jinja2's render of gpt-oss's template.
+TEST(CliTemplate, GptOssTemplateAndBuiltinHarmony) {
+    test::TempDir dir;
+    const auto context_path = dir / "context.json";
+    const char* name = "harmony_developer_high";
+    test::write_file(context_path, fixture("contexts.json").at(name).dump());
+    const std::string expected = fixture("expected.json").at("gpt-oss").at(name).get<std::string>();
+    const std::string tail = " --context " + quoted(context_path) + " --now 2024-07-26T14:05:09";
+    const auto template_path = test::data_dir() / "templates" / "gpt-oss.jinja";
+    CliRun run = cli("template --template-file " + quoted(template_path) + tail);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, expected);
+    run = cli("template --builtin harmony" + tail);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, expected);
+}
+
 TEST(CliTemplate, RaiseExceptionIsAnErrorWithTheTemplatesMessage) {
     test::TempDir dir;
     const auto context_path = dir / "context.json";

@@ -125,7 +125,7 @@ Result<std::string> render_template(std::string_view source, const nlohmann::ord
                                     const RenderOptions& options = {});
 
 // Families with a built-in template, used when a model's own template is missing or broken.
-enum class TemplateFamily { chatml, llama3, mistral, gemma };
+enum class TemplateFamily { chatml, llama3, mistral, gemma, harmony };  // harmony: gpt-oss
 
 std::string_view template_family_name(TemplateFamily family);  // "chatml", "llama3", ...
 // The built-in template's source (it uses bos_token/eos_token, messages and
@@ -133,7 +133,8 @@ std::string_view template_family_name(TemplateFamily family);  // "chatml", "lla
 std::string_view builtin_template(TemplateFamily family);
 
 // Guesses the family from GGUF metadata: general.architecture, tokenizer.ggml.pre and the
-// vocabulary (special tokens such as "<|im_start|>" or "<start_of_turn>" decide first).
+// vocabulary (special tokens such as "<|im_start|>", "<start_of_turn>" or harmony's
+// "<|start|>" with "<|channel|>" decide first).
 // nullopt when nothing points to a family; callers then use ChatML, the most common format.
 std::optional<TemplateFamily> guess_template_family(std::string_view architecture, std::string_view tokenizer_pre,
                                                     std::span<const std::string_view> tokens);

@@ -20,6 +20,8 @@ std::string_view template_family_name(TemplateFamily family) {
             return "mistral";
         case TemplateFamily::gemma:
             return "gemma";
+        case TemplateFamily::harmony:
+            return "harmony";
     }
     return "chatml";
 }
@@ -34,6 +36,8 @@ std::string_view builtin_template(TemplateFamily family) {
             return jinja::kMistralTemplate;
         case TemplateFamily::gemma:
             return jinja::kGemmaTemplate;
+        case TemplateFamily::harmony:
+            return jinja::kHarmonyTemplate;
     }
     return jinja::kChatmlTemplate;
 }
@@ -42,19 +46,24 @@ std::optional<TemplateFamily> guess_template_family(std::string_view architectur
                                                     std::span<const std::string_view> tokens) {
     // A family's turn markers in the vocabulary are the strongest evidence: fine-tunes keep
     // the base architecture but often switch to ChatML.
-    bool chatml = false, llama3 = false, gemma = false, mistral = false;
+    // Harmony (gpt-oss) needs both its turn and its channel marker.
+    bool chatml = false, llama3 = false, gemma = false, mistral = false, harmony_start = false, harmony_channel = false;
     for (std::string_view token : tokens) {
         if (token == "<|im_start|>") chatml = true;
         if (token == "<|start_header_id|>") llama3 = true;
         if (token == "<start_of_turn>") gemma = true;
         if (token == "[INST]") mistral = true;
+        if (token == "<|start|>") harmony_start = true;
+        if (token == "<|channel|>") harmony_channel = true;
     }
     if (chatml) return TemplateFamily::chatml;
+    if (harmony_start && harmony_channel) return TemplateFamily::harmony;
     if (llama3) return TemplateFamily::llama3;
     if (gemma) return TemplateFamily::gemma;
     if (mistral) return TemplateFamily::mistral;
     if (architecture.starts_with("gemma")) return TemplateFamily::gemma;
     if (architecture.starts_with("qwen")) return TemplateFamily::chatml;
+    if (architecture == "gpt-oss") return TemplateFamily::harmony;
     if (tokenizer_pre == "llama-bpe" || tokenizer_pre == "llama3") return TemplateFamily::llama3;
     if (architecture == "mistral" || architecture == "mixtral" || tokenizer_pre == "tekken") {
         return TemplateFamily::mistral;

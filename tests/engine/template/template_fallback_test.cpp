@@ -78,8 +78,8 @@ TEST(TemplateFallback, BuiltinLlama3AndMistral) {
 }
 
 TEST(TemplateFallback, BuiltinsSurviveToolCallsAndNullContent) {
-    for (TemplateFamily family :
-         {TemplateFamily::chatml, TemplateFamily::llama3, TemplateFamily::mistral, TemplateFamily::gemma}) {
+    for (TemplateFamily family : {TemplateFamily::chatml, TemplateFamily::llama3, TemplateFamily::mistral,
+                                  TemplateFamily::gemma, TemplateFamily::harmony}) {
         const std::string out = render_builtin(family, fixture_context("tool_calls"));
         EXPECT_FALSE(out.starts_with("ERROR")) << template_family_name(family) << ": " << out;
     }

@@ -1,11 +1,13 @@
 // The interpreter against Python jinja2 (tests/data/templates, written by
-// scripts/fixtures/make_template_fixture.py): every published template x every
-// conversation, and one small template per feature, byte for byte. Where jinja2 fails, the
-// interpreter must fail too, and with the same message when the template raised it.
+// scripts/fixtures/make_template_fixture.py): every published template (gpt-oss's
+// harmony format included) x every conversation, and one small template per feature, byte
+// for byte. Where jinja2 fails, the interpreter must fail too, and with the same message
+// when the template raised it.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -38,8 +40,10 @@ std::vector<FixtureCase> template_cases() {
     const ordered_json contexts = ordered_json::parse(test::read_file(folder / "contexts.json"));
     const ordered_json expected = ordered_json::parse(test::read_file(folder / "expected.json"));
     for (const auto& [template_name, per_context] : expected.items()) {
-        const auto path = template_name == "smollm2"
-                              ? folder / "smollm2.jinja"
+        // Models' templates kept with the fixtures (SmolLM2's, gpt-oss's), else published ones.
+        const auto local = folder / (template_name + ".jinja");
+        const auto path = std::filesystem::exists(local)
+                              ? local
                               : test::shared_testdata_dir() / "templates" / (template_name + ".jinja");
         const std::string source = test::read_file(path);
         for (const auto& [context_name, result] : per_context.items()) {
@@ -110,8 +114,8 @@ TEST(TemplateFixtureFiles, CoverEveryTemplateAndContext) {
     const auto cases = template_cases();
     std::map<std::string, int> per_template;
     for (const auto& c : cases) ++per_template[c.name.substr(0, c.name.find('/'))];
-    EXPECT_EQ(per_template.size(), 8u);  // 7 published templates + SmolLM2
-    for (const auto& [name, count] : per_template) EXPECT_GE(count, 19) << name;
+    EXPECT_EQ(per_template.size(), 9u);  // 7 published templates + SmolLM2 + gpt-oss
+    for (const auto& [name, count] : per_template) EXPECT_GE(count, 43) << name;
     EXPECT_GE(feature_cases().size(), 130u);
 }
 
