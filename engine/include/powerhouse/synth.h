@@ -27,7 +27,7 @@ namespace powerhouse {
 // The shape of a real model that `--like NAME` reproduces.
 struct SynthPreset {
     std::string name;          // "llama3-8b": the --like value
-    std::string architecture;  // general.architecture: "llama", "qwen2", "qwen3", "qwen3moe", "gemma3"
+    std::string architecture;  // general.architecture: "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gpt-oss"
     std::string model_name;    // "Llama 3.1 8B Instruct"
     bool is_default = false;   // picked when only the architecture is given
     uint32_t n_layer = 0;
