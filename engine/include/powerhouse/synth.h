@@ -49,7 +49,7 @@ struct SynthPreset {
     uint32_t n_expert_used = 0;
     uint32_t n_ff_expert = 0;
     std::string tokenizer_model;  // tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SPM)
-    std::string tokenizer_pre;    // tokenizer.ggml.pre: "llama-bpe", "qwen2", "smollm", "default"
+    std::string tokenizer_pre;    // tokenizer.ggml.pre: "llama-bpe", "qwen2", "smollm", "default", "gpt-4o"
 };
 
 // A file type (`--type`): llama.cpp's mixture of tensor types for that LLAMA_FTYPE.
