@@ -196,9 +196,8 @@ PresetSpec make(const char* name, const char* arch, const char* model_name, bool
     p.write_rope_dims = a == "llama";
     p.qkv_bias = a == "qwen2";
     p.qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
-    p.write_head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
+    p.write_head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "gpt-oss";
     p.write_expert_ff = a == "qwen3moe" || a == "gpt-oss";
-    p.write_head_lengths = p.write_head_lengths || a == "gpt-oss";
     p.gpt_oss_blocks = a == "gpt-oss";
     p.sandwich_norms = a == "gemma3";
     return p;
