@@ -62,5 +62,27 @@ TEST(SynthCli, DryRunPrintsThePlannedSizeAndWritesNothing) {
     EXPECT_EQ(test::run_cli("synth --like mixtral-8x7b").status, 2);
 }
 
+// gpt-oss at full size, in the published files' type: MXFP4 experts, Q8_0 elsewhere.
+TEST(SynthCli, DryRunOfGptOss120b) {
+    const CliRun list = test::run_cli("synth --list");
+    ASSERT_EQ(list.status, 0) << list.err;
+    for (const char* fragment : {"gpt-oss-20b *", "32/4x2880", "gpt-oss-120b", "128/4x2880", "mxfp4_moe"}) {
+        EXPECT_TRUE(contains(list.out, fragment)) << "missing '" << fragment << "' in\n" << list.out;
+    }
+    const CliRun run = test::run_cli("synth --like gpt-oss-120b --type mxfp4_moe --dry-run");
+    ASSERT_EQ(run.status, 0) << run.err;
+    SynthOptions options;
+    options.preset = "gpt-oss-120b";
+    options.type = "mxfp4_moe";
+    Result<SynthPlan> plan = plan_synth_model(options);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    for (const std::string& fragment :
+         {std::string("gpt-oss-120b (gpt-oss 120B), 36 layers, mxfp4_moe, 687 tensors"),
+          "(" + std::to_string(plan->file_bytes) + " bytes)", std::string("MXFP4      108"),
+          std::string("Q8_0       146")}) {
+        EXPECT_TRUE(contains(run.out, fragment)) << "missing '" << fragment << "' in\n" << run.out;
+    }
+}
+
 }  // namespace
 }  // namespace powerhouse

@@ -27,7 +27,7 @@ namespace powerhouse {
 // The shape of a real model that `--like NAME` reproduces.
 struct SynthPreset {
     std::string name;          // "llama3-8b": the --like value
-    std::string architecture;  // general.architecture: "llama", "qwen2", "qwen3", "qwen3moe", "gemma3"
+    std::string architecture;  // general.architecture: "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gpt-oss"
     std::string model_name;    // "Llama 3.1 8B Instruct"
     bool is_default = false;   // picked when only the architecture is given
     uint32_t n_layer = 0;
@@ -49,7 +49,7 @@ struct SynthPreset {
     uint32_t n_expert_used = 0;
     uint32_t n_ff_expert = 0;
     std::string tokenizer_model;  // tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SPM)
-    std::string tokenizer_pre;    // tokenizer.ggml.pre: "llama-bpe", "qwen2", "smollm", "default"
+    std::string tokenizer_pre;    // tokenizer.ggml.pre: "llama-bpe", "qwen2", "smollm", "default", "gpt-4o"
 };
 
 // A file type (`--type`): llama.cpp's mixture of tensor types for that LLAMA_FTYPE.

@@ -256,6 +256,17 @@ constexpr std::string_view kGemma3 = R"TPL({{ bos_token }}
     {{ '<start_of_turn>model\n' }}
 {%- endif -%})TPL";
 
+// gpt-oss: a placeholder of synth's own in the shape of a harmony conversation (turns
+// <|start|>role<|message|>text<|end|>), not OpenAI's harmony template, which is not
+// copied here.
+constexpr std::string_view kGptOssPlaceholder = R"TPL({#- Placeholder written by powerhouse synth: not the real harmony chat template of gpt-oss. -#}
+{%- for message in messages -%}
+    {{- '<|start|>' + message['role'] + '<|message|>' + message['content'] + '<|end|>' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{- '<|start|>assistant' -}}
+{%- endif -%})TPL";
+
 }  // namespace
 
 std::string_view chat_template(ChatTemplateId id) {
@@ -276,6 +287,8 @@ std::string_view chat_template(ChatTemplateId id) {
             return kQwen3;
         case ChatTemplateId::gemma3:
             return kGemma3;
+        case ChatTemplateId::gpt_oss_placeholder:
+            return kGptOssPlaceholder;
     }
     return kLlama3;
 }

@@ -141,6 +141,11 @@ void write_model_metadata(GgufMetadata& m, const ResolvedOptions& r, const Synth
         m.set_string(a + ".rope.scaling.type", "linear");
         set_f32(m, a + ".rope.scaling.factor", r.preset.rope_scaling_linear);
     }
+    if (r.preset.rope_scaling_yarn > 0) {
+        m.set_string(a + ".rope.scaling.type", "yarn");
+        set_f32(m, a + ".rope.scaling.factor", r.preset.rope_scaling_yarn);
+        set_u32(m, a + ".rope.scaling.original_context_length", r.preset.rope_scaling_original_context);
+    }
 }
 
 namespace {

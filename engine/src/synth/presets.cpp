@@ -133,6 +133,37 @@ VocabSpec gemma3_vocab(uint32_t n_vocab) {
     return v;
 }
 
+// o200k_harmony, gpt-oss's tokenizer: o200k_base's 199998 byte-level BPE tokens, then
+// the specials at their published ids (199998 <|startoftext|> ... 200018 <|endofprompt|>,
+// ids without a role named <|reserved_ID|>), reserved tokens up to 201088 in all. The
+// GGUF conversions mark them all control tokens; BOS <|startoftext|>, EOS <|return|>,
+// padding <|endoftext|>.
+VocabSpec o200k_harmony_vocab() {
+    VocabSpec v;
+    v.kind = VocabKind::bpe;
+    v.model = "gpt2";
+    v.pre = "gpt-4o";
+    v.n_vocab = 201088;
+    v.n_regular = 199998;
+    const std::pair<uint32_t, const char*> named[] = {
+        {199998, "<|startoftext|>"}, {199999, "<|endoftext|>"}, {200002, "<|return|>"}, {200003, "<|constrain|>"},
+        {200005, "<|channel|>"},     {200006, "<|start|>"},     {200007, "<|end|>"},    {200008, "<|message|>"},
+        {200012, "<|call|>"},        {200018, "<|endofprompt|>"}};
+    uint32_t id = v.n_regular;
+    for (const auto& [named_id, text] : named) {
+        for (; id < named_id; ++id) v.trailing.push_back({fmt::format("<|reserved_{}|>", id), TokenType::control});
+        v.trailing.push_back({text, TokenType::control});
+        ++id;
+    }
+    v.pad_pattern = "<|reserved_{}|>";
+    v.pad_from_id = true;
+    v.pad_type = TokenType::control;
+    v.bos = "<|startoftext|>";
+    v.eos = "<|return|>";
+    v.pad = "<|endoftext|>";
+    return v;
+}
+
 struct Shape {
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_ctx;
     float rope_base, eps;
@@ -165,8 +196,9 @@ PresetSpec make(const char* name, const char* arch, const char* model_name, bool
     p.write_rope_dims = a == "llama";
     p.qkv_bias = a == "qwen2";
     p.qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
-    p.write_head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
-    p.write_expert_ff = a == "qwen3moe";
+    p.write_head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "gpt-oss";
+    p.write_expert_ff = a == "qwen3moe" || a == "gpt-oss";
+    p.gpt_oss_blocks = a == "gpt-oss";
     p.sandwich_norms = a == "gemma3";
     return p;
 }
@@ -235,6 +267,28 @@ std::vector<PresetSpec> build_presets() {
                      {32, 4096, 14336, 32, 8, 128, 32768, 1000000.0f, 1e-5f, false}, llama2_vocab(),
                      ChatTemplateId::mistral));
     set_experts(p.back(), 8, 2, 14336);
+    // gpt-oss-20b and gpt-oss-120b, from their published config.json: hidden_size 2880,
+    // 64 attention heads of head_dim 64 (query width 4096, wider than the model), 8 KV
+    // heads, intermediate_size 2880 for every expert (num_local_experts 32 / 128,
+    // experts_per_token 4), vocab_size 201088, max_position_embeddings 131072,
+    // rope_theta 150000 with YaRN factor 32 over initial_context_length 4096,
+    // sliding_window 128 on every other layer (layer_types: sliding first), rms_norm_eps
+    // 1e-5, tie_word_embeddings false. The published GGUFs are MXFP4_MOE (synth's
+    // mxfp4_moe type); the chat template is a placeholder, not OpenAI's harmony template.
+    p.push_back(make("gpt-oss-20b", "gpt-oss", "gpt-oss 20B", true,
+                     {24, 2880, 2880, 64, 8, 64, 131072, 150000.0f, 1e-5f, false}, o200k_harmony_vocab(),
+                     ChatTemplateId::gpt_oss_placeholder));
+    set_experts(p.back(), 32, 4, 2880);
+    p.back().sliding_window = 128;
+    p.back().rope_scaling_yarn = 32.0f;
+    p.back().rope_scaling_original_context = 4096;
+    p.push_back(make("gpt-oss-120b", "gpt-oss", "gpt-oss 120B", false,
+                     {36, 2880, 2880, 64, 8, 64, 131072, 150000.0f, 1e-5f, false}, o200k_harmony_vocab(),
+                     ChatTemplateId::gpt_oss_placeholder));
+    set_experts(p.back(), 128, 4, 2880);
+    p.back().sliding_window = 128;
+    p.back().rope_scaling_yarn = 32.0f;
+    p.back().rope_scaling_original_context = 4096;
     p.push_back(make("gemma3-1b", "gemma3", "Gemma 3 1B IT", false,
                      {26, 1152, 6912, 4, 1, 256, 32768, 1000000.0f, 1e-6f, true}, gemma3_vocab(262144),
                      ChatTemplateId::gemma3));

@@ -45,7 +45,7 @@ struct VocabSpec {
     bool add_space_prefix = true;  // SPM only; written when false
 };
 
-enum class ChatTemplateId { llama3, llama2, mistral, zephyr, smollm2, qwen25, qwen3, gemma3 };
+enum class ChatTemplateId { llama3, llama2, mistral, zephyr, smollm2, qwen25, qwen3, gemma3, gpt_oss_placeholder };
 
 struct PresetSpec {
     SynthPreset info;
@@ -59,6 +59,14 @@ struct PresetSpec {
     bool write_rope_dims = false;     // {arch}.rope.dimension_count
     uint32_t sliding_window = 0;      // {arch}.attention.sliding_window (gemma3)
     float rope_scaling_linear = 0;    // {arch}.rope.scaling.type "linear" with this factor
+    // {arch}.rope.scaling.type "yarn" with this factor over rope_scaling_original_context
+    // (gpt-oss); 0: none.
+    float rope_scaling_yarn = 0;
+    uint32_t rope_scaling_original_context = 0;
+    // gpt-oss's blocks: attn_q/k/v/output weights with biases, attn_sinks (one learned
+    // logit per head), post_attention_norm as the feed-forward's input norm (no ffn_norm),
+    // a router with a bias, and per-expert biases of the three expert projections.
+    bool gpt_oss_blocks = false;
     bool is_70b = false;              // llama.cpp's quantizer gives attn_v more bits at 70B
     // {arch}.expert_feed_forward_length (qwen3moe; Mixtral's experts are n_ff wide and its
     // conversion does not write the key).

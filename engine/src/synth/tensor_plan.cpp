@@ -110,6 +110,24 @@ std::string tensor_name(TensorRole role, int layer) {
         case TensorRole::ffn_down_exps:
             suffix = "ffn_down_exps.weight";
             break;
+        case TensorRole::attn_output_bias:
+            suffix = "attn_output.bias";
+            break;
+        case TensorRole::attn_sinks:
+            suffix = "attn_sinks.weight";
+            break;
+        case TensorRole::ffn_gate_inp_bias:
+            suffix = "ffn_gate_inp.bias";
+            break;
+        case TensorRole::ffn_gate_exps_bias:
+            suffix = "ffn_gate_exps.bias";
+            break;
+        case TensorRole::ffn_up_exps_bias:
+            suffix = "ffn_up_exps.bias";
+            break;
+        case TensorRole::ffn_down_exps_bias:
+            suffix = "ffn_down_exps.bias";
+            break;
         case TensorRole::post_ffw_norm:
             suffix = "post_ffw_norm.weight";
             break;
@@ -144,6 +162,8 @@ const std::vector<FileTypeSpec>& file_type_specs() {
         {FileType::q5_k_m, "q5_k_m", 17, GgmlType::q5_k,
          "Q5_K; Q6_K output and attn_v/ffn_down in about half the layers"},
         {FileType::q6_k, "q6_k", 18, GgmlType::q6_k, "Q6_K everywhere"},
+        {FileType::mxfp4_moe, "mxfp4_moe", 38, GgmlType::mxfp4,
+         "MXFP4 expert tensors; Q8_0 every other matrix, output included (gpt-oss's published type)"},
     };
     return types;
 }
@@ -170,6 +190,12 @@ WeightInit weight_init(TensorRole role) {
         case TensorRole::attn_q_bias:
         case TensorRole::attn_k_bias:
         case TensorRole::attn_v_bias:
+        case TensorRole::attn_output_bias:
+        case TensorRole::attn_sinks:
+        case TensorRole::ffn_gate_inp_bias:
+        case TensorRole::ffn_gate_exps_bias:
+        case TensorRole::ffn_up_exps_bias:
+        case TensorRole::ffn_down_exps_bias:
             return WeightInit::bias;
         default:
             return WeightInit::matrix;
@@ -194,6 +220,13 @@ GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int 
     }
     // Unquantized conversions (and llama-quantize to F16/BF16) use one type for every matrix.
     if (ft.type == FileType::f16 || ft.type == FileType::bf16) return ft.base;
+    // MXFP4_MOE: llama.cpp gives the 3-D expert tensors MXFP4 and every other matrix Q8_0,
+    // with no other rule (the published gpt-oss GGUFs are this type).
+    if (ft.type == FileType::mxfp4_moe) {
+        const bool expert =
+            role == TensorRole::ffn_gate_exps || role == TensorRole::ffn_up_exps || role == TensorRole::ffn_down_exps;
+        return compatible_type(expert ? GgmlType::mxfp4 : GgmlType::q8_0, row_length);
+    }
 
     const FileType f = ft.type;
     const int n = context.n_layer;
@@ -279,23 +312,36 @@ std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileType
     for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
         add(TensorRole::attn_norm, il, {n_embd});
         add(TensorRole::attn_q, il, {n_embd, n_q});
-        if (preset.qkv_bias) add(TensorRole::attn_q_bias, il, {n_q});
+        const bool qkv_bias = preset.qkv_bias || preset.gpt_oss_blocks;
+        if (qkv_bias) add(TensorRole::attn_q_bias, il, {n_q});
         add(TensorRole::attn_k, il, {n_embd, n_kv});
-        if (preset.qkv_bias) add(TensorRole::attn_k_bias, il, {n_kv});
+        if (qkv_bias) add(TensorRole::attn_k_bias, il, {n_kv});
         add(TensorRole::attn_v, il, {n_embd, n_kv});
-        if (preset.qkv_bias) add(TensorRole::attn_v_bias, il, {n_kv});
+        if (qkv_bias) add(TensorRole::attn_v_bias, il, {n_kv});
         if (preset.qk_norm) {
             add(TensorRole::attn_q_norm, il, {p.head_dim});
             add(TensorRole::attn_k_norm, il, {p.head_dim});
         }
         add(TensorRole::attn_output, il, {n_q, n_embd});
-        if (preset.sandwich_norms) add(TensorRole::post_attention_norm, il, {n_embd});
-        add(TensorRole::ffn_norm, il, {n_embd});
+        if (preset.gpt_oss_blocks) {
+            // gpt-oss: the feed-forward's input norm is named post_attention_norm.
+            add(TensorRole::attn_output_bias, il, {n_embd});
+            add(TensorRole::attn_sinks, il, {static_cast<int64_t>(p.n_head)});
+            add(TensorRole::post_attention_norm, il, {n_embd});
+        } else {
+            if (preset.sandwich_norms) add(TensorRole::post_attention_norm, il, {n_embd});
+            add(TensorRole::ffn_norm, il, {n_embd});
+        }
         if (n_expert > 0) {
+            const bool biases = preset.gpt_oss_blocks;
             add(TensorRole::ffn_gate_inp, il, {n_embd, n_expert});
+            if (biases) add(TensorRole::ffn_gate_inp_bias, il, {n_expert});
             add(TensorRole::ffn_gate_exps, il, {n_embd, n_ff_exp, n_expert});
+            if (biases) add(TensorRole::ffn_gate_exps_bias, il, {n_ff_exp, n_expert});
             add(TensorRole::ffn_up_exps, il, {n_embd, n_ff_exp, n_expert});
+            if (biases) add(TensorRole::ffn_up_exps_bias, il, {n_ff_exp, n_expert});
             add(TensorRole::ffn_down_exps, il, {n_ff_exp, n_embd, n_expert});
+            if (biases) add(TensorRole::ffn_down_exps_bias, il, {n_embd, n_expert});
         } else {
             add(TensorRole::ffn_gate, il, {n_embd, n_ff});
             add(TensorRole::ffn_up, il, {n_embd, n_ff});

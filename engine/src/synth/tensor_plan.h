@@ -31,7 +31,8 @@ enum class FileType {
     q4_k_m,
     q5_k_s,
     q5_k_m,
-    q6_k
+    q6_k,
+    mxfp4_moe
 };
 
 struct FileTypeSpec {
@@ -58,15 +59,21 @@ enum class TensorRole {
     attn_q_norm,
     attn_k_norm,
     attn_output,
+    attn_output_bias,  // gpt-oss
+    attn_sinks,        // gpt-oss: [n_head], one attention-sink logit per head, F32
     post_attention_norm,
     ffn_norm,
     ffn_gate,
     ffn_up,
     ffn_down,
     ffn_gate_inp,   // mixture of experts: the router, [n_expert][n_embd], always F32
+    ffn_gate_inp_bias,   // gpt-oss: [n_expert]
     ffn_gate_exps,  // [n_expert][n_ff_expert][n_embd]
     ffn_up_exps,    // [n_expert][n_ff_expert][n_embd]
     ffn_down_exps,  // [n_expert][n_embd][n_ff_expert]
+    ffn_gate_exps_bias,  // gpt-oss: [n_expert][n_ff_expert], F32
+    ffn_up_exps_bias,    // gpt-oss: [n_expert][n_ff_expert], F32
+    ffn_down_exps_bias,  // gpt-oss: [n_expert][n_embd], F32
     post_ffw_norm,
     output_norm,
     output,

@@ -44,14 +44,15 @@ TEST(SynthPresets, HaveTheRealShapes) {
     std::map<std::string, int> defaults;
     for (const SynthPreset& p : synth_presets()) defaults[p.architecture] += p.is_default ? 1 : 0;
     for (const auto& [arch, n] : defaults) EXPECT_EQ(n, 1) << arch;
-    EXPECT_EQ(defaults.size(), 5u);  // llama, qwen2, qwen3, qwen3moe, gemma3
+    EXPECT_EQ(defaults.size(), 6u);  // llama, qwen2, qwen3, qwen3moe, gemma3, gpt-oss
 }
 
 
 TEST(SynthTypes, UseLlamaCppFileTypeNumbers) {
     std::map<std::string, uint32_t> ftype;
     for (const SynthType& t : synth_types()) ftype[t.name] = t.file_type;
-    EXPECT_EQ(ftype.size(), 15u);
+    EXPECT_EQ(ftype.size(), 16u);
+    EXPECT_EQ(ftype["mxfp4_moe"], 38u);
     EXPECT_EQ(ftype["f32"], 0u);
     EXPECT_EQ(ftype["f16"], 1u);
     EXPECT_EQ(ftype["q8_0"], 7u);
@@ -292,7 +293,7 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
         EXPECT_FLOAT_EQ(static_cast<float>(*m.get_float(a + ".attention.layer_norm_rms_epsilon")), p.rms_norm_eps);
         EXPECT_EQ(m.get_uint(a + ".rope.dimension_count"),
                   a == "llama" ? std::optional<uint64_t>(p.head_dim) : std::nullopt);
-        const bool head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
+        const bool head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "gpt-oss";
         EXPECT_EQ(m.get_uint(a + ".attention.key_length"),
                   head_lengths ? std::optional<uint64_t>(p.head_dim) : std::nullopt);
         EXPECT_EQ(m.get_uint(a + ".attention.value_length"),
@@ -301,12 +302,18 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
             EXPECT_EQ(m.get_uint("gemma3.attention.sliding_window"), p.name == "gemma3-1b" ? 512u : 1024u);
         }
         // Experts as llama.cpp reads them (hparams: expert_count, expert_used_count; qwen3moe
-        // also expert_feed_forward_length); dense models have none of the keys.
+        // and gpt-oss also expert_feed_forward_length); dense models have none of the keys.
         const auto experts = [&](uint32_t v) { return p.n_expert > 0 ? std::optional<uint64_t>(v) : std::nullopt; };
         EXPECT_EQ(m.get_uint(a + ".expert_count"), experts(p.n_expert));
         EXPECT_EQ(m.get_uint(a + ".expert_used_count"), experts(p.n_expert_used));
         EXPECT_EQ(m.get_uint(a + ".expert_feed_forward_length"),
-                  a == "qwen3moe" ? std::optional<uint64_t>(p.n_ff_expert) : std::nullopt);
+                  a == "qwen3moe" || a == "gpt-oss" ? std::optional<uint64_t>(p.n_ff_expert) : std::nullopt);
+        if (a == "gpt-oss") {
+            EXPECT_EQ(m.get_uint(a + ".attention.sliding_window"), 128u);
+            EXPECT_EQ(m.get_string(a + ".rope.scaling.type"), "yarn");
+            EXPECT_EQ(m.get_float(a + ".rope.scaling.factor"), 32.0);
+            EXPECT_EQ(m.get_uint(a + ".rope.scaling.original_context_length"), 4096u);
+        }
     }
     const SynthOptions overridden = small_options("gemma3-4b", "q6_k", 3);
     Result<synth::ResolvedOptions> r = synth::resolve_options(overridden);

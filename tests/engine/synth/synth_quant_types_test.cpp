@@ -1,7 +1,7 @@
 // synth's mixtures against llama.cpp's own quantizer: tests/data/synth/quant_types.json
 // holds the type llama-quantize's choice (llama_quant_compute_types in the libllama of
-// PyPI llama-cpp-python) gives every quantizable tensor of mixture-of-experts and dense
-// models, for every file type synth offers, with tensor lists written apart from synth
+// PyPI llama-cpp-python) gives every quantizable tensor of mixture-of-experts (gpt-oss
+// included) and dense models, for every file type synth offers, with tensor lists written apart from synth
 // (scripts/fixtures/make_quant_types_fixture.py). Every tensor of synth's plan must have
 // that type; the tensors llama.cpp leaves alone (norms, the router, rope_freqs) are F32.
 #include <gtest/gtest.h>
@@ -56,7 +56,8 @@ TEST(SynthQuantTypes, EveryTensorHasLlamaCppsType) {
         }
     }
     EXPECT_TRUE(presets.count("qwen3-30b-a3b") && presets.count("qwen3-235b-a22b") && presets.count("mixtral-8x7b"));
-    EXPECT_GT(n_checked, 40000u);  // 41790 (tensor, file type) pairs
+    EXPECT_TRUE(presets.count("gpt-oss-20b") && presets.count("gpt-oss-120b"));
+    EXPECT_GT(n_checked, 50000u);  // 51504 (tensor, file type) pairs
 }
 
 }  // namespace
