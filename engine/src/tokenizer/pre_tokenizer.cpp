@@ -37,6 +37,13 @@ constexpr std::array kPreTokenizers = {
     NamedPreTokenizer{"falcon", {PreTokenizerKind::falcon, false, false}},
     NamedPreTokenizer{"deepseek-llm", {PreTokenizerKind::deepseek_llm, false, false}},
     NamedPreTokenizer{"default", {PreTokenizerKind::default_bpe, false, false}},
+    // llama.cpp gives these four one type, and "minimax-m2" another type with the same regex
+    // and flags; only "gpt-4o" (gpt-oss, GPT-4o-style vocabularies) is checked against it.
+    NamedPreTokenizer{"gpt-4o", {PreTokenizerKind::gpt4o, false, false}},
+    NamedPreTokenizer{"llama4", {PreTokenizerKind::gpt4o, false, false}},
+    NamedPreTokenizer{"kanana2", {PreTokenizerKind::gpt4o, false, false}},
+    NamedPreTokenizer{"talkie", {PreTokenizerKind::gpt4o, false, false}},
+    NamedPreTokenizer{"minimax-m2", {PreTokenizerKind::gpt4o, false, false}},
 };
 
 // Out-of-piece positions read as "nothing": code point kNone, flags 0, exactly as the
@@ -72,6 +79,40 @@ private:
 
 bool is_cr_or_lf(uint32_t c) {
     return c == '\r' || c == '\n';
+}
+
+bool is_ascii_upper(uint32_t c) {
+    return c >= 'A' && c <= 'Z';
+}
+bool is_ascii_lower(uint32_t c) {
+    return c >= 'a' && c <= 'z';
+}
+
+// "\s*[\r\n]+|\s+(?!\S)|\s+" at pos: where the match ends (pos when pos is not white space).
+size_t white_space_match_end(const Piece& p, size_t pos) {
+    size_t n_space = 0;
+    size_t end_of_last_newline = 0;
+    while (p.flags(pos + n_space).is_white_space()) {
+        if (is_cr_or_lf(p.cpt(pos + n_space))) end_of_last_newline = pos + n_space + 1;
+        ++n_space;
+    }
+    if (end_of_last_newline > 0) return end_of_last_newline;                     // \s*[\r\n]+
+    if (n_space > 1 && p.cpt(pos + n_space) != kNone) return pos + n_space - 1;  // \s+(?!\S)
+    return pos + n_space;                                                        // \s+
+}
+
+// "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]" at pos: its length, or 0.
+size_t ascii_contraction_length(const Piece& p, size_t pos) {
+    if (p.cpt(pos) != '\'') return 0;
+    const auto lower = [&](size_t i) {
+        const uint32_t c = p.cpt(i);
+        return is_ascii_upper(c) ? c + ('a' - 'A') : c;
+    };
+    const uint32_t next = lower(pos + 1);
+    if (next == 's' || next == 't' || next == 'm' || next == 'd') return 2;
+    const uint32_t next2 = lower(pos + 2);
+    if ((next == 'r' && next2 == 'e') || (next == 'v' && next2 == 'e') || (next == 'l' && next2 == 'l')) return 3;
+    return 0;
 }
 
 }  // namespace
@@ -206,28 +247,80 @@ void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_di
             continue;
         }
 
-        size_t n_space = 0;
-        size_t end_of_last_newline = 0;
-        while (p.flags(pos + n_space).is_white_space()) {
-            if (is_cr_or_lf(p.cpt(pos + n_space))) end_of_last_newline = pos + n_space + 1;
-            ++n_space;
-        }
-        if (end_of_last_newline > 0) {  // \s*[\r\n]+
-            pos = end_of_last_newline;
+        const size_t space_end = white_space_match_end(p, pos);
+        pos = space_end > pos ? space_end : pos + 1;  // pos + 1: unreachable for real code points
+        out.emit(pos);
+    }
+}
+
+// The o200k pre-tokenizer of GPT-4o and gpt-oss. Its tokenizer.json regex is
+//   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//   |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//   |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// The reference (llama.cpp) does not run that one: it runs a rewrite in which the upper-case
+// class is "(?=[\p{L}])([^a-z])", the lower-case class "(?=[\p{L}])([^A-Z])" and the
+// contractions '[sS]|'[tT]|..., with std::regex (ECMAScript: backtracking, the first
+// alternative that matches wins) over its collapsed text, where a non-ASCII letter is one
+// "letter" byte. So, and so here:
+//  - case is ASCII-only: A-Z are upper, a-z lower, and a non-ASCII letter is both;
+//  - \p{M} is not part of a word: a combining mark is [^\s\p{L}\p{N}], like punctuation;
+//  - the contractions are matched in ASCII.
+// E.g. "HelloWORLD" -> "Hello" "WORLD", "DON'T" -> "DON'T", but "ÉCOLE" -> "É" "COLE" (the
+// first alternative's [upper]* gives back "É" to its [lower]+, and wins).
+void split_gpt4o(const SplitText& text, size_t begin, size_t end, PieceSink sink) {
+    const Piece p{text, begin, end};
+    Emitter out(begin, sink);
+    const auto upper = [&](size_t i) { return p.flags(i).is_letter() && !is_ascii_lower(p.cpt(i)); };
+    const auto lower = [&](size_t i) { return p.flags(i).is_letter() && !is_ascii_upper(p.cpt(i)); };
+    size_t pos = begin;
+    while (pos < end) {
+        const uint32_t cpt = p.cpt(pos);
+        const CodepointFlags flags = p.flags(pos);
+
+        // [^\r\n\p{L}\p{N}]?, then [upper]*[lower]+ or else [upper]+[lower]*, then a contraction
+        const bool prefix = !is_cr_or_lf(cpt) && !flags.is_letter() && !flags.is_number();
+        const size_t word = prefix ? pos + 1 : pos;
+        if (p.flags(word).is_letter()) {
+            size_t upper_end = word;
+            while (upper(upper_end)) ++upper_end;
+            size_t word_end = upper_end;  // the second alternative: ASCII capitals only
+            if (lower(upper_end)) {       // an ASCII small letter follows the capitals
+                while (lower(word_end)) ++word_end;
+            } else {  // [upper]* backs off to the last non-ASCII letter, which [lower]+ takes
+                for (size_t i = upper_end; i > word; --i) {
+                    if (lower(i - 1)) {
+                        word_end = i;
+                        break;
+                    }
+                }
+            }
+            pos = word_end + ascii_contraction_length(p, word_end);
             out.emit(pos);
             continue;
         }
-        if (n_space > 1 && p.cpt(pos + n_space) != kNone) {  // \s+(?!\S)
-            pos += n_space - 1;
+
+        // \p{N}{1,3}
+        if (flags.is_number()) {
+            size_t n = 1;
+            while (n < 3 && p.flags(pos + n).is_number()) ++n;
+            pos += n;
             out.emit(pos);
             continue;
         }
-        if (n_space > 0) {  // \s+
-            pos += n_space;
+
+        // " ?[^\s\p{L}\p{N}]+[\r\n/]*"
+        const size_t punct = cpt == ' ' && p.is_punct_like(p.flags(pos + 1)) ? pos + 1 : pos;
+        if (p.is_punct_like(p.flags(punct))) {
+            pos = punct + 1;
+            while (p.is_punct_like(p.flags(pos))) ++pos;
+            while (is_cr_or_lf(p.cpt(pos)) || p.cpt(pos) == '/') ++pos;
             out.emit(pos);
             continue;
         }
-        out.emit(++pos);
+
+        const size_t space_end = white_space_match_end(p, pos);
+        pos = space_end > pos ? space_end : pos + 1;  // pos + 1: unreachable for real code points
+        out.emit(pos);
     }
 }
 
@@ -270,6 +363,7 @@ void pre_tokenize(PreTokenizerKind kind, const SplitText& text, PieceSink sink) 
                                              split_deepseek_cjk,         split_number_runs};
     static constexpr Stage kDefault[] = {split_punctuation_runs_default, stage_gpt2, split_number_runs,
                                          split_ascii_digit_triples};
+    static constexpr Stage kGpt4o[] = {split_gpt4o};
     std::span<const Stage> stages;
     switch (kind) {
         case PreTokenizerKind::gpt2:
@@ -292,6 +386,9 @@ void pre_tokenize(PreTokenizerKind kind, const SplitText& text, PieceSink sink) 
             break;
         case PreTokenizerKind::default_bpe:
             stages = kDefault;
+            break;
+        case PreTokenizerKind::gpt4o:
+            stages = kGpt4o;
             break;
     }
     run_stages(stages, text, 0, n, sink);

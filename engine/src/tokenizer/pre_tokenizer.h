@@ -1,6 +1,6 @@
 // Pre-tokenizers of byte-level BPE vocabularies: split text into the "words" that BPE merges
 // never cross, as the regexes of the models' tokenizer.json do (Llama 3, Qwen 2, GPT-2,
-// StarCoder/SmolLM, Falcon, DeepSeek LLM). The regexes need Unicode classes std::regex
+// StarCoder/SmolLM, Falcon, DeepSeek LLM, GPT-4o/gpt-oss). The regexes need Unicode classes std::regex
 // does not have, so each is written out by hand, matching the reference (llama.cpp) on
 // every input, including its handling of piece boundaries.
 //
@@ -31,6 +31,7 @@ enum class PreTokenizerKind {
     falcon,        // ASCII/Unicode punctuation runs, gpt2, then runs of three ASCII digits
     deepseek_llm,  // DeepSeek LLM's six-regex sequence
     default_bpe,   // llama.cpp's "default": punctuation runs, gpt2, \p{N}+, three ASCII digits
+    gpt4o,         // o200k (GPT-4o, gpt-oss): cased words with contractions, \p{N}{1,3}, ...
 };
 
 // How a `tokenizer.ggml.pre` name is tokenized.
@@ -72,5 +73,7 @@ void pre_tokenize(PreTokenizerKind kind, const SplitText& text, PieceSink sink);
 // covering it; code points outside [begin, end) are invisible to it.
 void split_gpt2(const SplitText& text, size_t begin, size_t end, PieceSink sink);
 void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_digits, PieceSink sink);
+// The o200k regex as the reference runs it (see pre_tokenizer.cpp): case is ASCII-only.
+void split_gpt4o(const SplitText& text, size_t begin, size_t end, PieceSink sink);
 
 }  // namespace powerhouse
