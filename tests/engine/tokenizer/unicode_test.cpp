@@ -125,11 +125,49 @@ TEST(PreTokenizer, MultiStage) {
     EXPECT_EQ(words(PreTokenizerKind::deepseek_llm, "Hello 世界\n123"), (W{"Hello", " ", "世界", "\n", "123"}));
 }
 
+// o200k as llama.cpp runs it (each case checked against llama.cpp 0.3.36's unicode_regex_split).
+TEST(PreTokenizer, Gpt4o) {
+    const auto k = PreTokenizerKind::gpt4o;
+    // Case: a word is [upper]*[lower]+ or [upper]+[lower]*, upper and lower in ASCII.
+    EXPECT_EQ(words(k, "HelloWORLD"), (W{"Hello", "WORLD"}));
+    EXPECT_EQ(words(k, "HELLOworld iPhone"), (W{"HELLOworld", " i", "Phone"}));
+    EXPECT_EQ(words(k, "camelCaseXMLParser"), (W{"camel", "Case", "XMLParser"}));
+    // Contractions end a word, in any ASCII case, after capitals too; alone they are punctuation.
+    EXPECT_EQ(words(k, "DON'T don't I'LL we'Re it's"), (W{"DON'T", " don't", " I'LL", " we'Re", " it's"}));
+    EXPECT_EQ(words(k, "'s 'x"), (W{"'s", " '", "x"}));
+    EXPECT_EQ(words(k, "rock'n'roll"), (W{"rock", "'n", "'roll"}));
+    // Numbers: up to three digits, never joined to a space.
+    EXPECT_EQ(words(k, "1234567"), (W{"123", "456", "7"}));
+    EXPECT_EQ(words(k, "a 12 ٣٤"), (W{"a", " ", "12", " ", "٣٤"}));
+    // One non-letter (not \r \n) may lead a word; punctuation runs take [\r\n/]* after them.
+    EXPECT_EQ(words(k, "a/b\n\n"), (W{"a", "/b", "\n\n"}));
+    EXPECT_EQ(words(k, "x!!\n/\ny"), (W{"x", "!!\n/\n", "y"}));
+    EXPECT_EQ(words(k, "(foo) \tbar"), (W{"(foo", ")", " ", "\tbar"}));
+    // White space: newlines end a run, the last space joins the next word, trailing spaces stay.
+    EXPECT_EQ(words(k, "x  \n\n y"), (W{"x", "  \n\n", " y"}));
+    EXPECT_EQ(words(k, "x   y   "), (W{"x", "  ", " y", "   "}));
+    EXPECT_EQ(words(k, " "), (W{" "}));
+    // Non-ASCII letters are both upper and lower: CJK runs stay whole, but the first alternative
+    // wins with as many capitals as it can keep ("ÉCOLE" -> "É" "COLE").
+    EXPECT_EQ(words(k, "日本語のテキスト 你好"), (W{"日本語のテキスト", " 你好"}));
+    EXPECT_EQ(words(k, "Ünited ÉCOLE naïve"), (W{"Ünited", " É", "COLE", " naïve"}));
+    EXPECT_EQ(words(k, "helloÜBER"), (W{"helloÜ", "BER"}));
+    // Combining marks are not part of a word: a mark leads the next letters or stands alone.
+    EXPECT_EQ(words(k, "e\u0301t"), (W{"e", "\u0301t"}));
+    EXPECT_EQ(words(k, "cafe\u0301 x"), (W{"cafe", "\u0301", " x"}));
+    EXPECT_EQ(words(k, "\u3000Hello"), (W{"\u3000Hello"}));
+}
+
 TEST(PreTokenizer, NamesAreCheckedNotGuessed) {
     EXPECT_TRUE(pre_tokenizer_for_name("llama-bpe").has_value());
     EXPECT_TRUE(pre_tokenizer_for_name("llama-bpe")->ignore_merges);
     EXPECT_EQ(pre_tokenizer_for_name("qwen2")->kind, PreTokenizerKind::qwen2);
     EXPECT_EQ(pre_tokenizer_for_name("smollm")->kind, PreTokenizerKind::starcoder);
+    EXPECT_EQ(pre_tokenizer_for_name("gpt-4o")->kind, PreTokenizerKind::gpt4o);
+    EXPECT_FALSE(pre_tokenizer_for_name("gpt-4o")->ignore_merges);
+    EXPECT_FALSE(pre_tokenizer_for_name("gpt-4o")->add_bos_default);
+    EXPECT_EQ(pre_tokenizer_for_name("llama4")->kind, PreTokenizerKind::gpt4o);
+    EXPECT_FALSE(pre_tokenizer_for_name("gpt-oss").has_value());  // not a name llama.cpp knows
     EXPECT_FALSE(pre_tokenizer_for_name("tekken").has_value());
     EXPECT_FALSE(pre_tokenizer_for_name("").has_value());
 }
