@@ -11,8 +11,13 @@
 #include <gtest/gtest.h>
 
 #include "engine/synth/synth_test_support.h"
+#include "powerhouse/tokenizer.h"
 
 namespace powerhouse {
+
+// From tokenizer/tokenizer_impl.h, whose Vocab would clash with the synth tests' one.
+Result<Tokenizer> tokenizer_from_metadata(const GgufMetadata& metadata);
+
 namespace {
 
 using namespace synth_test;
@@ -161,6 +166,20 @@ TEST(SynthGptOssLayout, MetadataTheEngineReads) {
     check_bpe_vocab(m, v, 201088, /*stride=*/997);
     // The chat template is synth's placeholder, and says so.
     EXPECT_NE(m.get_string("tokenizer.chat_template").value_or("").find("not the real harmony chat template"), std::string::npos);
+}
+
+// The engine's tokenizer takes the vocabulary: "gpt-4o" is a pre-tokenizer it implements.
+TEST(SynthGptOssLayout, TokenizerLoadsTheVocabulary) {
+    const GgufMetadata& m = layout_of("gpt-oss-20b").writer.metadata();
+    Result<Tokenizer> tokenizer = tokenizer_from_metadata(m);
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
+    EXPECT_EQ(tokenizer->n_vocab(), 201088);
+    const std::string prompt = "<|start|>user<|message|>HelloWORLD, DON'T 1234567<|end|>";
+    const std::vector<TokenId> ids = tokenizer->tokenize(prompt, false, true);
+    ASSERT_GE(ids.size(), 3u);
+    EXPECT_EQ(ids.front(), 200006);  // <|start|>
+    EXPECT_EQ(ids.back(), 200007);   // <|end|>
+    EXPECT_EQ(tokenizer->detokenize(ids, true), prompt);
 }
 
 // The planned sizes of the full-size files (nothing written), against the published
