@@ -106,9 +106,12 @@ struct Planner {
         bytes += static_cast<uint64_t>(share * m.n_head * o.n_ctx * 4.0);  // attention scores of one token
         if (output) bytes += uint64_t{m.n_vocab} * 4;                   // logits
         if (m.n_expert > 0 && experts) {
-            // Each token's weighted expert outputs and choices, and one expert's rows (at most
-            // the batch) through its three products, with their converted inputs.
-            const double moe = m.n_expert_used * (m.n_embd + 2.0) + 3.0 * m.n_embd + 3.0 * m.n_ff_expert;
+            // Per (token, slot) pair: its weighted output and choice, its rows through the
+            // three products (input, gate, up, output) and their converted inputs (at most
+            // four bytes a value).
+            const double e = m.n_embd, f = m.n_ff_expert;
+            // (Under expert parallelism a device may get all of them: routing is the model's.)
+            const double moe = m.n_expert_used * ((e + 2.0) + (2.0 * e + 2.0 * f) + (e + std::max(e, f)));
             bytes += static_cast<uint64_t>(batch * moe * 4.0);
         }
         return bytes;

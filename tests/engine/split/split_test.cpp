@@ -298,15 +298,16 @@ TEST(SplitModel, EachDeviceOfAMixtureOfExpertsHoldsWhatThePlannerPredicted) {
                 const DeviceAssignment& a = plan->devices[i];
                 expect_held_as_planned(usage[i], a);
                 // CPU devices sum in host memory: no communication buffers of their own. The
-                // work buffers are planned for the worst routing (every token to one expert), a
-                // bound: in these tiny models they are a third of the total, so the total is
-                // checked from above and to within 15% from below (in real models they are
-                // well under 1% of it and the weights and KV cache are exact).
+                // work buffers are planned for the worst routing (every token's experts on this
+                // device), a bound: in these tiny models they are a third to a half of the
+                // total, so the total is checked from above and to within 25% from below (in
+                // real models they are well under 1% of it and the weights and KV cache are
+                // exact).
                 const double allocated =
                     static_cast<double>(usage[i].weight_bytes + usage[i].kv_cache_bytes + usage[i].scratch_bytes);
                 const auto planned = static_cast<double>(a.total_bytes() - a.comm_bytes);
                 EXPECT_LE(allocated, planned * 1.01) << usage[i].name;
-                EXPECT_GE(allocated, planned * 0.85)
+                EXPECT_GE(allocated, planned * 0.75)
                     << usage[i].name << ": weights " << usage[i].weight_bytes << ", KV " << usage[i].kv_cache_bytes
                     << ", scratch " << usage[i].scratch_bytes << " against " << a.weight_bytes << ", "
                     << a.kv_cache_bytes << ", " << a.scratch_bytes;

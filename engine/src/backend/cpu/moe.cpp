@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/quant_dot.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/vec.h"
 
@@ -73,11 +74,54 @@ void route_experts(const arch::MoeSpec& spec, std::span<const float> scores, std
 }
 
 uint64_t MoeScratch::bytes() const {
-    return (weights.capacity() + in.capacity() + gate.capacity() + up.capacity() +
-            out.capacity() + slots.capacity()) *
+    return (weights.capacity() + in.capacity() + gate.capacity() + up.capacity() + out.capacity() +
+            slots.capacity()) *
                sizeof(float) +
-           (experts.capacity() + rows.capacity()) * sizeof(uint32_t) + act.capacity();
+           (experts.capacity() + rows.capacity() + offsets.capacity() + next.capacity()) * sizeof(uint32_t) +
+           act.capacity() + act2.capacity();
 }
+
+namespace {
+
+// The products of all the experts a batch chose, handed to the pool as one set of row
+// chunks (one hand-out for every expert instead of one per expert and matrix): for a single
+// token, eight experts' gate and up products are one parallel step rather than sixteen.
+void grouped_products(ThreadPool& pool, KernelIsa isa, const std::vector<ExpertProduct>& jobs,
+                      std::vector<std::pair<uint32_t, int64_t>>& chunks) {
+    chunks.clear();
+    std::vector<int64_t> chunk_of(jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        const int64_t rows = jobs[j].matrix->rows;
+        chunk_of[j] = jobs[j].m > 1 ? 16 : 32;
+        for (int64_t r0 = 0; r0 < rows; r0 += chunk_of[j]) chunks.emplace_back(static_cast<uint32_t>(j), r0);
+    }
+    pool.parallel_chunks(static_cast<int64_t>(chunks.size()), [&](int64_t c, int) {
+        const auto [j, r0] = chunks[static_cast<size_t>(c)];
+        const ExpertProduct& job = jobs[j];
+        const BoundExperts& x = *job.matrix;
+        const int rows = static_cast<int>(std::min<int64_t>(chunk_of[j], x.rows - r0));
+        const std::byte* w = x.data + x.expert_stride * job.local + x.row_stride * static_cast<uint64_t>(r0);
+        dot_rows(isa, x.type, x.in, w, x.row_stride, rows, job.act, job.act_row, job.m, job.dst + r0,
+                 static_cast<size_t>(x.rows));
+    });
+}
+
+// Converts `rows` rows of `width` floats to the activation format of `type`, on the pool.
+const std::byte* convert_rows(ThreadPool& pool, KernelIsa isa, GgmlType type, const float* src, int64_t width,
+                              size_t rows, std::vector<std::byte>& out, size_t& row_bytes_out) {
+    row_bytes_out = activation_bytes(type, width);
+    if (out.size() < row_bytes_out * rows) out.resize(row_bytes_out * rows);
+    std::byte* act = out.data();
+    const size_t row = row_bytes_out;
+    pool.parallel_for(static_cast<int64_t>(rows), [&](int64_t begin, int64_t end, int) {
+        for (int64_t r = begin; r < end; ++r) {
+            quantize_activations(isa, type, src + r * width, act + static_cast<size_t>(r) * row, width);
+        }
+    });
+    return act;
+}
+
+}  // namespace
 
 void run_moe(ThreadPool& pool, KernelIsa isa, const BoundWeight& w, const float* src, const float* scores,
              float* dst, int n, int64_t n_embd, MoeScratch& s) {
@@ -92,37 +136,80 @@ void run_moe(ThreadPool& pool, KernelIsa isa, const BoundWeight& w, const float*
         route_experts(spec, std::span<const float>(scores + t * spec.n_expert, spec.n_expert),
                       std::span<uint32_t>(s.experts.data() + t * k, k), std::span<float>(s.weights.data() + t * k, k));
     }
+    // The (token, slot) pairs of the stage's experts, grouped by expert in pair order.
+    const uint32_t count = w.expert_end - w.expert_begin;
+    s.offsets.assign(count + 1, 0);
+    for (const uint32_t e : s.experts) {
+        if (e >= w.expert_begin && e < w.expert_end) ++s.offsets[e - w.expert_begin + 1];
+    }
+    for (uint32_t e = 0; e < count; ++e) s.offsets[e + 1] += s.offsets[e];
+    const auto held = static_cast<size_t>(s.offsets[count]);
+    s.rows.resize(held);
+    {
+        std::vector<int32_t>& next = s.next;
+        next.assign(s.offsets.begin(), s.offsets.end() - 1);
+        for (size_t i = 0; i < tokens * k; ++i) {
+            const uint32_t e = s.experts[i];
+            if (e >= w.expert_begin && e < w.expert_end) {
+                s.rows[static_cast<size_t>(next[e - w.expert_begin]++)] = static_cast<int32_t>(i);
+            }
+        }
+    }
     // Slots of experts held elsewhere stay zero.
     s.slots.assign(tokens * k * embd, 0.0f);
-    s.rows.reserve(tokens * k);
-    for (uint32_t e = w.expert_begin; e < w.expert_end; ++e) {
-        s.rows.clear();
-        for (size_t i = 0; i < tokens * k; ++i) {
-            if (s.experts[i] == e) s.rows.push_back(static_cast<int32_t>(i));
-        }
-        if (s.rows.empty()) continue;
-        const int m = static_cast<int>(s.rows.size());
-        const auto rows = static_cast<size_t>(m);
-        s.in.resize(rows * embd);
-        s.gate.resize(rows * ff);
-        s.up.resize(rows * ff);
-        s.out.resize(rows * embd);
-        for (size_t r = 0; r < rows; ++r) {
+    if (held > 0) {
+        s.in.resize(held * embd);
+        s.gate.resize(held * ff);
+        s.up.resize(held * ff);
+        s.out.resize(held * embd);
+        for (size_t r = 0; r < held; ++r) {
             std::copy_n(src + static_cast<size_t>(s.rows[r]) / k * embd, embd, s.in.data() + r * embd);
         }
-        const uint32_t local = e - w.expert_begin;
-        const auto product = [&](const BoundExperts& x, const float* in, float* out) {
-            const MatmulWeights matrix{x.type, x.data + x.expert_stride * local, x.in, x.rows, x.row_stride};
-            matmul(pool, isa, matrix, in, out, m, s.act);
-            if (x.bias != nullptr) add_bias(out, x.bias + static_cast<size_t>(x.rows) * local, x.rows, m);
-        };
-        product(w.experts[0], s.in.data(), s.gate.data());
-        product(w.experts[1], s.in.data(), s.up.data());
-        activate(isa, spec, s.gate.data(), s.up.data(), rows * ff);
-        product(w.experts[2], s.gate.data(), s.out.data());
-        for (size_t r = 0; r < rows; ++r) {
+        const BoundExperts& gate = w.experts[0];
+        const BoundExperts& up = w.experts[1];
+        const BoundExperts& down = w.experts[2];
+        size_t gate_row = 0, up_row = 0, down_row = 0;
+        const std::byte* gate_act = convert_rows(pool, isa, gate.type, s.in.data(), n_embd, held, s.act, gate_row);
+        const std::byte* up_act = gate_act;
+        up_row = gate_row;
+        if (activation_type(up.type) != activation_type(gate.type)) {
+            up_act = convert_rows(pool, isa, up.type, s.in.data(), n_embd, held, s.act2, up_row);
+        }
+        s.jobs.clear();
+        for (uint32_t local = 0; local < count; ++local) {
+            const auto first = static_cast<size_t>(s.offsets[local]);
+            const int m = s.offsets[local + 1] - s.offsets[local];
+            if (m == 0) continue;
+            s.jobs.push_back({&gate, local, gate_act + first * gate_row, gate_row, m, s.gate.data() + first * ff});
+            s.jobs.push_back({&up, local, up_act + first * up_row, up_row, m, s.up.data() + first * ff});
+        }
+        grouped_products(pool, isa, s.jobs, s.chunks);
+        for (uint32_t local = 0; local < count; ++local) {
+            const auto first = static_cast<size_t>(s.offsets[local]);
+            const int m = s.offsets[local + 1] - s.offsets[local];
+            if (m == 0) continue;
+            if (gate.bias != nullptr) add_bias(s.gate.data() + first * ff, gate.bias + ff * local, ff, m);
+            if (up.bias != nullptr) add_bias(s.up.data() + first * ff, up.bias + ff * local, ff, m);
+        }
+        activate(isa, spec, s.gate.data(), s.up.data(), held * ff);
+        const std::byte* down_act =
+            convert_rows(pool, isa, down.type, s.gate.data(), static_cast<int64_t>(ff), held, s.act2, down_row);
+        s.jobs.clear();
+        for (uint32_t local = 0; local < count; ++local) {
+            const auto first = static_cast<size_t>(s.offsets[local]);
+            const int m = s.offsets[local + 1] - s.offsets[local];
+            if (m == 0) continue;
+            s.jobs.push_back({&down, local, down_act + first * down_row, down_row, m, s.out.data() + first * embd});
+        }
+        grouped_products(pool, isa, s.jobs, s.chunks);
+        for (size_t r = 0; r < held; ++r) {
             const auto pair = static_cast<size_t>(s.rows[r]);
-            scale(s.out.data() + r * embd, s.slots.data() + pair * embd, s.weights[pair], embd);
+            float* out = s.out.data() + r * embd;
+            if (down.bias != nullptr) {
+                const float* b = down.bias + embd * (s.experts[pair] - w.expert_begin);
+                for (size_t i = 0; i < embd; ++i) out[i] += b[i];
+            }
+            scale(out, s.slots.data() + pair * embd, s.weights[pair], embd);
         }
     }
     for (size_t t = 0; t < tokens; ++t) {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "arch/step_program.h"
@@ -29,14 +30,29 @@ namespace powerhouse::cpu {
 void route_experts(const arch::MoeSpec& spec, std::span<const float> scores, std::span<uint32_t> experts,
                    std::span<float> weights);
 
+// One expert's product with its own rows within run_moe: dst[t][r] = row r of the expert's
+// matrix . converted activations of row t.
+struct ExpertProduct {
+    const BoundExperts* matrix = nullptr;
+    uint32_t local = 0;              // the expert, counted from the stage's first
+    const std::byte* act = nullptr;  // m rows of converted activations, act_row bytes apart
+    size_t act_row = 0;
+    int m = 0;
+    float* dst = nullptr;  // [m][matrix->rows]
+};
+
 // Buffers of run_moe, grown on first use to what a batch needs.
 struct MoeScratch {
     std::vector<uint32_t> experts;  // [n][n_used]
     std::vector<float> weights;     // [n][n_used]
-    std::vector<int32_t> rows;      // the (token, slot) pairs of one expert: token * n_used + slot
-    std::vector<float> in, gate, up, out;  // one expert's rows: [m][n_embd], [m][n_ff] x2, [m][n_embd]
-    std::vector<float> slots;       // [n][n_used][n_embd] weighted expert outputs
-    std::vector<std::byte> act;     // converted activations of the products
+    // The (token, slot) pairs (token * n_used + slot) of the stage's experts, grouped by
+    // expert: expert e's from offsets[e] to offsets[e + 1].
+    std::vector<int32_t> rows, offsets, next;
+    std::vector<float> in, gate, up, out;  // per pair: [n_embd], [n_ff] x2, [n_embd]
+    std::vector<float> slots;              // [n][n_used][n_embd] weighted expert outputs
+    std::vector<std::byte> act, act2;      // converted activations of the products
+    std::vector<ExpertProduct> jobs;        // the products of one step, and their row chunks
+    std::vector<std::pair<uint32_t, int64_t>> chunks;
     uint64_t bytes() const;
 };
 
