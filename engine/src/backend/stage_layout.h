@@ -46,9 +46,6 @@ struct StageLayout {
     size_t kv_width = 0;                 // n_head_kv * head_dim
     uint32_t expert_begin = 0, expert_end = 0;  // the stage's experts (none for a dense model)
     uint32_t ram_expert_layers = 0;             // ShardRanges::ram_expert_layers
-    // Whether the stage's own layers run experts on the device (a MoE model whose layers'
-    // experts are not all in RAM).
-    bool device_experts(const arch::Hparams& hp) const { return hp.is_moe() && ram_expert_layers < last_layer; }
     // Per buffer: the width this device computes, the full width, and where its part starts.
     std::array<size_t, arch::kBufferCount> widths{};
     std::array<size_t, arch::kBufferCount> full{};

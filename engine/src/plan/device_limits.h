@@ -29,7 +29,6 @@ struct StageShape {
     uint32_t n_embd = 0;
     uint32_t n_ff = 0;
     uint32_t n_head = 0;
-    uint32_t n_expert = 0;  // experts per layer that the device itself runs; 0: dense, or all in RAM
 };
 
 // Ok, or why a stage of that kind cannot run the shape (ErrorCode::unsupported, or

@@ -148,9 +148,7 @@ Result<void> Planner::prepare() {
         }
     }
     for (uint32_t i : used) {
-        // The devices run the experts of the layers whose experts are not in RAM.
-        const uint32_t device_experts = ram_layers >= m.n_layer ? 0 : m.n_expert;
-        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head, device_experts};
+        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head};
         if (Result<void> ok = stage_supports(devices[i].kind, shape); !ok) {
             return make_error(ok.error().code, fmt::format("{} cannot run {}: {}", device_label(devices, i),
                                                            m.name.empty() ? "this model" : m.name, ok.error().message));

@@ -88,18 +88,19 @@ namespace {
 // token, eight experts' gate and up products are one parallel step rather than sixteen.
 void grouped_products(ThreadPool& pool, KernelIsa isa, const std::vector<ExpertProduct>& jobs,
                       std::vector<std::pair<uint32_t, int64_t>>& chunks) {
+    // Rows per chunk, as matmul takes them: fewer when each row serves several tokens.
+    const auto chunk_of = [&](size_t j) -> int64_t { return jobs[j].m > 1 ? 16 : 32; };
     chunks.clear();
-    std::vector<int64_t> chunk_of(jobs.size());
     for (size_t j = 0; j < jobs.size(); ++j) {
-        const int64_t rows = jobs[j].matrix->rows;
-        chunk_of[j] = jobs[j].m > 1 ? 16 : 32;
-        for (int64_t r0 = 0; r0 < rows; r0 += chunk_of[j]) chunks.emplace_back(static_cast<uint32_t>(j), r0);
+        for (int64_t r0 = 0; r0 < jobs[j].matrix->rows; r0 += chunk_of(j)) {
+            chunks.emplace_back(static_cast<uint32_t>(j), r0);
+        }
     }
     pool.parallel_chunks(static_cast<int64_t>(chunks.size()), [&](int64_t c, int) {
         const auto [j, r0] = chunks[static_cast<size_t>(c)];
         const ExpertProduct& job = jobs[j];
         const BoundExperts& x = *job.matrix;
-        const int rows = static_cast<int>(std::min<int64_t>(chunk_of[j], x.rows - r0));
+        const int rows = static_cast<int>(std::min<int64_t>(chunk_of(j), x.rows - r0));
         const std::byte* w = x.data + x.expert_stride * job.local + x.row_stride * static_cast<uint64_t>(r0);
         dot_rows(isa, x.type, x.in, w, x.row_stride, rows, job.act, job.act_row, job.m, job.dst + r0,
                  static_cast<size_t>(x.rows));

@@ -333,8 +333,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
     if (!layout) return layout.error();
     layout_ = *layout;
     PH_TRY(cuda_stage_supports(
-        StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff, hp_.n_head,
-                   layout_.device_experts(hp_) ? hp_.experts.count : 0}));
+        StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff, hp_.n_head}));
 
     // Bind every op first (no GPU memory yet), to know what the weights need.
     const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
