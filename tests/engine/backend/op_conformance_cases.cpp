@@ -35,13 +35,16 @@ OpCase elementwise_case(std::string name, arch::Hparams hp, Op op, uint32_t seed
 
 }  // namespace
 
+// Widths: odd ones (7, 577, 4099 and the like) for the CPU's SIMD tails, and multiples of 8
+// that are not multiples of 32 (72, 584, 4104) for the GPU, whose stage takes only those
+// (cuda_stage_supports: the planner refuses the others before anything loads).
 std::vector<OpCase> rms_norm_cases() {
     std::vector<OpCase> cases;
-    for (const uint32_t width : {7u, 64u, 577u, 4099u}) {
+    for (const uint32_t width : {7u, 64u, 577u, 584u, 4099u, 4104u}) {
         Op op{OpKind::rms_norm, Buffer::norm, Buffer::x, Buffer::x, "blk.{}.attn_norm.weight"};
         std::mt19937 rng(width);
         OpCase c = elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width);
-        if (width == 577) c.hp.rms_eps = 1e-6f;
+        if (width == 577 || width == 584) c.hp.rms_eps = 1e-6f;
         c.tensors.push_back(weight_of(op, GgmlType::f32, {width}, uniform(width, 0.5f, 1.5f, rng)));
         cases.push_back(std::move(c));
     }
@@ -67,11 +70,16 @@ std::vector<OpCase> matmul_cases() {
     for (const GgmlType type : kMatmulTypes) {
         // Rows must be whole blocks: of the type, and of 8 values for the float types (the
         // GPU's products take them 8 at a time). Three blocks, and one block past the GPU's
-        // tiles of 2048 weights (a short last tile); an odd number of rows and tokens. Rows
-        // of three 32-blocks (54 bytes of Q4_0, 102 of Q8_0) or of Q2_K, Q3_K and Q6_K are
-        // not 16-byte aligned, and the GPU then reads them in place, unstaged.
+        // tiles of 2048 weights (a short last tile); an odd number of rows (7, 37: the CPU's
+        // tails) and a number that is a multiple of 8 but not of 32 (24, 40: the GPU stage
+        // takes a feed-forward width that is a multiple of 8 only), and odd numbers of
+        // tokens. Rows of three 32-blocks (54 bytes of Q4_0, 102 of Q8_0) or of Q2_K, Q3_K
+        // and Q6_K are not 16-byte aligned, and the GPU then reads them in place, unstaged.
         const auto block = static_cast<int64_t>(std::max<uint32_t>(8, type_traits(type).block_size));
-        for (const auto& [in, rows] : {std::pair<int64_t, int64_t>{3 * block, 7}, {2048 + block, 37}}) {
+        for (const auto& [in, rows] : {std::pair<int64_t, int64_t>{3 * block, 7},
+                                       {3 * block, 24},
+                                       {2048 + block, 37},
+                                       {2048 + block, 40}}) {
             for (const int tokens : {1, 3, 8, 33}) {
                 Op op{OpKind::matmul, Buffer::gate, Buffer::x, Buffer::x, "blk.{}.ffn_gate.weight"};
                 std::mt19937 rng(++seed);
@@ -93,7 +101,7 @@ std::vector<OpCase> matmul_cases() {
 
 std::vector<OpCase> add_bias_cases() {
     std::vector<OpCase> cases;
-    for (const uint32_t width : {7u, 67u, 4099u}) {
+    for (const uint32_t width : {7u, 67u, 72u, 4099u, 4104u}) {
         Op op{OpKind::add_bias, Buffer::x, Buffer::x, Buffer::x, "blk.{}.attn_q.bias"};
         std::mt19937 rng(width + 1);
         OpCase c = elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width + 1);
@@ -191,7 +199,7 @@ std::vector<OpCase> attention_cases() {
 
 std::vector<OpCase> glu_cases(OpKind kind) {
     std::vector<OpCase> cases;
-    for (const uint32_t width : {7u, 67u, 4099u}) {
+    for (const uint32_t width : {7u, 67u, 72u, 4099u, 4104u}) {
         const Op op{kind, Buffer::gate, Buffer::gate, Buffer::up, ""};
         cases.push_back(
             elementwise_case("width_" + std::to_string(width), tiny_hparams(64, 1, 1, 32, width), op, width + 2));
@@ -201,7 +209,7 @@ std::vector<OpCase> glu_cases(OpKind kind) {
 
 std::vector<OpCase> add_cases() {
     std::vector<OpCase> cases;
-    for (const uint32_t width : {7u, 67u, 4099u}) {
+    for (const uint32_t width : {7u, 67u, 72u, 4099u, 4104u}) {
         const Op op{OpKind::add, Buffer::x, Buffer::x, Buffer::tmp, ""};
         cases.push_back(
             elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width + 3));
@@ -217,7 +225,9 @@ std::vector<OpCase> scale_cases() {
     };
     const Shape shapes[] = {{7, 0.125f, "width_7_by_0_125"},
                             {67, -3.3f, "width_67_by_minus_3_3"},
-                            {4099, 0.0883883f, "width_4099_by_0_0883883"}};
+                            {72, 2.5f, "width_72_by_2_5"},
+                            {4099, 0.0883883f, "width_4099_by_0_0883883"},
+                            {4104, -0.0625f, "width_4104_by_minus_0_0625"}};
     std::vector<OpCase> cases;
     for (const Shape& s : shapes) {
         // Out of place: tmp = x * value.

@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "gguf/gguf_writer.h"
+#include "plan/device_limits.h"
 #include "tensor/dequantize.h"
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
@@ -32,6 +33,10 @@ uint32_t OpCase::n_batch() const {
     int most = 1;
     for (const Step& s : steps) most = std::max(most, s.n);
     return static_cast<uint32_t>(most);
+}
+
+Result<void> OpCase::cuda_supported() const {
+    return cuda_stage_supports(StageShape{hp.head_dim, kv, n_batch(), hp.n_embd, hp.n_ff, hp.n_head});
 }
 
 arch::Hparams tiny_hparams(uint32_t n_embd, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim, uint32_t n_ff) {

@@ -58,6 +58,9 @@ struct OpCase {
 
     arch::StepProgram program() const;  // layer = {op}, layers = hp.layers
     uint32_t n_batch() const;           // the largest step
+    // Whether the CUDA stage takes this one-op model (cuda_stage_supports, as the planner
+    // asks before any load), or why not.
+    Result<void> cuda_supported() const;
 };
 
 // Hyper-parameters of a one-layer model of the given widths: n_head * head_dim query

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -526,6 +527,11 @@ void check_on_cuda(const OpCase& c) {
         if (gpu_required()) FAIL() << "POWERHOUSE_REQUIRE_GPU is set but: " << *why;
         GTEST_SKIP() << *why;
     }
+    // A shape the planner refuses for the GPU never reaches it (the CPU's odd widths);
+    // CudaShapes.EverySuiteHasCasesTheGpuTakes below keeps enough of them on the GPU.
+    if (const Result<void> supported = c.cuda_supported(); !supported) {
+        GTEST_SKIP() << "not a shape for the GPU: " << supported.error().message;
+    }
     TempDir dir;
     Result<GgufModel> model = write_model(dir / "op.gguf", c.tensors);
     ASSERT_TRUE(model.ok()) << model.error().message;
@@ -608,6 +614,31 @@ PH_OP_SUITE(Scale, scale_cases());
 
 // Every OpKind has its suite above: a new kind must get one.
 static_assert(static_cast<int>(OpKind::scale) == 9, "an OpKind without a conformance suite");
+
+// The GPU's share of every suite, checked without a GPU: each suite has cases the CUDA
+// stage takes (so that no op goes unchecked on the GPU, as when every width was odd), and
+// the products have them for every weight type, for both row lengths and every token count.
+TEST(CudaShapes, EverySuiteHasCasesTheGpuTakes) {
+    const std::pair<const char*, std::vector<OpCase>> suites[] = {
+        {"RmsNorm", rms_norm_cases()},   {"HeadRmsNorm", head_rms_norm_cases()},
+        {"Matmul", matmul_cases()},      {"AddBias", add_bias_cases()},
+        {"Rope", rope_cases()},          {"Attention", attention_cases()},
+        {"Swiglu", glu_cases(OpKind::swiglu)}, {"Geglu", glu_cases(OpKind::geglu)},
+        {"Add", add_cases()},            {"Scale", scale_cases()}};
+    for (const auto& [suite, cases] : suites) {
+        size_t taken = 0;
+        for (const OpCase& c : cases) taken += c.cuda_supported().ok() ? 1 : 0;
+        EXPECT_GE(taken, std::min<size_t>(cases.size(), 2)) << suite << ": too few cases the GPU takes";
+    }
+    std::map<std::string, int> per_type;
+    for (const OpCase& c : matmul_cases()) {
+        if (c.cuda_supported()) ++per_type[c.name.substr(0, c.name.find("_in_"))];
+    }
+    for (const GgmlType type : kMatmulTypes) {
+        EXPECT_EQ(per_type[std::string(type_traits(type).name)], 8) << type_traits(type).name
+                                                       << ": two row lengths times four token counts";
+    }
+}
 
 // The buffers themselves: whole rows only, never more than the batch.
 TEST(StageBuffers, RoundTripAndRefuseAPartialRowOrMoreThanTheBatch) {
