@@ -38,11 +38,23 @@ struct Utilization {  // nvmlUtilization_t
     unsigned int memory;
 };
 
-struct Memory {  // nvmlMemory_t
+struct Memory {  // nvmlMemory_t: `used` counts the driver's reserved memory too
     unsigned long long total;
     unsigned long long free;
     unsigned long long used;
 };
+
+// nvmlMemory_v2_t (drivers from 510 on): `used` without the memory the driver reserves for
+// itself, which is what nvidia-smi shows as "used"; `free` is total - reserved - used.
+struct MemoryV2 {
+    unsigned int version;
+    unsigned long long total;
+    unsigned long long reserved;
+    unsigned long long free;
+    unsigned long long used;
+};
+// NVML_STRUCT_VERSION(Memory, 2): the struct's size, and the version in the top byte.
+inline constexpr unsigned int kMemoryV2Version = static_cast<unsigned int>(sizeof(MemoryV2)) | (2u << 24);
 
 struct ProcessInfo {  // nvmlProcessInfo_t, as filled by nvmlDeviceGetComputeRunningProcesses_v3
     unsigned int pid;
@@ -70,6 +82,7 @@ using DeviceGetStringFn = Return (*)(Device, char*, unsigned int);  // name, UUI
 using DeviceGetPciInfoFn = Return (*)(Device, PciInfo*);
 using DeviceGetUtilizationRatesFn = Return (*)(Device, Utilization*);
 using DeviceGetMemoryInfoFn = Return (*)(Device, Memory*);
+using DeviceGetMemoryInfoV2Fn = Return (*)(Device, MemoryV2*);
 using DeviceGetTemperatureFn = Return (*)(Device, unsigned int, unsigned int*);
 using DeviceGetUintFn = Return (*)(Device, unsigned int*);  // power, limit, fan, PCIe gen/width
 using DeviceGetClockInfoFn = Return (*)(Device, unsigned int, unsigned int*);

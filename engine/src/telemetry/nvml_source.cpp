@@ -42,6 +42,7 @@ private:
     void read_info();
     void read_links();
     GpuSample read(uint32_t i, double time);
+    nvml::Return read_memory(nvml::Device d, nvml::Memory& m) const;
 
     SharedLibrary library_;  // empty when NVML could not be loaded
     bool initialized_ = false;
@@ -55,6 +56,7 @@ private:
     nvml::ErrorStringFn error_string_ = nullptr;
     nvml::DeviceGetUtilizationRatesFn utilization_ = nullptr;
     nvml::DeviceGetMemoryInfoFn memory_ = nullptr;
+    nvml::DeviceGetMemoryInfoV2Fn memory_v2_ = nullptr;
     nvml::DeviceGetTemperatureFn temperature_ = nullptr;
     nvml::DeviceGetUintFn power_ = nullptr;
     nvml::DeviceGetUintFn fan_ = nullptr;
@@ -111,6 +113,7 @@ NvmlSource::NvmlSource(const std::filesystem::path& library) {
     }
     utilization_ = symbol<nvml::DeviceGetUtilizationRatesFn>("nvmlDeviceGetUtilizationRates");
     memory_ = symbol<nvml::DeviceGetMemoryInfoFn>("nvmlDeviceGetMemoryInfo");
+    memory_v2_ = symbol<nvml::DeviceGetMemoryInfoV2Fn>("nvmlDeviceGetMemoryInfo_v2");
     temperature_ = symbol<nvml::DeviceGetTemperatureFn>("nvmlDeviceGetTemperature");
     power_ = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetPowerUsage");
     fan_ = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetFanSpeed");
@@ -211,6 +214,23 @@ std::vector<GpuSample> NvmlSource::sample(double time) {
     return samples;
 }
 
+// Used memory as nvidia-smi shows it: without what the driver reserves for itself, which
+// the first nvmlDeviceGetMemoryInfo counts as used (615 MiB on an idle H200). The v2 call
+// where the driver has it, else the first.
+nvml::Return NvmlSource::read_memory(nvml::Device d, nvml::Memory& m) const {
+    if (memory_v2_ != nullptr) {
+        nvml::MemoryV2 v2{};
+        v2.version = nvml::kMemoryV2Version;
+        if (memory_v2_(d, &v2) == nvml::kSuccess) {
+            m.total = v2.total;
+            m.used = v2.used;
+            m.free = v2.free;
+            return nvml::kSuccess;
+        }
+    }
+    return memory_(d, &m);
+}
+
 GpuSample NvmlSource::read(uint32_t i, double time) {
     GpuSample s;
     s.time = time;
@@ -226,7 +246,7 @@ GpuSample NvmlSource::read(uint32_t i, double time) {
     // Memory first: every GPU reports it, so its failure means the GPU is gone.
     if (memory_ != nullptr) {
         nvml::Memory m{};
-        const nvml::Return r = memory_(d, &m);
+        const nvml::Return r = read_memory(d, m);
         if (r == nvml::kSuccess) {
             s.memory_used = m.used;
             s.memory_free = m.free;

@@ -70,15 +70,35 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, Device* d) {
     *d = &g_gpus[i];
     return 0;
 }
+// The memory the driver reserves for itself: the first call counts it as used, the v2
+// call (which the full fake has, as drivers from 510 on) apart, as nvidia-smi shows it.
+#ifdef FAKE_NVML_MINIMAL
+constexpr unsigned long long kReserved = 0;
+#else
+constexpr unsigned long long kReserved = 512ull << 20;
+#endif
 int nvmlDeviceGetMemoryInfo(Device d, Memory* m) {
     const int i = index_of(d);
     if (i == 1 && g_lost_after >= 0 && g_memory_reads[1] >= g_lost_after) return 15;
     ++g_memory_reads[i];
     m->total = 24ull << 30;
-    m->used = (i == 0 ? 3ull : 1ull) << 30;
+    m->used = ((i == 0 ? 3ull : 1ull) << 30) + kReserved;
     m->free = m->total - m->used;
     return 0;
 }
+
+#ifndef FAKE_NVML_MINIMAL
+int nvmlDeviceGetMemoryInfo_v2(Device d, nvml::MemoryV2* m) {
+    if (m->version != nvml::kMemoryV2Version) return 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+    Memory v1{};
+    if (const int r = nvmlDeviceGetMemoryInfo(d, &v1); r != 0) return r;
+    m->total = v1.total;
+    m->reserved = kReserved;
+    m->used = v1.used - kReserved;
+    m->free = v1.free;
+    return 0;
+}
+#endif
 
 #ifndef FAKE_NVML_MINIMAL
 int nvmlSystemGetDriverVersion(char* text, unsigned int size) {

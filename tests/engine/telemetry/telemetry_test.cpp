@@ -47,8 +47,9 @@ TEST(GpuMonitor, ReadsEveryFieldFromNvml) {
     EXPECT_TRUE(r0.responding);
     EXPECT_EQ(r0.gpu_utilization, 97u);
     EXPECT_EQ(r0.memory_utilization, 61u);
+    // Without the driver's reserved 512 MiB (the v2 call), as nvidia-smi shows it.
     EXPECT_EQ(r0.memory_used, 3ull << 30);
-    EXPECT_EQ(r0.memory_free, 21ull << 30);
+    EXPECT_EQ(r0.memory_free, (21ull << 30) - (512ull << 20));
     EXPECT_EQ(r0.temperature_c, 71u);
     EXPECT_DOUBLE_EQ(r0.power_w.value(), 412.345);
     EXPECT_EQ(r0.sm_clock_mhz, 2520u);
