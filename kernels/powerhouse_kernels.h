@@ -56,6 +56,22 @@ int ph_matmul_supported(uint32_t ggml_type_id);
 int ph_matmul(uint32_t ggml_type_id, const void* w, size_t row_stride, int64_t rows, int64_t in, const float* x,
               int64_t x_stride, float* y, int64_t y_stride, int n_tokens, cudaStream_t stream);
 
+// The same products with 8-bit activations, for the quantized types (matmul_q8.cu): the
+// decode path, integer dot products per block as the CPU engine and llama.cpp compute
+// them. ph_quantize_activations turns n_tokens rows of `in` floats (x_stride apart) into
+// the activation format the weight type pairs with (Q8_0 with Q8_1's sums, or Q8_K),
+// act_stride bytes per token (at least ph_q8_activation_bytes(in), a multiple of 16, act
+// 16-byte aligned); ph_matmul_q8 multiplies W (as ph_matmul) with them. `in` must be a
+// multiple of the weight type's block (256 for the K-quants). ph_matmul_q8_usable: 1 when
+// the type has this path and w and row_stride have the alignment its loads need (2 or 4
+// bytes; any for MXFP4), else 0: use ph_matmul.
+size_t ph_q8_activation_bytes(int64_t in);
+int ph_matmul_q8_usable(uint32_t ggml_type_id, const void* w, size_t row_stride);
+int ph_quantize_activations(uint32_t ggml_type_id, const float* x, int64_t x_stride, int64_t in, int n_tokens,
+                            void* act, size_t act_stride, cudaStream_t stream);
+int ph_matmul_q8(uint32_t ggml_type_id, const void* w, size_t row_stride, int64_t rows, int64_t in, const void* act,
+                 size_t act_stride, int n_tokens, float* y, int64_t y_stride, cudaStream_t stream);
+
 // f32 -> IEEE binary16 bits, round to nearest even (the GEMM operand of activations).
 int ph_f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
 

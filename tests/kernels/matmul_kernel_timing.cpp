@@ -1,4 +1,6 @@
-// Speed of ph_matmul for one decode step (one token): the matrices of a Llama-3-8B layer
+// Speed of ph_matmul (f32 activations) and ph_matmul_q8 (the quantized types' 8-bit
+// activations, quantized once before the timed calls, as the decode step quantizes once
+// for Q, K and V) for one decode step (one token): the matrices of a Llama-3-8B layer
 // (4096 x 4096 attention, 14336 x 4096 gate/up, 4096 x 14336 down; rows x in) in the
 // weight types of common GGUF files. Decoding reads every weight once per token, so the
 // measure is the weight bytes read per call over the GPU time per call (CUDA events), in
@@ -48,6 +50,7 @@ struct Workload {
     int copies = 0;
     cuda::DeviceBuffer weights;  // [copies][rows][row_stride] bytes
     cuda::DeviceBuffer x;        // [in] f32
+    cuda::DeviceBuffer act;      // x as 8-bit activations (ph_quantize_activations)
     cuda::DeviceBuffer y;        // [rows] f32
 };
 
@@ -62,21 +65,36 @@ Result<Workload> make_workload(GgmlType type, const Shape& shape) {
     if (!x) return std::move(x).error();
     auto y = cuda::DeviceBuffer::allocate(static_cast<size_t>(shape.rows) * sizeof(float));
     if (!y) return std::move(y).error();
+    auto act = cuda::DeviceBuffer::allocate(ph_q8_activation_bytes(shape.in));
+    if (!act) return std::move(act).error();
     w.weights = std::move(weights).value();
     w.x = std::move(x).value();
     w.y = std::move(y).value();
+    w.act = std::move(act).value();
     // 0x3c in every byte: f16 scales 0x3c3c (about 1.06), finite in every type.
     const std::vector<uint8_t> pattern(w.weights.size(), 0x3c);
     PH_TRY(w.weights.upload(pattern.data(), pattern.size()));
     std::vector<float> x_host(static_cast<size_t>(shape.in));
     for (size_t i = 0; i < x_host.size(); ++i) x_host[i] = static_cast<float>(i % 17) / 17.0f - 0.5f;
     PH_TRY(w.x.upload(x_host.data(), x_host.size() * sizeof(float)));
+    if (ph_matmul_q8_usable(static_cast<uint32_t>(type), w.weights.data(), w.row_stride) != 0) {
+        const int status = ph_quantize_activations(static_cast<uint32_t>(type), static_cast<const float*>(w.x.data()),
+                                                   shape.in, shape.in, 1, w.act.data(), w.act.size(), nullptr);
+        if (status != 0) return cuda::cuda_error(status, "ph_quantize_activations");
+    }
     return Result<Workload>(std::move(w));
 }
 
-Result<void> launch(GgmlType type, const Shape& shape, Workload& w, int call) {
+Result<void> launch(GgmlType type, const Shape& shape, Workload& w, int call, bool q8) {
     const auto* matrix =
         static_cast<const uint8_t*>(w.weights.data()) + static_cast<size_t>(call % w.copies) * w.matrix_bytes;
+    if (q8) {
+        const int status = ph_matmul_q8(static_cast<uint32_t>(type), matrix, w.row_stride, shape.rows, shape.in,
+                                        w.act.data(), w.act.size(), 1, static_cast<float*>(w.y.data()), shape.rows,
+                                        nullptr);
+        if (status != 0) return cuda::cuda_error(status, "ph_matmul_q8");
+        return {};
+    }
     const int status = ph_matmul(static_cast<uint32_t>(type), matrix, w.row_stride, shape.rows, shape.in,
                                  static_cast<const float*>(w.x.data()), shape.in, static_cast<float*>(w.y.data()),
                                  shape.rows, 1, nullptr);
@@ -85,13 +103,13 @@ Result<void> launch(GgmlType type, const Shape& shape, Workload& w, int call) {
 }
 
 // Microseconds of GPU time per call, over `iterations` back-to-back calls after a warm-up.
-Result<double> time_us(GgmlType type, const Shape& shape, Workload& w, int iterations) {
-    for (int i = 0; i < kWarmup; ++i) PH_TRY(launch(type, shape, w, i));
+Result<double> time_us(GgmlType type, const Shape& shape, Workload& w, int iterations, bool q8) {
+    for (int i = 0; i < kWarmup; ++i) PH_TRY(launch(type, shape, w, i, q8));
     PH_TRY(cuda::cuda_synchronize());
     auto timer = cuda::CudaEventTimer::create();
     if (!timer) return std::move(timer).error();
     PH_TRY(timer->start());
-    for (int i = 0; i < iterations; ++i) PH_TRY(launch(type, shape, w, i));
+    for (int i = 0; i < iterations; ++i) PH_TRY(launch(type, shape, w, i, q8));
     auto ms = timer->stop_ms();
     if (!ms) return std::move(ms).error();
     PH_TRY(cuda::cuda_synchronize());  // a kernel's own error, after the events
@@ -129,10 +147,11 @@ int run(int argc, char** argv) {
         return 1;
     }
     const double peak = peak_override > 0 ? peak_override : cuda::peak_memory_bandwidth(*info) / 1e9;
-    std::printf("ph_matmul, 1 token, on GPU 0: %s (sm_%d%d), %d calls timed after %d, peak %.0f GB/s (%s)\n",
+    std::printf("ph_matmul (f32 activations) and ph_matmul_q8 (8-bit), 1 token, on GPU 0: %s (sm_%d%d), %d calls timed after %d, peak %.0f GB/s (%s)\n",
                 info->name.c_str(), info->compute_major, info->compute_minor, static_cast<int>(iterations), kWarmup,
                 peak, peak_override > 0 ? "--peak-gbps" : "memory clock x bus width");
-    std::printf("%-6s %-12s %13s %9s %9s %9s %7s\n", "type", "matrix", "rows x in", "MiB", "us/call", "GB/s", "% peak");
+    std::printf("%-6s %-4s %-12s %13s %9s %9s %9s %7s\n", "type", "act", "matrix", "rows x in", "MiB", "us/call",
+                "GB/s", "% peak");
     int failures = 0;
     for (const GgmlType type : kTypes) {
         const std::string type_name(type_traits(type).name);
@@ -147,17 +166,22 @@ int run(int argc, char** argv) {
                 ++failures;
                 continue;
             }
-            auto us = time_us(type, shape, *w, static_cast<int>(iterations));
-            if (!us) {
-                std::printf("FAIL %s %s: %s\n", type_name.c_str(), shape.name, us.error().message.c_str());
-                ++failures;
-                continue;
+            for (const bool q8 : {false, true}) {
+                if (q8 && ph_matmul_q8_usable(static_cast<uint32_t>(type), w->weights.data(), w->row_stride) == 0) {
+                    continue;
+                }
+                auto us = time_us(type, shape, *w, static_cast<int>(iterations), q8);
+                if (!us) {
+                    std::printf("FAIL %s %s: %s\n", type_name.c_str(), shape.name, us.error().message.c_str());
+                    ++failures;
+                    continue;
+                }
+                const double gbps = static_cast<double>(w->matrix_bytes) / (*us * 1e-6) / 1e9;
+                const std::string dims = std::to_string(shape.rows) + " x " + std::to_string(shape.in);
+                std::printf("%-6s %-4s %-12s %13s %9.1f %9.1f %9.1f %6.1f%%\n", type_name.c_str(), q8 ? "q8" : "f32",
+                            shape.name, dims.c_str(), static_cast<double>(w->matrix_bytes) / (1 << 20), *us, gbps,
+                            peak > 0 ? 100.0 * gbps / peak : 0.0);
             }
-            const double gbps = static_cast<double>(w->matrix_bytes) / (*us * 1e-6) / 1e9;
-            const std::string dims = std::to_string(shape.rows) + " x " + std::to_string(shape.in);
-            std::printf("%-6s %-12s %13s %9.1f %9.1f %9.1f %6.1f%%\n", type_name.c_str(), shape.name, dims.c_str(),
-                        static_cast<double>(w->matrix_bytes) / (1 << 20), *us, gbps,
-                        peak > 0 ? 100.0 * gbps / peak : 0.0);
         }
     }
     return failures == 0 ? 0 : 1;

@@ -559,13 +559,30 @@ void check_on_cuda(const OpCase& c) {
             std::vector<float> out;
             ASSERT_TRUE(run_step(*gpu, c, in, step, out));
             if (c.op.kind == OpKind::matmul) {
+                const OpState::MatmulReference ref = state.matmul_reference(in, step);
+                const bool via_cublas = gpu->usage().cublas_gemms > gemms;
+                const GgufTensorInfo* weight = model->find_tensor(arch::weight_name(c.op, 0));
+                const double in_w = static_cast<double>(weight->ne[0]);
+                const GgmlType act = cpu::activation_type(weight->type);
+                if (!via_cublas && (act == GgmlType::q8_0 || act == GgmlType::q8_1 || act == GgmlType::q8_k)) {
+                    // The quantized types' fused products take the CPU's 8-bit activations
+                    // (the same bytes) and exact integer sums per block: the scalar CPU stage
+                    // and the GPU differ only in their float sums. The CPU's stay within
+                    // cpu_float of the exact result on those activations; the GPU's scale
+                    // each 32-block's integer sum (a few roundings of at most 3 max|w| |x|
+                    // of the block) and add them per lane and across the warp: in / 16 + 16
+                    // roundings of 3 sum |w x|.
+                    std::vector<double> tol(ref.magnitude.size());
+                    for (size_t i = 0; i < tol.size(); ++i) {
+                        tol[i] = 2 * ref.cpu_float[i] + (in_w / 16 + 16) * kRound * 3 * ref.magnitude[i];
+                    }
+                    EXPECT_TRUE(all_close(widen(scalar), out, tol)) << "against the scalar CPU stage (8-bit activations)";
+                    continue;
+                }
                 // f32 activations, FMAs summed per lane (in / 32 terms) and across the warp:
                 // twice that many roundings of sum |w x|, plus 16. cuBLAS (the stage's
                 // prompts) rounds both operands to TF32's 10-bit mantissa, 2^-9 of each
                 // product, and sums in an order of its own.
-                const OpState::MatmulReference ref = state.matmul_reference(in, step);
-                const bool via_cublas = gpu->usage().cublas_gemms > gemms;
-                const double in_w = static_cast<double>(model->find_tensor(arch::weight_name(c.op, 0))->ne[0]);
                 const double rel = via_cublas ? std::ldexp(1.0, -9) + (in_w + 16) * kRound : (in_w / 16 + 16) * kRound;
                 std::vector<double> tol(ref.magnitude.size());
                 for (size_t i = 0; i < tol.size(); ++i) tol[i] = rel * ref.magnitude[i];

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/ops.h"
+#include "backend/cpu/quant_dot.h"
 #include "backend/cuda/cuda_libraries.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/dequantize_cuda.h"
@@ -135,6 +136,12 @@ private:
     Result<void> run_device_experts(const DeviceOp& op, int n);
     Result<void> enqueue_op(const DeviceOp& op, uint32_t layer, int n);
     Result<void> enqueue_matmul(const DeviceOp& op, int n);
+    // y = W x for n rows of x (rows of `in` floats): with 8-bit activations where the type
+    // has that path (quantizing x once for the products that read it in a row), else f32.
+    Result<void> product(GgmlType type, const void* w, uint64_t row_bytes, int64_t rows, int64_t in, const float* x,
+                         int n, float* y, std::string_view what);
+    // Some kernel may have written the buffer whose activations act_ holds.
+    void activations_changed() { act_src_ = nullptr; }
     // The experts in RAM: the input and router scores to the host, the experts on the CPU,
     // the output back. Waits for the stream (so never inside a graph capture).
     Result<void> run_ram_experts(const DeviceOp& op, int n);
@@ -181,6 +188,16 @@ private:
     DeviceBuffer ids_;          // int32 token ids of a batch
     DeviceBuffer best_;         // int32: the argmax of the logits
     DeviceBuffer f32_weights_;  // cuBLAS operand: one weight matrix decoded
+    // 8-bit activations (ph_quantize_activations) of up to act_rows_ tokens, act_stride_
+    // bytes each, and what they were made from: the products that read the same buffer
+    // one after another (Q, K, V; gate, up) quantize it once.
+    DeviceBuffer act_;
+    size_t act_stride_ = 0;
+    int act_rows_ = 0;
+    const float* act_src_ = nullptr;
+    bool act_per_256_ = false;
+    int act_n_ = 0;
+    int64_t act_in_ = 0;
     PinnedArray<int32_t> host_ids_, host_best_;
     PinnedArray<float> host_logits_;
     // Experts in RAM: the experts' input rows and router scores copied to the host, and
@@ -391,12 +408,26 @@ Result<void> CudaStage::init(const GgufModel& model) {
         buffer_bytes += layout_.widths[i] * rows * sizeof(float);
     }
     const uint64_t cublas_bytes = have_cublas_ ? max_matrix * sizeof(float) : 0;
+    // 8-bit activations: every row the fused products take (below cuBLAS's prompts; all of
+    // them for the experts, which never take cuBLAS), as wide as the widest input.
+    int64_t max_in = 0;
+    bool moe = false;
+    for (const BoundWeight& w : all) {
+        if (w.op->kind == OpKind::matmul) max_in = std::max(max_in, w.in);
+        moe = moe || w.op->kind == OpKind::moe;
+    }
+    if (moe) max_in = std::max<int64_t>({max_in, hp_.n_embd, hp_.experts.n_ff});
+    act_rows_ = have_cublas_ && !moe ? std::min<int>(static_cast<int>(n_batch), kCublasMinTokens - 1)
+                                     : static_cast<int>(n_batch);
+    act_stride_ = ph_q8_activation_bytes(std::max<int64_t>(max_in, 32));
+    const uint64_t act_bytes = act_stride_ * static_cast<uint64_t>(act_rows_);
     const uint64_t kv_bytes = 2 * n_layers * options_.n_ctx * kv_row_bytes_;
     const bool tied = embedding != nullptr && std::any_of(all.begin(), all.end(), [&](const BoundWeight& w) {
                           return w.data == embedding->data && w.bytes() == embedding->n_bytes;
                       });
     const uint64_t weights = bytes_needed(all) + (embedding != nullptr && !tied ? embedding->n_bytes : 0);
-    const uint64_t scratch = buffer_bytes + partial_floats * sizeof(float) + cublas_bytes + 2 * n_batch * 4 + 64;
+    const uint64_t scratch =
+        buffer_bytes + partial_floats * sizeof(float) + cublas_bytes + act_bytes + 2 * n_batch * 4 + 64;
     const uint64_t need = weights + kv_bytes + scratch;
     if (need > info->free_memory) {
         return make_error(
@@ -477,6 +508,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
     PH_TRY(allocate(ids_, n_batch * sizeof(int32_t), scratch_bytes_));
     PH_TRY(allocate(best_, sizeof(int32_t), scratch_bytes_));
     if (have_cublas_) PH_TRY(allocate(f32_weights_, max_matrix * sizeof(float), scratch_bytes_));
+    PH_TRY(allocate(act_, act_bytes, scratch_bytes_));
     PH_TRY(check(host_ids_.allocate(n_batch), "allocating pinned memory"));
     PH_TRY(check(host_best_.allocate(1), "allocating pinned memory"));
     PH_TRY(check(host_logits_.allocate(shard_.output ? hp_.n_vocab : 1), "allocating pinned memory"));
@@ -564,6 +596,7 @@ Result<void> CudaStage::embed(std::span<const TokenId> tokens) {
 }
 
 Result<void> CudaStage::enqueue_layers(int n) {
+    activations_changed();  // embed, a partner or write_buffer filled x since
     for (uint32_t l = layout_.first_layer; l < layout_.last_layer; ++l) {
         for (const DeviceOp& op : layers_[l - layout_.first_layer]) PH_TRY(enqueue_op(op, l, n));
     }
@@ -626,6 +659,7 @@ Result<void> CudaStage::run_layers(int n, uint32_t pos) {
 // The final norm and output projection on row `row` of x (moved to row 0).
 Result<void> CudaStage::enqueue_head(int row) {
     if (!shard_.output) return make_error(ErrorCode::internal, "this device does not hold the output layer");
+    activations_changed();
     const size_t w = width(Buffer::x);
     if (row > 0) {
         PH_TRY(check(cudaMemcpyAsync(buffer(Buffer::x), buffer(Buffer::x) + static_cast<size_t>(row) * w,
@@ -664,24 +698,45 @@ Result<std::span<const float>> CudaStage::head(int row) {
 Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
     const float* src = buffer(op.op->a);
     float* dst = buffer(op.op->dst);
-    const auto type = static_cast<uint32_t>(op.type);
     if (have_cublas_ && n >= kCublasMinTokens) {
         auto* w32 = static_cast<float*>(f32_weights_.data());
         PH_TRY(dequantize_device(op.type, op.weight, w32, DequantOutput::f32, op.in * op.rows, stream_));
         PH_TRY(cublas_.gemm_tf32(stream_, static_cast<int>(op.rows), n, static_cast<int>(op.in), w32, src, dst));
         ++cublas_gemms_;
     } else {
-        const int status =
-            ph_matmul(type, op.weight, op.row_bytes, op.rows, op.in, src, op.in, dst, op.rows, n, stream_);
-        if (status != 0) return check(status, fmt::format("multiplying by '{}'", op.op->weight));
+        PH_TRY(product(op.type, op.weight, op.row_bytes, op.rows, op.in, src, n, dst, op.op->weight));
     }
     if (!op.all_reduce) return {};
     PH_TRY(check(cudaStreamSynchronize(stream_), "a partial product"));
     return shard_.comm->all_reduce_sum(shard_.rank, dst, static_cast<size_t>(op.rows) * static_cast<size_t>(n));
 }
 
+Result<void> CudaStage::product(GgmlType type, const void* w, uint64_t row_bytes, int64_t rows, int64_t in,
+                                const float* x, int n, float* y, std::string_view what) {
+    const auto id = static_cast<uint32_t>(type);
+    int status = 0;
+    if (n <= act_rows_ && ph_matmul_q8_usable(id, w, row_bytes) != 0) {
+        const bool per_256 = cpu::activation_type(type) == GgmlType::q8_k;
+        if (act_src_ != x || act_per_256_ != per_256 || act_n_ != n || act_in_ != in) {
+            status = ph_quantize_activations(id, x, in, in, n, act_.data(), act_stride_, stream_);
+            if (status != 0) return check(status, fmt::format("quantizing the activations for '{}'", what));
+            act_src_ = x;
+            act_per_256_ = per_256;
+            act_n_ = n;
+            act_in_ = in;
+        }
+        status = ph_matmul_q8(id, w, row_bytes, rows, in, act_.data(), act_stride_, n, y, rows, stream_);
+    } else {
+        status = ph_matmul(id, w, row_bytes, rows, in, x, in, y, rows, n, stream_);
+    }
+    if (y == act_src_) activations_changed();
+    if (status != 0) return check(status, fmt::format("multiplying by '{}'", what));
+    return {};
+}
+
 Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
     const Op& op = *d.op;
+    if (op.kind != OpKind::matmul) activations_changed();  // any other op may write any buffer
     const int64_t count = static_cast<int64_t>(width(op.dst)) * n;
     const auto* values = static_cast<const float*>(d.weight);
     switch (op.kind) {
@@ -794,11 +849,9 @@ Result<void> CudaStage::run_device_experts(const DeviceOp& d, int n) {
     auto* gate = static_cast<float*>(moe_gate_.data());
     auto* up = static_cast<float*>(moe_up_.data());
     auto* out = static_cast<float*>(moe_out_.data());
-    const auto product = [&](const DeviceOp::Matrix& m, uint32_t local, const float* x, float* y,
-                             int rows) -> Result<void> {
-        const int status = ph_matmul(static_cast<uint32_t>(m.type), m.data + m.expert_stride * local, m.row_bytes,
-                                     m.rows, m.in, x, m.in, y, m.rows, rows, stream_);
-        if (status != 0) return check(status, "multiplying by an expert");
+    const auto expert_product = [&](const DeviceOp::Matrix& m, uint32_t local, const float* x, float* y,
+                                    int rows) -> Result<void> {
+        PH_TRY(product(m.type, m.data + m.expert_stride * local, m.row_bytes, m.rows, m.in, x, rows, y, "an expert"));
         if (m.bias == nullptr) return {};
         return check(ph_add_bias(y, m.bias + static_cast<size_t>(m.rows) * local, m.rows, rows, stream_),
                      "an expert's bias");
@@ -808,15 +861,17 @@ Result<void> CudaStage::run_device_experts(const DeviceOp& d, int n) {
         const int m = moe_offsets_[local + 1] - first;
         if (m == 0) continue;
         const int32_t* expert_pairs = device_pairs + first;
+        activations_changed();  // `in` and `gate` hold the previous expert's rows
         PH_TRY(check(ph_moe_gather(buffer(op.a), embd, expert_pairs, k, m, in, stream_), "gathering an expert's rows"));
-        PH_TRY(product(d.experts[0], local, in, gate, m));
-        PH_TRY(product(d.experts[1], local, in, up, m));
+        PH_TRY(expert_product(d.experts[0], local, in, gate, m));
+        PH_TRY(expert_product(d.experts[1], local, in, up, m));
         const int64_t values = ff * m;
         PH_TRY(check(spec.activation == arch::ExpertActivation::silu
                          ? ph_swiglu(gate, up, gate, values, stream_)
                          : ph_swiglu_oai(gate, up, gate, values, spec.alpha, spec.limit, stream_),
                      "an expert's activation"));
-        PH_TRY(product(d.experts[2], local, gate, out, m));
+        activations_changed();
+        PH_TRY(expert_product(d.experts[2], local, gate, out, m));
         PH_TRY(check(ph_moe_scatter(out, embd, expert_pairs, weights, m, slots, stream_),
                      "weighting an expert's rows"));
     }
