@@ -9,6 +9,7 @@
 // Thread-safety: see powerhouse_kernels.h.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cmath>
@@ -45,14 +46,44 @@ __device__ float block_sum(float v) {
     return total;
 }
 
-__global__ void rms_norm_kernel(const float* x, float* y, const float* __restrict__ weight, int64_t n, float eps) {
+// One block per row. Rows of up to kNormThreads * kNormPerThread values (every model's
+// width) are read once, into registers, with all loads in flight at once: a decode step
+// normalizes one row, on one multiprocessor, so the kernel's time is its memory latency.
+// Longer rows loop and read x twice.
+constexpr int kNormThreads = 1024;
+constexpr int kNormPerThread = 8;
+
+__global__ void __launch_bounds__(kNormThreads)
+    rms_norm_kernel(const float* x, float* y, const float* __restrict__ weight, int64_t n, float eps) {
     const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
     float* yr = y + static_cast<int64_t>(blockIdx.x) * n;
+    const auto stride = static_cast<int64_t>(blockDim.x);
+    if (n <= stride * kNormPerThread) {
+        float v[kNormPerThread];
+        float w[kNormPerThread];
+        float sum = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kNormPerThread; ++k) {
+            const int64_t i = threadIdx.x + k * stride;
+            v[k] = i < n ? xr[i] : 0.0f;
+            w[k] = i < n ? weight[i] : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < kNormPerThread; ++k) sum = fmaf(v[k], v[k], sum);
+        const float scale = 1.0f / sqrtf(block_sum(sum) / static_cast<float>(n) + eps);
+        // y may be x: each thread writes only what it read, after every thread has read.
+#pragma unroll
+        for (int k = 0; k < kNormPerThread; ++k) {
+            const int64_t i = threadIdx.x + k * stride;
+            if (i < n) yr[i] = (v[k] * scale) * w[k];
+        }
+        return;
+    }
     float sum = 0.0f;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum = fmaf(xr[i], xr[i], sum);
+    for (int64_t i = threadIdx.x; i < n; i += stride) sum = fmaf(xr[i], xr[i], sum);
     const float mean = block_sum(sum) / static_cast<float>(n);
     const float scale = 1.0f / sqrtf(mean + eps);
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] * scale) * weight[i];
+    for (int64_t i = threadIdx.x; i < n; i += stride) yr[i] = (xr[i] * scale) * weight[i];
 }
 
 template <class Op>
@@ -219,7 +250,10 @@ extern "C" int ph_rms_norm(const float* x, float* y, const float* weight, int64_
         return cudaErrorInvalidValue;
     }
     if (rows == 0) return cudaSuccess;
-    rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y, weight, n, eps);
+    // Four values a thread where the row allows (a 4096-wide row: 1024 threads), whole warps.
+    const int64_t wanted = (n + 3) / 4;
+    const int threads = static_cast<int>(std::min<int64_t>(kNormThreads, std::max<int64_t>(32, (wanted + 31) / 32 * 32)));
+    rms_norm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, y, weight, n, eps);
     return last_error();
 }
 
