@@ -23,8 +23,14 @@ std::vector<Step> elementwise_steps() {
     return {{1, 0}, {3, 1}, {8, 4}, {33, 12}};
 }
 
-OpCase elementwise_case(std::string name, arch::Hparams hp, Op op, uint32_t seed) {
+// The widths added for the GPU (see OpCase::gpu_shape).
+bool gpu_width(int64_t width) {
+    return width % 8 == 0 && width % 32 != 0;
+}
+
+OpCase elementwise_case(std::string name, arch::Hparams hp, Op op, uint32_t seed, int64_t width) {
     OpCase c;
+    c.gpu_shape = gpu_width(width);
     c.name = std::move(name);
     c.hp = std::move(hp);
     c.op = std::move(op);
@@ -43,7 +49,8 @@ std::vector<OpCase> rms_norm_cases() {
     for (const uint32_t width : {7u, 64u, 577u, 584u, 4099u, 4104u}) {
         Op op{OpKind::rms_norm, Buffer::norm, Buffer::x, Buffer::x, "blk.{}.attn_norm.weight"};
         std::mt19937 rng(width);
-        OpCase c = elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width);
+        OpCase c =
+            elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width, width);
         if (width == 577 || width == 584) c.hp.rms_eps = 1e-6f;
         c.tensors.push_back(weight_of(op, GgmlType::f32, {width}, uniform(width, 0.5f, 1.5f, rng)));
         cases.push_back(std::move(c));
@@ -57,7 +64,7 @@ std::vector<OpCase> head_rms_norm_cases() {
         Op op{OpKind::head_rms_norm, Buffer::q, Buffer::q, Buffer::x, "blk.{}.attn_q_norm.weight"};
         std::mt19937 rng(head_dim);
         OpCase c =
-            elementwise_case("head_" + std::to_string(head_dim), tiny_hparams(64, 3, 1, head_dim, 64), op, head_dim);
+            elementwise_case("head_" + std::to_string(head_dim), tiny_hparams(64, 3, 1, head_dim, 64), op, head_dim, 64);
         c.tensors.push_back(weight_of(op, GgmlType::f32, {head_dim}, uniform(head_dim, 0.5f, 1.5f, rng)));
         cases.push_back(std::move(c));
     }
@@ -92,6 +99,7 @@ std::vector<OpCase> matmul_cases() {
                     weight_of(op, type, {in, rows}, uniform(static_cast<size_t>(in * rows), -1.0f, 1.0f, rng)));
                 c.steps = {{tokens, 0}};
                 c.seed = seed;
+                c.gpu_shape = gpu_width(rows);
                 cases.push_back(std::move(c));
             }
         }
@@ -104,7 +112,8 @@ std::vector<OpCase> add_bias_cases() {
     for (const uint32_t width : {7u, 67u, 72u, 4099u, 4104u}) {
         Op op{OpKind::add_bias, Buffer::x, Buffer::x, Buffer::x, "blk.{}.attn_q.bias"};
         std::mt19937 rng(width + 1);
-        OpCase c = elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width + 1);
+        OpCase c = elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width + 1,
+                                    width);
         c.tensors.push_back(weight_of(op, GgmlType::f32, {width}, uniform(width, -1.0f, 1.0f, rng)));
         cases.push_back(std::move(c));
     }
@@ -202,7 +211,7 @@ std::vector<OpCase> glu_cases(OpKind kind) {
     for (const uint32_t width : {7u, 67u, 72u, 4099u, 4104u}) {
         const Op op{kind, Buffer::gate, Buffer::gate, Buffer::up, ""};
         cases.push_back(
-            elementwise_case("width_" + std::to_string(width), tiny_hparams(64, 1, 1, 32, width), op, width + 2));
+            elementwise_case("width_" + std::to_string(width), tiny_hparams(64, 1, 1, 32, width), op, width + 2, width));
     }
     return cases;
 }
@@ -212,7 +221,7 @@ std::vector<OpCase> add_cases() {
     for (const uint32_t width : {7u, 67u, 72u, 4099u, 4104u}) {
         const Op op{OpKind::add, Buffer::x, Buffer::x, Buffer::tmp, ""};
         cases.push_back(
-            elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width + 3));
+            elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width + 3, width));
     }
     return cases;
 }
@@ -232,7 +241,7 @@ std::vector<OpCase> scale_cases() {
     for (const Shape& s : shapes) {
         // Out of place: tmp = x * value.
         const Op op{OpKind::scale, Buffer::tmp, Buffer::x, Buffer::x, "", s.value};
-        cases.push_back(elementwise_case(s.name, tiny_hparams(s.width, 1, 1, 32, 32), op, s.width + 4));
+        cases.push_back(elementwise_case(s.name, tiny_hparams(s.width, 1, 1, 32, 32), op, s.width + 4, s.width));
     }
     return cases;
 }
