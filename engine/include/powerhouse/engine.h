@@ -2,25 +2,27 @@
 // answering with events, so that a user interface never waits on inference.
 //
 // Commands (load, unload, generate, cancel) and events (load progress, loaded, unloaded,
-// token text, done with statistics, error) are plain copyable structs, so the engine could
-// later live in a worker process without its callers changing. Commands run one after the
-// other in the order they were submitted, except cancel, which acts at once:
-//   - cancel stops the generation it names before its next decode step (request_id 0: the
-//     running generation or load and every queued generation); a cancelled generation still
+// token text, done with statistics, error, scheduler state) are plain copyable structs, so
+// the engine could later live in a worker process without its callers changing. Commands
+// are taken in the order they were submitted. Generations run together (continuous
+// batching, powerhouse/scheduler.h): a generate joins the running ones at the next step,
+// up to the model's max_sequences, and waits its turn beyond that. Cancel acts at once:
+//   - cancel stops the generation it names before its next step (request_id 0: every
+//     running and queued generation, and a load in progress); a cancelled generation still
 //     ends with a DoneEvent (StopReason::cancelled) carrying what was generated so far, a
 //     cancelled load with an ErrorEvent (ErrorCode::cancelled);
-//   - load and unload first stop the running generation or load (its result would be of no
-//     use); loading a model frees the previous one before reading the new one, so two
+//   - load and unload first stop the running generations or load (their results would be
+//     of no use); loading a model frees the previous one before reading the new one, so two
 //     models are never in memory together.
-// Request ids should be unique: a cancel of an id that is not running is remembered for
-// the next generate with that id.
+// Request ids must be unique among running requests: a cancel of an id that is not running
+// is remembered for the next generate with that id.
 // Every command ends with exactly one event saying how it went: load -> LoadedEvent or
 // ErrorEvent (after LoadProgressEvents), unload -> UnloadedEvent, generate -> DoneEvent or
 // ErrorEvent (after TokenEvents). Errors are events; nothing is thrown to the caller.
 //
-// The prompt cache: the model's KV cache keeps the last prompt and answer, and a generate
-// whose prompt starts the same way (the next turn of the same conversation) processes only
-// what is new (GenerationStats::reused_tokens).
+// The prompt cache: finished conversations stay in the model's KV cache as cached prefixes,
+// and a generate whose prompt starts the same way (the next turn of that conversation, or
+// going back to another one) processes only what is new (GenerationStats::reused_tokens).
 //
 // Thread-safety: submit(), poll(), wait_event() and set_notify() may be called from any
 // thread. The notify callback runs on the engine thread after each event is queued; it must
@@ -40,6 +42,7 @@
 #include "powerhouse/generation.h"
 #include "powerhouse/model.h"
 #include "powerhouse/result.h"
+#include "powerhouse/scheduler.h"
 
 namespace powerhouse {
 
@@ -95,12 +98,19 @@ struct DoneEvent {
     GenerationStats stats;
 };
 
+// How the running generations stand (sequences running and waiting, KV blocks in use): sent
+// when a request starts or ends, and at most twice a second while they run.
+struct SchedulerEvent {
+    SchedulerStats stats;
+};
+
 struct ErrorEvent {
     uint64_t request_id = 0;  // 0 for load and unload
     Error error;
 };
 
-using EngineEvent = std::variant<LoadProgressEvent, LoadedEvent, UnloadedEvent, TokenEvent, DoneEvent, ErrorEvent>;
+using EngineEvent =
+    std::variant<LoadProgressEvent, LoadedEvent, UnloadedEvent, TokenEvent, DoneEvent, ErrorEvent, SchedulerEvent>;
 
 class Engine {
 public:

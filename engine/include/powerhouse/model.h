@@ -23,6 +23,7 @@
 #include "powerhouse/model_info.h"
 #include "powerhouse/plan.h"
 #include "powerhouse/result.h"
+#include "powerhouse/sequences.h"
 #include "powerhouse/tokenizer.h"
 
 namespace powerhouse {
@@ -31,6 +32,15 @@ struct ModelOptions {
     uint32_t n_ctx = 4096;  // positions in the KV cache; capped at the model's training length
     int n_threads = 0;      // 0: all cores
     uint32_t n_batch = 64;  // prompt tokens processed together
+    // Sequences that run at once (continuous batching, powerhouse/scheduler.h) and the KV
+    // cache they share: kv_cache_tokens positions in all (0: n_ctx), handed out in blocks
+    // of kv_block_size as sequences grow. Finished sequences stay cached, up to
+    // max_cached_prefixes, until their blocks are needed, so that a prompt beginning the
+    // same way reuses their keys and values. A GPU stage keeps one sequence for now.
+    uint32_t max_sequences = 4;
+    uint32_t kv_cache_tokens = 0;
+    uint32_t kv_block_size = 32;
+    uint32_t max_cached_prefixes = 16;
     // How the KV cache stores keys and values (model_info.h): F16, as llama.cpp's default,
     // or Q8_0, as llama.cpp's -ctk q8_0 -ctv q8_0: half the memory, logits within the
     // quantization noise. The CPU backend refuses F32.
@@ -119,6 +129,31 @@ public:
     void truncate(uint32_t n);
     // Bytes held by the KV cache (keys and values of every layer, n_ctx positions).
     size_t kv_cache_bytes() const;
+
+    // Several sequences (powerhouse/sequences.h), for the scheduler. The calls above keep a
+    // sequence of their own beside these.
+    uint32_t max_sequences() const;  // live at once (1 on a GPU for now)
+    Result<SeqId> open_sequence();
+    // Ends a sequence; with keep_cached its keys and values stay for a later prompt that
+    // begins the same way.
+    void close_sequence(SeqId seq, bool keep_cached = true);
+    // For a new sequence: takes the longest beginning of `prompt` that another sequence or a
+    // cached prefix holds, short of its last token (whose logits are needed), and returns how
+    // many positions that is.
+    uint32_t adopt_prefix(SeqId seq, std::span<const TokenId> prompt);
+    uint32_t sequence_length(SeqId seq) const;
+    std::span<const TokenId> sequence_tokens(SeqId seq) const;
+    void truncate_sequence(SeqId seq, uint32_t n);
+    // Blocks that n more positions of `seq` take, and blocks the pool can hand out.
+    uint32_t blocks_needed(SeqId seq, uint32_t n) const;
+    uint32_t available_blocks() const;
+    // Runs a batch mixing sequences (Backend::decode_batch): fails with out_of_memory, nothing
+    // run, when the cache lacks blocks for it. Then batch_logits(i) / batch_argmax(i) are the
+    // outputs of the i-th row that asked for one, valid until the next call.
+    Result<void> decode_batch(std::span<const BatchRow> rows);
+    std::span<const float> batch_logits(size_t i) const;
+    TokenId batch_argmax(size_t i) const;
+    KvStats kv_stats() const;
     // Each device's share and the time it has worked so far.
     std::vector<DeviceUsage> device_usage() const;
 

@@ -99,6 +99,10 @@ struct PlanOptions {
     uint64_t reserve_bytes = uint64_t{512} << 20;  // kept free on every device
     uint32_t main_device = 0;        // index into the devices (must be used)
     uint32_t n_ctx = 4096;
+    // Positions the KV cache holds for all sequences together (ModelOptions::kv_cache_tokens);
+    // 0: n_ctx.
+    uint32_t kv_tokens = 0;
+    uint32_t max_sequences = 1;  // sequences run together (their logits are kept at once)
     KvCacheType kv_type = KvCacheType::f16;
     uint32_t n_batch = 512;
     // Mixture-of-experts models: the experts of the first N layers stay in system RAM and run

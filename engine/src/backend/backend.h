@@ -11,8 +11,10 @@
 #include <span>
 #include <vector>
 
+#include "backend/kv_blocks.h"
 #include "powerhouse/device_types.h"
 #include "powerhouse/result.h"
+#include "powerhouse/sequences.h"
 #include "powerhouse/tokenizer.h"
 
 namespace powerhouse {
@@ -20,6 +22,28 @@ namespace powerhouse {
 class Backend {
 public:
     virtual ~Backend() = default;
+
+    // The sequences and the blocks of the KV cache they hold (kv_blocks.h): open, close,
+    // adopt a cached prefix, truncate. A batch's sequences must be open here.
+    virtual KvBlocks& kv() = 0;
+    virtual const KvBlocks& kv() const = 0;
+    // Runs a batch that mixes sequences: each row's token goes after the positions its
+    // sequence holds (and the earlier rows of that sequence in the batch). The blocks the
+    // rows need are taken from the pool first; when they are lacking (ErrorCode::
+    // out_of_memory) or a sequence would pass the context (context_full), nothing is run.
+    // Then output(i) is what the i-th row asking for an output (in row order) asked for,
+    // valid until the next call.
+    virtual Result<void> decode_batch(std::span<const BatchRow> rows) = 0;
+    struct Output {
+        std::span<const float> logits;  // RowOutput::logits
+        TokenId argmax = -1;            // RowOutput::argmax
+    };
+    virtual Output output(size_t i) const = 0;
+    // Bytes of one block of the pool, keys and values of every layer on every device.
+    virtual uint64_t kv_block_bytes() const = 0;
+
+    // One sequence for callers that want no more (tests, benchmarks, the CLI): the calls
+    // below work on it, opened on first use.
 
     // Processes `tokens` at positions n_past() .. n_past() + size - 1, appending their keys
     // and values to the cache, and returns the logits (n_vocab floats) of the last one.
@@ -36,6 +60,8 @@ public:
     virtual uint32_t n_ctx() const = 0;
     // Forgets positions n and later (keeps the cache of a shared prompt prefix).
     virtual void truncate(uint32_t n) = 0;
+    // The tokens of the n_past() positions.
+    virtual std::span<const TokenId> cached_tokens() const = 0;
     // Bytes held by the KV cache.
     virtual size_t kv_cache_bytes() const = 0;
     // Each device's share: bytes held, time worked and time spent communicating.

@@ -7,17 +7,71 @@
 // on different threads at once.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "arch/step_program.h"
+#include "backend/kv_blocks.h"
 #include "powerhouse/device_types.h"
 #include "powerhouse/result.h"
 #include "powerhouse/tokenizer.h"
 #include "tensor/argmax.h"
 
 namespace powerhouse {
+
+// The rows of a batch and where their keys and values live in the stage's cache of blocks
+// (kv_blocks.h): row i is position pos[i] of the sequence whose block table starts at
+// tables + seq[i] * table_stride. Rows of one sequence come in position order, and attend
+// to every earlier position of their sequence, rows before them in the batch included.
+struct StageBatch {
+    int n = 0;
+    const int32_t* pos = nullptr;
+    const int32_t* seq = nullptr;
+    const int32_t* tables = nullptr;
+    int table_stride = 0;
+    uint32_t block_size = 1;
+
+    const int32_t* table(int row) const { return tables + static_cast<ptrdiff_t>(seq[row]) * table_stride; }
+    // The cache row (block * block_size + offset) of position p of row `row`'s sequence.
+    int64_t slot(int row, int32_t p) const {
+        const auto b = static_cast<uint32_t>(p) / block_size;
+        return int64_t{table(row)[b]} * block_size + static_cast<uint32_t>(p) % block_size;
+    }
+    // Rows first .. first + count - 1, as a batch of their own.
+    StageBatch rows(int first, int count) const {
+        StageBatch b = *this;
+        b.n = count;
+        b.pos += first;
+        b.seq += first;
+        return b;
+    }
+};
+
+// One sequence at positions first .. first + n - 1, held at the same rows of the cache: a
+// batch for tests and for callers that keep a single sequence.
+class ContiguousBatch {
+public:
+    ContiguousBatch(int n, uint32_t first) : pos_(static_cast<size_t>(std::max(0, n))), seq_(pos_.size(), 0) {
+        for (size_t i = 0; i < pos_.size(); ++i) pos_[i] = static_cast<int32_t>(first + i);
+        batch_.n = n;
+        batch_.pos = pos_.data();
+        batch_.seq = seq_.data();
+        batch_.tables = &table_;
+        batch_.table_stride = 1;
+        batch_.block_size = first + static_cast<uint32_t>(std::max(0, n)) + 1;  // block 0 holds them all
+    }
+    ContiguousBatch(const ContiguousBatch&) = delete;
+    ContiguousBatch& operator=(const ContiguousBatch&) = delete;
+    const StageBatch& batch() const { return batch_; }
+
+private:
+    std::vector<int32_t> pos_, seq_;
+    int32_t table_ = 0;
+    StageBatch batch_;
+};
 
 class DeviceStage {
 public:
@@ -29,19 +83,29 @@ public:
     // Looks up the tokens' embeddings into x() and runs the step program's input ops. Only
     // on the stage that holds the embedding.
     virtual Result<void> embed(std::span<const TokenId> tokens) = 0;
-    // Runs the stage's layers over the first n rows of x(), the tokens at positions pos ..
-    // pos + n - 1, keeping their keys and values. A tensor split's all-reduces happen inside.
-    virtual Result<void> run_layers(int n, uint32_t pos) = 0;
-    // Runs the output head on row `row` of x() and returns the logits, valid until the next
-    // call. Only on the stage that holds the output layer.
-    virtual Result<std::span<const float>> head(int row) = 0;
-    // The output head on row `row`, returning only the index of the largest logit (the first
-    // of equals; kNoToken when none is a number above -inf). A GPU computes it where the logits
-    // are; this default takes them to the host.
-    virtual Result<TokenId> head_argmax(int row) {
-        Result<std::span<const float>> logits = head(row);
+    // Runs the stage's layers over the first batch.n rows of x(), keeping their keys and
+    // values. A tensor split's all-reduces happen inside.
+    virtual Result<void> run_layers(const StageBatch& batch) = 0;
+    // Makes the block copies that the cache's bookkeeping queued (kv_blocks.h), in order.
+    virtual Result<void> copy_kv_blocks(std::span<const KvBlockCopy> copies) = 0;
+    // How many rows one head() call takes (at least 1).
+    virtual int max_head_rows() const = 0;
+    // Whether the stage reads its cache through block tables; if not, a sequence's block i
+    // must be block i of the pool (KvBlocksOptions::contiguous).
+    virtual bool paged_kv() const = 0;
+    // Runs the output head on the given rows of x() and returns their logits, one row of
+    // n_vocab after another, valid until the next call. Only on the stage that holds the
+    // output layer; at most max_head_rows() rows.
+    virtual Result<std::span<const float>> head(std::span<const int> rows) = 0;
+    // The output head on the given rows, returning only the index of each one's largest
+    // logit (the first of equals; kNoToken when none is a number above -inf) into `out`. A GPU
+    // computes it where the logits are; this default takes them to the host.
+    virtual Result<void> head_argmax(std::span<const int> rows, std::span<TokenId> out) {
+        Result<std::span<const float>> logits = head(rows);
         if (!logits) return logits.error();
-        return argmax(*logits);  // the sampler's own greedy choice
+        const size_t n_vocab = logits->size() / rows.size();
+        for (size_t i = 0; i < rows.size(); ++i) out[i] = argmax(logits->subspan(i * n_vocab, n_vocab));
+        return {};
     }
     // What the stage holds and how long it has worked.
     virtual DeviceUsage usage() const = 0;

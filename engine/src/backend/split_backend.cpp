@@ -4,12 +4,29 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <optional>
 
 #include "backend/cpu/thread_pool.h"
 
 namespace powerhouse {
 
 namespace {
+
+KvBlocksOptions kv_options(const SplitShape& shape, bool contiguous) {
+    KvBlocksOptions o;
+    o.block_size = std::max<uint32_t>(1, shape.kv_block_size);
+    o.n_blocks = shape.kv_blocks != 0 ? shape.kv_blocks : (shape.n_ctx + o.block_size - 1) / o.block_size;
+    o.max_length = shape.n_ctx;
+    o.max_sequences = std::max<uint32_t>(1, shape.max_sequences);
+    o.max_cached = shape.max_cached;
+    o.contiguous = contiguous;
+    return o;
+}
+
+bool all_paged(const std::vector<std::unique_ptr<DeviceStage>>& stages) {
+    return std::all_of(stages.begin(), stages.end(), [](const auto& s) { return s->paged_kv(); });
+}
 
 class SplitBackend final : public Backend {
 public:
@@ -18,20 +35,46 @@ public:
         : stages_(std::move(stages)),
           comm_(std::move(comm)),
           shape_(shape),
+          kv_(kv_options(shape, !all_paged(stages_))),
           // One thread per stage (the caller's thread is the first); a single stage runs inline.
           threads_(static_cast<int>(stages_.size())) {}
 
-    Result<std::span<const float>> decode(std::span<const TokenId> tokens) override;
-    Result<TokenId> decode_argmax(std::span<const TokenId> tokens) override {
-        want_argmax_ = true;
-        Result<std::span<const float>> done = decode(tokens);
-        want_argmax_ = false;
-        if (!done) return done.error();
-        return argmax_;
+    KvBlocks& kv() override { return kv_; }
+    const KvBlocks& kv() const override { return kv_; }
+    Result<void> decode_batch(std::span<const BatchRow> rows) override;
+    Output output(size_t i) const override {
+        Output o;
+        if (i >= outputs_.size()) return o;
+        const OutputSlot& slot = outputs_[i];
+        if (slot.logits_at >= 0) {
+            o.logits = std::span<const float>(logits_).subspan(static_cast<size_t>(slot.logits_at) * shape_.n_vocab,
+                                                               shape_.n_vocab);
+        }
+        o.argmax = slot.argmax;
+        return o;
     }
-    uint32_t n_past() const override { return n_past_; }
+    uint64_t kv_block_bytes() const override {
+        const uint32_t blocks = kv_.options().n_blocks;
+        return blocks == 0 ? 0 : kv_cache_bytes() / blocks;
+    }
+
+    Result<std::span<const float>> decode(std::span<const TokenId> tokens) override {
+        PH_TRY(decode_single(tokens, RowOutput::logits));
+        return output(0).logits;
+    }
+    Result<TokenId> decode_argmax(std::span<const TokenId> tokens) override {
+        PH_TRY(decode_single(tokens, RowOutput::argmax));
+        return output(0).argmax;
+    }
+    uint32_t n_past() const override { return single_ && kv_.contains(*single_) ? kv_.length(*single_) : 0; }
     uint32_t n_ctx() const override { return shape_.n_ctx; }
-    void truncate(uint32_t n) override { n_past_ = std::min(n_past_, n); }
+    void truncate(uint32_t n) override {
+        if (single_ && kv_.contains(*single_)) kv_.truncate(*single_, n);
+    }
+    std::span<const TokenId> cached_tokens() const override {
+        if (single_ && kv_.contains(*single_)) return kv_.tokens(*single_);
+        return {};
+    }
     size_t kv_cache_bytes() const override {
         size_t bytes = 0;
         for (const auto& s : stages_) bytes += s->usage().kv_cache_bytes;
@@ -48,21 +91,36 @@ public:
     }
 
 private:
+    struct OutputSlot {
+        int row = 0;
+        RowOutput kind = RowOutput::none;
+        int logits_at = -1;  // index into logits_ (rows of n_vocab)
+        TokenId argmax = -1;
+    };
+
+    Result<void> decode_single(std::span<const TokenId> tokens, RowOutput out) {
+        if (tokens.empty()) return make_error(ErrorCode::invalid_argument, "decode() needs at least one token");
+        if (!single_ || !kv_.contains(*single_)) {
+            Result<SeqId> opened = kv_.open();
+            if (!opened) return opened.error();
+            single_ = *opened;
+        }
+        std::vector<BatchRow> rows(tokens.size());
+        for (size_t i = 0; i < tokens.size(); ++i) rows[i] = BatchRow{*single_, tokens[i], RowOutput::none};
+        rows.back().output = out;
+        return decode_batch(rows);
+    }
+
     // Runs work[i] on stage i's thread for every i with work, all at once. On failure the
     // communicator is aborted so that no stage waits for the one that failed; the first
     // failure that is not such a release is returned.
     Result<void> run_stages(const std::vector<std::function<Result<void>()>>& work);
-    Result<std::span<const float>> decode_layer_split(std::span<const TokenId> tokens, uint32_t pos);
-    Result<std::span<const float>> decode_tensor_split(std::span<const TokenId> tokens, uint32_t pos);
+    Result<void> run_layer_split(std::span<const TokenId> tokens, const StageBatch& batch);
+    Result<void> run_tensor_split(std::span<const TokenId> tokens, const StageBatch& batch);
     Result<void> copy_x(size_t from, size_t to, int n);
-    // The output stage's head on `row`: the logits, or with want_argmax_ only their argmax.
-    Result<std::span<const float>> run_head(DeviceStage& stage, int row) {
-        if (!want_argmax_) return stage.head(row);
-        Result<TokenId> best = stage.head_argmax(row);
-        if (!best) return best.error();
-        argmax_ = *best;
-        return std::span<const float>();
-    }
+    // The output stage's head on the output rows among rows [first, first + count) of the
+    // batch, which sit at rows 0 .. count - 1 of its x().
+    Result<void> run_heads(DeviceStage& stage, int first, int count);
     // The error with the device's name in front.
     Result<void> named(size_t stage, Result<void> r) const {
         if (r) return r;
@@ -72,10 +130,14 @@ private:
     std::vector<std::unique_ptr<DeviceStage>> stages_;
     std::unique_ptr<Communicator> comm_;
     SplitShape shape_;
+    KvBlocks kv_;
     cpu::ThreadPool threads_;
-    uint32_t n_past_ = 0;
-    bool want_argmax_ = false;  // decode_argmax in progress
-    TokenId argmax_ = -1;
+    std::optional<SeqId> single_;  // the sequence of decode()
+
+    // The batch being run: its outputs and where their logits went.
+    std::vector<OutputSlot> outputs_;
+    size_t next_output_ = 0;  // outputs_ filled so far (they come in row order)
+    std::vector<float> logits_;
 };
 
 Result<void> SplitBackend::run_stages(const std::vector<std::function<Result<void>()>>& work) {
@@ -104,33 +166,148 @@ Result<void> SplitBackend::copy_x(size_t from, size_t to, int n) {
                        static_cast<size_t>(n) * shape_.n_embd);
 }
 
-Result<std::span<const float>> SplitBackend::decode(std::span<const TokenId> tokens) {
-    if (tokens.empty()) return make_error(ErrorCode::invalid_argument, "decode() needs at least one token");
-    if (n_past_ + tokens.size() > shape_.n_ctx) {
-        return make_error(ErrorCode::out_of_memory,
-                          fmt::format("the context is full: {} tokens held, {} more asked, the context holds {}",
-                                      n_past_, tokens.size(), shape_.n_ctx));
+Result<void> SplitBackend::decode_batch(std::span<const BatchRow> rows) {
+    outputs_.clear();
+    next_output_ = 0;
+    if (rows.empty()) return make_error(ErrorCode::invalid_argument, "a batch needs at least one token");
+    // The rows per sequence, in order of first appearance.
+    std::map<SeqId, uint32_t> count;
+    std::vector<SeqId> order;
+    for (const BatchRow& r : rows) {
+        if (r.token < 0 || static_cast<uint32_t>(r.token) >= shape_.n_vocab) {
+            return make_error(ErrorCode::invalid_argument, fmt::format("token id {} is out of range", r.token));
+        }
+        if (!kv_.contains(r.seq)) {
+            return make_error(ErrorCode::invalid_argument, fmt::format("sequence {} is not open", r.seq));
+        }
+        if (count[r.seq]++ == 0) order.push_back(r.seq);
     }
-    for (TokenId id : tokens) {
-        if (id < 0 || static_cast<uint32_t>(id) >= shape_.n_vocab) {
-            return make_error(ErrorCode::invalid_argument, fmt::format("token id {} is out of range", id));
+    // Blocks for every sequence first: a batch that cannot have them all runs nothing.
+    uint32_t need = 0;
+    for (SeqId s : order) {
+        const uint32_t len = kv_.length(s);
+        if (len + count[s] > shape_.n_ctx) {
+            return make_error(ErrorCode::context_full,
+                              fmt::format("the context is full: {} tokens held, {} more asked, the context holds {}",
+                                          len, count[s], shape_.n_ctx));
+        }
+        need += kv_.blocks_needed(s, count[s]);
+    }
+    if (need > kv_.available_blocks()) {
+        return make_error(ErrorCode::out_of_memory,
+                          fmt::format("the KV cache is full: the batch needs {} more blocks of {} positions, {} of {} "
+                                      "can be had",
+                                      need, kv_.block_size(), kv_.available_blocks(), kv_.options().n_blocks));
+    }
+    for (SeqId s : order) PH_TRY(kv_.reserve(s, count[s]));
+    const std::vector<KvBlockCopy> copies = kv_.take_copies();
+    if (!copies.empty()) {
+        for (size_t i = 0; i < stages_.size(); ++i) PH_TRY(named(i, stages_[i]->copy_kv_blocks(copies)));
+    }
+
+    // Positions and block tables.
+    const size_t n = rows.size();
+    std::vector<int32_t> pos(n), seq(n);
+    std::map<SeqId, int32_t> index;
+    size_t stride = 1;
+    for (SeqId s : order) {
+        index[s] = static_cast<int32_t>(index.size());
+        stride = std::max(stride, kv_.table(s).size());
+    }
+    std::vector<int32_t> tables(order.size() * stride, 0);
+    for (SeqId s : order) {
+        const std::span<const int32_t> t = kv_.table(s);
+        if (!all_paged(stages_)) {
+            for (size_t b = 0; b < t.size(); ++b) {
+                if (t[b] != static_cast<int32_t>(b)) {
+                    return make_error(ErrorCode::internal, "a stage that reads its cache by position got a block "
+                                                           "table that is not the pool's first blocks in order");
+                }
+            }
+        }
+        std::copy(t.begin(), t.end(), tables.begin() + static_cast<ptrdiff_t>(index[s]) * static_cast<ptrdiff_t>(stride));
+    }
+    std::map<SeqId, int32_t> next;
+    std::vector<TokenId> tokens(n);
+    size_t n_logits = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const SeqId s = rows[i].seq;
+        auto [it, fresh] = next.try_emplace(s, static_cast<int32_t>(kv_.length(s)));
+        pos[i] = it->second++;
+        seq[i] = index[s];
+        tokens[i] = rows[i].token;
+        if (rows[i].output != RowOutput::none) {
+            OutputSlot slot;
+            slot.row = static_cast<int>(i);
+            slot.kind = rows[i].output;
+            if (slot.kind == RowOutput::logits) slot.logits_at = static_cast<int>(n_logits++);
+            outputs_.push_back(slot);
         }
     }
-    Result<std::span<const float>> logits = shape_.mode == SplitMode::tensor ? decode_tensor_split(tokens, n_past_)
-                                                                             : decode_layer_split(tokens, n_past_);
-    if (logits) n_past_ += static_cast<uint32_t>(tokens.size());
-    return logits;
+    logits_.resize(n_logits * shape_.n_vocab);
+    StageBatch batch;
+    batch.n = static_cast<int>(n);
+    batch.pos = pos.data();
+    batch.seq = seq.data();
+    batch.tables = tables.data();
+    batch.table_stride = static_cast<int>(stride);
+    batch.block_size = kv_.block_size();
+
+    Result<void> ran = shape_.mode == SplitMode::tensor ? run_tensor_split(tokens, batch) : run_layer_split(tokens, batch);
+    if (!ran) {
+        outputs_.clear();
+        return ran;
+    }
+    // The rows are in the cache now.
+    std::map<SeqId, std::vector<TokenId>> added;
+    for (const BatchRow& r : rows) added[r.seq].push_back(r.token);
+    for (const auto& [s, toks] : added) kv_.append(s, toks);
+    return {};
+}
+
+Result<void> SplitBackend::run_heads(DeviceStage& stage, int first, int count) {
+    std::vector<OutputSlot*> here;
+    while (next_output_ < outputs_.size() && outputs_[next_output_].row < first + count) {
+        here.push_back(&outputs_[next_output_++]);
+    }
+    const auto max_rows = static_cast<size_t>(std::max(1, stage.max_head_rows()));
+    // Argmax rows and logits rows go in separate head calls, at most max_rows at a time.
+    for (RowOutput kind : {RowOutput::argmax, RowOutput::logits}) {
+        std::vector<OutputSlot*> of_kind;
+        for (OutputSlot* s : here) {
+            if (s->kind == kind) of_kind.push_back(s);
+        }
+        for (size_t at = 0; at < of_kind.size(); at += max_rows) {
+            const size_t k = std::min(max_rows, of_kind.size() - at);
+            std::vector<int> local(k);
+            for (size_t i = 0; i < k; ++i) local[i] = of_kind[at + i]->row - first;
+            if (kind == RowOutput::argmax) {
+                std::vector<TokenId> ids(k);
+                PH_TRY(stage.head_argmax(local, ids));
+                for (size_t i = 0; i < k; ++i) of_kind[at + i]->argmax = ids[i];
+            } else {
+                Result<std::span<const float>> l = stage.head(local);
+                if (!l) return l.error();
+                for (size_t i = 0; i < k; ++i) {
+                    std::copy_n(l->begin() + static_cast<ptrdiff_t>(i * shape_.n_vocab), shape_.n_vocab,
+                                logits_.begin() + static_cast<ptrdiff_t>(of_kind[at + i]->logits_at) *
+                                                      static_cast<ptrdiff_t>(shape_.n_vocab));
+                }
+            }
+        }
+    }
+    return {};
 }
 
 // A wavefront over micro-batches: at step t, stage d runs micro-batch t - d. After each step
 // the activations move one stage on, last boundary first, so that nothing is overwritten
 // before it has been passed along.
-Result<std::span<const float>> SplitBackend::decode_layer_split(std::span<const TokenId> tokens, uint32_t pos) {
-    const size_t batch = shape_.n_batch;
-    const size_t n_micro = (tokens.size() + batch - 1) / batch;
+Result<void> SplitBackend::run_layer_split(std::span<const TokenId> tokens, const StageBatch& batch) {
+    const size_t micro = shape_.n_batch;
+    const size_t total = tokens.size();
+    const size_t n_micro = (total + micro - 1) / micro;
     const size_t n_stages = stages_.size();
-    const auto micro_size = [&](size_t m) { return static_cast<int>(std::min(batch, tokens.size() - m * batch)); };
-    std::span<const float> logits;
+    const auto micro_size = [&](size_t m) { return static_cast<int>(std::min(micro, total - m * micro)); };
     for (size_t step = 0; step < n_micro + n_stages - 1; ++step) {
         std::vector<std::function<Result<void>()>> work(n_stages);
         for (size_t d = 0; d < n_stages; ++d) {
@@ -139,52 +316,42 @@ Result<std::span<const float>> SplitBackend::decode_layer_split(std::span<const 
             work[d] = [&, d, m]() -> Result<void> {
                 DeviceStage& stage = *stages_[d];
                 const int n = micro_size(m);
-                if (d == 0) {
-                    Result<void> e = stage.embed(tokens.subspan(m * batch, static_cast<size_t>(n)));
-                    if (!e) return e;
-                }
-                Result<void> r = stage.run_layers(n, pos + static_cast<uint32_t>(m * batch));
-                if (!r) return r;
-                if (d + 1 == n_stages && m + 1 == n_micro) {
-                    Result<std::span<const float>> l = run_head(stage, n - 1);
-                    if (!l) return l.error();
-                    logits = *l;
-                }
+                const int first = static_cast<int>(m * micro);
+                if (d == 0) PH_TRY(stage.embed(tokens.subspan(static_cast<size_t>(first), static_cast<size_t>(n))));
+                PH_TRY(stage.run_layers(batch.rows(first, n)));
+                if (d + 1 == n_stages) PH_TRY(run_heads(stage, first, n));
                 return {};
             };
         }
-        if (Result<void> r = run_stages(work); !r) return r.error();
+        if (Result<void> r = run_stages(work); !r) return r;
         for (size_t d = n_stages - 1; d-- > 0;) {
             if (step < d || step - d >= n_micro) continue;
-            if (Result<void> r = copy_x(d, d + 1, micro_size(step - d)); !r) return r.error();
+            if (Result<void> r = copy_x(d, d + 1, micro_size(step - d)); !r) return r;
         }
     }
-    return logits;
+    return {};
 }
 
-Result<std::span<const float>> SplitBackend::decode_tensor_split(std::span<const TokenId> tokens, uint32_t pos) {
-    const size_t batch = shape_.n_batch;
-    std::span<const float> logits;
-    for (size_t at = 0; at < tokens.size(); at += batch) {
-        const size_t n = std::min(batch, tokens.size() - at);
+Result<void> SplitBackend::run_tensor_split(std::span<const TokenId> tokens, const StageBatch& batch) {
+    const size_t micro = shape_.n_batch;
+    for (size_t at = 0; at < tokens.size(); at += micro) {
+        const size_t n = std::min(micro, tokens.size() - at);
         DeviceStage& first = *stages_[shape_.embedding_stage];
-        if (Result<void> e = named(shape_.embedding_stage, first.embed(tokens.subspan(at, n))); !e) return e.error();
+        PH_TRY(named(shape_.embedding_stage, first.embed(tokens.subspan(at, n))));
         for (size_t s = 0; s < stages_.size(); ++s) {
             if (s == shape_.embedding_stage) continue;
-            if (Result<void> r = copy_x(shape_.embedding_stage, s, static_cast<int>(n)); !r) return r.error();
+            PH_TRY(copy_x(shape_.embedding_stage, s, static_cast<int>(n)));
         }
+        const StageBatch part = batch.rows(static_cast<int>(at), static_cast<int>(n));
         std::vector<std::function<Result<void>()>> work(stages_.size());
         for (size_t s = 0; s < stages_.size(); ++s) {
-            work[s] = [&, s] { return stages_[s]->run_layers(static_cast<int>(n), pos + static_cast<uint32_t>(at)); };
+            work[s] = [&, s] { return stages_[s]->run_layers(part); };
         }
-        if (Result<void> r = run_stages(work); !r) return r.error();
-        if (at + n == tokens.size()) {
-            Result<std::span<const float>> l = run_head(*stages_[shape_.output_stage], static_cast<int>(n) - 1);
-            if (!l) return named(shape_.output_stage, l.error()).error();
-            logits = *l;
-        }
+        PH_TRY(run_stages(work));
+        PH_TRY(named(shape_.output_stage,
+                     run_heads(*stages_[shape_.output_stage], static_cast<int>(at), static_cast<int>(n))));
     }
-    return logits;
+    return {};
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 //   tensor  the stage holding the embedding embeds the batch and copies it to the others;
 //           all stages then run every layer at once (their all-reduces meet in the
 //           communicator) and the stage holding the output layer computes the logits.
+// A batch may mix sequences: the backend hands out the KV blocks (kv_blocks.h), makes the
+// copies the bookkeeping asks for on every stage, and gives each stage the rows' positions
+// and block tables.
 // When a stage fails, the communicator is aborted so that no other stage waits for it, the
 // cache keeps the positions before the failed call, and the error names the device.
 //
@@ -31,6 +34,12 @@ struct SplitShape {
     uint32_t n_embd = 0;
     size_t embedding_stage = 0;  // which stage embeds
     size_t output_stage = 0;     // which stage computes the logits
+    // The KV cache's blocks (kv_blocks.h): how many, their rows, sequences at once and
+    // finished ones kept as prefixes. kv_blocks 0: enough for n_ctx positions.
+    uint32_t kv_blocks = 0;
+    uint32_t kv_block_size = 32;
+    uint32_t max_sequences = 1;
+    uint32_t max_cached = 16;
 };
 
 // `stages` in pipeline order (layer split). `comm` has one rank per stage.

@@ -30,7 +30,6 @@ struct Model::Impl {
     std::unique_ptr<Backend> backend;  // reads `file`'s mapping: declared after it
     ModelSummary summary;
     uint32_t n_batch = 0;
-    std::vector<TokenId> cached;  // ids of the positions in the backend's KV cache
 };
 
 namespace {
@@ -72,6 +71,11 @@ Result<DevicePlan> plan_model(const std::filesystem::path& path, const ModelOpti
     p.reserve_bytes = options.reserve_bytes;
     p.main_device = options.main_device;
     p.n_ctx = n_ctx;
+    // The CPU's cache is whole blocks; a GPU's holds n_ctx positions by position for now.
+    const uint32_t bs = std::max<uint32_t>(1, options.kv_block_size);
+    const uint32_t kv_tokens = options.kv_cache_tokens != 0 ? options.kv_cache_tokens : n_ctx;
+    p.kv_tokens = devices.cuda ? n_ctx : (kv_tokens + bs - 1) / bs * bs;
+    p.max_sequences = std::max<uint32_t>(1, options.max_sequences);
     p.kv_type = options.kv_cache_type;
     p.n_batch = std::max<uint32_t>(1, options.n_batch);
     p.experts_in_ram = options.experts_in_ram;
@@ -180,6 +184,11 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
     // A layer split pipelines a batch as one micro-batch per device.
     shape.n_batch = std::max<uint32_t>(1, options.n_batch);
     if (plan.mode == SplitMode::layer && n > 1) shape.n_batch = (shape.n_batch + n - 1) / n;
+    shape.kv_block_size = std::max<uint32_t>(1, options.kv_block_size);
+    const uint32_t kv_tokens = std::max(options.kv_cache_tokens != 0 ? options.kv_cache_tokens : n_ctx, 1u);
+    shape.kv_blocks = (kv_tokens + shape.kv_block_size - 1) / shape.kv_block_size;
+    shape.max_sequences = std::max<uint32_t>(1, options.max_sequences);
+    shape.max_cached = options.max_cached_prefixes;
     // The experts kept in RAM run on all the CPU's threads, for whichever device asks.
     std::shared_ptr<cpu::HostExperts> host_experts;
     if (plan.experts_in_ram_layers > 0 && impl.hparams.is_moe()) {
@@ -202,6 +211,9 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
         cpu_options.n_threads = std::max(1, threads / static_cast<int>(n));
         cpu_options.n_batch = shape.n_batch;
         cpu_options.kv_cache_type = options.kv_cache_type;
+        cpu_options.kv_block_size = shape.kv_block_size;
+        cpu_options.kv_rows = shape.kv_blocks * shape.kv_block_size;
+        cpu_options.max_head_rows = static_cast<int>(shape.max_sequences);
         cpu::CpuShard shard;
         shard.name = n == 1 ? "CPU" : fmt::format("CPU {}", a.device);
         assign_shard(shard, plan, i, comm.get());
@@ -251,7 +263,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
 
     auto impl = std::make_unique<Impl>(Impl{std::move(file).value(), std::move(hparams).value(),
                                             std::move(tokenizer).value(), std::move(template_info).value(), nullptr,
-                                            {}, std::max<uint32_t>(1, options.n_batch), {}});
+                                            {}, std::max<uint32_t>(1, options.n_batch)});
     const uint32_t n_ctx = std::min(options.n_ctx, std::max<uint32_t>(impl->hparams.n_ctx_train, 1));
     Result<ModelDevices> devices = model_devices(options.devices);
     if (!devices) return devices.error();
@@ -321,23 +333,43 @@ uint32_t Model::n_batch() const { return impl_->n_batch; }
 const ModelSummary& Model::summary() const { return impl_->summary; }
 
 Result<std::span<const float>> Model::decode(std::span<const TokenId> tokens) {
-    Result<std::span<const float>> logits = impl_->backend->decode(tokens);
-    if (logits) impl_->cached.insert(impl_->cached.end(), tokens.begin(), tokens.end());
-    return logits;
+    return impl_->backend->decode(tokens);
 }
 
-Result<TokenId> Model::decode_argmax(std::span<const TokenId> tokens) {
-    Result<TokenId> best = impl_->backend->decode_argmax(tokens);
-    if (best) impl_->cached.insert(impl_->cached.end(), tokens.begin(), tokens.end());
-    return best;
-}
+Result<TokenId> Model::decode_argmax(std::span<const TokenId> tokens) { return impl_->backend->decode_argmax(tokens); }
 
 uint32_t Model::n_past() const { return impl_->backend->n_past(); }
-std::span<const TokenId> Model::cached_tokens() const { return impl_->cached; }
+std::span<const TokenId> Model::cached_tokens() const { return impl_->backend->cached_tokens(); }
+void Model::truncate(uint32_t n) { impl_->backend->truncate(n); }
 
-void Model::truncate(uint32_t n) {
-    impl_->backend->truncate(n);
-    impl_->cached.resize(std::min<size_t>(impl_->cached.size(), impl_->backend->n_past()));
+uint32_t Model::max_sequences() const { return impl_->backend->kv().options().max_sequences; }
+Result<SeqId> Model::open_sequence() { return impl_->backend->kv().open(); }
+void Model::close_sequence(SeqId seq, bool keep_cached) { impl_->backend->kv().close(seq, keep_cached); }
+uint32_t Model::adopt_prefix(SeqId seq, std::span<const TokenId> prompt) {
+    if (prompt.empty() || !impl_->backend->kv().contains(seq)) return 0;
+    return impl_->backend->kv().adopt_prefix(seq, prompt, static_cast<uint32_t>(prompt.size() - 1));
+}
+uint32_t Model::sequence_length(SeqId seq) const {
+    return impl_->backend->kv().contains(seq) ? impl_->backend->kv().length(seq) : 0;
+}
+std::span<const TokenId> Model::sequence_tokens(SeqId seq) const {
+    if (!impl_->backend->kv().contains(seq)) return {};
+    return impl_->backend->kv().tokens(seq);
+}
+void Model::truncate_sequence(SeqId seq, uint32_t n) {
+    if (impl_->backend->kv().contains(seq)) impl_->backend->kv().truncate(seq, n);
+}
+uint32_t Model::blocks_needed(SeqId seq, uint32_t n) const {
+    return impl_->backend->kv().contains(seq) ? impl_->backend->kv().blocks_needed(seq, n) : 0;
+}
+uint32_t Model::available_blocks() const { return impl_->backend->kv().available_blocks(); }
+Result<void> Model::decode_batch(std::span<const BatchRow> rows) { return impl_->backend->decode_batch(rows); }
+std::span<const float> Model::batch_logits(size_t i) const { return impl_->backend->output(i).logits; }
+TokenId Model::batch_argmax(size_t i) const { return impl_->backend->output(i).argmax; }
+KvStats Model::kv_stats() const {
+    KvStats st = impl_->backend->kv().stats();
+    st.block_bytes = impl_->backend->kv_block_bytes();
+    return st;
 }
 size_t Model::kv_cache_bytes() const { return impl_->backend->kv_cache_bytes(); }
 std::vector<DeviceUsage> Model::device_usage() const { return impl_->backend->devices(); }

@@ -66,6 +66,9 @@ struct Planner {
     std::vector<double> ratios;
     uint32_t ram_layers = 0;  // the first layers, whose experts stay in system RAM
 
+    // Positions of the KV cache, all sequences together.
+    double kv_positions() const { return o.kv_tokens != 0 ? o.kv_tokens : o.n_ctx; }
+
     // What layer l puts on the device that holds it: its experts only when not in RAM.
     uint64_t layer_bytes(uint32_t l) const {
         return m.layers[l].total() - (l < ram_layers ? m.layers[l].experts : 0);
@@ -104,7 +107,8 @@ struct Planner {
         const double widest = std::max({static_cast<double>(m.n_embd), share * m.n_ff, share * q_width});
         bytes += static_cast<uint64_t>(batch * widest * 4.0);
         bytes += static_cast<uint64_t>(share * m.n_head * o.n_ctx * 4.0);  // attention scores of one token
-        if (output) bytes += uint64_t{m.n_vocab} * 4;                   // logits
+        // The logits of a step: a row per sequence, and the rows of x they come from.
+        if (output) bytes += uint64_t{std::max<uint32_t>(1, o.max_sequences)} * (m.n_vocab + m.n_embd) * 4;
         if (m.n_expert > 0 && experts) {
             // Per (token, slot) pair: its weighted output and choice, its rows through the
             // three products (input, gate, up, output) and their converted inputs (at most
@@ -189,7 +193,7 @@ DevicePlan Planner::single() const {
     a.expert_end = m.n_expert;
     a.embedding = a.output = true;
     a.weight_bytes = device_weight_bytes();
-    a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * o.n_ctx) * m.n_layer;
+    a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * kv_positions()) * m.n_layer;
     a.scratch_bytes = scratch(true, 1.0, o.n_batch, devices_run_experts());
     a.budget_bytes = budget(a.device);
     plan.devices.push_back(a);
@@ -199,7 +203,7 @@ DevicePlan Planner::single() const {
 DevicePlan Planner::layer() const {
     DevicePlan plan;
     plan.mode = SplitMode::layer;
-    const uint64_t kv_layer = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * o.n_ctx);
+    const uint64_t kv_layer = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * kv_positions());
     std::vector<double> cost(m.n_layer);
     for (uint32_t l = 0; l < m.n_layer; ++l) cost[l] = static_cast<double>(layer_bytes(l) + kv_layer);
     const double total = std::accumulate(cost.begin(), cost.end(), 0.0) + static_cast<double>(m.embedding_bytes) +
@@ -335,7 +339,7 @@ Result<DevicePlan> Planner::tensor() const {
         }
         a.embedding = a.output = a.device == o.main_device;
         if (a.embedding) a.weight_bytes += m.embedding_bytes + m.output_bytes;
-        a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, heads[d], o.kv_type) * o.n_ctx) * m.n_layer;
+        a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, heads[d], o.kv_type) * kv_positions()) * m.n_layer;
         a.scratch_bytes = scratch(a.output, std::max(head_share, ff_share), o.n_batch, devices_run_experts());
         a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;
         a.budget_bytes = budget(a.device);
@@ -351,7 +355,7 @@ Result<void> Planner::check_fits(const DevicePlan& plan) const {
         if (a.total_bytes() <= a.budget_bytes) continue;
         std::vector<std::string> fixes;
         // The context that would fit on this device with the same share of the model.
-        const double kv_per_position = static_cast<double>(a.kv_cache_bytes) / o.n_ctx;
+        const double kv_per_position = static_cast<double>(a.kv_cache_bytes) / kv_positions();
         const uint64_t fixed = a.total_bytes() - a.kv_cache_bytes;
         if (kv_per_position > 0 && fixed < a.budget_bytes) {
             const auto fit = static_cast<uint64_t>(static_cast<double>(a.budget_bytes - fixed) / kv_per_position);

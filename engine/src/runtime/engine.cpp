@@ -7,9 +7,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
+
+#include "powerhouse/scheduler.h"
 
 namespace powerhouse {
 
@@ -31,29 +35,38 @@ struct Engine::State {
     std::deque<std::pair<uint64_t, EngineCommand>> commands;  // with their sequence numbers
     uint64_t next_seq = 1;
     uint64_t cancel_all_through = 0;      // generates submitted up to this sequence are cancelled
-    std::set<uint64_t> cancelled_ids;     // request ids cancelled before they ran
-    uint64_t running_id = 0;              // the generation in progress (0: none)
-    bool running = false;
+    bool cancel_all = false;              // a cancel of everything not yet passed to the scheduler
+    std::set<uint64_t> cancels;           // request ids to cancel, not yet passed on
+    bool loading = false;
     bool stopping = false;
     std::function<void()> notify;
 
-    // Read by the running generation before each decode step.
-    std::atomic<bool> cancel_running{false};
+    // Read by a load in progress.
+    std::atomic<bool> cancel_load{false};
 
     // Events, guarded by `event_mutex`.
     std::mutex event_mutex;
     std::condition_variable event_ready;
     std::deque<EngineEvent> events;
 
-    std::optional<Model> model;  // touched by the engine thread only
+    // Touched by the engine thread only.
+    std::optional<Model> model;
+    std::unique_ptr<Scheduler> scheduler;  // uses `model`: reset first
+    std::set<uint64_t> cancelled_ids;      // cancels of ids that were not running: for a later generate
+    std::map<uint64_t, DoneEvent> started; // requests in the scheduler: what the DoneEvent carries
+    SchedulerStats last_stats;
+    std::chrono::steady_clock::time_point last_stats_time;
     std::thread thread;
 
     void emit(EngineEvent event);
     void run();
+    void apply_cancels();
+    void stop_generations();
     void load(const LoadCommand& command);
     void unload();
     void generate(const GenerateCommand& command, uint64_t seq);
-    Result<GenerationResult> run_generation(const GenerateCommand& command, DoneEvent& done);
+    Result<void> start_generation(const GenerateCommand& command, DoneEvent& done);
+    void report_stats(bool force);
 };
 
 void Engine::State::emit(EngineEvent event) {
@@ -70,34 +83,84 @@ void Engine::State::emit(EngineEvent event) {
     if (callback) callback();
 }
 
+// The engine thread: commands in order; between them, while generations run, one step of
+// the scheduler at a time, so that a new request joins the running ones at the next step.
 void Engine::State::run() {
     for (;;) {
-        std::pair<uint64_t, EngineCommand> next;
+        std::deque<std::pair<uint64_t, EngineCommand>> batch;
         {
             std::unique_lock lock(mutex);
-            command_ready.wait(lock, [&] { return stopping || !commands.empty(); });
+            const bool busy = scheduler != nullptr && !scheduler->idle();
+            if (!busy) {
+                command_ready.wait(lock,
+                                   [&] { return stopping || !commands.empty() || cancel_all || !cancels.empty(); });
+            }
             if (stopping) break;
-            next = std::move(commands.front());
-            commands.pop_front();
+            batch.swap(commands);
         }
-        std::visit(Overloaded{
-                       [&](const LoadCommand& c) { load(c); },
-                       [&](const UnloadCommand&) { unload(); },
-                       [&](const GenerateCommand& c) { generate(c, next.first); },
-                       [&](const CancelCommand&) {},  // acted on in submit()
-                   },
-                   next.second);
+        apply_cancels();
+        for (auto& [seq, command] : batch) {
+            std::visit(Overloaded{
+                           [&](const LoadCommand& c) { load(c); },
+                           [&](const UnloadCommand&) { unload(); },
+                           [&, seq = seq](const GenerateCommand& c) { generate(c, seq); },
+                           [&](const CancelCommand&) {},  // acted on in submit() and apply_cancels()
+                       },
+                       command);
+            apply_cancels();
+        }
+        if (scheduler != nullptr && !scheduler->idle()) {
+            // A failure is the requests' error event, sent by their callbacks.
+            (void)scheduler->step();
+            report_stats(scheduler->idle());
+        }
     }
+    scheduler.reset();
     model.reset();  // free the model on the thread that used it
 }
 
+// Cancels asked since the last look: passed to the scheduler, or kept for a later generate.
+void Engine::State::apply_cancels() {
+    bool all = false;
+    std::set<uint64_t> ids;
+    {
+        const std::lock_guard lock(mutex);
+        all = std::exchange(cancel_all, false);
+        ids.swap(cancels);
+    }
+    if (all && scheduler != nullptr) scheduler->cancel_all();
+    for (uint64_t id : ids) {
+        if (scheduler == nullptr || !scheduler->cancel(id)) cancelled_ids.insert(id);
+    }
+}
+
+// Ends every generation (each with its DoneEvent, StopReason::cancelled) before the model goes.
+void Engine::State::stop_generations() {
+    if (scheduler == nullptr) return;
+    scheduler->cancel_all();
+    while (!scheduler->idle()) (void)scheduler->step();
+    report_stats(true);
+    scheduler.reset();
+}
+
+void Engine::State::report_stats(bool force) {
+    if (scheduler == nullptr) return;
+    const auto now = std::chrono::steady_clock::now();
+    const SchedulerStats st = scheduler->stats();
+    const bool changed = st.running != last_stats.running || st.waiting != last_stats.waiting;
+    if (!force && !changed && now - last_stats_time < std::chrono::milliseconds(500)) return;
+    last_stats = st;
+    last_stats_time = now;
+    emit(SchedulerEvent{st});
+}
+
 void Engine::State::load(const LoadCommand& command) {
+    stop_generations();
     model.reset();  // never two models in memory at once
     {
         const std::lock_guard lock(mutex);
-        running = true;  // a cancel, a newer load or an unload stops this one
-        running_id = 0;
-        cancel_running = false;
+        loading = true;  // a cancel, a newer load or an unload stops this one
+        cancel_load = false;
     }
     const auto start = std::chrono::steady_clock::now();
     float last = -1.0f;
@@ -109,21 +172,23 @@ void Engine::State::load(const LoadCommand& command) {
             last_stage = stage;
             emit(LoadProgressEvent{command.path, fraction, std::string(stage)});
         }
-        return !cancel_running.load(std::memory_order_relaxed);
+        return !cancel_load.load(std::memory_order_relaxed);
     });
     {
         const std::lock_guard lock(mutex);
-        running = false;
+        loading = false;
     }
     if (!loaded) {
         emit(ErrorEvent{0, loaded.error()});
         return;
     }
     model.emplace(std::move(loaded).value());
+    scheduler = std::make_unique<Scheduler>(*model);
     emit(LoadedEvent{model->summary(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
 }
 
 void Engine::State::unload() {
+    stop_generations();
     model.reset();
     emit(UnloadedEvent{});
 }
@@ -132,41 +197,29 @@ void Engine::State::generate(const GenerateCommand& command, uint64_t seq) {
     const uint64_t id = command.request_id;
     DoneEvent done;
     done.request_id = id;
+    bool cancelled = cancelled_ids.erase(id) > 0;
     {
         const std::lock_guard lock(mutex);
-        if (seq <= cancel_all_through || cancelled_ids.erase(id) > 0) {
-            done.stats.stop_reason = StopReason::cancelled;
-        } else {
-            running = true;
-            running_id = id;
-            cancel_running = false;
-        }
+        cancelled = cancelled || seq <= cancel_all_through;
     }
-    if (done.stats.stop_reason == StopReason::cancelled) {
+    if (cancelled) {
+        done.stats.stop_reason = StopReason::cancelled;
         emit(std::move(done));
         return;
     }
-    Result<GenerationResult> result = run_generation(command, done);
-    {
-        const std::lock_guard lock(mutex);
-        running = false;
-        running_id = 0;
-        cancelled_ids.erase(id);
+    if (Result<void> started_ok = start_generation(command, done); !started_ok) {
+        emit(ErrorEvent{id, started_ok.error()});
     }
-    if (!result) {
-        emit(ErrorEvent{id, result.error()});
-        return;
-    }
-    const uint32_t dropped = done.stats.dropped_messages;
-    done.stats = result->stats;
-    done.stats.dropped_messages = dropped;
-    done.text = std::move(result->text);
-    done.generated_ids = std::move(result->ids);
-    emit(std::move(done));
 }
 
-Result<GenerationResult> Engine::State::run_generation(const GenerateCommand& command, DoneEvent& done) {
-    if (!model) return make_error(ErrorCode::invalid_argument, "no model is loaded: load a model first");
+Result<void> Engine::State::start_generation(const GenerateCommand& command, DoneEvent& done) {
+    if (!model || scheduler == nullptr) {
+        return make_error(ErrorCode::invalid_argument, "no model is loaded: load a model first");
+    }
+    if (started.count(command.request_id) != 0) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("request {} is already running: give each request its own id", command.request_id));
+    }
     if (command.raw_prompt) {
         done.prompt_ids = raw_prompt(*model, *command.raw_prompt);
     } else {
@@ -181,12 +234,30 @@ Result<GenerationResult> Engine::State::run_generation(const GenerateCommand& co
         if (!prompt) return prompt.error();
         done.prompt_ids = std::move(prompt).value();
     }
-    GenerationCallbacks callbacks;
-    callbacks.on_text = [&](std::string_view text) { emit(TokenEvent{command.request_id, std::string(text)}); };
-    callbacks.cancelled = [&] { return cancel_running.load(std::memory_order_relaxed); };
-    return powerhouse::generate(*model, done.prompt_ids, command.settings, callbacks);
+    const uint64_t id = command.request_id;
+    PH_TRY(scheduler->submit(
+        id, done.prompt_ids, command.settings,
+        [this](uint64_t rid, std::string_view text) { emit(TokenEvent{rid, std::string(text)}); },
+        [this](uint64_t rid, Result<GenerationResult> result) {
+            auto it = started.find(rid);
+            if (it == started.end()) return;
+            DoneEvent event = std::move(it->second);
+            started.erase(it);
+            if (!result) {
+                emit(ErrorEvent{rid, result.error()});
+                return;
+            }
+            const uint32_t dropped = event.stats.dropped_messages;
+            event.stats = result->stats;
+            event.stats.dropped_messages = dropped;
+            event.text = std::move(result->text);
+            event.generated_ids = std::move(result->ids);
+            emit(std::move(event));
+        }));
+    started.emplace(id, std::move(done));
+    report_stats(true);
+    return {};
 }
-
 Engine::Engine() : state_(std::make_shared<State>()) {
     state_->thread = std::thread([state = state_.get()] { state->run(); });
 }
@@ -196,7 +267,7 @@ Engine::~Engine() {
         const std::lock_guard lock(state_->mutex);
         state_->stopping = true;
         state_->commands.clear();
-        state_->cancel_running = true;
+        state_->cancel_load = true;
     }
     state_->command_ready.notify_all();
     state_->thread.join();
@@ -210,16 +281,16 @@ void Engine::submit(EngineCommand command) {
         if (const auto* cancel = std::get_if<CancelCommand>(&command)) {
             if (cancel->request_id == 0) {
                 state_->cancel_all_through = seq;
-                state_->cancel_running = true;
-            } else if (state_->running && state_->running_id == cancel->request_id) {
-                state_->cancel_running = true;
+                state_->cancel_all = true;
+                if (state_->loading) state_->cancel_load = true;
             } else {
-                state_->cancelled_ids.insert(cancel->request_id);
+                state_->cancels.insert(cancel->request_id);
             }
-            return;  // acted on now; nothing to queue
+            state_->command_ready.notify_one();
+            return;  // acted on at the engine thread's next look; nothing to queue
         }
         if (std::holds_alternative<LoadCommand>(command) || std::holds_alternative<UnloadCommand>(command)) {
-            if (state_->running) state_->cancel_running = true;
+            if (state_->loading) state_->cancel_load = true;
         }
         state_->commands.emplace_back(seq, std::move(command));
     }

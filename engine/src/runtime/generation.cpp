@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "powerhouse/chat_template.h"
-#include "powerhouse/stop_strings.h"
+#include "powerhouse/scheduler.h"
 
 namespace powerhouse {
 
@@ -100,128 +101,22 @@ Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const
 
 Result<GenerationResult> generate(Model& model, std::span<const TokenId> prompt, const GenerationSettings& settings,
                                   const GenerationCallbacks& callbacks) {
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
-    const auto seconds_since = [](Clock::time_point t) {
-        return std::chrono::duration<double>(Clock::now() - t).count();
-    };
-    if (prompt.empty()) return make_error(ErrorCode::invalid_argument, "the prompt is empty");
-    if (settings.max_tokens < 0) {
-        return make_error(ErrorCode::invalid_argument, fmt::format("max_tokens = {} is negative", settings.max_tokens));
+    // One request through the scheduler: the same loop as under batching, alone.
+    SchedulerOptions options;
+    options.max_sequences = 1;
+    Scheduler scheduler(model, options);
+    std::optional<Result<GenerationResult>> done;
+    Scheduler::TextCallback on_text;
+    if (callbacks.on_text) on_text = [&](uint64_t, std::string_view text) { callbacks.on_text(text); };
+    PH_TRY(scheduler.submit(1, std::vector<TokenId>(prompt.begin(), prompt.end()), settings, std::move(on_text),
+                            [&](uint64_t, Result<GenerationResult> result) { done = std::move(result); }));
+    while (!done) {
+        // Polled before every step, as the scheduler checks its cancels.
+        if (callbacks.cancelled && callbacks.cancelled()) scheduler.cancel(1);
+        Result<void> stepped = scheduler.step();
+        if (!stepped && !done) return stepped.error();
     }
-    if (prompt.size() > model.n_ctx()) {
-        return make_error(ErrorCode::context_full,
-                          fmt::format("the prompt is {} tokens long but the context holds {}: shorten it or {}",
-                                      prompt.size(), model.n_ctx(), longer_context_hint(model)));
-    }
-    Result<Sampler> created = Sampler::create(settings.sampling);
-    if (!created) return created.error();
-    Sampler sampler = std::move(created).value();
-    for (TokenId id : prompt) sampler.accept(id);
-
-    GenerationResult result;
-    GenerationStats& stats = result.stats;
-    stats.prompt_tokens = static_cast<uint32_t>(prompt.size());
-
-    // The prompt cache: keep what the cache holds of this prompt, but always decode at least
-    // its last token, for the logits.
-    const std::span<const TokenId> cached = model.cached_tokens();
-    const size_t limit = std::min(cached.size(), prompt.size() - 1);
-    size_t common = 0;
-    while (common < limit && cached[common] == prompt[common]) ++common;
-    model.truncate(static_cast<uint32_t>(common));
-    stats.reused_tokens = static_cast<uint32_t>(common);
-
-    const auto cancelled = [&] { return callbacks.cancelled && callbacks.cancelled(); };
-    const auto finish = [&](StopReason reason) {
-        stats.stop_reason = reason;
-        stats.generated_tokens = static_cast<uint32_t>(result.ids.size());
-        return result;
-    };
-
-    // Greedy without penalties: the model picks each token itself (on a GPU, only its id
-    // leaves the device). Otherwise the sampler works on the logits.
-    const bool greedy = sampler.plain_greedy();
-    std::span<const float> logits;
-    TokenId picked = kNoToken;
-    const auto step = [&](std::span<const TokenId> tokens) -> Result<void> {
-        if (greedy) {
-            Result<TokenId> best = model.decode_argmax(tokens);
-            if (!best) return best.error();
-            picked = *best;
-        } else {
-            Result<std::span<const float>> out = model.decode(tokens);
-            if (!out) return out.error();
-            logits = *out;
-        }
-        return {};
-    };
-
-    // Prefill, a batch at a time, so that a cancel is seen between batches.
-    const size_t batch = model.n_batch();
-    for (size_t at = common; at < prompt.size(); at += batch) {
-        if (cancelled()) {
-            stats.prompt_seconds = seconds_since(start);
-            return finish(StopReason::cancelled);
-        }
-        PH_TRY(step(prompt.subspan(at, std::min(batch, prompt.size() - at))));
-    }
-    stats.prompt_seconds = seconds_since(start);
-
-    StopStringMatcher stops(settings.stop);
-    DetokenizeOptions detok;
-    detok.strip_leading_space = false;  // the answer continues the prompt
-    StreamingDetokenizer stream(model.tokenizer(), detok);
-    const auto emit = [&](const std::string& piece) {
-        const StopStringOutput out = stops.feed(piece);
-        result.text += out.text_to_emit;
-        if (!out.text_to_emit.empty() && callbacks.on_text) callbacks.on_text(out.text_to_emit);
-        return out.stopped;
-    };
-
-    std::vector<float> scratch;
-    Clock::time_point first_token{};
-    StopReason reason = StopReason::length;
-    for (int32_t i = 0; i < settings.max_tokens; ++i) {
-        TokenId next = picked;
-        if (!greedy) {
-            scratch.assign(logits.begin(), logits.end());
-            next = sampler.sample(scratch);
-        }
-        if (next == kNoToken) return make_error(ErrorCode::internal, "the model produced no usable logits (NaN)");
-        if (i == 0) {
-            first_token = Clock::now();
-            stats.time_to_first_token = std::chrono::duration<double>(first_token - start).count();
-        }
-        sampler.accept(next);
-        result.ids.push_back(next);
-        if (model.tokenizer().is_eog(next) && !settings.ignore_eos) {
-            reason = StopReason::eos;
-            break;
-        }
-        if (emit(stream.feed(next))) {
-            reason = StopReason::stop;
-            break;
-        }
-        if (i + 1 == settings.max_tokens) break;
-        if (model.n_past() >= model.n_ctx()) {
-            reason = StopReason::context;
-            break;
-        }
-        if (cancelled()) {
-            reason = StopReason::cancelled;
-            break;
-        }
-        const TokenId one[] = {next};
-        PH_TRY(step(one));
-    }
-    if (reason != StopReason::stop && !emit(stream.flush())) {
-        const std::string rest = stops.flush();
-        result.text += rest;
-        if (!rest.empty() && callbacks.on_text) callbacks.on_text(rest);
-    }
-    if (!result.ids.empty()) stats.generation_seconds = seconds_since(first_token);
-    return finish(reason);
+    return std::move(*done);
 }
 
 }  // namespace powerhouse

@@ -155,7 +155,8 @@ bool gpu_required() {
             return ::testing::AssertionFailure() << stage.name() << ": " << w.error().message;
         }
     }
-    if (Result<void> r = stage.run_layers(step.n, step.pos); !r) {
+    const ContiguousBatch rows(step.n, step.pos);
+    if (Result<void> r = stage.run_layers(rows.batch()); !r) {
         return ::testing::AssertionFailure() << stage.name() << ": " << r.error().message;
     }
     out.assign(buffer_width(c.hp, c.op.dst) * static_cast<size_t>(step.n), 0.0f);

@@ -218,6 +218,8 @@ Result<DevicePlan> plan_of(const ModelShape& shape, const Model& model, const Mo
     p.mode = options.split;
     p.reserve_bytes = 0;
     p.n_ctx = model.n_ctx();
+    p.kv_tokens = model.kv_stats().total_blocks * model.kv_stats().block_size;
+    p.max_sequences = options.max_sequences;
     p.n_batch = options.n_batch;
     p.experts_in_ram = options.experts_in_ram;
     return plan_devices(shape, *devices, p);

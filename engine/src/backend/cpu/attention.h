@@ -1,8 +1,10 @@
 // The KV cache and causal self-attention of the CPU backend.
 //
-// The cache holds, per layer and position, the keys and values of all KV heads
-// ([n_layer][n_ctx][n_head_kv * head_dim]) in F16, or in Q8_0 (blocks of 32 along each
-// head, half the bytes) when asked for.
+// The cache holds, per layer and cache row, the keys and values of all KV heads
+// ([n_layer][n_rows][n_head_kv * head_dim]) in F16, or in Q8_0 (blocks of 32 along each
+// head, half the bytes) when asked for. The rows are the pool of KV blocks shared by the
+// sequences (backend/kv_blocks.h): a batch's block tables say which rows hold which
+// positions of which sequence.
 //
 // Numerics follow llama.cpp's CPU backend for the matching cache type:
 //  - F16 (llama.cpp's default graph without flash attention): the query is rounded to F16,
@@ -23,6 +25,7 @@
 
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/device_stage.h"
 #include "powerhouse/device_types.h"
 
 namespace powerhouse::cpu {
@@ -30,23 +33,28 @@ namespace powerhouse::cpu {
 class KvCache {
 public:
     // head_dim must be a multiple of 32 for Q8_0.
-    void init(KvCacheType type, uint32_t n_layer, uint32_t n_ctx, uint32_t n_head_kv, uint32_t head_dim);
+    void init(KvCacheType type, uint32_t n_layer, uint32_t n_rows, uint32_t n_head_kv, uint32_t head_dim);
 
     KvCacheType type() const { return type_; }
     size_t bytes() const { return k_.size() + v_.size(); }
     size_t row_bytes() const { return row_bytes_; }  // one position of one layer, K or V
 
-    // Writes the keys and values of one token ([n_head_kv * head_dim] f32 each).
-    void store(uint32_t layer, uint32_t pos, const float* k, const float* v);
+    // Writes the keys and values of one token ([n_head_kv * head_dim] f32 each) to a row.
+    void store(uint32_t layer, int64_t row, const float* k, const float* v);
+    // Copies rows [from, from + count) of every layer to rows [to, to + count).
+    void copy_rows(int64_t from, int64_t to, int64_t count);
 
-    const std::byte* k_row(uint32_t layer, uint32_t pos) const { return k_.data() + offset(layer, pos); }
-    const std::byte* v_row(uint32_t layer, uint32_t pos) const { return v_.data() + offset(layer, pos); }
+    const std::byte* k_row(uint32_t layer, int64_t row) const { return k_.data() + offset(layer, row); }
+    const std::byte* v_row(uint32_t layer, int64_t row) const { return v_.data() + offset(layer, row); }
 
 private:
-    size_t offset(uint32_t layer, uint32_t pos) const { return (size_t{layer} * n_ctx_ + pos) * row_bytes_; }
+    size_t offset(uint32_t layer, int64_t row) const {
+        return (size_t{layer} * n_rows_ + static_cast<size_t>(row)) * row_bytes_;
+    }
 
     KvCacheType type_ = KvCacheType::f16;
-    uint32_t n_ctx_ = 0;
+    uint32_t n_layer_ = 0;
+    uint32_t n_rows_ = 0;
     size_t width_ = 0;      // n_head_kv * head_dim
     size_t row_bytes_ = 0;
     std::vector<std::byte> k_, v_;  // [n_layer][n_ctx][row_bytes]
@@ -63,10 +71,15 @@ struct AttentionShape {
     const float* sinks = nullptr;
 };
 
-// For each of the n tokens at positions first_pos .. first_pos + n - 1 (already stored in
-// the cache) and each head: out = softmax(q . K^T * scale) V over positions 0 .. its own
-// (the last `window` of them for a sliding-window layer). q, out: [n][n_head * head_dim] f32. `scratch` holds one vector per pool
-// thread, resized as needed.
+// For each row of the batch (its keys and values already stored in the cache) and each
+// head: out = softmax(q . K^T * scale) V over positions 0 .. its own of its sequence (the
+// last `window` of them for a sliding-window layer), read through the sequence's block
+// table. q, out: [n][n_head * head_dim] f32. `scratch` holds one vector per pool thread,
+// resized as needed.
+void attention(ThreadPool& pool, KernelIsa isa, const KvCache& cache, uint32_t layer, const AttentionShape& shape,
+               const float* q, float* out, const StageBatch& batch, std::vector<std::vector<float>>& scratch);
+// One sequence held in cache rows 0, 1, 2 ...: the n tokens at positions first_pos ..
+// first_pos + n - 1.
 void attention(ThreadPool& pool, KernelIsa isa, const KvCache& cache, uint32_t layer, const AttentionShape& shape,
                const float* q, float* out, int n, uint32_t first_pos, std::vector<std::vector<float>>& scratch);
 

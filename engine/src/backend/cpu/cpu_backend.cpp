@@ -40,6 +40,13 @@ struct BoundOp {
     BoundWeight experts;            // moe: the stage's experts
 };
 
+// The cache's rows: kv_rows (else n_ctx), rounded up to whole blocks.
+uint32_t cache_rows(const CpuBackendOptions& o) {
+    const uint32_t bs = std::max<uint32_t>(1, o.kv_block_size);
+    const uint32_t rows = std::max<uint32_t>(1, o.kv_rows != 0 ? o.kv_rows : o.n_ctx);
+    return (rows + bs - 1) / bs * bs;
+}
+
 class CpuStage final : public DeviceStage {
 public:
     CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram program, const CpuBackendOptions& options,
@@ -50,8 +57,11 @@ public:
     const std::string& name() const override { return shard_.name; }
     float* x() override { return buffer(Buffer::x); }
     Result<void> embed(std::span<const TokenId> tokens) override;
-    Result<void> run_layers(int n, uint32_t pos) override;
-    Result<std::span<const float>> head(int row) override;
+    Result<void> run_layers(const StageBatch& batch) override;
+    Result<void> copy_kv_blocks(std::span<const KvBlockCopy> copies) override;
+    int max_head_rows() const override { return max_head_rows_; }
+    bool paged_kv() const override { return true; }
+    Result<std::span<const float>> head(std::span<const int> rows) override;
     DeviceUsage usage() const override;
     Result<void> write_buffer(Buffer b, std::span<const float> values) override;
     Result<void> read_buffer(Buffer b, std::span<float> out) override;
@@ -62,7 +72,7 @@ private:
 
     BoundOp to_bound_op(const BoundWeight& w) const;
     Result<void> run_op(const BoundOp& bound, uint32_t layer, int n);
-    void rope(float* data, int64_t n_heads, int n, uint32_t layer);
+    void rope(float* data, int64_t n_heads, uint32_t layer);
     void attention(uint32_t layer, int n, float scale, const float* sinks);
 
     const GgufModel& model_;
@@ -71,6 +81,9 @@ private:
     CpuShard shard_;
     uint32_t n_ctx_;
     uint32_t n_batch_;
+    uint32_t kv_rows_;
+    uint32_t kv_block_size_;
+    int max_head_rows_;
     ThreadPool pool_;
     StageLayout layout_;
 
@@ -81,6 +94,7 @@ private:
     const float* rope_freqs_ = nullptr;  // [rope_dims / 2] f32; null: none
 
     std::array<std::vector<float>, arch::kBufferCount> buffers_;
+    std::vector<float> head_x_;                // the rows whose logits are asked for
     std::vector<std::byte> quantized_;         // activations for a matmul
     std::vector<std::vector<float>> scratch_;  // per thread: attention scores
     std::optional<GeluTable> gelu_;            // only for a program with GeGLU (256 KiB)
@@ -88,7 +102,7 @@ private:
     KvCacheType kv_type_;
     KvCache kv_;
     KernelIsa isa_;
-    uint32_t batch_pos_ = 0;  // position of the batch's first token
+    StageBatch batch_;  // the rows being run
     uint64_t weight_bytes_ = 0;
     uint64_t ram_weight_bytes_ = 0;  // experts in RAM, run by shard_.host_experts
     int64_t steps_ = 0;
@@ -103,6 +117,9 @@ CpuStage::CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram p
       shard_(std::move(shard)),
       n_ctx_(options.n_ctx),
       n_batch_(std::max<uint32_t>(1, options.n_batch)),
+      kv_rows_(cache_rows(options)),
+      kv_block_size_(std::max<uint32_t>(1, options.kv_block_size)),
+      max_head_rows_(std::max(1, options.max_head_rows)),
       pool_(options.n_threads > 0 ? options.n_threads
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       kv_type_(options.kv_cache_type),
@@ -160,7 +177,7 @@ Result<void> CpuStage::bind() {
 
     for (size_t i = 0; i < buffers_.size(); ++i) {
         // Row-parallel products write the full width; the logits are one row.
-        const size_t rows = static_cast<Buffer>(i) == Buffer::logits ? 1 : n_batch_;
+        const size_t rows = static_cast<Buffer>(i) == Buffer::logits ? static_cast<size_t>(max_head_rows_) : n_batch_;
         buffers_[i].assign(layout_.widths[i] * rows, 0.0f);
     }
     if (!shard_.output) buffers_[static_cast<size_t>(Buffer::logits)].clear();
@@ -178,7 +195,7 @@ Result<void> CpuStage::bind() {
     quantized_.resize(max_in * n_batch_ * sizeof(float) + 64);
     scratch_.assign(static_cast<size_t>(pool_.size()), std::vector<float>(n_ctx_ + 2 * size_t{hp_.head_dim}));
     PH_TRY(cpu_stage_supports(StageShape{hp_.head_dim, kv_type_, n_batch_}));
-    kv_.init(kv_type_, static_cast<uint32_t>(layers_.size()), n_ctx_, layout_.n_head_kv, hp_.head_dim);
+    kv_.init(kv_type_, static_cast<uint32_t>(layers_.size()), kv_rows_, layout_.n_head_kv, hp_.head_dim);
     const auto uses = [&](OpKind kind) {
         const auto is = [&](const Op& op) { return op.kind == kind; };
         return std::any_of(program_.input.begin(), program_.input.end(), is) ||
@@ -211,13 +228,25 @@ Result<void> CpuStage::embed(std::span<const TokenId> tokens) {
     return result;
 }
 
-Result<void> CpuStage::run_layers(int n, uint32_t pos) {
+Result<void> CpuStage::run_layers(const StageBatch& batch) {
     if (shard_.fail_after >= 0 && steps_ >= shard_.fail_after) {
         return make_error(ErrorCode::device_failed, "stopped answering (a fault injected for testing)");
     }
+    if (batch.n <= 0 || static_cast<uint32_t>(batch.n) > n_batch_) {
+        return make_error(ErrorCode::internal, fmt::format("a batch of {} rows (the stage takes 1 to {})", batch.n,
+                                                           n_batch_));
+    }
+    for (int t = 0; t < batch.n; ++t) {
+        if (batch.pos[t] < 0 || static_cast<uint32_t>(batch.pos[t]) >= n_ctx_ ||
+            batch.slot(t, batch.pos[t]) >= int64_t{kv_rows_}) {
+            return make_error(ErrorCode::internal, fmt::format("row {} is position {} in cache row {}, past the cache", t,
+                                                               batch.pos[t], batch.slot(t, batch.pos[t])));
+        }
+    }
     ++steps_;
     const auto start = Clock::now();
-    batch_pos_ = pos;
+    const int n = batch.n;
+    batch_ = batch;
     Result<void> result;
     for (uint32_t l = layout_.first_layer; l < layout_.last_layer && result; ++l) {
         for (const BoundOp& op : layers_[l - layout_.first_layer]) {
@@ -228,17 +257,44 @@ Result<void> CpuStage::run_layers(int n, uint32_t pos) {
     return result;
 }
 
-Result<std::span<const float>> CpuStage::head(int row) {
+Result<std::span<const float>> CpuStage::head(std::span<const int> rows) {
     if (!shard_.output) return make_error(ErrorCode::internal, "this device does not hold the output layer");
-    const auto start = Clock::now();
-    // Only the last token's logits are wanted: run the head on it alone.
-    const size_t w = width(Buffer::x);
-    if (row > 0) std::copy_n(buffer(Buffer::x) + static_cast<size_t>(row) * w, w, buffer(Buffer::x));
-    for (const BoundOp& op : head_) {
-        if (Result<void> r = run_op(op, 0, 1); !r) return r.error();
+    if (rows.empty() || rows.size() > static_cast<size_t>(max_head_rows_)) {
+        return make_error(ErrorCode::internal,
+                          fmt::format("the head of {} rows (the stage takes 1 to {})", rows.size(), max_head_rows_));
     }
+    const auto start = Clock::now();
+    // Only the wanted rows' logits: gather them into a buffer of their own, which stands in
+    // for x() while the head runs (x() keeps every row, for a later call).
+    const size_t w = width(Buffer::x);
+    std::vector<float>& x = buffers_[static_cast<size_t>(Buffer::x)];
+    head_x_.resize(static_cast<size_t>(max_head_rows_) * w);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i] < 0 || static_cast<uint32_t>(rows[i]) >= n_batch_) {
+            return make_error(ErrorCode::internal, fmt::format("head row {} is outside the batch", rows[i]));
+        }
+        std::copy_n(x.data() + static_cast<size_t>(rows[i]) * w, w, head_x_.data() + i * w);
+    }
+    x.swap(head_x_);
+    Result<void> ran;
+    for (const BoundOp& op : head_) {
+        if (ran = run_op(op, 0, static_cast<int>(rows.size())); !ran) break;
+    }
+    x.swap(head_x_);
+    if (!ran) return ran.error();
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-    return std::span<const float>(buffer(Buffer::logits), hp_.n_vocab);
+    return std::span<const float>(buffer(Buffer::logits), size_t{hp_.n_vocab} * rows.size());
+}
+
+Result<void> CpuStage::copy_kv_blocks(std::span<const KvBlockCopy> copies) {
+    for (const KvBlockCopy& c : copies) {
+        const int64_t bs = kv_block_size_;
+        if (c.from < 0 || c.to < 0 || (int64_t{c.from} + 1) * bs > kv_rows_ || (int64_t{c.to} + 1) * bs > kv_rows_) {
+            return make_error(ErrorCode::internal, fmt::format("a KV block copy {} -> {} past the cache", c.from, c.to));
+        }
+        kv_.copy_rows(c.from * bs, c.to * bs, bs);
+    }
+    return {};
 }
 
 DeviceUsage CpuStage::usage() const {
@@ -249,7 +305,7 @@ DeviceUsage CpuStage::usage() const {
     u.ram_weight_bytes = ram_weight_bytes_;
     u.kv_cache_bytes = kv_.bytes();
     for (const auto& b : buffers_) u.scratch_bytes += b.size() * sizeof(float);
-    u.scratch_bytes += quantized_.size() + moe_.bytes();
+    u.scratch_bytes += quantized_.size() + moe_.bytes() + head_x_.size() * sizeof(float);
     for (const auto& s : scratch_) u.scratch_bytes += s.size() * sizeof(float);
     u.planned_bytes = shard_.planned_bytes;
     u.busy_seconds = busy_seconds_;
@@ -293,7 +349,7 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
             add_bias(buffer(op.dst), bound.values, width(op.dst), n);
             break;
         case OpKind::rope:
-            rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n, layer);
+            rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), layer);
             break;
         case OpKind::attention:
             attention(layer, n, op.value, bound.values);
@@ -327,7 +383,7 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
 }
 
 // RoPE at the batch's positions with the layer's base and scale (ops.h).
-void CpuStage::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
+void CpuStage::rope(float* data, int64_t n_heads, uint32_t layer) {
     const arch::LayerAttention& la = program_.layers[layer];
     RopeShape shape{hp_.head_dim, hp_.rope_dims,      hp_.rope_layout == arch::RopeLayout::neox,
                     la.rope_base, la.rope_freq_scale, rope_freqs_};
@@ -337,19 +393,19 @@ void CpuStage::rope(float* data, int64_t n_heads, int n, uint32_t layer) {
         yarn_corr_dims(hp_.rope_dims, hp_.yarn.orig_ctx, la.rope_base, hp_.yarn.beta_fast, hp_.yarn.beta_slow,
                        shape.corr_low, shape.corr_high);
     }
-    cpu::rope(shape, data, n_heads, n, batch_pos_);
+    cpu::rope(shape, data, n_heads, std::span<const int32_t>(batch_.pos, static_cast<size_t>(batch_.n)));
 }
 
 void CpuStage::attention(uint32_t layer, int n, float scale, const float* sinks) {
     for (int t = 0; t < n; ++t) {
-        kv_.store(layer - layout_.first_layer, batch_pos_ + static_cast<uint32_t>(t),
+        kv_.store(layer - layout_.first_layer, batch_.slot(t, batch_.pos[t]),
                   buffer(Buffer::k) + static_cast<size_t>(t) * layout_.kv_width,
                   buffer(Buffer::v) + static_cast<size_t>(t) * layout_.kv_width);
     }
     const AttentionShape shape{layout_.n_head,   layout_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window,
                                sinks};
-    cpu::attention(pool_, isa_, kv_, layer - layout_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), n,
-                   batch_pos_, scratch_);
+    cpu::attention(pool_, isa_, kv_, layer - layout_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), batch_,
+                   scratch_);
 }
 
 }  // namespace
@@ -384,6 +440,9 @@ Result<std::unique_ptr<Backend>> create_cpu_backend(const GgufModel& model, cons
     shape.n_batch = std::max<uint32_t>(1, options.n_batch);
     shape.n_vocab = hparams.n_vocab;
     shape.n_embd = hparams.n_embd;
+    shape.kv_block_size = std::max<uint32_t>(1, options.kv_block_size);
+    shape.kv_blocks = cache_rows(options) / shape.kv_block_size;
+    shape.max_sequences = static_cast<uint32_t>(std::max(1, options.max_head_rows));
     return make_split_backend(std::move(stages), make_host_communicator(1), shape);
 }
 

@@ -31,6 +31,12 @@ struct CpuBackendOptions {
     int n_threads = 0;      // 0: all cores
     uint32_t n_batch = 64;  // tokens processed together
     KvCacheType kv_cache_type = KvCacheType::f16;
+    // The KV cache: a pool of blocks of kv_block_size rows shared by the sequences
+    // (backend/kv_blocks.h); kv_rows 0: n_ctx rows.
+    uint32_t kv_rows = 0;
+    uint32_t kv_block_size = 32;
+    // Rows whose logits one head() call computes (the sequences of a batch).
+    int max_head_rows = 1;
     // The kernels' instruction set (quant_dot.h); unset: best_isa(). Tests run the scalar
     // variant beside the chosen one; an ISA the processor lacks is refused.
     std::optional<KernelIsa> isa;

@@ -55,11 +55,18 @@ void yarn_corr_dims(uint32_t rope_dims, uint32_t orig_ctx, float base, float bet
 }
 
 void rope(const RopeShape& shape, float* data, int64_t n_heads, int n_tokens, uint32_t pos0) {
+    std::vector<int32_t> positions(static_cast<size_t>(std::max(0, n_tokens)));
+    for (size_t t = 0; t < positions.size(); ++t) positions[t] = static_cast<int32_t>(pos0 + t);
+    rope(shape, data, n_heads, positions);
+}
+
+void rope(const RopeShape& shape, float* data, int64_t n_heads, std::span<const int32_t> positions) {
+    const auto n_tokens = static_cast<int>(positions.size());
     const uint32_t dims = shape.rope_dims;
     const float theta_scale = std::pow(shape.base, -2.0f / static_cast<float>(dims));
     std::vector<float> cos_sin(dims);  // [rope_dims] f32: cos and sin of each pair's angle
     for (int t = 0; t < n_tokens; ++t) {
-        float theta = static_cast<float>(pos0 + static_cast<uint32_t>(t));
+        float theta = static_cast<float>(positions[static_cast<size_t>(t)]);
         for (uint32_t i = 0; i < dims; i += 2) {
             const float ff = shape.freq_factors != nullptr ? shape.freq_factors[i / 2] : 1.0f;
             const float original = theta / ff;

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/quant_dot.h"
@@ -75,5 +76,7 @@ void yarn_corr_dims(uint32_t rope_dims, uint32_t orig_ctx, float base, float bet
 // by repeated multiplication in f32 as ggml builds it, divided by the pair's frequency
 // factor, times freq_scale.
 void rope(const RopeShape& shape, float* data, int64_t n_heads, int n_tokens, uint32_t pos0);
+// The same with token t at position positions[t] (a batch of several sequences).
+void rope(const RopeShape& shape, float* data, int64_t n_heads, std::span<const int32_t> positions);
 
 }  // namespace powerhouse::cpu

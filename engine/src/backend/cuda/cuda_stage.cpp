@@ -98,9 +98,16 @@ public:
     const std::string& name() const override { return shard_.name; }
     float* x() override { return buffer(Buffer::x); }
     Result<void> embed(std::span<const TokenId> tokens) override;
-    Result<void> run_layers(int n, uint32_t pos) override;
-    Result<std::span<const float>> head(int row) override;
-    Result<TokenId> head_argmax(int row) override;
+    Result<void> run_layers(const StageBatch& batch) override;
+    // The kernels read the cache by position: one sequence, in the pool's first blocks.
+    bool paged_kv() const override { return false; }
+    int max_head_rows() const override { return 1; }
+    Result<void> copy_kv_blocks(std::span<const KvBlockCopy> copies) override {
+        if (copies.empty()) return {};
+        return make_error(ErrorCode::internal, "the CUDA stage keeps one sequence and copies no KV blocks");
+    }
+    Result<std::span<const float>> head(std::span<const int> rows) override;
+    Result<void> head_argmax(std::span<const int> rows, std::span<TokenId> out) override;
     DeviceUsage usage() const override;
     Result<void> write_buffer(Buffer b, std::span<const float> values) override;
     Result<void> read_buffer(Buffer b, std::span<float> out) override;
@@ -643,9 +650,18 @@ Result<void> CudaStage::run_decode_graph() {
     return {};
 }
 
-Result<void> CudaStage::run_layers(int n, uint32_t pos) {
-    if (n <= 0 || static_cast<uint32_t>(n) > std::max<uint32_t>(1, options_.n_batch) || pos + n > options_.n_ctx) {
+Result<void> CudaStage::run_layers(const StageBatch& batch) {
+    const int n = batch.n;
+    if (n <= 0 || static_cast<uint32_t>(n) > std::max<uint32_t>(1, options_.n_batch) || batch.pos[0] < 0 ||
+        static_cast<uint32_t>(batch.pos[0]) + static_cast<uint32_t>(n) > options_.n_ctx) {
         return make_error(ErrorCode::internal, "the batch does not fit the stage's buffers or context");
+    }
+    // One sequence at consecutive positions, held at the same rows of the cache.
+    const auto pos = static_cast<uint32_t>(batch.pos[0]);
+    for (int i = 0; i < n; ++i) {
+        if (batch.seq[i] != batch.seq[0] || batch.pos[i] != batch.pos[0] + i || batch.slot(i, batch.pos[i]) != batch.pos[i]) {
+            return make_error(ErrorCode::internal, "the CUDA stage runs one sequence at a time, from the cache's start");
+        }
     }
     const auto start = Clock::now();
     PH_TRY(begin());
@@ -670,7 +686,9 @@ Result<void> CudaStage::enqueue_head(int row) {
     return {};
 }
 
-Result<TokenId> CudaStage::head_argmax(int row) {
+Result<void> CudaStage::head_argmax(std::span<const int> rows, std::span<TokenId> out) {
+    if (rows.size() != 1 || out.size() != 1) return make_error(ErrorCode::internal, "the CUDA head takes one row");
+    const int row = rows[0];
     const auto start = Clock::now();
     PH_TRY(begin());
     PH_TRY(enqueue_head(row));
@@ -680,10 +698,13 @@ Result<TokenId> CudaStage::head_argmax(int row) {
                  "copying the chosen token"));
     PH_TRY(finish("choosing the next token"));
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-    return static_cast<TokenId>(host_best_.data()[0]);
+    out[0] = static_cast<TokenId>(host_best_.data()[0]);
+    return {};
 }
 
-Result<std::span<const float>> CudaStage::head(int row) {
+Result<std::span<const float>> CudaStage::head(std::span<const int> rows) {
+    if (rows.size() != 1) return make_error(ErrorCode::internal, "the CUDA head takes one row");
+    const int row = rows[0];
     const auto start = Clock::now();
     PH_TRY(begin());
     PH_TRY(enqueue_head(row));

@@ -1,0 +1,93 @@
+// Continuous batching: many generations on one model at once. Each step() runs one batch
+// that takes the next token of every sequence that is generating, plus a chunk of prompt
+// from the sequences that are starting (at most `prefill_chunk` prompt tokens a step, given
+// first come, first served), so that a long prompt never holds the others up for more than
+// a step. Every request keeps its own sampler, seed, stop strings and cancel.
+//
+// The KV cache is the model's pool of blocks (powerhouse/sequences.h). A new request first
+// takes the longest beginning of its prompt that another sequence or a cached prefix holds
+// (GenerationStats::reused_tokens). When the pool lacks blocks for a step, the most
+// recently started requests are paused: their sequence is closed into the cache and,
+// when there is room again, they resume by taking it back (what was dropped meanwhile is
+// computed again), so a lack that is temporary never fails a request. A prompt that could
+// never fit in the pool is refused.
+//
+// Greedy requests (temperature 0, no penalties) take only the argmax of their logits, which
+// a GPU picks itself. On the CPU every row of a batch is computed as it would be alone, so a
+// request gives the same tokens under batching as alone.
+//
+// Thread-safety: used by one thread (the engine's); callbacks run on it, inside step().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "powerhouse/generation.h"
+#include "powerhouse/model.h"
+#include "powerhouse/result.h"
+#include "powerhouse/sequences.h"
+
+namespace powerhouse {
+
+struct SchedulerOptions {
+    uint32_t max_sequences = 0;  // generating at once; 0: what the model was loaded for
+    uint32_t prefill_chunk = 0;  // prompt tokens a step takes; 0: the model's n_batch
+};
+
+struct SchedulerStats {
+    uint32_t running = 0;  // sequences in the cache, generating or reading their prompt
+    uint32_t waiting = 0;  // not started yet, or paused for lack of KV blocks
+    uint64_t steps = 0;
+    uint64_t pauses = 0;   // requests paused for lack of blocks, so far
+    KvStats kv;
+};
+
+class Scheduler {
+public:
+    // Called once per request, with its result or its error.
+    using DoneCallback = std::function<void(uint64_t id, Result<GenerationResult> result)>;
+    using TextCallback = std::function<void(uint64_t id, std::string_view text)>;
+
+    explicit Scheduler(Model& model, const SchedulerOptions& options = {});
+    ~Scheduler();  // ends what runs (no callbacks), keeping nothing
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    // Queues a generation after `prompt`. Bad settings, or a prompt longer than the context
+    // or the whole KV cache, fail here; the id must not be in use.
+    Result<void> submit(uint64_t id, std::vector<TokenId> prompt, const GenerationSettings& settings,
+                        TextCallback on_text, DoneCallback on_done);
+    // Stops a request at the next step (it ends with StopReason::cancelled). False: no such id.
+    bool cancel(uint64_t id);
+    // Stops every request.
+    void cancel_all();
+    bool idle() const;
+    // Runs one batch and delivers what it produced. An error of the model (a device that
+    // failed) ends every request that was in the batch with it, and is also returned.
+    Result<void> step();
+    // Steps until every request has ended.
+    Result<void> run();
+    SchedulerStats stats() const;
+
+    struct Request;
+
+private:
+    Model& model_;
+    SchedulerOptions options_;
+    std::vector<std::unique_ptr<Request>> running_;  // in the order they started
+    std::vector<std::unique_ptr<Request>> waiting_;  // first come, first served
+    uint64_t steps_ = 0;
+    uint64_t pauses_ = 0;
+
+    void admit();
+    bool pause_latest();
+    void finish(Request& r, StopReason reason);
+    void fail(Request& r, const Error& e);
+    void end(Request& r, bool keep_cached);
+};
+
+}  // namespace powerhouse

@@ -1,0 +1,348 @@
+#include "powerhouse/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "powerhouse/sampler.h"
+#include "powerhouse/stop_strings.h"
+
+namespace powerhouse {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+DetokenizeOptions answer_detokenize() {
+    DetokenizeOptions o;
+    o.strip_leading_space = false;  // the answer continues the prompt
+    return o;
+}
+
+}  // namespace
+
+struct Scheduler::Request {
+    Request(uint64_t id_, std::vector<TokenId> prompt_, const GenerationSettings& settings_, Sampler sampler_,
+            const Tokenizer& tokenizer, TextCallback text_cb, DoneCallback done_cb)
+        : id(id_),
+          prompt(std::move(prompt_)),
+          settings(settings_),
+          sampler(std::move(sampler_)),
+          stops(settings_.stop),
+          stream(tokenizer, answer_detokenize()),
+          on_text(std::move(text_cb)),
+          on_done(std::move(done_cb)),
+          submitted(Clock::now()) {}
+
+    uint64_t id;
+    std::vector<TokenId> prompt;
+    GenerationSettings settings;
+    Sampler sampler;
+    StopStringMatcher stops;
+    StreamingDetokenizer stream;
+    TextCallback on_text;
+    DoneCallback on_done;
+    GenerationResult result;
+
+    std::optional<SeqId> seq;     // while running
+    std::vector<TokenId> pending;  // to decode: the rest of the prompt, or the last token sampled
+    bool started = false;          // admitted once (reused_tokens counted)
+    bool cancelled = false;
+    bool done = false;
+    uint32_t take = 0;             // rows in the batch being built
+    Clock::time_point submitted, admitted, first_token;
+
+    bool greedy() const { return sampler.plain_greedy(); }
+    // The prompt and the answer so far: what the cache must hold, but for the last token.
+    std::vector<TokenId> context() const {
+        std::vector<TokenId> all = prompt;
+        all.insert(all.end(), result.ids.begin(), result.ids.end());
+        return all;
+    }
+    void emit(std::string_view text) {
+        if (text.empty()) return;
+        result.text += text;
+        if (on_text) on_text(id, text);
+    }
+    // Feeds a piece of the answer through the stop strings; true when one was found.
+    bool feed(const std::string& piece) {
+        const StopStringOutput out = stops.feed(piece);
+        emit(out.text_to_emit);
+        return out.stopped;
+    }
+};
+
+Scheduler::Scheduler(Model& model, const SchedulerOptions& options) : model_(model), options_(options) {
+    const uint32_t most = model_.max_sequences();
+    options_.max_sequences = options_.max_sequences == 0 ? most : std::min(options_.max_sequences, most);
+    if (options_.prefill_chunk == 0) options_.prefill_chunk = model_.n_batch();
+}
+
+Scheduler::~Scheduler() {
+    for (auto& r : running_) {
+        if (r->seq) model_.close_sequence(*r->seq, false);
+    }
+}
+
+Result<void> Scheduler::submit(uint64_t id, std::vector<TokenId> prompt, const GenerationSettings& settings,
+                               TextCallback on_text, DoneCallback on_done) {
+    if (prompt.empty()) return make_error(ErrorCode::invalid_argument, "the prompt is empty");
+    if (settings.max_tokens < 0) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("max_tokens = {} is negative", settings.max_tokens));
+    }
+    if (prompt.size() > model_.n_ctx()) {
+        const ModelSummary& s = model_.summary();
+        const std::string hint =
+            s.n_ctx_train > s.n_ctx
+                ? fmt::format("load the model with a longer context (it was trained for up to {} tokens)", s.n_ctx_train)
+                : std::string("use a model with a longer context");
+        return make_error(ErrorCode::context_full, fmt::format("the prompt is {} tokens long but the context holds {}: "
+                                                               "shorten it or {}",
+                                                               prompt.size(), model_.n_ctx(), hint));
+    }
+    const KvStats kv = model_.kv_stats();
+    const uint64_t pool = uint64_t{kv.total_blocks} * kv.block_size;
+    if (prompt.size() + 1 > pool) {
+        return make_error(ErrorCode::out_of_memory,
+                          fmt::format("the prompt is {} tokens long but the KV cache holds {} positions for all "
+                                      "conversations together: load the model with a larger KV cache or shorten it",
+                                      prompt.size(), pool));
+    }
+    for (const auto* list : {&running_, &waiting_}) {
+        for (const auto& r : *list) {
+            if (r->id == id) return make_error(ErrorCode::invalid_argument, fmt::format("request {} is in use", id));
+        }
+    }
+    Result<Sampler> sampler = Sampler::create(settings.sampling);
+    if (!sampler) return sampler.error();
+    for (TokenId t : prompt) sampler->accept(t);
+    auto r = std::make_unique<Request>(id, std::move(prompt), settings, std::move(sampler).value(), model_.tokenizer(),
+                                       std::move(on_text), std::move(on_done));
+    r->result.stats.prompt_tokens = static_cast<uint32_t>(r->prompt.size());
+    waiting_.push_back(std::move(r));
+    return {};
+}
+
+bool Scheduler::cancel(uint64_t id) {
+    for (const auto* list : {&running_, &waiting_}) {
+        for (const auto& r : *list) {
+            if (r->id == id && !r->done) {
+                r->cancelled = true;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+void Scheduler::cancel_all() {
+    for (auto& r : running_) r->cancelled = true;
+    for (auto& r : waiting_) r->cancelled = true;
+}
+
+bool Scheduler::idle() const { return running_.empty() && waiting_.empty(); }
+
+SchedulerStats Scheduler::stats() const {
+    SchedulerStats s;
+    s.running = static_cast<uint32_t>(running_.size());
+    s.waiting = static_cast<uint32_t>(waiting_.size());
+    s.steps = steps_;
+    s.pauses = pauses_;
+    s.kv = model_.kv_stats();
+    return s;
+}
+
+void Scheduler::end(Request& r, bool keep_cached) {
+    if (r.seq) model_.close_sequence(*r.seq, keep_cached);
+    r.seq.reset();
+    r.done = true;
+}
+
+void Scheduler::finish(Request& r, StopReason reason) {
+    GenerationStats& stats = r.result.stats;
+    if (reason != StopReason::stop && !r.feed(r.stream.flush())) r.emit(r.stops.flush());
+    stats.stop_reason = reason;
+    stats.generated_tokens = static_cast<uint32_t>(r.result.ids.size());
+    const auto now = Clock::now();
+    if (!r.result.ids.empty()) stats.generation_seconds = seconds_between(r.first_token, now);
+    if (!r.started) stats.prompt_seconds = 0;
+    end(r, true);
+    if (r.on_done) r.on_done(r.id, std::move(r.result));
+}
+
+void Scheduler::fail(Request& r, const Error& e) {
+    end(r, false);
+    if (r.on_done) r.on_done(r.id, e);
+}
+
+// Starts waiting requests, first come first served, while there are sequences to spare and
+// the pool has room for their first chunk (a paused one: for all it held).
+void Scheduler::admit() {
+    const KvStats kv = model_.kv_stats();
+    const uint32_t bs = std::max<uint32_t>(1, kv.block_size);
+    while (!waiting_.empty() && running_.size() < options_.max_sequences) {
+        Request& r = *waiting_.front();
+        if (r.cancelled) {
+            finish(r, StopReason::cancelled);
+            waiting_.erase(waiting_.begin());
+            continue;
+        }
+        const std::vector<TokenId> context = r.context();
+        const size_t first = r.started ? context.size() : std::min<size_t>(context.size(), options_.prefill_chunk);
+        const uint64_t need = (first + bs - 1) / bs + running_.size();
+        if (!running_.empty() && model_.available_blocks() < need) break;
+        Result<SeqId> seq = model_.open_sequence();
+        if (!seq) break;  // the model's own limit (another user holds a sequence)
+        r.seq = *seq;
+        const uint32_t reused = model_.adopt_prefix(*seq, context);
+        r.pending.assign(context.begin() + reused, context.end());
+        if (!r.started) {
+            r.started = true;
+            r.admitted = Clock::now();
+            r.result.stats.reused_tokens = reused;
+        }
+        running_.push_back(std::move(waiting_.front()));
+        waiting_.erase(waiting_.begin());
+    }
+}
+
+// Pauses the most recently started request: its sequence goes to the cache, the request
+// back to the front of the queue. False when none can be paused (one request or none).
+bool Scheduler::pause_latest() {
+    if (running_.size() < 2) return false;
+    std::unique_ptr<Request> r = std::move(running_.back());
+    running_.pop_back();
+    if (r->seq) model_.close_sequence(*r->seq, true);
+    r->seq.reset();
+    r->pending.clear();
+    ++pauses_;
+    waiting_.insert(waiting_.begin(), std::move(r));
+    return true;
+}
+
+Result<void> Scheduler::step() {
+    // Cancelled requests end before anything runs.
+    for (auto it = running_.begin(); it != running_.end();) {
+        if ((*it)->cancelled) {
+            finish(**it, StopReason::cancelled);
+            it = running_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    admit();
+    if (running_.empty()) return {};
+
+    // What each request takes this step: the next token of those generating, then prompt
+    // chunks in the order the requests started, as far as the pool's blocks go. When even
+    // the tokens of those generating do not fit, the latest started is paused.
+    const uint32_t bs = std::max<uint32_t>(1, model_.kv_stats().block_size);
+    for (;;) {
+        uint32_t avail = model_.available_blocks();
+        bool short_of_blocks = false;
+        for (auto& r : running_) {
+            r->take = 0;
+            if (r->pending.size() != 1) continue;
+            const uint32_t need = model_.blocks_needed(*r->seq, 1);
+            if (need > avail) {
+                short_of_blocks = true;
+                break;
+            }
+            avail -= need;
+            r->take = 1;
+        }
+        uint32_t budget = options_.prefill_chunk;
+        for (auto& r : running_) {
+            if (short_of_blocks || r->pending.size() <= 1 || budget == 0) continue;
+            uint32_t take = std::min<uint32_t>(budget, static_cast<uint32_t>(r->pending.size()));
+            while (take > 0 && model_.blocks_needed(*r->seq, take) > avail) take = take > bs ? take - bs : 0;
+            if (take == 0) continue;
+            avail -= model_.blocks_needed(*r->seq, take);
+            budget -= take;
+            r->take = take;
+        }
+        const bool empty = std::none_of(running_.begin(), running_.end(), [](const auto& r) { return r->take > 0; });
+        if (!short_of_blocks && !empty) break;
+        if (pause_latest()) continue;
+        // One request, and the pool is full of it: it can go no further.
+        finish(*running_.front(), StopReason::context);
+        running_.clear();
+        return {};
+    }
+
+    std::vector<BatchRow> rows;
+    std::vector<Request*> outputs;  // the request of each output row, in row order
+    for (auto& r : running_) {
+        for (uint32_t i = 0; i < r->take; ++i) {
+            BatchRow row{*r->seq, r->pending[i], RowOutput::none};
+            if (i + 1 == r->pending.size()) {
+                row.output = r->greedy() ? RowOutput::argmax : RowOutput::logits;
+                outputs.push_back(r.get());
+            }
+            rows.push_back(row);
+        }
+    }
+    ++steps_;
+    Result<void> ran = model_.decode_batch(rows);
+    if (!ran) {
+        if (ran.error().code == ErrorCode::out_of_memory && pause_latest()) return {};
+        for (auto& r : running_) fail(*r, ran.error());
+        running_.clear();
+        return ran;
+    }
+    for (auto& r : running_) r->pending.erase(r->pending.begin(), r->pending.begin() + r->take);
+
+    std::vector<float> scratch;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        Request& r = *outputs[i];
+        GenerationStats& stats = r.result.stats;
+        const auto now = Clock::now();
+        if (r.result.ids.empty()) stats.prompt_seconds = seconds_between(r.admitted, now);
+        if (r.settings.max_tokens == 0 && r.result.ids.empty()) {
+            finish(r, StopReason::length);
+            continue;
+        }
+        TokenId next = kNoToken;
+        if (r.greedy()) {
+            next = model_.batch_argmax(i);
+        } else {
+            const std::span<const float> logits = model_.batch_logits(i);
+            scratch.assign(logits.begin(), logits.end());
+            next = r.sampler.sample(scratch);
+        }
+        if (next == kNoToken) {
+            fail(r, make_error(ErrorCode::internal, "the model produced no usable logits (NaN)"));
+            continue;
+        }
+        if (r.result.ids.empty()) {
+            r.first_token = now;
+            stats.time_to_first_token = seconds_between(r.submitted, now);
+        }
+        r.sampler.accept(next);
+        r.result.ids.push_back(next);
+        if (model_.tokenizer().is_eog(next) && !r.settings.ignore_eos) {
+            finish(r, StopReason::eos);
+        } else if (r.feed(r.stream.feed(next))) {
+            finish(r, StopReason::stop);
+        } else if (r.result.ids.size() >= static_cast<size_t>(r.settings.max_tokens)) {
+            finish(r, StopReason::length);
+        } else if (model_.sequence_length(*r.seq) >= model_.n_ctx()) {
+            finish(r, StopReason::context);
+        } else {
+            r.pending.assign(1, next);
+        }
+    }
+    std::erase_if(running_, [](const auto& r) { return r->done; });
+    return {};
+}
+
+Result<void> Scheduler::run() {
+    while (!idle()) PH_TRY(step());
+    return {};
+}
+
+}  // namespace powerhouse
