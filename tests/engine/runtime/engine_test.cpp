@@ -280,6 +280,41 @@ TEST(Engine, CancelOfAQueuedRequestSkipsIt) {
     EXPECT_LT(second.done->stats.generated_tokens, 100u);
 }
 
+// Two conversations at once: the second starts while the first generates, both stream,
+// and each answer is the one it gives alone.
+TEST(Engine, GenerationsRunTogetherAndEachGivesItsOwnAnswer) {
+    Engine engine;
+    load(engine);
+    GenerateCommand a = ask(1, {{"user", "Name three rivers."}}, 24);
+    GenerateCommand b = ask(2, {{"user", "What is the speed of light?"}}, 24);
+    a.settings.ignore_eos = b.settings.ignore_eos = true;
+    const std::string alone_a = answer_of(until_final((engine.submit(a), engine)), 1).streamed;
+    const std::string alone_b = answer_of(until_final((engine.submit(b), engine)), 2).streamed;
+    engine.submit(a);
+    engine.submit(b);
+    std::vector<EngineEvent> events = until_final(engine);
+    std::vector<EngineEvent> more = until_final(engine);
+    events.insert(events.end(), more.begin(), more.end());
+    // Tokens of the two came in turns: some of b's before a's last one.
+    size_t last_a = 0, first_b = events.size();
+    uint32_t most_running = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+        if (const auto* t = std::get_if<TokenEvent>(&events[i])) {
+            if (t->request_id == 1) last_a = i;
+            if (t->request_id == 2) first_b = std::min(first_b, i);
+        }
+        if (const auto* s = std::get_if<SchedulerEvent>(&events[i])) most_running = std::max(most_running, s->stats.running);
+    }
+    EXPECT_LT(first_b, last_a) << "the second generation started before the first ended";
+    EXPECT_EQ(most_running, 2u);
+    const Answer ra = answer_of(events, 1), rb = answer_of(events, 2);
+    ASSERT_TRUE(ra.done && rb.done);
+    EXPECT_EQ(ra.streamed, alone_a);
+    EXPECT_EQ(rb.streamed, alone_b);
+    EXPECT_EQ(ra.done->text, alone_a);
+    EXPECT_GT(ra.done->stats.reused_tokens, 0u) << "the same conversation again: its prompt was cached";
+}
+
 TEST(Engine, LoadingReplacesTheModelAndUnloadFreesIt) {
     Engine engine;
     load(engine);
