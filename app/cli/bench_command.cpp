@@ -1,6 +1,6 @@
 // powerhouse-cli bench [-m MODEL] [-p 512] [-n 128] [-t THREADS] [-r 3] [-b BATCH] [--ctx N]
 //                      [--seed S] [--devices cpu:N] [--split MODE] [--ratios 3,1]
-//                      [--main-device N] [--kv-type f16|q8_0] [--json]
+//                      [--main-device N] [--kv-type f16|q8_0] [--parallel 1,4,16] [--json]
 //
 // Measures, the way llama-bench does, the speed of the engine on one model:
 // - pp: prompt processing of p random token ids (uniform over the vocabulary, from a fixed
@@ -12,6 +12,7 @@
 // Tokens/s are the mean and sample standard deviation over the repetitions, after one
 // untimed warm-up run. Per device of a split model: the time it worked and, of that, the
 // time in transfers and all-reduces, for the prompt and per generated token.
+// --parallel N,...: several sequences at once instead (bench_parallel.h).
 // --json prints one JSON object instead of the tables.
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -27,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_parallel.h"
 #include "commands.h"
 #include "format.h"
 #include "generation.h"
@@ -47,6 +49,7 @@ struct BenchOptions {
     uint32_t seed = 42;
     DeviceChoice devices;
     bool json = false;
+    std::vector<uint32_t> parallel;  // --parallel: sequences at once (bench_parallel.h)
 };
 
 struct Sample {
@@ -161,6 +164,12 @@ int run_bench(const BenchOptions& options) {
     model_options.n_ctx = options.n_ctx != 0 ? options.n_ctx : static_cast<uint32_t>(needed);
     model_options.n_threads = options.threads;
     model_options.n_batch = options.n_batch;
+    if (!options.parallel.empty()) {
+        // Every sequence's positions (one more arrives under load), and a block each of slack.
+        const uint32_t most = *std::max_element(options.parallel.begin(), options.parallel.end()) + 1;
+        model_options.max_sequences = most;
+        model_options.kv_cache_tokens = static_cast<uint32_t>(most * (needed + model_options.kv_block_size));
+    }
     if (Result<void> r = apply_device_choice(options.devices, model_options); !r) return report_error(r.error());
     const auto load_start = std::chrono::steady_clock::now();
     Result<Model> model = Model::load(*path, model_options);
@@ -172,6 +181,25 @@ int run_bench(const BenchOptions& options) {
             fmt::format("-p {} + -n {} = {} positions do not fit in the context of {} (the model was trained "
                         "for {})",
                         options.n_prompt, options.n_gen, needed, model->n_ctx(), info->n_ctx_train)));
+    }
+
+    if (!options.parallel.empty()) {
+        nlohmann::ordered_json out = {{"engine", "powerhouse"},
+                                      {"model", path->string()},
+                                      {"architecture", info->architecture},
+                                      {"file_type", info->file_type},
+                                      {"threads", options.threads},
+                                      {"n_batch", options.n_batch},
+                                      {"n_prompt", options.n_prompt},
+                                      {"n_gen", options.n_gen},
+                                      {"repetitions", options.repetitions},
+                                      {"load_seconds", load_seconds}};
+        ParallelBenchOptions po{options.parallel, options.n_prompt, options.n_gen, options.repetitions,
+                                options.n_batch,  options.seed,     options.json,  out};
+        if (!options.json) std::printf("%s\n", model->summary().device.c_str());
+        const int status = run_parallel_bench(*model, po);
+        if (status == 0 && options.json) std::puts(out.dump(2).c_str());
+        return status;
     }
 
     // Random ids over the tokenizer's vocabulary (the embedding may have more rows).
@@ -370,6 +398,11 @@ Command add_bench_command(CLI::App& app) {
         ->check(CLI::Range(1u, 1u << 24));
     sub->add_option("--seed", options->seed, "Seed of the random prompt tokens")->capture_default_str();
     add_device_options(*sub, options->devices);
+    sub->add_option("--parallel", options->parallel,
+                    "Sequences generating at once, e.g. 1,4,16: aggregate speed and time to first token under "
+                    "load (continuous batching) instead of the single-sequence figures")
+        ->delimiter(',')
+        ->check(CLI::Range(1u, 256u));
     sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
     return {sub, [options] { return run_bench(*options); }};
 }

@@ -154,6 +154,8 @@ public:
     std::span<const float> batch_logits(size_t i) const;
     TokenId batch_argmax(size_t i) const;
     KvStats kv_stats() const;
+    // Forgets every cached prefix (benchmarks start from an empty cache).
+    void drop_cached_prefixes();
     // Each device's share and the time it has worked so far.
     std::vector<DeviceUsage> device_usage() const;
 

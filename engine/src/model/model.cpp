@@ -366,6 +366,7 @@ uint32_t Model::available_blocks() const { return impl_->backend->kv().available
 Result<void> Model::decode_batch(std::span<const BatchRow> rows) { return impl_->backend->decode_batch(rows); }
 std::span<const float> Model::batch_logits(size_t i) const { return impl_->backend->output(i).logits; }
 TokenId Model::batch_argmax(size_t i) const { return impl_->backend->output(i).argmax; }
+void Model::drop_cached_prefixes() { impl_->backend->kv().drop_cached(); }
 KvStats Model::kv_stats() const {
     KvStats st = impl_->backend->kv().stats();
     st.block_bytes = impl_->backend->kv_block_bytes();
