@@ -29,6 +29,7 @@
 
 #include "dequantize.cuh"
 #include "powerhouse_kernels.h"
+#include "rows.cuh"
 
 namespace powerhouse::kernels {
 namespace {
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_split_kernel(const float* __restrict__ q, const uint8_t* __restrict__ k_cache,
                            const uint8_t* __restrict__ v_cache, size_t row_bytes, int n_head, int group,
                            int head_dim, float scale, uint32_t window, int chunk, float* __restrict__ partial,
-                           const int32_t* __restrict__ pos0) {
+                           PhRows rows) {
     constexpr int kSlots = kPerLane * 32;  // head_dim rounded up to the warp
     const int split = static_cast<int>(blockIdx.x);
     const int h = static_cast<int>(blockIdx.y);
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     float* out = partial + ((static_cast<int64_t>(t) * n_head + h) * n_splits + split) * (head_dim + 2);
 
     // Positions [first, n_keys) are visible to this token; this block takes its chunk.
-    const int n_keys = *pos0 + t + 1;
+    const int n_keys = row_position(rows, t) + 1;
     const int first = window != 0 && n_keys > static_cast<int>(window) ? n_keys - static_cast<int>(window) : 0;
     const int j0 = max(first, split * chunk);
     const int j1 = min(n_keys, (split + 1) * chunk);
@@ -95,7 +96,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) acc[i] = 0.0f;
     for (int j = j0 + warp; j < j1; j += kWarps) {
-        const uint8_t* k_row = k_cache + static_cast<size_t>(j) * row_bytes + head_offset;
+        const auto row = static_cast<size_t>(cache_row(rows, t, j));
+        const uint8_t* k_row = k_cache + row * row_bytes + head_offset;
         float dot = 0.0f;
 #pragma unroll
         for (int i = 0; i < kPerLane; ++i) dot = fmaf(qv[i], load_kv<kKvType>(k_row, i, lane, head_dim), dot);
@@ -107,7 +109,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         const float correction = m == -INFINITY ? 0.0f : expf(m - m_new);
         const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
         l = l * correction + p;
-        const uint8_t* v_row = v_cache + static_cast<size_t>(j) * row_bytes + head_offset;
+        const uint8_t* v_row = v_cache + row * row_bytes + head_offset;
 #pragma unroll
         for (int i = 0; i < kPerLane; ++i) {
             acc[i] = fmaf(p, load_kv<kKvType>(v_row, i, lane, head_dim), acc[i] * correction);
@@ -171,11 +173,11 @@ __global__ void attention_combine_kernel(const float* __restrict__ partial, floa
 template <int kKvType>
 int launch_splits(int per_lane, dim3 grid, const float* q, const uint8_t* k, const uint8_t* v, size_t row_bytes,
                   int n_head, int group, int head_dim, float scale, uint32_t window, int chunk, float* partial,
-                  const int32_t* pos0, cudaStream_t stream) {
+                  PhRows rows, cudaStream_t stream) {
 #define PH_ATTENTION_CASE(N)                                                                                   \
     case N:                                                                                                    \
         attention_split_kernel<kKvType, N><<<grid, kWarps * 32, 0, stream>>>(                                \
-            q, k, v, row_bytes, n_head, group, head_dim, scale, window, chunk, partial, pos0);                 \
+            q, k, v, row_bytes, n_head, group, head_dim, scale, window, chunk, partial, rows);                 \
         break;
     switch (per_lane) {
         PH_ATTENTION_CASE(1)
@@ -216,8 +218,16 @@ extern "C" int ph_attention_sinks(int kv_type, const float* q, const void* k_cac
                                   size_t row_bytes, float* out, int n_tokens, int n_head, int n_head_kv, int head_dim,
                                   float scale, uint32_t window, int n_ctx, int n_splits, float* partial,
                                   const float* sinks, const int32_t* pos0, cudaStream_t stream) {
+    return ph_attention_rows(kv_type, q, k_cache, v_cache, row_bytes, out, n_tokens, n_head, n_head_kv, head_dim, scale,
+                             window, n_ctx, n_splits, partial, sinks, rows_from(pos0), stream);
+}
+
+extern "C" int ph_attention_rows(int kv_type, const float* q, const void* k_cache, const void* v_cache,
+                                 size_t row_bytes, float* out, int n_tokens, int n_head, int n_head_kv, int head_dim,
+                                 float scale, uint32_t window, int n_ctx, int n_splits, float* partial,
+                                 const float* sinks, PhRows rows, cudaStream_t stream) {
     if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr || partial == nullptr ||
-        pos0 == nullptr || n_tokens < 0 || n_tokens > 65535 || n_head <= 0 || n_head > 65535 || n_head_kv <= 0 ||
+        !rows_valid(rows) || n_tokens < 0 || n_tokens > 65535 || n_head <= 0 || n_head > 65535 || n_head_kv <= 0 ||
         n_head % n_head_kv != 0 || head_dim <= 0 || head_dim > kMaxPerLane * 32 || n_ctx <= 0 || n_splits <= 0 ||
         n_splits > n_ctx || (kv_type != PH_KV_F16 && kv_type != PH_KV_Q8_0) ||
         (kv_type == PH_KV_Q8_0 && head_dim % 32 != 0)) {
@@ -233,9 +243,9 @@ extern "C" int ph_attention_sinks(int kv_type, const float* q, const void* k_cac
     const int status =
         kv_type == PH_KV_F16
             ? launch_splits<PH_KV_F16>(per_lane, grid, q, k, v, row_bytes, n_head, group, head_dim, scale, window,
-                                       chunk, partial, pos0, stream)
+                                       chunk, partial, rows, stream)
             : launch_splits<PH_KV_Q8_0>(per_lane, grid, q, k, v, row_bytes, n_head, group, head_dim, scale, window,
-                                        chunk, partial, pos0, stream);
+                                        chunk, partial, rows, stream);
     if (status != 0) return status;
     attention_combine_kernel<<<dim3(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tokens)), head_dim, 0,
                                stream>>>(partial, out, n_head, head_dim, n_splits, sinks);

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "powerhouse_kernels.h"
+#include "rows.cuh"
 #include "type_dispatch.cuh"
 
 namespace powerhouse::kernels {
@@ -109,14 +110,14 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 // One thread per rotated pair; grid (n_heads, n_tokens).
 __global__ void rope_kernel(float* x, int head_dim, int rope_dims, int neox, float theta_scale, float freq_scale,
                             const float* __restrict__ freq_factors, float ext_factor, float attn_factor,
-                            float corr_low, float corr_high, const int32_t* __restrict__ pos0) {
+                            float corr_low, float corr_high, PhRows rows) {
     const int pair = static_cast<int>(threadIdx.x);
     if (pair >= rope_dims / 2) return;
     const int t = static_cast<int>(blockIdx.y);
     float* head = x + (static_cast<int64_t>(t) * gridDim.x + blockIdx.x) * head_dim;
     // The angle as ggml builds it: the position times theta_scale once per earlier pair, in
     // f32, in that order (the CPU backend's loop).
-    float theta = static_cast<float>(*pos0 + t);
+    float theta = static_cast<float>(row_position(rows, t));
     for (int i = 0; i < pair; ++i) theta = __fmul_rn(theta, theta_scale);
     const float ff = freq_factors != nullptr ? freq_factors[pair] : 1.0f;
     const float original = __fdiv_rn(theta, ff);
@@ -158,14 +159,15 @@ __global__ void get_rows_kernel(const uint8_t* __restrict__ table, size_t row_by
 }
 
 __global__ void kv_store_f16_kernel(const float* __restrict__ k, const float* __restrict__ v, uint16_t* k_cache,
-                                    uint16_t* v_cache, size_t row_elems, int64_t width, int n_tokens,
-                                    const int32_t* __restrict__ pos0) {
+                                    uint16_t* v_cache, size_t row_elems, int64_t width, int n_tokens, PhRows rows) {
     const int64_t total = width * n_tokens;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
         const int64_t t = i / width;
         const int64_t e = i % width;
-        const size_t at = static_cast<size_t>(*pos0 + t) * row_elems + static_cast<size_t>(e);
+        const int tt = static_cast<int>(t);
+        const size_t at =
+            static_cast<size_t>(cache_row(rows, tt, row_position(rows, tt))) * row_elems + static_cast<size_t>(e);
         k_cache[at] = f32_to_f16_bits(k[i]);
         v_cache[at] = f32_to_f16_bits(v[i]);
     }
@@ -184,15 +186,16 @@ __device__ void quantize_q8_0_block(const float* x, BlockQ8_0* out, int lane) {
 }
 
 __global__ void kv_store_q8_0_kernel(const float* __restrict__ k, const float* __restrict__ v, uint8_t* k_cache,
-                                     uint8_t* v_cache, size_t row_bytes, int64_t width, int n_tokens,
-                                     const int32_t* __restrict__ pos0) {
+                                     uint8_t* v_cache, size_t row_bytes, int64_t width, int n_tokens, PhRows rows) {
     const int64_t blocks_per_row = width / kQK;
     const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     const int lane = static_cast<int>(threadIdx.x % 32);
     if (warp >= blocks_per_row * n_tokens) return;
     const int64_t t = warp / blocks_per_row;
     const int64_t b = warp % blocks_per_row;
-    const size_t at = static_cast<size_t>(*pos0 + t) * row_bytes + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+    const int tt = static_cast<int>(t);
+    const size_t at = static_cast<size_t>(cache_row(rows, tt, row_position(rows, tt))) * row_bytes +
+                      static_cast<size_t>(b) * sizeof(BlockQ8_0);
     quantize_q8_0_block(k + t * width + b * kQK, reinterpret_cast<BlockQ8_0*>(k_cache + at), lane);
     quantize_q8_0_block(v + t * width + b * kQK, reinterpret_cast<BlockQ8_0*>(v_cache + at), lane);
 }
@@ -297,7 +300,14 @@ extern "C" int ph_rope_yarn(float* x, int64_t n_heads, int n_tokens, int head_di
                             float base, float freq_scale, const float* freq_factors, float ext_factor,
                             float attn_factor, float corr_low, float corr_high, const int32_t* pos0,
                             cudaStream_t stream) {
-    if (x == nullptr || pos0 == nullptr || n_heads < 0 || n_heads > 65535 || n_tokens < 0 || n_tokens > 65535 ||
+    return ph_rope_rows(x, n_heads, n_tokens, head_dim, rope_dims, neox, base, freq_scale, freq_factors, ext_factor,
+                        attn_factor, corr_low, corr_high, rows_from(pos0), stream);
+}
+
+extern "C" int ph_rope_rows(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox,
+                            float base, float freq_scale, const float* freq_factors, float ext_factor,
+                            float attn_factor, float corr_low, float corr_high, PhRows rows, cudaStream_t stream) {
+    if (x == nullptr || !rows_valid(rows) || n_heads < 0 || n_heads > 65535 || n_tokens < 0 || n_tokens > 65535 ||
         rope_dims <= 0 || rope_dims % 2 != 0 || rope_dims > head_dim || rope_dims > 2048) {
         return cudaErrorInvalidValue;
     }
@@ -306,7 +316,7 @@ extern "C" int ph_rope_yarn(float* x, int64_t n_heads, int n_tokens, int head_di
     const int threads = ((rope_dims / 2 + 31) / 32) * 32;
     rope_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(n_tokens)), threads, 0, stream>>>(
         x, head_dim, rope_dims, neox, theta_scale, freq_scale, freq_factors, ext_factor, attn_factor, corr_low,
-        corr_high, pos0);
+        corr_high, rows);
     return last_error();
 }
 
@@ -325,7 +335,12 @@ extern "C" int ph_get_rows(uint32_t ggml_type_id, const void* table, size_t row_
 
 extern "C" int ph_kv_store(int kv_type, const float* k, const float* v, void* k_cache, void* v_cache, size_t row_bytes,
                            int64_t width, int n_tokens, const int32_t* pos0, cudaStream_t stream) {
-    if (k == nullptr || v == nullptr || k_cache == nullptr || v_cache == nullptr || pos0 == nullptr || width <= 0 ||
+    return ph_kv_store_rows(kv_type, k, v, k_cache, v_cache, row_bytes, width, n_tokens, rows_from(pos0), stream);
+}
+
+extern "C" int ph_kv_store_rows(int kv_type, const float* k, const float* v, void* k_cache, void* v_cache,
+                                size_t row_bytes, int64_t width, int n_tokens, PhRows rows, cudaStream_t stream) {
+    if (k == nullptr || v == nullptr || k_cache == nullptr || v_cache == nullptr || !rows_valid(rows) || width <= 0 ||
         n_tokens < 0) {
         return cudaErrorInvalidValue;
     }
@@ -334,7 +349,7 @@ extern "C" int ph_kv_store(int kv_type, const float* k, const float* v, void* k_
         if (row_bytes < static_cast<size_t>(width) * 2 || row_bytes % 2 != 0) return cudaErrorInvalidValue;
         kv_store_f16_kernel<<<grid_for(width * n_tokens), kThreads, 0, stream>>>(
             k, v, static_cast<uint16_t*>(k_cache), static_cast<uint16_t*>(v_cache), row_bytes / 2, width, n_tokens,
-            pos0);
+            rows);
         return last_error();
     }
     if (kv_type == PH_KV_Q8_0) {
@@ -345,7 +360,7 @@ extern "C" int ph_kv_store(int kv_type, const float* k, const float* v, void* k_
         const int64_t blocks = (warps * 32 + kThreads - 1) / kThreads;
         if (blocks > INT_MAX) return cudaErrorInvalidValue;
         kv_store_q8_0_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-            k, v, static_cast<uint8_t*>(k_cache), static_cast<uint8_t*>(v_cache), row_bytes, width, n_tokens, pos0);
+            k, v, static_cast<uint8_t*>(k_cache), static_cast<uint8_t*>(v_cache), row_bytes, width, n_tokens, rows);
         return last_error();
     }
     return cudaErrorInvalidValue;

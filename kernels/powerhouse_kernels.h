@@ -95,6 +95,22 @@ int ph_accumulate(float* dst, const float* src, int64_t n, cudaStream_t stream);
 
 // --- Positions (read on the device, so that a captured CUDA graph replays at any position)
 
+// Where the tokens of a batch sit, read on the device (so that a captured graph replays with
+// new positions and tables): token t is at position pos[t] of its sequence (pos_stride 1), or
+// at *pos + t (pos_stride 0: one sequence at consecutive positions). Position p of token t's
+// sequence is cache row table[seq[t] * table_stride + p / block_size] * block_size +
+// p % block_size (the KV cache as blocks shared by sequences, engine/src/backend/kv_blocks.h),
+// or row p when table is null (the cache by position). seq may be null: every token's
+// sequence is 0.
+typedef struct PhRows {
+    const int32_t* pos;
+    int pos_stride;
+    const int32_t* seq;
+    const int32_t* table;
+    int table_stride;
+    int block_size;
+} PhRows;
+
 // RoPE in place on x: [n_tokens][n_heads][head_dim]; token t is at position *pos0 + t.
 // The first rope_dims of each head rotate in pairs: (2i, 2i + 1) for the normal layout,
 // (i, i + rope_dims / 2) for NeoX. Pair i turns by freq_scale * p * base^(-2i / rope_dims)
@@ -108,6 +124,10 @@ int ph_rope(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims
 int ph_rope_yarn(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox, float base,
                  float freq_scale, const float* freq_factors, float ext_factor, float attn_factor, float corr_low,
                  float corr_high, const int32_t* pos0, cudaStream_t stream);
+// ph_rope_yarn with each token's position from `rows`.
+int ph_rope_rows(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox, float base,
+                 float freq_scale, const float* freq_factors, float ext_factor, float attn_factor, float corr_low,
+                 float corr_high, PhRows rows, cudaStream_t stream);
 
 // Embedding lookup: y[t] = row ids[t] of `table` (rows of `width` elements of the type,
 // row_bytes apart), decoded to f32. ids are device int32.
@@ -128,6 +148,10 @@ enum { PH_KV_F16 = 0, PH_KV_Q8_0 = 1 };
 // rounded to nearest even.
 int ph_kv_store(int kv_type, const float* k, const float* v, void* k_cache, void* v_cache, size_t row_bytes,
                 int64_t width, int n_tokens, const int32_t* pos0, cudaStream_t stream);
+// ph_kv_store at the cache rows `rows` gives each token's position (the cache of one layer
+// then holds the pool's rows: [n_rows][row_bytes]).
+int ph_kv_store_rows(int kv_type, const float* k, const float* v, void* k_cache, void* v_cache, size_t row_bytes,
+                     int64_t width, int n_tokens, PhRows rows, cudaStream_t stream);
 
 // Causal attention over one layer's cache, flash-decoding style: for each token t (at
 // position *pos0 + t, already stored) and query head h (KV head h / (n_head / n_head_kv)):
@@ -148,6 +172,11 @@ int ph_attention_sinks(int kv_type, const float* q, const void* k_cache, const v
                        float* out, int n_tokens, int n_head, int n_head_kv, int head_dim, float scale, uint32_t window,
                        int n_ctx, int n_splits, float* partial, const float* sinks, const int32_t* pos0,
                        cudaStream_t stream);
+// ph_attention_sinks over several sequences: token t attends to positions 0 .. its own of its
+// own sequence, read at the cache rows `rows` gives. n_ctx: the longest a sequence may be.
+int ph_attention_rows(int kv_type, const float* q, const void* k_cache, const void* v_cache, size_t row_bytes,
+                      float* out, int n_tokens, int n_head, int n_head_kv, int head_dim, float scale, uint32_t window,
+                      int n_ctx, int n_splits, float* partial, const float* sinks, PhRows rows, cudaStream_t stream);
 
 // --- Mixture of experts (moe.cu; the CPU's engine/src/backend/cpu/moe.cpp) ----------------
 

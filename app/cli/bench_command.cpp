@@ -164,13 +164,13 @@ int run_bench(const BenchOptions& options) {
     model_options.n_ctx = options.n_ctx != 0 ? options.n_ctx : static_cast<uint32_t>(needed);
     model_options.n_threads = options.threads;
     model_options.n_batch = options.n_batch;
+    if (Result<void> r = apply_device_choice(options.devices, model_options); !r) return report_error(r.error());
     if (!options.parallel.empty()) {
         // Every sequence's positions (one more arrives under load), and a block each of slack.
         const uint32_t most = *std::max_element(options.parallel.begin(), options.parallel.end()) + 1;
         model_options.max_sequences = most;
         model_options.kv_cache_tokens = static_cast<uint32_t>(most * (needed + model_options.kv_block_size));
     }
-    if (Result<void> r = apply_device_choice(options.devices, model_options); !r) return report_error(r.error());
     const auto load_start = std::chrono::steady_clock::now();
     Result<Model> model = Model::load(*path, model_options);
     if (!model) return report_error(model.error());

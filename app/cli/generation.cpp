@@ -63,6 +63,9 @@ Result<void> apply_device_choice(const DeviceChoice& choice, ModelOptions& optio
     Result<int32_t> experts = parse_experts_in_ram(choice.experts_in_ram);
     if (!experts) return experts.error();
     options.experts_in_ram = *experts;
+    // The commands run one conversation at a time: no room kept for more (bench --parallel
+    // asks for its own).
+    options.max_sequences = 1;
     return {};
 }
 

@@ -256,6 +256,113 @@ TEST_P(AttentionKernel, MatchesCpuAttention) {
     }
 }
 
+// Several sequences in a pool of blocks (engine/src/backend/kv_blocks.h): keys and values
+// written through shuffled block tables by ph_kv_store_rows land where the CPU's KvCache puts
+// them through the same tables, byte for byte, and ph_attention_rows over a batch mixing a
+// decode row of one sequence with a prompt chunk of another (and a sliding window, sinks)
+// gives the CPU's paged attention.
+TEST_P(AttentionKernel, BlockTablesMatchTheCpuCacheAndAttention) {
+    const int hd = head_dim();
+    constexpr int kBlock = 16;
+    constexpr int kBlocks = 20;
+    constexpr int kRows = kBlock * kBlocks;
+    std::mt19937 rng(5u + static_cast<uint32_t>(hd));
+    // Two sequences: A holds positions 0..149 (ten blocks), B 0..139 (nine), in shuffled blocks.
+    std::vector<int32_t> order(kBlocks);
+    for (int b = 0; b < kBlocks; ++b) order[static_cast<size_t>(b)] = b;
+    std::shuffle(order.begin(), order.end(), rng);
+    constexpr int kStride = 10;
+    std::vector<int32_t> tables(2 * kStride, 0);
+    for (int b = 0; b < 10; ++b) tables[static_cast<size_t>(b)] = order[static_cast<size_t>(b)];
+    for (int b = 0; b < 9; ++b) tables[static_cast<size_t>(kStride + b)] = order[static_cast<size_t>(10 + b)];
+    const int lengths[2] = {150, 140};
+    // Every position of both, written in one batch (rows interleaved by sequence).
+    std::vector<int32_t> pos, seq;
+    for (int p = 0; p < 150; ++p) {
+        for (int s = 0; s < 2; ++s) {
+            if (p < lengths[s]) {
+                pos.push_back(p);
+                seq.push_back(s);
+            }
+        }
+    }
+    const int n_write = static_cast<int>(pos.size());
+    const std::vector<float> k = random_kv(GetParam().kv_type, n_write, width(), rng);
+    const std::vector<float> v = random_kv(GetParam().kv_type, n_write, width(), rng);
+    StageBatch write;
+    write.n = n_write;
+    write.pos = pos.data();
+    write.seq = seq.data();
+    write.tables = tables.data();
+    write.table_stride = kStride;
+    write.block_size = kBlock;
+    cpu::KvCache cpu_cache;
+    cpu_cache.init(cpu_type(), 1, kRows, kNHeadKv, static_cast<uint32_t>(hd));
+    for (int t = 0; t < n_write; ++t) {
+        cpu_cache.store(0, write.slot(t, pos[static_cast<size_t>(t)]), k.data() + static_cast<size_t>(t) * width(),
+                        v.data() + static_cast<size_t>(t) * width());
+    }
+    const size_t row_bytes = cpu_cache.row_bytes();
+    const size_t bytes = row_bytes * kRows;
+    DeviceArray<uint8_t> k_cache(std::vector<uint8_t>(bytes, 0)), v_cache(std::vector<uint8_t>(bytes, 0));
+    DeviceArray<float> k_dev(k), v_dev(v);
+    DeviceArray<int32_t> pos_dev(pos), seq_dev(seq), tables_dev(tables);
+    const PhRows write_rows{pos_dev.get(), 1, seq_dev.get(), tables_dev.get(), kStride, kBlock};
+    ASSERT_TRUE(ran(ph_kv_store_rows(GetParam().kv_type, k_dev.get(), v_dev.get(), k_cache.get(), v_cache.get(),
+                                     row_bytes, static_cast<int64_t>(width()), n_write, write_rows, nullptr)));
+    const auto* k_cpu = reinterpret_cast<const uint8_t*>(cpu_cache.k_row(0, 0));
+    const auto* v_cpu = reinterpret_cast<const uint8_t*>(cpu_cache.v_row(0, 0));
+    // Rows no position maps to stay 0 on both sides (KvCache::init zero-fills).
+    ASSERT_TRUE(same_bytes(std::vector<uint8_t>(k_cpu, k_cpu + bytes), k_cache.download(), row_bytes)) << "K cache";
+    ASSERT_TRUE(same_bytes(std::vector<uint8_t>(v_cpu, v_cpu + bytes), v_cache.download(), row_bytes)) << "V cache";
+
+    // The batch: A's last position (decode), then B's positions 128..139 (a prompt chunk).
+    std::vector<int32_t> q_pos = {149}, q_seq = {0};
+    for (int p = 128; p < 140; ++p) {
+        q_pos.push_back(p);
+        q_seq.push_back(1);
+    }
+    StageBatch batch = write;
+    batch.n = static_cast<int>(q_pos.size());
+    batch.pos = q_pos.data();
+    batch.seq = q_seq.data();
+    const size_t q_size = static_cast<size_t>(batch.n) * kNHead * static_cast<size_t>(hd);
+    const std::vector<float> q = exact_query(q_size, 0.25f, rng);
+    DeviceArray<float> q_dev(q);
+    DeviceArray<int32_t> q_pos_dev(q_pos), q_seq_dev(q_seq);
+    const PhRows rows{q_pos_dev.get(), 1, q_seq_dev.get(), tables_dev.get(), kStride, kBlock};
+    std::vector<float> sinks(kNHead);
+    for (uint32_t h = 0; h < kNHead; ++h) sinks[h] = -4.0f + static_cast<float>(h);
+    DeviceArray<float> sinks_dev(sinks);
+    cpu::ThreadPool pool(1);
+    std::vector<std::vector<float>> scratch;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const double tol = GetParam().kv_type == PH_KV_F16 ? 1.5e-3 : 1e-3;
+    for (const uint32_t window : {0u, 20u}) {
+        for (const bool with_sinks : {false, true}) {
+            SCOPED_TRACE(std::string("window ") + std::to_string(window) + (with_sinks ? ", sinks" : ""));
+            const cpu::AttentionShape shape{kNHead, kNHeadKv, static_cast<uint32_t>(hd), scale, window,
+                                            with_sinks ? sinks.data() : nullptr};
+            std::vector<float> expected_f(q_size);
+            cpu::attention(pool, cpu::KernelIsa::scalar, cpu_cache, 0, shape, q.data(), expected_f.data(), batch,
+                           scratch);
+            for (const int n_splits : {1, 8}) {
+                const size_t partial_floats = ph_attention_partial_floats(batch.n, kNHead, hd, n_splits);
+                DeviceArray<float> partial(std::vector<float>(partial_floats, std::nanf("")));
+                DeviceArray<float> out(std::vector<float>(q_size, std::nanf("")));
+                // n_ctx: the longest a sequence may be (the chunks of the splits cover it).
+                ASSERT_TRUE(ran(ph_attention_rows(GetParam().kv_type, q_dev.get(), k_cache.get(), v_cache.get(),
+                                                  row_bytes, out.get(), batch.n, kNHead, kNHeadKv, hd, scale, window,
+                                                  160, n_splits, partial.get(),
+                                                  with_sinks ? sinks_dev.get() : nullptr, rows, nullptr)));
+                EXPECT_TRUE(all_close(std::vector<double>(expected_f.begin(), expected_f.end()), out.download(),
+                                      std::vector<double>(q_size, tol)))
+                    << n_splits << " splits";
+            }
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(CacheTypesAndHeadSizes, AttentionKernel,
                          // The head sizes of real models (Phi-3: 96; 80 and 112 leave lanes idle) and of
                          // the test fixtures (16, 32); a Q8_0 cache takes multiples of its block, 32.

@@ -27,6 +27,9 @@ public:
     // adopt a cached prefix, truncate. A batch's sequences must be open here.
     virtual KvBlocks& kv() = 0;
     virtual const KvBlocks& kv() const = 0;
+    // A new sequence for a batch. Where the cache holds one sequence (contiguous mode), the
+    // single-sequence calls' own sequence goes to the cache first.
+    virtual Result<SeqId> open_sequence() = 0;
     // Runs a batch that mixes sequences: each row's token goes after the positions its
     // sequence holds (and the earlier rows of that sequence in the batch). The blocks the
     // rows need are taken from the pool first; when they are lacking (ErrorCode::

@@ -42,8 +42,8 @@ const KvBlocks::Seq& KvBlocks::live(SeqId seq) const {
     return it->second;
 }
 
-Result<SeqId> KvBlocks::open() {
-    if (live_.size() >= options_.max_sequences) {
+Result<SeqId> KvBlocks::open(bool spare) {
+    if (live_.size() >= options_.max_sequences + (spare && !options_.contiguous ? 1u : 0u)) {
         return make_error(ErrorCode::invalid_argument,
                           fmt::format("{} sequences are running, the most this model was loaded for", live_.size()));
     }

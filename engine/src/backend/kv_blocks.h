@@ -49,8 +49,9 @@ public:
     const KvBlocksOptions& options() const { return options_; }
     uint32_t block_size() const { return options_.block_size; }
 
-    // A new, empty sequence. Fails when max_sequences are live.
-    Result<SeqId> open();
+    // A new, empty sequence. Fails when max_sequences are live; `spare` allows one more (the
+    // backend's own single sequence, so that it never takes a scheduler's place).
+    Result<SeqId> open(bool spare = false);
     // Ends a sequence. With `keep`, its blocks stay as a cached prefix (dropping the least
     // recently used beyond max_cached, and any cached prefix of it).
     void close(SeqId seq, bool keep);

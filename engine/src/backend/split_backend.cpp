@@ -40,6 +40,13 @@ public:
           threads_(static_cast<int>(stages_.size())) {}
 
     KvBlocks& kv() override { return kv_; }
+    Result<SeqId> open_sequence() override {
+        if (kv_.options().contiguous && single_ && kv_.contains(*single_)) {
+            kv_.close(*single_, true);
+            single_.reset();
+        }
+        return kv_.open();
+    }
     const KvBlocks& kv() const override { return kv_; }
     Result<void> decode_batch(std::span<const BatchRow> rows) override;
     Output output(size_t i) const override {
@@ -101,7 +108,7 @@ private:
     Result<void> decode_single(std::span<const TokenId> tokens, RowOutput out) {
         if (tokens.empty()) return make_error(ErrorCode::invalid_argument, "decode() needs at least one token");
         if (!single_ || !kv_.contains(*single_)) {
-            Result<SeqId> opened = kv_.open();
+            Result<SeqId> opened = kv_.open(true);
             if (!opened) return opened.error();
             single_ = *opened;
         }

@@ -71,10 +71,10 @@ Result<DevicePlan> plan_model(const std::filesystem::path& path, const ModelOpti
     p.reserve_bytes = options.reserve_bytes;
     p.main_device = options.main_device;
     p.n_ctx = n_ctx;
-    // The CPU's cache is whole blocks; a GPU's holds n_ctx positions by position for now.
+    // The cache is whole blocks, but a GPU's for one sequence holds n_ctx positions by position.
     const uint32_t bs = std::max<uint32_t>(1, options.kv_block_size);
     const uint32_t kv_tokens = options.kv_cache_tokens != 0 ? options.kv_cache_tokens : n_ctx;
-    p.kv_tokens = devices.cuda ? n_ctx : (kv_tokens + bs - 1) / bs * bs;
+    p.kv_tokens = devices.cuda && options.max_sequences <= 1 ? n_ctx : (kv_tokens + bs - 1) / bs * bs;
     p.max_sequences = std::max<uint32_t>(1, options.max_sequences);
     p.kv_type = options.kv_cache_type;
     p.n_batch = std::max<uint32_t>(1, options.n_batch);
@@ -143,6 +143,9 @@ Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, con
         o.n_ctx = n_ctx;
         o.n_batch = shape.n_batch;
         o.kv_cache_type = options.kv_cache_type;
+        o.max_sequences = shape.max_sequences;
+        o.kv_rows = shape.kv_blocks * shape.kv_block_size;
+        o.kv_block_size = shape.kv_block_size;
         o.use_graphs = options.cuda_graphs;
         uint64_t mine = 0;
         o.upload_progress = [&](uint64_t done, uint64_t) {
@@ -343,7 +346,7 @@ std::span<const TokenId> Model::cached_tokens() const { return impl_->backend->c
 void Model::truncate(uint32_t n) { impl_->backend->truncate(n); }
 
 uint32_t Model::max_sequences() const { return impl_->backend->kv().options().max_sequences; }
-Result<SeqId> Model::open_sequence() { return impl_->backend->kv().open(); }
+Result<SeqId> Model::open_sequence() { return impl_->backend->open_sequence(); }
 void Model::close_sequence(SeqId seq, bool keep_cached) { impl_->backend->kv().close(seq, keep_cached); }
 uint32_t Model::adopt_prefix(SeqId seq, std::span<const TokenId> prompt) {
     if (prompt.empty() || !impl_->backend->kv().contains(seq)) return 0;

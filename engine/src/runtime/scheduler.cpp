@@ -196,7 +196,14 @@ void Scheduler::admit() {
         const uint64_t need = (first + bs - 1) / bs + running_.size();
         if (!running_.empty() && model_.available_blocks() < need) break;
         Result<SeqId> seq = model_.open_sequence();
-        if (!seq) break;  // the model's own limit (another user holds a sequence)
+        if (!seq) {
+            // The model's own limit, reached by sequences of other users of the model: wait for
+            // a running request to end, or fail if none will.
+            if (!running_.empty()) break;
+            fail(r, seq.error());
+            waiting_.erase(waiting_.begin());
+            continue;
+        }
         r.seq = *seq;
         const uint32_t reused = model_.adopt_prefix(*seq, context);
         r.pending.assign(context.begin() + reused, context.end());

@@ -82,8 +82,9 @@ float top_margin(std::span<const float> x) {
 
 Result<Model> load(const std::filesystem::path& path, const std::string& devices, uint32_t n_ctx = 64,
                    SplitMode split = SplitMode::automatic, KvCacheType kv = KvCacheType::f16, uint32_t n_batch = 64,
-                   bool graphs = true) {
+                   bool graphs = true, uint32_t max_sequences = 1) {
     ModelOptions o;
+    o.max_sequences = max_sequences;
     o.n_ctx = n_ctx;
     o.n_threads = 2;
     o.devices = devices;
@@ -679,6 +680,149 @@ TEST_F(CudaComm, AllReduceOnOneGpuSumsInRankOrderAndCopies) {
     waiter.join();
     EXPECT_FALSE(results[0].ok());
     EXPECT_EQ(results[0].error().code, ErrorCode::cancelled);
+}
+
+
+// --- Several sequences on one GPU (issue 18): the cache as blocks read through tables ----
+
+// Per sequence: its logits after its prompt, then after each of `steps` tokens, each token
+// the argmax of the logits before. Run alone (one sequence at a time) or together (every
+// prompt in one batch, then a token of each per step).
+using SeqLogits = std::vector<std::vector<float>>;
+
+std::vector<SeqLogits> run_sequences(Model& model, const std::vector<std::vector<TokenId>>& prompts, int steps,
+                                     bool together) {
+    std::vector<SeqLogits> out(prompts.size());
+    std::vector<SeqId> ids;
+    const auto run = [&](const std::vector<size_t>& which) {
+        std::vector<BatchRow> rows;
+        for (size_t i : which) {
+            for (size_t t = 0; t < prompts[i].size(); ++t) {
+                rows.push_back({ids[i], prompts[i][t], t + 1 == prompts[i].size() ? RowOutput::logits : RowOutput::none});
+            }
+        }
+        for (int step = 0; step <= steps; ++step) {
+            Result<void> r = model.decode_batch(rows);
+            EXPECT_TRUE(r.ok()) << r.error().message;
+            if (!r) return;
+            rows.clear();
+            for (size_t k = 0; k < which.size(); ++k) {
+                const std::span<const float> logits = model.batch_logits(k);
+                out[which[k]].emplace_back(logits.begin(), logits.end());
+                rows.push_back({ids[which[k]], static_cast<TokenId>(argmax(logits)), RowOutput::logits});
+            }
+        }
+    };
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        Result<SeqId> id = model.open_sequence();
+        EXPECT_TRUE(id.ok()) << id.error().message;
+        if (!id) return out;
+        ids.push_back(*id);
+        if (!together) {
+            run({i});
+            model.close_sequence(*id, false);
+        }
+    }
+    if (together) {
+        std::vector<size_t> all(prompts.size());
+        for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+        run(all);
+        for (SeqId id : ids) model.close_sequence(id, false);
+    }
+    return out;
+}
+
+std::vector<std::vector<TokenId>> mixed_prompts(size_t n) {
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    std::vector<std::vector<TokenId>> prompts;
+    for (size_t i = 0; i < n; ++i) {
+        std::vector<TokenId> p;
+        for (size_t t = 0; t < 3 + 7 * i; ++t) p.push_back(tokens[(t + 3 * i) % tokens.size()]);
+        prompts.push_back(std::move(p));
+    }
+    return prompts;
+}
+
+// Four sequences of different lengths in one batch, then decoding together, against each
+// alone; alone with block tables against the cache by position (the path first checked on an
+// H200), bit for bit; and both against the CPU engine.
+TEST_F(CudaModel, SequencesBatchedOnTheGpuGiveTheLogitsTheyGiveAlone) {
+    for (const char* file : {kUsageModel, kGraphModel, "gemma3-q8_0.gguf", "gpt-oss-mxfp4.gguf"}) {
+        SCOPED_TRACE(file);
+        const auto path = arch_dir() / file;
+        const std::vector<std::vector<TokenId>> prompts = mixed_prompts(4);
+        Result<Model> by_position = load(path, "cuda:0", 64);
+        Result<Model> paged = load(path, "cuda:0", 64, SplitMode::automatic, KvCacheType::f16, 64, true, 4);
+        Result<Model> cpu = load(path, "cpu", 64, SplitMode::automatic, KvCacheType::f16, 64, true, 4);
+        ASSERT_TRUE(by_position.ok() && paged.ok() && cpu.ok());
+        EXPECT_FALSE(by_position->kv_stats().total_blocks == 0);
+        const auto reference = run_sequences(*by_position, prompts, 6, false);
+        const auto alone = run_sequences(*paged, prompts, 6, false);
+        const auto together = run_sequences(*paged, prompts, 6, true);
+        const auto on_cpu = run_sequences(*cpu, prompts, 6, true);
+        float batch_diff = 0.0f, cpu_diff = 0.0f;
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            ASSERT_EQ(alone[i].size(), 7u);
+            ASSERT_EQ(together[i].size(), 7u);
+            for (size_t s = 0; s < alone[i].size(); ++s) {
+                EXPECT_EQ(alone[i][s], reference[i][s]) << "sequence " << i << " step " << s;
+                batch_diff = std::max(batch_diff, max_diff(together[i][s], alone[i][s]));
+                cpu_diff = std::max(cpu_diff, max_diff(together[i][s], on_cpu[i][s]));
+            }
+        }
+        std::printf("%s: batched vs alone on the GPU max |logit difference| %.5f, vs the CPU engine %.4f\n", file,
+                    batch_diff, cpu_diff);
+        // The same kernels, rows grouped differently in the products: float rounding only.
+        EXPECT_LT(batch_diff, 0.02f);
+        EXPECT_LT(cpu_diff, 1.0f);  // the GPU tolerances of CudaArch (Q4_K 1.0)
+        const DeviceUsage u = paged->device_usage().at(0);
+        EXPECT_TRUE(u.cuda_graphs) << u.graphs_note;
+    }
+}
+
+// A sequence that adopts another's prefix shares its whole blocks and gets a copy of the last
+// one (a copy on the GPU): it then gives the logits it gives from scratch.
+TEST_F(CudaModel, APrefixSharedOnTheGpuGivesTheLogitsOfTheWholePrompt) {
+    const auto path = arch_dir() / kUsageModel;
+    ModelOptions o;
+    o.n_ctx = 128;
+    o.devices = "cuda:0";
+    o.max_sequences = 4;
+    o.kv_block_size = 16;
+    o.reserve_bytes = 0;
+    Result<Model> model = Model::load(path, o);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    std::vector<TokenId> prompt;
+    for (size_t t = 0; t < 40; ++t) prompt.push_back(tokens[t % tokens.size()]);
+    const auto full = [&](std::span<const TokenId> p) {
+        std::vector<BatchRow> rows;
+        Result<SeqId> id = model->open_sequence();
+        EXPECT_TRUE(id.ok());
+        const uint32_t reused = model->adopt_prefix(*id, p);
+        for (size_t t = reused; t < p.size(); ++t) {
+            rows.push_back({*id, p[t], t + 1 == p.size() ? RowOutput::logits : RowOutput::none});
+        }
+        EXPECT_TRUE(model->decode_batch(rows).ok());
+        std::vector<float> logits(model->batch_logits(0).begin(), model->batch_logits(0).end());
+        return std::make_pair(*id, std::make_pair(reused, logits));
+    };
+    const auto first = full(prompt);
+    EXPECT_EQ(first.second.first, 0u);
+    std::vector<TokenId> longer(prompt.begin(), prompt.begin() + 37);  // ends inside the third block
+    longer.push_back(7);
+    longer.push_back(9);
+    const auto second = full(longer);
+    EXPECT_EQ(second.second.first, 37u) << "37 positions in common: two blocks shared, the third copied";
+    EXPECT_GE(model->kv_stats().shared_blocks, 2u);
+    model->close_sequence(first.first, false);
+    model->close_sequence(second.first, false);
+    model->drop_cached_prefixes();
+    const auto scratch = full(longer);
+    EXPECT_EQ(scratch.second.first, 0u);
+    const float d = max_diff(second.second.second, scratch.second.second);
+    std::printf("after a shared prefix vs from scratch: max |logit difference| %.5f\n", d);
+    EXPECT_LT(d, 0.02f);
 }
 
 }  // namespace

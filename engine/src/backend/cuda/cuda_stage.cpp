@@ -99,13 +99,10 @@ public:
     float* x() override { return buffer(Buffer::x); }
     Result<void> embed(std::span<const TokenId> tokens) override;
     Result<void> run_layers(const StageBatch& batch) override;
-    // The kernels read the cache by position: one sequence, in the pool's first blocks.
-    bool paged_kv() const override { return false; }
-    int max_head_rows() const override { return 1; }
-    Result<void> copy_kv_blocks(std::span<const KvBlockCopy> copies) override {
-        if (copies.empty()) return {};
-        return make_error(ErrorCode::internal, "the CUDA stage keeps one sequence and copies no KV blocks");
-    }
+    // One sequence: the cache by position (the pool's first blocks). Several: block tables.
+    bool paged_kv() const override { return paged_; }
+    int max_head_rows() const override { return head_rows_; }
+    Result<void> copy_kv_blocks(std::span<const KvBlockCopy> copies) override;
     Result<std::span<const float>> head(std::span<const int> rows) override;
     Result<void> head_argmax(std::span<const int> rows, std::span<TokenId> out) override;
     DeviceUsage usage() const override;
@@ -134,6 +131,15 @@ private:
         return {};
     }
     Result<void> set_position(uint32_t pos);
+    // Paged: the batch's positions, sequences and block tables to the device.
+    Result<void> set_rows(const StageBatch& batch);
+    // Where the kernels find the batch's tokens in the cache.
+    PhRows rows() const {
+        if (!paged_) return PhRows{static_cast<const int32_t*>(pos_.data()), 0, nullptr, nullptr, 0, 1};
+        const auto* base = static_cast<const int32_t*>(rows_.data());
+        return PhRows{base, 1, base + rows_capacity_, base + 2 * rows_capacity_, table_stride_,
+                      static_cast<int>(options_.kv_block_size)};
+    }
     Result<DeviceOp> place(const BoundWeight& w);
     // The stage's experts of a moe op, uploaded: each of the three tensors' slice of experts
     // [expert_begin, expert_end) in one allocation, and the biases' slices.
@@ -153,10 +159,12 @@ private:
     // the output back. Waits for the stream (so never inside a graph capture).
     Result<void> run_ram_experts(const DeviceOp& op, int n);
     Result<void> enqueue_layers(int n);
-    Result<void> run_decode_graph();
+    Result<void> run_decode_graph(int n);
     // Turns graphs off for good after a failed capture, keeping the reason for usage().
-    Result<void> graphs_failed(int status, std::string_view step);
-    Result<void> enqueue_head(int row);
+    Result<void> graphs_failed(int status, std::string_view step, int n);
+    // The final norm and output projection on the given rows of x, gathered into rows 0 ..
+    // of their own buffer, which stands in for x meanwhile.
+    Result<void> enqueue_head(std::span<const int> rows);
     uint64_t bytes_needed(const std::vector<BoundWeight>& weights) const;
 
     arch::Hparams hp_;
@@ -191,9 +199,20 @@ private:
     size_t kv_row_bytes_ = 0;
     int kv_type_ = PH_KV_F16;
     DeviceBuffer partial_;      // attention splits
-    DeviceBuffer pos_;          // int32: position of the batch's first token
+    DeviceBuffer pos_;          // int32: position of the batch's first token (one sequence)
+    // Paged: int32 [positions: rows_capacity_][sequences: rows_capacity_][tables: table_rows_ *
+    // table_stride_], filled from host_rows_ before each run.
+    bool paged_ = false;
+    int head_rows_ = 1;
+    uint32_t kv_rows_ = 0;  // cache rows of a layer
+    DeviceBuffer rows_;
+    PinnedArray<int32_t> host_rows_;
+    int rows_capacity_ = 0;
+    int table_rows_ = 0;
+    int table_stride_ = 0;
+    DeviceBuffer head_x_;  // the rows whose logits are asked for
     DeviceBuffer ids_;          // int32 token ids of a batch
-    DeviceBuffer best_;         // int32: the argmax of the logits
+    DeviceBuffer best_;         // int32: the argmax of each head row's logits
     DeviceBuffer f32_weights_;  // cuBLAS operand: one weight matrix decoded
     // 8-bit activations (ph_quantize_activations) of up to act_rows_ tokens, act_stride_
     // bytes each, and what they were made from: the products that read the same buffer
@@ -224,7 +243,7 @@ private:
     bool have_cublas_ = false;
     std::string cublas_note_;
 
-    cudaGraphExec_t graph_ = nullptr;
+    std::map<int, cudaGraphExec_t> graphs_by_n_;  // the decode step of n sequences
     bool graphs_ = true;
     std::string graphs_note_;  // why graphs are off
     uint64_t graph_replays_ = 0;
@@ -240,7 +259,7 @@ CudaStage::~CudaStage() {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     cublas_ = CublasHandle{};
     cudaGetLastError();
-    if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
+    for (auto& [n, graph] : graphs_by_n_) cudaGraphExecDestroy(graph);
     if (start_ != nullptr) cudaEventDestroy(start_);
     if (stop_ != nullptr) cudaEventDestroy(stop_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -402,6 +421,19 @@ Result<void> CudaStage::init(const GgufModel& model) {
     const uint64_t n_layers = layers.size();
     kv_type_ = kv_type_of(options_.kv_cache_type);
     kv_row_bytes_ = kv_type_ == PH_KV_Q8_0 ? layout_.kv_width / 32 * 34 : layout_.kv_width * 2;
+    paged_ = options_.max_sequences > 1;
+    head_rows_ = paged_ ? static_cast<int>(options_.max_sequences) : 1;
+    options_.kv_block_size = std::max<uint32_t>(1, options_.kv_block_size);
+    kv_rows_ = options_.n_ctx;
+    if (paged_) {
+        const uint32_t bs = options_.kv_block_size;
+        kv_rows_ = ((options_.kv_rows != 0 ? options_.kv_rows : options_.n_ctx) + bs - 1) / bs * bs;
+        rows_capacity_ = static_cast<int>(n_batch);
+        table_rows_ = static_cast<int>(options_.max_sequences) + 1;  // and the single-sequence calls' own
+        table_stride_ = static_cast<int>((options_.n_ctx + bs - 1) / bs);
+    }
+    const uint64_t rows_ints = 2 * static_cast<uint64_t>(rows_capacity_) +
+                               static_cast<uint64_t>(table_rows_) * static_cast<uint64_t>(table_stride_);
     decode_splits_ = attention_splits(1, static_cast<int>(layout_.n_head), options_.n_ctx, multiprocessors_);
     size_t partial_floats = 0;
     for (int n = 1; n <= static_cast<int>(n_batch); ++n) {
@@ -411,7 +443,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
     }
     uint64_t buffer_bytes = 0;
     for (size_t i = 0; i < buffers_.size(); ++i) {
-        const uint64_t rows = static_cast<Buffer>(i) == Buffer::logits ? 1 : n_batch;
+        const uint64_t rows = static_cast<Buffer>(i) == Buffer::logits ? static_cast<uint64_t>(head_rows_) : n_batch;
         buffer_bytes += layout_.widths[i] * rows * sizeof(float);
     }
     const uint64_t cublas_bytes = have_cublas_ ? max_matrix * sizeof(float) : 0;
@@ -428,13 +460,14 @@ Result<void> CudaStage::init(const GgufModel& model) {
                                      : static_cast<int>(n_batch);
     act_stride_ = ph_q8_activation_bytes(std::max<int64_t>(max_in, 32));
     const uint64_t act_bytes = act_stride_ * static_cast<uint64_t>(act_rows_);
-    const uint64_t kv_bytes = 2 * n_layers * options_.n_ctx * kv_row_bytes_;
+    const uint64_t kv_bytes = 2 * n_layers * kv_rows_ * kv_row_bytes_;
     const bool tied = embedding != nullptr && std::any_of(all.begin(), all.end(), [&](const BoundWeight& w) {
                           return w.data == embedding->data && w.bytes() == embedding->n_bytes;
                       });
     const uint64_t weights = bytes_needed(all) + (embedding != nullptr && !tied ? embedding->n_bytes : 0);
     const uint64_t scratch =
-        buffer_bytes + partial_floats * sizeof(float) + cublas_bytes + act_bytes + 2 * n_batch * 4 + 64;
+        buffer_bytes + partial_floats * sizeof(float) + cublas_bytes + act_bytes + 2 * n_batch * 4 + 64 +
+        rows_ints * 4 + static_cast<uint64_t>(head_rows_) * (layout_.widths[static_cast<size_t>(Buffer::x)] + 1) * 4;
     const uint64_t need = weights + kv_bytes + scratch;
     if (need > info->free_memory) {
         return make_error(
@@ -505,7 +538,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
         return {};
     };
     for (size_t i = 0; i < buffers_.size(); ++i) {
-        const uint64_t rows = static_cast<Buffer>(i) == Buffer::logits ? 1 : n_batch;
+        const uint64_t rows = static_cast<Buffer>(i) == Buffer::logits ? static_cast<uint64_t>(head_rows_) : n_batch;
         PH_TRY(allocate(buffers_[i], layout_.widths[i] * rows * sizeof(float), scratch_bytes_));
     }
     PH_TRY(allocate(kv_k_, kv_bytes / 2, kv_bytes_));
@@ -513,12 +546,18 @@ Result<void> CudaStage::init(const GgufModel& model) {
     PH_TRY(allocate(partial_, partial_floats * sizeof(float), scratch_bytes_));
     PH_TRY(allocate(pos_, sizeof(int32_t), scratch_bytes_));
     PH_TRY(allocate(ids_, n_batch * sizeof(int32_t), scratch_bytes_));
-    PH_TRY(allocate(best_, sizeof(int32_t), scratch_bytes_));
+    PH_TRY(allocate(best_, static_cast<uint64_t>(head_rows_) * sizeof(int32_t), scratch_bytes_));
+    PH_TRY(allocate(head_x_, static_cast<uint64_t>(head_rows_) * width(Buffer::x) * sizeof(float), scratch_bytes_));
+    if (paged_) {
+        PH_TRY(allocate(rows_, rows_ints * sizeof(int32_t), scratch_bytes_));
+        PH_TRY(check(host_rows_.allocate(rows_ints), "allocating pinned memory"));
+    }
     if (have_cublas_) PH_TRY(allocate(f32_weights_, max_matrix * sizeof(float), scratch_bytes_));
     PH_TRY(allocate(act_, act_bytes, scratch_bytes_));
     PH_TRY(check(host_ids_.allocate(n_batch), "allocating pinned memory"));
-    PH_TRY(check(host_best_.allocate(1), "allocating pinned memory"));
-    PH_TRY(check(host_logits_.allocate(shard_.output ? hp_.n_vocab : 1), "allocating pinned memory"));
+    PH_TRY(check(host_best_.allocate(static_cast<size_t>(head_rows_)), "allocating pinned memory"));
+    PH_TRY(check(host_logits_.allocate(shard_.output ? size_t{hp_.n_vocab} * static_cast<size_t>(head_rows_) : 1),
+                 "allocating pinned memory"));
     if (has_device_experts_) {
         const uint64_t pairs = n_batch * hp_.experts.used;
         const uint64_t ff = hp_.experts.n_ff;
@@ -610,22 +649,25 @@ Result<void> CudaStage::enqueue_layers(int n) {
     return {};
 }
 
-Result<void> CudaStage::graphs_failed(int status, std::string_view step) {
+Result<void> CudaStage::graphs_failed(int status, std::string_view step, int n) {
     cudaGetLastError();
     graphs_ = false;
     graphs_note_ = cuda_error(status, fmt::format("{}: {}", gpu_, step)).message;
-    return enqueue_layers(1);
+    return enqueue_layers(n);
 }
 
-// The decode step as a CUDA graph: captured on first use, then replayed. A capture that
-// fails (a driver that cannot capture something) falls back to plain launches for good;
-// usage() then says so, with the reason, and `bench` prints it.
-Result<void> CudaStage::run_decode_graph() {
-    if (graph_ == nullptr) {
+// The decode step of n sequences (one token each) as a CUDA graph: captured on first use,
+// then replayed; positions and block tables are read from device memory, so one graph serves
+// every step of that size. A capture that fails (a driver that cannot capture something)
+// falls back to plain launches for good; usage() then says so, with the reason, and `bench`
+// prints it.
+Result<void> CudaStage::run_decode_graph(int n) {
+    auto found = graphs_by_n_.find(n);
+    if (found == graphs_by_n_.end()) {
         if (const int began = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal); began != 0) {
-            return graphs_failed(began, "starting the capture of the decode step");
+            return graphs_failed(began, "starting the capture of the decode step", n);
         }
-        Result<void> enqueued = enqueue_layers(1);
+        Result<void> enqueued = enqueue_layers(n);
         cudaGraph_t graph = nullptr;
         const int ended = cudaStreamEndCapture(stream_, &graph);
         if (!enqueued || ended != 0) {
@@ -634,86 +676,170 @@ Result<void> CudaStage::run_decode_graph() {
                 cudaGetLastError();
                 graphs_ = false;
                 graphs_note_ = enqueued.error().message;
-                return enqueue_layers(1);
+                return enqueue_layers(n);
             }
-            return graphs_failed(ended, "capturing the decode step");
+            return graphs_failed(ended, "capturing the decode step", n);
         }
-        const int made = cudaGraphInstantiate(&graph_, graph, 0);
+        cudaGraphExec_t exec = nullptr;
+        const int made = cudaGraphInstantiate(&exec, graph, 0);
         cudaGraphDestroy(graph);
-        if (made != 0) {
-            graph_ = nullptr;
-            return graphs_failed(made, "instantiating the decode graph");
+        if (made != 0) return graphs_failed(made, "instantiating the decode graph", n);
+        found = graphs_by_n_.emplace(n, exec).first;
+    }
+    PH_TRY(check(cudaGraphLaunch(found->second, stream_), "replaying the decode step"));
+    ++graph_replays_;
+    return {};
+}
+
+// Paged: the batch's positions, its rows' sequences and their block tables (each cut or
+// padded to table_stride_) to the device, in stream order.
+Result<void> CudaStage::set_rows(const StageBatch& batch) {
+    if (batch.n > rows_capacity_ || batch.table_stride <= 0) {
+        return make_error(ErrorCode::internal, "the batch does not fit the stage's row buffers");
+    }
+    int32_t* host = host_rows_.data();
+    int n_seq = 0;
+    for (int t = 0; t < batch.n; ++t) n_seq = std::max(n_seq, batch.seq[t] + 1);
+    if (n_seq > table_rows_) {
+        return make_error(ErrorCode::internal, fmt::format("a batch of {} sequences (the stage takes {})", n_seq,
+                                                           table_rows_));
+    }
+    for (int t = 0; t < batch.n; ++t) {
+        host[t] = batch.pos[t];
+        host[rows_capacity_ + t] = batch.seq[t];
+        if (batch.pos[t] < 0 || static_cast<uint32_t>(batch.pos[t]) >= options_.n_ctx ||
+            batch.slot(t, batch.pos[t]) >= int64_t{kv_rows_}) {
+            return make_error(ErrorCode::internal, fmt::format("row {} is position {} in cache row {}, past the cache",
+                                                               t, batch.pos[t], batch.slot(t, batch.pos[t])));
         }
     }
-    PH_TRY(check(cudaGraphLaunch(graph_, stream_), "replaying the decode step"));
-    ++graph_replays_;
+    int32_t* tables = host + 2 * rows_capacity_;
+    const int copy = std::min(batch.table_stride, table_stride_);
+    for (int s = 0; s < n_seq; ++s) {
+        const int32_t* from = batch.tables + static_cast<ptrdiff_t>(s) * batch.table_stride;
+        std::copy_n(from, copy, tables + static_cast<ptrdiff_t>(s) * table_stride_);
+        std::fill_n(tables + static_cast<ptrdiff_t>(s) * table_stride_ + copy, table_stride_ - copy, 0);
+    }
+    const size_t ints = 2 * static_cast<size_t>(rows_capacity_) + static_cast<size_t>(n_seq) * table_stride_;
+    return check(cudaMemcpyAsync(rows_.data(), host, ints * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+                 "uploading the positions and block tables");
+}
+
+Result<void> CudaStage::copy_kv_blocks(std::span<const KvBlockCopy> copies) {
+    if (copies.empty()) return {};
+    if (!paged_) return make_error(ErrorCode::internal, "the CUDA stage keeps one sequence and copies no KV blocks");
+    PH_TRY(select());
+    const size_t block_bytes = size_t{options_.kv_block_size} * kv_row_bytes_;
+    const size_t layer_bytes = size_t{kv_rows_} * kv_row_bytes_;
+    const size_t n_layers = layout_.last_layer - layout_.first_layer;
+    for (const KvBlockCopy& c : copies) {
+        if (c.from < 0 || c.to < 0 || (size_t(c.from) + 1) * block_bytes > layer_bytes ||
+            (size_t(c.to) + 1) * block_bytes > layer_bytes) {
+            return make_error(ErrorCode::internal, fmt::format("a KV block copy {} -> {} past the cache", c.from, c.to));
+        }
+        for (size_t l = 0; l < n_layers; ++l) {
+            for (DeviceBuffer* cache : {&kv_k_, &kv_v_}) {
+                auto* base = static_cast<std::byte*>(cache->data()) + l * layer_bytes;
+                PH_TRY(check(cudaMemcpyAsync(base + size_t(c.to) * block_bytes, base + size_t(c.from) * block_bytes,
+                                             block_bytes, cudaMemcpyDeviceToDevice, stream_),
+                             "copying a KV block"));
+            }
+        }
+    }
     return {};
 }
 
 Result<void> CudaStage::run_layers(const StageBatch& batch) {
     const int n = batch.n;
     if (n <= 0 || static_cast<uint32_t>(n) > std::max<uint32_t>(1, options_.n_batch) || batch.pos[0] < 0 ||
-        static_cast<uint32_t>(batch.pos[0]) + static_cast<uint32_t>(n) > options_.n_ctx) {
+        static_cast<uint32_t>(batch.pos[0]) >= options_.n_ctx) {
         return make_error(ErrorCode::internal, "the batch does not fit the stage's buffers or context");
-    }
-    // One sequence at consecutive positions, held at the same rows of the cache.
-    const auto pos = static_cast<uint32_t>(batch.pos[0]);
-    for (int i = 0; i < n; ++i) {
-        if (batch.seq[i] != batch.seq[0] || batch.pos[i] != batch.pos[0] + i || batch.slot(i, batch.pos[i]) != batch.pos[i]) {
-            return make_error(ErrorCode::internal, "the CUDA stage runs one sequence at a time, from the cache's start");
-        }
     }
     const auto start = Clock::now();
     PH_TRY(begin());
-    PH_TRY(set_position(pos));
-    Result<void> r = n == 1 && graphs_ ? run_decode_graph() : enqueue_layers(n);
+    if (paged_) {
+        PH_TRY(set_rows(batch));
+    } else {
+        // One sequence at consecutive positions, held at the same rows of the cache.
+        for (int i = 0; i < n; ++i) {
+            if (batch.seq[i] != batch.seq[0] || batch.pos[i] != batch.pos[0] + i ||
+                batch.slot(i, batch.pos[i]) != batch.pos[i]) {
+                return make_error(ErrorCode::internal,
+                                  "the CUDA stage loaded for one sequence runs it from the cache's start");
+            }
+        }
+        if (static_cast<uint32_t>(batch.pos[0]) + static_cast<uint32_t>(n) > options_.n_ctx) {
+            return make_error(ErrorCode::internal, "the batch does not fit the stage's context");
+        }
+        PH_TRY(set_position(static_cast<uint32_t>(batch.pos[0])));
+    }
+    // A decode step (a token of each sequence, no more than a head takes) replays a graph.
+    const bool decode = n <= head_rows_ && n < kCublasMinTokens;
+    Result<void> r = decode && graphs_ ? run_decode_graph(n) : enqueue_layers(n);
     if (r) r = complete("running the layers");
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return r;
 }
 
-// The final norm and output projection on row `row` of x (moved to row 0).
-Result<void> CudaStage::enqueue_head(int row) {
+Result<void> CudaStage::enqueue_head(std::span<const int> rows) {
     if (!shard_.output) return make_error(ErrorCode::internal, "this device does not hold the output layer");
+    if (rows.empty() || rows.size() > static_cast<size_t>(head_rows_)) {
+        return make_error(ErrorCode::internal,
+                          fmt::format("the head of {} rows (the stage takes 1 to {})", rows.size(), head_rows_));
+    }
     activations_changed();
     const size_t w = width(Buffer::x);
-    if (row > 0) {
-        PH_TRY(check(cudaMemcpyAsync(buffer(Buffer::x), buffer(Buffer::x) + static_cast<size_t>(row) * w,
+    DeviceBuffer& x = buffers_[static_cast<size_t>(Buffer::x)];
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i] < 0 || static_cast<uint32_t>(rows[i]) >= std::max<uint32_t>(1, options_.n_batch)) {
+            return make_error(ErrorCode::internal, fmt::format("head row {} is outside the batch", rows[i]));
+        }
+        PH_TRY(check(cudaMemcpyAsync(static_cast<float*>(head_x_.data()) + i * w,
+                                     static_cast<const float*>(x.data()) + static_cast<size_t>(rows[i]) * w,
                                      w * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
-                     "selecting the last token"));
+                     "selecting the rows for the logits"));
     }
-    for (const DeviceOp& op : head_) PH_TRY(enqueue_op(op, 0, 1));
-    return {};
+    std::swap(x, head_x_);
+    Result<void> r;
+    for (const DeviceOp& op : head_) {
+        if (r = enqueue_op(op, 0, static_cast<int>(rows.size())); !r) break;
+    }
+    std::swap(x, head_x_);
+    activations_changed();
+    return r;
 }
 
 Result<void> CudaStage::head_argmax(std::span<const int> rows, std::span<TokenId> out) {
-    if (rows.size() != 1 || out.size() != 1) return make_error(ErrorCode::internal, "the CUDA head takes one row");
-    const int row = rows[0];
+    if (out.size() != rows.size()) return make_error(ErrorCode::internal, "an argmax for each head row");
     const auto start = Clock::now();
     PH_TRY(begin());
-    PH_TRY(enqueue_head(row));
+    PH_TRY(enqueue_head(rows));
     auto* best = static_cast<int32_t*>(best_.data());
-    PH_TRY(check(ph_argmax(buffer(Buffer::logits), static_cast<int>(hp_.n_vocab), best, stream_), "greedy choice"));
-    PH_TRY(check(cudaMemcpyAsync(host_best_.data(), best, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
-                 "copying the chosen token"));
+    for (size_t i = 0; i < rows.size(); ++i) {
+        PH_TRY(check(ph_argmax(buffer(Buffer::logits) + i * hp_.n_vocab, static_cast<int>(hp_.n_vocab), best + i,
+                               stream_),
+                     "greedy choice"));
+    }
+    PH_TRY(check(cudaMemcpyAsync(host_best_.data(), best, rows.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                 stream_),
+                 "copying the chosen tokens"));
     PH_TRY(finish("choosing the next token"));
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-    out[0] = static_cast<TokenId>(host_best_.data()[0]);
+    for (size_t i = 0; i < rows.size(); ++i) out[i] = static_cast<TokenId>(host_best_.data()[i]);
     return {};
 }
 
 Result<std::span<const float>> CudaStage::head(std::span<const int> rows) {
-    if (rows.size() != 1) return make_error(ErrorCode::internal, "the CUDA head takes one row");
-    const int row = rows[0];
     const auto start = Clock::now();
     PH_TRY(begin());
-    PH_TRY(enqueue_head(row));
-    PH_TRY(check(cudaMemcpyAsync(host_logits_.data(), buffer(Buffer::logits), hp_.n_vocab * sizeof(float),
+    PH_TRY(enqueue_head(rows));
+    const size_t count = rows.size() * hp_.n_vocab;
+    PH_TRY(check(cudaMemcpyAsync(host_logits_.data(), buffer(Buffer::logits), count * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream_),
                  "copying the logits"));
     PH_TRY(finish("computing the logits"));
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-    return std::span<const float>(host_logits_.data(), hp_.n_vocab);
+    return std::span<const float>(host_logits_.data(), count);
 }
 
 Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
@@ -780,31 +906,30 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
                 cpu::yarn_corr_dims(hp_.rope_dims, hp_.yarn.orig_ctx, la.rope_base, hp_.yarn.beta_fast,
                                     hp_.yarn.beta_slow, corr_low, corr_high);
             }
-            return check(ph_rope_yarn(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n,
+            return check(ph_rope_rows(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n,
                                       static_cast<int>(hp_.head_dim), static_cast<int>(hp_.rope_dims),
                                       hp_.rope_layout == arch::RopeLayout::neox ? 1 : 0, la.rope_base,
                                       la.rope_freq_scale, rope_freqs_, hp_.yarn.ext_factor, hp_.yarn.attn_factor,
-                                      corr_low, corr_high, static_cast<const int32_t*>(pos_.data()), stream_),
+                                      corr_low, corr_high, rows(), stream_),
                          "RoPE");
         }
         case OpKind::attention: {
-            const size_t layer_bytes = size_t{options_.n_ctx} * kv_row_bytes_;
+            const size_t layer_bytes = size_t{kv_rows_} * kv_row_bytes_;
             auto* k = static_cast<std::byte*>(kv_k_.data()) + (layer - layout_.first_layer) * layer_bytes;
             auto* v = static_cast<std::byte*>(kv_v_.data()) + (layer - layout_.first_layer) * layer_bytes;
-            const auto* pos = static_cast<const int32_t*>(pos_.data());
-            PH_TRY(check(ph_kv_store(kv_type_, buffer(Buffer::k), buffer(Buffer::v), k, v, kv_row_bytes_,
-                                     static_cast<int64_t>(layout_.kv_width), n, pos, stream_),
+            PH_TRY(check(ph_kv_store_rows(kv_type_, buffer(Buffer::k), buffer(Buffer::v), k, v, kv_row_bytes_,
+                                          static_cast<int64_t>(layout_.kv_width), n, rows(), stream_),
                          "storing keys and values"));
             const float scale = op.value != 0 ? op.value : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
             const int splits =
                 n == 1 ? decode_splits_
                        : attention_splits(n, static_cast<int>(layout_.n_head), options_.n_ctx, multiprocessors_);
             // values: the stage's heads' attention sinks, or null.
-            return check(ph_attention_sinks(kv_type_, buffer(Buffer::q), k, v, kv_row_bytes_, buffer(op.dst), n,
-                                            static_cast<int>(layout_.n_head), static_cast<int>(layout_.n_head_kv),
-                                            static_cast<int>(hp_.head_dim), scale, program_.layers[layer].window,
-                                            static_cast<int>(options_.n_ctx), splits,
-                                            static_cast<float*>(partial_.data()), values, pos, stream_),
+            return check(ph_attention_rows(kv_type_, buffer(Buffer::q), k, v, kv_row_bytes_, buffer(op.dst), n,
+                                           static_cast<int>(layout_.n_head), static_cast<int>(layout_.n_head_kv),
+                                           static_cast<int>(hp_.head_dim), scale, program_.layers[layer].window,
+                                           static_cast<int>(options_.n_ctx), splits,
+                                           static_cast<float*>(partial_.data()), values, rows(), stream_),
                          "attention");
         }
         case OpKind::swiglu:

@@ -36,6 +36,12 @@ struct CudaStageOptions {
     uint32_t n_ctx = 4096;
     uint32_t n_batch = 64;  // tokens per call
     KvCacheType kv_cache_type = KvCacheType::f16;
+    // Sequences at once. 1: the cache holds one sequence by position (n_ctx rows). More: the
+    // cache is a pool of kv_rows rows in blocks of kv_block_size shared by the sequences
+    // (backend/kv_blocks.h), read through block tables, and a head takes a row per sequence.
+    uint32_t max_sequences = 1;
+    uint32_t kv_rows = 0;
+    uint32_t kv_block_size = 32;
     bool use_graphs = true;  // capture the decode step as a CUDA graph
     bool use_cublas = true;  // prompts through cuBLAS when it can be loaded
     // Called while the weights upload with the bytes done and the total; false stops.
