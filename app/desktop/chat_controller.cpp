@@ -68,14 +68,15 @@ void ChatController::loadModel(const QString& path, const powerhouse::ModelOptio
     m_engine.load(path, options);
 }
 
+// Switching conversations leaves their answers generating.
 void ChatController::newConversation() {
-    if (generating()) stop();
     m_current = 0;
     m_currentTitle.clear();
     m_messages.setMessages({});
     m_systemPrompt.clear();
     readConversationSettings({});
     emit currentConversationChanged();
+    emit generatingChanged();
 }
 
 void ChatController::readConversationSettings(const std::string& json) {
@@ -108,16 +109,22 @@ void ChatController::resetConversationSettings() { setConversationSettings({}, {
 
 void ChatController::selectConversation(qint64 id) {
     if (id == m_current) return;
-    if (generating()) stop();
     auto conversation = m_store.conversation(id);
     auto messages = m_store.messages(id);
     if (!check(conversation) || !check(messages)) return;
+    // An answer still streaming is stored once a second: show all that has come.
+    if (const auto answer = m_answers.find(id); answer != m_answers.end()) {
+        for (Message& m : *messages) {
+            if (m.id == answer->second.messageId) m.content = answer->second.text.toStdString();
+        }
+    }
     m_current = id;
     m_currentTitle = QString::fromStdString(conversation->title);
     m_messages.setMessages(std::move(messages).value());
     m_systemPrompt = QString::fromStdString(conversation->system_prompt);
     readConversationSettings(conversation->settings_json);
     emit currentConversationChanged();
+    emit generatingChanged();
 }
 
 void ChatController::send(const QString& text) {
@@ -168,65 +175,84 @@ void ChatController::startAnswer() {
     if (!check(answer)) return;
     const qint64 answerId = answer->id;
     m_messages.append(std::move(answer).value());
-    m_answerText.clear();
-    setGenerating(m_engine.generate(std::move(command)), answerId);
-    if (m_request != 0 && m_answerStarted) m_answerStarted();
+    const quint64 request = m_engine.generate(std::move(command));
+    m_answers[m_current] = Answer{request, answerId, {}};
+    m_conversations.setGenerating(m_current, true);
+    if (!m_saveTimer.isActive()) m_saveTimer.start();
+    emit generatingChanged();
+    if (m_answerStarted) m_answerStarted(request);
 }
 
-void ChatController::setGenerating(quint64 request, qint64 messageId) {
-    m_request = request;
-    m_answerId = messageId;
-    if (request != 0) {
-        m_saveTimer.start();
-    } else {
-        m_saveTimer.stop();
+qint64 ChatController::conversationOf(quint64 request) const {
+    for (const auto& [conversation, answer] : m_answers) {
+        if (answer.request == request) return conversation;
     }
-    emit generatingChanged();
-    if (request == 0) emit idle();
+    return 0;
 }
 
 void ChatController::onTokens(quint64 request, const QString& text) {
-    if (request != m_request) return;
-    m_answerText += text;
-    m_messages.appendText(m_answerId, text);
+    const qint64 conversation = conversationOf(request);
+    if (conversation == 0) return;
+    Answer& answer = m_answers[conversation];
+    answer.text += text;
+    if (conversation == m_current) m_messages.appendText(answer.messageId, text);
 }
 
 void ChatController::saveStreaming() {
-    if (m_answerId != 0) check(m_store.update_message(m_answerId, m_answerText.toStdString()));
+    for (const auto& answer : m_answers) {
+        check(m_store.update_message(answer.second.messageId, answer.second.text.toStdString()));
+    }
 }
 
-void ChatController::finishAnswer(const QString& text, MessageState state, MessageStats stats,
+void ChatController::finishAnswer(qint64 conversationId, QString text, MessageState state, MessageStats stats,
                                   const QString& error) {
-    if (m_answerFinished) stats.energy_joules = m_answerFinished();
-    const qint64 id = m_answerId;
-    setGenerating(0, 0);
-    if (id == 0) return;
-    if (!check(m_store.finish_message(id, text.toStdString(), state, stats, error.toStdString()))) return;
-    auto saved = m_store.message(id);
-    if (check(saved)) m_messages.update(*saved);
-    m_conversations.reload();
+    const auto found = m_answers.find(conversationId);
+    if (found == m_answers.end()) return;
+    const Answer answer = std::move(found->second);
+    m_answers.erase(found);
+    if (m_answers.empty()) m_saveTimer.stop();
+    m_conversations.setGenerating(conversationId, false);
+    if (m_answerFinished) stats.energy_joules = m_answerFinished(answer.request);
+    if (check(m_store.finish_message(answer.messageId, text.toStdString(), state, stats, error.toStdString()))) {
+        auto saved = m_store.message(answer.messageId);
+        if (conversationId == m_current && check(saved)) m_messages.update(*saved);
+        m_conversations.reload();
+    }
+    if (conversationId == m_current) emit generatingChanged();
+    if (m_answers.empty()) emit idle();
+}
+
+void ChatController::abandonAnswer(qint64 conversationId) {
+    const auto found = m_answers.find(conversationId);
+    if (found == m_answers.end()) return;
+    m_engine.cancel(found->second.request);
+    finishAnswer(conversationId, found->second.text, MessageState::stopped, {}, {});
 }
 
 void ChatController::onFinished(quint64 request, const QString& text, const QVariantMap& stats) {
-    if (request != m_request) return;
+    const qint64 conversation = conversationOf(request);
+    if (conversation == 0) return;
     MessageStats s;
     s.model = m_modelName.toStdString();
     s.prompt_tokens = stats.value("promptTokens").toLongLong();
+    s.reused_tokens = stats.value("reusedTokens").toLongLong();
     s.generated_tokens = stats.value("generatedTokens").toLongLong();
     s.ttft_ms = stats.value("ttftMs").toDouble();
     s.tokens_per_second = stats.value("tokensPerSecond").toDouble();
     const bool stopped = stats.value("stopReason").toString() == QLatin1String("cancelled");
-    finishAnswer(text, stopped ? MessageState::stopped : MessageState::complete, s, {});
+    finishAnswer(conversation, text, stopped ? MessageState::stopped : MessageState::complete, s, {});
 }
 
 void ChatController::onFailed(quint64 request, const QString& message) {
-    if (request != m_request) return;
-    finishAnswer(m_answerText, MessageState::failed, {}, message);
+    const qint64 conversation = conversationOf(request);
+    if (conversation == 0) return;
+    finishAnswer(conversation, m_answers[conversation].text, MessageState::failed, {}, message);
     showError(message);
 }
 
 void ChatController::stop() {
-    if (m_request != 0) m_engine.cancel(m_request);
+    const auto answer = m_answers.find(m_current);
+    if (answer != m_answers.end()) m_engine.cancel(answer->second.request);
 }
 
 void ChatController::regenerate() {
@@ -246,9 +272,9 @@ void ChatController::regenerate() {
 }
 
 void ChatController::editAndResend(qint64 messageId, const QString& text) {
-    if (generating()) stop();
     const int row = m_messages.rowOf(messageId);
     if (row < 0 || m_messages.at(row)->role != "user" || text.trimmed().isEmpty()) return;
+    abandonAnswer(m_current);
     // The edited message replaces the original and everything after it.
     if (!check(m_store.delete_messages_after(messageId)) || !check(m_store.delete_message(messageId))) return;
     m_messages.removeFrom(row);
@@ -274,6 +300,8 @@ void ChatController::renameConversation(qint64 id, const QString& title) {
 }
 
 void ChatController::deleteConversation(qint64 id) {
+    // Its answer stops here and is kept as it stands, for undo.
+    abandonAnswer(id);
     if (id == m_current) newConversation();
     // The previous deletion can no longer be undone: purge it.
     if (m_deleted != 0) check(m_store.purge_deleted());

@@ -4,6 +4,12 @@
 // generation starts, the answer is saved every second while it streams, and saved for good
 // when it ends, is stopped or fails.
 //
+// Each conversation may have an answer generating (the engine runs them together), whether
+// it is open or not: switching away leaves it streaming into its stored message, and
+// switching back shows what has come so far. `generating`, Stop, Regenerate and
+// edit-and-resend concern the open conversation only; deleting a conversation stops its
+// answer.
+//
 // Thread-safety: GUI thread only.
 #pragma once
 
@@ -14,6 +20,7 @@
 #include <QtQml/qqmlregistration.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "conversation_list_model.h"
@@ -30,7 +37,7 @@ class ChatController : public QObject {
     Q_PROPERTY(MessageListModel* messages READ messages CONSTANT)
     Q_PROPERTY(qint64 currentConversationId READ currentConversationId NOTIFY currentConversationChanged)
     Q_PROPERTY(QString currentTitle READ currentTitle NOTIFY currentConversationChanged)
-    Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)
+    Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)  // the open conversation
     Q_PROPERTY(QString modelState READ modelState NOTIFY modelChanged)  // none, loading, ready, failed
     Q_PROPERTY(QString modelName READ modelName NOTIFY modelChanged)
     Q_PROPERTY(QString modelDevice READ modelDevice NOTIFY modelChanged)
@@ -50,7 +57,10 @@ public:
     MessageListModel* messages() { return &m_messages; }
     qint64 currentConversationId() const { return m_current; }
     QString currentTitle() const { return m_currentTitle; }
-    bool generating() const { return m_request != 0; }
+    bool generating() const { return m_answers.contains(m_current); }
+    // Whether any conversation is generating.
+    bool generatingAny() const { return !m_answers.empty(); }
+    bool generatingIn(qint64 conversationId) const { return m_answers.contains(conversationId); }
     QString modelState() const { return m_modelState; }
     QString modelName() const { return m_modelName; }
     QString modelDevice() const { return m_modelDevice; }
@@ -62,9 +72,11 @@ public:
     QVariantMap sampling() const { return conversation_settings_variant(m_conversationSettings); }
 
     void loadModel(const QString& path, const powerhouse::ModelOptions& options);
-    // Told when each answer starts and ends; the end gives the energy it used (joules), if
-    // measured. main.cpp connects the dashboard's energy meter here.
-    void setAnswerObserver(std::function<void()> started, std::function<std::optional<double>()> finished) {
+    // Told when each answer starts and ends, by its request id (answers overlap); the end
+    // gives the energy it used (joules), if measured. main.cpp connects the dashboard's
+    // energy meter here.
+    void setAnswerObserver(std::function<void(quint64)> started,
+                           std::function<std::optional<double>(quint64)> finished) {
         m_answerStarted = std::move(started);
         m_answerFinished = std::move(finished);
     }
@@ -101,17 +113,29 @@ signals:
     void conversationSettingsChanged();
 
 private:
-    std::function<void()> m_answerStarted;
-    std::function<std::optional<double>()> m_answerFinished;
-    // Starts the answer to the conversation as stored (its last message is the user's).
+    // An answer being generated, in the conversation that maps to it.
+    struct Answer {
+        quint64 request = 0;    // the engine's request id
+        qint64 messageId = 0;   // the stored message it streams into
+        QString text;           // what has streamed so far
+    };
+
+    std::function<void(quint64)> m_answerStarted;
+    std::function<std::optional<double>(quint64)> m_answerFinished;
+    // Starts the answer to the open conversation as stored (its last message is the user's).
     void startAnswer();
     void onTokens(quint64 request, const QString& text);
     void onFinished(quint64 request, const QString& text, const QVariantMap& stats);
     void onFailed(quint64 request, const QString& message);
     void saveStreaming();
-    void finishAnswer(const QString& text, powerhouse::store::MessageState state,
+    // The conversation whose answer a request is, or 0.
+    qint64 conversationOf(quint64 request) const;
+    // Ends a conversation's answer: stores it for good, and shows it if it is open.
+    void finishAnswer(qint64 conversationId, QString text, powerhouse::store::MessageState state,
                       powerhouse::store::MessageStats stats, const QString& error);
-    void setGenerating(quint64 request, qint64 messageId);
+    // Cancels a conversation's answer and stores it at once as stopped, with what has come:
+    // its messages are about to change, so the engine's last word on it is not waited for.
+    void abandonAnswer(qint64 conversationId);
     template <class T>
     bool check(const powerhouse::Result<T>& result);
 
@@ -128,10 +152,8 @@ private:
     QString m_loadStage;
     QString m_errorText;
     qint64 m_deleted = 0;      // the conversation that undo would restore
-    quint64 m_request = 0;     // the generation running, 0: none
-    qint64 m_answerId = 0;     // the message it streams into
-    QString m_answerText;      // what has streamed so far
-    QTimer m_saveTimer;        // saves the streaming answer every second
+    std::map<qint64, Answer> m_answers;  // by conversation id: those generating
+    QTimer m_saveTimer;                  // saves the streaming answers every second
     ConversationSettings m_defaults;              // where a conversation says nothing
     ConversationSettings m_conversationSettings;  // the open conversation's (or the next new one's)
     std::string m_settingsJson;                   // ... as stored

@@ -20,12 +20,17 @@ QVariant ConversationListModel::data(const QModelIndex& index, int role) const {
         case IdRole: return row.id;
         case SnippetRole: return row.snippet;
         case UpdatedRole: return QDateTime::fromMSecsSinceEpoch(row.updatedMs);
+        case GeneratingRole: return m_generating.contains(row.id);
         default: return {};
     }
 }
 
 QHash<int, QByteArray> ConversationListModel::roleNames() const {
-    return {{IdRole, "conversationId"}, {TitleRole, "title"}, {SnippetRole, "snippet"}, {UpdatedRole, "updated"}};
+    return {{IdRole, "conversationId"},
+            {TitleRole, "title"},
+            {SnippetRole, "snippet"},
+            {UpdatedRole, "updated"},
+            {GeneratingRole, "generating"}};
 }
 
 void ConversationListModel::setFilter(const QString& filter) {
@@ -66,4 +71,15 @@ int ConversationListModel::rowOf(qint64 conversationId) const {
         if (m_rows[i].id == conversationId) return static_cast<int>(i);
     }
     return -1;
+}
+
+void ConversationListModel::setGenerating(qint64 conversationId, bool generating) {
+    if (generating == m_generating.contains(conversationId)) return;
+    if (generating) {
+        m_generating.insert(conversationId);
+    } else {
+        m_generating.remove(conversationId);
+    }
+    const int row = rowOf(conversationId);
+    if (row >= 0) emit dataChanged(index(row), index(row), {GeneratingRole});
 }

@@ -1,10 +1,12 @@
 // The conversations of the left column, newest activity first, or the hits of a search
-// over titles and contents (with the matching text as the snippet).
+// over titles and contents (with the matching text as the snippet), each saying whether an
+// answer is being generated in it.
 //
 // Thread-safety: GUI thread only.
 #pragma once
 
 #include <QAbstractListModel>
+#include <QSet>
 #include <QString>
 #include <QtQml/qqmlregistration.h>
 
@@ -20,7 +22,7 @@ class ConversationListModel : public QAbstractListModel {
     Q_PROPERTY(int count READ rowCount NOTIFY countChanged)
 
 public:
-    enum Role { IdRole = Qt::UserRole + 1, TitleRole, SnippetRole, UpdatedRole };
+    enum Role { IdRole = Qt::UserRole + 1, TitleRole, SnippetRole, UpdatedRole, GeneratingRole };
 
     explicit ConversationListModel(powerhouse::store::Store& store, QObject* parent = nullptr);
 
@@ -33,6 +35,8 @@ public:
     // Reads the list again from the store (after a change elsewhere). Errors go to `error`.
     void reload();
     int rowOf(qint64 conversationId) const;
+    // Whether a conversation has an answer being generated (kept across reloads).
+    void setGenerating(qint64 conversationId, bool generating);
 
 signals:
     void filterChanged();
@@ -50,4 +54,5 @@ private:
     powerhouse::store::Store& m_store;
     QString m_filter;
     std::vector<Row> m_rows;
+    QSet<qint64> m_generating;
 };

@@ -4,6 +4,8 @@
 #include <QPointer>
 #include <QStringList>
 
+#include <algorithm>
+
 DashboardController::DashboardController(powerhouse::GpuMonitorOptions options, QObject* parent)
     : QObject(parent), m_monitor(std::make_unique<powerhouse::GpuMonitor>(std::move(options))) {
     QPointer<DashboardController> self(this);
@@ -47,6 +49,19 @@ void DashboardController::apply(const powerhouse::TelemetrySnapshot& snapshot) {
 void DashboardController::setPlacement(const QVariantList& devices) {
     m_placement = devices;
     emit placementChanged();
+    m_batching.reset();
+    emit batchingChanged();
+}
+
+void DashboardController::setSchedulerStats(const powerhouse::SchedulerStats& stats) {
+    m_batching = stats;
+    emit batchingChanged();
+}
+
+// Blocks that cached prefixes alone hold are handed out when needed, but until then they
+// hold what going back to a conversation reuses: they count as used.
+int DashboardController::kvBlocksUsed() const {
+    return m_batching ? static_cast<int>(m_batching->kv.total_blocks - m_batching->kv.free_blocks) : 0;
 }
 
 void DashboardController::setModelGpus(const QVariantList& planned) {
@@ -57,8 +72,8 @@ void DashboardController::setModelGpus(const QVariantList& planned) {
         if (m.value("gpu").toInt() < 0) continue;  // the experts kept in system RAM
         m_modelGpus.push_back({m.value("gpu").toUInt(), static_cast<uint64_t>(m.value("bytes").toDouble())});
     }
-    report(m_answering);
-    if (m_answering && !m_meter) startMeter();  // the model moved to GPUs during an answer
+    report(!m_answers.empty());
+    startMeters();  // the model may have moved to GPUs during an answer
 }
 
 // Simulated GPUs take the model's memory and load; real ones ignore what is reported.
@@ -67,7 +82,6 @@ void DashboardController::report(bool busy) {
 }
 
 void DashboardController::meter(const powerhouse::TelemetrySnapshot& snapshot) {
-    if (!m_meter) return;
     double watts = 0;
     bool any = false;
     for (const ModelGpu& g : m_modelGpus) {
@@ -76,31 +90,42 @@ void DashboardController::meter(const powerhouse::TelemetrySnapshot& snapshot) {
             any = true;
         }
     }
-    if (any && !snapshot.latest.empty()) m_meter->add(snapshot.latest.front().time, watts);
+    if (!any || snapshot.latest.empty() || m_answers.empty()) return;
+    const double share = watts / static_cast<double>(m_answers.size());
+    for (auto& answer : m_answers) {
+        if (answer.second) answer.second->add(snapshot.latest.front().time, share);
+    }
 }
 
-void DashboardController::beginAnswer() {
-    m_answering = true;
+void DashboardController::beginAnswer(quint64 id) {
+    m_answers[id].reset();
     report(true);
-    startMeter();
+    startMeters();
 }
 
-void DashboardController::startMeter() {
-    m_meter.reset();
+// Starts the meters of the answers not measured yet, with a first reading.
+void DashboardController::startMeters() {
     // Only GPUs that hold the model count, and for now only simulated ones can (see the header).
     if (m_modelGpus.empty()) return;
+    if (std::all_of(m_answers.begin(), m_answers.end(), [](const auto& a) { return a.second.has_value(); })) return;
     const powerhouse::TelemetrySnapshot now = m_monitor->sample_now();
     if (!now.simulated) return;
-    m_meter.emplace();
+    for (auto& answer : m_answers) {
+        if (!answer.second) answer.second.emplace();
+    }
     meter(now);
 }
 
-std::optional<double> DashboardController::endAnswer() {
-    m_answering = false;
-    if (m_meter) meter(m_monitor->sample_now());  // the power at the end, before the load drops
-    report(false);
-    if (!m_modelGpus.empty()) m_monitor->sample_now();  // show the GPUs idle at once
-    std::optional<powerhouse::EnergyMeter> done = std::exchange(m_meter, std::nullopt);
+std::optional<double> DashboardController::endAnswer(quint64 id) {
+    const auto found = m_answers.find(id);
+    if (found == m_answers.end()) return std::nullopt;
+    if (found->second) meter(m_monitor->sample_now());  // the power at the end, before the load drops
+    const std::optional<powerhouse::EnergyMeter> done = found->second;
+    m_answers.erase(found);
+    if (m_answers.empty()) {
+        report(false);
+        if (!m_modelGpus.empty()) m_monitor->sample_now();  // show the GPUs idle at once
+    }
     if (!done || done->seconds() <= 0) return std::nullopt;
     return done->joules();
 }

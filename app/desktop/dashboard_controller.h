@@ -1,7 +1,9 @@
 // The GPU dashboard's data: the GPU monitor's snapshots (real NVML, or the simulated GPUs of
 // POWERHOUSE_SIMULATE_GPUS) as a list model, why there are no GPUs when there are none,
-// the NVLink topology, and where the loaded model's parts sit. It also measures the energy
-// of each answer: the power of the GPUs that hold the model, integrated over the answer.
+// the NVLink topology, where the loaded model's parts sit, and the engine's batching: the
+// sequences running and waiting and the KV cache blocks they hold. It also measures the
+// energy of each answer: the power of the GPUs that hold the model, integrated over the
+// answer and shared evenly among the answers generated meanwhile.
 //
 // Until the CUDA backend runs models on GPUs, only simulated GPUs hold one: they stand in
 // for it, following the settings' plan (its memory, and its load while an answer is
@@ -15,11 +17,13 @@
 #include <QVariantList>
 #include <QtQml/qqmlregistration.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "gpu_list_model.h"
+#include "powerhouse/scheduler.h"
 #include "powerhouse/telemetry.h"
 
 class DashboardController : public QObject {
@@ -32,6 +36,15 @@ class DashboardController : public QObject {
     Q_PROPERTY(bool simulated READ simulated NOTIFY changed)
     Q_PROPERTY(QString topology READ topology NOTIFY changed)
     Q_PROPERTY(QVariantList placement READ placement NOTIFY placementChanged)
+    // The engine's batching, from its last scheduler report (hasBatching: there was one).
+    Q_PROPERTY(bool hasBatching READ hasBatching NOTIFY batchingChanged)
+    Q_PROPERTY(int sequencesRunning READ sequencesRunning NOTIFY batchingChanged)
+    Q_PROPERTY(int sequencesWaiting READ sequencesWaiting NOTIFY batchingChanged)
+    Q_PROPERTY(int kvBlocksUsed READ kvBlocksUsed NOTIFY batchingChanged)  // held by sequences or cached prefixes
+    Q_PROPERTY(int kvBlocksTotal READ kvBlocksTotal NOTIFY batchingChanged)
+    Q_PROPERTY(double kvBytesUsed READ kvBytesUsed NOTIFY batchingChanged)
+    Q_PROPERTY(double kvBytesTotal READ kvBytesTotal NOTIFY batchingChanged)
+    Q_PROPERTY(int cachedPrefixes READ cachedPrefixes NOTIFY batchingChanged)
 
 public:
     explicit DashboardController(powerhouse::GpuMonitorOptions options, QObject* parent = nullptr);
@@ -43,24 +56,38 @@ public:
     bool simulated() const { return m_simulated; }
     QString topology() const { return m_topology; }
     QVariantList placement() const { return m_placement; }
+    bool hasBatching() const { return m_batching.has_value(); }
+    int sequencesRunning() const { return m_batching ? static_cast<int>(m_batching->running) : 0; }
+    int sequencesWaiting() const { return m_batching ? static_cast<int>(m_batching->waiting) : 0; }
+    int kvBlocksUsed() const;
+    int kvBlocksTotal() const { return m_batching ? static_cast<int>(m_batching->kv.total_blocks) : 0; }
+    double kvBytesUsed() const { return static_cast<double>(kvBlocksUsed()) * blockBytes(); }
+    double kvBytesTotal() const { return static_cast<double>(kvBlocksTotal()) * blockBytes(); }
+    int cachedPrefixes() const { return m_batching ? static_cast<int>(m_batching->kv.cached_prefixes) : 0; }
 
     // Starts sampling (once a second).
     void start();
-    // The loaded model's devices (EngineClient's summary "devices"): name, part, bytes.
+    // The loaded model's devices (EngineClient's summary "devices"): name, part, bytes. A
+    // new model starts with no batching report.
     void setPlacement(const QVariantList& devices);
+    // The engine's scheduler report (EngineClient::schedulerStats).
+    void setSchedulerStats(const powerhouse::SchedulerStats& stats);
     // Applies a snapshot (normally posted by the monitor's thread).
     void apply(const powerhouse::TelemetrySnapshot& snapshot);
 
     // The GPUs the model is planned on (the settings' plannedGpus: [{gpu, bytes}]).
     void setModelGpus(const QVariantList& planned);
-    // An answer starts and ends. The end gives the joules spent meanwhile by the GPUs that
-    // hold the model, when there are any and they report power; nothing otherwise.
-    void beginAnswer();
-    std::optional<double> endAnswer();
+    // An answer starts and ends (answers overlap: each has its request id). The end gives
+    // its share of the joules spent meanwhile by the GPUs that hold the model (the power
+    // is divided among the answers running at each reading), when there are any and they
+    // report power; nothing otherwise.
+    void beginAnswer(quint64 id);
+    std::optional<double> endAnswer(quint64 id);
 
 signals:
     void changed();
     void placementChanged();
+    void batchingChanged();
     // Each snapshot as it is applied (for the settings panel's plan preview).
     void snapshotApplied(const powerhouse::TelemetrySnapshot& snapshot);
 
@@ -76,10 +103,12 @@ private:
         uint64_t bytes = 0;
     };
     std::vector<ModelGpu> m_modelGpus;
-    bool m_answering = false;
-    std::optional<powerhouse::EnergyMeter> m_meter;  // while an answer is measured
+    std::optional<powerhouse::SchedulerStats> m_batching;
+    double blockBytes() const { return m_batching ? static_cast<double>(m_batching->kv.block_bytes) : 0.0; }
+    // The answers running, by request id, each with its meter while it is measured.
+    std::map<quint64, std::optional<powerhouse::EnergyMeter>> m_answers;
     void report(bool busy);
-    void startMeter();
+    void startMeters();
     void meter(const powerhouse::TelemetrySnapshot& snapshot);
     uint64_t m_subscription = 0;
     std::unique_ptr<powerhouse::GpuMonitor> m_monitor;  // last: stopped first

@@ -27,6 +27,7 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
 
 QVariantMap statsMap(const powerhouse::GenerationStats& s) {
     return {{"promptTokens", s.prompt_tokens},
+            {"reusedTokens", s.reused_tokens},
             {"generatedTokens", s.generated_tokens},
             {"ttftMs", s.time_to_first_token * 1e3},
             {"tokensPerSecond", s.tokens_per_second()},
@@ -96,6 +97,8 @@ void EngineClient::drain() {
             } else {
                 emit failed(e->request_id, message);
             }
+        } else if (const auto* s = std::get_if<powerhouse::SchedulerEvent>(&*event)) {
+            emit schedulerStats(s->stats);
         }
     }
 }

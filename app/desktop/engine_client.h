@@ -1,6 +1,7 @@
 // The engine thread (powerhouse::Engine) as seen from the GUI thread: commands go in as
-// plain calls; events come back as queued signals on the GUI thread. Tokens are gathered
-// and delivered at most once per frame, however fast the model writes, so that the UI never
+// plain calls; events come back as queued signals on the GUI thread. Several generations
+// run at once (the engine batches them); their tokens are gathered per request and
+// delivered at most once per frame, however fast the model writes, so that the UI never
 // has more than one update per frame to lay out.
 //
 // Thread-safety: a QObject of the GUI thread; only the engine's notify hook runs elsewhere,
@@ -36,9 +37,11 @@ signals:
     void loaded(const QVariantMap& summary);
     void loadFailed(const QString& message);
     void tokens(quint64 requestId, const QString& text);
-    // stats: promptTokens, generatedTokens, ttftMs, tokensPerSecond, stopReason
+    // stats: promptTokens, reusedTokens, generatedTokens, ttftMs, tokensPerSecond, stopReason
     void finished(quint64 requestId, const QString& text, const QVariantMap& stats);
     void failed(quint64 requestId, const QString& message);
+    // How the running generations stand: sequences running and waiting, KV cache blocks.
+    void schedulerStats(const powerhouse::SchedulerStats& stats);
 
 private:
     void drain();

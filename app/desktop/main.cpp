@@ -54,7 +54,7 @@ QString modelToOpen(const QString& given, powerhouse::store::Store& store) {
 // quits.
 void screenshotWhenIdle(QQuickWindow* window, ChatController& controller, const QString& file) {
     auto shoot = [window, file, &controller](bool wait) {
-        if (wait && (controller.generating() || controller.modelState() == QLatin1String("loading"))) return;
+        if (wait && (controller.generatingAny() || controller.modelState() == QLatin1String("loading"))) return;
         const QImage image = window->grabWindow();
         const bool saved = !image.isNull() && image.save(file, "PNG");
         std::fprintf(stderr, saved ? "screenshot saved to %s\n" : "could not save the screenshot to %s\n",
@@ -157,6 +157,7 @@ int main(int argc, char* argv[]) {
     DashboardController dashboard(powerhouse::options_from_environment());
     QObject::connect(&engine, &EngineClient::loaded, &dashboard,
                      [&dashboard](const QVariantMap& summary) { dashboard.setPlacement(summary.value("devices").toList()); });
+    QObject::connect(&engine, &EngineClient::schedulerStats, &dashboard, &DashboardController::setSchedulerStats);
     SettingsController settings(*store, dataDir);
     QObject::connect(&dashboard, &DashboardController::snapshotApplied, &settings, &SettingsController::setDevices);
     // The plan puts the loaded model on GPUs (simulated ones stand in for the CUDA backend
@@ -166,7 +167,8 @@ int main(int argc, char* argv[]) {
         dashboard.setModelGpus(settings.plannedGpus());
     });
     QObject::connect(&settings, &SettingsController::error, &controller, &ChatController::showError);
-    controller.setAnswerObserver([&dashboard] { dashboard.beginAnswer(); }, [&dashboard] { return dashboard.endAnswer(); });
+    controller.setAnswerObserver([&dashboard](quint64 id) { dashboard.beginAnswer(id); },
+                                 [&dashboard](quint64 id) { return dashboard.endAnswer(id); });
     const auto price = [&controller, &settings] { controller.messages()->setElectricityPrice(settings.electricityPrice()); };
     QObject::connect(&settings, &SettingsController::applied, &controller, price);
     price();

@@ -18,6 +18,11 @@ QString MessageListModel::statsText(const powerhouse::store::MessageStats& stats
                        .arg(stats.tokens_per_second, 0, 'f', 1)
                        .arg(stats.ttft_ms, 0, 'f', 0)
                        .arg(stats.generated_tokens);
+    if (stats.reused_tokens > 0) {
+        text += QStringLiteral(" · %1 of %2 prompt tokens from cache")
+                    .arg(stats.reused_tokens)
+                    .arg(stats.prompt_tokens);
+    }
     if (stats.energy_joules) {
         const double perToken = *stats.energy_joules / static_cast<double>(stats.generated_tokens);
         text += QStringLiteral(" · %1 J (%2 J/token").arg(*stats.energy_joules, 0, 'f', 1).arg(perToken, 0, 'f', 2);

@@ -39,7 +39,8 @@ public:
     int rowOf(qint64 messageId) const;
     const powerhouse::store::Message* at(int row) const;
 
-    // "58.2 tokens/s · 41 ms to first token · 120 tokens", then where measured
+    // "58.2 tokens/s · 41 ms to first token · 120 tokens", then where the prompt cache gave
+    // some " · 812 of 840 prompt tokens from cache", and where measured
     // " · 84.0 J (0.70 J/token, 0.06 per M tokens)"; the cost needs a price per kWh (> 0).
     static QString statsText(const powerhouse::store::MessageStats& stats, double pricePerKwh = 0);
     // The electricity price the statistics quote costs at (0: none).

@@ -37,6 +37,9 @@ void SettingsController::load() {
     const int ctx = text("context_length").toInt();
     m_contextLength = ctx > 0 ? std::clamp(ctx, 256, 1 << 20) : 4096;
     m_kvCacheType = text("kv_cache_type") == QLatin1String("q8_0") ? QStringLiteral("q8_0") : QStringLiteral("f16");
+    m_kvCacheTokens = std::clamp(text("kv_cache_tokens").toInt(), 0, 1 << 20);
+    const int sequences = text("max_sequences").toInt();
+    m_maxSequences = sequences > 0 ? std::min(sequences, 16) : 4;
     m_cpuThreads = std::clamp(text("cpu_threads").toInt(), 0, 1024);
     const QString theme = text("theme");
     m_theme = theme == QLatin1String("light") || theme == QLatin1String("dark") ? theme : QStringLiteral("system");
@@ -148,6 +151,10 @@ void SettingsController::setKvCacheType(const QString& type) {
     if (type == QLatin1String("f16") || type == QLatin1String("q8_0")) set(m_kvCacheType, type);
 }
 
+void SettingsController::setKvCacheTokens(int n) { set(m_kvCacheTokens, std::clamp(n, 0, 1 << 20)); }
+
+void SettingsController::setMaxSequences(int n) { set(m_maxSequences, std::clamp(n, 1, 16)); }
+
 void SettingsController::setCpuThreads(int n) { set(m_cpuThreads, std::clamp(n, 0, 1024)); }
 
 void SettingsController::setElectricityPrice(double price) {
@@ -185,6 +192,8 @@ powerhouse::ModelOptions SettingsController::modelOptions() const {
     powerhouse::ModelOptions options;
     options.n_ctx = static_cast<uint32_t>(m_contextLength);
     options.n_threads = m_cpuThreads;
+    options.kv_cache_tokens = static_cast<uint32_t>(m_kvCacheTokens);
+    options.max_sequences = static_cast<uint32_t>(m_maxSequences);
     options.kv_cache_type = m_kvCacheType == QLatin1String("q8_0") ? powerhouse::KvCacheType::q8_0
                                                                     : powerhouse::KvCacheType::f16;
     if (auto experts = powerhouse::parse_experts_in_ram(m_expertsInRam.toStdString())) options.experts_in_ram = *experts;
@@ -221,6 +230,7 @@ SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShap
     powerhouse::PlanOptions options;
     if (auto mode = powerhouse::parse_split_mode(m_splitMode.toStdString())) options.mode = *mode;
     options.n_ctx = static_cast<uint32_t>(contextLength);
+    options.max_sequences = static_cast<uint32_t>(m_maxSequences);
     options.kv_type = modelOptions().kv_cache_type;
     options.experts_in_ram = modelOptions().experts_in_ram;
     if (shape.n_expert > 0) {
@@ -248,6 +258,9 @@ SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShap
         powerhouse::PlanOptions single;
         single.mode = powerhouse::SplitMode::single;
         single.n_ctx = options.n_ctx;
+        // The CPU's KV cache is the pool the conversations share (a GPU's is n_ctx for now).
+        single.kv_tokens = static_cast<uint32_t>(m_kvCacheTokens);
+        single.max_sequences = options.max_sequences;
         single.kv_type = options.kv_type;
         single.reserve_bytes = 256ull << 20;
         auto plan = powerhouse::plan_devices(shape, *cpu, single);
@@ -362,6 +375,8 @@ bool SettingsController::apply() {
                                                       {"main_gpu", QString::number(m_mainGpu)},
                                                       {"context_length", QString::number(m_contextLength)},
                                                       {"kv_cache_type", m_kvCacheType},
+                                                      {"kv_cache_tokens", QString::number(m_kvCacheTokens)},
+                                                      {"max_sequences", QString::number(m_maxSequences)},
                                                       {"cpu_threads", QString::number(m_cpuThreads)},
                                                       {"electricity_price", QString::number(m_price)},
                                                       {"theme", m_theme}};

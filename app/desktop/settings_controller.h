@@ -1,9 +1,10 @@
 // The settings panel. GPUs: which to use, each one's share of the model and the memory to
 // keep free on it, the split mode and the main GPU, with a live preview from the planner of
 // where the current model would go and whether it fits, before anything is loaded.
-// General: context length, KV-cache type, CPU threads, theme, electricity price, and where
-// the data lives. Everything is kept in the store: per GPU under its UUID, the rest as app
-// settings. Nothing takes effect until apply(); `applied` then lets main reload the model.
+// General: context length, KV-cache type and size, conversations generated at once, CPU
+// threads, theme, electricity price, and where the data lives. Everything is kept in the
+// store: per GPU under its UUID, the rest as app settings. Nothing takes effect until
+// apply(); `applied` then lets main reload the model.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -34,6 +35,10 @@ class SettingsController : public QObject {
     Q_PROPERTY(int mainGpu READ mainGpu WRITE setMainGpu NOTIFY changed)
     Q_PROPERTY(int contextLength READ contextLength WRITE setContextLength NOTIFY changed)
     Q_PROPERTY(QString kvCacheType READ kvCacheType WRITE setKvCacheType NOTIFY changed)  // f16, q8_0
+    // Positions the KV cache holds for all conversations together; 0: the context length.
+    Q_PROPERTY(int kvCacheTokens READ kvCacheTokens WRITE setKvCacheTokens NOTIFY changed)
+    // Conversations whose answers are generated at once (1-16; more wait their turn).
+    Q_PROPERTY(int maxSequences READ maxSequences WRITE setMaxSequences NOTIFY changed)
     Q_PROPERTY(int cpuThreads READ cpuThreads WRITE setCpuThreads NOTIFY changed)         // 0: all cores
     Q_PROPERTY(int cpuCores READ cpuCores CONSTANT)
     // The theme applies at once (it reloads nothing): system, light or dark.
@@ -56,6 +61,8 @@ public:
     int mainGpu() const { return m_mainGpu; }
     int contextLength() const { return m_contextLength; }
     QString kvCacheType() const { return m_kvCacheType; }
+    int kvCacheTokens() const { return m_kvCacheTokens; }
+    int maxSequences() const { return m_maxSequences; }
     int cpuThreads() const { return m_cpuThreads; }
     int cpuCores() const;
     QString theme() const { return m_theme; }
@@ -71,6 +78,8 @@ public:
     void setMainGpu(int index);
     void setContextLength(int n);
     void setKvCacheType(const QString& type);
+    void setKvCacheTokens(int n);
+    void setMaxSequences(int n);
     void setCpuThreads(int n);
     void setTheme(const QString& theme);
     void setElectricityPrice(double price);
@@ -131,6 +140,8 @@ private:
     int m_mainGpu = 0;
     int m_contextLength = 4096;
     QString m_kvCacheType = QStringLiteral("f16");
+    int m_kvCacheTokens = 0;
+    int m_maxSequences = 4;
     int m_cpuThreads = 0;
     QString m_theme = QStringLiteral("system");
     double m_price = 0;

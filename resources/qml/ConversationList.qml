@@ -1,4 +1,5 @@
-// The left column: search, a new-chat button, and the conversations, newest first.
+// The left column: search, a new-chat button, and the conversations, newest first, each
+// with a busy indicator while an answer is generated in it.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -56,32 +57,46 @@ Rectangle {
                 required property var conversationId
                 required property string title
                 required property string snippet
+                required property bool generating
 
                 width: ListView.view.width
                 highlighted: conversationId === root.controller.currentConversationId
-                Accessible.name: title
+                Accessible.name: title + (generating ? ", answering" : "")
                 onClicked: root.controller.selectConversation(conversationId)
 
                 background: Rectangle {
                     radius: 6
                     color: item.highlighted ? Theme.selection : item.hovered ? Theme.surfaceHover : "transparent"
                 }
-                contentItem: ColumnLayout {
-                    spacing: 2
-                    Label {
-                        text: item.title.length > 0 ? item.title : "Untitled"
-                        color: Theme.text
-                        elide: Text.ElideRight
-                        font.pixelSize: Theme.fontSize
+                contentItem: RowLayout {
+                    spacing: Theme.spacing / 2
+                    ColumnLayout {
+                        spacing: 2
                         Layout.fillWidth: true
+                        Label {
+                            text: item.title.length > 0 ? item.title : "Untitled"
+                            color: Theme.text
+                            elide: Text.ElideRight
+                            font.pixelSize: Theme.fontSize
+                            Layout.fillWidth: true
+                        }
+                        Label {
+                            visible: item.snippet.length > 0
+                            text: item.snippet
+                            color: Theme.textMuted
+                            elide: Text.ElideRight
+                            font.pixelSize: Theme.smallFontSize
+                            Layout.fillWidth: true
+                        }
                     }
-                    Label {
-                        visible: item.snippet.length > 0
-                        text: item.snippet
-                        color: Theme.textMuted
-                        elide: Text.ElideRight
-                        font.pixelSize: Theme.smallFontSize
-                        Layout.fillWidth: true
+                    // An answer is being generated here (it goes on while another is open).
+                    BusyIndicator {
+                        objectName: "generatingIndicator"
+                        visible: item.generating
+                        running: item.generating
+                        Layout.preferredWidth: 18
+                        Layout.preferredHeight: 18
+                        Accessible.name: "Answering"
                     }
                 }
 

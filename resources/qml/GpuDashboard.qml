@@ -1,5 +1,6 @@
 // The right panel: where the model sits on the GPUs (a bar), a card per GPU, the NVLink
-// topology, and the devices the engine runs the model on now.
+// topology, the devices the engine runs the model on now, and the engine's batching (the
+// answers generated together, the KV cache blocks they and the cached conversations hold).
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -124,6 +125,45 @@ Rectangle {
                         color: Theme.textMuted
                         font.pixelSize: Theme.smallFontSize
                     }
+                }
+            }
+            Label {
+                visible: root.dashboard.hasBatching
+                text: "Generation"
+                color: Theme.text
+                font.bold: true
+                Layout.leftMargin: Theme.spacing
+                Layout.topMargin: Theme.spacing
+            }
+            ColumnLayout {
+                visible: root.dashboard.hasBatching
+                spacing: 0
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+                Label {
+                    objectName: "batchingSequences"
+                    text: "Answers: " + root.dashboard.sequencesRunning + " generating together · "
+                          + root.dashboard.sequencesWaiting + " waiting"
+                    color: Theme.text
+                    font.pixelSize: Theme.smallFontSize
+                }
+                Label {
+                    objectName: "batchingKv"
+                    text: "KV cache: " + root.dashboard.kvBlocksUsed + " of " + root.dashboard.kvBlocksTotal
+                          + " blocks in use (" + root.mib(root.dashboard.kvBytesUsed) + " of "
+                          + root.mib(root.dashboard.kvBytesTotal) + ")"
+                    color: Theme.textMuted
+                    wrapMode: Text.Wrap
+                    font.pixelSize: Theme.smallFontSize
+                    Layout.fillWidth: true
+                }
+                Label {
+                    objectName: "batchingPrefixes"
+                    text: "Prompt cache: " + root.dashboard.cachedPrefixes
+                          + (root.dashboard.cachedPrefixes === 1 ? " finished answer" : " finished answers") + " kept for reuse"
+                    color: Theme.textMuted
+                    font.pixelSize: Theme.smallFontSize
                 }
             }
             Item {

@@ -1,8 +1,8 @@
 // Settings. GPUs: which to use, shares, memory to keep free, split mode and main GPU, with
 // the planner's live preview of where the model would go and whether it fits, before
-// anything is loaded. General: context length, KV cache, CPU threads, theme, electricity
-// price, data folder. Apply saves and reloads the model; Close forgets what was not applied
-// (the theme applies at once).
+// anything is loaded. General: context length, KV cache type and size, conversations
+// generated at once, CPU threads, theme, electricity price, data folder. Apply saves and
+// reloads the model; Close forgets what was not applied (the theme applies at once).
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -184,6 +184,33 @@ Dialog {
                 Accessible.name: "KV cache type"
                 onActivated: dialog.settings.kvCacheType = values[currentIndex]
                 Layout.preferredWidth: 240
+            }
+
+            Label { text: "KV cache size (tokens, 0 = context length)"; color: Theme.text }
+            SpinBox {
+                objectName: "kvCacheTokens"
+                from: 0
+                to: 1048576
+                stepSize: 1024
+                editable: true
+                value: dialog.settings.kvCacheTokens
+                Accessible.name: "KV cache size in tokens"
+                ToolTip.visible: hovered
+                ToolTip.text: "Positions the KV cache holds for all conversations together; finished conversations stay in it, so that going back to one does not read its history again"
+                onValueModified: dialog.settings.kvCacheTokens = value
+            }
+
+            Label { text: "Conversations at once"; color: Theme.text }
+            SpinBox {
+                objectName: "maxSequences"
+                from: 1
+                to: 16
+                editable: true
+                value: dialog.settings.maxSequences
+                Accessible.name: "Conversations generated at once"
+                ToolTip.visible: hovered
+                ToolTip.text: "Answers generated together; more wait their turn"
+                onValueModified: dialog.settings.maxSequences = value
             }
 
             Label { text: "CPU threads (0: all " + dialog.settings.cpuCores + " cores)"; color: Theme.text }

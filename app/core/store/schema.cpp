@@ -100,10 +100,15 @@ CREATE TABLE model_folders (
 );
 )sql";
 
+// 4: the part of an answer's prompt the engine found in its KV cache (the prompt cache).
+constexpr std::string_view kReusedTokens = R"sql(
+ALTER TABLE messages ADD COLUMN reused_tokens INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-    static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings, kModels};
+    static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings, kModels, kReusedTokens};
     return list;
 }
 

@@ -50,6 +50,7 @@ const char* message_state_name(MessageState state);
 struct MessageStats {
     std::string model;
     int64_t prompt_tokens = 0;
+    int64_t reused_tokens = 0;  // of the prompt, found in the engine's KV cache
     int64_t generated_tokens = 0;
     double ttft_ms = 0;
     double tokens_per_second = 0;

@@ -2,8 +2,9 @@
 // controllers, each with a store in a temporary folder: testController has no model
 // loaded (the views' behaviour without one is part of what is tested), testChat has the
 // SmolLM2 test model (greedy, short answers); testSettings and testDashboard see two
-// simulated GPUs. The setup hands them to the tests as context properties of the test
-// engine (tests only; the app passes them as required properties of its window).
+// simulated GPUs, and the dashboard shows the batching of testChat's engine. The setup
+// hands them to the tests as context properties of the test engine (tests only; the app
+// passes them as required properties of its window).
 #include <QCoreApplication>
 #include <QDropEvent>
 #include <QMimeData>
@@ -79,6 +80,8 @@ public slots:
         powerhouse::GpuMonitorOptions gpus;
         gpus.simulate = "RTX 4090:24;RTX 4090:24";
         m_dashboard = std::make_unique<DashboardController>(gpus);
+        connect(m_chatEngine.get(), &EngineClient::schedulerStats, m_dashboard.get(),
+                &DashboardController::setSchedulerStats);
         m_settings = std::make_unique<SettingsController>(*m_store, m_dir.path());
         connect(m_dashboard.get(), &DashboardController::snapshotApplied, m_settings.get(),
                 &SettingsController::setDevices);

@@ -1,6 +1,7 @@
 // The desktop app's C++ side on the real SmolLM2 model, without a window: the list models
 // under QAbstractItemModelTester, and the chat controller sending, streaming, stopping,
-// regenerating, editing and deleting, with the store checked after each step.
+// regenerating, editing and deleting, with the store checked after each step, and several
+// conversations answering at once.
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModelTester>
@@ -8,6 +9,7 @@
 #include <QSignalSpy>
 #include <QTest>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -84,6 +86,23 @@ TEST(ConversationListModel, PassesTheModelTesterAndFollowsTheStore) {
     EXPECT_TRUE(model.data(model.index(0), ConversationListModel::SnippetRole).toString().contains("[capital]"));
     model.setFilter("");
     EXPECT_EQ(model.rowCount(), 2);
+
+    // Which conversations are answering: one row changes, and a reload keeps it.
+    const int row = model.rowOf(a->id);
+    EXPECT_FALSE(model.data(model.index(row), ConversationListModel::GeneratingRole).toBool());
+    QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+    model.setGenerating(a->id, true);
+    ASSERT_EQ(changed.count(), 1);
+    EXPECT_EQ(changed[0][0].toModelIndex().row(), row);
+    EXPECT_TRUE(model.data(model.index(row), ConversationListModel::GeneratingRole).toBool());
+    EXPECT_FALSE(model.data(model.index(1 - row), ConversationListModel::GeneratingRole).toBool());
+    model.setGenerating(a->id, true);
+    EXPECT_EQ(changed.count(), 1) << "no change, no signal";
+    model.reload();
+    EXPECT_TRUE(model.data(model.index(model.rowOf(a->id)), ConversationListModel::GeneratingRole).toBool());
+    model.setGenerating(a->id, false);
+    EXPECT_FALSE(model.data(model.index(model.rowOf(a->id)), ConversationListModel::GeneratingRole).toBool());
+    EXPECT_EQ(model.roleNames().value(ConversationListModel::GeneratingRole), "generating");
 }
 
 TEST(MessageListModel, PassesTheModelTesterWhileTextStreamsIn) {
@@ -134,14 +153,14 @@ TEST(DashboardController, SimulatedGpusHoldTheModelAndMeasureEachAnswersEnergy) 
     DashboardController dashboard(options);
     dashboard.start();
     // No GPU holds the model yet: no energy.
-    dashboard.beginAnswer();
-    EXPECT_FALSE(dashboard.endAnswer().has_value());
+    dashboard.beginAnswer(1);
+    EXPECT_FALSE(dashboard.endAnswer(1).has_value());
 
     const uint64_t bytes = 3ull << 30;
     dashboard.setModelGpus({QVariantMap{{"gpu", 1}, {"bytes", static_cast<double>(bytes)}}});
-    dashboard.beginAnswer();
+    dashboard.beginAnswer(2);
     QTest::qWait(400);
-    const std::optional<double> joules = dashboard.endAnswer();
+    const std::optional<double> joules = dashboard.endAnswer(2);
     ASSERT_TRUE(joules.has_value());
     // GPU 1 was 90% loaded: about 0.9 * 92% of 450 W, for the 0.4 s or a little more.
     EXPECT_GT(*joules, 0.4 * 300.0);
@@ -199,6 +218,67 @@ TEST(MessageListModel, StatisticsShowEnergyPerTokenAndItsCost) {
     // 0.36 J/token = 0.1 kWh per million tokens; at 0.30 per kWh that is 0.03.
     EXPECT_EQ(MessageListModel::statsText(stats, 0.30),
               "50.0 tokens/s · 40 ms to first token · 100 tokens · 36.0 J (0.36 J/token, 0.03 per M tokens)");
+    // The part of the prompt the engine found in its cache.
+    stats.energy_joules.reset();
+    stats.prompt_tokens = 840;
+    stats.reused_tokens = 812;
+    EXPECT_EQ(MessageListModel::statsText(stats),
+              "50.0 tokens/s · 40 ms to first token · 100 tokens · 812 of 840 prompt tokens from cache");
+}
+
+TEST(DashboardController, ShowsTheEnginesBatching) {
+    powerhouse::GpuMonitorOptions options;
+    options.nvml = "/nonexistent/libnvidia-ml.so.1";
+    DashboardController dashboard(options);
+    EXPECT_FALSE(dashboard.hasBatching());
+    QSignalSpy changed(&dashboard, &DashboardController::batchingChanged);
+    powerhouse::SchedulerStats stats;
+    stats.running = 3;
+    stats.waiting = 2;
+    stats.kv.block_size = 32;
+    stats.kv.total_blocks = 64;
+    stats.kv.free_blocks = 40;
+    stats.kv.cached_blocks = 6;
+    stats.kv.cached_prefixes = 5;
+    stats.kv.block_bytes = 1 << 20;
+    dashboard.setSchedulerStats(stats);
+    EXPECT_EQ(changed.count(), 1);
+    EXPECT_TRUE(dashboard.hasBatching());
+    EXPECT_EQ(dashboard.sequencesRunning(), 3);
+    EXPECT_EQ(dashboard.sequencesWaiting(), 2);
+    EXPECT_EQ(dashboard.kvBlocksUsed(), 24) << "blocks held by sequences or cached prefixes";
+    EXPECT_EQ(dashboard.kvBlocksTotal(), 64);
+    EXPECT_DOUBLE_EQ(dashboard.kvBytesUsed(), 24.0 * (1 << 20));
+    EXPECT_DOUBLE_EQ(dashboard.kvBytesTotal(), 64.0 * (1 << 20));
+    EXPECT_EQ(dashboard.cachedPrefixes(), 5);
+    // Another model: nothing reported about it yet.
+    dashboard.setPlacement({});
+    EXPECT_FALSE(dashboard.hasBatching());
+    EXPECT_EQ(dashboard.kvBlocksTotal(), 0);
+}
+
+// Answers overlap: the power of the GPUs is shared among the answers running, so two at
+// once together count what one alone does over the same time, not twice that.
+TEST(DashboardController, OverlappingAnswersShareTheEnergy) {
+    powerhouse::GpuMonitorOptions options;
+    options.simulate = "RTX 4090:24";
+    DashboardController dashboard(options);
+    dashboard.start();
+    dashboard.setModelGpus({QVariantMap{{"gpu", 0}, {"bytes", static_cast<double>(1ull << 30)}}});
+    dashboard.beginAnswer(1);
+    QTest::qWait(800);
+    const std::optional<double> alone = dashboard.endAnswer(1);
+    dashboard.beginAnswer(2);
+    dashboard.beginAnswer(3);
+    QTest::qWait(800);
+    const std::optional<double> first = dashboard.endAnswer(2);
+    const std::optional<double> second = dashboard.endAnswer(3);
+    ASSERT_TRUE(alone && first && second);
+    EXPECT_GT(*alone, 0.0);
+    EXPECT_NEAR(*first / *second, 1.0, 0.1) << *first << " J and " << *second << " J";
+    EXPECT_NEAR((*first + *second) / *alone, 1.0, 0.3)
+        << *first << " J and " << *second << " J, alone " << *alone << " J";
+    EXPECT_FALSE(dashboard.endAnswer(2).has_value()) << "ended already";
 }
 
 TEST(DashboardController, WithoutADriverSaysSoAndListsNoGpu) {
@@ -404,10 +484,14 @@ protected:
                                                              QAbstractItemModelTester::FailureReportingMode::Fatal);
     }
 
-    void load() {
+    static powerhouse::ModelOptions model_options() {
         powerhouse::ModelOptions options;
         options.n_ctx = 1024;
         options.n_threads = 2;
+        return options;
+    }
+
+    void load(const powerhouse::ModelOptions& options = model_options()) {
         controller_->loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), options);
         ASSERT_TRUE(wait_for([&] { return controller_->modelState() != "loading"; }));
         ASSERT_EQ(controller_->modelState(), "ready") << controller_->errorText().toStdString();
@@ -417,10 +501,30 @@ protected:
         return wait_for([&] { return !controller_->generating(); });
     }
 
-    std::vector<powerhouse::store::Message> stored() {
-        auto m = store_->messages(controller_->currentConversationId());
+    std::vector<powerhouse::store::Message> stored() { return stored(controller_->currentConversationId()); }
+
+    std::vector<powerhouse::store::Message> stored(qint64 conversation) {
+        auto m = store_->messages(conversation);
         EXPECT_TRUE(m);
         return m ? *m : std::vector<powerhouse::store::Message>{};
+    }
+
+    bool wait_all_idle() {
+        return wait_for([&] { return !controller_->generatingAny(); });
+    }
+
+    bool listed_as_generating(qint64 conversation) {
+        const ConversationListModel& list = *controller_->conversations();
+        const int row = list.rowOf(conversation);
+        return row >= 0 && list.data(list.index(row), ConversationListModel::GeneratingRole).toBool();
+    }
+
+    // Answers long enough to outlast what a test does meanwhile.
+    void long_answers() {
+        powerhouse::GenerationSettings settings;
+        settings.max_tokens = 400;
+        settings.sampling.temperature = 0;
+        controller_->setGenerationSettings(settings);
     }
 
     powerhouse::test::TempDir dir_;
@@ -428,6 +532,31 @@ protected:
     std::unique_ptr<EngineClient> engine_;
     std::unique_ptr<ChatController> controller_;
     std::unique_ptr<QAbstractItemModelTester> tester_;
+};
+
+// The engine's scheduler reports, as the dashboard shows them, with the most sequences
+// seen running and waiting at once.
+class BatchingWatch {
+public:
+    explicit BatchingWatch(EngineClient& engine) : dashboard_(no_gpus()) {
+        QObject::connect(&engine, &EngineClient::schedulerStats, &dashboard_,
+                         [this](const powerhouse::SchedulerStats& s) {
+                             dashboard_.setSchedulerStats(s);
+                             maxRunning = std::max(maxRunning, dashboard_.sequencesRunning());
+                             maxWaiting = std::max(maxWaiting, dashboard_.sequencesWaiting());
+                         });
+    }
+    const DashboardController& dashboard() const { return dashboard_; }
+    int maxRunning = 0;
+    int maxWaiting = 0;
+
+private:
+    static powerhouse::GpuMonitorOptions no_gpus() {
+        powerhouse::GpuMonitorOptions options;
+        options.nvml = "/nonexistent/libnvidia-ml.so.1";
+        return options;
+    }
+    DashboardController dashboard_;
 };
 
 TEST_F(ChatControllerTest, SendingWithoutAModelSaysWhatToDo) {
@@ -535,6 +664,171 @@ TEST_F(ChatControllerTest, DeleteCanBeUndoneAndSwitchingShowsEachConversation) {
     controller_->renameConversation(second, "Colours");
     controller_->conversations()->setFilter("colours");
     EXPECT_EQ(controller_->conversations()->rowCount(), 1);
+}
+
+
+// Two conversations answer at once: the user starts one, opens a new chat and sends there,
+// then goes back to the first while both stream. Both answers complete, are stored, and
+// are each exactly what llama.cpp answers to that conversation alone (greedy).
+TEST_F(ChatControllerTest, TwoConversationsAnswerAtOnceAsEachWouldAlone) {
+    BatchingWatch batching(*engine_);
+    load();
+    controller_->send("What is the capital of France?");
+    const qint64 first = controller_->currentConversationId();
+    ASSERT_TRUE(controller_->generating());
+    controller_->newConversation();
+    EXPECT_FALSE(controller_->generating()) << "the new chat is not answering";
+    EXPECT_TRUE(controller_->generatingIn(first));
+    EXPECT_TRUE(listed_as_generating(first));
+    controller_->send("Write a Python function that reverses a string.");
+    const qint64 second = controller_->currentConversationId();
+    ASSERT_NE(first, second);
+    ASSERT_TRUE(controller_->generating()) << "sending while another conversation answers is allowed";
+    EXPECT_TRUE(listed_as_generating(second));
+
+    // Back to the first while the second streams: it shows at least what the store has.
+    ASSERT_TRUE(wait_for([&] { return controller_->messages()->at(1)->content.size() > 0; }));
+    const std::string storedAtSwitch = stored(first)[1].content;
+    controller_->selectConversation(first);
+    ASSERT_EQ(controller_->messages()->rowCount(), 2);
+    const std::string shownAtSwitch = controller_->messages()->at(1)->content;
+    EXPECT_GE(shownAtSwitch.size(), storedAtSwitch.size());
+    EXPECT_EQ(shownAtSwitch.substr(0, storedAtSwitch.size()), storedAtSwitch);
+    // What it shows as more comes in: every time, the start of the answer, nothing skipped.
+    std::vector<std::string> streamed;
+    QObject::connect(controller_->messages(), &QAbstractItemModel::dataChanged, controller_.get(), [&] {
+        if (controller_->generating()) streamed.push_back(controller_->messages()->at(1)->content);
+    });
+
+    ASSERT_TRUE(wait_all_idle());
+    EXPECT_FALSE(listed_as_generating(first));
+    EXPECT_FALSE(listed_as_generating(second));
+    const auto a = stored(first);
+    const auto b = stored(second);
+    ASSERT_EQ(a.size(), 2u);
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_EQ(a[1].state, MessageState::complete);
+    EXPECT_EQ(b[1].state, MessageState::complete);
+    expect_reference_answer(a[1].content, "chat_capital");
+    expect_reference_answer(b[1].content, "chat_code");
+    // The open conversation showed its answer streaming on to the end.
+    EXPECT_EQ(controller_->messages()->at(1)->content, a[1].content);
+    EXPECT_EQ(a[1].content.substr(0, shownAtSwitch.size()), shownAtSwitch);
+    for (const std::string& text : streamed) EXPECT_EQ(a[1].content.substr(0, text.size()), text);
+    // The engine ran them together, and keeps both conversations cached for their next turn.
+    EXPECT_EQ(batching.maxRunning, 2);
+    EXPECT_EQ(batching.dashboard().sequencesRunning(), 0);
+    EXPECT_GT(batching.dashboard().kvBlocksTotal(), 0);
+    EXPECT_GE(batching.dashboard().cachedPrefixes(), 1);
+
+    // The next turn of the first conversation, after the second ran: its history is found
+    // in the engine's cache, and the statistics say so.
+    controller_->send("And of Germany?");
+    ASSERT_TRUE(wait_idle());
+    const auto next = stored(first);
+    ASSERT_EQ(next.size(), 4u);
+    EXPECT_GT(next[3].stats.reused_tokens, 0);
+    EXPECT_LT(next[3].stats.reused_tokens, next[3].stats.prompt_tokens);
+    const MessageListModel& shown = *controller_->messages();
+    const QString statsText = shown.data(shown.index(3), MessageListModel::StatsRole).toString();
+    EXPECT_TRUE(statsText.contains(QStringLiteral("of %1 prompt tokens from cache").arg(next[3].stats.prompt_tokens)))
+        << statsText.toStdString();
+}
+
+// Stop (Esc) stops the open conversation's answer only.
+TEST_F(ChatControllerTest, StopInOneConversationLeavesTheOtherAnswering) {
+    long_answers();
+    load();
+    controller_->send("Write a very long story about a dragon who learns to cook.");
+    const qint64 first = controller_->currentConversationId();
+    controller_->newConversation();
+    controller_->stop();  // nothing to stop here
+    controller_->send("Write a very long story about a cat who learns to fly.");
+    const qint64 second = controller_->currentConversationId();
+    ASSERT_TRUE(wait_for([&] { return controller_->messages()->at(1)->content.size() > 20; }));
+    controller_->stop();
+    ASSERT_TRUE(wait_idle());
+    EXPECT_TRUE(controller_->generatingIn(first)) << "the other conversation goes on";
+    EXPECT_TRUE(listed_as_generating(first));
+    EXPECT_FALSE(listed_as_generating(second));
+    const auto b = stored(second);
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_EQ(b[1].state, MessageState::stopped);
+    // It keeps streaming into its stored message while another conversation is open.
+    ASSERT_TRUE(wait_for([&] { return stored(first)[1].content.size() > b[1].content.size(); }));
+    EXPECT_EQ(stored(first)[1].state, MessageState::streaming);
+    controller_->selectConversation(first);
+    EXPECT_TRUE(controller_->generating());
+    controller_->stop();
+    ASSERT_TRUE(wait_all_idle());
+    const auto a = stored(first);
+    EXPECT_EQ(a[1].state, MessageState::stopped);
+    EXPECT_GT(a[1].stats.generated_tokens, b[1].stats.generated_tokens);
+    EXPECT_EQ(controller_->messages()->at(1)->content, a[1].content);
+}
+
+// Deleting a conversation that is answering (from the list, while another is open) cancels
+// its answer in the engine; undo brings it back with what was written, as stopped.
+TEST_F(ChatControllerTest, DeletingAConversationCancelsItsAnswer) {
+    long_answers();
+    load();
+    QSignalSpy finished(engine_.get(), &EngineClient::finished);
+    controller_->send("Write a very long story about a dragon who learns to cook.");
+    const qint64 doomed = controller_->currentConversationId();
+    ASSERT_TRUE(wait_for([&] { return controller_->messages()->at(1)->content.size() > 10; }));
+    controller_->newConversation();
+    controller_->deleteConversation(doomed);
+    EXPECT_FALSE(controller_->generatingAny());
+    // The engine ends it as cancelled, far short of its 400 tokens.
+    ASSERT_TRUE(wait_for([&] { return finished.count() == 1; }));
+    const QVariantMap stats = finished[0][2].toMap();
+    EXPECT_EQ(stats.value("stopReason").toString(), "cancelled");
+    EXPECT_LT(stats.value("generatedTokens").toInt(), 400);
+    controller_->undoDelete();
+    EXPECT_EQ(controller_->currentConversationId(), doomed);
+    EXPECT_FALSE(controller_->generating());
+    const auto kept = stored(doomed);
+    ASSERT_EQ(kept.size(), 2u);
+    EXPECT_EQ(kept[1].state, MessageState::stopped);
+    EXPECT_GT(kept[1].content.size(), 10u);
+    EXPECT_EQ(controller_->messages()->at(1)->content, kept[1].content);
+}
+
+// What the settings panel applies reaches the engine: one conversation at a time makes the
+// second wait, and the KV cache has the size asked for.
+TEST_F(ChatControllerTest, SettingsSetTheConversationsAtOnceAndTheKvCache) {
+    SettingsController settings(*store_, {});
+    settings.setMaxSequences(0);
+    EXPECT_EQ(settings.maxSequences(), 1);
+    settings.setMaxSequences(99);
+    EXPECT_EQ(settings.maxSequences(), 16);
+    settings.setMaxSequences(1);
+    settings.setKvCacheTokens(-5);
+    EXPECT_EQ(settings.kvCacheTokens(), 0);
+    settings.setKvCacheTokens(768);
+    ASSERT_TRUE(settings.apply());
+    EXPECT_EQ(SettingsController(*store_, {}).maxSequences(), 1) << "kept in the store";
+    EXPECT_EQ(SettingsController(*store_, {}).kvCacheTokens(), 768);
+    powerhouse::ModelOptions options = settings.modelOptions();
+    EXPECT_EQ(options.max_sequences, 1u);
+    EXPECT_EQ(options.kv_cache_tokens, 768u);
+
+    BatchingWatch batching(*engine_);
+    options.n_ctx = 1024;
+    options.n_threads = 2;
+    load(options);
+    controller_->send("What is the capital of France?");
+    const qint64 first = controller_->currentConversationId();
+    controller_->newConversation();
+    controller_->send("Write a Python function that reverses a string.");
+    ASSERT_TRUE(wait_all_idle());
+    EXPECT_EQ(batching.maxRunning, 1);
+    EXPECT_EQ(batching.maxWaiting, 1);
+    const DashboardController& dashboard = batching.dashboard();
+    EXPECT_EQ(dashboard.kvBlocksTotal() * static_cast<int>(options.kv_block_size), 768);
+    // Taking turns gives the same answers as at once.
+    expect_reference_answer(stored(first)[1].content, "chat_capital");
+    expect_reference_answer(stored()[1].content, "chat_code");
 }
 
 }  // namespace

@@ -64,6 +64,7 @@ TEST(Store, KeepsConversationsAndMessagesAcrossOpens) {
         MessageStats stats;
         stats.model = "SmolLM2 135M";
         stats.prompt_tokens = 31;
+        stats.reused_tokens = 24;
         stats.generated_tokens = 3;
         stats.ttft_ms = 41.5;
         stats.tokens_per_second = 58.25;
@@ -85,6 +86,7 @@ TEST(Store, KeepsConversationsAndMessagesAcrossOpens) {
     EXPECT_EQ(messages[1].state, MessageState::complete);
     EXPECT_EQ(messages[1].stats.model, "SmolLM2 135M");
     EXPECT_EQ(messages[1].stats.prompt_tokens, 31);
+    EXPECT_EQ(messages[1].stats.reused_tokens, 24);
     EXPECT_EQ(messages[1].stats.generated_tokens, 3);
     EXPECT_DOUBLE_EQ(messages[1].stats.ttft_ms, 41.5);
     EXPECT_DOUBLE_EQ(messages[1].stats.tokens_per_second, 58.25);
@@ -253,6 +255,32 @@ TEST(Store, MigratesAnOlderFileAfterBackingItUp) {
     SQLite::Database backup(s.backup_path().string());
     EXPECT_EQ(backup.execAndGet("PRAGMA user_version").getInt(), 1);
     EXPECT_EQ(backup.execAndGet("SELECT content FROM messages").getString(), "remember the gramophone");
+}
+
+// Migration 4 adds the prompt tokens found in the cache: answers stored before it have none.
+TEST(Store, AnswersFromBeforeThePromptCacheReuseNothing) {
+    test::TempDir dir;
+    const auto path = dir / "p.db";
+    int64_t answer = 0;
+    {
+        StoreOptions v3;
+        v3.target_version = 3;
+        Store old = open_store(path, v3);
+        const Conversation c = ok(old.create_conversation("Before"));
+        ok(old.add_message(c.id, "user", "hello"));
+        answer = ok(old.add_message(c.id, "assistant", "Hi there.")).id;
+    }
+    Store s = open_store(path);
+    EXPECT_EQ(s.backup_path().filename().string(), "p.db.v3.bak");
+    const Message before = ok(s.message(answer));
+    EXPECT_EQ(before.content, "Hi there.");
+    EXPECT_EQ(before.stats.reused_tokens, 0);
+    MessageStats stats;
+    stats.prompt_tokens = 840;
+    stats.reused_tokens = 812;
+    stats.generated_tokens = 5;
+    ok(s.finish_message(answer, "Hi there!", MessageState::complete, stats));
+    EXPECT_EQ(ok(s.message(answer)).stats.reused_tokens, 812);
 }
 
 TEST(Store, RefusesFilesItCannotUseWithoutTouchingThem) {

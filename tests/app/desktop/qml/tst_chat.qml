@@ -1,6 +1,7 @@
 // A chat as a user has it, with the real SmolLM2 model (testChat, greedy, at most 48 tokens
 // an answer): send and watch the answer stream in, stop, regenerate, edit and resend, switch
-// conversations and search them. The functions run in name order, on one store.
+// conversations and search them, an answer going on while another conversation is open, and
+// the dashboard's batching. The functions run in name order, on one store.
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -8,7 +9,7 @@ import Powerhouse
 
 Item {
     id: root
-    width: 1100
+    width: 1400
     height: 760
 
     ConversationList {
@@ -22,6 +23,13 @@ Item {
         controller: testChat
         x: 260
         width: 840
+        height: parent.height
+    }
+    GpuDashboard {
+        id: dashboard
+        dashboard: testDashboard
+        x: 1100
+        width: 300
         height: parent.height
     }
     SignalSpy {
@@ -121,6 +129,52 @@ Item {
             tryCompare(testChat.conversations, "count", 2)
             mouseClick(findChild(list, "conversation0"))  // the newest
             compare(message(0).content, "Say hello in French.")
+        }
+
+        function generatingIndicator(row) {
+            const item = findChild(list, "conversation" + row)
+            return item ? findChild(item, "generatingIndicator") : null
+        }
+
+        function test_6_an_answer_goes_on_while_another_conversation_is_open() {
+            testChat.newConversation()
+            // A long answer, to outlast the clicks below.
+            verify(testChat.setConversationSettings("", {maxTokens: 2000}))
+            type("Write a very long story about a dragon who learns to cook.")
+            verify(testChat.generating)
+            const story = testChat.currentConversationId
+            mouseClick(findChild(list, "conversation1"))  // an older conversation
+            verify(testChat.currentConversationId !== story)
+            verify(!testChat.generating, "the open conversation is not the one answering")
+            compare(findChild(chat, "sendButton").text, "Send")
+            // The list marks the conversation that answers (the newest, at the top), not the open one.
+            tryVerify(() => generatingIndicator(0) !== null && generatingIndicator(0).visible)
+            verify(!generatingIndicator(1).visible)
+            // Back to it: what has come so far is there, and more keeps coming.
+            mouseClick(findChild(list, "conversation0"))
+            compare(testChat.currentConversationId, story)
+            tryVerify(() => message(1) !== null && message(1).content.length > 0, 60000)
+            const shown = message(1).content.length
+            verify(testChat.generating)
+            tryVerify(() => message(1).content.length > shown, 60000)
+            mouseClick(findChild(chat, "stopButton"))
+            waitIdle()
+            compare(message(1).messageState, "stopped")
+            tryVerify(() => !generatingIndicator(0).visible)
+        }
+
+        function test_7_the_dashboard_shows_the_batching() {
+            tryVerify(() => testDashboard.hasBatching)
+            const sequences = findChild(dashboard, "batchingSequences")
+            verify(sequences.visible)
+            tryCompare(sequences, "text", "Answers: 0 generating together · 0 waiting")
+            verify(testDashboard.kvBlocksTotal > 0)
+            const kv = findChild(dashboard, "batchingKv")
+            verify(kv.text.indexOf(" of " + testDashboard.kvBlocksTotal + " blocks in use") > 0, kv.text)
+            // Finished conversations stay cached for their next turn.
+            verify(testDashboard.cachedPrefixes > 0)
+            const prefixes = findChild(dashboard, "batchingPrefixes").text
+            verify(prefixes.indexOf("Prompt cache: " + testDashboard.cachedPrefixes + " finished answer") === 0, prefixes)
         }
     }
 }

@@ -162,6 +162,27 @@ Item {
             compare(testSettings.splitMode, "auto")
         }
 
+        function test_general_settings_set_the_conversations_at_once_and_the_kv_cache() {
+            const dialog = createTemporaryObject(settingsComponent, root)
+            dialog.open()
+            dialog.tab = 1
+            tryVerify(() => dialog.opened)
+            const sequences = findChild(dialog.contentItem, "maxSequences")
+            compare(sequences.value, 4)
+            sequences.forceActiveFocus()
+            keyClick(Qt.Key_Up)
+            compare(testSettings.maxSequences, 5)
+            const kv = findChild(dialog.contentItem, "kvCacheTokens")
+            compare(kv.value, 0)
+            kv.forceActiveFocus()
+            keyClick(Qt.Key_Up)
+            compare(testSettings.kvCacheTokens, 1024)
+            // Close forgets what was not applied.
+            dialog.reject()
+            compare(testSettings.maxSequences, 4)
+            compare(testSettings.kvCacheTokens, 0)
+        }
+
         function test_code_blocks_have_their_own_copy_button() {
             const message = createTemporaryObject(messageComponent, root)
             verify(message)
