@@ -64,6 +64,39 @@ TEST(CliBench, JsonReportsWhatWasMeasured) {
     EXPECT_GT(json["peak_rss_bytes"].get<uint64_t>(), file_size / 2);
 }
 
+// Several sequences at once (issue 18): aggregate speed per count, the late request's time to
+// first token, and KV memory that follows the positions held, not the pool.
+TEST(CliBench, ParallelReportsEachCountOfSequences) {
+    const CliRun run = test::run_cli("bench -p 16 -n 8 -r 1 -t 2 --parallel 1,3 --json -m " +
+                                     quoted(test::test_model_path()));
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto json = nlohmann::json::parse(run.out);
+    ASSERT_EQ(json["parallel"].size(), 2u);
+    uint64_t peak_blocks[2] = {0, 0};
+    for (size_t i = 0; i < 2; ++i) {
+        const auto& r = json["parallel"][i];
+        const uint32_t n = i == 0 ? 1 : 3;
+        SCOPED_TRACE(n);
+        EXPECT_EQ(r["sequences"], n);
+        expect_positive_stats(r["tg_tokens_per_second"], "aggregate tg");
+        expect_positive_stats(r["pp_tokens_per_second"], "aggregate pp");
+        expect_positive_stats(r["ttft_batch_ms"], "ttft");
+        expect_positive_stats(r["ttft_under_load_ms"], "ttft under load");
+        EXPECT_EQ(r["positions_held_at_most"], (n + 1) * (16 + 8));
+        peak_blocks[i] = r["peak_kv_blocks"].get<uint64_t>();
+        // Blocks of 32 positions: one per sequence of 24 positions (and the late request).
+        EXPECT_GE(peak_blocks[i], n);
+        EXPECT_LE(peak_blocks[i], n + 1);
+        EXPECT_EQ(r["peak_kv_bytes"].get<uint64_t>(),
+                  peak_blocks[i] * static_cast<uint64_t>(r["kv_bytes_per_position"].get<double>() * 32));
+    }
+    EXPECT_GT(peak_blocks[1], peak_blocks[0]);
+    const CliRun table = test::run_cli("bench -p 8 -n 4 -r 1 -t 1 --parallel 2 -m " + quoted(test::test_model_path()));
+    ASSERT_EQ(table.status, 0) << table.err;
+    EXPECT_NE(table.out.find("ttft ms (under load)"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("KV in use"), std::string::npos) << table.out;
+}
+
 TEST(CliBench, TableByDefault) {
     const CliRun run = test::run_cli("bench -p 8 -n 2 -r 1 -t 1 -m " + quoted(test::test_model_path()));
     ASSERT_EQ(run.status, 0) << run.err;
