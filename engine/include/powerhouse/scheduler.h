@@ -43,6 +43,9 @@ struct SchedulerStats {
     uint32_t waiting = 0;  // not started yet, or paused for lack of KV blocks
     uint64_t steps = 0;
     uint64_t pauses = 0;   // requests paused for lack of blocks, so far
+    // The last step's batch: rows that carried a generated token, and prompt rows.
+    uint32_t last_decode_rows = 0;
+    uint32_t last_prompt_rows = 0;
     KvStats kv;
 };
 
@@ -82,6 +85,8 @@ private:
     std::vector<std::unique_ptr<Request>> waiting_;  // first come, first served
     uint64_t steps_ = 0;
     uint64_t pauses_ = 0;
+    uint32_t last_decode_rows_ = 0;
+    uint32_t last_prompt_rows_ = 0;
 
     void admit();
     bool pause_latest();

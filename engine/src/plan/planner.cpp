@@ -360,7 +360,12 @@ Result<void> Planner::check_fits(const DevicePlan& plan) const {
         if (kv_per_position > 0 && fixed < a.budget_bytes) {
             const auto fit = static_cast<uint64_t>(static_cast<double>(a.budget_bytes - fixed) / kv_per_position);
             const uint64_t rounded = fit / 256 * 256;
-            if (rounded >= 256) fixes.push_back(fmt::format("lower the context to {}", rounded));
+            if (rounded >= 256) {
+                // The cache holds kv_tokens for all sequences when set apart from the context.
+                fixes.push_back(o.kv_tokens != 0 && o.kv_tokens != o.n_ctx
+                                    ? fmt::format("make the KV cache hold {} tokens", rounded)
+                                    : fmt::format("lower the context to {}", rounded));
+            }
         }
         if (o.kv_type == KvCacheType::f16) fixes.emplace_back("use a Q8_0 KV cache");
         for (uint32_t i = 0; i < devices.size(); ++i) {

@@ -152,6 +152,8 @@ SchedulerStats Scheduler::stats() const {
     s.waiting = static_cast<uint32_t>(waiting_.size());
     s.steps = steps_;
     s.pauses = pauses_;
+    s.last_decode_rows = last_decode_rows_;
+    s.last_prompt_rows = last_prompt_rows_;
     s.kv = model_.kv_stats();
     return s;
 }
@@ -283,7 +285,11 @@ Result<void> Scheduler::step() {
 
     std::vector<BatchRow> rows;
     std::vector<Request*> outputs;  // the request of each output row, in row order
+    last_decode_rows_ = last_prompt_rows_ = 0;
     for (auto& r : running_) {
+        // A single pending token after the first answer token is a generated one.
+        const bool decoding = r->take == 1 && r->pending.size() == 1 && !r->result.ids.empty();
+        (decoding ? last_decode_rows_ : last_prompt_rows_) += r->take;
         for (uint32_t i = 0; i < r->take; ++i) {
             BatchRow row{*r->seq, r->pending[i], RowOutput::none};
             if (i + 1 == r->pending.size()) {

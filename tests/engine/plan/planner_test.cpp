@@ -217,6 +217,26 @@ TEST(Planner, DoesNotFitNamesTheDeviceAndAFixThatWorks) {
     EXPECT_FALSE(plan_devices(m, devices, o));
 }
 
+// A KV cache sized for several sequences apart from the context: the advice is about it, and
+// following it fits.
+TEST(Planner, ASharedKvCacheTooLargeIsAdvisedSmaller) {
+    const ModelShape m = uniform_model(32, 135 * kMiB);
+    PlanOptions o;
+    o.mode = SplitMode::single;
+    o.n_ctx = 4096;
+    o.kv_tokens = 4 * 8192;  // four conversations of 8192 positions: 4 GiB of F16 cache
+    Result<DevicePlan> plan = plan_devices(m, gpus({8}), o);
+    ASSERT_FALSE(plan);
+    const std::string& msg = plan.error().message;
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(msg, match, std::regex("make the KV cache hold ([0-9]+) tokens"))) << msg;
+    EXPECT_EQ(msg.find("lower the context"), std::string::npos) << msg;
+    o.kv_tokens = static_cast<uint32_t>(std::stoul(match[1]));
+    ASSERT_TRUE(plan_devices(m, gpus({8}), o)) << "the advised cache " << o.kv_tokens << " does not fit";
+    const uint64_t per_position = plan_devices(m, gpus({8}), o)->devices[0].kv_cache_bytes / o.kv_tokens;
+    EXPECT_GT(per_position, 0u);
+}
+
 TEST(Planner, TheReserveIsKeptFree) {
     const ModelShape m = uniform_model(32, 135 * kMiB);
     PlanOptions o;

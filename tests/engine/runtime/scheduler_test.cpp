@@ -201,6 +201,43 @@ TEST(Scheduler, RequestsPausedForLackOfBlocksResumeAndFinishAsAlone) {
     EXPECT_EQ(stats.kv.sequences, 0u);
 }
 
+// Chunked prefill: while a long prompt is read, a chunk a step, the sequence already
+// generating gets its next token in every one of those steps.
+TEST(Scheduler, ALongPromptNeverHoldsUpTheOthersForMoreThanAStep) {
+    Model model = load_model(test::test_model_path(), options_for(4, 1024));
+    SchedulerOptions so;
+    so.prefill_chunk = 32;
+    Scheduler scheduler(model, so);
+    GenerationSettings s;
+    s.max_tokens = 40;
+    s.ignore_eos = true;
+    ASSERT_TRUE(scheduler.submit(1, raw_prompt(model, "The quick brown fox"), s, {}, {}));
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(scheduler.step());
+    ASSERT_EQ(scheduler.stats().last_decode_rows, 1u) << "the first request generates";
+    std::vector<TokenId> long_prompt;
+    while (long_prompt.size() < 200) {
+        const std::vector<TokenId> more = raw_prompt(model, "Once upon a time there was a lighthouse keeper. ");
+        long_prompt.insert(long_prompt.end(), more.begin(), more.end());
+    }
+    s.max_tokens = 2;
+    ASSERT_TRUE(scheduler.submit(2, long_prompt, s, {}, {}));
+    uint32_t prompt_rows = 0;
+    int steps = 0;
+    for (;;) {
+        ASSERT_TRUE(scheduler.step());
+        const SchedulerStats st = scheduler.stats();
+        if (st.last_prompt_rows == 0) break;  // the long prompt is read
+        EXPECT_EQ(st.last_decode_rows, 1u) << "step " << steps << ": the first request's token";
+        EXPECT_LE(st.last_prompt_rows, 32u) << "step " << steps;
+        prompt_rows += st.last_prompt_rows;
+        ++steps;
+    }
+    // All of it but what it shares with the first request's prompt (a BOS token, if any).
+    EXPECT_GE(prompt_rows + 1, long_prompt.size());
+    EXPECT_EQ(steps, static_cast<int>((prompt_rows + 31) / 32)) << "full chunks until the last";
+    ASSERT_TRUE(scheduler.run());
+}
+
 TEST(Scheduler, APromptThatCanNeverFitThePoolIsRefused) {
     ModelOptions o = options_for(4);
     o.kv_cache_tokens = 32;
