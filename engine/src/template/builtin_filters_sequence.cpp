@@ -1,7 +1,8 @@
 // Filters over sequences and mappings: length, join, list, map, select/reject(attr),
 // items, dictsort, sort, unique, first/last, min/max, sum, default, batch, slice,
 // reverse, attr. Like jinja2, map/select/reject/selectattr/rejectattr/unique/items/reverse
-// return generators (one pass, no len()), which templates usually feed to list or join.
+// return generators (one pass, no len()), which templates usually feed to list or join, and
+// map and the select family take a false value (none, undefined) as nothing to go over.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -221,6 +222,14 @@ Value filter_reverse(Interpreter& interp, const Value& v, Args& args) {
     return generator(interp, std::move(items));
 }
 
+// The items select/reject/selectattr/rejectattr and map go over: like jinja2's `if seq:`
+// before its loop, a false value (none, undefined, an empty string, 0) gives none, so
+// `tools|selectattr(...)` works when there are no tools.
+std::vector<Value> items_if_any(Interpreter& interp, const Value& v) {
+    if (!v.truthy()) return {};
+    return interp.iterate(v);
+}
+
 // select/reject/selectattr/rejectattr: keep items whose test (or truthiness) matches.
 Value select_items(Interpreter& interp, const Value& v, Args& args, bool with_attribute, bool keep_when) {
     std::vector<Value> rest = args.positional;
@@ -238,7 +247,7 @@ Value select_items(Interpreter& interp, const Value& v, Args& args, bool with_at
         if (find_test(test) == nullptr) fail(ErrorKind::syntax, fmt::format("no test named '{}'", test));
     }
     std::vector<Value> out;
-    for (const Value& item : interp.iterate(v)) {
+    for (const Value& item : items_if_any(interp, v)) {
         interp.budget().step();
         const Value subject = with_attribute ? attribute_of(interp, item, attribute) : item;
         bool passed;
@@ -280,7 +289,7 @@ Value filter_map(Interpreter& interp, const Value& v, Args& args) {
     }
     if (attribute != nullptr) {
         if (!args.positional.empty()) fail(ErrorKind::type, "map() with attribute= takes no positional arguments");
-        for (const Value& item : interp.iterate(v)) {
+        for (const Value& item : items_if_any(interp, v)) {
             Value mapped = attribute_of(interp, item, *attribute);
             if (mapped.is_undefined() && fallback != nullptr) mapped = *fallback;
             out.push_back(std::move(mapped));
@@ -290,7 +299,7 @@ Value filter_map(Interpreter& interp, const Value& v, Args& args) {
     if (args.positional.empty()) fail(ErrorKind::type, "map() needs a filter name or attribute=");
     const std::string filter = text_of(interp, args.positional.front());
     if (find_filter(filter) == nullptr) fail(ErrorKind::syntax, fmt::format("no filter named '{}'", filter));
-    for (const Value& item : interp.iterate(v)) {
+    for (const Value& item : items_if_any(interp, v)) {
         Args filter_args;
         filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());
         filter_args.keyword = args.keyword;
