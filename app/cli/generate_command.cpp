@@ -1,8 +1,10 @@
 // powerhouse-cli generate [-m MODEL] (--prompt TEXT | --prompt-file FILE) [-n N] [--raw]
-//                         [--temp T] [--seed S] [--ctx N] [-t THREADS] [--ignore-eos] [--json]
+//                         [--no-special] [--temp T] [--seed S] [--ctx N] [-t THREADS]
+//                         [--ignore-eos] [--json]
 //
 // Without --raw the prompt is one user message put through the model's chat template (its
-// own, or the built-in one of its family); with --raw it is tokenized as it is. The
+// own, or the built-in one of its family); with --raw it is tokenized as it is, special
+// tokens written in it (a template written by hand) becoming their ids unless --no-special. The
 // answer streams to stdout as it is generated. --json prints instead one JSON object:
 // {"prompt_ids", "generated_ids", "text", "stop_reason"}.
 // Without -m, the default model set up by scripts/run (SmolLM2-135M-Instruct) is used.
@@ -29,6 +31,7 @@ struct GenerateOptions {
     std::string prompt_file;
     int n_predict = 256;
     bool raw = false;
+    bool no_special = false;  // --raw: special tokens written in the prompt stay text
     bool json = false;
     bool ignore_eos = false;
     SamplingChoice sampling;
@@ -44,8 +47,9 @@ int run_generate(const GenerateOptions& options) {
     if (!model) return report_error(model.error());
 
     const ChatMessage message{"user", *prompt};
-    Result<std::vector<TokenId>> prompt_ids = options.raw ? Result<std::vector<TokenId>>(raw_prompt(*model, *prompt))
-                                                          : chat_prompt(*model, std::span(&message, 1));
+    Result<std::vector<TokenId>> prompt_ids =
+        options.raw ? Result<std::vector<TokenId>>(raw_prompt(*model, *prompt, !options.no_special))
+                    : chat_prompt(*model, std::span(&message, 1));
     if (!prompt_ids) return report_error(prompt_ids.error());
 
     GenerationSettings settings;
@@ -84,7 +88,11 @@ Command add_generate_command(CLI::App& app) {
     auto* file = sub->add_option("--prompt-file", options->prompt_file, "Read the prompt from a file");
     text->excludes(file);
     sub->add_option("-n,--n-predict", options->n_predict, "Tokens to generate at most")->check(CLI::Range(1, 1 << 20));
-    sub->add_flag("--raw", options->raw, "Use the prompt as it is, without the chat template");
+    auto* raw = sub->add_flag("--raw", options->raw,
+                              "Use the prompt as it is, without the chat template; special tokens written in it "
+                              "(<|im_start|>, <|eot_id|>) become their ids");
+    sub->add_flag("--no-special", options->no_special, "With --raw: special tokens written in the prompt stay text")
+        ->needs(raw);
     sub->add_flag("--json", options->json, "Print prompt ids, generated ids and text as one JSON object");
     sub->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the model ends its answer");
     add_sampling_options(*sub, options->sampling);

@@ -62,6 +62,33 @@ TEST(CliGenerate, RawGreedyContinuationEqualsLlamaCpp) {
     EXPECT_EQ(out.at("stop_reason"), "length");
 }
 
+// A raw prompt that writes the chat template by hand: its special tokens become their ids
+// (as the tokenizer's --special gives them), or stay text with --no-special.
+TEST(CliGenerate, RawPromptsParseTheSpecialTokensWrittenInThem) {
+    const std::string text = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+    const json line = {{"text", text}};
+    const auto ids_of = [&](const std::string& flags) {
+        const test::CliRun run =
+            test::run_cli("tokenize -m " + quoted(test::test_model_path()) + " " + flags, line.dump() + "\n");
+        EXPECT_EQ(run.status, 0) << run.err;
+        return json::parse(run.out).at("ids");
+    };
+    const json special = ids_of("--special");
+    const json plain = ids_of("");
+    ASSERT_NE(special, plain);
+    ASSERT_LT(special.size(), plain.size()) << "<|im_start|> and <|im_end|> are one token each";
+    const test::CliRun run =
+        test::run_cli("generate " + model() + " --raw --json --temp 0 -n 1 -p " + test::quoted(text));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(json::parse(run.out).at("prompt_ids"), special);
+    const test::CliRun literal =
+        test::run_cli("generate " + model() + " --raw --no-special --json --temp 0 -n 1 -p " + test::quoted(text));
+    ASSERT_EQ(literal.status, 0) << literal.err;
+    EXPECT_EQ(json::parse(literal.out).at("prompt_ids"), plain);
+    const test::CliRun without_raw = test::run_cli("generate " + model() + " --no-special -n 1 -p hi");
+    EXPECT_NE(without_raw.status, 0) << "--no-special needs --raw";
+}
+
 // The same case on virtual CPU devices, split by layer and by tensor.
 TEST(CliGenerate, SplitOverDevicesStillEqualsLlamaCpp) {
     const json& c = fixture_case("raw_counting");

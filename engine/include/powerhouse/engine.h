@@ -60,6 +60,7 @@ struct GenerateCommand {
     // The conversation, put through the model's chat template; ignored when raw_prompt is set.
     std::vector<ChatMessage> messages;
     std::optional<std::string> raw_prompt;  // text used as it is (the BOS token added as the model asks)
+    bool parse_special = true;  // raw_prompt: special tokens written in it become their ids
     GenerationSettings settings;
     ContextOverflow overflow = ContextOverflow::fail;
 };

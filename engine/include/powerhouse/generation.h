@@ -84,7 +84,10 @@ struct GenerationCallbacks {
 };
 
 // A raw prompt: the text tokenized as it is, with the BOS token when the model asks for one.
-std::vector<TokenId> raw_prompt(const Model& model, std::string_view text);
+// Special tokens written in it (`<|im_start|>`, `<|eot_id|>`) become their ids, as
+// llama.cpp's tools and llama-server's completions do (whoever writes a raw prompt writes
+// the template by hand); with parse_special false they stay text.
+std::vector<TokenId> raw_prompt(const Model& model, std::string_view text, bool parse_special = true);
 
 // A conversation through the model's chat template (its own, or the built-in one of its
 // family), ending with the assistant's turn opened. Special tokens count only in the

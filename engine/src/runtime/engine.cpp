@@ -221,7 +221,7 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
                           fmt::format("request {} is already running: give each request its own id", command.request_id));
     }
     if (command.raw_prompt) {
-        done.prompt_ids = raw_prompt(*model, *command.raw_prompt);
+        done.prompt_ids = raw_prompt(*model, *command.raw_prompt, command.parse_special);
     } else {
         if (command.messages.empty()) {
             return make_error(ErrorCode::invalid_argument, "nothing to answer: the conversation has no messages");

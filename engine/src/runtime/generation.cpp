@@ -32,8 +32,8 @@ double GenerationStats::tokens_per_second() const {
     return generation_seconds > 0 && generated_tokens > 1 ? (generated_tokens - 1) / generation_seconds : 0.0;
 }
 
-std::vector<TokenId> raw_prompt(const Model& model, std::string_view text) {
-    return model.tokenizer().tokenize(text, true, false);
+std::vector<TokenId> raw_prompt(const Model& model, std::string_view text, bool parse_special) {
+    return model.tokenizer().tokenize(text, true, parse_special);
 }
 
 Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages) {
