@@ -74,6 +74,22 @@ else()
                    "(install libcurl4-openssl-dev and libssl-dev)")
 endif()
 
+# The API server (app/server, `powerhouse-cli serve`): cpp-httplib from Debian
+# (libcpp-httplib-dev, through pkg-config). Required in the application profile; elsewhere
+# (the GPU machine) the command line is built without `serve` when it is missing.
+set(POWERHOUSE_SERVER_ENABLED OFF)
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+    pkg_check_modules(HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+endif()
+if(TARGET PkgConfig::HTTPLIB)
+    set(POWERHOUSE_SERVER_ENABLED ON)
+elseif(POWERHOUSE_APP)
+    message(FATAL_ERROR "cpp-httplib not found: install libcpp-httplib-dev (scripts/run and scripts/test do)")
+else()
+    message(STATUS "cpp-httplib not found: powerhouse-cli is built without `serve` (install libcpp-httplib-dev)")
+endif()
+
 # The desktop app: Qt 6.4 Quick from Debian (qt6-declarative-dev and the QML modules).
 set(POWERHOUSE_DESKTOP_ENABLED OFF)
 if(POWERHOUSE_APP AND NOT POWERHOUSE_DESKTOP STREQUAL "OFF")

@@ -17,6 +17,23 @@ as_root() {
 }
 
 # ensure_packages PKG...: installs the Debian packages that are not installed yet.
+# The Python packages the tests use (the `openai` client, for the API server), pinned, into
+# build/pydeps of the checkout (pip --target: no virtual environment, and Debian's
+# externally managed Python is left alone). Needs the network only the first time.
+PYTHON_TEST_PACKAGES=(openai==1.109.1)
+ensure_python_test_packages() {
+    local target="$POWERHOUSE_ROOT/build/pydeps"
+    if PYTHONPATH="$target" python3 -c 'import openai' 2>/dev/null &&
+        [ "$(PYTHONPATH="$target" python3 -c 'import openai; print(openai.__version__)')" = "${PYTHON_TEST_PACKAGES[0]#openai==}" ]; then
+        return 0
+    fi
+    log "Installing Python test packages into $target: ${PYTHON_TEST_PACKAGES[*]}"
+    python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+    mkdir -p "$target"
+    python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --upgrade \
+        --target "$target" "${PYTHON_TEST_PACKAGES[@]}" || die "could not install ${PYTHON_TEST_PACKAGES[*]} from PyPI"
+}
+
 ensure_packages() {
     local missing=()
     for pkg in "$@"; do
@@ -33,7 +50,7 @@ ensure_packages() {
 # and the desktop app (Qt 6 Quick).
 BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
                 python3 python3-pip libfmt-dev nlohmann-json3-dev libcli11-dev
-                libsqlite3-dev libsqlitecpp-dev libcurl4-openssl-dev libssl-dev
+                libsqlite3-dev libsqlitecpp-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
                 qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-controls
                 qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
                 qml6-module-qtqml-workerscript qml6-module-qtquick-dialogs qt6-qpa-plugins fonts-dejavu-core)

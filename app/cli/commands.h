@@ -25,5 +25,6 @@ Command add_chat_command(CLI::App& app);
 Command add_gpus_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
 
 }  // namespace powerhouse::cli

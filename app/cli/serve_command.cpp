@@ -1,0 +1,131 @@
+// powerhouse-cli serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key-file FILE]
+//                      [--parallel N] [--ctx N] [-t THREADS] [--devices ...] [--split ...]
+//
+// Serves the model over the OpenAI API (app/server/api_server.h) until SIGINT or SIGTERM:
+// loads it on the engine thread, prints "serving MODEL on http://HOST:PORT" once it
+// accepts (PORT is the one bound when --port 0 asks for any free one), and on a signal stops
+// accepting and cancels what runs. A non-loopback --host needs an API key.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "commands.h"
+#include "format.h"
+#include "generation.h"
+#include "powerhouse/engine.h"
+
+#ifdef POWERHOUSE_HAS_SERVER
+#include "api_server.h"
+#endif
+
+namespace powerhouse::cli {
+namespace {
+
+struct ServeOptions {
+    ModelChoice model;
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::string api_key_file;
+    uint32_t parallel = 4;
+};
+
+#ifdef POWERHOUSE_HAS_SERVER
+
+// The key from its file, surrounding whitespace removed; never printed.
+Result<std::string> read_key(const std::string& path) {
+    Result<std::string> text = read_file_text(path);
+    if (!text) return text.error();
+    const size_t first = text->find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("{} holds no API key", path));
+    }
+    const size_t last = text->find_last_not_of(" \t\r\n");
+    return text->substr(first, last - first + 1);
+}
+
+int run_serve(const ServeOptions& options) {
+    server::ServerOptions so;
+    so.host = options.host;
+    so.port = options.port;
+    if (!options.api_key_file.empty()) {
+        Result<std::string> key = read_key(options.api_key_file);
+        if (!key) return report_error(key.error());
+        so.api_key = *key;
+    }
+    if (!server::is_loopback(so.host) && so.api_key.empty()) {
+        return report_error(make_error(ErrorCode::invalid_argument,
+                                       fmt::format("serving on {} lets other machines use the model: give an API key "
+                                                   "with --api-key-file, or serve on 127.0.0.1",
+                                                   so.host)));
+    }
+    Result<ModelToLoad> to_load = resolve_model(options.model);
+    if (!to_load) return report_error(to_load.error());
+    to_load->options.max_sequences = options.parallel;
+
+    // SIGINT and SIGTERM go to one thread that stops the server; every other thread blocks
+    // them (the mask is inherited, so it is set before any thread starts).
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    Engine engine;
+    engine.submit(LoadCommand{to_load->path, to_load->options});
+    std::optional<ModelSummary> loaded;
+    while (!loaded) {
+        std::optional<EngineEvent> e = engine.wait_event(std::chrono::milliseconds(200));
+        if (!e) continue;
+        if (const auto* l = std::get_if<LoadedEvent>(&*e)) loaded = l->model;
+        if (const auto* err = std::get_if<ErrorEvent>(&*e)) return report_error(err->error);
+    }
+    so.model_id = to_load->path.stem().string();
+    server::ApiServer api(engine, loaded->n_ctx, so);
+    std::thread waiter([&] {
+        int signal = 0;
+        sigwait(&signals, &signal);
+        api.stop();
+    });
+    Result<void> served = api.serve([&](int port) {
+        std::printf("serving %s on http://%s:%d\n", so.model_id.c_str(), so.host.c_str(), port);
+        std::fflush(stdout);
+    });
+    if (!served) {
+        pthread_kill(waiter.native_handle(), SIGTERM);  // release the waiter
+        waiter.join();
+        return report_error(served.error());
+    }
+    waiter.join();
+    return 0;
+}
+
+#else
+
+int run_serve(const ServeOptions&) {
+    return report_error(make_error(ErrorCode::unsupported,
+                                   "this build has no API server: it needs cpp-httplib (libcpp-httplib-dev)"));
+}
+
+#endif
+
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+    auto options = std::make_shared<ServeOptions>();
+    CLI::App* sub = app.add_subcommand("serve", "Serve the model over the OpenAI API (chat completions)");
+    add_model_options(*sub, options->model);
+    sub->add_option("--host", options->host, "Address to listen on (not loopback: needs --api-key-file)")
+        ->capture_default_str();
+    sub->add_option("--port", options->port, "Port; 0: any free one")->capture_default_str()->check(CLI::Range(0, 65535));
+    sub->add_option("--api-key-file", options->api_key_file, "File holding the key clients must send as a bearer token");
+    sub->add_option("--parallel", options->parallel, "Requests generated at once")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 64u));
+    return {sub, [options] { return run_serve(*options); }};
+}
+
+}  // namespace powerhouse::cli

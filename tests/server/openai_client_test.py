@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""`powerhouse-cli serve` driven by the official `openai` Python package (PyPI), a client
+this project did not write: models, chat completions streamed and not, usage, stop, seeds,
+many clients at once (each stream equal to the same request alone), API keys and the error
+of every bad request.
+
+Usage: openai_client_test.py --cli PATH/powerhouse-cli [--model MODEL.gguf]
+The model: --model, else $POWERHOUSE_TEST_MODEL, else the one scripts/fetch-test-model
+puts in the cache. The `openai` package comes from $PYTHONPATH (scripts/test installs it
+into build/pydeps).
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import openai
+
+ARGS = None
+
+
+class Server:
+    """A `serve` process on a free port of 127.0.0.1."""
+
+    def __init__(self, *extra):
+        self.proc = subprocess.Popen([ARGS.cli, "serve", "-m", ARGS.model, "--port", "0", "-t", "2", "--ctx", "2048",
+                                      *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()  # "serving MODEL on http://127.0.0.1:PORT"
+        if not line.startswith("serving "):
+            self.proc.kill()
+            raise RuntimeError(f"serve did not start: {line!r} {self.proc.stderr.read()}")
+        self.model = line.split()[1]
+        self.base = line.split()[-1]
+
+    def client(self, key="none"):
+        return openai.OpenAI(base_url=self.base + "/v1", api_key=key, max_retries=0, timeout=120)
+
+    def post(self, path, body: bytes, headers=None):
+        req = urllib.request.Request(self.base + path, data=body, method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def stop(self):
+        self.proc.terminate()  # SIGTERM: stop accepting, cancel what runs, exit
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+
+def ask(text):
+    return [{"role": "user", "content": text}]
+
+
+class OpenAiClient(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--parallel", "8")
+        cls.api = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.api.close()
+        status = cls.server.stop()
+        cls.server.proc.stdout.close()
+        cls.server.proc.stderr.close()
+        assert status == 0, f"serve exited with {status} on SIGTERM"
+
+    def greedy(self, text, n=24, **kw):
+        return self.api.chat.completions.create(model=self.server.model, messages=ask(text), max_tokens=n,
+                                                temperature=0, **kw)
+
+    def stream_text(self, text, n=24, **kw):
+        pieces, usage, finish = [], None, None
+        for chunk in self.api.chat.completions.create(model=self.server.model, messages=ask(text), max_tokens=n,
+                                                      temperature=0, stream=True, **kw):
+            if chunk.usage is not None:
+                usage = chunk.usage
+            for c in chunk.choices:
+                if c.delta.content:
+                    pieces.append(c.delta.content)
+                if c.finish_reason:
+                    finish = c.finish_reason
+        return "".join(pieces), usage, finish
+
+    def test_models_lists_the_served_model(self):
+        ids = [m.id for m in self.api.models.list()]
+        self.assertEqual(ids, [self.server.model])
+
+    def test_a_completion_with_its_usage(self):
+        r = self.greedy("What is the capital of France?", n=8)
+        self.assertEqual(r.object, "chat.completion")
+        self.assertEqual(r.model, self.server.model)
+        self.assertEqual(len(r.choices), 1)
+        self.assertEqual(r.choices[0].message.role, "assistant")
+        self.assertTrue(r.choices[0].message.content)
+        self.assertEqual(r.choices[0].finish_reason, "length")
+        self.assertEqual(r.usage.completion_tokens, 8)
+        self.assertGreater(r.usage.prompt_tokens, 5)
+        self.assertEqual(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens)
+
+    def test_a_stream_gives_the_same_text_and_usage(self):
+        whole = self.greedy("Name three colours.", n=20)
+        text, usage, finish = self.stream_text("Name three colours.", n=20, stream_options={"include_usage": True})
+        self.assertEqual(text, whole.choices[0].message.content)
+        self.assertEqual(finish, whole.choices[0].finish_reason)
+        self.assertIsNotNone(usage)
+        self.assertEqual(usage.completion_tokens, whole.usage.completion_tokens)
+        self.assertEqual(usage.prompt_tokens, whole.usage.prompt_tokens)
+        _, no_usage, _ = self.stream_text("Name three colours.", n=4)
+        self.assertIsNone(no_usage)
+
+    def test_a_stop_string_ends_the_answer_before_it(self):
+        full = self.greedy("Count from one to twenty in words.", n=40).choices[0].message.content
+        self.assertGreater(len(full), 8, full)
+        stop = full[len(full) // 2:len(full) // 2 + 3]
+        r = self.greedy("Count from one to twenty in words.", n=40, stop=[stop])
+        self.assertEqual(r.choices[0].finish_reason, "stop")
+        self.assertEqual(r.choices[0].message.content, full[:full.index(stop)])
+
+    def test_a_seed_reproduces_a_sampled_answer(self):
+        def sample(seed):
+            return self.api.chat.completions.create(model=self.server.model, messages=ask("Tell me a story."),
+                                                    max_tokens=24, temperature=1.0, seed=seed).choices[0].message.content
+        self.assertEqual(sample(7), sample(7))
+
+    def test_many_clients_at_once_each_get_their_answer_alone(self):
+        prompts = [f"Write a sentence about the number {i}." for i in range(8)]
+        alone = [self.stream_text(p, n=16)[0] for p in prompts]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            together = list(pool.map(lambda p: self.stream_text(p, n=16)[0], prompts))
+        self.assertEqual(together, alone)
+
+    def test_a_client_that_goes_away_does_not_hold_the_server(self):
+        stream = self.api.chat.completions.create(model=self.server.model, messages=ask("Tell me a long story."),
+                                                  max_tokens=1500, temperature=0, stream=True)
+        for i, _ in enumerate(stream):
+            if i == 2:
+                break
+        stream.close()
+        start = time.monotonic()
+        self.greedy("Hello", n=4)
+        self.assertLess(time.monotonic() - start, 60)
+
+    def test_bad_requests_get_openai_errors(self):
+        m = self.server.model
+        with self.assertRaises(openai.NotFoundError) as e:
+            self.api.chat.completions.create(model="no-such-model", messages=ask("hi"))
+        self.assertIn("no-such-model", str(e.exception))
+        for bad in [dict(temperature=5), dict(max_tokens=0), dict(max_tokens=10**9), dict(n=2), dict(top_p=-1),
+                    dict(stop=["a", "b", "c", "d", "e"]), dict(logprobs=True),
+                    dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])]:
+            with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError):
+                self.api.chat.completions.create(model=m, messages=ask("hi"), **bad)
+        with self.assertRaises(openai.BadRequestError):
+            self.api.chat.completions.create(model=m, messages=[])
+        with self.assertRaises(openai.BadRequestError):
+            self.api.chat.completions.create(model=m, messages=[{"role": "wizard", "content": "hi"}])
+        # What the client library would not send.
+        for body in [b"{not json", b"[1, 2]", b'{"model": 5, "messages": []}', b'{"model": "' + m.encode() +
+                     b'", "messages": [{"role": "user", "content": "\xff\xfe"}]}',
+                     json.dumps({"model": m, "messages": ask("hi"), "max_tokens": "ten"}).encode(),
+                     json.dumps({"model": m, "messages": ask("hi"), "stream": "yes"}).encode()]:
+            status, err = self.server.post("/v1/chat/completions", body)
+            self.assertEqual(status, 400, body)
+            self.assertIn("message", err.get("error", {}), body)
+        status, err = self.server.post("/v1/chat/completions", b" " * (9 << 20))
+        self.assertEqual(status, 413)
+        self.assertIn("too large", err["error"]["message"])
+        status, err = self.server.post("/v1/nothing", b"{}")
+        self.assertEqual(status, 404)
+
+
+class ApiKeys(unittest.TestCase):
+    def test_a_key_is_needed_when_given_and_a_public_address_needs_one(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".key", delete=False) as f:
+            f.write("s3cret-key\n")
+        try:
+            server = Server("--api-key-file", f.name)
+            try:
+                with server.client("s3cret-key") as c:
+                    self.assertEqual([m.id for m in c.models.list()], [server.model])
+                for key in ["wrong", "s3cret-ke", "s3cret-key2"]:
+                    with self.subTest(key=key), server.client(key) as c, self.assertRaises(openai.AuthenticationError):
+                        c.models.list()
+                status, err = server.post("/v1/chat/completions", b"{}")
+                self.assertEqual(status, 401)
+                self.assertNotIn("s3cret", json.dumps(err))
+            finally:
+                self.assertEqual(server.stop(), 0)
+            self.assertNotIn("s3cret", server.proc.stderr.read())
+            server.proc.stdout.close()
+            server.proc.stderr.close()
+        finally:
+            os.unlink(f.name)
+        proc = subprocess.run([ARGS.cli, "serve", "-m", ARGS.model, "--host", "0.0.0.0", "--port", "0"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("API key", proc.stderr)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--model")
+    ARGS, rest = parser.parse_known_args()
+    if not ARGS.model:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        ARGS.model = os.environ.get("POWERHOUSE_TEST_MODEL") or os.path.join(
+            cache, "powerhouse", "test-models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    unittest.main(argv=[sys.argv[0], "-v", *rest])
