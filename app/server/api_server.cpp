@@ -225,7 +225,8 @@ struct ApiServer::State {
     uint32_t n_ctx;
     ServerOptions options;
     httplib::Server http;
-    std::atomic<bool> running{false};
+    std::atomic<bool> running{false};  // accepting; streams end when it drops
+    std::atomic<bool> routing{false};  // the router reads events until the server is gone
     std::atomic<uint64_t> next_id{uint64_t{1} << 40};  // apart from other users of the engine
     std::atomic<int> in_flight{0};
     std::mutex channels_mutex;
@@ -236,7 +237,7 @@ struct ApiServer::State {
 
     // The one reader of the engine's events: each goes to the request it names.
     void route() {
-        while (running) {
+        while (routing) {
             std::optional<EngineEvent> event = engine.wait_event(50ms);
             if (!event) continue;
             uint64_t id = 0;
@@ -428,6 +429,7 @@ ApiServer::ApiServer(Engine& engine, uint32_t n_ctx, ServerOptions options)
 
 ApiServer::~ApiServer() {
     stop();
+    state_->routing = false;
     if (state_->router.joinable()) state_->router.join();
 }
 
@@ -480,6 +482,8 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
                                                      s.options.port));
     }
     s.running = true;
+    // Until the destructor: the requests that a stop cancels still get their last event.
+    s.routing = true;
     s.router = std::thread([state = state_] { state->route(); });
     if (on_listening) on_listening(port);
     http.listen_after_bind();

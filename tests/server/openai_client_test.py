@@ -185,6 +185,37 @@ class OpenAiClient(unittest.TestCase):
         self.assertEqual(status, 404)
 
 
+class Stopping(unittest.TestCase):
+    def test_sigterm_ends_the_requests_in_flight_and_exits(self):
+        server = Server()
+        results = []
+
+        def long_answer(stream):
+            try:
+                with server.client() as c:
+                    r = c.chat.completions.create(model=server.model, messages=ask("Tell me a very long story."),
+                                                  max_tokens=1800, temperature=0, stream=stream)
+                    if stream:
+                        for _ in r:
+                            pass
+                results.append("ended")
+            except Exception as e:  # the connection may close under it: that is an end too
+                results.append(type(e).__name__)
+
+        threads = [threading.Thread(target=long_answer, args=(s,)) for s in (False, True)]
+        for t in threads:
+            t.start()
+        time.sleep(2)
+        start = time.monotonic()
+        self.assertEqual(server.stop(), 0)
+        self.assertLess(time.monotonic() - start, 20, "SIGTERM ends the generations within a bound")
+        for t in threads:
+            t.join(timeout=30)
+        self.assertEqual(len(results), 2)
+        server.proc.stdout.close()
+        server.proc.stderr.close()
+
+
 class ApiKeys(unittest.TestCase):
     def test_a_key_is_needed_when_given_and_a_public_address_needs_one(self):
         with tempfile.NamedTemporaryFile("w", suffix=".key", delete=False) as f:
