@@ -93,15 +93,16 @@ std::optional<ApiError> read_number(const json& body, const char* name, double l
     return std::nullopt;
 }
 
-struct ChatRequest {
+// A chat request (messages) or a text completion (raw prompt), as the engine takes it.
+struct GenRequest {
     std::vector<ChatMessage> messages;
+    std::optional<std::string> prompt;
     GenerationSettings settings;
     bool stream = false;
     bool include_usage = false;
 };
 
-// The request as the engine takes it, or what is wrong with it.
-std::variant<ChatRequest, ApiError> parse_chat(const json& body, const std::string& model_id, uint32_t n_ctx) {
+std::optional<ApiError> check_model(const json& body, const std::string& model_id) {
     if (!body.is_object()) return bad("", "the body must be a JSON object");
     if (!body.contains("model") || !body["model"].is_string()) return bad("model", "'model' must be a string");
     if (body["model"].get<std::string>() != model_id) {
@@ -109,7 +110,15 @@ std::variant<ChatRequest, ApiError> parse_chat(const json& body, const std::stri
                                          body["model"].get<std::string>(), model_id),
                         "invalid_request_error", std::string("model"), std::string("model_not_found")};
     }
-    ChatRequest r;
+    return std::nullopt;
+}
+
+std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t default_max_tokens, GenRequest& r);
+
+// A chat request, or what is wrong with it.
+std::variant<GenRequest, ApiError> parse_chat(const json& body, const std::string& model_id, uint32_t n_ctx) {
+    if (auto e = check_model(body, model_id)) return *e;
+    GenRequest r;
     if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
         return bad("messages", "'messages' must be a non-empty array");
     }
@@ -137,10 +146,46 @@ std::variant<ChatRequest, ApiError> parse_chat(const json& body, const std::stri
         body["response_format"].value("type", "text") != "text") {
         return bad("response_format", "only response_format {\"type\": \"text\"} is supported yet");
     }
-    if (body.value("logprobs", false) == true) return bad("logprobs", "logprobs are not supported by this server yet");
-    if (body.contains("n") && !body["n"].is_null() && body["n"] != 1) return bad("n", "'n' must be 1");
+    if (body.contains("logprobs") && body["logprobs"] == true) {
+        return bad("logprobs", "logprobs are not supported by this server yet");
+    }
+    if (auto e = parse_options(body, n_ctx, 512, r)) return *e;
+    return r;
+}
 
-    int64_t max_tokens = 512;
+// A text completion (the prompt tokenized with its special tokens, as llama-server does), or
+// what is wrong with it.
+std::variant<GenRequest, ApiError> parse_completion(const json& body, const std::string& model_id, uint32_t n_ctx) {
+    if (auto e = check_model(body, model_id)) return *e;
+    GenRequest r;
+    if (!body.contains("prompt")) return bad("prompt", "'prompt' is required");
+    const json& prompt = body["prompt"];
+    if (prompt.is_string()) {
+        r.prompt = prompt.get<std::string>();
+    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+        r.prompt = prompt[0].get<std::string>();
+    } else {
+        return bad("prompt", "'prompt' must be a string (one prompt; token arrays are not supported yet)");
+    }
+    if (r.prompt->empty()) return bad("prompt", "'prompt' is empty");
+    if (body.contains("echo") && body["echo"] == true) return bad("echo", "echo is not supported by this server yet");
+    if (body.contains("suffix") && !body["suffix"].is_null()) {
+        return bad("suffix", "suffix is not supported by this server yet");
+    }
+    if (body.contains("logprobs") && !body["logprobs"].is_null() && body["logprobs"] != 0) {
+        return bad("logprobs", "logprobs are not supported by this server yet");
+    }
+    if (body.contains("best_of") && !body["best_of"].is_null() && body["best_of"] != 1) {
+        return bad("best_of", "'best_of' must be 1");
+    }
+    if (auto e = parse_options(body, n_ctx, 16, r)) return *e;  // OpenAI's default for completions
+    return r;
+}
+
+// The sampling, length, stop and stream fields both endpoints share.
+std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t default_max_tokens, GenRequest& r) {
+    if (body.contains("n") && !body["n"].is_null() && body["n"] != 1) return bad("n", "'n' must be 1");
+    int64_t max_tokens = default_max_tokens;
     for (const char* name : {"max_tokens", "max_completion_tokens"}) {
         if (!body.contains(name) || body[name].is_null()) continue;
         if (!body[name].is_number_integer()) return bad(name, fmt::format("'{}' must be an integer", name));
@@ -188,7 +233,7 @@ std::variant<ChatRequest, ApiError> parse_chat(const json& body, const std::stri
             r.include_usage = so["include_usage"].get<bool>();
         }
     }
-    return r;
+    return std::nullopt;
 }
 
 const char* finish_reason(StopReason reason) {
@@ -240,6 +285,11 @@ struct ApiServer::State {
         while (routing) {
             std::optional<EngineEvent> event = engine.wait_event(50ms);
             if (!event) continue;
+            if (const auto* st = std::get_if<SchedulerEvent>(&*event)) {
+                const std::lock_guard lock(stats_mutex);
+                scheduler = st->stats;
+                continue;
+            }
             uint64_t id = 0;
             if (const auto* t = std::get_if<TokenEvent>(&*event)) id = t->request_id;
             if (const auto* d = std::get_if<DoneEvent>(&*event)) id = d->request_id;
@@ -280,24 +330,41 @@ struct ApiServer::State {
         return false;
     }
 
-    void chat(const httplib::Request& req, httplib::Response& res);
+    // Counters for /metrics.
+    std::atomic<uint64_t> requests[2] = {0, 0};  // chat, text completions
+    std::atomic<uint64_t> errors{0};
+    std::atomic<uint64_t> prompt_tokens{0}, generated_tokens{0};
+    std::mutex stats_mutex;
+    SchedulerStats scheduler;  // the engine's last SchedulerEvent
+
+    // POST /v1/chat/completions (chat) or /v1/completions.
+    void answer(const httplib::Request& req, httplib::Response& res, bool chat);
+    std::string metrics();
 };
 
-void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req, res)) return;
+void ApiServer::State::answer(const httplib::Request& req, httplib::Response& res, bool chat) {
+    ++requests[chat ? 0 : 1];
+    if (!authorized(req, res)) {
+        ++errors;
+        return;
+    }
     const json body = json::parse(req.body, nullptr, false);
     if (body.is_discarded()) {
+        ++errors;
         send_error(res, bad("", "the body is not valid JSON (or not valid UTF-8)"));
         return;
     }
-    std::variant<ChatRequest, ApiError> parsed = parse_chat(body, options.model_id, n_ctx);
+    std::variant<GenRequest, ApiError> parsed =
+        chat ? parse_chat(body, options.model_id, n_ctx) : parse_completion(body, options.model_id, n_ctx);
     if (const auto* e = std::get_if<ApiError>(&parsed)) {
+        ++errors;
         send_error(res, *e);
         return;
     }
-    ChatRequest request = std::get<ChatRequest>(std::move(parsed));
+    GenRequest request = std::get<GenRequest>(std::move(parsed));
     if (in_flight.fetch_add(1) >= options.max_waiting) {
         in_flight.fetch_sub(1);
+        ++errors;
         send_error(res, ApiError{429, fmt::format("the server is busy ({} requests in flight): try again shortly",
                                                   options.max_waiting),
                                  "rate_limit_error", std::nullopt, std::nullopt});
@@ -308,9 +375,12 @@ void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res)
     GenerateCommand command;
     command.request_id = id;
     command.messages = std::move(request.messages);
+    command.raw_prompt = std::move(request.prompt);
     command.settings = request.settings;
     engine.submit(std::move(command));
-    const std::string completion_id = fmt::format("chatcmpl-{}", id);
+    const std::string completion_id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id);
+    const char* object = chat ? "chat.completion" : "text_completion";
+    const char* chunk_object = chat ? "chat.completion.chunk" : "text_completion";
     const auto created = static_cast<int64_t>(std::time(nullptr));
     const std::string model = options.model_id;
 
@@ -322,9 +392,11 @@ void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res)
         channel->events.pop_front();
         return e;
     };
-    const auto usage_of = [](const DoneEvent& d) {
+    const auto usage_of = [this](const DoneEvent& d) {
         const auto prompt = static_cast<int64_t>(d.prompt_ids.size());
         const auto completion = static_cast<int64_t>(d.generated_ids.size());
+        prompt_tokens += static_cast<uint64_t>(prompt);
+        generated_tokens += static_cast<uint64_t>(completion);
         return json{{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
     };
 
@@ -333,20 +405,24 @@ void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res)
             std::optional<EngineEvent> e = next(1000ms);
             if (!e) continue;
             if (const auto* d = std::get_if<DoneEvent>(&*e)) {
+                json choice = {{"index", 0}, {"logprobs", nullptr},
+                               {"finish_reason", finish_reason(d->stats.stop_reason)}};
+                if (chat) {
+                    choice["message"] = {{"role", "assistant"}, {"content", d->text}};
+                } else {
+                    choice["text"] = d->text;
+                }
                 const json out = {{"id", completion_id},
-                                  {"object", "chat.completion"},
+                                  {"object", object},
                                   {"created", created},
                                   {"model", model},
-                                  {"choices",
-                                   json::array({{{"index", 0},
-                                                 {"message", {{"role", "assistant"}, {"content", d->text}}},
-                                                 {"logprobs", nullptr},
-                                                 {"finish_reason", finish_reason(d->stats.stop_reason)}}})},
+                                  {"choices", json::array({std::move(choice)})},
                                   {"usage", usage_of(*d)}};
                 res.set_content(out.dump(), "application/json");
                 break;
             }
             if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
+                ++errors;
                 send_error(res, engine_error(err->error));
                 break;
             }
@@ -364,13 +440,19 @@ void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res)
     };
     auto stream = std::make_shared<Stream>();
     const bool include_usage = request.include_usage;
+    // A chat chunk carries a delta; a text completion's chunk its text.
     const auto chunk = [=](json delta, json reason) {
+        json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", std::move(reason)}};
+        if (chat) {
+            choice["delta"] = std::move(delta);
+        } else {
+            choice["text"] = delta.value("content", "");
+        }
         json c = {{"id", completion_id},
-                  {"object", "chat.completion.chunk"},
+                  {"object", chunk_object},
                   {"created", created},
                   {"model", model},
-                  {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr},
-                                            {"finish_reason", std::move(reason)}}})}};
+                  {"choices", json::array({std::move(choice)})}};
         if (include_usage) c["usage"] = nullptr;
         return "data: " + c.dump() + "\n\n";
     };
@@ -378,11 +460,11 @@ void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res)
     res.set_chunked_content_provider(
         "text/event-stream",
         [=, this](size_t, httplib::DataSink& sink) {
-            if (!stream->started) {
-                stream->started = true;
+            if (!stream->started && chat) {
                 const std::string first = chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
                 if (!sink.write(first.data(), first.size())) return false;
             }
+            stream->started = true;
             for (;;) {
                 if (!sink.is_writable() || !running) return false;  // the client is gone, or the server stops
                 std::optional<EngineEvent> e = next(100ms);
@@ -393,7 +475,7 @@ void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res)
                 } else if (const auto* d = std::get_if<DoneEvent>(&*e)) {
                     out = chunk(json::object(), finish_reason(d->stats.stop_reason));
                     if (include_usage) {
-                        const json u = {{"id", completion_id},     {"object", "chat.completion.chunk"},
+                        const json u = {{"id", completion_id},     {"object", chunk_object},
                                         {"created", created},      {"model", model},
                                         {"choices", json::array()}, {"usage", usage_of(*d)}};
                         out += "data: " + u.dump() + "\n\n";
@@ -401,6 +483,7 @@ void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res)
                     out += "data: [DONE]\n\n";
                     stream->finished = true;
                 } else if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
+                    ++errors;
                     out = "data: " + error_body(engine_error(err->error)).dump() + "\n\ndata: [DONE]\n\n";
                     stream->finished = true;
                 } else {
@@ -422,6 +505,39 @@ void ApiServer::State::chat(const httplib::Request& req, httplib::Response& res)
             close(id);
             in_flight.fetch_sub(1);
         });
+}
+
+// Prometheus text format (version 0.0.4).
+std::string ApiServer::State::metrics() {
+    SchedulerStats st;
+    {
+        const std::lock_guard lock(stats_mutex);
+        st = scheduler;
+    }
+    std::string out;
+    const auto metric = [&](const char* name, const char* type, const char* help, const std::string& samples) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}", name, help, name, type, samples);
+    };
+    metric("powerhouse_requests_total", "counter", "Generation requests received, by endpoint.",
+           fmt::format("powerhouse_requests_total{{endpoint=\"chat\"}} {}\n"
+                       "powerhouse_requests_total{{endpoint=\"completions\"}} {}\n",
+                       requests[0].load(), requests[1].load()));
+    metric("powerhouse_request_errors_total", "counter", "Requests answered with an error.",
+           fmt::format("powerhouse_request_errors_total {}\n", errors.load()));
+    metric("powerhouse_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
+           fmt::format("powerhouse_prompt_tokens_total {}\n", prompt_tokens.load()));
+    metric("powerhouse_generated_tokens_total", "counter", "Tokens generated for finished requests.",
+           fmt::format("powerhouse_generated_tokens_total {}\n", generated_tokens.load()));
+    metric("powerhouse_requests_in_flight", "gauge", "Requests being answered or waiting.",
+           fmt::format("powerhouse_requests_in_flight {}\n", in_flight.load()));
+    metric("powerhouse_sequences_running", "gauge", "Sequences the engine is generating.",
+           fmt::format("powerhouse_sequences_running {}\n", st.running));
+    metric("powerhouse_sequences_waiting", "gauge", "Requests waiting for a sequence or KV blocks.",
+           fmt::format("powerhouse_sequences_waiting {}\n", st.waiting));
+    metric("powerhouse_kv_blocks", "gauge", "KV cache blocks: in use (by sequences or cached prefixes) and in all.",
+           fmt::format("powerhouse_kv_blocks{{state=\"used\"}} {}\npowerhouse_kv_blocks{{state=\"total\"}} {}\n",
+                       st.kv.total_blocks - st.kv.free_blocks, st.kv.total_blocks));
+    return out;
 }
 
 ApiServer::ApiServer(Engine& engine, uint32_t n_ctx, ServerOptions options)
@@ -460,7 +576,13 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
         res.set_content(out.dump(), "application/json");
     });
     http.Post("/v1/chat/completions",
-              [&s](const httplib::Request& req, httplib::Response& res) { s.chat(req, res); });
+              [&s](const httplib::Request& req, httplib::Response& res) { s.answer(req, res, true); });
+    http.Post("/v1/completions",
+              [&s](const httplib::Request& req, httplib::Response& res) { s.answer(req, res, false); });
+    http.Get("/metrics", [&s](const httplib::Request& req, httplib::Response& res) {
+        if (!s.authorized(req, res)) return;
+        res.set_content(s.metrics(), "text/plain; version=0.0.4");
+    });
     // Statuses that the library sets itself (404 for a path, 413 for a body) get a JSON body.
     http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;

@@ -156,6 +156,43 @@ class OpenAiClient(unittest.TestCase):
         self.greedy("Hello", n=4)
         self.assertLess(time.monotonic() - start, 60)
 
+    def test_a_text_completion_reads_the_special_tokens_in_its_prompt(self):
+        prompt = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+        tokens = subprocess.run([ARGS.cli, "tokenize", "-m", ARGS.model, "--special"],
+                                input=json.dumps({"text": prompt}) + "\n", capture_output=True, text=True, check=True)
+        n_prompt = len(json.loads(tokens.stdout)["ids"])
+        r = self.api.completions.create(model=self.server.model, prompt=prompt, max_tokens=8, temperature=0)
+        self.assertEqual(r.object, "text_completion")
+        self.assertTrue(r.choices[0].text)
+        self.assertIn(r.choices[0].finish_reason, ("stop", "length"))
+        self.assertEqual(r.usage.prompt_tokens, n_prompt, "the special tokens count as one token each")
+        self.assertLessEqual(r.usage.completion_tokens, 8)
+        self.assertGreater(r.usage.completion_tokens, 0)
+        pieces = [c.choices[0].text for c in self.api.completions.create(
+            model=self.server.model, prompt=prompt, max_tokens=8, temperature=0, stream=True) if c.choices]
+        self.assertEqual("".join(pieces), r.choices[0].text)
+        for bad in [dict(echo=True), dict(suffix="x"), dict(logprobs=2), dict(best_of=2)]:
+            with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError):
+                self.api.completions.create(model=self.server.model, prompt=prompt, max_tokens=4, **bad)
+        with self.assertRaises(openai.BadRequestError):
+            self.api.completions.create(model=self.server.model, prompt=[1, 2, 3], max_tokens=4)
+
+    def test_metrics_count_requests_tokens_and_kv_blocks(self):
+        self.greedy("Hello there", n=5)
+        with urllib.request.urlopen(self.server.base + "/metrics", timeout=30) as r:
+            self.assertTrue(r.headers["Content-Type"].startswith("text/plain"))
+            text = r.read().decode()
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                values[name] = float(value)
+        self.assertGreaterEqual(values['powerhouse_requests_total{endpoint="chat"}'], 1)
+        self.assertGreaterEqual(values["powerhouse_generated_tokens_total"], 5)
+        self.assertGreater(values["powerhouse_prompt_tokens_total"], 0)
+        self.assertGreater(values['powerhouse_kv_blocks{state="total"}'], 0)
+        self.assertIn("# TYPE powerhouse_requests_in_flight gauge", text)
+
     def test_bad_requests_get_openai_errors(self):
         m = self.server.model
         with self.assertRaises(openai.NotFoundError) as e:
