@@ -17,15 +17,12 @@
 #include "conversation_list_model.h"
 #include "dashboard_controller.h"
 #include "conversation_settings.h"
-#include "download_controller.h"
-#include "library/download.h"
-#include "http_test_server.h"
-#include "library_controller.h"
 #include "markdown_blocks.h"
 #include "settings_controller.h"
 #include "engine_client.h"
 #include "message_list_model.h"
 #include "store/store.h"
+#include "desktop_test_support.h"
 #include "support/test_support.h"
 
 namespace {
@@ -33,14 +30,7 @@ namespace {
 using powerhouse::store::MessageState;
 using powerhouse::store::Store;
 
-Store open_store(const powerhouse::test::TempDir& dir) {
-    auto s = Store::open(dir / "p.db");
-    if (!s) {
-        ADD_FAILURE() << s.error().message;
-        std::abort();
-    }
-    return std::move(s).value();
-}
+using powerhouse::test::open_store;
 
 // llama.cpp's greedy answer to a chat case of tests/data/generation/smollm2_greedy.json.
 std::string reference_answer(const std::string& name) {
@@ -913,187 +903,4 @@ TEST_F(ChatControllerTest, EachConversationKeepsItsSystemPromptAndSampling) {
     controller_->resetConversationSettings();
     EXPECT_TRUE(controller_->systemPrompt().isEmpty());
     EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 32);  // the fixture's default
-}
-
-TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
-    powerhouse::test::TempDir dir;
-    Store store = open_store(dir);
-    powerhouse::GpuMonitorOptions options;
-    options.simulate = "Small:1";  // one GPU of 1 GiB
-    powerhouse::GpuMonitor monitor(options);
-    SettingsController settings(store, {});
-    settings.setDevices(monitor.sample_now());
-    settings.setGpuReserve(0, 0);
-    const QString library = QString::fromStdString((dir / "models").string());
-    LibraryController controller(store, settings, library);
-    QAbstractItemModelTester tester(controller.models(), QAbstractItemModelTester::FailureReportingMode::Fatal);
-    controller.rescan();
-    EXPECT_EQ(controller.models()->rowCount(), 0);
-    EXPECT_TRUE(QFileInfo(library).isDir()) << "the library folder is made";
-
-    powerhouse::test::write_file(dir / "notes.txt", "hello");
-    powerhouse::test::write_file(dir / "fake.gguf", "not really");
-    QSignalSpy downloads(&controller, &LibraryController::downloadRequested);
-    const QString model = QString::fromStdString(powerhouse::test::test_model_path().string());
-    const int accepted = controller.importUrls({QUrl::fromLocalFile(model),
-                                                QUrl::fromLocalFile(QString::fromStdString((dir / "notes.txt").string())),
-                                                QUrl::fromLocalFile(QString::fromStdString((dir / "fake.gguf").string())),
-                                                QUrl("https://huggingface.co/org/repo/resolve/main/m.gguf"),
-                                                QUrl("ftp://example.org/m.gguf")});
-    EXPECT_EQ(accepted, 3);  // the model, the broken .gguf (listed with its problem), the link
-    ASSERT_EQ(downloads.count(), 1);
-    EXPECT_EQ(downloads[0][0].toUrl().host(), "huggingface.co");
-    const QString said = controller.message();
-    EXPECT_TRUE(said.contains("Added SmolLM2-135M-Instruct.Q4_1.gguf")) << said.toStdString();
-    EXPECT_TRUE(said.contains("notes.txt is not a GGUF model")) << said.toStdString();
-    EXPECT_TRUE(said.contains("fake.gguf, but it cannot be used")) << said.toStdString();
-    EXPECT_TRUE(said.contains("neither a model file nor a web address")) << said.toStdString();
-
-    const ModelListModel& models = *controller.models();
-    ASSERT_EQ(models.rowCount(), 2);
-    int smol = models.data(models.index(0), ModelListModel::UsableRole).toBool() ? 0 : 1;
-    EXPECT_EQ(models.data(models.index(smol), ModelListModel::PathRole).toString(), model) << "registered in place";
-    EXPECT_TRUE(models.data(models.index(smol), ModelListModel::DetailsRole).toString().contains("Q4_1"));
-    EXPECT_TRUE(models.data(models.index(smol), ModelListModel::FitsRole).toBool())
-        << models.data(models.index(smol), ModelListModel::FitRole).toString().toStdString();
-    EXPECT_TRUE(models.data(models.index(smol), ModelListModel::FitRole).toString().contains("GPU 0 (Small)"));
-    EXPECT_FALSE(models.data(models.index(1 - smol), ModelListModel::UsableRole).toBool());
-
-    // A long context does not fit in 1 GiB; the page says which one would.
-    settings.setContextLength(65536);
-    EXPECT_FALSE(models.data(models.index(smol), ModelListModel::FitsRole).toBool());
-    const QString suggestion = models.data(models.index(smol), ModelListModel::SuggestionRole).toString();
-    EXPECT_TRUE(suggestion.startsWith("It fits with a context of ")) << suggestion.toStdString();
-
-    QSignalSpy load(&controller, &LibraryController::loadRequested);
-    controller.load(model);
-    ASSERT_EQ(load.count(), 1);
-    controller.setLoadedPath(model);
-    EXPECT_TRUE(models.data(models.index(smol), ModelListModel::LoadedRole).toBool());
-
-    // Copy mode puts the file into the library folder; a rescan lists what is there.
-    controller.setImportMode("copy");
-    controller.importUrls({QUrl::fromLocalFile(model)});
-    EXPECT_TRUE(QFileInfo::exists(library + "/SmolLM2-135M-Instruct.Q4_1.gguf"));
-    controller.forget(model);
-    controller.rescan();
-    EXPECT_EQ(models.rowCount(), 2);  // the copy in the library, and the broken file
-    EXPECT_EQ(LibraryController(store, settings, library).importMode(), "copy") << "kept in the store";
-}
-
-class DownloadControllerTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        ASSERT_TRUE(server_.running());
-        store_ = std::make_unique<Store>(open_store(dir_));
-        std::filesystem::create_directories(library());
-    }
-    std::unique_ptr<DownloadController> make() {
-        auto d = std::make_unique<DownloadController>(*store_, QString::fromStdString(library().string()),
-                                                      QString::fromStdString(server_.url("")));
-        d->setRetryTiming(3, 50, 2);
-        return d;
-    }
-    std::filesystem::path library() const { return dir_ / "models"; }
-    static QString state(const DownloadController& d, int row) {
-        return d.data(d.index(row), DownloadController::StateRole).toString();
-    }
-    static QString status(const DownloadController& d, int row) {
-        return d.data(d.index(row), DownloadController::StatusRole).toString();
-    }
-
-    powerhouse::test::HttpTestServer server_;
-    powerhouse::test::TempDir dir_;
-    std::unique_ptr<Store> store_;
-};
-
-TEST_F(DownloadControllerTest, AModelPageIsListedByQuantizationAndTheChosenFileArrivesVerified) {
-    auto d = make();
-    QAbstractItemModelTester tester(d.get(), QAbstractItemModelTester::FailureReportingMode::Fatal);
-    QSignalSpy finished(d.get(), &DownloadController::finished);
-    const int id = d->add(QUrl(QString::fromStdString(server_.url("/org/repo"))));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return state(*d, 0) == "choose"; }, 10000)) << status(*d, 0).toStdString();
-    const QVariantList options = d->data(d->index(0), DownloadController::OptionsRole).toList();
-    ASSERT_EQ(options.size(), 3) << "Q4_K_M, Q8_0 and the two-part F16";
-    EXPECT_TRUE(options[0].toMap().value("label").toString().startsWith("Q4_K_M: tiny-model-Q4_K_M"));
-    EXPECT_TRUE(options[2].toMap().value("label").toString().contains("(2 parts)"));
-
-    d->choose(id, 0);
-    ASSERT_EQ(d->rowCount(), 1);
-    EXPECT_EQ(d->data(d->index(0), DownloadController::NameRole).toString(), "tiny-model-Q4_K_M.gguf");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 1; }, 20000)) << status(*d, 0).toStdString();
-    EXPECT_EQ(state(*d, 0), "done");
-    EXPECT_EQ(status(*d, 0), "Done, sha256 verified");
-    EXPECT_EQ(finished[0][0].toString().toStdString(), (library() / "tiny-model-Q4_K_M.gguf").string());
-    EXPECT_EQ(powerhouse::test::read_file(library() / "tiny-model-Q4_K_M.gguf"), powerhouse::test::test_payload());
-    // The library takes it with the hash it was verified against (the payload is not a model).
-    const QString sha = finished[0][1].toString();
-    EXPECT_EQ(sha.size(), 64);
-    SettingsController settings(*store_, {});
-    LibraryController libraryController(*store_, settings, QString::fromStdString(library().string()));
-    libraryController.addDownloaded(finished[0][0].toString(), sha);
-    auto record = store_->model_by_path((library() / "tiny-model-Q4_K_M.gguf").string());
-    ASSERT_TRUE(record && *record);
-    EXPECT_EQ((*record)->sha256, sha.toStdString());
-    EXPECT_FALSE((*record)->ok);
-
-    // The Q8_0 file's listed hash is not what the server sends: refused, nothing kept.
-    const int q8 = d->add(QUrl(QString::fromStdString(server_.url("/org/repo"))));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return state(*d, 1) == "choose"; }, 10000));
-    d->choose(q8, 1);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return state(*d, 1) == "failed"; }, 30000)) << status(*d, 1).toStdString();
-    EXPECT_TRUE(status(*d, 1).contains("sha256")) << status(*d, 1).toStdString();
-    EXPECT_FALSE(std::filesystem::exists(library() / "tiny-model-Q8_0.gguf"));
-    d->clearFinished();
-    EXPECT_EQ(d->rowCount(), 0);
-}
-
-TEST_F(DownloadControllerTest, PauseResumeAndARestartContinueFromTheKeptBytes) {
-    // The first request stalls after 1 MB (for 20 s): time to pause it.
-    const std::string url = server_.url("/org/repo/resolve/main/paused.gguf?id=pause&stall=1048576");
-    const auto part = powerhouse::library::part_path(library() / "paused.gguf");
-    {
-        auto d = make();
-        const int id = d->add(QUrl(QString::fromStdString(url)));
-        ASSERT_TRUE(QTest::qWaitFor([&] {
-            std::error_code ec;
-            return std::filesystem::file_size(part, ec) >= 1048576 && !ec;
-        }, 10000));
-        d->pause(id);
-        EXPECT_EQ(state(*d, 0), "paused");
-        // The app quits with the download paused.
-    }
-    // Started again: the download is there, paused, with its bytes.
-    auto d = make();
-    ASSERT_EQ(d->rowCount(), 1);
-    EXPECT_EQ(state(*d, 0), "paused");
-    EXPECT_TRUE(status(*d, 0).startsWith("Paused, 1.0 MiB kept")) << status(*d, 0).toStdString();
-    QSignalSpy finished(d.get(), &DownloadController::finished);
-    d->resume(d->data(d->index(0), DownloadController::IdRole).toInt());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 1; }, 20000)) << status(*d, 0).toStdString();
-    EXPECT_EQ(powerhouse::test::read_file(library() / "paused.gguf"), powerhouse::test::test_payload());
-    EXPECT_FALSE(std::filesystem::exists(part));
-    // The second request asked for the rest only.
-    const auto stats = server_.stats("pause");
-    ASSERT_EQ(stats["ranges"].size(), 2u) << stats.dump();
-    EXPECT_GE(stats["ranges"][1].get<int64_t>(), 1048576) << stats.dump();
-}
-
-TEST_F(DownloadControllerTest, CancelDeletesThePartialFileAndBadLinksSayWhy) {
-    auto d = make();
-    const auto part = powerhouse::library::part_path(library() / "gone.gguf");
-    const int id = d->add(QUrl(QString::fromStdString(server_.url("/org/repo/resolve/main/gone.gguf?id=gone&stall=1048576"))));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return std::filesystem::exists(part); }, 10000));
-    d->cancel(id);
-    EXPECT_EQ(d->rowCount(), 0);
-    EXPECT_TRUE(QTest::qWaitFor([&] { return !std::filesystem::exists(part); }, 10000));
-    EXPECT_FALSE(std::filesystem::exists(library() / "gone.gguf"));
-
-    d->add(QUrl(QString::fromStdString(server_.url("/ok"))));
-    EXPECT_EQ(state(*d, 0), "failed");
-    EXPECT_TRUE(status(*d, 0).contains("does not name a .gguf file")) << status(*d, 0).toStdString();
-    d->add(QUrl(QString::fromStdString(server_.url("/org/repo/resolve/main/missing.gguf").replace(
-        server_.url("").size(), 0, "/404-prefix"))));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return state(*d, 1) == "failed"; }, 10000));
-    EXPECT_TRUE(status(*d, 1).contains("404")) << status(*d, 1).toStdString();
 }
