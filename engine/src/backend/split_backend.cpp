@@ -224,7 +224,7 @@ Result<void> SplitBackend::decode_batch(std::span<const BatchRow> rows) {
     std::vector<int32_t> tables(order.size() * stride, 0);
     for (SeqId s : order) {
         const std::span<const int32_t> t = kv_.table(s);
-        if (!all_paged(stages_)) {
+        if (kv_.options().contiguous) {
             for (size_t b = 0; b < t.size(); ++b) {
                 if (t[b] != static_cast<int32_t>(b)) {
                     return make_error(ErrorCode::internal, "a stage that reads its cache by position got a block "
