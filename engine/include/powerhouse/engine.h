@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
@@ -59,6 +60,10 @@ struct GenerateCommand {
     uint64_t request_id = 0;  // chosen by the caller; echoed in the events of this request
     // The conversation, put through the model's chat template; ignored when raw_prompt is set.
     std::vector<ChatMessage> messages;
+    // OpenAI tool objects offered to the model, put into the prompt with the conversation
+    // (chat_prompt); null or empty: none. Reading the calls back is the caller's
+    // (powerhouse/tool_calls.h), as the answer's text is the model's own.
+    nlohmann::ordered_json tools;
     std::optional<std::string> raw_prompt;  // text used as it is (the BOS token added as the model asks)
     bool parse_special = true;  // raw_prompt: special tokens written in it become their ids
     GenerationSettings settings;
@@ -89,6 +94,8 @@ struct UnloadedEvent {};
 struct TokenEvent {
     uint64_t request_id = 0;
     std::string text;  // the new text (never half a UTF-8 character)
+    // When the request asked for them: the tokens generated since the previous TokenEvent.
+    std::vector<TokenLogprob> logprobs;
 };
 
 struct DoneEvent {
@@ -97,6 +104,7 @@ struct DoneEvent {
     std::vector<TokenId> prompt_ids;
     std::vector<TokenId> generated_ids;
     GenerationStats stats;
+    std::vector<TokenLogprob> logprobs;  // every generated token's, when the request asked for them
 };
 
 // How the running generations stand (sequences running and waiting, KV blocks in use): sent

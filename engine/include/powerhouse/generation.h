@@ -17,11 +17,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "powerhouse/grammar.h"
 #include "powerhouse/model.h"
 #include "powerhouse/result.h"
 #include "powerhouse/sampler.h"
@@ -29,9 +32,22 @@
 
 namespace powerhouse {
 
+// A call the assistant made to one of the tools it was offered (OpenAI's tool_calls).
+struct ToolCall {
+    std::string id;         // answers to this call name it in ChatMessage::tool_call_id
+    std::string name;       // the function's name
+    std::string arguments;  // JSON text of an object
+};
+
+// role and content come first so that `{role, content}` still makes a plain message.
 struct ChatMessage {
-    std::string role;  // "system", "user", "assistant"
+    std::string role;  // "system", "user", "assistant", "tool"
+    // An assistant's message that only calls tools has empty content: the template then
+    // sees no content at all, as Hugging Face's convention has it.
     std::string content;
+    std::vector<ToolCall> tool_calls{};  // assistant messages
+    std::string tool_call_id{};          // "tool" messages: the call this answers
+    std::string name{};                  // "tool" messages: the function that answered (optional)
 };
 
 enum class ContextOverflow : uint8_t {
@@ -53,6 +69,29 @@ struct GenerationSettings {
     SamplingParams sampling;
     std::vector<std::string> stop;  // stop strings
     bool ignore_eos = false;        // keep going after an end-of-generation token (benchmarks, tests)
+    // Constrained sampling (powerhouse/grammar.h): the answer follows this grammar and ends
+    // where it must end. Unset: free text.
+    std::optional<Grammar> grammar;
+    // Control tokens the model writes (tool-call markers such as <|python_tag|>) appear in
+    // the text instead of being hidden; end-of-generation tokens never do.
+    bool render_special = false;
+    // Log-probabilities of each generated token under the model (before the sampler's
+    // penalties and filters), and of the top_logprobs likeliest tokens at its place (0..20).
+    bool logprobs = false;
+    int32_t top_logprobs = 0;
+};
+
+// One token and its log-probability.
+struct TokenChoice {
+    TokenId id = 0;
+    std::string bytes;  // what the token spells (may be part of a UTF-8 character)
+    float logprob = 0.0f;
+};
+
+// A generated token's log-probability, and the likeliest tokens at its place (most likely first).
+struct TokenLogprob {
+    TokenChoice chosen;
+    std::vector<TokenChoice> top;
 };
 
 struct GenerationStats {
@@ -74,6 +113,7 @@ struct GenerationResult {
     std::vector<TokenId> ids;  // generated ids (an end-of-generation token included)
     std::string text;          // what was shown, without the stop string
     GenerationStats stats;
+    std::vector<TokenLogprob> logprobs;  // one per generated id, when settings.logprobs
 };
 
 struct GenerationCallbacks {
@@ -89,16 +129,35 @@ struct GenerationCallbacks {
 // the template by hand); with parse_special false they stay text.
 std::vector<TokenId> raw_prompt(const Model& model, std::string_view text, bool parse_special = true);
 
+// The variables a chat template sees for a conversation, as Hugging Face transformers
+// builds them: {"messages": [...], "tools": [...] (only when there are tools),
+// "add_generation_prompt": true}. An assistant's tool calls become
+// {"id", "type": "function", "function": {"name", "arguments"}} with the arguments PARSED
+// into JSON (text that is not JSON stays a string), and a tool's answer carries
+// tool_call_id and name; empty optional fields are left out, because templates test
+// whether a key is there (`'tool_calls' in message`, `tool_call.id is defined`).
+// `tools`: OpenAI tool objects ({"type": "function", "function": {name, description,
+// parameters}}); null or an empty array means none. Everything here is data to the
+// template: nothing in a message or a schema can become a control token.
+nlohmann::ordered_json chat_context(std::span<const ChatMessage> messages,
+                                    const nlohmann::ordered_json& tools = nlohmann::ordered_json());
+
 // A conversation through the model's chat template (its own, or the built-in one of its
 // family), ending with the assistant's turn opened. Special tokens count only in the
-// template's text, never inside a message.
-Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages);
+// template's text, never inside a message. With tools, a template that renders them gets
+// them as `tools`; one that never mentions tools (SmolLM2's) would drop them silently, so
+// they are described in the system message instead, with the answer format of
+// ToolCallFormat::generic (powerhouse/tool_calls.h: add_tool_instructions).
+Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages,
+                                         const nlohmann::ordered_json& tools = nlohmann::ordered_json());
 
 // The conversation's prompt, made to leave `reserve` positions free for the answer as the
 // policy says. On success, `dropped` tells how many messages were removed from the front
-// (after a system message). Errors name the sizes and what to do.
+// (after a system message; the tool answers of a dropped call go with it). Errors name
+// the sizes and what to do.
 Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const ChatMessage> messages,
-                                             ContextOverflow policy, uint32_t reserve, uint32_t& dropped);
+                                             ContextOverflow policy, uint32_t reserve, uint32_t& dropped,
+                                             const nlohmann::ordered_json& tools = nlohmann::ordered_json());
 
 // Generates after `prompt`, reusing the cached prefix. The cache then holds the prompt and
 // the answer (but its last token), ready for the next turn.

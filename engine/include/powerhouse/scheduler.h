@@ -12,8 +12,12 @@
 // computed again), so a lack that is temporary never fails a request. A prompt that could
 // never fit in the pool is refused.
 //
-// Greedy requests (temperature 0, no penalties) take only the argmax of their logits, which
-// a GPU picks itself. On the CPU every row of a batch is computed as it would be alone, so a
+// A request may constrain its answer by a grammar (GenerationSettings::grammar: JSON, a
+// schema, a tool call), which masks the logits before its sampler, and may ask for the
+// log-probabilities of its tokens.
+//
+// Greedy requests (temperature 0, no penalties, no grammar, no logprobs) take only the argmax
+// of their logits, which a GPU picks itself. On the CPU every row of a batch is computed as it would be alone, so a
 // request gives the same tokens under batching as alone.
 //
 // Thread-safety: used by one thread (the engine's); callbacks run on it, inside step().
@@ -43,6 +47,7 @@ struct SchedulerStats {
     uint32_t waiting = 0;  // not started yet, or paused for lack of KV blocks
     uint64_t steps = 0;
     uint64_t pauses = 0;   // requests paused for lack of blocks, so far
+    uint64_t generated_tokens = 0;  // tokens sampled for all requests, so far (a rate from two readings)
     // The last step's batch: rows that carried a generated token, and prompt rows.
     uint32_t last_decode_rows = 0;
     uint32_t last_prompt_rows = 0;
@@ -53,7 +58,10 @@ class Scheduler {
 public:
     // Called once per request, with its result or its error.
     using DoneCallback = std::function<void(uint64_t id, Result<GenerationResult> result)>;
-    using TextCallback = std::function<void(uint64_t id, std::string_view text)>;
+    // New text of the answer, and the log-probabilities (when asked for) of the tokens
+    // generated since the previous call.
+    using TextCallback =
+        std::function<void(uint64_t id, std::string_view text, std::span<const TokenLogprob> logprobs)>;
 
     explicit Scheduler(Model& model, const SchedulerOptions& options = {});
     ~Scheduler();  // ends what runs (no callbacks), keeping nothing
@@ -85,8 +93,11 @@ private:
     std::vector<std::unique_ptr<Request>> waiting_;  // first come, first served
     uint64_t steps_ = 0;
     uint64_t pauses_ = 0;
+    uint64_t generated_ = 0;
     uint32_t last_decode_rows_ = 0;
     uint32_t last_prompt_rows_ = 0;
+    std::shared_ptr<const GrammarVocabulary> grammar_vocabulary_;  // built for the first constrained request
+    std::vector<TokenId> order_scratch_;                           // top_logprobs
 
     void admit();
     bool pause_latest();

@@ -230,14 +230,17 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
         const auto wanted = static_cast<uint32_t>(std::max(1, command.settings.max_tokens));
         const uint32_t reserve = std::clamp<uint32_t>(wanted, 1, std::max<uint32_t>(1, model->n_ctx() / 4));
         Result<std::vector<TokenId>> prompt =
-            fit_chat_prompt(*model, command.messages, command.overflow, reserve, done.stats.dropped_messages);
+            fit_chat_prompt(*model, command.messages, command.overflow, reserve, done.stats.dropped_messages,
+                            command.tools);
         if (!prompt) return prompt.error();
         done.prompt_ids = std::move(prompt).value();
     }
     const uint64_t id = command.request_id;
     PH_TRY(scheduler->submit(
         id, done.prompt_ids, command.settings,
-        [this](uint64_t rid, std::string_view text) { emit(TokenEvent{rid, std::string(text)}); },
+        [this](uint64_t rid, std::string_view text, std::span<const TokenLogprob> logprobs) {
+            emit(TokenEvent{rid, std::string(text), {logprobs.begin(), logprobs.end()}});
+        },
         [this](uint64_t rid, Result<GenerationResult> result) {
             auto it = started.find(rid);
             if (it == started.end()) return;
@@ -252,6 +255,7 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
             event.stats.dropped_messages = dropped;
             event.text = std::move(result->text);
             event.generated_ids = std::move(result->ids);
+            event.logprobs = std::move(result->logprobs);
             emit(std::move(event));
         }));
     started.emplace(id, std::move(done));

@@ -9,6 +9,7 @@
 
 #include "powerhouse/chat_template.h"
 #include "powerhouse/scheduler.h"
+#include "powerhouse/tool_calls.h"
 
 namespace powerhouse {
 
@@ -36,12 +37,66 @@ std::vector<TokenId> raw_prompt(const Model& model, std::string_view text, bool 
     return model.tokenizer().tokenize(text, true, parse_special);
 }
 
-Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages) {
+namespace {
+
+// A call's arguments as the template sees them: parsed, as transformers expects (templates
+// print them with `tojson` or iterate them); text that is not JSON stays text.
+nlohmann::ordered_json call_arguments(const std::string& text) {
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) return nlohmann::ordered_json::object();
+    nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text, nullptr, false);
+    return parsed.is_discarded() ? nlohmann::ordered_json(text) : parsed;
+}
+
+bool uses_tools(std::span<const ChatMessage> messages, const nlohmann::ordered_json& tools) {
+    if (has_tools(tools)) return true;
+    return std::any_of(messages.begin(), messages.end(),
+                       [](const ChatMessage& m) { return m.role == "tool" || !m.tool_calls.empty(); });
+}
+
+}  // namespace
+
+nlohmann::ordered_json chat_context(std::span<const ChatMessage> messages, const nlohmann::ordered_json& tools) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const ChatMessage& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
-    nlohmann::ordered_json context = {{"messages", std::move(list)}, {"add_generation_prompt", true}};
-    add_default_tokens(context, model.template_info());
+    for (const ChatMessage& m : messages) {
+        nlohmann::ordered_json message = nlohmann::ordered_json::object();
+        message["role"] = m.role;
+        // A message that only calls tools has no content (gpt-oss's template fails on a null
+        // one, Qwen's skips a missing one).
+        if (!m.content.empty() || m.tool_calls.empty()) message["content"] = m.content;
+        if (!m.tool_calls.empty()) {
+            nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+            for (const ToolCall& call : m.tool_calls) {
+                nlohmann::ordered_json entry = nlohmann::ordered_json::object();
+                if (!call.id.empty()) entry["id"] = call.id;
+                entry["type"] = "function";
+                entry["function"] = {{"name", call.name}, {"arguments", call_arguments(call.arguments)}};
+                calls.push_back(std::move(entry));
+            }
+            message["tool_calls"] = std::move(calls);
+        }
+        if (!m.tool_call_id.empty()) message["tool_call_id"] = m.tool_call_id;
+        if (!m.name.empty()) message["name"] = m.name;
+        list.push_back(std::move(message));
+    }
+    nlohmann::ordered_json context = nlohmann::ordered_json::object();
+    context["messages"] = std::move(list);
+    if (has_tools(tools)) context["tools"] = tools;
+    context["add_generation_prompt"] = true;
+    return context;
+}
+
+Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages,
+                                         const nlohmann::ordered_json& tools) {
     const ResolvedTemplate resolved = resolve_chat_template(model.template_info());
+    nlohmann::ordered_json context;
+    if (uses_tools(messages, tools) && !template_mentions_tools(resolved.chat_template.source())) {
+        // The template would drop the tools (and print calls as empty turns): the
+        // conversation carries them itself, in the generic format.
+        context = chat_context(add_tool_instructions(messages, tools));
+    } else {
+        context = chat_context(messages, tools);
+    }
+    add_default_tokens(context, model.template_info());
     Result<RenderedPrompt> prompt = resolved.chat_template.render_prompt(context);
     if (!prompt) return make_error(prompt.error().code, "the chat template failed: " + prompt.error().message);
     const Tokenizer& tokenizer = model.tokenizer();
@@ -66,13 +121,14 @@ std::string longer_context_hint(const Model& model) {
 }  // namespace
 
 Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const ChatMessage> messages,
-                                             ContextOverflow policy, uint32_t reserve, uint32_t& dropped) {
+                                             ContextOverflow policy, uint32_t reserve, uint32_t& dropped,
+                                             const nlohmann::ordered_json& tools) {
     dropped = 0;
     std::vector<ChatMessage> kept(messages.begin(), messages.end());
     const size_t first = !kept.empty() && kept.front().role == "system" ? 1 : 0;
     const uint32_t n_ctx = model.n_ctx();
     for (;;) {
-        Result<std::vector<TokenId>> prompt = chat_prompt(model, kept);
+        Result<std::vector<TokenId>> prompt = chat_prompt(model, kept, tools);
         if (!prompt) return prompt;
         if (prompt->size() + reserve <= n_ctx) return prompt;
         if (policy == ContextOverflow::fail) {
@@ -88,11 +144,11 @@ Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const
                                           "the answer, but the context holds {}: shorten the message or {}",
                                           prompt->size(), reserve, n_ctx, longer_context_hint(model)));
         }
-        // Drop the oldest message, and the answers that followed it, so that what is left
-        // still starts with a user's message.
+        // Drop the oldest message, and the answers that followed it (tool calls and their
+        // results with them), so that what is left still starts with a user's message.
         kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(first));
         ++dropped;
-        while (kept.size() > first + 1 && kept[first].role == "assistant") {
+        while (kept.size() > first + 1 && (kept[first].role == "assistant" || kept[first].role == "tool")) {
             kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(first));
             ++dropped;
         }
@@ -107,7 +163,9 @@ Result<GenerationResult> generate(Model& model, std::span<const TokenId> prompt,
     Scheduler scheduler(model, options);
     std::optional<Result<GenerationResult>> done;
     Scheduler::TextCallback on_text;
-    if (callbacks.on_text) on_text = [&](uint64_t, std::string_view text) { callbacks.on_text(text); };
+    if (callbacks.on_text) {
+        on_text = [&](uint64_t, std::string_view text, std::span<const TokenLogprob>) { callbacks.on_text(text); };
+    }
     PH_TRY(scheduler.submit(1, std::vector<TokenId>(prompt.begin(), prompt.end()), settings, std::move(on_text),
                             [&](uint64_t, Result<GenerationResult> result) { done = std::move(result); }));
     while (!done) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 #include "powerhouse/sampler.h"
@@ -15,12 +17,45 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
 
-DetokenizeOptions answer_detokenize() {
+DetokenizeOptions answer_detokenize(const GenerationSettings& settings) {
     DetokenizeOptions o;
     o.strip_leading_space = false;  // the answer continues the prompt
+    o.render_special = settings.render_special;
     return o;
+}
+
+// Log-softmax of the model's logits at the chosen token, and the `top` likeliest tokens.
+TokenLogprob token_logprob(const Tokenizer& tokenizer, std::span<const float> logits, TokenId chosen, int32_t top,
+                           std::vector<TokenId>& order) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (float v : logits) max = std::isnan(v) ? max : std::max(max, v);
+    double sum = 0;
+    for (float v : logits) sum += std::isfinite(v) || v == -INFINITY ? std::exp(static_cast<double>(v) - max) : 0.0;
+    const auto lse = static_cast<float>(max + std::log(sum));
+    const auto logprob = [&](TokenId id) {
+        const float v = logits[static_cast<size_t>(id)];
+        return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v - lse;
+    };
+    TokenLogprob out;
+    out.chosen = {chosen, tokenizer.token_piece(chosen, true), logprob(chosen)};
+    if (top > 0) {
+        const auto k = std::min<size_t>(static_cast<size_t>(top), logits.size());
+        order.resize(logits.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<TokenId>(i);
+        // By logit, then by id: the same order as the sampler's (a total order).
+        std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                          [&](TokenId a, TokenId b) {
+                              const float la = logprob(a), lb = logprob(b);
+                              return la != lb ? la > lb : a < b;
+                          });
+        for (size_t i = 0; i < k; ++i)
+            out.top.push_back({order[i], tokenizer.token_piece(order[i], true), logprob(order[i])});
+    }
+    return out;
 }
 
 }  // namespace
@@ -33,7 +68,7 @@ struct Scheduler::Request {
           settings(settings_),
           sampler(std::move(sampler_)),
           stops(settings_.stop),
-          stream(tokenizer, answer_detokenize()),
+          stream(tokenizer, answer_detokenize(settings_)),
           on_text(std::move(text_cb)),
           on_done(std::move(done_cb)),
           submitted(Clock::now()) {}
@@ -47,16 +82,19 @@ struct Scheduler::Request {
     TextCallback on_text;
     DoneCallback on_done;
     GenerationResult result;
+    std::optional<GrammarMatcher> grammar;  // when the answer is constrained
+    size_t logprobs_sent = 0;               // result.logprobs already passed to on_text
 
-    std::optional<SeqId> seq;     // while running
+    std::optional<SeqId> seq;      // while running
     std::vector<TokenId> pending;  // to decode: the rest of the prompt, or the last token sampled
     bool started = false;          // admitted once (reused_tokens counted)
     bool cancelled = false;
     bool done = false;
-    uint32_t take = 0;             // rows in the batch being built
+    uint32_t take = 0;  // rows in the batch being built
     Clock::time_point submitted, admitted, first_token;
 
-    bool greedy() const { return sampler.plain_greedy(); }
+    // The argmax alone is enough (a GPU picks it): no sampling, no constraint, no logprobs.
+    bool greedy() const { return sampler.plain_greedy() && !grammar && !settings.logprobs; }
     // The prompt and the answer so far: what the cache must hold, but for the last token.
     std::vector<TokenId> context() const {
         std::vector<TokenId> all = prompt;
@@ -66,7 +104,10 @@ struct Scheduler::Request {
     void emit(std::string_view text) {
         if (text.empty()) return;
         result.text += text;
-        if (on_text) on_text(id, text);
+        const std::span<const TokenLogprob> logprobs =
+            std::span<const TokenLogprob>(result.logprobs).subspan(logprobs_sent);
+        logprobs_sent = result.logprobs.size();
+        if (on_text) on_text(id, text, logprobs);
     }
     // Feeds a piece of the answer through the stop strings; true when one was found.
     bool feed(const std::string& piece) {
@@ -98,7 +139,8 @@ Result<void> Scheduler::submit(uint64_t id, std::vector<TokenId> prompt, const G
         const ModelSummary& s = model_.summary();
         const std::string hint =
             s.n_ctx_train > s.n_ctx
-                ? fmt::format("load the model with a longer context (it was trained for up to {} tokens)", s.n_ctx_train)
+                ? fmt::format("load the model with a longer context (it was trained for up to {} tokens)",
+                              s.n_ctx_train)
                 : std::string("use a model with a longer context");
         return make_error(ErrorCode::context_full, fmt::format("the prompt is {} tokens long but the context holds {}: "
                                                                "shorten it or {}",
@@ -117,12 +159,21 @@ Result<void> Scheduler::submit(uint64_t id, std::vector<TokenId> prompt, const G
             if (r->id == id) return make_error(ErrorCode::invalid_argument, fmt::format("request {} is in use", id));
         }
     }
+    if (settings.top_logprobs < 0 || settings.top_logprobs > 20) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("top_logprobs = {} is outside 0..20", settings.top_logprobs));
+    }
     Result<Sampler> sampler = Sampler::create(settings.sampling);
     if (!sampler) return sampler.error();
     for (TokenId t : prompt) sampler->accept(t);
     auto r = std::make_unique<Request>(id, std::move(prompt), settings, std::move(sampler).value(), model_.tokenizer(),
                                        std::move(on_text), std::move(on_done));
     r->result.stats.prompt_tokens = static_cast<uint32_t>(r->prompt.size());
+    if (settings.grammar) {
+        // The vocabulary's trie is built once, for the first constrained request.
+        if (!grammar_vocabulary_) grammar_vocabulary_ = GrammarVocabulary::build(model_.tokenizer());
+        r->grammar.emplace(*settings.grammar, grammar_vocabulary_);
+    }
     waiting_.push_back(std::move(r));
     return {};
 }
@@ -144,7 +195,9 @@ void Scheduler::cancel_all() {
     for (auto& r : waiting_) r->cancelled = true;
 }
 
-bool Scheduler::idle() const { return running_.empty() && waiting_.empty(); }
+bool Scheduler::idle() const {
+    return running_.empty() && waiting_.empty();
+}
 
 SchedulerStats Scheduler::stats() const {
     SchedulerStats s;
@@ -152,6 +205,7 @@ SchedulerStats Scheduler::stats() const {
     s.waiting = static_cast<uint32_t>(waiting_.size());
     s.steps = steps_;
     s.pauses = pauses_;
+    s.generated_tokens = generated_;
     s.last_decode_rows = last_decode_rows_;
     s.last_prompt_rows = last_prompt_rows_;
     s.kv = model_.kv_stats();
@@ -325,11 +379,18 @@ Result<void> Scheduler::step() {
         } else {
             const std::span<const float> logits = model_.batch_logits(i);
             scratch.assign(logits.begin(), logits.end());
+            if (r.grammar) r.grammar->mask(scratch);
             next = r.sampler.sample(scratch);
-        }
-        if (next == kNoToken) {
-            fail(r, make_error(ErrorCode::internal, "the model produced no usable logits (NaN)"));
-            continue;
+            if (next == kNoToken && r.grammar) {
+                fail(r, make_error(ErrorCode::internal,
+                                   "the answer's grammar allows no token of this model's vocabulary here"));
+                continue;
+            }
+            if (next != kNoToken && r.settings.logprobs && !model_.tokenizer().is_eog(next)) {
+                r.result.logprobs.push_back(
+                    token_logprob(model_.tokenizer(), logits, next, r.settings.top_logprobs, order_scratch_));
+            }
+            if (next != kNoToken && r.grammar && !model_.tokenizer().is_eog(next)) r.grammar->accept(next);
         }
         if (r.result.ids.empty()) {
             r.first_token = now;
@@ -337,6 +398,7 @@ Result<void> Scheduler::step() {
         }
         r.sampler.accept(next);
         r.result.ids.push_back(next);
+        ++generated_;
         if (model_.tokenizer().is_eog(next) && !r.settings.ignore_eos) {
             finish(r, StopReason::eos);
         } else if (r.feed(r.stream.feed(next))) {

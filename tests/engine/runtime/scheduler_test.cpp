@@ -105,7 +105,7 @@ std::vector<Outcome> run_together(Model& model, const std::vector<Ask>& asks, ui
     std::map<uint64_t, std::string> streamed;
     for (size_t i = 0; i < asks.size(); ++i) {
         Result<void> ok = scheduler.submit(
-            i, asks[i].prompt, asks[i].settings, [&](uint64_t id, std::string_view t) { streamed[id] += t; },
+            i, asks[i].prompt, asks[i].settings, [&](uint64_t id, std::string_view t, std::span<const TokenLogprob>) { streamed[id] += t; },
             [&](uint64_t id, Result<GenerationResult> r) {
                 Outcome& o = out[id];
                 if (!r) {

@@ -1,0 +1,130 @@
+// Tool calls in the model's own words: which format a chat template teaches its model,
+// reading the calls (and gpt-oss's reasoning) back out of an answer, whole or as it
+// streams, and a grammar that makes the model write exactly one call.
+//
+// The formats (ToolCallFormat):
+//   generic  templates that never mention tools (SmolLM2's): Powerhouse describes the
+//            tools in the system message itself (add_tool_instructions) and asks for
+//            <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, Hermes' format.
+//   hermes   Qwen2.5, Qwen3, Hermes 2/3: the same <tool_call> blocks, taught by the template.
+//   llama3   Llama 3.1/3.2/3.3 custom tools: the answer is a bare JSON object
+//            {"name": ..., "parameters": {...}}, maybe after <|python_tag|>; several calls
+//            are separated by ';' or whitespace.
+//   mistral  [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...] (Mistral 7B
+//            v0.3, Mistral-Nemo) or [TOOL_CALLS]name[ARGS]{...} (newer tokenizers; also
+//            with [CALL_ID]id before [ARGS]). A bare array of calls at the very start counts
+//            too: that is what is left when the [TOOL_CALLS] token is hidden.
+//   harmony  gpt-oss: messages on channels, <|channel|>analysis (reasoning), final (the
+//            answer), commentary to=functions.NAME <|constrain|>json<|message|>{...} (a call;
+//            to=... may also stand before <|channel|>).
+//   none     the template renders tools in a format Powerhouse does not know: answers stay
+//            text, unchanged.
+//
+// Control tokens (<|python_tag|>, [TOOL_CALLS], <|channel|>, ...) are hidden from the text
+// unless GenerationSettings::render_special is set, and the parsers need them: generate with
+// render_special when tools are on. The format's own control tokens never reach the
+// content; Qwen's <tool_call> is an ordinary token and is always in the text.
+//
+// Content is the text outside the calls with its ends trimmed; gpt-oss's final and
+// commentary messages are trimmed one by one and joined by a blank line. A call that does
+// not parse (broken JSON, no name, arguments that are not an object) stays in the content:
+// nothing here throws or drops text the model wrote, except the format's control tokens.
+//
+// Ids: a model's own id is kept (Mistral's); otherwise each call gets one derived from the
+// answer itself (a hash of `id_salt`, the call's index, name and arguments), so a whole
+// answer and the same answer streamed get the same ids. Pass a per-request salt (the
+// request id) so that the same call in two answers gets two ids. The Mistral format's ids
+// are 9 letters and digits, the only ids its template accepts back; others are
+// "call_" + 16 letters and digits.
+//
+// Thread-safety: free functions are pure; a ToolCallStream is used by one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "powerhouse/chat_template.h"
+#include "powerhouse/generation.h"
+#include "powerhouse/result.h"
+
+namespace powerhouse {
+
+enum class ToolCallFormat { none, generic, hermes, llama3, mistral, harmony };
+
+std::string_view tool_call_format_name(ToolCallFormat format);  // "none", "generic", "hermes", ...
+
+// Whether the template's source uses a variable named `tools` (not tool_calls,
+// builtin_tools, ...): a template that does not would drop the tool definitions.
+bool template_mentions_tools(std::string_view template_source);
+
+// The format a template's model answers in: generic when the template never mentions
+// tools, else by the markers it writes (harmony's channels, [TOOL_CALLS], <tool_call>,
+// Llama 3's headers), else none.
+ToolCallFormat detect_tool_call_format(std::string_view template_source);
+// The same for the template chat_prompt() uses with this model (resolve_chat_template: the
+// model's own, or its family's built-in one).
+ToolCallFormat detect_tool_call_format(const ModelTemplateInfo& info);
+
+// Whether `tools` holds any tool (a non-empty array).
+bool has_tools(const nlohmann::ordered_json& tools);
+
+// The system-message text that describes `tools` and the generic answer format.
+std::string tool_instructions(const nlohmann::ordered_json& tools);
+
+// The conversation for a template that never mentions tools: tool_instructions() appended
+// to the system message (one is created when there is none), the assistant's earlier calls
+// written into its content as <tool_call> blocks, and tool answers turned into user
+// messages of <tool_response> blocks (consecutive answers merged into one), so that
+// templates that only know system/user/assistant render them.
+std::vector<ChatMessage> add_tool_instructions(std::span<const ChatMessage> messages,
+                                               const nlohmann::ordered_json& tools);
+
+struct ParsedAnswer {
+    std::string content;    // the text to show (trimmed)
+    std::string reasoning;  // gpt-oss's analysis channel; empty for other formats
+    std::vector<ToolCall> tool_calls;
+};
+
+// Reads a whole answer (generated with render_special). Never fails: what does not parse
+// is content.
+ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::string_view id_salt = {});
+
+// The same, as the answer streams: feed() returns the content that is certain now. It holds
+// back what may be the start of a tool call (a partial "<tool_c", an answer opening with
+// '{' for Llama 3) and everything after a call's marker, and trailing whitespace (content is
+// trimmed). finish() reads the rest: its content is what feed() has not returned yet, so
+// the pieces from feed() followed by finish().content are parse_answer(text).content, and
+// its reasoning and tool_calls are parse_answer's. Call finish() once, after the last feed.
+class ToolCallStream {
+public:
+    explicit ToolCallStream(ToolCallFormat format, std::string id_salt = {});
+    ~ToolCallStream();
+    ToolCallStream(ToolCallStream&&) noexcept;
+    ToolCallStream& operator=(ToolCallStream&&) noexcept;
+
+    std::string feed(std::string_view text);
+    ParsedAnswer finish();
+
+    struct State;
+
+private:
+    std::unique_ptr<State> state_;
+};
+
+// Grammar text (powerhouse/grammar.h's notation, start rule `root`) that makes the answer
+// exactly one call in the format, to one of `tools` or to `only_function` when it is not
+// empty (tool_choice "required" or a named function). Each function's arguments follow
+// its "parameters" schema (json_schema_to_grammar); parse_answer() reads any text the
+// grammar accepts as that one call. gpt-oss may reason on the analysis channel first.
+// Fails for ToolCallFormat::none, without tools, for an unknown only_function, and for
+// schemas json_schema_to_grammar cannot express.
+Result<std::string> tool_call_grammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
+                                      std::string_view only_function = {});
+
+}  // namespace powerhouse
