@@ -20,11 +20,13 @@ as_root() {
 # The Python packages the tests use (the `openai` client, for the API server), pinned, into
 # build/pydeps of the checkout (pip --target: no virtual environment, and Debian's
 # externally managed Python is left alone). Needs the network only the first time.
-PYTHON_TEST_PACKAGES=(openai==1.109.1)
+# The clients that test the API server: the official `openai` package, and `jsonschema` to
+# check that answers constrained by a JSON schema match it.
+PYTHON_TEST_PACKAGES=(openai==1.109.1 jsonschema==4.23.0)
 ensure_python_test_packages() {
     local target="$POWERHOUSE_ROOT/build/pydeps"
-    if PYTHONPATH="$target" python3 -c 'import openai' 2>/dev/null &&
-        [ "$(PYTHONPATH="$target" python3 -c 'import openai; print(openai.__version__)')" = "${PYTHON_TEST_PACKAGES[0]#openai==}" ]; then
+    local stamp="$target/.installed"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${PYTHON_TEST_PACKAGES[*]}" ]; then
         return 0
     fi
     log "Installing Python test packages into $target: ${PYTHON_TEST_PACKAGES[*]}"
@@ -32,6 +34,7 @@ ensure_python_test_packages() {
     mkdir -p "$target"
     python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --upgrade \
         --target "$target" "${PYTHON_TEST_PACKAGES[@]}" || die "could not install ${PYTHON_TEST_PACKAGES[*]} from PyPI"
+    echo "${PYTHON_TEST_PACKAGES[*]}" >"$stamp"
 }
 
 ensure_packages() {

@@ -1,10 +1,13 @@
 // powerhouse-cli serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key-file FILE]
-//                      [--parallel N] [--ctx N] [-t THREADS] [--devices ...] [--split ...]
+//                      [--parallel N] [--cors-origin ORIGIN]... [--shutdown-grace SECONDS]
+//                      [--ctx N] [-t THREADS] [--devices ...] [--split ...]
 //
 // Serves the model over the OpenAI API (app/server/api_server.h) until SIGINT or SIGTERM:
 // loads it on the engine thread, prints "serving MODEL on http://HOST:PORT" once it
-// accepts (PORT is the one bound when --port 0 asks for any free one), and on a signal stops
-// accepting and cancels what runs. A non-loopback --host needs an API key.
+// accepts (PORT is the one bound when --port 0 asks for any free one). On a signal it stops
+// accepting, lets the answers in flight finish for --shutdown-grace seconds, cancels what
+// is left, and exits. A non-loopback --host needs an API key. /metrics carries the GPUs'
+// telemetry (NVML, or POWERHOUSE_SIMULATE_GPUS).
 #include <fmt/format.h>
 #include <signal.h>
 
@@ -12,11 +15,13 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "commands.h"
 #include "format.h"
 #include "generation.h"
 #include "powerhouse/engine.h"
+#include "powerhouse/telemetry.h"
 
 #ifdef POWERHOUSE_HAS_SERVER
 #include "api_server.h"
@@ -31,6 +36,8 @@ struct ServeOptions {
     int port = 8080;
     std::string api_key_file;
     uint32_t parallel = 4;
+    std::vector<std::string> cors_origins;
+    double shutdown_grace = 10.0;
 };
 
 #ifdef POWERHOUSE_HAS_SERVER
@@ -84,11 +91,16 @@ int run_serve(const ServeOptions& options) {
         if (const auto* err = std::get_if<ErrorEvent>(&*e)) return report_error(err->error);
     }
     so.model_id = to_load->path.stem().string();
+    so.tool_format = server::tool_format_of(to_load->path);
+    so.cors_origins = options.cors_origins;
+    GpuMonitor monitor(options_from_environment());
+    monitor.start();
+    so.telemetry = [&monitor] { return monitor.snapshot(); };
     server::ApiServer api(engine, loaded->n_ctx, so);
     std::thread waiter([&] {
         int signal = 0;
         sigwait(&signals, &signal);
-        api.stop();
+        api.stop(std::chrono::milliseconds(static_cast<int64_t>(options.shutdown_grace * 1000)));
     });
     Result<void> served = api.serve([&](int port) {
         std::printf("serving %s on http://%s:%d\n", so.model_id.c_str(), so.host.c_str(), port);
@@ -125,6 +137,13 @@ Command add_serve_command(CLI::App& app) {
     sub->add_option("--parallel", options->parallel, "Requests generated at once")
         ->capture_default_str()
         ->check(CLI::Range(1u, 64u));
+    sub->add_option("--cors-origin", options->cors_origins,
+                    "An origin (https://app.example) whose web pages may call the API; \"*\": any. Repeatable; "
+                    "none: CORS is off");
+    sub->add_option("--shutdown-grace", options->shutdown_grace,
+                    "Seconds the answers in flight may take to finish after SIGTERM")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 3600.0));
     return {sub, [options] { return run_serve(*options); }};
 }
 

@@ -3,22 +3,26 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+
+#include "client_watch.h"
+#include "replies.h"
+#include "requests.h"
 
 namespace powerhouse::server {
 
 namespace {
 
-using nlohmann::json;
 using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 
 // A request's events, routed to it by the server's one reader of the engine's events.
 struct Channel {
@@ -27,32 +31,9 @@ struct Channel {
     std::deque<EngineEvent> events;
 };
 
-// An OpenAI-style error: {"error": {"message", "type", "param", "code"}}.
-struct ApiError {
-    int status = 400;
-    std::string message;
-    std::string type = "invalid_request_error";
-    std::optional<std::string> param;
-    std::optional<std::string> code;
-};
-
-json error_body(const ApiError& e) {
-    return {{"error",
-             {{"message", e.message},
-              {"type", e.type},
-              {"param", e.param ? json(*e.param) : json(nullptr)},
-              {"code", e.code ? json(*e.code) : json(nullptr)}}}};
-}
-
 void send_error(httplib::Response& res, const ApiError& e) {
     res.status = e.status;
-    res.set_content(error_body(e).dump(), "application/json");
-}
-
-// A 400 about `param` (empty: the body as a whole).
-ApiError bad(std::string param, std::string message) {
-    return ApiError{400, std::move(message), "invalid_request_error",
-                    param.empty() ? std::nullopt : std::optional<std::string>(std::move(param)), std::nullopt};
+    res.set_content(to_text(error_body(e)), "application/json");
 }
 
 // Constant time in the key's contents: every byte is compared, whatever matches.
@@ -67,196 +48,23 @@ bool same_key(const std::string& given, const std::string& key) {
     return diff == 0;
 }
 
-// The text of a message's content: a string, or an array of {"type": "text", "text": ...}.
-std::optional<std::string> content_text(const json& content) {
-    if (content.is_string()) return content.get<std::string>();
-    if (content.is_null()) return std::string();
-    if (!content.is_array()) return std::nullopt;
-    std::string text;
-    for (const json& part : content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string()) {
-            return std::nullopt;
+// Prometheus text format (version 0.0.4): one metric with its help, type and samples.
+void add_metric(std::string& out, const char* name, const char* type, const char* help, const std::string& samples) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}", name, help, name, type, samples);
+}
+
+// A label value with Prometheus's escapes.
+std::string label(std::string_view value) {
+    std::string out;
+    for (char c : value) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
         }
-        text += part["text"].get<std::string>();
+        out += c;
     }
-    return text;
-}
-
-// A number field within [lo, hi], or the default when absent or null.
-std::optional<ApiError> read_number(const json& body, const char* name, double lo, double hi, float& out) {
-    if (!body.contains(name) || body[name].is_null()) return std::nullopt;
-    if (!body[name].is_number()) return bad(name, fmt::format("'{}' must be a number", name));
-    const double v = body[name].get<double>();
-    if (!(v >= lo && v <= hi)) return bad(name, fmt::format("'{}' must be between {} and {}", name, lo, hi));
-    out = static_cast<float>(v);
-    return std::nullopt;
-}
-
-// A chat request (messages) or a text completion (raw prompt), as the engine takes it.
-struct GenRequest {
-    std::vector<ChatMessage> messages;
-    std::optional<std::string> prompt;
-    GenerationSettings settings;
-    bool stream = false;
-    bool include_usage = false;
-};
-
-std::optional<ApiError> check_model(const json& body, const std::string& model_id) {
-    if (!body.is_object()) return bad("", "the body must be a JSON object");
-    if (!body.contains("model") || !body["model"].is_string()) return bad("model", "'model' must be a string");
-    if (body["model"].get<std::string>() != model_id) {
-        return ApiError{404, fmt::format("the model '{}' does not exist; this server serves '{}'",
-                                         body["model"].get<std::string>(), model_id),
-                        "invalid_request_error", std::string("model"), std::string("model_not_found")};
-    }
-    return std::nullopt;
-}
-
-std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t default_max_tokens, GenRequest& r);
-
-// A chat request, or what is wrong with it.
-std::variant<GenRequest, ApiError> parse_chat(const json& body, const std::string& model_id, uint32_t n_ctx) {
-    if (auto e = check_model(body, model_id)) return *e;
-    GenRequest r;
-    if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
-        return bad("messages", "'messages' must be a non-empty array");
-    }
-    for (size_t i = 0; i < body["messages"].size(); ++i) {
-        const json& m = body["messages"][i];
-        const std::string where = fmt::format("messages[{}]", i);
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-            return bad(where, fmt::format("{} must be an object with a 'role'", where));
-        }
-        const std::string role = m["role"].get<std::string>();
-        if (role != "system" && role != "user" && role != "assistant" && role != "developer") {
-            return bad(where + ".role", fmt::format("{}: the role '{}' is not supported here (system, developer, user, "
-                                                    "assistant)",
-                                                    where, role));
-        }
-        const std::optional<std::string> text = content_text(m.contains("content") ? m["content"] : json(nullptr));
-        if (!text) return bad(where + ".content", where + ".content must be a string or an array of text parts");
-        r.messages.push_back({role == "developer" ? "system" : role, *text});
-    }
-    // What this server does not do yet is refused, never ignored.
-    if (body.contains("tools") && !body["tools"].is_null() && !(body["tools"].is_array() && body["tools"].empty())) {
-        return bad("tools", "tools are not supported by this server yet");
-    }
-    if (body.contains("response_format") && body["response_format"].is_object() &&
-        body["response_format"].value("type", "text") != "text") {
-        return bad("response_format", "only response_format {\"type\": \"text\"} is supported yet");
-    }
-    if (body.contains("logprobs") && body["logprobs"] == true) {
-        return bad("logprobs", "logprobs are not supported by this server yet");
-    }
-    if (auto e = parse_options(body, n_ctx, 512, r)) return *e;
-    return r;
-}
-
-// A text completion (the prompt tokenized with its special tokens, as llama-server does), or
-// what is wrong with it.
-std::variant<GenRequest, ApiError> parse_completion(const json& body, const std::string& model_id, uint32_t n_ctx) {
-    if (auto e = check_model(body, model_id)) return *e;
-    GenRequest r;
-    if (!body.contains("prompt")) return bad("prompt", "'prompt' is required");
-    const json& prompt = body["prompt"];
-    if (prompt.is_string()) {
-        r.prompt = prompt.get<std::string>();
-    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
-        r.prompt = prompt[0].get<std::string>();
-    } else {
-        return bad("prompt", "'prompt' must be a string (one prompt; token arrays are not supported yet)");
-    }
-    if (r.prompt->empty()) return bad("prompt", "'prompt' is empty");
-    if (body.contains("echo") && body["echo"] == true) return bad("echo", "echo is not supported by this server yet");
-    if (body.contains("suffix") && !body["suffix"].is_null()) {
-        return bad("suffix", "suffix is not supported by this server yet");
-    }
-    if (body.contains("logprobs") && !body["logprobs"].is_null() && body["logprobs"] != 0) {
-        return bad("logprobs", "logprobs are not supported by this server yet");
-    }
-    if (body.contains("best_of") && !body["best_of"].is_null() && body["best_of"] != 1) {
-        return bad("best_of", "'best_of' must be 1");
-    }
-    if (auto e = parse_options(body, n_ctx, 16, r)) return *e;  // OpenAI's default for completions
-    return r;
-}
-
-// The sampling, length, stop and stream fields both endpoints share.
-std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t default_max_tokens, GenRequest& r) {
-    if (body.contains("n") && !body["n"].is_null() && body["n"] != 1) return bad("n", "'n' must be 1");
-    int64_t max_tokens = default_max_tokens;
-    for (const char* name : {"max_tokens", "max_completion_tokens"}) {
-        if (!body.contains(name) || body[name].is_null()) continue;
-        if (!body[name].is_number_integer()) return bad(name, fmt::format("'{}' must be an integer", name));
-        max_tokens = body[name].get<int64_t>();
-        if (max_tokens < 1 || max_tokens > n_ctx) {
-            return bad(name, fmt::format("'{}' must be between 1 and the context length, {}", name, n_ctx));
-        }
-    }
-    r.settings.max_tokens = static_cast<int32_t>(max_tokens);
-    SamplingParams& p = r.settings.sampling;
-    p.temperature = 1.0f;  // OpenAI's default
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.repeat_penalty = 1.0f;
-    if (auto e = read_number(body, "temperature", 0.0, 2.0, p.temperature)) return *e;
-    if (auto e = read_number(body, "top_p", 0.0, 1.0, p.top_p)) return *e;
-    if (auto e = read_number(body, "presence_penalty", -2.0, 2.0, p.presence_penalty)) return *e;
-    if (auto e = read_number(body, "frequency_penalty", -2.0, 2.0, p.frequency_penalty)) return *e;
-    if (body.contains("seed") && !body["seed"].is_null()) {
-        if (!body["seed"].is_number_integer()) return bad("seed", "'seed' must be an integer");
-        p.seed = static_cast<uint64_t>(body["seed"].get<int64_t>());
-    }
-    if (body.contains("stop") && !body["stop"].is_null()) {
-        const json& stop = body["stop"];
-        if (stop.is_string()) {
-            r.settings.stop.push_back(stop.get<std::string>());
-        } else if (stop.is_array() && stop.size() <= 4 &&
-                   std::all_of(stop.begin(), stop.end(), [](const json& s) { return s.is_string(); })) {
-            for (const json& s : stop) r.settings.stop.push_back(s.get<std::string>());
-        } else {
-            return bad("stop", "'stop' must be a string or an array of up to 4 strings");
-        }
-    }
-    if (body.contains("stream") && !body["stream"].is_null()) {
-        if (!body["stream"].is_boolean()) return bad("stream", "'stream' must be true or false");
-        r.stream = body["stream"].get<bool>();
-    }
-    if (body.contains("stream_options") && body["stream_options"].is_object()) {
-        const json& so = body["stream_options"];
-        if (so.contains("include_usage")) {
-            if (!so["include_usage"].is_boolean()) {
-                return bad("stream_options.include_usage", "'include_usage' must be true or false");
-            }
-            r.include_usage = so["include_usage"].get<bool>();
-        }
-    }
-    return std::nullopt;
-}
-
-const char* finish_reason(StopReason reason) {
-    switch (reason) {
-        case StopReason::length:
-        case StopReason::context:
-            return "length";
-        default:
-            return "stop";
-    }
-}
-
-ApiError engine_error(const Error& e) {
-    switch (e.code) {
-        case ErrorCode::invalid_argument:
-        case ErrorCode::context_full:
-        case ErrorCode::out_of_memory:
-            return ApiError{400, e.message, "invalid_request_error", std::nullopt,
-                            e.code == ErrorCode::context_full ? std::optional<std::string>("context_length_exceeded")
-                                                              : std::nullopt};
-        default:
-            return ApiError{500, e.message, "server_error", std::nullopt, std::nullopt};
-    }
+    return out;
 }
 
 }  // namespace
@@ -265,48 +73,69 @@ bool is_loopback(const std::string& host) {
     return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
+ToolCallFormat tool_format_of(const std::filesystem::path& model) {
+    Result<ModelTemplateInfo> info = read_model_template_info(model);
+    return info ? detect_tool_call_format(*info) : ToolCallFormat::generic;
+}
+
 struct ApiServer::State {
     Engine& engine;
-    uint32_t n_ctx;
+    ServedModel model;
     ServerOptions options;
     httplib::Server http;
-    std::atomic<bool> running{false};  // accepting; streams end when it drops
-    std::atomic<bool> routing{false};  // the router reads events until the server is gone
-    std::atomic<uint64_t> next_id{uint64_t{1} << 40};  // apart from other users of the engine
+    std::atomic<bool> accepting{false};                         // new requests are taken
+    std::atomic<bool> running{false};                           // streams go on; they end when it drops
+    std::atomic<bool> routing{false};                           // the router reads events until the server is gone
+    std::atomic<uint64_t> next_id{ApiServer::kFirstRequestId};  // apart from other users of the engine
     std::atomic<int> in_flight{0};
     std::mutex channels_mutex;
     std::map<uint64_t, std::shared_ptr<Channel>> channels;
     std::thread router;
+    // A graceful stop: streams in flight may finish until the deadline, then are cancelled.
+    std::mutex stop_mutex;
+    std::condition_variable stop_changed;
+    bool closing = false;
+    std::thread drainer;
 
-    State(Engine& e, uint32_t ctx, ServerOptions o) : engine(e), n_ctx(ctx), options(std::move(o)) {}
+    State(Engine& e, uint32_t n_ctx, ServerOptions o) : engine(e), options(std::move(o)) {
+        model.id = options.model_id;
+        model.n_ctx = n_ctx;
+        model.tool_format = options.tool_format;
+    }
 
-    // The one reader of the engine's events: each goes to the request it names.
+    // The one reader of the engine's events (unless the owner reads them and delivers).
     void route() {
         while (routing) {
             std::optional<EngineEvent> event = engine.wait_event(50ms);
-            if (!event) continue;
-            if (const auto* st = std::get_if<SchedulerEvent>(&*event)) {
-                const std::lock_guard lock(stats_mutex);
-                scheduler = st->stats;
-                continue;
-            }
-            uint64_t id = 0;
-            if (const auto* t = std::get_if<TokenEvent>(&*event)) id = t->request_id;
-            if (const auto* d = std::get_if<DoneEvent>(&*event)) id = d->request_id;
-            if (const auto* e = std::get_if<ErrorEvent>(&*event)) id = e->request_id;
-            std::shared_ptr<Channel> channel;
-            {
-                const std::lock_guard lock(channels_mutex);
-                auto it = channels.find(id);
-                if (it != channels.end()) channel = it->second;
-            }
-            if (!channel) continue;
-            {
-                const std::lock_guard lock(channel->mutex);
-                channel->events.push_back(std::move(*event));
-            }
-            channel->ready.notify_all();
+            if (event) deliver(std::move(*event));
         }
+    }
+
+    // Records scheduler state; hands a request's event to the request it names. False when
+    // the event is not one of this server's requests.
+    bool deliver(EngineEvent event) {
+        if (const auto* st = std::get_if<SchedulerEvent>(&event)) {
+            record(st->stats);
+            return false;
+        }
+        uint64_t id = 0;
+        if (const auto* t = std::get_if<TokenEvent>(&event)) id = t->request_id;
+        if (const auto* d = std::get_if<DoneEvent>(&event)) id = d->request_id;
+        if (const auto* e = std::get_if<ErrorEvent>(&event)) id = e->request_id;
+        if (!ApiServer::owns_request(id)) return false;
+        std::shared_ptr<Channel> channel;
+        {
+            const std::lock_guard lock(channels_mutex);
+            auto it = channels.find(id);
+            if (it != channels.end()) channel = it->second;
+        }
+        if (!channel) return true;  // a request that has gone (its client left)
+        {
+            const std::lock_guard lock(channel->mutex);
+            channel->events.push_back(std::move(event));
+        }
+        channel->ready.notify_all();
+        return true;
     }
 
     std::shared_ptr<Channel> open(uint64_t id) {
@@ -318,6 +147,15 @@ struct ApiServer::State {
     void close(uint64_t id) {
         const std::lock_guard lock(channels_mutex);
         channels.erase(id);
+    }
+    // Cancels every request of this server (never the owner's own generations).
+    void cancel_all() {
+        std::vector<uint64_t> ids;
+        {
+            const std::lock_guard lock(channels_mutex);
+            for (const auto& [id, channel] : channels) ids.push_back(id);
+        }
+        for (uint64_t id : ids) engine.submit(CancelCommand{id});
     }
 
     bool authorized(const httplib::Request& req, httplib::Response& res) const {
@@ -336,16 +174,56 @@ struct ApiServer::State {
     std::atomic<uint64_t> prompt_tokens{0}, generated_tokens{0};
     std::mutex stats_mutex;
     SchedulerStats scheduler;  // the engine's last SchedulerEvent
+    // (time, tokens generated in all) of recent scheduler events: the generation rate.
+    std::deque<std::pair<Clock::time_point, uint64_t>> rate_window;
+
+    void record(const SchedulerStats& stats) {
+        const std::lock_guard lock(stats_mutex);
+        scheduler = stats;
+        const auto now = Clock::now();
+        rate_window.emplace_back(now, stats.generated_tokens);
+        while (rate_window.size() > 2 && now - rate_window.front().first > 10s) rate_window.pop_front();
+    }
+    double tokens_per_second() {
+        const std::lock_guard lock(stats_mutex);
+        if (rate_window.size() < 2) return 0.0;
+        const auto& [t0, n0] = rate_window.front();
+        const auto& [t1, n1] = rate_window.back();
+        // Nothing heard for a while: the engine is idle (events come twice a second while it works).
+        if (Clock::now() - t1 > 2s) return 0.0;
+        const double dt = std::chrono::duration<double>(t1 - t0).count();
+        return dt > 0 ? static_cast<double>(n1 - n0) / dt : 0.0;
+    }
 
     // POST /v1/chat/completions (chat) or /v1/completions.
     void answer(const httplib::Request& req, httplib::Response& res, bool chat);
+    void stream(httplib::Response& res, uint64_t id, std::shared_ptr<Channel> channel, std::shared_ptr<Reply> reply,
+                std::shared_ptr<ClientWatch> watch);
     std::string metrics();
 };
+
+namespace {
+
+// The next event of a request, waiting up to `timeout`.
+std::optional<EngineEvent> next_event(Channel& channel, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(channel.mutex);
+    if (!channel.ready.wait_for(lock, timeout, [&] { return !channel.events.empty(); })) return std::nullopt;
+    EngineEvent e = std::move(channel.events.front());
+    channel.events.pop_front();
+    return e;
+}
+
+}  // namespace
 
 void ApiServer::State::answer(const httplib::Request& req, httplib::Response& res, bool chat) {
     ++requests[chat ? 0 : 1];
     if (!authorized(req, res)) {
         ++errors;
+        return;
+    }
+    if (!accepting) {
+        ++errors;
+        send_error(res, ApiError{503, "the server is shutting down", "server_error", std::nullopt, std::nullopt});
         return;
     }
     const json body = json::parse(req.body, nullptr, false);
@@ -354,8 +232,7 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
         send_error(res, bad("", "the body is not valid JSON (or not valid UTF-8)"));
         return;
     }
-    std::variant<GenRequest, ApiError> parsed =
-        chat ? parse_chat(body, options.model_id, n_ctx) : parse_completion(body, options.model_id, n_ctx);
+    std::variant<GenRequest, ApiError> parsed = chat ? parse_chat(body, model) : parse_completion(body, model);
     if (const auto* e = std::get_if<ApiError>(&parsed)) {
         ++errors;
         send_error(res, *e);
@@ -365,8 +242,9 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     if (in_flight.fetch_add(1) >= options.max_waiting) {
         in_flight.fetch_sub(1);
         ++errors;
-        send_error(res, ApiError{429, fmt::format("the server is busy ({} requests in flight): try again shortly",
-                                                  options.max_waiting),
+        send_error(res, ApiError{429,
+                                 fmt::format("the server is busy ({} requests in flight): try again shortly",
+                                             options.max_waiting),
                                  "rate_limit_error", std::nullopt, std::nullopt});
         return;
     }
@@ -377,120 +255,80 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     command.messages = std::move(request.messages);
     command.raw_prompt = std::move(request.prompt);
     command.settings = request.settings;
+    if (request.tool_choice != ToolChoice::none) command.tools = request.tools;
     engine.submit(std::move(command));
-    const std::string completion_id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id);
-    const char* object = chat ? "chat.completion" : "text_completion";
-    const char* chunk_object = chat ? "chat.completion.chunk" : "text_completion";
-    const auto created = static_cast<int64_t>(std::time(nullptr));
-    const std::string model = options.model_id;
-
-    // The next event for this request, waiting up to `timeout`.
-    const auto next = [channel](std::chrono::milliseconds timeout) -> std::optional<EngineEvent> {
-        std::unique_lock lock(channel->mutex);
-        if (!channel->ready.wait_for(lock, timeout, [&] { return !channel->events.empty(); })) return std::nullopt;
-        EngineEvent e = std::move(channel->events.front());
-        channel->events.pop_front();
-        return e;
-    };
-    const auto usage_of = [this](const DoneEvent& d) {
-        const auto prompt = static_cast<int64_t>(d.prompt_ids.size());
-        const auto completion = static_cast<int64_t>(d.generated_ids.size());
-        prompt_tokens += static_cast<uint64_t>(prompt);
-        generated_tokens += static_cast<uint64_t>(completion);
-        return json{{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+    auto reply = std::make_shared<Reply>(chat, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id), model.id,
+                                         static_cast<int64_t>(std::time(nullptr)), request, model.tool_format);
+    auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port);
+    const auto count = [this](const DoneEvent& d) {
+        prompt_tokens += d.prompt_ids.size();
+        generated_tokens += d.generated_ids.size();
     };
 
-    if (!request.stream) {
-        for (;;) {
-            std::optional<EngineEvent> e = next(1000ms);
-            if (!e) continue;
-            if (const auto* d = std::get_if<DoneEvent>(&*e)) {
-                json choice = {{"index", 0}, {"logprobs", nullptr},
-                               {"finish_reason", finish_reason(d->stats.stop_reason)}};
-                if (chat) {
-                    choice["message"] = {{"role", "assistant"}, {"content", d->text}};
-                } else {
-                    choice["text"] = d->text;
-                }
-                const json out = {{"id", completion_id},
-                                  {"object", object},
-                                  {"created", created},
-                                  {"model", model},
-                                  {"choices", json::array({std::move(choice)})},
-                                  {"usage", usage_of(*d)}};
-                res.set_content(out.dump(), "application/json");
-                break;
-            }
-            if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
-                ++errors;
-                send_error(res, engine_error(err->error));
-                break;
-            }
-        }
-        close(id);
-        in_flight.fetch_sub(1);
+    if (request.stream) {
+        stream(res, id, std::move(channel), std::move(reply), std::move(watch));
         return;
     }
-
-    // Streaming: one chunk per piece of text, then the finish reason, the usage when asked,
-    // and [DONE]. A client that stops reading cancels the generation.
-    struct Stream {
-        bool started = false;
-        bool finished = false;
-    };
-    auto stream = std::make_shared<Stream>();
-    const bool include_usage = request.include_usage;
-    // A chat chunk carries a delta; a text completion's chunk its text.
-    const auto chunk = [=](json delta, json reason) {
-        json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", std::move(reason)}};
-        if (chat) {
-            choice["delta"] = std::move(delta);
-        } else {
-            choice["text"] = delta.value("content", "");
+    // Not streaming: wait for the answer, cancelling it if the client goes away meanwhile.
+    bool cancelled = false;
+    for (;;) {
+        if (!cancelled && (watch->gone() || !running)) {
+            engine.submit(CancelCommand{id});
+            cancelled = true;  // its DoneEvent still comes (what was generated), within a step
         }
-        json c = {{"id", completion_id},
-                  {"object", chunk_object},
-                  {"created", created},
-                  {"model", model},
-                  {"choices", json::array({std::move(choice)})}};
-        if (include_usage) c["usage"] = nullptr;
-        return "data: " + c.dump() + "\n\n";
-    };
+        std::optional<EngineEvent> e = next_event(*channel, 100ms);
+        if (!e) continue;
+        if (const auto* d = std::get_if<DoneEvent>(&*e)) {
+            count(*d);
+            res.set_content(to_text(reply->complete(*d)), "application/json");
+            break;
+        }
+        if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
+            ++errors;
+            send_error(res, engine_error(err->error));
+            break;
+        }
+    }
+    close(id);
+    in_flight.fetch_sub(1);
+}
+
+// Streaming: server-sent events as the text comes. A client that goes away (its socket
+// closed, or a write that fails) cancels the generation.
+void ApiServer::State::stream(httplib::Response& res, uint64_t id, std::shared_ptr<Channel> channel,
+                              std::shared_ptr<Reply> reply, std::shared_ptr<ClientWatch> watch) {
+    auto finished = std::make_shared<bool>(false);
+    auto started = std::make_shared<bool>(false);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
         [=, this](size_t, httplib::DataSink& sink) {
-            if (!stream->started && chat) {
-                const std::string first = chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
-                if (!sink.write(first.data(), first.size())) return false;
+            if (!*started) {
+                *started = true;
+                const std::string first = reply->stream_start();
+                if (!first.empty() && !sink.write(first.data(), first.size())) return false;
             }
-            stream->started = true;
             for (;;) {
-                if (!sink.is_writable() || !running) return false;  // the client is gone, or the server stops
-                std::optional<EngineEvent> e = next(100ms);
+                if (!running || watch->gone() || !sink.is_writable()) return false;
+                std::optional<EngineEvent> e = next_event(*channel, 100ms);
                 if (!e) continue;
                 std::string out;
                 if (const auto* t = std::get_if<TokenEvent>(&*e)) {
-                    out = chunk({{"content", t->text}}, nullptr);
+                    out = reply->stream_text(*t);
                 } else if (const auto* d = std::get_if<DoneEvent>(&*e)) {
-                    out = chunk(json::object(), finish_reason(d->stats.stop_reason));
-                    if (include_usage) {
-                        const json u = {{"id", completion_id},     {"object", chunk_object},
-                                        {"created", created},      {"model", model},
-                                        {"choices", json::array()}, {"usage", usage_of(*d)}};
-                        out += "data: " + u.dump() + "\n\n";
-                    }
-                    out += "data: [DONE]\n\n";
-                    stream->finished = true;
+                    prompt_tokens += d->prompt_ids.size();
+                    generated_tokens += d->generated_ids.size();
+                    out = reply->stream_end(*d);
+                    *finished = true;
                 } else if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
                     ++errors;
-                    out = "data: " + error_body(engine_error(err->error)).dump() + "\n\ndata: [DONE]\n\n";
-                    stream->finished = true;
+                    out = "data: " + to_text(error_body(engine_error(err->error))) + "\n\ndata: [DONE]\n\n";
+                    *finished = true;
                 } else {
                     continue;
                 }
-                if (!sink.write(out.data(), out.size())) return false;
-                if (stream->finished) {
+                if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+                if (*finished) {
                     sink.done();
                     return true;
                 }
@@ -498,16 +336,13 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
         },
         [=, this](bool) {
             // Ended or aborted: a generation still running is cancelled (within one step).
-            if (!stream->finished) {
-                engine.submit(CancelCommand{id});
-                // Its DoneEvent may still come; the channel goes first, so it is dropped.
-            }
+            // Its DoneEvent may still come; the channel goes first, so it is dropped.
+            if (!*finished) engine.submit(CancelCommand{id});
             close(id);
             in_flight.fetch_sub(1);
         });
 }
 
-// Prometheus text format (version 0.0.4).
 std::string ApiServer::State::metrics() {
     SchedulerStats st;
     {
@@ -515,28 +350,59 @@ std::string ApiServer::State::metrics() {
         st = scheduler;
     }
     std::string out;
-    const auto metric = [&](const char* name, const char* type, const char* help, const std::string& samples) {
-        out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}", name, help, name, type, samples);
-    };
-    metric("powerhouse_requests_total", "counter", "Generation requests received, by endpoint.",
-           fmt::format("powerhouse_requests_total{{endpoint=\"chat\"}} {}\n"
-                       "powerhouse_requests_total{{endpoint=\"completions\"}} {}\n",
-                       requests[0].load(), requests[1].load()));
-    metric("powerhouse_request_errors_total", "counter", "Requests answered with an error.",
-           fmt::format("powerhouse_request_errors_total {}\n", errors.load()));
-    metric("powerhouse_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
-           fmt::format("powerhouse_prompt_tokens_total {}\n", prompt_tokens.load()));
-    metric("powerhouse_generated_tokens_total", "counter", "Tokens generated for finished requests.",
-           fmt::format("powerhouse_generated_tokens_total {}\n", generated_tokens.load()));
-    metric("powerhouse_requests_in_flight", "gauge", "Requests being answered or waiting.",
-           fmt::format("powerhouse_requests_in_flight {}\n", in_flight.load()));
-    metric("powerhouse_sequences_running", "gauge", "Sequences the engine is generating.",
-           fmt::format("powerhouse_sequences_running {}\n", st.running));
-    metric("powerhouse_sequences_waiting", "gauge", "Requests waiting for a sequence or KV blocks.",
-           fmt::format("powerhouse_sequences_waiting {}\n", st.waiting));
-    metric("powerhouse_kv_blocks", "gauge", "KV cache blocks: in use (by sequences or cached prefixes) and in all.",
-           fmt::format("powerhouse_kv_blocks{{state=\"used\"}} {}\npowerhouse_kv_blocks{{state=\"total\"}} {}\n",
-                       st.kv.total_blocks - st.kv.free_blocks, st.kv.total_blocks));
+    add_metric(out, "powerhouse_requests_total", "counter", "Generation requests received, by endpoint.",
+               fmt::format("powerhouse_requests_total{{endpoint=\"chat\"}} {}\n"
+                           "powerhouse_requests_total{{endpoint=\"completions\"}} {}\n",
+                           requests[0].load(), requests[1].load()));
+    add_metric(out, "powerhouse_request_errors_total", "counter", "Requests answered with an error.",
+               fmt::format("powerhouse_request_errors_total {}\n", errors.load()));
+    add_metric(out, "powerhouse_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
+               fmt::format("powerhouse_prompt_tokens_total {}\n", prompt_tokens.load()));
+    add_metric(out, "powerhouse_generated_tokens_total", "counter", "Tokens generated for finished requests.",
+               fmt::format("powerhouse_generated_tokens_total {}\n", generated_tokens.load()));
+    add_metric(out, "powerhouse_generation_tokens_per_second", "gauge",
+               "Tokens the engine generated per second, all sequences together, over the last seconds.",
+               fmt::format("powerhouse_generation_tokens_per_second {:.2f}\n", tokens_per_second()));
+    add_metric(out, "powerhouse_requests_in_flight", "gauge", "Requests being answered or waiting.",
+               fmt::format("powerhouse_requests_in_flight {}\n", in_flight.load()));
+    add_metric(out, "powerhouse_sequences_running", "gauge", "Sequences the engine is generating.",
+               fmt::format("powerhouse_sequences_running {}\n", st.running));
+    add_metric(out, "powerhouse_sequences_waiting", "gauge", "Requests queued for a sequence or KV blocks.",
+               fmt::format("powerhouse_sequences_waiting {}\n", st.waiting));
+    add_metric(out, "powerhouse_kv_blocks", "gauge",
+               "KV cache blocks: in use (by sequences or cached prefixes) and in all.",
+               fmt::format("powerhouse_kv_blocks{{state=\"used\"}} {}\npowerhouse_kv_blocks{{state=\"total\"}} {}\n",
+                           st.kv.total_blocks - st.kv.free_blocks, st.kv.total_blocks));
+    if (options.telemetry) {
+        const TelemetrySnapshot t = options.telemetry();
+        std::string load, temp, used, total, power, up;
+        for (size_t i = 0; i < t.gpus.size() && i < t.latest.size(); ++i) {
+            const GpuInfo& g = t.gpus[i];
+            const GpuSample& s = t.latest[i];
+            const std::string labels = fmt::format("gpu=\"{}\",uuid=\"{}\",name=\"{}\",simulated=\"{}\"", g.index,
+                                                   label(g.uuid), label(g.name), g.simulated ? "true" : "false");
+            up += fmt::format("powerhouse_gpu_up{{{}}} {}\n", labels, s.responding ? 1 : 0);
+            if (s.gpu_utilization)
+                load +=
+                    fmt::format("powerhouse_gpu_utilization_ratio{{{}}} {:.2f}\n", labels, *s.gpu_utilization / 100.0);
+            if (s.temperature_c)
+                temp += fmt::format("powerhouse_gpu_temperature_celsius{{{}}} {}\n", labels, *s.temperature_c);
+            if (s.memory_used)
+                used += fmt::format("powerhouse_gpu_memory_used_bytes{{{}}} {}\n", labels, *s.memory_used);
+            total += fmt::format("powerhouse_gpu_memory_total_bytes{{{}}} {}\n", labels, g.memory_total);
+            if (s.power_w) power += fmt::format("powerhouse_gpu_power_watts{{{}}} {:.1f}\n", labels, *s.power_w);
+        }
+        if (!up.empty()) {
+            add_metric(out, "powerhouse_gpu_up", "gauge", "Whether the GPU answers (simulated GPUs are labelled so).",
+                       up);
+            add_metric(out, "powerhouse_gpu_utilization_ratio", "gauge", "Share of time a kernel ran on the GPU.",
+                       load);
+            add_metric(out, "powerhouse_gpu_temperature_celsius", "gauge", "GPU temperature.", temp);
+            add_metric(out, "powerhouse_gpu_memory_used_bytes", "gauge", "GPU memory in use.", used);
+            add_metric(out, "powerhouse_gpu_memory_total_bytes", "gauge", "GPU memory in all.", total);
+            add_metric(out, "powerhouse_gpu_power_watts", "gauge", "GPU power draw.", power);
+        }
+    }
     return out;
 }
 
@@ -545,6 +411,12 @@ ApiServer::ApiServer(Engine& engine, uint32_t n_ctx, ServerOptions options)
 
 ApiServer::~ApiServer() {
     stop();
+    {
+        const std::lock_guard lock(state_->stop_mutex);
+        state_->closing = true;
+    }
+    state_->stop_changed.notify_all();
+    if (state_->drainer.joinable()) state_->drainer.join();
     state_->routing = false;
     if (state_->router.joinable()) state_->router.join();
 }
@@ -563,17 +435,47 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
     http.set_write_timeout(s.options.io_timeout_seconds, 0);
     // An idle kept-alive connection holds a worker: a short wait bounds how long stop() takes.
     http.set_keep_alive_timeout(2);
-    http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    // CORS: off unless origins are listed; then those origins (or "*") may call from a browser.
+    if (!s.options.cors_origins.empty()) {
+        const std::vector<std::string> origins = s.options.cors_origins;
+        const auto allowed = [origins](const std::string& origin) {
+            return std::any_of(origins.begin(), origins.end(),
+                               [&](const std::string& o) { return o == "*" || o == origin; });
+        };
+        http.set_post_routing_handler([allowed](const httplib::Request& req, httplib::Response& res) {
+            const std::string origin = req.get_header_value("Origin");
+            if (origin.empty() || !allowed(origin)) return;
+            res.set_header("Access-Control-Allow-Origin", origin);
+            res.set_header("Vary", "Origin");
+        });
+        http.Options(R"(/.*)", [allowed](const httplib::Request& req, httplib::Response& res) {
+            const std::string origin = req.get_header_value("Origin");
+            if (origin.empty() || !allowed(origin)) {
+                res.status = 403;
+                return;
+            }
+            res.status = 204;
+            res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+            res.set_header("Access-Control-Max-Age", "600");
+        });
+    }
+    http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
+        if (!s.accepting) {
+            res.status = 503;
+            res.set_content(R"({"status":"stopping"})", "application/json");
+            return;
+        }
         res.set_content(R"({"status":"ok"})", "application/json");
     });
     http.Get("/v1/models", [&s](const httplib::Request& req, httplib::Response& res) {
         if (!s.authorized(req, res)) return;
         const json out = {{"object", "list"},
-                          {"data", json::array({{{"id", s.options.model_id},
+                          {"data", json::array({{{"id", s.model.id},
                                                  {"object", "model"},
                                                  {"created", static_cast<int64_t>(std::time(nullptr))},
                                                  {"owned_by", "powerhouse"}}})}};
-        res.set_content(out.dump(), "application/json");
+        res.set_content(to_text(out), "application/json");
     });
     http.Post("/v1/chat/completions",
               [&s](const httplib::Request& req, httplib::Response& res) { s.answer(req, res, true); });
@@ -592,7 +494,7 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
         } else if (res.status == 404) {
             send_error(res, ApiError{404, fmt::format("no such endpoint: {} {}", req.method, req.path),
                                      "invalid_request_error", std::nullopt, std::nullopt});
-        } else {
+        } else if (res.status != 204) {
             send_error(res, ApiError{res.status, "the request could not be handled", "invalid_request_error",
                                      std::nullopt, std::nullopt});
         }
@@ -600,24 +502,48 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
     const int port = s.options.port == 0 ? http.bind_to_any_port(s.options.host)
                                          : (http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
     if (port < 0) {
-        return make_error(ErrorCode::io, fmt::format("cannot listen on {}:{} (is the port in use?)", s.options.host,
-                                                     s.options.port));
+        return make_error(ErrorCode::io,
+                          fmt::format("cannot listen on {}:{} (is the port in use?)", s.options.host, s.options.port));
     }
     s.running = true;
-    // Until the destructor: the requests that a stop cancels still get their last event.
-    s.routing = true;
-    s.router = std::thread([state = state_] { state->route(); });
+    s.accepting = true;
+    if (s.options.read_engine_events && !s.router.joinable()) {
+        // Until the destructor: the requests that a stop cancels still get their last event.
+        s.routing = true;
+        s.router = std::thread([state = state_] { state->route(); });
+    }
     if (on_listening) on_listening(port);
-    http.listen_after_bind();
+    http.listen_after_bind();  // returns once stopped and every request has been answered
+    s.accepting = false;
     s.running = false;
     return {};
 }
 
-void ApiServer::stop() {
+bool ApiServer::deliver(const EngineEvent& event) {
+    return state_->deliver(event);
+}
+
+void ApiServer::stop(std::chrono::milliseconds grace) {
     State& s = *state_;
-    s.running = false;
+    s.accepting = false;
     s.http.stop();
-    s.engine.submit(CancelCommand{0});
+    if (grace <= 0ms) {
+        s.running = false;
+        s.cancel_all();
+        return;
+    }
+    // Streams in flight may finish until the deadline; then they are cancelled.
+    const std::lock_guard lock(s.stop_mutex);
+    if (s.drainer.joinable()) return;
+    s.drainer = std::thread([state = state_, grace] {
+        const auto deadline = Clock::now() + grace;
+        std::unique_lock wait(state->stop_mutex);
+        while (!state->closing && state->in_flight.load() > 0 && Clock::now() < deadline) {
+            state->stop_changed.wait_for(wait, 100ms);
+        }
+        state->running = false;
+        state->cancel_all();
+    });
 }
 
 }  // namespace powerhouse::server

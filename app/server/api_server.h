@@ -1,7 +1,10 @@
-// An OpenAI-compatible HTTP API over the engine (issue 19): GET /health, GET /v1/models and
-// POST /v1/chat/completions, streaming as server-sent events or not, on cpp-httplib. Each
+// An OpenAI-compatible HTTP API over the engine (issue 19) on cpp-httplib: GET /health,
+// GET /v1/models, POST /v1/chat/completions and /v1/completions (streaming as server-sent
+// events or not; logprobs; tools with the model's own tool-call format; response_format
+// json_object and json_schema by constrained sampling), GET /metrics for Prometheus. Each
 // request is a GenerateCommand of the engine, so requests from many clients are batched
 // together (powerhouse/scheduler.h); a client that goes away cancels its generation.
+// Request parsing is in requests.h, the shapes of the answers in replies.h.
 //
 // Safe by default: serve() refuses a non-loopback address without an API key; keys are
 // compared in constant time and never logged; bodies are limited; every field the server
@@ -11,24 +14,45 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "powerhouse/engine.h"
 #include "powerhouse/result.h"
+#include "powerhouse/telemetry.h"
+#include "powerhouse/tool_calls.h"
 
 namespace powerhouse::server {
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
-    int port = 8080;                    // 0: any free port (port() says which)
-    std::string api_key;                // empty: none (only on a loopback address)
-    std::string model_id;               // the name /v1/models lists and requests must use
-    size_t max_body_bytes = 8u << 20;   // 413 past this
-    int max_waiting = 64;               // requests in flight beyond which new ones get 429
-    int io_timeout_seconds = 30;        // a client that sends or reads nothing for this long is dropped
+    int port = 8080;                   // 0: any free port (port() says which)
+    std::string api_key;               // empty: none (only on a loopback address)
+    std::string model_id;              // the name /v1/models lists and requests must use
+    size_t max_body_bytes = 8u << 20;  // 413 past this
+    int max_waiting = 64;              // requests in flight beyond which new ones get 429
+    int io_timeout_seconds = 30;       // a client that sends or reads nothing for this long is dropped
+    // True: the server is the engine's one reader of events (powerhouse-cli serve). False:
+    // the owner reads them (the desktop app, which chats on the same engine) and hands every
+    // one to deliver().
+    bool read_engine_events = true;
+    // How the model writes tool calls (tool_format_of() reads it from the model's template).
+    ToolCallFormat tool_format = ToolCallFormat::generic;
+    // Each GPU's load, temperature, memory and power for /metrics (a GpuMonitor's snapshot);
+    // unset: no GPU metrics.
+    std::function<TelemetrySnapshot()> telemetry;
+    // Origins a browser page may call the API from ("*": any). Empty: CORS is off.
+    std::vector<std::string> cors_origins;
 };
+
+// How the model file's chat template writes tool calls (ToolCallFormat::generic when it
+// cannot be read).
+ToolCallFormat tool_format_of(const std::filesystem::path& model);
 
 // Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
 bool is_loopback(const std::string& host);
@@ -44,8 +68,19 @@ public:
     // Binds, calls `on_listening(port)` once it accepts, and serves until stop(). Fails
     // (without serving) for a public address without an API key, or a port in use.
     Result<void> serve(const std::function<void(int port)>& on_listening = {});
-    // Stops accepting; requests in flight are cancelled and end at the next step.
-    void stop();
+    // Stops accepting (new requests get 503, /health says "stopping"). Requests in flight may
+    // finish for `grace`; then they are cancelled and end at their next step. serve()
+    // returns once every request has been answered.
+    void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
+
+    // The server's request ids are kFirstRequestId and up; an owner that submits its own
+    // generations to the same engine keeps its ids below.
+    static constexpr uint64_t kFirstRequestId = uint64_t{1} << 40;
+    static bool owns_request(uint64_t request_id) { return request_id >= kFirstRequestId; }
+    // With read_engine_events false: an event the owner read from the engine. True when it
+    // was one of the server's requests' (the owner should then ignore it); scheduler events
+    // are recorded and left to the owner too. Any thread.
+    bool deliver(const EngineEvent& event);
 
     struct State;
 

@@ -1,0 +1,398 @@
+#include "requests.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "powerhouse/grammar.h"
+
+namespace powerhouse::server {
+
+std::string to_text(const json& value) {
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json error_body(const ApiError& e) {
+    return {{"error",
+             {{"message", e.message},
+              {"type", e.type},
+              {"param", e.param ? json(*e.param) : json(nullptr)},
+              {"code", e.code ? json(*e.code) : json(nullptr)}}}};
+}
+
+ApiError bad(std::string param, std::string message) {
+    return ApiError{400, std::move(message), "invalid_request_error",
+                    param.empty() ? std::nullopt : std::optional<std::string>(std::move(param)), std::nullopt};
+}
+
+ApiError engine_error(const Error& e) {
+    switch (e.code) {
+        case ErrorCode::invalid_argument:
+        case ErrorCode::context_full:
+        case ErrorCode::out_of_memory:
+            return ApiError{400, e.message, "invalid_request_error", std::nullopt,
+                            e.code == ErrorCode::context_full ? std::optional<std::string>("context_length_exceeded")
+                                                              : std::nullopt};
+        default:
+            return ApiError{500, e.message, "server_error", std::nullopt, std::nullopt};
+    }
+}
+
+const char* finish_reason(StopReason reason) {
+    switch (reason) {
+        case StopReason::length:
+        case StopReason::context:
+            return "length";
+        default:
+            return "stop";
+    }
+}
+
+json logprobs_content(std::span<const TokenLogprob> logprobs) {
+    const auto entry = [](const TokenChoice& c) {
+        json bytes = json::array();
+        for (char ch : c.bytes) bytes.push_back(static_cast<int>(static_cast<unsigned char>(ch)));
+        // A token that is part of a UTF-8 character shows U+FFFD for the broken bytes once
+        // dumped (to_text), as OpenAI does; its bytes say exactly what it is.
+        return json{{"token", c.bytes},
+                    {"logprob", std::max(c.logprob, -9999.0f)},  // -inf is not JSON
+                    {"bytes", std::move(bytes)}};
+    };
+    json content = json::array();
+    for (const TokenLogprob& lp : logprobs) {
+        json e = entry(lp.chosen);
+        json top = json::array();
+        for (const TokenChoice& t : lp.top) top.push_back(entry(t));
+        e["top_logprobs"] = std::move(top);
+        content.push_back(std::move(e));
+    }
+    return content;
+}
+
+namespace {
+
+// The text of a message's content: a string, or an array of {"type": "text", "text": ...}.
+std::optional<std::string> content_text(const json& content) {
+    if (content.is_string()) return content.get<std::string>();
+    if (content.is_null()) return std::string();
+    if (!content.is_array()) return std::nullopt;
+    std::string text;
+    for (const json& part : content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
+            return std::nullopt;
+        }
+        text += part["text"].get<std::string>();
+    }
+    return text;
+}
+
+// A number field within [lo, hi], or the default when absent or null.
+std::optional<ApiError> read_number(const json& body, const char* name, double lo, double hi, float& out) {
+    if (!body.contains(name) || body[name].is_null()) return std::nullopt;
+    if (!body[name].is_number()) return bad(name, fmt::format("'{}' must be a number", name));
+    const double v = body[name].get<double>();
+    if (!(v >= lo && v <= hi)) return bad(name, fmt::format("'{}' must be between {} and {}", name, lo, hi));
+    out = static_cast<float>(v);
+    return std::nullopt;
+}
+
+std::optional<ApiError> check_model(const json& body, const std::string& model_id) {
+    if (!body.is_object()) return bad("", "the body must be a JSON object");
+    if (!body.contains("model") || !body["model"].is_string()) return bad("model", "'model' must be a string");
+    if (body["model"].get<std::string>() != model_id) {
+        return ApiError{404,
+                        fmt::format("the model '{}' does not exist; this server serves '{}'",
+                                    body["model"].get<std::string>(), model_id),
+                        "invalid_request_error", std::string("model"), std::string("model_not_found")};
+    }
+    return std::nullopt;
+}
+
+bool present(const json& body, const char* name) {
+    return body.contains(name) && !body[name].is_null();
+}
+
+// An assistant message's tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}].
+std::optional<ApiError> read_tool_calls(const json& calls, const std::string& where, ChatMessage& m) {
+    if (!calls.is_array()) return bad(where, where + " must be an array");
+    for (size_t k = 0; k < calls.size(); ++k) {
+        const json& c = calls[k];
+        const std::string at = fmt::format("{}[{}]", where, k);
+        if (!c.is_object() || !present(c, "function") || !c["function"].is_object()) {
+            return bad(at, at + " must be an object with a 'function'");
+        }
+        const json& f = c["function"];
+        if (!present(f, "name") || !f["name"].is_string())
+            return bad(at + ".function.name", "a tool call needs a name");
+        ToolCall call;
+        call.name = f["name"].get<std::string>();
+        call.id = present(c, "id") && c["id"].is_string() ? c["id"].get<std::string>() : std::string();
+        // OpenAI sends the arguments as a JSON text; some clients send the object itself.
+        const json args = present(f, "arguments") ? f["arguments"] : json::object();
+        if (args.is_string()) {
+            const json parsed = json::parse(args.get<std::string>(), nullptr, false);
+            if (parsed.is_discarded() || !parsed.is_object()) {
+                return bad(at + ".function.arguments", at + ".function.arguments must be a JSON object (as text)");
+            }
+            call.arguments = parsed.dump();
+        } else if (args.is_object()) {
+            call.arguments = args.dump();
+        } else {
+            return bad(at + ".function.arguments", at + ".function.arguments must be a JSON object (as text)");
+        }
+        m.tool_calls.push_back(std::move(call));
+    }
+    return std::nullopt;
+}
+
+std::optional<ApiError> read_messages(const json& body, GenRequest& r) {
+    if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
+        return bad("messages", "'messages' must be a non-empty array");
+    }
+    for (size_t i = 0; i < body["messages"].size(); ++i) {
+        const json& m = body["messages"][i];
+        const std::string where = fmt::format("messages[{}]", i);
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+            return bad(where, fmt::format("{} must be an object with a 'role'", where));
+        }
+        const std::string role = m["role"].get<std::string>();
+        if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool") {
+            return bad(where + ".role", fmt::format("{}: the role '{}' is not supported here (system, developer, user, "
+                                                    "assistant, tool)",
+                                                    where, role));
+        }
+        const std::optional<std::string> text = content_text(m.contains("content") ? m["content"] : json(nullptr));
+        if (!text) return bad(where + ".content", where + ".content must be a string or an array of text parts");
+        ChatMessage message{role == "developer" ? "system" : role, *text};
+        if (role == "assistant" && present(m, "tool_calls")) {
+            if (auto e = read_tool_calls(m["tool_calls"], where + ".tool_calls", message)) return e;
+        }
+        if (role == "tool") {
+            if (!present(m, "tool_call_id") || !m["tool_call_id"].is_string()) {
+                return bad(where + ".tool_call_id", where + ": a tool message needs the 'tool_call_id' it answers");
+            }
+            message.tool_call_id = m["tool_call_id"].get<std::string>();
+        }
+        if (present(m, "name") && m["name"].is_string()) message.name = m["name"].get<std::string>();
+        r.messages.push_back(std::move(message));
+    }
+    return std::nullopt;
+}
+
+// tools and tool_choice. The tools go to the template; with "required" or a named function
+// the answer is constrained to a call in the model's format.
+std::optional<ApiError> read_tools(const json& body, const ServedModel& model, GenRequest& r) {
+    if (present(body, "tools")) {
+        const json& tools = body["tools"];
+        if (!tools.is_array()) return bad("tools", "'tools' must be an array");
+        for (size_t i = 0; i < tools.size(); ++i) {
+            const json& t = tools[i];
+            const std::string where = fmt::format("tools[{}]", i);
+            if (!t.is_object() || t.value("type", "") != "function" || !present(t, "function") ||
+                !t["function"].is_object()) {
+                return bad(where, where + " must be {\"type\": \"function\", \"function\": {...}}");
+            }
+            const json& f = t["function"];
+            if (!present(f, "name") || !f["name"].is_string() || f["name"].get<std::string>().empty()) {
+                return bad(where + ".function.name", where + ".function.name must be a non-empty string");
+            }
+            if (present(f, "parameters") && !f["parameters"].is_object()) {
+                return bad(where + ".function.parameters", where + ".function.parameters must be a JSON schema object");
+            }
+        }
+        r.tools = tools;
+    }
+    r.tool_choice = r.tools.empty() ? ToolChoice::none : ToolChoice::automatic;
+    if (present(body, "tool_choice")) {
+        const json& c = body["tool_choice"];
+        if (c.is_string()) {
+            const std::string s = c.get<std::string>();
+            if (s == "none") {
+                r.tool_choice = ToolChoice::none;
+            } else if (s == "auto") {
+                r.tool_choice = r.tools.empty() ? ToolChoice::none : ToolChoice::automatic;
+            } else if (s == "required") {
+                r.tool_choice = ToolChoice::required;
+            } else {
+                return bad("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a function");
+            }
+        } else if (c.is_object() && c.value("type", "") == "function" && present(c, "function") &&
+                   c["function"].is_object() && present(c["function"], "name") && c["function"]["name"].is_string()) {
+            r.tool_choice = ToolChoice::named;
+            r.tool_name = c["function"]["name"].get<std::string>();
+        } else {
+            return bad("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a function");
+        }
+    }
+    if ((r.tool_choice == ToolChoice::required || r.tool_choice == ToolChoice::named) && r.tools.empty()) {
+        return bad("tool_choice", "tool_choice asks for a tool call, but the request has no tools");
+    }
+    if (r.tool_choice == ToolChoice::named && std::none_of(r.tools.begin(), r.tools.end(), [&](const json& t) {
+            return t["function"]["name"].get<std::string>() == r.tool_name;
+        })) {
+        return bad("tool_choice", fmt::format("tool_choice names '{}', which is not among the tools", r.tool_name));
+    }
+    if (r.tool_choice == ToolChoice::required || r.tool_choice == ToolChoice::named) {
+        Result<std::string> text = tool_call_grammar(model.tool_format, r.tools,
+                                                     r.tool_choice == ToolChoice::named ? r.tool_name : std::string());
+        if (!text) return bad("tools", "the tools cannot be turned into a constraint: " + text.error().message);
+        Result<Grammar> grammar = Grammar::parse(*text);
+        if (!grammar)
+            return ApiError{500, "the tool-call grammar is wrong: " + grammar.error().message, "server_error", {}, {}};
+        r.settings.grammar = std::move(grammar).value();
+    }
+    if (r.tool_choice != ToolChoice::none) r.settings.render_special = true;  // the models' call markers
+    return std::nullopt;
+}
+
+// response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict"}}: the answer is constrained to parse.
+std::optional<ApiError> read_response_format(const json& body, GenRequest& r) {
+    if (!present(body, "response_format")) return std::nullopt;
+    const json& f = body["response_format"];
+    if (!f.is_object() || !present(f, "type") || !f["type"].is_string()) {
+        return bad("response_format", "'response_format' must be an object with a 'type'");
+    }
+    r.response_format = f["type"].get<std::string>();
+    Result<std::string> text = std::string();
+    if (r.response_format == "text") {
+        return std::nullopt;
+    } else if (r.response_format == "json_object") {
+        text = json_object_grammar();
+    } else if (r.response_format == "json_schema") {
+        if (!present(f, "json_schema") || !f["json_schema"].is_object() || !present(f["json_schema"], "schema") ||
+            !f["json_schema"]["schema"].is_object()) {
+            return bad("response_format.json_schema",
+                       "response_format json_schema needs {\"json_schema\": {\"name\": ..., \"schema\": {...}}}");
+        }
+        text = json_schema_to_grammar(f["json_schema"]["schema"]);
+        if (!text) {
+            return bad("response_format.json_schema.schema", "the schema cannot be enforced: " + text.error().message);
+        }
+    } else {
+        return bad("response_format.type", "response_format's type must be text, json_object or json_schema");
+    }
+    if (r.settings.grammar) {
+        return bad("response_format", "response_format cannot be combined with a required tool call");
+    }
+    Result<Grammar> grammar = Grammar::parse(*text);
+    if (!grammar) {
+        return ApiError{
+            500, "the response_format grammar is wrong: " + grammar.error().message, "server_error", {}, {}};
+    }
+    r.settings.grammar = std::move(grammar).value();
+    return std::nullopt;
+}
+
+// The sampling, length, stop and stream fields both endpoints share.
+std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t default_max_tokens, GenRequest& r) {
+    if (present(body, "n") && body["n"] != 1) return bad("n", "'n' must be 1");
+    int64_t max_tokens = default_max_tokens;
+    for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+        if (!present(body, name)) continue;
+        if (!body[name].is_number_integer()) return bad(name, fmt::format("'{}' must be an integer", name));
+        max_tokens = body[name].get<int64_t>();
+        if (max_tokens < 1 || max_tokens > n_ctx) {
+            return bad(name, fmt::format("'{}' must be between 1 and the context length, {}", name, n_ctx));
+        }
+    }
+    r.settings.max_tokens = static_cast<int32_t>(max_tokens);
+    SamplingParams& p = r.settings.sampling;
+    p.temperature = 1.0f;  // OpenAI's default
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.repeat_penalty = 1.0f;
+    if (auto e = read_number(body, "temperature", 0.0, 2.0, p.temperature)) return *e;
+    if (auto e = read_number(body, "top_p", 0.0, 1.0, p.top_p)) return *e;
+    if (auto e = read_number(body, "presence_penalty", -2.0, 2.0, p.presence_penalty)) return *e;
+    if (auto e = read_number(body, "frequency_penalty", -2.0, 2.0, p.frequency_penalty)) return *e;
+    if (present(body, "seed")) {
+        if (!body["seed"].is_number_integer()) return bad("seed", "'seed' must be an integer");
+        p.seed = body["seed"].is_number_unsigned() ? body["seed"].get<uint64_t>()
+                                                   : static_cast<uint64_t>(body["seed"].get<int64_t>());
+    }
+    if (present(body, "stop")) {
+        const json& stop = body["stop"];
+        if (stop.is_string()) {
+            r.settings.stop.push_back(stop.get<std::string>());
+        } else if (stop.is_array() && stop.size() <= 4 &&
+                   std::all_of(stop.begin(), stop.end(), [](const json& s) { return s.is_string(); })) {
+            for (const json& s : stop) r.settings.stop.push_back(s.get<std::string>());
+        } else {
+            return bad("stop", "'stop' must be a string or an array of up to 4 strings");
+        }
+    }
+    if (present(body, "stream")) {
+        if (!body["stream"].is_boolean()) return bad("stream", "'stream' must be true or false");
+        r.stream = body["stream"].get<bool>();
+    }
+    if (present(body, "stream_options")) {
+        const json& so = body["stream_options"];
+        if (!so.is_object()) return bad("stream_options", "'stream_options' must be an object");
+        if (so.contains("include_usage")) {
+            if (!so["include_usage"].is_boolean()) {
+                return bad("stream_options.include_usage", "'include_usage' must be true or false");
+            }
+            r.include_usage = so["include_usage"].get<bool>();
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedModel& model) {
+    if (auto e = check_model(body, model.id)) return *e;
+    GenRequest r;
+    if (auto e = read_messages(body, r)) return *e;
+    if (auto e = parse_options(body, model.n_ctx, 512, r)) return *e;
+    if (auto e = read_tools(body, model, r)) return *e;
+    if (auto e = read_response_format(body, r)) return *e;
+    // logprobs: true, with top_logprobs 0..20.
+    if (present(body, "logprobs")) {
+        if (!body["logprobs"].is_boolean()) return bad("logprobs", "'logprobs' must be true or false");
+        r.settings.logprobs = body["logprobs"].get<bool>();
+    }
+    if (present(body, "top_logprobs")) {
+        if (!body["top_logprobs"].is_number_integer() || body["top_logprobs"].get<int64_t>() < 0 ||
+            body["top_logprobs"].get<int64_t>() > 20) {
+            return bad("top_logprobs", "'top_logprobs' must be an integer between 0 and 20");
+        }
+        if (!r.settings.logprobs) return bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        r.settings.top_logprobs = static_cast<int32_t>(body["top_logprobs"].get<int64_t>());
+    }
+    return r;
+}
+
+std::variant<GenRequest, ApiError> parse_completion(const json& body, const ServedModel& model) {
+    if (auto e = check_model(body, model.id)) return *e;
+    GenRequest r;
+    if (!body.contains("prompt")) return bad("prompt", "'prompt' is required");
+    const json& prompt = body["prompt"];
+    if (prompt.is_string()) {
+        r.prompt = prompt.get<std::string>();
+    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+        r.prompt = prompt[0].get<std::string>();
+    } else {
+        return bad("prompt", "'prompt' must be a string (one prompt; token arrays are not supported)");
+    }
+    if (r.prompt->empty()) return bad("prompt", "'prompt' is empty");
+    if (body.contains("echo") && body["echo"] == true) return bad("echo", "echo is not supported by this server");
+    if (present(body, "suffix")) return bad("suffix", "suffix (fill in the middle) is not supported by this server");
+    if (present(body, "best_of") && body["best_of"] != 1) return bad("best_of", "'best_of' must be 1");
+    // logprobs: the number of likeliest tokens to list at each place, 0..5 (OpenAI's legacy form).
+    if (present(body, "logprobs")) {
+        if (!body["logprobs"].is_number_integer() || body["logprobs"].get<int64_t>() < 0 ||
+            body["logprobs"].get<int64_t>() > 5) {
+            return bad("logprobs", "'logprobs' must be an integer between 0 and 5");
+        }
+        r.settings.logprobs = true;
+        r.settings.top_logprobs = static_cast<int32_t>(body["logprobs"].get<int64_t>());
+    }
+    if (auto e = parse_options(body, model.n_ctx, 16, r)) return *e;  // OpenAI's default for completions
+    return r;
+}
+
+}  // namespace powerhouse::server

@@ -1,0 +1,78 @@
+// What a client asks of the API server, read and checked: the fields of POST
+// /v1/chat/completions and /v1/completions become a GenRequest for the engine, or an
+// ApiError that names the field and what is wrong with it (OpenAI's error object).
+//
+// Everything the server does not do is refused, never silently ignored: a client that asks
+// for n = 3 learns that it gets one answer.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "powerhouse/chat_template.h"
+#include "powerhouse/generation.h"
+#include "powerhouse/tool_calls.h"
+
+namespace powerhouse::server {
+
+using json = nlohmann::ordered_json;  // ordered: tool schemas reach the template in the client's order
+
+// An OpenAI-style error: {"error": {"message", "type", "param", "code"}}.
+struct ApiError {
+    int status = 400;
+    std::string message;
+    std::string type = "invalid_request_error";
+    std::optional<std::string> param;
+    std::optional<std::string> code;
+};
+
+// JSON text to send: bytes that are not UTF-8 (a token that is half a character) become U+FFFD.
+std::string to_text(const json& value);
+
+json error_body(const ApiError& e);
+// A 400 about `param` (empty: the body as a whole).
+ApiError bad(std::string param, std::string message);
+// An engine error as the API reports it (a context overflow is the client's, a failed device the server's).
+ApiError engine_error(const Error& e);
+
+enum class ToolChoice : uint8_t { none, automatic, required, named };
+
+// A request as the engine takes it.
+struct GenRequest {
+    std::vector<ChatMessage> messages;  // chat
+    std::optional<std::string> prompt;  // text completion (special tokens parsed)
+    GenerationSettings settings;
+    bool stream = false;
+    bool include_usage = false;
+    // Tools (chat): the client's tool list, and whether the answer may, must or must not call one.
+    json tools = json::array();
+    ToolChoice tool_choice = ToolChoice::none;
+    std::string tool_name;  // ToolChoice::named
+    // The answer's format: the grammar text of response_format (json_object, json_schema),
+    // compiled into settings.grammar by the parser.
+    std::string response_format = "text";
+};
+
+// What the model's template and vocabulary mean for a request: where its tool calls go.
+struct ServedModel {
+    std::string id;  // the name /v1/models lists and requests must use
+    uint32_t n_ctx = 0;
+    ToolCallFormat tool_format = ToolCallFormat::generic;
+};
+
+std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedModel& model);
+std::variant<GenRequest, ApiError> parse_completion(const json& body, const ServedModel& model);
+
+// OpenAI's finish_reason for how a generation ended ("stop", "length").
+const char* finish_reason(StopReason reason);
+
+// OpenAI's logprobs content: [{"token", "logprob", "bytes", "top_logprobs": [...]}].
+json logprobs_content(std::span<const TokenLogprob> logprobs);
+
+}  // namespace powerhouse::server

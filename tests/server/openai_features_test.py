@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""`powerhouse-cli serve` beyond plain chat, driven by the official `openai` package:
+log-probabilities (chat and legacy completions), tools (the model's calls come back as
+`tool_calls`; "required" and a named function force a call whose arguments match the
+function's schema), response_format json_object and json_schema (checked with the
+`jsonschema` package, a validator this project did not write), /metrics with GPU
+telemetry (simulated GPUs, labelled so), CORS, and SIGTERM letting a stream finish.
+
+Usage: openai_features_test.py --cli PATH/powerhouse-cli [--model MODEL.gguf]
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import jsonschema
+import openai
+
+import openai_client_test as base
+from openai_client_test import Server, ask
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "maxLength": 30},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city", "unit"],
+            "additionalProperties": False,
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "The time now in a time zone.",
+        "parameters": {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 20}},
+                       "required": ["zone"]},
+    },
+}
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 24},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "colour": {"enum": ["red", "green", "blue"]},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3},
+    },
+    "required": ["name", "age", "colour", "tags"],
+    "additionalProperties": False,
+}
+
+
+class Features(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--parallel", "4")
+        cls.api = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.api.close()
+        status = cls.server.stop()
+        cls.server.proc.stdout.close()
+        cls.server.proc.stderr.close()
+        assert status == 0, f"serve exited with {status} on SIGTERM"
+
+    def chat(self, messages, **kw):
+        kw.setdefault("max_tokens", 8)
+        kw.setdefault("temperature", 0)
+        return self.api.chat.completions.create(model=self.server.model, messages=messages, **kw)
+
+    # ---- logprobs ----
+
+    def test_logprobs_of_a_greedy_answer(self):
+        r = self.chat(ask("Name a fruit."), logprobs=True, top_logprobs=3)
+        content = r.choices[0].logprobs.content
+        self.assertEqual(r.choices[0].finish_reason, "length")
+        self.assertEqual(len(content), r.usage.completion_tokens)
+        self.assertEqual(b"".join(bytes(t.bytes) for t in content).decode(), r.choices[0].message.content)
+        for t in content:
+            self.assertLessEqual(t.logprob, 0.0)
+            self.assertEqual(len(t.top_logprobs), 3)
+            self.assertEqual(t.top_logprobs[0].token, t.token, "greedy picks the likeliest")
+            self.assertAlmostEqual(t.top_logprobs[0].logprob, t.logprob, places=5)
+            ranked = [a.logprob for a in t.top_logprobs]
+            self.assertEqual(ranked, sorted(ranked, reverse=True))
+        # Streamed: the same tokens and values, spread over the chunks.
+        streamed = []
+        for chunk in self.chat(ask("Name a fruit."), logprobs=True, top_logprobs=3, stream=True):
+            for c in chunk.choices:
+                if c.logprobs and c.logprobs.content:
+                    streamed.extend(c.logprobs.content)
+        self.assertEqual([(t.token, round(t.logprob, 4)) for t in streamed],
+                         [(t.token, round(t.logprob, 4)) for t in content])
+        # Without logprobs there are none; top_logprobs alone or past 20 is refused.
+        self.assertIsNone(self.chat(ask("Name a fruit.")).choices[0].logprobs)
+        for bad in [dict(top_logprobs=2), dict(logprobs=True, top_logprobs=21), dict(logprobs="yes")]:
+            with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError):
+                self.chat(ask("hi"), **bad)
+
+    def test_legacy_completion_logprobs(self):
+        r = self.api.completions.create(model=self.server.model, prompt="The sky is", max_tokens=5, temperature=0,
+                                        logprobs=2)
+        lp = r.choices[0].logprobs
+        self.assertEqual(len(lp.tokens), 5)
+        self.assertEqual(len(lp.token_logprobs), 5)
+        self.assertEqual(len(lp.top_logprobs), 5)
+        self.assertEqual(lp.text_offset[0], 0)
+        for token, value, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+            self.assertLessEqual(len(top), 2)
+            self.assertAlmostEqual(max(top.values()), value, places=5)
+            self.assertIn(token, top)
+
+    # ---- response_format ----
+
+    def test_json_object_answers_parse(self):
+        for seed in (1, 2):
+            r = self.chat(ask("Describe a cat as a JSON object."), max_tokens=200, temperature=0.7, seed=seed,
+                          response_format={"type": "json_object"})
+            text = r.choices[0].message.content
+            self.assertEqual(r.choices[0].finish_reason, "stop", text)
+            self.assertIsInstance(json.loads(text), dict, text)
+
+    def test_json_schema_answers_match_the_schema(self):
+        fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}}
+        for seed in (3, 4, 5):
+            r = self.chat(ask("Invent a person."), max_tokens=200, temperature=1.0, seed=seed, response_format=fmt)
+            text = r.choices[0].message.content
+            self.assertEqual(r.choices[0].finish_reason, "stop", text)
+            jsonschema.validate(json.loads(text), PERSON)
+        pieces = [c.choices[0].delta.content or "" for c in self.chat(
+            ask("Invent a person."), max_tokens=200, temperature=0, response_format=fmt, stream=True) if c.choices]
+        jsonschema.validate(json.loads("".join(pieces)), PERSON)
+        # What cannot be enforced is refused, naming the keyword.
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.chat(ask("hi"), response_format={"type": "json_schema", "json_schema": {
+                "name": "x", "schema": {"type": "string", "pattern": "^a+$"}}})
+        self.assertIn("pattern", str(e.exception))
+        for bad in [{"type": "xml"}, {"type": "json_schema"}, "json"]:
+            with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError):
+                self.chat(ask("hi"), response_format=bad)
+
+    # ---- tools ----
+
+    def check_weather_call(self, call):
+        self.assertEqual(call.type, "function")
+        self.assertEqual(call.function.name, "get_weather")
+        self.assertTrue(call.id)
+        jsonschema.validate(json.loads(call.function.arguments), WEATHER["function"]["parameters"])
+
+    def test_a_required_tool_call_comes_back_as_tool_calls(self):
+        r = self.chat(ask("What is the weather in Paris?"), max_tokens=120, tools=[WEATHER], tool_choice="required")
+        choice = r.choices[0]
+        self.assertEqual(choice.finish_reason, "tool_calls", choice.message)
+        self.assertEqual(len(choice.message.tool_calls), 1)
+        self.check_weather_call(choice.message.tool_calls[0])
+        self.assertFalse(choice.message.content)
+        # Streamed: the call arrives as tool_calls deltas, and no markup as content.
+        content, calls, finish = "", {}, None
+        for chunk in self.chat(ask("What is the weather in Paris?"), max_tokens=120, tools=[WEATHER],
+                               tool_choice="required", stream=True):
+            for c in chunk.choices:
+                content += c.delta.content or ""
+                for d in c.delta.tool_calls or []:
+                    entry = calls.setdefault(d.index, {"id": "", "name": "", "arguments": ""})
+                    entry["id"] += d.id or ""
+                    entry["name"] += (d.function.name or "") if d.function else ""
+                    entry["arguments"] += (d.function.arguments or "") if d.function else ""
+                finish = c.finish_reason or finish
+        self.assertEqual(finish, "tool_calls")
+        self.assertEqual(content.strip(), "")
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(calls[0]["name"], "get_weather")
+        self.assertEqual(json.loads(calls[0]["arguments"]), json.loads(choice.message.tool_calls[0].function.arguments))
+
+    def test_a_named_tool_choice_calls_that_function(self):
+        r = self.chat(ask("What time is it in Tokyo?"), max_tokens=120, tools=[WEATHER, TIME],
+                      tool_choice={"type": "function", "function": {"name": "get_time"}})
+        calls = r.choices[0].message.tool_calls
+        self.assertEqual([c.function.name for c in calls], ["get_time"])
+        jsonschema.validate(json.loads(calls[0].function.arguments), TIME["function"]["parameters"])
+
+    def test_a_tool_result_continues_the_conversation(self):
+        first = self.chat(ask("What is the weather in Paris?"), max_tokens=120, tools=[WEATHER],
+                          tool_choice="required").choices[0].message
+        call = first.tool_calls[0]
+        messages = ask("What is the weather in Paris?") + [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call.id, "type": "function",
+                 "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
+            {"role": "tool", "tool_call_id": call.id, "content": '{"temperature": 18, "sky": "clear"}'},
+        ]
+        r = self.chat(messages, max_tokens=16, tools=[WEATHER])
+        self.assertIn(r.choices[0].finish_reason, ("stop", "length", "tool_calls"))
+        self.assertGreater(r.usage.prompt_tokens, 40, "the call and its result are in the prompt")
+        auto = self.chat(ask("Hello!"), max_tokens=16, tools=[WEATHER], tool_choice="auto")
+        self.assertIn(auto.choices[0].finish_reason, ("stop", "length", "tool_calls"))
+
+    def test_bad_tool_requests_are_refused(self):
+        for bad in [dict(tool_choice="required"),
+                    dict(tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "nope"}}),
+                    dict(tools=[{"type": "function", "function": {"name": ""}}]),
+                    dict(tools=[{"type": "retrieval"}]),
+                    dict(tools=[WEATHER], tool_choice="sometimes"),
+                    dict(tools=[WEATHER], tool_choice="required", response_format={"type": "json_object"})]:
+            with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError):
+                self.chat(ask("hi"), **bad)
+        with self.assertRaises(openai.BadRequestError):
+            self.chat([{"role": "tool", "content": "18 degrees"}])  # no tool_call_id
+
+    # ---- metrics ----
+
+    def test_metrics_have_the_generation_rate(self):
+        self.chat(ask("Count to ten."), max_tokens=24)
+        with urllib.request.urlopen(self.server.base + "/metrics", timeout=30) as r:
+            text = r.read().decode()
+        self.assertIn("# TYPE powerhouse_generation_tokens_per_second gauge", text)
+        self.assertIn("powerhouse_sequences_waiting ", text)
+
+
+class Telemetry(unittest.TestCase):
+    def test_metrics_carry_each_gpus_telemetry(self):
+        os.environ["POWERHOUSE_SIMULATE_GPUS"] = "RTX 4090:24;A100:80"
+        try:
+            server = Server()
+        finally:
+            del os.environ["POWERHOUSE_SIMULATE_GPUS"]
+        try:
+            time.sleep(1.5)  # a sample or two
+            with urllib.request.urlopen(server.base + "/metrics", timeout=30) as r:
+                text = r.read().decode()
+            for name in ["powerhouse_gpu_utilization_ratio", "powerhouse_gpu_temperature_celsius",
+                         "powerhouse_gpu_memory_used_bytes", "powerhouse_gpu_memory_total_bytes",
+                         "powerhouse_gpu_power_watts"]:
+                lines = [l for l in text.splitlines() if l.startswith(name + "{")]
+                self.assertEqual(len(lines), 2, name)
+                self.assertTrue(all('simulated="true"' in l for l in lines), lines)
+            self.assertIn('name="RTX 4090"', text)
+            total = [l for l in text.splitlines() if l.startswith("powerhouse_gpu_memory_total_bytes{") and "A100" in l]
+            self.assertEqual(float(total[0].rsplit(" ", 1)[1]), 80 * 2**30)
+        finally:
+            self.assertEqual(server.stop(), 0)
+            server.proc.stdout.close()
+            server.proc.stderr.close()
+
+
+class Cors(unittest.TestCase):
+    def preflight(self, server, origin):
+        req = urllib.request.Request(server.base + "/v1/chat/completions", method="OPTIONS", headers={
+            "Origin": origin, "Access-Control-Request-Method": "POST"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.headers.get("Access-Control-Allow-Origin")
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Access-Control-Allow-Origin")
+
+    def test_cors_is_off_unless_origins_are_listed(self):
+        plain = Server()
+        try:
+            status, allow = self.preflight(plain, "http://evil.test")
+            self.assertIsNone(allow)
+        finally:
+            self.assertEqual(plain.stop(), 0)
+            plain.proc.stdout.close()
+            plain.proc.stderr.close()
+        listed = Server("--cors-origin", "http://app.test")
+        try:
+            self.assertEqual(self.preflight(listed, "http://app.test"), (204, "http://app.test"))
+            status, allow = self.preflight(listed, "http://evil.test")
+            self.assertIsNone(allow)
+            self.assertEqual(status, 403)
+            req = urllib.request.Request(listed.base + "/v1/models", headers={"Origin": "http://app.test"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                self.assertEqual(r.headers.get("Access-Control-Allow-Origin"), "http://app.test")
+        finally:
+            self.assertEqual(listed.stop(), 0)
+            listed.proc.stdout.close()
+            listed.proc.stderr.close()
+
+
+class GracefulStop(unittest.TestCase):
+    def test_sigterm_lets_a_stream_in_flight_finish(self):
+        server = Server("--shutdown-grace", "60")
+        out = {}
+
+        def stream():
+            with server.client() as c:
+                finish, text = None, ""
+                for chunk in c.chat.completions.create(model=server.model, messages=ask("Tell me a story."),
+                                                       max_tokens=40, temperature=0, stream=True):
+                    for ch in chunk.choices:
+                        text += ch.delta.content or ""
+                        finish = ch.finish_reason or finish
+                out["finish"], out["text"] = finish, text
+
+        t = threading.Thread(target=stream)
+        t.start()
+        time.sleep(1.0)
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        with self.assertRaises((urllib.error.URLError, ConnectionError)):
+            urllib.request.urlopen(server.base + "/health", timeout=5)
+        t.join(timeout=120)
+        self.assertEqual(out.get("finish"), "length", "the stream in flight ran to its end")
+        self.assertEqual(server.proc.wait(timeout=60), 0)
+        server.proc.stdout.close()
+        server.proc.stderr.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--model")
+    ARGS, rest = parser.parse_known_args()
+    if not ARGS.model:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        ARGS.model = os.environ.get("POWERHOUSE_TEST_MODEL") or os.path.join(
+            cache, "powerhouse", "test-models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    base.ARGS = ARGS
+    unittest.main(argv=[sys.argv[0], "-v", *rest])
