@@ -72,6 +72,8 @@ public:
     void setPlacement(const QVariantList& devices);
     // The engine's scheduler report (EngineClient::schedulerStats).
     void setSchedulerStats(const powerhouse::SchedulerStats& stats);
+    // The monitor's latest snapshot; any thread (the API server's /metrics reads it).
+    powerhouse::TelemetrySnapshot latestSnapshot() const { return m_monitor->snapshot(); }
     // Applies a snapshot (normally posted by the monitor's thread).
     void apply(const powerhouse::TelemetrySnapshot& snapshot);
 

@@ -1,7 +1,9 @@
 #include "engine_client.h"
 
 #include <QMetaObject>
-#include <QPointer>
+
+#include <chrono>
+#include <utility>
 
 namespace {
 
@@ -36,36 +38,27 @@ QVariantMap statsMap(const powerhouse::GenerationStats& s) {
 
 }  // namespace
 
-EngineClient::EngineClient(QObject* parent)
-    : QObject(parent),
-      m_engine(std::make_unique<powerhouse::Engine>()),
-      m_drainQueued(std::make_shared<std::atomic<bool>>(false)) {
+EngineClient::EngineClient(QObject* parent) : QObject(parent), m_engine(std::make_unique<powerhouse::Engine>()) {
     m_frame.setSingleShot(true);
     m_frame.setInterval(16);
     connect(&m_frame, &QTimer::timeout, this, &EngineClient::flushTokens);
-    // Runs on the engine thread: post one drain at a time to the GUI thread. The QPointer
-    // guards against an event that arrives while this object is being destroyed.
-    QPointer<EngineClient> self(this);
-    auto queued = m_drainQueued;
-    m_engine->set_notify([self, queued] {
-        if (queued->exchange(true)) return;
-        QMetaObject::invokeMethod(
-            self.data(),
-            [self, queued] {
-                queued->store(false);
-                if (self) self->drain();
-            },
-            Qt::QueuedConnection);
-    });
+    m_reader = std::thread([this] { read(); });
 }
 
 EngineClient::~EngineClient() {
-    m_engine->set_notify({});
-    m_engine.reset();  // joins the engine thread before the members it posts to go
+    m_reading = false;
+    m_reader.join();   // no hook call or post after this
+    m_engine.reset();  // joins the engine thread; drains posted meanwhile go with this object
 }
 
 void EngineClient::load(const QString& path, const powerhouse::ModelOptions& options) {
+    emit modelGoing(path);
     m_engine->submit(powerhouse::LoadCommand{path.toStdString(), options});
+}
+
+void EngineClient::unload() {
+    emit modelGoing({});
+    m_engine->submit(powerhouse::UnloadCommand{});
 }
 
 quint64 EngineClient::generate(powerhouse::GenerateCommand command) {
@@ -77,19 +70,64 @@ quint64 EngineClient::generate(powerhouse::GenerateCommand command) {
 
 void EngineClient::cancel(quint64 requestId) { m_engine->submit(powerhouse::CancelCommand{requestId}); }
 
+void EngineClient::setEventHook(EventHook hook) {
+    const std::lock_guard lock(m_hookMutex);
+    m_hook = std::move(hook);
+}
+
+// The reader thread: each event goes to the hook first, the rest to the GUI thread, with one
+// drain posted at a time.
+void EngineClient::read() {
+    while (m_reading) {
+        std::optional<powerhouse::EngineEvent> event = m_engine->wait_event(std::chrono::milliseconds(50));
+        if (!event) continue;
+        {
+            const std::lock_guard lock(m_hookMutex);
+            if (m_hook && m_hook(*event)) continue;
+        }
+        {
+            const std::lock_guard lock(m_inboxMutex);
+            m_inbox.push_back(std::move(*event));
+        }
+        if (m_drainQueued.exchange(true)) continue;
+        QMetaObject::invokeMethod(
+            this,
+            [this] {
+                m_drainQueued = false;
+                drain();
+            },
+            Qt::QueuedConnection);
+    }
+}
+
+bool EngineClient::isOwn(const powerhouse::EngineEvent& event) const {
+    uint64_t id = 0;
+    if (const auto* t = std::get_if<powerhouse::TokenEvent>(&event)) id = t->request_id;
+    if (const auto* d = std::get_if<powerhouse::DoneEvent>(&event)) id = d->request_id;
+    if (const auto* e = std::get_if<powerhouse::ErrorEvent>(&event)) id = e->request_id;
+    return id < m_nextRequest;  // 0: a load's or unload's
+}
+
 void EngineClient::drain() {
-    while (std::optional<powerhouse::EngineEvent> event = m_engine->poll()) {
-        if (const auto* p = std::get_if<powerhouse::LoadProgressEvent>(&*event)) {
+    std::deque<powerhouse::EngineEvent> events;
+    {
+        const std::lock_guard lock(m_inboxMutex);
+        events.swap(m_inbox);
+    }
+    for (const powerhouse::EngineEvent& event : events) {
+        // Another submitter's request (the API server's, after its hook has gone): not the app's.
+        if (!isOwn(event)) continue;
+        if (const auto* p = std::get_if<powerhouse::LoadProgressEvent>(&event)) {
             emit loadProgress(p->fraction, QString::fromStdString(p->stage));
-        } else if (const auto* l = std::get_if<powerhouse::LoadedEvent>(&*event)) {
+        } else if (const auto* l = std::get_if<powerhouse::LoadedEvent>(&event)) {
             emit loaded(summaryMap(l->model));
-        } else if (const auto* t = std::get_if<powerhouse::TokenEvent>(&*event)) {
+        } else if (const auto* t = std::get_if<powerhouse::TokenEvent>(&event)) {
             m_pendingText[t->request_id] += QString::fromStdString(t->text);
             if (!m_frame.isActive()) m_frame.start();
-        } else if (const auto* d = std::get_if<powerhouse::DoneEvent>(&*event)) {
+        } else if (const auto* d = std::get_if<powerhouse::DoneEvent>(&event)) {
             flushTokens();
             emit finished(d->request_id, QString::fromStdString(d->text), statsMap(d->stats));
-        } else if (const auto* e = std::get_if<powerhouse::ErrorEvent>(&*event)) {
+        } else if (const auto* e = std::get_if<powerhouse::ErrorEvent>(&event)) {
             flushTokens();
             const QString message = QString::fromStdString(e->error.message);
             if (e->request_id == 0) {
@@ -97,8 +135,10 @@ void EngineClient::drain() {
             } else {
                 emit failed(e->request_id, message);
             }
-        } else if (const auto* s = std::get_if<powerhouse::SchedulerEvent>(&*event)) {
+        } else if (const auto* s = std::get_if<powerhouse::SchedulerEvent>(&event)) {
             emit schedulerStats(s->stats);
+        } else if (std::holds_alternative<powerhouse::UnloadedEvent>(event)) {
+            emit unloaded();
         }
     }
 }

@@ -4,8 +4,15 @@
 // delivered at most once per frame, however fast the model writes, so that the UI never
 // has more than one update per frame to lay out.
 //
-// Thread-safety: a QObject of the GUI thread; only the engine's notify hook runs elsewhere,
-// and it only posts to this object's thread.
+// EngineClient is the engine's one reader of events: a reader thread of its own takes each
+// event as the engine sends it, offers it first to the event hook (the API server that
+// shares the engine, app/desktop/server_controller.h: the events of its requests are its
+// own and the app never sees them), and posts the rest to the GUI thread. So the server's
+// requests are answered whatever the GUI thread is doing, and a server stopping on the GUI
+// thread still gets the last events of its requests.
+//
+// Thread-safety: a QObject of the GUI thread. Its reader thread only calls the hook and
+// posts to this object's thread; setEventHook() and engine() may be called from any thread.
 #pragma once
 
 #include <QHash>
@@ -15,7 +22,11 @@
 #include <QVariantMap>
 
 #include <atomic>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "powerhouse/engine.h"
 
@@ -26,12 +37,29 @@ public:
     explicit EngineClient(QObject* parent = nullptr);
     ~EngineClient() override;
 
+    // Both emit modelGoing() first: whatever uses the loaded model stops before it goes.
     void load(const QString& path, const powerhouse::ModelOptions& options);
-    // Starts a generation; returns its request id (never 0).
+    void unload();
+    // Starts a generation; returns its request id (never 0; the app's ids stay small, far
+    // below the API server's, ApiServer::kFirstRequestId).
     quint64 generate(powerhouse::GenerateCommand command);
     void cancel(quint64 requestId);
 
+    // Called on the reader thread with every event before the app sees it; true means the
+    // event was the hook's and the app skips it. It must be quick (a server's deliver()).
+    // Replacing or clearing the hook waits for a call in progress to end, so that after
+    // setEventHook({}) returns it is never called again.
+    using EventHook = std::function<bool(const powerhouse::EngineEvent&)>;
+    void setEventHook(EventHook hook);
+    // The engine, for a second submitter of commands (the API server), whose events still
+    // come through here. Valid as long as this object.
+    powerhouse::Engine& engine() { return *m_engine; }
+
 signals:
+    // A load (of nextPath) or an unload (nextPath empty) is about to be submitted: the loaded
+    // model, if any, goes next.
+    void modelGoing(const QString& nextPath);
+    void unloaded();
     void loadProgress(double fraction, const QString& stage);
     // summary: name, architecture, device, nCtx, weightBytes, kvCacheBytes, split, devices
     void loaded(const QVariantMap& summary);
@@ -44,11 +72,19 @@ signals:
     void schedulerStats(const powerhouse::SchedulerStats& stats);
 
 private:
+    void read();                                             // the reader thread
+    bool isOwn(const powerhouse::EngineEvent& event) const;  // not another submitter's request
     void drain();
     void flushTokens();
 
     std::unique_ptr<powerhouse::Engine> m_engine;
-    std::shared_ptr<std::atomic<bool>> m_drainQueued;
+    std::mutex m_hookMutex;
+    EventHook m_hook;
+    std::mutex m_inboxMutex;
+    std::deque<powerhouse::EngineEvent> m_inbox;  // read, not yet handled on the GUI thread
+    std::atomic<bool> m_drainQueued{false};
+    std::atomic<bool> m_reading{true};
+    std::thread m_reader;
     QTimer m_frame;                          // one token delivery per frame
     QHash<quint64, QString> m_pendingText;   // text not yet delivered, per request
     quint64 m_nextRequest = 1;

@@ -3,11 +3,11 @@
 // property.
 //
 //   powerhouse [FILE | --model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
-//              [--show settings|general|conversation|models]
+//              [--show settings|general|server|conversation|models]
 //
 // --send sends a message as soon as the model is ready. --screenshot renders the window
 // once it is idle (the model loaded or failed, no answer streaming), saves it as a PNG and
-// quits. --show opens a panel at start: the settings (GPUs or General tab) or the open
+// quits. --show opens a panel at start: the settings (GPUs, General or Server tab) or the open
 // conversation's settings. These are for tests and
 // documentation.
 #include <QCommandLineParser>
@@ -31,6 +31,7 @@
 #include "download_controller.h"
 #include "engine_client.h"
 #include "library_controller.h"
+#include "server_controller.h"
 #include "settings_controller.h"
 #include "store/store.h"
 #include "version_report.h"
@@ -94,9 +95,10 @@ int main(int argc, char* argv[]) {
     const QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
                                               QStringLiteral("Save the window as a PNG once idle, then quit."),
                                               QStringLiteral("FILE"));
-    const QCommandLineOption showOption(QStringLiteral("show"),
-                                        QStringLiteral("Open a panel at start: settings, general, conversation or models."),
-                                        QStringLiteral("PANEL"));
+    const QCommandLineOption showOption(
+        QStringLiteral("show"),
+        QStringLiteral("Open a panel at start: settings, general, server, conversation or models."),
+        QStringLiteral("PANEL"));
     parser.addOptions({helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption,
                        showOption});
     QStringList arguments;
@@ -186,13 +188,18 @@ int main(int argc, char* argv[]) {
     QObject::connect(&library, &LibraryController::downloadRequested, &downloads,
                      [&downloads](const QUrl& url) { downloads.add(url); });
     QObject::connect(&downloads, &DownloadController::finished, &library, &LibraryController::addDownloaded);
+    // The OpenAI API server on the same engine (Settings → Server); destroyed before the
+    // engine client, it stops and joins its thread at quit.
+    ServerController server(*store, engine);
+    server.setTelemetry([&dashboard] { return dashboard.latestSnapshot(); });
 
     QQmlApplicationEngine qml;
     qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)},
                               {QStringLiteral("dashboard"), QVariant::fromValue(&dashboard)},
                               {QStringLiteral("settings"), QVariant::fromValue(&settings)},
                               {QStringLiteral("library"), QVariant::fromValue(&library)},
-                              {QStringLiteral("downloads"), QVariant::fromValue(&downloads)}});
+                              {QStringLiteral("downloads"), QVariant::fromValue(&downloads)},
+                              {QStringLiteral("server"), QVariant::fromValue(&server)}});
     qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
@@ -230,8 +237,9 @@ int main(int argc, char* argv[]) {
     if (parser.isSet(showOption)) {
         const QString panel = parser.value(showOption);
         if (panel != QLatin1String("settings") && panel != QLatin1String("general") &&
-            panel != QLatin1String("conversation") && panel != QLatin1String("models")) {
-            std::fprintf(stderr, "powerhouse: --show takes settings, general, conversation or models, not %s\n",
+            panel != QLatin1String("server") && panel != QLatin1String("conversation") &&
+            panel != QLatin1String("models")) {
+            std::fprintf(stderr, "powerhouse: --show takes settings, general, server, conversation or models, not %s\n",
                          qPrintable(panel));
             return 2;
         }

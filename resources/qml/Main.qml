@@ -12,6 +12,8 @@ ApplicationWindow {
     required property SettingsController settings
     required property LibraryController library
     required property DownloadController downloads
+    // The OpenAI API server (Settings → Server); null in views tested without one.
+    property ServerController server: null
     property bool modelsVisible: false
     property bool dashboardVisible: true
 
@@ -48,8 +50,8 @@ ApplicationWindow {
         onToggleModels: window.modelsVisible = !window.modelsVisible
     }
 
-    // Opens a panel by name: "settings" (GPUs), "general" (settings' second tab) or
-    // "conversation" (the open conversation's settings).
+    // Opens a panel by name: "settings" (GPUs), "general" (settings' second tab), "server"
+    // (the third) or "conversation" (the open conversation's settings).
     function openPanel(name: string) {
         if (name === "models") {
             window.modelsVisible = true
@@ -59,13 +61,14 @@ ApplicationWindow {
             chatView.openConversationSettings()
             return
         }
-        settingsDialog.tab = name === "general" ? 1 : 0
+        settingsDialog.tab = name === "general" ? 1 : name === "server" ? 2 : 0
         settingsDialog.open()
     }
 
     SettingsDialog {
         id: settingsDialog
         settings: window.settings
+        server: window.server
     }
 
     Binding {

@@ -3,6 +3,7 @@
 // anything is loaded. General: context length, KV cache type and size, conversations
 // generated at once, CPU threads, theme, electricity price, data folder. Apply saves and
 // reloads the model; Close forgets what was not applied (the theme applies at once).
+// Server: the OpenAI API server (ServerSettings.qml), whose settings apply at once.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -12,6 +13,8 @@ Dialog {
     id: dialog
 
     required property SettingsController settings
+    // The API server's controller; null where there is none (views tested without it).
+    property ServerController server: null
     property alias tab: tabs.currentIndex
 
     title: "Settings"
@@ -21,6 +24,8 @@ Dialog {
     standardButtons: Dialog.Apply | Dialog.Close
     onApplied: if (settings.apply()) close()
     onRejected: settings.revert()
+    // A new API key is shown once: not again when the dialog opens next.
+    onClosed: if (server) server.hideApiKey()
 
     // A header of our own replaces the dialog's title bar: the title goes above the tabs.
     header: ColumnLayout {
@@ -42,6 +47,7 @@ Dialog {
             Layout.fillWidth: true
             TabButton { text: "GPUs"; Accessible.name: "GPU settings" }
             TabButton { text: "General"; Accessible.name: "General settings" }
+            TabButton { text: "Server"; Accessible.name: "API server settings" }
         }
     }
 
@@ -254,6 +260,25 @@ Dialog {
                 ToolTip.visible: dataHover.hovered
                 ToolTip.text: "Conversations and settings live here (powerhouse.db). Start with --data-dir to use another folder."
                 HoverHandler { id: dataHover }
+            }
+        }
+
+        Loader {
+            objectName: "serverTab"
+            sourceComponent: dialog.server !== null ? serverSettings : noServer
+
+            Component {
+                id: serverSettings
+                ServerSettings {
+                    server: dialog.server
+                }
+            }
+            Component {
+                id: noServer
+                Label {
+                    text: "This window has no API server."
+                    color: Theme.textMuted
+                }
             }
         }
     }

@@ -2,9 +2,10 @@
 // controllers, each with a store in a temporary folder: testController has no model
 // loaded (the views' behaviour without one is part of what is tested), testChat has the
 // SmolLM2 test model (greedy, short answers); testSettings and testDashboard see two
-// simulated GPUs, and the dashboard shows the batching of testChat's engine. The setup
-// hands them to the tests as context properties of the test engine (tests only; the app
-// passes them as required properties of its window).
+// simulated GPUs, and the dashboard shows the batching of testChat's engine; testServer is
+// the API server's controller on testController's engine (no model, so it never listens).
+// The setup hands them to the tests as context properties of the test engine (tests only;
+// the app passes them as required properties of its window).
 #include <QCoreApplication>
 #include <QDropEvent>
 #include <QMimeData>
@@ -22,6 +23,7 @@
 #include "download_controller.h"
 #include "engine_client.h"
 #include "library_controller.h"
+#include "server_controller.h"
 #include "settings_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
@@ -59,6 +61,9 @@ class Setup : public QObject {
 public slots:
     void qmlEngineAvailable(QQmlEngine* engine) {
         engine->addImportPath(QStringLiteral("qrc:/"));  // the Powerhouse module's QML files
+        // Called once per test file: the server's controller of the last file goes before the
+        // engine client it hooks into is replaced.
+        m_server.reset();
         auto store = powerhouse::store::Store::open((m_dir.path() + "/powerhouse.db").toStdString());
         if (!store) qFatal("store: %s", store.error().message.c_str());
         m_store = std::make_unique<powerhouse::store::Store>(std::move(store).value());
@@ -90,6 +95,7 @@ public slots:
         m_library = std::make_unique<LibraryController>(*m_store, *m_settings, m_dir.path() + "/models");
         m_library->rescan();
         m_downloads = std::make_unique<DownloadController>(*m_store, m_dir.path() + "/models");
+        m_server = std::make_unique<ServerController>(*m_store, *m_engine);
         engine->rootContext()->setContextProperty(QStringLiteral("testController"), m_chat.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testChat"), m_loaded.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testDashboard"), m_dashboard.get());
@@ -98,12 +104,14 @@ public slots:
         engine->rootContext()->setContextProperty(QStringLiteral("testLibrary"), m_library.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testDrop"), &m_drop);
         engine->rootContext()->setContextProperty(QStringLiteral("testDownloads"), m_downloads.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testServer"), m_server.get());
         engine->rootContext()->setContextProperty(
             QStringLiteral("testModelUrl"),
             QUrl::fromLocalFile(QString::fromStdString(powerhouse::test::test_model_path().string())));
     }
 
     void cleanupTestCase() {
+        m_server.reset();
         m_downloads.reset();
         m_library.reset();
         m_settings.reset();
@@ -129,6 +137,7 @@ private:
     std::unique_ptr<LibraryController> m_library;
     DropHelper m_drop;
     std::unique_ptr<DownloadController> m_downloads;
+    std::unique_ptr<ServerController> m_server;
 };
 
 QUICK_TEST_MAIN_WITH_SETUP(desktop_qml_tests, Setup)
