@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "client_watch.h"
@@ -83,11 +84,16 @@ struct ApiServer::State {
     ServedModel model;
     ServerOptions options;
     httplib::Server http;
-    std::atomic<bool> accepting{false};                         // new requests are taken
-    std::atomic<bool> running{false};                           // streams go on; they end when it drops
-    std::atomic<bool> routing{false};                           // the router reads events until the server is gone
-    std::atomic<uint64_t> next_id{ApiServer::kFirstRequestId};  // apart from other users of the engine
+    std::atomic<bool> accepting{false};  // new requests are taken
+    std::atomic<bool> running{false};    // streams go on; they end when it drops
+    std::atomic<bool> routing{false};    // the router reads events until the server is gone
+    // Apart from the owner's ids (below 2^40), and from a previous server's on the same
+    // engine: a late event of its cancelled request must not reach a new one.
+    std::atomic<uint64_t> next_id{ApiServer::kFirstRequestId + (uint64_t{std::random_device{}()} << 20)};
     std::atomic<int> in_flight{0};
+    enum class Phase { idle, bound, done };
+    std::atomic<Phase> phase{Phase::idle};
+    std::atomic<bool> stop_requested{false};
     std::mutex channels_mutex;
     std::map<uint64_t, std::shared_ptr<Channel>> channels;
     std::thread router;
@@ -499,6 +505,13 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
                                      std::nullopt, std::nullopt});
         }
     });
+    // cpp-httplib's default sets SO_REUSEPORT too, which lets a second server take the same
+    // port silently (the kernel then splits the connections): only SO_REUSEADDR here, so a
+    // port in use is an error.
+    http.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     const int port = s.options.port == 0 ? http.bind_to_any_port(s.options.host)
                                          : (http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
     if (port < 0) {
@@ -512,8 +525,18 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
         s.routing = true;
         s.router = std::thread([state = state_] { state->route(); });
     }
+    // A stop() that came before the library listens would be lost (it ignores a server
+    // not running yet): stop() waits for listening to begin, or for this to see the request.
+    s.phase = State::Phase::bound;
+    if (s.stop_requested) {
+        s.phase = State::Phase::done;
+        s.accepting = false;
+        s.running = false;
+        return {};
+    }
     if (on_listening) on_listening(port);
     http.listen_after_bind();  // returns once stopped and every request has been answered
+    s.phase = State::Phase::done;
     s.accepting = false;
     s.running = false;
     return {};
@@ -525,7 +548,9 @@ bool ApiServer::deliver(const EngineEvent& event) {
 
 void ApiServer::stop(std::chrono::milliseconds grace) {
     State& s = *state_;
+    s.stop_requested = true;
     s.accepting = false;
+    while (s.phase == State::Phase::bound && !s.http.is_running()) std::this_thread::sleep_for(1ms);
     s.http.stop();
     if (grace <= 0ms) {
         s.running = false;

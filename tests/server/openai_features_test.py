@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -289,6 +290,21 @@ class Cors(unittest.TestCase):
             self.assertEqual(listed.stop(), 0)
             listed.proc.stdout.close()
             listed.proc.stderr.close()
+
+
+class Ports(unittest.TestCase):
+    def test_a_port_in_use_is_refused_not_shared(self):
+        first = Server()
+        try:
+            port = first.base.rsplit(":", 1)[1]
+            proc = subprocess.run([base.ARGS.cli, "serve", "-m", base.ARGS.model, "--port", port, "-t", "1"],
+                                  capture_output=True, text=True, timeout=120)
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn("in use", proc.stderr)
+        finally:
+            self.assertEqual(first.stop(), 0)
+            first.proc.stdout.close()
+            first.proc.stderr.close()
 
 
 class GracefulStop(unittest.TestCase):
