@@ -9,12 +9,10 @@ The model: --model, else $POWERHOUSE_TEST_MODEL, else the one scripts/fetch-test
 puts in the cache. The `openai` package comes from $PYTHONPATH (scripts/test installs it
 into build/pydeps).
 """
-import argparse
 import concurrent.futures
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -24,61 +22,10 @@ import urllib.request
 
 import openai
 
-ARGS = None
+from serve_harness import ARGS, Server, ServedTestCase, ask, main
 
-
-class Server:
-    """A `serve` process on a free port of 127.0.0.1."""
-
-    def __init__(self, *extra):
-        self.proc = subprocess.Popen([ARGS.cli, "serve", "-m", ARGS.model, "--port", "0", "-t", "2", "--ctx", "2048",
-                                      *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()  # "serving MODEL on http://127.0.0.1:PORT"
-        if not line.startswith("serving "):
-            self.proc.kill()
-            raise RuntimeError(f"serve did not start: {line!r} {self.proc.stderr.read()}")
-        self.model = line.split()[1]
-        self.base = line.split()[-1]
-
-    def client(self, key="none"):
-        return openai.OpenAI(base_url=self.base + "/v1", api_key=key, max_retries=0, timeout=120)
-
-    def post(self, path, body: bytes, headers=None):
-        req = urllib.request.Request(self.base + path, data=body, method="POST",
-                                     headers={"Content-Type": "application/json", **(headers or {})})
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                return r.status, json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
-
-    def stop(self):
-        self.proc.terminate()  # SIGTERM: stop accepting, cancel what runs, exit
-        try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
-
-
-def ask(text):
-    return [{"role": "user", "content": text}]
-
-
-class OpenAiClient(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--parallel", "8")
-        cls.api = cls.server.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api.close()
-        status = cls.server.stop()
-        cls.server.proc.stdout.close()
-        cls.server.proc.stderr.close()
-        assert status == 0, f"serve exited with {status} on SIGTERM"
+class OpenAiClient(ServedTestCase):
+    SERVE_ARGS = ("--parallel", "8")
 
     def greedy(self, text, n=24, **kw):
         return self.api.chat.completions.create(model=self.server.model, messages=ask(text), max_tokens=n,
@@ -281,12 +228,4 @@ class ApiKeys(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cli", required=True)
-    parser.add_argument("--model")
-    ARGS, rest = parser.parse_known_args()
-    if not ARGS.model:
-        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        ARGS.model = os.environ.get("POWERHOUSE_TEST_MODEL") or os.path.join(
-            cache, "powerhouse", "test-models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    unittest.main(argv=[sys.argv[0], "-v", *rest])
+    main()

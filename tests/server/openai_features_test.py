@@ -8,12 +8,10 @@ telemetry (simulated GPUs, labelled so), CORS, and SIGTERM letting a stream fini
 
 Usage: openai_features_test.py --cli PATH/powerhouse-cli [--model MODEL.gguf]
 """
-import argparse
 import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import unittest
@@ -23,8 +21,7 @@ import urllib.request
 import jsonschema
 import openai
 
-import openai_client_test as base
-from openai_client_test import Server, ask
+from serve_harness import ARGS, Server, ServedTestCase, ask, main
 
 WEATHER = {
     "type": "function",
@@ -64,19 +61,8 @@ PERSON = {
 }
 
 
-class Features(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--parallel", "4")
-        cls.api = cls.server.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api.close()
-        status = cls.server.stop()
-        cls.server.proc.stdout.close()
-        cls.server.proc.stderr.close()
-        assert status == 0, f"serve exited with {status} on SIGTERM"
+class Features(ServedTestCase):
+    SERVE_ARGS = ("--parallel", "4")
 
     def chat(self, messages, **kw):
         kw.setdefault("max_tokens", 8)
@@ -253,9 +239,7 @@ class Telemetry(unittest.TestCase):
             total = [l for l in text.splitlines() if l.startswith("powerhouse_gpu_memory_total_bytes{") and "A100" in l]
             self.assertEqual(float(total[0].rsplit(" ", 1)[1]), 80 * 2**30)
         finally:
-            self.assertEqual(server.stop(), 0)
-            server.proc.stdout.close()
-            server.proc.stderr.close()
+            self.assertEqual(server.close(), 0)
 
 
 class Cors(unittest.TestCase):
@@ -274,9 +258,7 @@ class Cors(unittest.TestCase):
             status, allow = self.preflight(plain, "http://evil.test")
             self.assertIsNone(allow)
         finally:
-            self.assertEqual(plain.stop(), 0)
-            plain.proc.stdout.close()
-            plain.proc.stderr.close()
+            self.assertEqual(plain.close(), 0)
         listed = Server("--cors-origin", "http://app.test")
         try:
             self.assertEqual(self.preflight(listed, "http://app.test"), (204, "http://app.test"))
@@ -287,9 +269,7 @@ class Cors(unittest.TestCase):
             with urllib.request.urlopen(req, timeout=30) as r:
                 self.assertEqual(r.headers.get("Access-Control-Allow-Origin"), "http://app.test")
         finally:
-            self.assertEqual(listed.stop(), 0)
-            listed.proc.stdout.close()
-            listed.proc.stderr.close()
+            self.assertEqual(listed.close(), 0)
 
 
 class Ports(unittest.TestCase):
@@ -297,14 +277,12 @@ class Ports(unittest.TestCase):
         first = Server()
         try:
             port = first.base.rsplit(":", 1)[1]
-            proc = subprocess.run([base.ARGS.cli, "serve", "-m", base.ARGS.model, "--port", port, "-t", "1"],
+            proc = subprocess.run([ARGS.cli, "serve", "-m", ARGS.model, "--port", port, "-t", "1"],
                                   capture_output=True, text=True, timeout=120)
             self.assertNotEqual(proc.returncode, 0)
             self.assertIn("in use", proc.stderr)
         finally:
-            self.assertEqual(first.stop(), 0)
-            first.proc.stdout.close()
-            first.proc.stderr.close()
+            self.assertEqual(first.close(), 0)
 
 
 class GracefulStop(unittest.TestCase):
@@ -337,13 +315,4 @@ class GracefulStop(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cli", required=True)
-    parser.add_argument("--model")
-    ARGS, rest = parser.parse_known_args()
-    if not ARGS.model:
-        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        ARGS.model = os.environ.get("POWERHOUSE_TEST_MODEL") or os.path.join(
-            cache, "powerhouse", "test-models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    base.ARGS = ARGS
-    unittest.main(argv=[sys.argv[0], "-v", *rest])
+    main()

@@ -62,6 +62,8 @@ private:
 // grammar). Whitespace between tokens is allowed but bounded.
 Result<std::string> json_schema_to_grammar(const nlohmann::ordered_json& schema, std::string_view root = "root",
                                            std::string_view prefix = "");
+// `text` as a literal of the grammar notation (quotes, backslashes and control characters escaped).
+std::string grammar_literal(std::string_view text);
 // Grammar text for any JSON object (OpenAI's response_format {"type": "json_object"}).
 std::string json_object_grammar(std::string_view root = "root", std::string_view prefix = "");
 

@@ -55,23 +55,6 @@ const std::set<std::string>& supported_keywords() {
     return k;
 }
 
-// A GBNF literal for UTF-8 text: quotes, backslashes and control characters escaped.
-std::string gbnf_literal(std::string_view text) {
-    std::string out = "\"";
-    for (char c : text) {
-        const auto b = static_cast<uint8_t>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (b < 0x20 || b == 0x7F) {
-            out += fmt::format("\\x{:02X}", b);
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
 // A code point inside a GBNF character class.
 std::string class_char(uint32_t cp) {
     if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
@@ -125,10 +108,10 @@ std::string unicode_escape(uint32_t unit) {
 // The ways JSON may write one character inside a string.
 std::string json_char_forms(uint32_t cp) {
     std::vector<std::string> forms;
-    if (cp >= 0x20 && cp != '"' && cp != '\\') forms.push_back(gbnf_literal(utf8(cp)));
+    if (cp >= 0x20 && cp != '"' && cp != '\\') forms.push_back(grammar_literal(utf8(cp)));
     static const std::map<uint32_t, char> kShort = {{'"', '"'},  {'\\', '\\'}, {'/', '/'},  {'\b', 'b'},
                                                     {'\f', 'f'}, {'\n', 'n'},  {'\r', 'r'}, {'\t', 't'}};
-    if (auto it = kShort.find(cp); it != kShort.end()) forms.push_back(gbnf_literal(std::string("\\") + it->second));
+    if (auto it = kShort.find(cp); it != kShort.end()) forms.push_back(grammar_literal(std::string("\\") + it->second));
     if (cp <= 0xFFFF) {
         forms.push_back(unicode_escape(cp));
     } else {
@@ -151,7 +134,7 @@ std::string json_string_literal(std::string_view value) {
     std::string out = "\"\\\"\"";
     std::string plain;
     auto flush = [&] {
-        if (!plain.empty()) out += " " + gbnf_literal(plain);
+        if (!plain.empty()) out += " " + grammar_literal(plain);
         plain.clear();
     };
     for (uint32_t cp : code_points(value)) {
@@ -168,29 +151,29 @@ std::string json_string_literal(std::string_view value) {
 
 // Same-length digit strings from lo to hi (lo <= hi), as a GBNF sequence.
 std::string digits_between(const std::string& lo, const std::string& hi) {
-    if (lo == hi) return gbnf_literal(lo);
+    if (lo == hi) return grammar_literal(lo);
     size_t i = 0;
     while (lo[i] == hi[i]) ++i;
     const size_t rest = lo.size() - i - 1;
     const std::string lo_tail = lo.substr(i + 1);
     const std::string hi_tail = hi.substr(i + 1);
     const auto digits_class = [](char a, char b) {
-        return a == b ? gbnf_literal(std::string(1, a)) : fmt::format("[{}-{}]", a, b);
+        return a == b ? grammar_literal(std::string(1, a)) : fmt::format("[{}-{}]", a, b);
     };
     const std::string any_rest = rest == 0 ? "" : fmt::format(" [0-9]{{{}}}", rest);
     std::vector<std::string> alts;
     char middle_lo = lo[i];
     char middle_hi = hi[i];
     if (lo_tail.find_first_not_of('0') != std::string::npos) {
-        alts.push_back(gbnf_literal(std::string(1, lo[i])) + " " + digits_between(lo_tail, std::string(rest, '9')));
+        alts.push_back(grammar_literal(std::string(1, lo[i])) + " " + digits_between(lo_tail, std::string(rest, '9')));
         ++middle_lo;
     }
     if (hi_tail.find_first_not_of('9') != std::string::npos) {
-        alts.push_back(gbnf_literal(std::string(1, hi[i])) + " " + digits_between(std::string(rest, '0'), hi_tail));
+        alts.push_back(grammar_literal(std::string(1, hi[i])) + " " + digits_between(std::string(rest, '0'), hi_tail));
         --middle_hi;
     }
     if (middle_lo <= middle_hi) alts.push_back(digits_class(middle_lo, middle_hi) + any_rest);
-    std::string out = i > 0 ? gbnf_literal(lo.substr(0, i)) + " (" : "(";
+    std::string out = i > 0 ? grammar_literal(lo.substr(0, i)) + " (" : "(";
     for (size_t k = 0; k < alts.size(); ++k) out += (k ? " | " : "") + alts[k];
     return out + ")";
 }
@@ -703,7 +686,7 @@ private:
             for (const auto& [cp, child] : trie[i].children) {
                 if (cp < 0x20 || cp == '"' || cp == '\\') continue;  // never raw in a JSON string
                 excluded += class_char(cp);
-                alts.push_back(gbnf_literal(utf8(cp)) + " " + rule_names[child]);
+                alts.push_back(grammar_literal(utf8(cp)) + " " + rule_names[child]);
             }
             alts.push_back(fmt::format("[^\"\\\\\\x00-\\x1F{}] {}*", excluded, chr));
             alts.push_back(fmt::format("\"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}} ) {}*", chr));
@@ -867,7 +850,7 @@ private:
             }
             return out + " \"}\"";
         }
-        return gbnf_literal(v.dump());
+        return grammar_literal(v.dump());
     }
 
     const Json& root_;
@@ -881,6 +864,22 @@ private:
 };
 
 }  // namespace
+
+std::string grammar_literal(std::string_view text) {
+    std::string out = "\"";
+    for (char c : text) {
+        const auto b = static_cast<uint8_t>(c);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (b < 0x20 || b == 0x7F) {
+            out += fmt::format("\\x{:02X}", b);
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
 
 Result<std::string> json_schema_to_grammar(const nlohmann::ordered_json& schema, std::string_view root,
                                            std::string_view prefix) {

@@ -18,37 +18,6 @@ namespace powerhouse {
 
 namespace {
 
-// A double-quoted literal of the grammar notation.
-std::string literal(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    out += fmt::format("\\x{:02X}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-                } else {
-                    out += c;
-                }
-        }
-    }
-    return out + "\"";
-}
-
 // A JSON string literal (what the parser reads back as the name).
 std::string json_string(const std::string& text) {
     return nlohmann::ordered_json(text).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
@@ -127,16 +96,16 @@ Result<std::string> tool_call_grammar(ToolCallFormat format, const nlohmann::ord
         switch (format) {
             case ToolCallFormat::generic:
             case ToolCallFormat::hermes:
-                call = literal("<tool_call>\n{\"name\": " + json_string(f.name) + ", \"arguments\": ") + " " + rule +
-                       " " + literal("}\n</tool_call>");
+                call = grammar_literal("<tool_call>\n{\"name\": " + json_string(f.name) + ", \"arguments\": ") + " " +
+                       rule + " " + grammar_literal("}\n</tool_call>");
                 break;
             case ToolCallFormat::llama3:
-                call = literal("{\"name\": " + json_string(f.name) + ", \"parameters\": ") + " " + rule + " " +
-                       literal("}");
+                call = grammar_literal("{\"name\": " + json_string(f.name) + ", \"parameters\": ") + " " + rule + " " +
+                       grammar_literal("}");
                 break;
             case ToolCallFormat::mistral:
-                call = literal("[{\"name\": " + json_string(f.name) + ", \"arguments\": ") + " " + rule + " " +
-                       literal("}]");
+                call = grammar_literal("[{\"name\": " + json_string(f.name) + ", \"arguments\": ") + " " + rule + " " +
+                       grammar_literal("}]");
                 break;
             case ToolCallFormat::harmony:
                 if (!harmony_name(f.name)) {
@@ -144,8 +113,8 @@ Result<std::string> tool_call_grammar(ToolCallFormat format, const nlohmann::ord
                         ErrorCode::invalid_argument,
                         fmt::format("function name {} cannot stand in a harmony header", json_string(f.name)));
                 }
-                call = literal("<|channel|>commentary to=functions." + f.name) + " (\" \"? \"<|constrain|>json\")? " +
-                       literal("<|message|>") + " " + rule;
+                call = grammar_literal("<|channel|>commentary to=functions." + f.name) +
+                       " (\" \"? \"<|constrain|>json\")? " + grammar_literal("<|message|>") + " " + rule;
                 break;
             case ToolCallFormat::none:
                 break;
