@@ -94,6 +94,8 @@ private:
     uint64_t steps_ = 0;
     uint64_t pauses_ = 0;
     uint64_t generated_ = 0;
+    uint32_t kv_block_size_ = 1;    // positions per KV block
+    uint32_t kv_total_blocks_ = 0;  // the model's whole pool
     uint32_t last_decode_rows_ = 0;
     uint32_t last_prompt_rows_ = 0;
     std::shared_ptr<const GrammarVocabulary> grammar_vocabulary_;  // built for the first constrained request

@@ -4,22 +4,28 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "powerhouse/chat_template.h"
 #include "powerhouse/scheduler.h"
 #include "powerhouse/tool_calls.h"
+#include "runtime/hints.h"
 
 namespace powerhouse {
 
 const char* stop_reason_name(StopReason reason) {
     switch (reason) {
-        case StopReason::eos: return "eos";
-        case StopReason::stop: return "stop";
-        case StopReason::length: return "length";
-        case StopReason::context: return "context";
-        case StopReason::cancelled: return "cancelled";
+        case StopReason::eos:
+            return "eos";
+        case StopReason::stop:
+            return "stop";
+        case StopReason::length:
+            return "length";
+        case StopReason::context:
+            return "context";
+        case StopReason::cancelled:
+            return "cancelled";
     }
     return "unknown";
 }
@@ -108,8 +114,6 @@ Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const Cha
     return ids;
 }
 
-namespace {
-
 std::string longer_context_hint(const Model& model) {
     const ModelSummary& s = model.summary();
     if (s.n_ctx_train > s.n_ctx) {
@@ -117,8 +121,6 @@ std::string longer_context_hint(const Model& model) {
     }
     return "use a model with a longer context";
 }
-
-}  // namespace
 
 Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const ChatMessage> messages,
                                              ContextOverflow policy, uint32_t reserve, uint32_t& dropped,
@@ -139,10 +141,11 @@ Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const
                                           prompt->size(), reserve, n_ctx, longer_context_hint(model)));
         }
         if (kept.size() <= first + 1) {
-            return make_error(ErrorCode::context_full,
-                              fmt::format("the last message alone makes a prompt of {} tokens, and {} more are kept for "
-                                          "the answer, but the context holds {}: shorten the message or {}",
-                                          prompt->size(), reserve, n_ctx, longer_context_hint(model)));
+            return make_error(
+                ErrorCode::context_full,
+                fmt::format("the last message alone makes a prompt of {} tokens, and {} more are kept for "
+                            "the answer, but the context holds {}: shorten the message or {}",
+                            prompt->size(), reserve, n_ctx, longer_context_hint(model)));
         }
         // Drop the oldest message, and the answers that followed it (tool calls and their
         // results with them), so that what is left still starts with a user's message.

@@ -10,6 +10,7 @@
 
 #include "powerhouse/sampler.h"
 #include "powerhouse/stop_strings.h"
+#include "runtime/hints.h"
 
 namespace powerhouse {
 
@@ -121,6 +122,10 @@ Scheduler::Scheduler(Model& model, const SchedulerOptions& options) : model_(mod
     const uint32_t most = model_.max_sequences();
     options_.max_sequences = options_.max_sequences == 0 ? most : std::min(options_.max_sequences, most);
     if (options_.prefill_chunk == 0) options_.prefill_chunk = model_.n_batch();
+    // Fixed for the model's life; kv_stats() walks every block, so it is read once here.
+    const KvStats kv = model_.kv_stats();
+    kv_block_size_ = std::max<uint32_t>(1, kv.block_size);
+    kv_total_blocks_ = kv.total_blocks;
 }
 
 Scheduler::~Scheduler() {
@@ -136,18 +141,12 @@ Result<void> Scheduler::submit(uint64_t id, std::vector<TokenId> prompt, const G
         return make_error(ErrorCode::invalid_argument, fmt::format("max_tokens = {} is negative", settings.max_tokens));
     }
     if (prompt.size() > model_.n_ctx()) {
-        const ModelSummary& s = model_.summary();
-        const std::string hint =
-            s.n_ctx_train > s.n_ctx
-                ? fmt::format("load the model with a longer context (it was trained for up to {} tokens)",
-                              s.n_ctx_train)
-                : std::string("use a model with a longer context");
-        return make_error(ErrorCode::context_full, fmt::format("the prompt is {} tokens long but the context holds {}: "
-                                                               "shorten it or {}",
-                                                               prompt.size(), model_.n_ctx(), hint));
+        return make_error(ErrorCode::context_full,
+                          fmt::format("the prompt is {} tokens long but the context holds {}: "
+                                      "shorten it or {}",
+                                      prompt.size(), model_.n_ctx(), longer_context_hint(model_)));
     }
-    const KvStats kv = model_.kv_stats();
-    const uint64_t pool = uint64_t{kv.total_blocks} * kv.block_size;
+    const uint64_t pool = uint64_t{kv_total_blocks_} * kv_block_size_;
     if (prompt.size() + 1 > pool) {
         return make_error(ErrorCode::out_of_memory,
                           fmt::format("the prompt is {} tokens long but the KV cache holds {} positions for all "
@@ -238,8 +237,7 @@ void Scheduler::fail(Request& r, const Error& e) {
 // Starts waiting requests, first come first served, while there are sequences to spare and
 // the pool has room for their first chunk (a paused one: for all it held).
 void Scheduler::admit() {
-    const KvStats kv = model_.kv_stats();
-    const uint32_t bs = std::max<uint32_t>(1, kv.block_size);
+    const uint32_t bs = kv_block_size_;
     while (!waiting_.empty() && running_.size() < options_.max_sequences) {
         Request& r = *waiting_.front();
         if (r.cancelled) {
@@ -303,7 +301,7 @@ Result<void> Scheduler::step() {
     // What each request takes this step: the next token of those generating, then prompt
     // chunks in the order the requests started, as far as the pool's blocks go. When even
     // the tokens of those generating do not fit, the latest started is paused.
-    const uint32_t bs = std::max<uint32_t>(1, model_.kv_stats().block_size);
+    const uint32_t bs = kv_block_size_;
     for (;;) {
         uint32_t avail = model_.available_blocks();
         bool short_of_blocks = false;
