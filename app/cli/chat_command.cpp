@@ -1,11 +1,13 @@
 // powerhouse-cli chat [-m MODEL] [--system TEXT] [-n N] [sampling options] [--ctx N] [-t THREADS]
+// powerhouse-cli chat --remote URL [-m NAME] [--api-key-file FILE] [--ca-file FILE] ...
 //
 // An interactive chat in the terminal, on the engine thread (powerhouse/engine.h): type a
 // message and press Enter; the answer streams as it is generated, and Ctrl+C stops it (a
 // second Ctrl+C, or one while no answer runs, quits). "/reset" starts a new conversation,
 // "/exit" (or end of input) quits. Each turn sends the whole conversation; the engine's
 // prompt cache processes only what is new. When the conversation outgrows the context, the
-// engine drops the oldest turns and the chat says so.
+// engine drops the oldest turns and the chat says so. With --remote, an OpenAI-compatible
+// server answers instead (remote_cli.h), the same way.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -21,6 +23,7 @@
 #include "format.h"
 #include "generation.h"
 #include "powerhouse/engine.h"
+#include "remote_cli.h"
 
 namespace powerhouse::cli {
 namespace {
@@ -30,6 +33,7 @@ struct ChatOptions {
     std::string system;
     int n_predict = 1024;
     SamplingChoice sampling;
+    RemoteChoice remote;
 };
 
 std::atomic<int> g_interrupts{0};  // Ctrl+C presses while an answer runs (a signal handler's only channel)
@@ -166,7 +170,21 @@ Command add_chat_command(CLI::App& app) {
     sub->add_option("--system", options->system, "System prompt");
     sub->add_option("-n,--n-predict", options->n_predict, "Tokens per answer at most")->check(CLI::Range(1, 1 << 20));
     add_sampling_options(*sub, options->sampling);
-    return {sub, [options] { return run_chat(*options); }};
+    CLI::Option* remote = add_remote_options(
+        *sub, options->remote, "--remote",
+        "Chat with an OpenAI-compatible server at URL (vLLM, llama.cpp's server, powerhouse-cli serve, ...) "
+        "instead of loading a model; -m then names the server's model (default: its only one)");
+    exclude_with_remote(*sub, remote,
+                        {"--ctx", "--threads", "--devices", "--split", "--ratios", "--main-device", "--kv-type",
+                         "--experts-in-ram"});
+    return {sub, [sub, options] {
+                if (options->remote.given()) {
+                    return run_remote_chat(*sub, options->remote,
+                                           {options->model.model, options->system, options->n_predict},
+                                           options->sampling);
+                }
+                return run_chat(*options);
+            }};
 }
 
 }  // namespace powerhouse::cli

@@ -26,5 +26,6 @@ Command add_gpus_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_models_command(CLI::App& app);
 
 }  // namespace powerhouse::cli

@@ -1,6 +1,7 @@
 // powerhouse-cli generate [-m MODEL] (--prompt TEXT | --prompt-file FILE) [-n N] [--raw]
 //                         [--no-special] [--temp T] [--seed S] [--ctx N] [-t THREADS]
 //                         [--ignore-eos] [--json]
+// powerhouse-cli generate --remote URL [-m NAME] [--api-key-file FILE] [--ca-file FILE] ...
 //
 // Without --raw the prompt is one user message put through the model's chat template (its
 // own, or the built-in one of its family); with --raw it is tokenized as it is, special
@@ -8,6 +9,8 @@
 // answer streams to stdout as it is generated. --json prints instead one JSON object:
 // {"prompt_ids", "generated_ids", "text", "stop_reason"}.
 // Without -m, the default model set up by scripts/run (SmolLM2-135M-Instruct) is used.
+// With --remote, an OpenAI-compatible server answers instead (remote_cli.h): -m names its
+// model, and the output is the same streamed text (--json: see run_remote_generate).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -21,6 +24,7 @@
 #include "generation.h"
 #include "powerhouse/generation.h"
 #include "powerhouse/model.h"
+#include "remote_cli.h"
 
 namespace powerhouse::cli {
 namespace {
@@ -35,12 +39,17 @@ struct GenerateOptions {
     bool json = false;
     bool ignore_eos = false;
     SamplingChoice sampling;
+    RemoteChoice remote;
 };
 
-int run_generate(const GenerateOptions& options) {
+int run_generate(const CLI::App& command, const GenerateOptions& options) {
     Result<std::string> prompt = options.prompt_file.empty() ? Result<std::string>(options.prompt)
                                                              : read_file_text(options.prompt_file);
     if (!prompt) return report_error(prompt.error());
+    if (options.remote.given()) {
+        return run_remote_generate(command, options.remote,
+                                   {options.model.model, *prompt, options.n_predict, options.json}, options.sampling);
+    }
     Result<ModelToLoad> to_load = resolve_model(options.model);
     if (!to_load) return report_error(to_load.error());
     Result<Model> model = Model::load(to_load->path, to_load->options);
@@ -96,12 +105,20 @@ Command add_generate_command(CLI::App& app) {
     sub->add_flag("--json", options->json, "Print prompt ids, generated ids and text as one JSON object");
     sub->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the model ends its answer");
     add_sampling_options(*sub, options->sampling);
+    CLI::Option* remote = add_remote_options(
+        *sub, options->remote, "--remote",
+        "Ask an OpenAI-compatible server at URL (vLLM, llama.cpp's server, powerhouse-cli serve, ...) instead of "
+        "loading a model; -m then names the server's model (default: its only one). Sampling options not given "
+        "are left to the server");
+    exclude_with_remote(*sub, remote,
+                        {"--raw", "--no-special", "--ignore-eos", "--ctx", "--threads", "--devices", "--split",
+                         "--ratios", "--main-device", "--kv-type", "--experts-in-ram"});
     sub->callback([sub, options] {
         if (options->prompt.empty() && options->prompt_file.empty()) {
             throw CLI::RequiredError(sub->get_name() + ": --prompt or --prompt-file");
         }
     });
-    return {sub, [options] { return run_generate(*options); }};
+    return {sub, [sub, options] { return run_generate(*sub, *options); }};
 }
 
 }  // namespace powerhouse::cli

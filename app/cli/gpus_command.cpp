@@ -1,10 +1,15 @@
 // powerhouse-cli gpus [--json] [--watch SECONDS] [--count N]
+// powerhouse-cli gpus --metrics URL [--api-key-file FILE] [--ca-file FILE] [--json] [--watch ...]
 //
 // The NVIDIA GPUs of this machine, like a compact nvidia-smi: load, memory, temperature,
 // power, clocks, fan, PCIe link and NVLink topology, and what this process uses. With
 // POWERHOUSE_SIMULATE_GPUS="RTX 4090:24;A100:80" it shows simulated GPUs, marked as such.
 // Without a driver it says so and exits 0 (no GPU is not an error for a CPU-capable program).
 // --watch repeats every SECONDS until interrupted (or --count times).
+// With --metrics, the GPUs of other machines instead, from a Prometheus endpoint (NVIDIA's
+// DCGM exporter, vLLM's or a Powerhouse server's /metrics; app/core/remote/remote_gpus.h),
+// grouped by host, in the same table, with the engines' figures (requests, KV cache, tokens/s:
+// from a counter, only under --watch).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -17,6 +22,14 @@
 #include "commands.h"
 #include "format.h"
 #include "powerhouse/telemetry.h"
+#include "remote_cli.h"
+
+#ifdef POWERHOUSE_HAS_REMOTE
+#include <map>
+
+#include "remote/remote_gpus.h"
+#include "remote/remote_url.h"
+#endif
 
 namespace powerhouse::cli {
 namespace {
@@ -25,6 +38,7 @@ struct GpusOptions {
     bool json = false;
     double watch = 0;
     int count = 0;
+    RemoteChoice metrics;  // --metrics URL
 };
 
 template <class T>
@@ -83,7 +97,8 @@ std::string or_dash(const std::optional<T>& v, const char* format) {
     return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
 }
 
-void print_table(const TelemetrySnapshot& s) {
+// `topology`: the NVLink pairs are known (not for remote GPUs: exporters do not say).
+void print_table(const TelemetrySnapshot& s, bool topology = true) {
     if (!s.status.empty()) {
         std::printf("%s\n", s.status.c_str());
         return;
@@ -119,7 +134,7 @@ void print_table(const TelemetrySnapshot& s) {
             std::printf("    %llu uncorrected ECC errors\n", static_cast<unsigned long long>(*r.ecc_uncorrected));
         }
     }
-    if (s.gpus.size() > 1) {
+    if (topology && s.gpus.size() > 1) {
         std::printf("Topology:");
         bool any = false;
         for (const GpuLink& l : s.links) {
@@ -130,7 +145,121 @@ void print_table(const TelemetrySnapshot& s) {
     }
 }
 
+#ifdef POWERHOUSE_HAS_REMOTE
+
+std::string engine_line(const remote::RemoteEngineFigures& e, std::optional<double> rate) {
+    std::string line = "Engine " + e.engine + (e.model.empty() ? "" : " serving " + e.model) + ":";
+    std::vector<std::string> parts;
+    if (e.requests_running) parts.push_back(fmt::format("{:.0f} running", *e.requests_running));
+    if (e.requests_waiting) parts.push_back(fmt::format("{:.0f} waiting", *e.requests_waiting));
+    if (e.kv_cache_usage) parts.push_back(fmt::format("KV cache {:.0f}%", *e.kv_cache_usage * 100.0));
+    if (e.tokens_per_second) {
+        parts.push_back(fmt::format("{:.1f} tokens/s", *e.tokens_per_second));
+    } else if (rate) {
+        parts.push_back(fmt::format("{:.1f} tokens/s", *rate));
+    }
+    if (e.generation_tokens_total) parts.push_back(fmt::format("{:.0f} tokens generated", *e.generation_tokens_total));
+    return line + " " + (parts.empty() ? std::string("no figures") : fmt::format("{}", fmt::join(parts, ", ")));
+}
+
+int run_remote_gpus(const GpusOptions& options) {
+    Result<std::string> url = remote::normalize_metrics_url(options.metrics.url);
+    if (!url) return report_error(url.error());
+    Result<remote::ConnectionOptions> connection = connection_options(options.metrics, *url);
+    if (!connection) return report_error(connection.error());
+    const std::string default_host = remote::split_url(*url)->host;
+    // The generation counters of the previous reading, for tokens/s under --watch.
+    std::map<std::string, std::pair<double, std::chrono::steady_clock::time_point>> previous;
+    for (int shown = 0;; ++shown) {
+        const auto now = std::chrono::steady_clock::now();
+        Result<remote::PrometheusText> text = remote::fetch_metrics(*url, *connection);
+        if (!text) {
+            report_error(text.error());
+            if (options.watch <= 0) return 1;
+        } else {
+            const std::vector<remote::RemoteHost> hosts = remote::remote_gpus(text->samples, default_host);
+            auto rate_of = [&](const remote::RemoteHost& h, const remote::RemoteEngineFigures& e) {
+                std::optional<double> rate;
+                const std::string key = h.host + "\n" + e.engine + "\n" + e.model;
+                if (!e.generation_tokens_total) return rate;
+                if (auto it = previous.find(key); it != previous.end()) {
+                    rate = remote::counter_rate(it->second.first, e.generation_tokens_total,
+                                                std::chrono::duration<double>(now - it->second.second).count());
+                }
+                previous[key] = {*e.generation_tokens_total, now};
+                return rate;
+            };
+            if (options.json) {
+                nlohmann::ordered_json out = {{"url", *url}};
+                nlohmann::ordered_json list = nlohmann::ordered_json::array();
+                for (const remote::RemoteHost& h : hosts) {
+                    TelemetrySnapshot snapshot;
+                    snapshot.gpus = h.gpus;
+                    snapshot.latest = h.latest;
+                    nlohmann::ordered_json engines = nlohmann::ordered_json::array();
+                    for (const remote::RemoteEngineFigures& e : h.engines) {
+                        engines.push_back({{"engine", e.engine},
+                                           {"model", e.model},
+                                           {"requests_running", opt(e.requests_running)},
+                                           {"requests_waiting", opt(e.requests_waiting)},
+                                           {"kv_cache_usage", opt(e.kv_cache_usage)},
+                                           {"tokens_per_second", e.tokens_per_second ? opt(e.tokens_per_second)
+                                                                                     : opt(rate_of(h, e))},
+                                           {"generation_tokens_total", opt(e.generation_tokens_total)},
+                                           {"prompt_tokens_total", opt(e.prompt_tokens_total)}});
+                    }
+                    list.push_back({{"host", h.host},
+                                    {"sources", h.sources},
+                                    {"gpus", to_json(snapshot)["gpus"]},
+                                    {"engines", std::move(engines)}});
+                }
+                out["hosts"] = std::move(list);
+                std::printf("%s\n", out.dump(options.watch > 0 ? -1 : 2).c_str());
+            } else {
+                if (shown > 0) std::printf("\n");
+                if (hosts.empty()) {
+                    std::printf("No GPU or engine metrics at %s (%zu samples of other metrics)\n", url->c_str(),
+                                text->samples.size());
+                }
+                for (size_t i = 0; i < hosts.size(); ++i) {
+                    const remote::RemoteHost& h = hosts[i];
+                    if (i > 0) std::printf("\n");
+                    TelemetrySnapshot snapshot;
+                    snapshot.source = fmt::format("{} ({} at {})", h.host.empty() ? "?" : h.host,
+                                                  fmt::join(h.sources, ", "), *url);
+                    snapshot.gpus = h.gpus;
+                    snapshot.latest = h.latest;
+                    snapshot.simulated = std::any_of(h.gpus.begin(), h.gpus.end(), [](const GpuInfo& g) { return g.simulated; });
+                    if (h.gpus.empty()) {
+                        std::printf("%s: no GPU metrics\n", snapshot.source.c_str());
+                    } else {
+                        print_table(snapshot, false);
+                    }
+                    for (const remote::RemoteEngineFigures& e : h.engines) {
+                        std::printf("%s\n", engine_line(e, rate_of(h, e)).c_str());
+                    }
+                }
+            }
+        }
+        std::fflush(stdout);
+        if (options.watch <= 0 || (options.count > 0 && shown + 1 >= options.count)) break;
+        std::this_thread::sleep_for(std::chrono::duration<double>(options.watch));
+    }
+    return 0;
+}
+
+#endif
+
 int run_gpus(const GpusOptions& options) {
+    if (options.metrics.given()) {
+#ifdef POWERHOUSE_HAS_REMOTE
+        return run_remote_gpus(options);
+#else
+        return report_error(make_error(ErrorCode::unsupported,
+                                       "this build of powerhouse-cli cannot read remote metrics (it was built "
+                                       "without libcurl)"));
+#endif
+    }
     GpuMonitor monitor(options_from_environment());
     for (int shown = 0;; ++shown) {
         const TelemetrySnapshot s = monitor.sample_now();
@@ -155,6 +284,9 @@ Command add_gpus_command(CLI::App& app) {
     sub->add_flag("--json", options->json, "Print JSON (one object per reading)");
     sub->add_option("--watch", options->watch, "Repeat every SECONDS")->check(CLI::Range(0.05, 3600.0));
     sub->add_option("--count", options->count, "With --watch: stop after N readings")->check(CLI::Range(1, 1000000));
+    add_remote_options(*sub, options->metrics, "--metrics",
+                       "Show the GPUs of other machines from a Prometheus endpoint at URL (NVIDIA's DCGM exporter, "
+                       "vLLM's or powerhouse-cli serve's /metrics)");
     return {sub, [options] { return run_gpus(*options); }};
 }
 

@@ -64,6 +64,40 @@ HttpTestServer::HttpTestServer(size_t payload_size) {
     if (line.find('\n') != std::string::npos) port_ = std::stoi(line);
 }
 
+HttpTestServer::HttpTestServer(const std::string& script, const std::vector<std::string>& args) {
+    std::vector<std::string> words = {"python3", script};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& word : words) argv.push_back(word.data());
+    argv.push_back(nullptr);
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+        ::dup2(fds[1], STDOUT_FILENO);
+        ::close(fds[0]);
+        ::close(fds[1]);
+        ::execvp("python3", argv.data());
+        ::_exit(127);
+    }
+    ::close(fds[1]);
+    if (pid_ < 0) {
+        ::close(fds[0]);
+        return;
+    }
+    // The first line is the port (a certificate to make first may take a second).
+    std::string line;
+    pollfd p{fds[0], POLLIN, 0};
+    while (line.find('\n') == std::string::npos && ::poll(&p, 1, 30000) > 0) {
+        char buffer[64];
+        const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+        if (n <= 0) break;
+        line.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(fds[0]);
+    if (line.find('\n') != std::string::npos) port_ = std::stoi(line);
+}
+
 HttpTestServer::~HttpTestServer() {
     if (pid_ > 0) {
         ::kill(pid_, SIGKILL);

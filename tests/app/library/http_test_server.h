@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,9 @@ std::string corrupted_payload(size_t size = kPayloadSize);
 class HttpTestServer {
 public:
     explicit HttpTestServer(size_t payload_size = kPayloadSize);
+    // Another test server script that, like http_test_server.py, prints its port on its first
+    // line of stdout (tests/app/remote/openai_fault_server.py), started as `python3 script args...`.
+    HttpTestServer(const std::string& script, const std::vector<std::string>& args);
     ~HttpTestServer();
     HttpTestServer(const HttpTestServer&) = delete;
     HttpTestServer& operator=(const HttpTestServer&) = delete;

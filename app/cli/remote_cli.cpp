@@ -1,0 +1,284 @@
+#include "remote_cli.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "format.h"
+
+#ifdef POWERHOUSE_HAS_REMOTE
+#include "remote/remote_url.h"
+#endif
+
+namespace powerhouse::cli {
+
+CLI::Option* add_remote_options(CLI::App& command, RemoteChoice& choice, const std::string& flag,
+                                const std::string& help) {
+    CLI::Option* url = command.add_option(flag, choice.url, help);
+    command
+        .add_option("--api-key-file", choice.api_key_file,
+                    "File holding the server's API key (sent as a bearer token, never shown)")
+        ->needs(url);
+    command
+        .add_option("--ca-file", choice.ca_file,
+                    "PEM certificates to trust for https:// (a private CA, or the server's self-signed certificate)")
+        ->needs(url);
+    return url;
+}
+
+void exclude_with_remote(CLI::App& command, CLI::Option* remote, const std::vector<std::string>& names) {
+    for (const std::string& name : names) {
+        if (CLI::Option* option = command.get_option_no_throw(name)) option->excludes(remote);
+    }
+}
+
+#ifndef POWERHOUSE_HAS_REMOTE
+
+namespace {
+int no_remote() {
+    return report_error(make_error(
+        ErrorCode::unsupported, "this build of powerhouse-cli has no remote engines (it was built without libcurl)"));
+}
+}  // namespace
+
+int run_remote_generate(const CLI::App&, const RemoteChoice&, const RemoteGenerateOptions&, const SamplingChoice&) {
+    return no_remote();
+}
+int run_remote_chat(const CLI::App&, const RemoteChoice&, const RemoteChatOptions&, const SamplingChoice&) {
+    return no_remote();
+}
+
+#else
+
+namespace {
+
+std::atomic<int> g_remote_interrupts{0};  // Ctrl+C presses while an answer streams
+
+extern "C" void on_remote_interrupt(int) {
+    g_remote_interrupts.fetch_add(1);
+}
+
+// Catches Ctrl+C while it lives (an answer streams); the previous handler comes back after,
+// so that Ctrl+C at the prompt quits as usual.
+class RemoteInterruptGuard {
+public:
+    RemoteInterruptGuard() {
+        g_remote_interrupts = 0;
+        struct sigaction action {};
+        action.sa_handler = on_remote_interrupt;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &previous_);
+    }
+    ~RemoteInterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
+    RemoteInterruptGuard(const RemoteInterruptGuard&) = delete;
+    RemoteInterruptGuard& operator=(const RemoteInterruptGuard&) = delete;
+
+private:
+    struct sigaction previous_ {};
+};
+
+// The key from its file, surrounding whitespace removed; never printed.
+Result<std::string> read_key(const std::string& path) {
+    Result<std::string> text = read_file_text(path);
+    if (!text) return text.error();
+    const size_t first = text->find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("{} holds no API key", path));
+    }
+    const size_t last = text->find_last_not_of(" \t\r\n");
+    return text->substr(first, last - first + 1);
+}
+
+bool given(const CLI::App& command, const char* name) {
+    const CLI::Option* option = command.get_option_no_throw(name);
+    return option != nullptr && option->count() > 0;
+}
+
+// The sampling options the user wrote, and no others: the server's defaults (a model's
+// generation config on vLLM) beat this program's, which were chosen for local models.
+void apply_sampling(const CLI::App& command, const SamplingChoice& sampling, remote::ChatRequest& request) {
+    const SamplingParams& p = sampling.params;
+    if (given(command, "--temp")) request.temperature = p.temperature;
+    if (given(command, "--top-p")) request.top_p = p.top_p;
+    if (given(command, "--presence-penalty")) request.presence_penalty = p.presence_penalty;
+    if (given(command, "--frequency-penalty")) request.frequency_penalty = p.frequency_penalty;
+    if (given(command, "--seed")) request.seed = p.seed;
+    if (given(command, "--top-k")) request.top_k = p.top_k;
+    if (given(command, "--min-p")) request.min_p = p.min_p;
+    if (given(command, "--repeat-penalty")) request.repeat_penalty = p.repeat_penalty;
+    request.stop = sampling.stop;
+}
+
+// -m when given, else the server's only model.
+Result<std::string> choose_model(const remote::RemoteEngine& engine, const std::string& model) {
+    if (!model.empty()) return model;
+    Result<std::vector<std::string> > models = engine.list_models();
+    if (!models) return models.error();
+    if (models->size() == 1) return models->front();
+    if (models->empty()) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("the server at {} lists no models: name one with -m/--model", engine.base_url()));
+    }
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("the server at {} has several models: {}; choose one with -m/--model",
+                                  engine.base_url(), fmt::join(*models, ", ")));
+}
+
+Result<remote::RemoteEngine> make_engine(const RemoteChoice& choice) {
+    Result<std::string> base = remote::normalize_base_url(choice.url);
+    if (!base) return base.error();
+    Result<remote::ConnectionOptions> connection = connection_options(choice, *base);
+    if (!connection) return connection.error();
+    return remote::RemoteEngine::create(*base, std::move(connection).value());
+}
+
+std::string stats_line(const remote::ChatResult& r) {
+    if (r.usage) {
+        return fmt::format("[{} tokens, {:.1f} tokens/s, first token after {:.2f} s, prompt {} tokens]",
+                           r.usage->completion_tokens, r.tokens_per_second(), r.time_to_first_token,
+                           r.usage->prompt_tokens);
+    }
+    return fmt::format("[{} chunks (the server sent no token counts), {:.1f} chunks/s, first token after {:.2f} s]",
+                       r.text_chunks, r.tokens_per_second(), r.time_to_first_token);
+}
+
+}  // namespace
+
+Result<remote::ConnectionOptions> connection_options(const RemoteChoice& choice, const std::string& url) {
+    remote::ConnectionOptions options;
+    if (!choice.api_key_file.empty()) {
+        Result<std::string> key = read_key(choice.api_key_file);
+        if (!key) return key.error();
+        options.api_key = std::move(key).value();
+    }
+    if (!choice.ca_file.empty()) options.ca_file = choice.ca_file;
+    if (std::optional<std::string> warning = remote::plain_http_warning(url)) {
+        std::fprintf(stderr, "warning: %s\n", warning->c_str());
+    }
+    return options;
+}
+
+int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, const RemoteGenerateOptions& options,
+                        const SamplingChoice& sampling) {
+    Result<remote::RemoteEngine> engine = make_engine(choice);
+    if (!engine) return report_error(engine.error());
+    Result<std::string> model = choose_model(*engine, options.model);
+    if (!model) return report_error(model.error());
+
+    remote::ChatRequest request;
+    request.model = *model;
+    request.messages.push_back({"user", options.prompt});
+    request.max_tokens = options.n_predict;
+    apply_sampling(command, sampling, request);
+    remote::ChatCallbacks callbacks;
+    if (!options.json) {
+        callbacks.on_text = [](std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+        };
+    }
+    Result<remote::ChatResult> result = engine->chat(request, callbacks);
+    if (!result) return report_error(result.error());
+    if (options.json) {
+        nlohmann::ordered_json out = {{"model", result->model.empty() ? *model : result->model},
+                                      {"text", result->text},
+                                      {"stop_reason", result->finish_reason}};
+        out["usage"] = result->usage ? nlohmann::ordered_json{{"prompt_tokens", result->usage->prompt_tokens},
+                                                              {"completion_tokens", result->usage->completion_tokens}}
+                                     : nlohmann::ordered_json(nullptr);
+        out["time_to_first_token"] = result->time_to_first_token;
+        out["tokens_per_second"] = result->tokens_per_second();
+        if (result->interruption) out["error"] = result->interruption->message;
+        std::puts(out.dump().c_str());
+    } else {
+        std::putchar('\n');
+    }
+    std::fflush(stdout);
+    if (result->interruption) {
+        report_error(result->interruption.value());
+        std::fputs("(the answer above is incomplete)\n", stderr);
+        return 1;
+    }
+    return 0;
+}
+
+int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const RemoteChatOptions& options,
+                    const SamplingChoice& sampling) {
+    Result<remote::RemoteEngine> engine = make_engine(choice);
+    if (!engine) return report_error(engine.error());
+    Result<std::string> model = choose_model(*engine, options.model);
+    if (!model) return report_error(model.error());
+    const bool interactive = isatty(STDIN_FILENO) != 0;
+    if (interactive) {
+        std::fprintf(stderr, "Chatting with %s at %s. Ctrl+C stops an answer; /reset starts over, /exit quits.\n",
+                     model->c_str(), engine->base_url().c_str());
+    }
+
+    remote::ChatRequest base;
+    base.model = *model;
+    base.max_tokens = options.n_predict;
+    apply_sampling(command, sampling, base);
+    std::vector<ChatMessage> messages;
+    if (!options.system.empty()) messages.push_back({"system", options.system});
+    const size_t first_turn = messages.size();
+    std::string line;
+    uint64_t turn = 0;
+    for (;;) {
+        if (interactive) std::fputs("\n> ", stdout);
+        std::fflush(stdout);
+        if (!std::getline(std::cin, line)) break;
+        if (line == "/exit" || line == "/quit") break;
+        if (line == "/reset") {
+            messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first_turn), messages.end());
+            std::fputs("(new conversation)\n", stderr);
+            continue;
+        }
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        messages.push_back({"user", line});
+        ++turn;
+
+        remote::ChatRequest request = base;
+        request.messages = messages;
+        if (request.seed) *request.seed += turn;
+        remote::ChatCallbacks callbacks;
+        callbacks.on_text = [](std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+        };
+        callbacks.cancelled = [] { return g_remote_interrupts.load() > 0; };
+        Result<remote::ChatResult> result = [&] {
+            RemoteInterruptGuard guard;
+            return engine->chat(request, callbacks);
+        }();
+        if (g_remote_interrupts.load() > 1) return 130;  // a second Ctrl+C: quit
+        if (!result) {
+            report_error(result.error());
+            messages.pop_back();  // the message that could not be answered
+            continue;
+        }
+        std::putchar('\n');
+        std::fflush(stdout);
+        if (result->cancelled()) std::fputs("(stopped)\n", stderr);
+        if (result->finish_reason == "length") std::fputs("(the answer reached its token limit)\n", stderr);
+        if (result->interruption) {
+            report_error(result->interruption.value());
+            std::fputs("(the answer was interrupted; what arrived stays in the conversation)\n", stderr);
+        }
+        if (interactive) std::fprintf(stderr, "%s\n", stats_line(*result).c_str());
+        if (result->text.empty()) {
+            messages.pop_back();  // nothing was answered: the turn is taken back
+        } else {
+            messages.push_back({"assistant", result->text});
+        }
+    }
+    return 0;
+}
+
+#endif
+
+}  // namespace powerhouse::cli

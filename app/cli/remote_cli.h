@@ -1,0 +1,69 @@
+// What generate, chat, models and gpus share to reach a remote server (app/core/remote):
+// --remote URL (or --metrics URL), --api-key-file FILE and --ca-file FILE, and the remote
+// versions of generate and chat.
+//
+// With --remote, -m/--model names the server's model (default: its only one), the sampling
+// options the user gives are sent (others are left to the server's defaults), and the options
+// that only mean something for a local model (--ctx, --devices, --raw, ...) are refused.
+// A plain-http URL to another machine gets a warning on stderr.
+//
+// The build may lack libcurl (the GPU machine's profile): then powerhouse_remote is missing,
+// the options still parse, and using them says that this build has no remote engines.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "generation.h"
+
+#ifdef POWERHOUSE_HAS_REMOTE
+#include "remote/remote_engine.h"
+#endif
+
+namespace powerhouse::cli {
+
+struct RemoteChoice {
+    std::string url;
+    std::string api_key_file;
+    std::string ca_file;
+    bool given() const { return !url.empty(); }
+};
+
+// Adds `flag` (--remote or --metrics) with `help`, --api-key-file and --ca-file (which need
+// it). Returns the URL's option.
+CLI::Option* add_remote_options(CLI::App& command, RemoteChoice& choice, const std::string& flag,
+                                const std::string& help);
+
+// Makes each of `names` (options of `command` that exist) exclude `remote`.
+void exclude_with_remote(CLI::App& command, CLI::Option* remote, const std::vector<std::string>& names);
+
+// generate --remote: the prompt as one user message; the answer streams to stdout. --json
+// prints {"model", "text", "stop_reason", "usage", "time_to_first_token", "tokens_per_second"}
+// instead (and "error" when the stream broke).
+struct RemoteGenerateOptions {
+    std::string model;
+    std::string prompt;
+    int n_predict = 256;
+    bool json = false;
+};
+int run_remote_generate(const CLI::App& command, const RemoteChoice& remote, const RemoteGenerateOptions& options,
+                        const SamplingChoice& sampling);
+
+// chat --remote: the terminal chat of chat_command.cpp against the server.
+struct RemoteChatOptions {
+    std::string model;
+    std::string system;
+    int n_predict = 1024;
+};
+int run_remote_chat(const CLI::App& command, const RemoteChoice& remote, const RemoteChatOptions& options,
+                    const SamplingChoice& sampling);
+
+#ifdef POWERHOUSE_HAS_REMOTE
+// The key (from its file, whitespace trimmed) and CA file; the plain-http warning for `url`
+// is printed on stderr here.
+Result<remote::ConnectionOptions> connection_options(const RemoteChoice& choice, const std::string& url);
+#endif
+
+}  // namespace powerhouse::cli

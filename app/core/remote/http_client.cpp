@@ -1,0 +1,457 @@
+#include "remote/http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <ctime>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "remote/remote_url.h"
+
+namespace powerhouse::remote::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxErrorBody = 64 * 1024;
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+// curl_global_init / curl_global_cleanup for the lifetime of one call: reference-counted and
+// thread-safe in libcurl >= 7.84, so no global object of ours is needed.
+class CurlGlobal {
+public:
+    CurlGlobal() : ok_(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {}
+    ~CurlGlobal() {
+        if (ok_) curl_global_cleanup();
+    }
+    CurlGlobal(const CurlGlobal&) = delete;
+    CurlGlobal& operator=(const CurlGlobal&) = delete;
+    bool ok() const { return ok_; }
+
+private:
+    bool ok_;
+};
+
+struct HandleDeleter {
+    void operator()(CURL* h) const { curl_easy_cleanup(h); }
+};
+struct ListDeleter {
+    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+// Retry-After: delay-seconds, or an HTTP date.
+std::optional<double> parse_retry_after(std::string_view value) {
+    value = trim(value);
+    double seconds = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+    if (error == std::errc() && end == value.data() + value.size() && seconds >= 0) return seconds;
+    std::tm tm{};
+    const std::string text(value);
+    if (strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm) == nullptr) return std::nullopt;
+    const std::time_t when = timegm(&tm);
+    const double delta = std::difftime(when, std::time(nullptr));
+    return std::max(0.0, delta);
+}
+
+// What the curl callbacks share during one transfer.
+struct Transfer {
+    const ConnectionOptions* options = nullptr;
+    const BodySink* on_body = nullptr;
+    const std::function<bool()>* cancelled = nullptr;
+    HttpOutcome* outcome = nullptr;
+    CURL* handle = nullptr;
+    Clock::time_point start;
+    Clock::time_point last_byte;
+    bool any_byte = false;
+};
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    const size_t bytes = size * count;
+    const std::string_view line = trim(std::string_view(data, bytes));
+    HttpOutcome& o = *t->outcome;
+    if (line.substr(0, 5) == "HTTP/") {
+        // A new response (after "100 Continue"): its own headers start from nothing.
+        o.status = 0;
+        o.content_type.clear();
+        o.retry_after_seconds.reset();
+        o.head_complete = false;
+        const size_t space = line.find(' ');
+        if (space != std::string_view::npos) {
+            long status = 0;
+            const std::string_view code = line.substr(space + 1, 3);
+            std::from_chars(code.data(), code.data() + code.size(), status);
+            o.status = status;
+        }
+        return bytes;
+    }
+    if (line.empty()) {
+        if (o.status >= 200) o.head_complete = true;
+        return bytes;
+    }
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return bytes;
+    const std::string_view name = trim(line.substr(0, colon));
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (iequals(name, "Content-Type")) {
+        std::string type(trim(value.substr(0, value.find(';'))));
+        std::transform(type.begin(), type.end(), type.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        o.content_type = std::move(type);
+    } else if (iequals(name, "Retry-After")) {
+        o.retry_after_seconds = parse_retry_after(value);
+    }
+    return bytes;
+}
+
+size_t on_body_bytes(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    const size_t bytes = size * count;
+    HttpOutcome& o = *t->outcome;
+    t->any_byte = true;
+    t->last_byte = Clock::now();
+    o.body_bytes += bytes;
+    if (o.status < 200 || o.status >= 300) {
+        // An error's body: kept (bounded) for the server's message.
+        const size_t room = kMaxErrorBody - std::min(kMaxErrorBody, o.error_body.size());
+        o.error_body.append(data, std::min(room, bytes));
+        return bytes;
+    }
+    if (*t->on_body && !(*t->on_body)(std::string_view(data, bytes), o)) {
+        if (o.stop == Stop::none) o.stop = Stop::sink;
+        return 0;  // CURLE_WRITE_ERROR
+    }
+    return bytes;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    auto* t = static_cast<Transfer*>(user);
+    HttpOutcome& o = *t->outcome;
+    if (*t->cancelled && (*t->cancelled)()) {
+        o.stop = Stop::cancelled;
+        return 1;  // CURLE_ABORTED_BY_CALLBACK
+    }
+    const Clock::time_point now = Clock::now();
+    if (!t->any_byte) {
+        // Connecting has curl's own timeout; this one starts once the request can go out
+        // (connected, TLS done): PRETRANSFER stays 0 until then.
+        curl_off_t pretransfer_us = 0;
+        curl_easy_getinfo(t->handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+        if (pretransfer_us > 0 &&
+            now - t->start > std::chrono::microseconds(pretransfer_us) + t->options->first_byte_timeout) {
+            o.stop = Stop::first_byte_timeout;
+            return 1;
+        }
+    } else if (now - t->last_byte > t->options->idle_timeout) {
+        o.stop = Stop::idle_timeout;
+        return 1;
+    }
+    return 0;
+}
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+    const double s = static_cast<double>(ms.count()) / 1000.0;
+    return s == static_cast<double>(static_cast<int64_t>(s)) ? fmt::format("{} s", static_cast<int64_t>(s))
+                                                             : fmt::format("{:.1f} s", s);
+}
+
+}  // namespace
+
+HttpOutcome perform(const HttpRequest& request, const ConnectionOptions& options, const BodySink& on_body,
+                    const std::function<bool()>& cancelled) {
+    HttpOutcome outcome;
+    CurlGlobal global;
+    std::unique_ptr<CURL, HandleDeleter> handle(global.ok() ? curl_easy_init() : nullptr);
+    if (!handle) {
+        outcome.curl_code = CURLE_FAILED_INIT;
+        outcome.curl_message = "libcurl could not be initialised";
+        return outcome;
+    }
+    CURL* h = handle.get();
+    Transfer transfer;
+    transfer.options = &options;
+    transfer.on_body = &on_body;
+    transfer.cancelled = &cancelled;
+    transfer.outcome = &outcome;
+    transfer.handle = h;
+    transfer.start = Clock::now();
+    char error_buffer[CURL_ERROR_SIZE] = {};
+
+    curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    // No redirects: a POST must not turn into a GET elsewhere, nor the key reach another host.
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM-based timeouts
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, options.user_agent.c_str());
+    // TLS: verification stays on (curl's default, set anyway so no default can change it).
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    const std::string ca_file = options.ca_file.string();
+    if (!ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, ca_file.c_str());
+    // Small reads: a streamed answer's events should reach the caller as they come.
+    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 16L * 1024);
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode (metrics compress well)
+
+    std::unique_ptr<curl_slist, ListDeleter> headers;
+    auto add_header = [&](const std::string& line) {
+        headers.reset(curl_slist_append(headers.release(), line.c_str()));
+    };
+    add_header("Accept: " + request.accept);
+    if (!options.api_key.empty()) {
+        // Through curl's bearer option rather than a header line of ours: libcurl sends it to
+        // this host only, and no list of ours that might be printed ever holds it.
+        curl_easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BEARER));
+        curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, options.api_key.c_str());
+    }
+    if (!request.post_body.empty()) {
+        add_header("Content-Type: application/json");
+        add_header("Expect:");  // no "100 Continue" round trip
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.post_body.c_str());
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.post_body.size()));
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &transfer);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body_bytes);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &transfer);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+
+    const CURLcode code = curl_easy_perform(h);
+    outcome.curl_code = code;
+    if (code != CURLE_OK) outcome.curl_message = error_buffer[0] != 0 ? error_buffer : curl_easy_strerror(code);
+    if (outcome.status == 0) {
+        long status = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        outcome.status = status;
+    }
+    outcome.seconds = std::chrono::duration<double>(Clock::now() - transfer.start).count();
+    return outcome;
+}
+
+Error transport_error(const HttpOutcome& o, const ConnectionOptions& options, std::string_view what) {
+    switch (o.stop) {
+        case Stop::cancelled:
+            return make_error(ErrorCode::cancelled, fmt::format("{}: cancelled", what));
+        case Stop::first_byte_timeout:
+            return make_error(ErrorCode::io,
+                              fmt::format("{}: no answer came for {} after the request was sent (the server may "
+                                          "be overloaded, or stuck): try again later, or check the server",
+                                          what, seconds_text(options.first_byte_timeout)));
+        case Stop::idle_timeout:
+            return make_error(ErrorCode::io, fmt::format("{}: the server went silent for {} in the middle of its "
+                                                         "answer: it may be overloaded or stuck; check the server",
+                                                         what, seconds_text(options.idle_timeout)));
+        case Stop::too_large:
+            return make_error(ErrorCode::format,
+                              fmt::format("{}: the answer is larger than any such answer should be", what));
+        case Stop::sink:
+        case Stop::none:
+            break;
+    }
+    const std::string detail = printable(o.curl_message, 300);
+    switch (static_cast<CURLcode>(o.curl_code)) {
+        case CURLE_OK:
+            return make_error(ErrorCode::internal, fmt::format("{}: no failure to describe", what));
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            return make_error(ErrorCode::io, fmt::format("{}: the host name does not resolve ({}): check the URL's "
+                                                         "host, and this machine's DNS",
+                                                         what, detail));
+        case CURLE_COULDNT_CONNECT:
+            return make_error(ErrorCode::io, fmt::format("{}: cannot connect ({}): is the server running, and "
+                                                         "listening on that address and port?",
+                                                         what, detail));
+        case CURLE_OPERATION_TIMEDOUT:
+            return make_error(ErrorCode::io,
+                              fmt::format("{}: connecting timed out after {} ({}): the host may be down, or a "
+                                          "firewall drops the connection",
+                                          what, seconds_text(options.connect_timeout), detail));
+        case CURLE_PEER_FAILED_VERIFICATION:
+#if LIBCURL_VERSION_NUM < 0x073e00
+        case CURLE_SSL_CACERT:
+#endif
+            return make_error(ErrorCode::io,
+                              fmt::format("{}: TLS error: the server's certificate cannot be trusted ({}). If the "
+                                          "server uses a private CA or a self-signed certificate, give that "
+                                          "certificate as the CA file; if the name does not match, use the name "
+                                          "the certificate was made for",
+                                          what, detail));
+        case CURLE_SSL_CACERT_BADFILE:
+            return make_error(ErrorCode::io, fmt::format("{}: TLS error: the CA file {} cannot be read ({}): give a "
+                                                         "file of PEM certificates",
+                                                         what, options.ca_file.string(), detail));
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CIPHER:
+        case CURLE_USE_SSL_FAILED:
+            if (o.curl_message.find("wrong version number") != std::string::npos ||
+                o.curl_message.find("packet length too long") != std::string::npos) {
+                return make_error(ErrorCode::io, fmt::format("{}: TLS error ({}): the server does not speak TLS on "
+                                                             "that port; is it a plain http:// server?",
+                                                             what, detail));
+            }
+            return make_error(ErrorCode::io, fmt::format("{}: TLS error ({}): the secure connection could not be "
+                                                         "set up; check the URL and the server's TLS setup",
+                                                         what, detail));
+        case CURLE_UNSUPPORTED_PROTOCOL:
+        case CURLE_WEIRD_SERVER_REPLY:
+            return make_error(ErrorCode::format, fmt::format("{}: the server's answer is not HTTP ({}): is it an "
+                                                             "https:// server, or not a web server at all?",
+                                                             what, detail));
+        case CURLE_GOT_NOTHING:
+            return make_error(ErrorCode::io, fmt::format("{}: the server closed the connection without answering "
+                                                         "({}): check the server's log",
+                                                         what, detail));
+        case CURLE_PARTIAL_FILE:
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+            return make_error(
+                ErrorCode::io,
+                fmt::format("{}: the connection broke ({}): the server or the network dropped it", what, detail));
+        default:
+            return make_error(ErrorCode::io, fmt::format("{}: {}", what, detail));
+    }
+}
+
+std::string status_text(long status) {
+    const char* phrase = nullptr;
+    switch (status) {
+        case 400:
+            phrase = "Bad Request";
+            break;
+        case 401:
+            phrase = "Unauthorized";
+            break;
+        case 403:
+            phrase = "Forbidden";
+            break;
+        case 404:
+            phrase = "Not Found";
+            break;
+        case 405:
+            phrase = "Method Not Allowed";
+            break;
+        case 408:
+            phrase = "Request Timeout";
+            break;
+        case 413:
+            phrase = "Payload Too Large";
+            break;
+        case 422:
+            phrase = "Unprocessable Entity";
+            break;
+        case 429:
+            phrase = "Too Many Requests";
+            break;
+        case 500:
+            phrase = "Internal Server Error";
+            break;
+        case 501:
+            phrase = "Not Implemented";
+            break;
+        case 502:
+            phrase = "Bad Gateway";
+            break;
+        case 503:
+            phrase = "Service Unavailable";
+            break;
+        case 504:
+            phrase = "Gateway Timeout";
+            break;
+        default:
+            break;
+    }
+    return phrase != nullptr ? fmt::format("HTTP {} ({})", status, phrase) : fmt::format("HTTP {}", status);
+}
+
+std::string printable(std::string_view text, size_t limit) {
+    std::string out;
+    size_t i = 0;
+    for (; i < text.size() && out.size() < limit; ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += ' ';
+        } else if (c < 0x20 || c == 0x7f) {
+            out += fmt::format("\\x{:02x}", c);
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    if (i < text.size()) {
+        // Cut on a character boundary: drop continuation bytes and the lead byte they follow.
+        while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+        if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
+        out += "...";
+    }
+    return out;
+}
+
+std::string server_message(std::string_view body, std::string_view secret) {
+    std::string message;
+    const nlohmann::json json = nlohmann::json::parse(body, nullptr, false);
+    if (!json.is_discarded() && json.is_object()) {
+        auto text_of = [](const nlohmann::json& v) -> std::string {
+            if (v.is_string()) return v.get<std::string>();
+            if (v.is_object() && v.contains("message") && v["message"].is_string())
+                return v["message"].get<std::string>();
+            if (v.is_array()) {  // FastAPI's validation errors: [{"loc": [...], "msg": "..."}]
+                std::string all;
+                for (const auto& item : v) {
+                    if (item.is_object() && item.contains("msg") && item["msg"].is_string()) {
+                        all += (all.empty() ? "" : "; ") + item["msg"].get<std::string>();
+                    }
+                }
+                return all;
+            }
+            return {};
+        };
+        for (const char* key : {"error", "message", "detail"}) {
+            if (json.contains(key)) message = text_of(json[key]);
+            if (!message.empty()) break;
+        }
+    } else {
+        const std::string_view text = trim(body);
+        if (!text.empty() && text.front() != '<') message = std::string(text.substr(0, text.find('\n')));
+    }
+    if (!secret.empty()) {
+        static constexpr std::string_view kBlank = "[the key]";
+        for (size_t at = message.find(secret); at != std::string::npos; at = message.find(secret, at + kBlank.size())) {
+            message.replace(at, secret.size(), kBlank);
+        }
+    }
+    return printable(trim(message), 400);
+}
+
+}  // namespace powerhouse::remote::detail

@@ -1,0 +1,50 @@
+// The OpenAI API's JSON as remote engines speak it (internal to powerhouse_remote): the chat
+// request's body, the model list, one streamed chunk, and the Error for an HTTP failure.
+//
+// Servers differ in small ways, all accepted here: vLLM's error body is the error object
+// itself ({"object": "error", "message", ...}), FastAPI's (llama-cpp-python) is
+// {"detail": ...}; llama-cpp-python sends no usage; chunks may carry "usage": null; a role-only
+// first delta and empty deltas carry no text.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "remote/remote_engine.h"
+
+namespace powerhouse::remote::detail {
+
+// The body of POST /chat/completions, streamed.
+std::string chat_body(const ChatRequest& request, bool include_usage);
+
+// {"data": [{"id": ...}, ...]} -> ids. An error (format) names what was wrong.
+Result<std::vector<std::string>> parse_model_list(std::string_view body);
+
+// What one event of the stream said.
+struct ChunkDelta {
+    std::string text;                // choices[0].delta.content
+    std::string finish_reason;       // choices[0].finish_reason when set
+    std::optional<ChatUsage> usage;  // the usage chunk (include_usage), or usage on any chunk
+    std::string model;
+    std::optional<std::string> error;  // an error event: {"error": {...}} in the stream
+};
+
+// One event's data (not "[DONE]"). An error (format) quotes the offending data, truncated.
+Result<ChunkDelta> parse_chunk(std::string_view data);
+
+// A whole non-streamed chat.completion (a server that ignored stream=true).
+Result<ChunkDelta> parse_completion(std::string_view body);
+
+// The Error for a non-2xx answer to `what`. `models` is the server's list when it was fetched
+// (for a 404), else empty.
+Error http_error(long status, std::string_view body, std::optional<double> retry_after, std::string_view what,
+                 std::string_view secret, const std::string& model, const std::vector<std::string>* models);
+
+// Whether a 400's message blames stream_options (a server older than that field).
+bool blames_stream_options(std::string_view body);
+
+}  // namespace powerhouse::remote::detail

@@ -1,0 +1,49 @@
+// The URLs of remote engines and metrics endpoints: checked, normalised, and judged for
+// transport safety before anything is sent.
+//
+// A base URL is the prefix that "/models" and "/chat/completions" follow. People write it
+// with or without "/v1" and sometimes paste a whole endpoint, so it is normalised once, when
+// the engine is made, rather than guessed at each request.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "powerhouse/result.h"
+
+namespace powerhouse::remote {
+
+// The parts of an http(s) URL this library looks at.
+struct UrlParts {
+    std::string scheme;  // "http" or "https", lower case
+    std::string host;    // "10.0.0.5", "gpu-node", "::1" (IPv6 without its brackets)
+    std::string port;    // "" when the URL names none
+    std::string path;    // "" or "/..." (no query, no fragment)
+};
+
+// Splits an http:// or https:// URL. Refused: other schemes, no host, credentials in the URL
+// (user:password@: a key belongs in the key option, where it is never shown), and queries or
+// fragments (a base URL takes paths only).
+Result<UrlParts> split_url(std::string_view url);
+
+// "http://host:8000", "http://host:8000/", "http://host:8000/v1/",
+// "http://host:8000/v1/chat/completions" -> "http://host:8000/v1". A path whose last segment
+// is a version ("/v1", "/api/v2") is kept; a pasted endpoint ("/chat/completions",
+// "/completions", "/models") is cut off; anything else gets "/v1" added, the prefix every
+// OpenAI-compatible server serves.
+Result<std::string> normalize_base_url(std::string_view url);
+
+// A metrics URL as given, with "/metrics" added when it has no path ("http://host:9400").
+Result<std::string> normalize_metrics_url(std::string_view url);
+
+// localhost, 127.0.0.0/8 and ::1.
+bool is_loopback_host(std::string_view host);
+
+// A warning when the URL is plain http to another machine: prompts, answers and the API key
+// would cross the network readable by anyone on the way. nullopt for https and loopback.
+std::optional<std::string> plain_http_warning(std::string_view url);
+
+}  // namespace powerhouse::remote

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""powerhouse-cli's remote engine against a server this project did not write:
+llama-cpp-python's (`python3 -m llama_cpp.server`) with the test model, on 127.0.0.1. Model
+list, streamed answers (equal to the server's own non-streamed answer at temperature 0), stop
+strings, a multi-turn chat, Ctrl+C on a streaming answer, and its errors (no key, a wrong key,
+a prompt longer than its context).
+
+The package compiles llama.cpp for about 25 minutes on two cores, so it is optional: without
+it this test says so and exits 77 (ctest's SKIP_RETURN_CODE). Its recorded stream
+(tests/data/remote/llama_cpp_python_stream.sse) is replayed by remote_tests everywhere.
+
+Usage: llama_cpp_server_test.py --cli PATH/powerhouse-cli [--model MODEL.gguf]
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+ARGS = None
+ALIAS = "smollm2"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaCppServer:
+    def __init__(self, *extra, key=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.key = key
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", ARGS.model,
+                                      "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(self.port),
+                                      "--n_threads", "2", "--n_ctx", "2048", *extra],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                raise RuntimeError("llama_cpp.server exited: " + self.log.read().decode(errors="replace")[-2000:])
+            try:
+                self.get("/v1/models")
+                return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError("llama_cpp.server did not answer within 120 s")
+
+    def headers(self):
+        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
+
+    def get(self, path):
+        with urllib.request.urlopen(urllib.request.Request(self.url + path, headers=self.headers()), timeout=10) as r:
+            return json.loads(r.read())
+
+    def complete(self, body):
+        """A non-streamed chat completion, from the server itself (the reference)."""
+        request = urllib.request.Request(self.url + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json", **self.headers()})
+        with urllib.request.urlopen(request, timeout=300) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def cli(*args, stdin=None):
+    return subprocess.run([ARGS.cli, *args], input=stdin, capture_output=True, text=True, timeout=300)
+
+
+class AgainstLlamaCppPython(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LlamaCppServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_models(self):
+        run = cli("models", "--remote", self.server.url)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.split(), [ALIAS])
+
+    def test_streamed_answer_equals_the_servers_own_at_temperature_zero(self):
+        for prompt in ["What is the capital of France?", "Name three colours."]:
+            with self.subTest(prompt=prompt):
+                reference = self.server.complete({"model": ALIAS, "messages": [{"role": "user", "content": prompt}],
+                                                  "max_tokens": 40, "temperature": 0})
+                expected = reference["choices"][0]["message"]["content"]
+                run = cli("generate", "--remote", self.server.url, "-p", prompt, "-n", "40", "--temp", "0",
+                          "--json")
+                self.assertEqual(run.returncode, 0, run.stderr)
+                out = json.loads(run.stdout)
+                self.assertEqual(out["text"], expected)
+                self.assertEqual(out["stop_reason"], reference["choices"][0]["finish_reason"])
+                self.assertEqual(out["model"], ALIAS)
+                self.assertIsNone(out["usage"])  # llama-cpp-python streams no usage
+                self.assertGreater(out["tokens_per_second"], 0)
+                plain = cli("generate", "--remote", self.server.url + "/v1", "-p", prompt, "-n", "40", "--temp", "0")
+                self.assertEqual(plain.returncode, 0, plain.stderr)
+                self.assertEqual(plain.stdout, expected + "\n")
+
+    def test_stop_strings(self):
+        prompt = "Count from 1 to 10, one number per line."
+        reference = self.server.complete({"model": ALIAS, "messages": [{"role": "user", "content": prompt}],
+                                          "max_tokens": 60, "temperature": 0, "stop": ["5"]})
+        run = cli("generate", "--remote", self.server.url, "-p", prompt, "-n", "60", "--temp", "0", "--stop", "5",
+                  "--json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        self.assertEqual(out["text"], reference["choices"][0]["message"]["content"])
+        self.assertNotIn("5", out["text"])
+        self.assertEqual(out["stop_reason"], "stop")
+
+    def test_chat_turns(self):
+        run = cli("chat", "--remote", self.server.url, "-n", "30", "--temp", "0",
+                  stdin="What is 2 + 2?\nAnd that times ten?\n")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.count("\n"), 2)
+        self.assertTrue(all(line.strip() for line in run.stdout.splitlines()))
+
+    def test_ctrl_c_stops_a_streaming_answer(self):
+        proc = subprocess.Popen([ARGS.cli, "chat", "--remote", self.server.url, "-n", "1000", "--temp", "0.8"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc.stdin.write("Write a very long story about a lighthouse keeper.\n")
+        proc.stdin.flush()
+        self.assertTrue(proc.stdout.read(1), "no answer streamed")
+        proc.send_signal(signal.SIGINT)
+        proc.stdin.write("/exit\n")
+        proc.stdin.flush()
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("(stopped)", err)
+        # The server is still fine afterwards.
+        self.assertEqual(cli("models", "--remote", self.server.url).returncode, 0)
+
+    def test_a_prompt_longer_than_the_context(self):
+        run = cli("generate", "--remote", self.server.url, "-p", "word " * 3000, "-n", "8")
+        self.assertEqual(run.returncode, 1)
+        # llama-cpp-python answers a streamed request that fails with 200 and an empty body.
+        self.assertIn("ended the answer without sending anything", run.stderr)
+
+
+class LlamaCppPythonWithKey(unittest.TestCase):
+    KEY = "llama-test-key-31"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.key_file = os.path.join(cls.dir.name, "key")
+        with open(cls.key_file, "w") as f:
+            f.write(cls.KEY)
+        cls.wrong_file = os.path.join(cls.dir.name, "wrong")
+        with open(cls.wrong_file, "w") as f:
+            f.write("wrong-key-77")
+        cls.server = LlamaCppServer("--api_key", cls.KEY, key=cls.KEY)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.dir.cleanup()
+
+    def test_keys(self):
+        none = cli("models", "--remote", self.server.url)
+        self.assertEqual(none.returncode, 1)
+        self.assertIn("needs an API key (HTTP 401 (Unauthorized): Invalid API key)", none.stderr)
+        wrong = cli("generate", "--remote", self.server.url, "-m", ALIAS, "-p", "hi", "--api-key-file",
+                    self.wrong_file)
+        self.assertEqual(wrong.returncode, 1)
+        self.assertIn("refused the API key", wrong.stderr)
+        self.assertNotIn("wrong-key-77", wrong.stderr)
+        right = cli("generate", "--remote", self.server.url, "-p", "hi", "-n", "8", "--temp", "0",
+                    "--api-key-file", self.key_file)
+        self.assertEqual(right.returncode, 0, right.stderr)
+        self.assertTrue(right.stdout.strip())
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--model")
+    ARGS, rest = parser.parse_known_args()
+    try:
+        import llama_cpp.server  # noqa: F401
+    except ImportError as e:
+        print(f"skipped: llama-cpp-python's server is not installed ({e}); "
+              "pip install 'llama-cpp-python[server]' to run this test", file=sys.stderr)
+        return 77
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    ARGS.model = ARGS.model or os.environ.get("POWERHOUSE_TEST_MODEL") or os.path.join(
+        cache, "powerhouse", "test-models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    if not os.path.isfile(ARGS.model):
+        print(f"the test model {ARGS.model} is missing: run scripts/fetch-test-model", file=sys.stderr)
+        return 1
+    return 0 if unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2).result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

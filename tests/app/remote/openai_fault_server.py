@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""A fault-injecting OpenAI-compatible server for the remote engine's tests (Python 3
+standard library only; `openssl` on the PATH for --tls).
+
+Binds 127.0.0.1 on a free port and prints the port on the first line of stdout, like the
+download tests' server (tests/app/library/http_test_server.py), whose C++ launcher starts
+this one too. Every route sits under a scenario, so that a test's base URL picks the fault:
+
+  /<scenario>/v1/models             {"data": [{"id": "test-model"}, {"id": "other-model"}]}
+  /<scenario>/v1/chat/completions   POST; the scenario decides the answer (below)
+  /<scenario>/last                  GET: the last chat request of that scenario:
+                                    {"body": ..., "authorization": "Bearer ..." or null}
+  /metrics/<name>                   the fixture <fixtures>/<name>.prom as Prometheus text
+
+Scenarios (N, R: numbers in the name):
+  ok          the answer ANSWER_PIECES streamed: a role-only first delta, an empty delta,
+              comments, CRLF line ends on some events, every event written in 7-byte pieces
+              (events, lines and UTF-8 characters split across reads), finish_reason "stop",
+              a usage chunk, [DONE]
+  crlf        as ok, every line ending in CRLF
+  nousage     as ok, without the usage chunk (llama-cpp-python's way)
+  nodone      finish_reason and usage, then a clean end of the body without [DONE]
+  slow        one piece every 50 ms for 20 s (for cancellation)
+  cut-N       N text events, then the connection is dropped inside the chunked body
+  eof-N       a close-delimited body: N text events, then a clean close (no finish, no [DONE])
+  stall-N     N text events, then nothing for 30 s
+  headers     the 200 headers, then nothing for 30 s
+  empty       the 200 headers, then an empty body (llama-cpp-python's way of failing a stream)
+  silent      nothing at all for 30 s (not even headers)
+  garbage-N   N text events, then "data: <html>...not JSON...</html>" (a long line)
+  junk-N      N text events, then a line that is no SSE field at all (a proxy's HTML)
+  errevent-N  N text events, then an error object in the stream, then [DONE]
+  json        ignores stream=true: one chat.completion object (application/json)
+  key-K       needs "Authorization: Bearer K", else 401 with an OpenAI error body that
+              echoes the key it was given (as some servers do)
+  status-401, status-403, status-429 (Retry-After: 7), status-500 (an OpenAI error body),
+  status-503 (a plain-text body), status-404 (vLLM's body for an unknown model),
+  status-400 (a context-length error)
+  nostreamopts  400 blaming stream_options when the request has it, else as ok
+  replay-NAME   the bytes of <fixtures>/NAME.sse (a recorded exchange) as the stream
+
+--tls DIR: serve https with a self-signed certificate for 127.0.0.1 made in DIR (cert.pem,
+key.pem), for the TLS tests.
+"""
+import argparse
+import json
+import os
+import re
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ANSWER_PIECES = ["Hello", ",", " wörld", "!", " Ünïcode", " ✓", " and", " more", "."]
+MODELS = ["test-model", "other-model"]
+
+
+def chunk(text, finish=None, model="test-model", role=False):
+    delta = {"role": "assistant"} if role else ({"content": text} if text is not None else {})
+    return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000, "model": model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+
+def event(obj, crlf=False):
+    end = "\r\n" if crlf else "\n"
+    data = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+    return ("data: " + data + end + end).encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "powerhouse-fault-server"
+
+    def log_message(self, format, *args):  # quiet
+        pass
+
+    # --- plumbing ---
+    def send_json(self, status, obj, headers=None):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def send_text(self, status, text, content_type="text/plain; charset=utf-8"):
+        body = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def start_stream(self, chunked=True):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.flush()
+        self.chunked = chunked
+
+    def write(self, data, piece=7, pause=0.001):
+        """Writes bytes in small pieces, each flushed on its own, so that the client reads
+        events, lines and characters split across reads."""
+        for i in range(0, len(data), piece):
+            part = data[i:i + piece]
+            if self.chunked:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            else:
+                self.wfile.write(part)
+            self.wfile.flush()
+            if pause:
+                time.sleep(pause)
+
+    def end_stream(self):
+        if self.chunked:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    def drop(self):
+        """Closes the connection in the middle of the body (no terminating chunk)."""
+        self.wfile.flush()
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.close_connection = True
+
+    # --- routes ---
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        m = re.fullmatch(r"/metrics/([\w.-]+)", path)
+        if m:
+            file = os.path.join(self.server.fixtures, m.group(1) + ".prom")
+            if not os.path.isfile(file):
+                return self.send_text(404, "no such fixture\n")
+            with open(file, encoding="utf-8") as f:
+                return self.send_text(200, f.read(), "text/plain; version=0.0.4; charset=utf-8")
+        m = re.fullmatch(r"/([\w.-]+)/v1/models", path)
+        if m:
+            scenario = m.group(1)
+            if scenario.startswith("key-") and not self.key_ok(scenario):
+                return self.refuse_key()
+            if scenario.startswith("status-") and scenario != "status-404":  # 404: an unknown model's
+                return self.status(scenario)
+            return self.send_json(200, {"object": "list", "data": [
+                {"id": i, "object": "model", "created": 1700000000, "owned_by": "test"} for i in MODELS]})
+        m = re.fullmatch(r"/([\w.-]+)/last", path)
+        if m:
+            with self.server.lock:
+                return self.send_json(200, self.server.last.get(m.group(1)))
+        self.send_json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
+
+    def do_POST(self):
+        path = self.path.split("?")[0]
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        m = re.fullmatch(r"/([\w.-]+)/v1/chat/completions", path)
+        if not m:
+            return self.send_json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
+        scenario = m.group(1)
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            return self.send_json(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
+        with self.server.lock:
+            self.server.last[scenario] = {"body": body, "authorization": self.headers.get("Authorization")}
+        try:
+            self.chat(scenario, body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def key_ok(self, scenario):
+        return self.headers.get("Authorization") == "Bearer " + scenario[len("key-"):]
+
+    def refuse_key(self):
+        given = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        self.send_json(401, {"error": {"message": f"Incorrect API key provided: {given}.",
+                                       "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
+
+    def status(self, scenario):
+        code = int(scenario[len("status-"):])
+        if code == 429:
+            return self.send_json(429, {"error": {"message": "Rate limit reached for requests",
+                                                  "type": "requests", "code": "rate_limit_exceeded"}},
+                                  {"Retry-After": "7"})
+        if code == 500:
+            return self.send_json(500, {"error": {"message": "CUDA error: an illegal memory access was encountered",
+                                                  "type": "server_error", "param": None, "code": None}})
+        if code == 503:
+            return self.send_text(503, "upstream connect error or disconnect/reset before headers\n")
+        if code == 404:
+            return self.send_json(404, {"object": "error", "message": "The model `missing-model` does not exist.",
+                                        "type": "NotFoundError", "param": None, "code": 404})
+        if code == 400:
+            return self.send_json(400, {"object": "error",
+                                        "message": "This model's maximum context length is 2048 tokens. However, you "
+                                                   "requested 5000 tokens (4000 in the messages, 1000 in the "
+                                                   "completion).",
+                                        "type": "BadRequestError", "param": None, "code": 400})
+        if code == 401:
+            return self.send_json(401, {"error": {"message": "You didn't provide an API key.",
+                                                  "type": "invalid_request_error", "code": None}})
+        self.send_json(code, {"error": {"message": f"status {code}", "type": "test"}})
+
+    def chat(self, scenario, body):
+        name, _, arg = scenario.partition("-")
+        n = int(arg) if arg.isdigit() else 0
+        model = body.get("model", "test-model") if isinstance(body, dict) else "test-model"
+        usage = isinstance(body, dict) and (body.get("stream_options") or {}).get("include_usage")
+        if name == "status":
+            return self.status(scenario)
+        if name == "key" and not self.key_ok(scenario):
+            return self.refuse_key()
+        if name == "silent":
+            time.sleep(30)
+            return self.drop()
+        if name == "nostreamopts" and isinstance(body, dict) and "stream_options" in body:
+            return self.send_json(400, {"detail": [{"loc": ["body", "stream_options"], "msg": "Extra inputs are not "
+                                                    "permitted (stream_options)", "type": "extra_forbidden"}]})
+        if name == "json":
+            text = "".join(ANSWER_PIECES)
+            return self.send_json(200, {"id": "chatcmpl-test", "object": "chat.completion", "created": 1700000000,
+                                        "model": model,
+                                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                     "finish_reason": "stop"}],
+                                        "usage": {"prompt_tokens": 11, "completion_tokens": len(ANSWER_PIECES),
+                                                  "total_tokens": 11 + len(ANSWER_PIECES)}})
+        if name == "replay":
+            with open(os.path.join(self.server.fixtures, arg + ".sse"), "rb") as f:
+                data = f.read()
+            self.start_stream()
+            self.write(data, piece=97, pause=0)
+            return self.end_stream()
+
+        self.start_stream(chunked=name != "eof")
+        if name == "headers":
+            time.sleep(30)
+            return self.drop()
+        if name == "empty":
+            return self.end_stream()
+        crlf_all = name == "crlf"
+        self.write(event(chunk(None, model=model, role=True), crlf_all))
+        self.write(b": keep-alive\n\n")
+        self.write(event(chunk(""), crlf_all))
+        pieces = ANSWER_PIECES
+        if name == "slow":
+            pieces = [f" {i}" for i in range(400)]
+        for i, piece in enumerate(pieces):
+            if name in ("cut", "eof", "stall", "garbage", "junk", "errevent") and i == n:
+                break
+            self.write(event(chunk(piece, model=model), crlf_all or i % 3 == 1))
+            if name == "slow":
+                time.sleep(0.05)
+        if name == "cut":
+            return self.drop()
+        if name == "eof":
+            self.wfile.flush()
+            return
+        if name == "stall":
+            time.sleep(30)
+            return self.drop()
+        if name == "garbage":
+            self.write(("data: <html><body>" + "this is not JSON; " * 30 + "</body></html>\n\n").encode())
+            return self.end_stream()
+        if name == "junk":
+            self.write(b"<html><head><title>502 Bad Gateway</title></head></html>\n\n")
+            return self.end_stream()
+        if name == "errevent":
+            self.write(event({"error": {"message": "the engine failed: out of KV cache blocks", "type": "server_error",
+                                        "code": 500}}))
+            self.write(event("[DONE]"))
+            return self.end_stream()
+        self.write(event(chunk(None, finish="stop", model=model), crlf_all))
+        if usage and name != "nousage":
+            self.write(event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000,
+                              "model": model, "choices": [],
+                              "usage": {"prompt_tokens": 11, "completion_tokens": len(pieces),
+                                        "total_tokens": 11 + len(pieces)}}, crlf_all))
+        if name != "nodone":
+            self.write(event("[DONE]", crlf_all))
+        self.end_stream()
+
+
+def make_certificate(folder):
+    os.makedirs(folder, exist_ok=True)
+    cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return cert, key
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fixtures", required=True, help="folder of the .prom and .sse fixtures")
+    parser.add_argument("--tls", help="serve https with a self-signed certificate made in this folder")
+    args = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.fixtures = args.fixtures
+    server.lock = threading.Lock()
+    server.last = {}
+    if args.tls:
+        cert, key = make_certificate(args.tls)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    print(server.server_address[1], flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

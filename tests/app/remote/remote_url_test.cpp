@@ -1,0 +1,61 @@
+// Base and metrics URLs: normalised the way people write them, refused when they cannot be
+// right, and judged for plain http to another machine.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "remote/remote_url.h"
+
+namespace powerhouse::remote {
+namespace {
+
+std::string base(const std::string& url) {
+    Result<std::string> r = normalize_base_url(url);
+    return r ? *r : "error: " + r.error().message;
+}
+
+TEST(RemoteUrl, BaseUrlsEndInTheirApiVersion) {
+    EXPECT_EQ(base("http://127.0.0.1:8000"), "http://127.0.0.1:8000/v1");
+    EXPECT_EQ(base("http://127.0.0.1:8000/"), "http://127.0.0.1:8000/v1");
+    EXPECT_EQ(base("  http://127.0.0.1:8000/v1/  "), "http://127.0.0.1:8000/v1");
+    EXPECT_EQ(base("HTTPS://GPU-Node:443/v1"), "https://gpu-node:443/v1");
+    EXPECT_EQ(base("http://h:8000/v1/chat/completions"), "http://h:8000/v1");
+    EXPECT_EQ(base("http://h:8000/v1/models"), "http://h:8000/v1");
+    EXPECT_EQ(base("http://h/api/v2"), "http://h/api/v2");
+    EXPECT_EQ(base("http://h/openai"), "http://h/openai/v1");  // a proxy's prefix
+    EXPECT_EQ(base("http://[::1]:8080"), "http://[::1]:8080/v1");
+}
+
+TEST(RemoteUrl, BadUrlsAreRefusedWithoutEchoingSecrets) {
+    EXPECT_NE(base("127.0.0.1:8000").find("write it with http:// or https://"), std::string::npos);
+    EXPECT_NE(base("ftp://h/v1").find("not an http:// or https:// URL"), std::string::npos);
+    EXPECT_NE(base("http:///v1").find("names no host"), std::string::npos);
+    EXPECT_NE(base("http://h:80x/v1").find("port must be a number"), std::string::npos);
+    EXPECT_NE(base("http://h/v1?key=1").find("query"), std::string::npos);
+    const std::string credentials = base("http://alice:s3cret@h/v1");
+    EXPECT_NE(credentials.find("holds credentials"), std::string::npos);
+    EXPECT_EQ(credentials.find("s3cret"), std::string::npos);
+}
+
+TEST(RemoteUrl, MetricsUrlsGetTheirDefaultPath) {
+    EXPECT_EQ(*normalize_metrics_url("http://gpu-node:9400"), "http://gpu-node:9400/metrics");
+    EXPECT_EQ(*normalize_metrics_url("http://gpu-node:9400/"), "http://gpu-node:9400/metrics");
+    EXPECT_EQ(*normalize_metrics_url("http://h:8000/metrics"), "http://h:8000/metrics");
+    EXPECT_EQ(*normalize_metrics_url("http://h:8000/custom/path"), "http://h:8000/custom/path");
+}
+
+TEST(RemoteUrl, PlainHttpToAnotherMachineIsWarnedAbout) {
+    EXPECT_TRUE(plain_http_warning("http://10.0.0.5:8000/v1"));
+    EXPECT_TRUE(plain_http_warning("http://gpu-node/v1"));
+    EXPECT_NE(plain_http_warning("http://10.0.0.5:8000/v1")->find("API key"), std::string::npos);
+    EXPECT_FALSE(plain_http_warning("https://10.0.0.5:8000/v1"));
+    EXPECT_FALSE(plain_http_warning("http://127.0.0.1:8000/v1"));
+    EXPECT_FALSE(plain_http_warning("http://127.1.2.3:8000/v1"));
+    EXPECT_FALSE(plain_http_warning("http://localhost:8000/v1"));
+    EXPECT_FALSE(plain_http_warning("http://[::1]:8000/v1"));
+    EXPECT_TRUE(is_loopback_host("::1"));
+    EXPECT_FALSE(is_loopback_host("128.0.0.1"));
+}
+
+}  // namespace
+}  // namespace powerhouse::remote
