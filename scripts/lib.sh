@@ -61,7 +61,8 @@ BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
 # The desktop tests: Qt Quick Test's QML module, and Xvfb for a run in a real X window.
 TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
                qml6-module-qttest xvfb xauth
-               lintian desktop-file-utils appstream file)
+               lintian desktop-file-utils appstream file
+               openssl)  # openssl: certificates for the remote engines' TLS tests
 
 # configure_build DIR CMAKE_ARGS...: configures once, then lets the build re-run CMake
 # itself when the CMake files change (incremental).
