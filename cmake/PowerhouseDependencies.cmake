@@ -97,6 +97,12 @@ if(POWERHOUSE_APP AND NOT POWERHOUSE_DESKTOP STREQUAL "OFF")
     if(Qt6Quick_FOUND AND Qt6QuickControls2_FOUND)
         set(POWERHOUSE_DESKTOP_ENABLED ON)
         set(QT_QML_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/qml")
+        # Remote engines' API keys live only in the system keyring (QtKeychain over the
+        # Secret Service): Debian's qtkeychain-qt6-dev.
+        find_package(Qt6Keychain QUIET)
+        if(NOT TARGET Qt6Keychain::Qt6Keychain)
+            message(FATAL_ERROR "QtKeychain for Qt 6 not found: install qtkeychain-qt6-dev (scripts/run and scripts/test do)")
+        endif()
         # AUTOMOC is turned on only where Qt is used (resources/qml, app/desktop): project-wide
         # it would add a moc step to every engine and test target.
     elseif(POWERHOUSE_DESKTOP STREQUAL "ON")

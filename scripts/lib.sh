@@ -56,13 +56,15 @@ BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
                 libsqlite3-dev libsqlitecpp-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
                 qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-controls
                 qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
-                qml6-module-qtqml-workerscript qml6-module-qtquick-dialogs qt6-qpa-plugins fonts-dejavu-core)
+                qml6-module-qtqml-workerscript qml6-module-qtquick-dialogs qt6-qpa-plugins fonts-dejavu-core
+                qtkeychain-qt6-dev)  # QtKeychain: remote engines' API keys in the system keyring
 # What the tests add: GoogleTest, Google Benchmark, clang for libFuzzer and sanitizers.
 # The desktop tests: Qt Quick Test's QML module, and Xvfb for a run in a real X window.
 TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
                qml6-module-qttest xvfb xauth
                lintian desktop-file-utils appstream file
-               openssl)  # openssl: certificates for the remote engines' TLS tests
+               openssl  # openssl: certificates for the remote engines' TLS tests
+               gnome-keyring dbus-daemon)  # a real Secret Service for the keyring tests
 
 # configure_build DIR CMAKE_ARGS...: configures once, then lets the build re-run CMake
 # itself when the CMake files change (incremental).

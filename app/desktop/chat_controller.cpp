@@ -19,11 +19,13 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
         m_modelState = QStringLiteral("ready");
         m_modelName = summary.value("name").toString();
         m_modelDevice = summary.value("device").toString();
+        m_localName = m_modelName;
         emit modelChanged();
         emit idle();
     });
     connect(&m_engine, &EngineClient::loadFailed, this, [this](const QString& message) {
         m_modelState = QStringLiteral("failed");
+        m_remoteTarget.reset();
         emit modelChanged();
         showError(tr("The model could not be loaded: %1").arg(message));
         emit idle();
@@ -31,6 +33,9 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     connect(&m_engine, &EngineClient::tokens, this, &ChatController::onTokens);
     connect(&m_engine, &EngineClient::finished, this, &ChatController::onFinished);
     connect(&m_engine, &EngineClient::failed, this, &ChatController::onFailed);
+    connect(&m_remote, &RemoteChat::tokens, this, &ChatController::onTokens);
+    connect(&m_remote, &RemoteChat::finished, this, &ChatController::onFinished);
+    connect(&m_remote, &RemoteChat::failed, this, &ChatController::onFailed);
     m_defaults.generation.max_tokens = 1024;
     m_conversationSettings = m_defaults;
     m_saveTimer.setInterval(1000);
@@ -59,7 +64,16 @@ void ChatController::dismissError() {
     emit errorTextChanged();
 }
 
+void ChatController::useRemote(const RemoteTarget& target) {
+    m_remoteTarget = target;
+    m_modelState = QStringLiteral("ready");
+    m_modelName = target.model;
+    m_modelDevice = tr("remote · %1").arg(target.name);
+    emit modelChanged();
+}
+
 void ChatController::loadModel(const QString& path, const powerhouse::ModelOptions& options) {
+    m_remoteTarget.reset();
     m_modelState = QStringLiteral("loading");
     m_modelName = QFileInfo(path).completeBaseName();
     m_loadProgress = 0;
@@ -175,8 +189,12 @@ void ChatController::startAnswer() {
     if (!check(answer)) return;
     const qint64 answerId = answer->id;
     m_messages.append(std::move(answer).value());
-    const quint64 request = m_engine.generate(std::move(command));
-    m_answers[m_current] = Answer{request, answerId, {}};
+    const bool remote = m_remoteTarget.has_value();
+    const quint64 request =
+        remote ? m_remote.start(*m_remoteTarget, remote_chat_request(m_remoteTarget->model, std::move(command.messages),
+                                                                     command.settings))
+               : m_engine.generate(std::move(command));
+    m_answers[m_current] = Answer{request, remote, answerId, {}};
     m_conversations.setGenerating(m_current, true);
     if (!m_saveTimer.isActive()) m_saveTimer.start();
     emit generatingChanged();
@@ -225,7 +243,7 @@ void ChatController::finishAnswer(qint64 conversationId, QString text, MessageSt
 void ChatController::abandonAnswer(qint64 conversationId) {
     const auto found = m_answers.find(conversationId);
     if (found == m_answers.end()) return;
-    m_engine.cancel(found->second.request);
+    cancelRequest(found->second);
     finishAnswer(conversationId, found->second.text, MessageState::stopped, {}, {});
 }
 
@@ -233,13 +251,22 @@ void ChatController::onFinished(quint64 request, const QString& text, const QVar
     const qint64 conversation = conversationOf(request);
     if (conversation == 0) return;
     MessageStats s;
-    s.model = m_modelName.toStdString();
+    s.model = stats.contains("model") ? stats.value("model").toString().toStdString() : m_localName.toStdString();
+    s.engine = stats.contains("engine") ? stats.value("engine").toString().toStdString() : std::string("local");
     s.prompt_tokens = stats.value("promptTokens").toLongLong();
     s.reused_tokens = stats.value("reusedTokens").toLongLong();
     s.generated_tokens = stats.value("generatedTokens").toLongLong();
     s.ttft_ms = stats.value("ttftMs").toDouble();
     s.tokens_per_second = stats.value("tokensPerSecond").toDouble();
-    const bool stopped = stats.value("stopReason").toString() == QLatin1String("cancelled");
+    const QString reason = stats.value("stopReason").toString();
+    if (reason == QLatin1String("interrupted")) {
+        // A remote stream that broke: the text so far is kept, and why it broke.
+        const QString why = stats.value("interruption").toString();
+        finishAnswer(conversation, text, MessageState::interrupted, s, why);
+        showError(tr("The answer was cut off: %1").arg(why));
+        return;
+    }
+    const bool stopped = reason == QLatin1String("cancelled");
     finishAnswer(conversation, text, stopped ? MessageState::stopped : MessageState::complete, s, {});
 }
 
@@ -252,7 +279,15 @@ void ChatController::onFailed(quint64 request, const QString& message) {
 
 void ChatController::stop() {
     const auto answer = m_answers.find(m_current);
-    if (answer != m_answers.end()) m_engine.cancel(answer->second.request);
+    if (answer != m_answers.end()) cancelRequest(answer->second);
+}
+
+void ChatController::cancelRequest(const Answer& answer) {
+    if (answer.remote) {
+        m_remote.cancel(answer.request);
+    } else {
+        m_engine.cancel(answer.request);
+    }
 }
 
 void ChatController::regenerate() {

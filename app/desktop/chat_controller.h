@@ -27,6 +27,7 @@
 #include "conversation_settings.h"
 #include "engine_client.h"
 #include "message_list_model.h"
+#include "remote_chat.h"
 #include "store/store.h"
 
 class ChatController : public QObject {
@@ -72,6 +73,11 @@ public:
     QVariantMap sampling() const { return conversation_settings_variant(m_conversationSettings); }
 
     void loadModel(const QString& path, const powerhouse::ModelOptions& options);
+    // The next answers go to this remote engine's model (Settings → Engines, the model bar),
+    // through RemoteChat, until a local model is loaded. The model bar then names the model
+    // and the endpoint; a local model stays loaded meanwhile.
+    void useRemote(const RemoteTarget& target);
+    bool usingRemote() const { return m_remoteTarget.has_value(); }
     // Told when each answer starts and ends, by its request id (answers overlap); the end
     // gives the energy it used (joules), if measured. main.cpp connects the dashboard's
     // energy meter here.
@@ -115,7 +121,8 @@ signals:
 private:
     // An answer being generated, in the conversation that maps to it.
     struct Answer {
-        quint64 request = 0;    // the engine's request id
+        quint64 request = 0;    // the engine's request id (RemoteChat's for a remote answer)
+        bool remote = false;    // answered by RemoteChat
         qint64 messageId = 0;   // the stored message it streams into
         QString text;           // what has streamed so far
     };
@@ -128,6 +135,7 @@ private:
     void onFinished(quint64 request, const QString& text, const QVariantMap& stats);
     void onFailed(quint64 request, const QString& message);
     void saveStreaming();
+    void cancelRequest(const Answer& answer);
     // The conversation whose answer a request is, or 0.
     qint64 conversationOf(quint64 request) const;
     // Ends a conversation's answer: stores it for good, and shows it if it is open.
@@ -141,6 +149,9 @@ private:
 
     powerhouse::store::Store& m_store;
     EngineClient& m_engine;
+    RemoteChat m_remote;
+    std::optional<RemoteTarget> m_remoteTarget;
+    QString m_localName;  // the local model last loaded (stored with its answers)
     ConversationListModel m_conversations;
     MessageListModel m_messages;
     qint64 m_current = 0;

@@ -3,7 +3,7 @@
 // property.
 //
 //   powerhouse [FILE | --model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
-//              [--show settings|general|server|conversation|models]
+//              [--show settings|general|server|engines|conversation|models]
 //
 // --send sends a message as soon as the model is ready. --screenshot renders the window
 // once it is idle (the model loaded or failed, no answer streaming), saves it as a PNG and
@@ -30,6 +30,7 @@
 #include "build_info.h"
 #include "download_controller.h"
 #include "engine_client.h"
+#include "engines_controller.h"
 #include "library_controller.h"
 #include "server_controller.h"
 #include "settings_controller.h"
@@ -97,7 +98,7 @@ int main(int argc, char* argv[]) {
                                               QStringLiteral("FILE"));
     const QCommandLineOption showOption(
         QStringLiteral("show"),
-        QStringLiteral("Open a panel at start: settings, general, server, conversation or models."),
+        QStringLiteral("Open a panel at start: settings, general, server, engines, conversation or models."),
         QStringLiteral("PANEL"));
     parser.addOptions({helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption,
                        showOption});
@@ -192,6 +193,12 @@ int main(int argc, char* argv[]) {
     // engine client, it stops and joins its thread at quit.
     ServerController server(*store, engine);
     server.setTelemetry([&dashboard] { return dashboard.latestSnapshot(); });
+    // Remote engines (Settings → Engines): choosing one of their models in the model bar
+    // sends the next answers there; loading a local model takes them back.
+    EnginesController engines(*store);
+    QObject::connect(&engines, &EnginesController::remoteChosen, &controller, &ChatController::useRemote);
+    QObject::connect(&engine, &EngineClient::modelGoing, &engines, &EnginesController::clearChoice);
+    engines.refreshModels();
 
     QQmlApplicationEngine qml;
     qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)},
@@ -199,7 +206,8 @@ int main(int argc, char* argv[]) {
                               {QStringLiteral("settings"), QVariant::fromValue(&settings)},
                               {QStringLiteral("library"), QVariant::fromValue(&library)},
                               {QStringLiteral("downloads"), QVariant::fromValue(&downloads)},
-                              {QStringLiteral("server"), QVariant::fromValue(&server)}});
+                              {QStringLiteral("server"), QVariant::fromValue(&server)},
+                              {QStringLiteral("engines"), QVariant::fromValue(&engines)}});
     qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
@@ -237,9 +245,10 @@ int main(int argc, char* argv[]) {
     if (parser.isSet(showOption)) {
         const QString panel = parser.value(showOption);
         if (panel != QLatin1String("settings") && panel != QLatin1String("general") &&
-            panel != QLatin1String("server") && panel != QLatin1String("conversation") &&
+            panel != QLatin1String("server") && panel != QLatin1String("engines") &&
+            panel != QLatin1String("conversation") &&
             panel != QLatin1String("models")) {
-            std::fprintf(stderr, "powerhouse: --show takes settings, general, server, conversation or models, not %s\n",
+            std::fprintf(stderr, "powerhouse: --show takes settings, general, server, engines, conversation or models, not %s\n",
                          qPrintable(panel));
             return 2;
         }

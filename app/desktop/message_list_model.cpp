@@ -32,6 +32,9 @@ QString MessageListModel::statsText(const powerhouse::store::MessageStats& stats
         }
         text += QLatin1Char(')');
     }
+    if (!stats.engine.empty() && stats.engine != "local") {
+        text += QStringLiteral(" · %1 at %2").arg(QString::fromStdString(stats.model), QString::fromStdString(stats.engine));
+    }
     return text;
 }
 

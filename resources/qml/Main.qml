@@ -14,6 +14,8 @@ ApplicationWindow {
     required property DownloadController downloads
     // The OpenAI API server (Settings → Server); null in views tested without one.
     property ServerController server: null
+    // Remote engines (Settings → Engines, the model bar); null in views tested without them.
+    property EnginesController engines: null
     property bool modelsVisible: false
     property bool dashboardVisible: true
 
@@ -43,6 +45,7 @@ ApplicationWindow {
 
     header: ModelBar {
         controller: window.controller
+        engines: window.engines
         dashboardVisible: window.dashboardVisible
         onToggleDashboard: window.dashboardVisible = !window.dashboardVisible
         onOpenSettings: settingsDialog.open()
@@ -61,7 +64,7 @@ ApplicationWindow {
             chatView.openConversationSettings()
             return
         }
-        settingsDialog.tab = name === "general" ? 1 : name === "server" ? 2 : 0
+        settingsDialog.tab = name === "general" ? 1 : name === "server" ? 2 : name === "engines" ? 3 : 0
         settingsDialog.open()
     }
 
@@ -69,6 +72,7 @@ ApplicationWindow {
         id: settingsDialog
         settings: window.settings
         server: window.server
+        engines: window.engines
     }
 
     Binding {

@@ -8,6 +8,8 @@ ToolBar {
     id: bar
 
     required property ChatController controller
+    // Remote engines' models, chosen here like a local file; null: none offered.
+    property EnginesController engines: null
     property bool dashboardVisible: true
 
     property bool modelsVisible: false
@@ -75,6 +77,21 @@ ToolBar {
             text: bar.controller.loadStage
             color: Theme.textMuted
             font.pixelSize: Theme.smallFontSize
+        }
+        ComboBox {
+            id: remoteModels
+            objectName: "remoteModels"
+            visible: bar.engines !== null && bar.engines.remoteModels.length > 0
+            model: bar.engines ? bar.engines.remoteModels : []
+            textRole: "label"
+            currentIndex: -1
+            displayText: bar.engines && bar.engines.chosen.length > 0 ? bar.engines.chosen : "Remote model…"
+            Accessible.name: "Answer with a remote engine's model"
+            Layout.preferredWidth: 260
+            onActivated: index => {
+                const choice = bar.engines.remoteModels[index]
+                bar.engines.choose(choice.endpoint, choice.model)
+            }
         }
         Item {
             Layout.fillWidth: true

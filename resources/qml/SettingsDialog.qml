@@ -4,6 +4,7 @@
 // generated at once, CPU threads, theme, electricity price, data folder. Apply saves and
 // reloads the model; Close forgets what was not applied (the theme applies at once).
 // Server: the OpenAI API server (ServerSettings.qml), whose settings apply at once.
+// Engines: remote OpenAI-compatible servers (EnginesSettings.qml), also at once.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -15,6 +16,8 @@ Dialog {
     required property SettingsController settings
     // The API server's controller; null where there is none (views tested without it).
     property ServerController server: null
+    // Remote engines' controller; null where there is none.
+    property EnginesController engines: null
     property alias tab: tabs.currentIndex
 
     title: "Settings"
@@ -48,6 +51,7 @@ Dialog {
             TabButton { text: "GPUs"; Accessible.name: "GPU settings" }
             TabButton { text: "General"; Accessible.name: "General settings" }
             TabButton { text: "Server"; Accessible.name: "API server settings" }
+            TabButton { text: "Engines"; Accessible.name: "Remote engines" }
         }
     }
 
@@ -277,6 +281,25 @@ Dialog {
                 id: noServer
                 Label {
                     text: "This window has no API server."
+                    color: Theme.textMuted
+                }
+            }
+        }
+
+        Loader {
+            objectName: "enginesTab"
+            sourceComponent: dialog.engines !== null ? enginesSettings : noEngines
+
+            Component {
+                id: enginesSettings
+                EnginesSettings {
+                    engines: dialog.engines
+                }
+            }
+            Component {
+                id: noEngines
+                Label {
+                    text: "This window has no remote engines."
                     color: Theme.textMuted
                 }
             }

@@ -105,10 +105,16 @@ constexpr std::string_view kReusedTokens = R"sql(
 ALTER TABLE messages ADD COLUMN reused_tokens INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// 5: which engine answered (a remote engine's base URL, or "local").
+constexpr std::string_view kMessageEngine = R"sql(
+ALTER TABLE messages ADD COLUMN engine TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-    static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings, kModels, kReusedTokens};
+    static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings, kModels, kReusedTokens,
+                                                         kMessageEngine};
     return list;
 }
 

@@ -52,7 +52,7 @@ std::string fts_query(const std::string& text) {
 const char* kConversationColumns = "id, title, system_prompt, settings_json, created_ms, updated_ms";
 const char* kMessageColumns =
     "id, conversation_id, role, content, state, error, model, prompt_tokens, generated_tokens, ttft_ms, "
-    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens";
+    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine";
 
 Conversation read_conversation(SQLite::Statement& q) {
     Conversation c;
@@ -99,6 +99,7 @@ Message read_message(SQLite::Statement& q) {
     m.created_ms = q.getColumn(12).getInt64();
     m.updated_ms = q.getColumn(13).getInt64();
     m.stats.reused_tokens = q.getColumn(14).getInt64();
+    m.stats.engine = q.getColumn(15).getString();
     return m;
 }
 
@@ -424,7 +425,7 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         const int64_t at = now_ms();
         SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
                                        "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
-                                       "energy_joules = ?, updated_ms = ?, reused_tokens = ? WHERE id = ?");
+                                       "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ? WHERE id = ?");
         q.bind(1, content);
         q.bind(2, message_state_name(state));
         q.bind(3, error);
@@ -440,7 +441,8 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         }
         q.bind(10, at);
         q.bind(11, stats.reused_tokens);
-        q.bind(12, id);
+        q.bind(12, stats.engine);
+        q.bind(13, id);
         if (Result<void> r = changed_one(q.exec(), "message", id); !r) return r;
         SQLite::Statement touch(impl_->db, "UPDATE conversations SET updated_ms = ? WHERE id = "
                                            "(SELECT conversation_id FROM messages WHERE id = ?)");

@@ -49,6 +49,9 @@ const char* message_state_name(MessageState state);
 // What the engine reported for an answer.
 struct MessageStats {
     std::string model;
+    // Which engine answered: "local" (this app's engine), or a remote engine's base URL
+    // (app/core/remote); empty for answers stored before migration 5.
+    std::string engine;
     int64_t prompt_tokens = 0;
     int64_t reused_tokens = 0;  // of the prompt, found in the engine's KV cache
     int64_t generated_tokens = 0;

@@ -1,0 +1,276 @@
+#include "engines_controller.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include "remote/remote_engine.h"
+#include "remote/remote_url.h"
+
+namespace {
+
+const char* kSetting = "remote_endpoints";
+
+}  // namespace
+
+EnginesController::EnginesController(powerhouse::store::Store& store, QObject* parent)
+    : QObject(parent), m_store(store) {
+    load();
+}
+
+EnginesController::~EnginesController() {
+    *m_cancelled = true;
+    for (auto& [id, thread] : m_workers) {
+        if (thread.joinable()) thread.join();
+    }
+}
+
+void EnginesController::load() {
+    auto stored = m_store.setting(kSetting);
+    if (!stored || !*stored) return;
+    const QJsonArray list = QJsonDocument::fromJson(QByteArray::fromStdString(**stored)).array();
+    for (const QJsonValue& value : list) {
+        const QJsonObject o = value.toObject();
+        Endpoint e;
+        e.name = o.value("name").toString();
+        e.url = o.value("url").toString();
+        e.caFile = o.value("ca_file").toString();
+        e.hasKey = o.value("has_key").toBool();
+        if (e.name.isEmpty() || e.url.isEmpty()) continue;
+        if (auto w = powerhouse::remote::plain_http_warning(e.url.toStdString())) e.warning = QString::fromStdString(*w);
+        m_endpoints.push_back(std::move(e));
+    }
+}
+
+void EnginesController::save() {
+    QJsonArray list;
+    for (const Endpoint& e : m_endpoints) {
+        list.append(QJsonObject{{"name", e.name}, {"url", e.url}, {"ca_file", e.caFile}, {"has_key", e.hasKey}});
+    }
+    auto saved = m_store.set_setting(kSetting, QJsonDocument(list).toJson(QJsonDocument::Compact).toStdString());
+    if (!saved) say(QString::fromStdString(saved.error().message), true);
+}
+
+QVariantList EnginesController::endpoints() const {
+    QVariantList out;
+    for (const Endpoint& e : m_endpoints) {
+        out.append(QVariantMap{{"name", e.name},
+                               {"url", e.url},
+                               {"caFile", e.caFile},
+                               {"hasKey", e.hasKey},
+                               {"models", e.models},
+                               {"status", e.status},
+                               {"error", e.error},
+                               {"warning", e.warning}});
+    }
+    return out;
+}
+
+QVariantList EnginesController::remoteModels() const {
+    QVariantList out;
+    for (const Endpoint& e : m_endpoints) {
+        for (const QString& model : e.models) {
+            out.append(QVariantMap{{"endpoint", e.name}, {"model", model}, {"label", model + QStringLiteral(" — ") + e.name}});
+        }
+    }
+    return out;
+}
+
+EnginesController::Endpoint* EnginesController::find(const QString& name) {
+    for (Endpoint& e : m_endpoints) {
+        if (e.name == name) return &e;
+    }
+    return nullptr;
+}
+
+void EnginesController::say(const QString& message, bool isError) {
+    m_message = message;
+    m_messageIsError = isError;
+    emit messageChanged();
+}
+
+void EnginesController::listModels(const QString& url, const QString& apiKey, const QString& caFile,
+                                   std::function<void(const QStringList&, const QString&)> done) {
+    const quint64 id = m_nextWorker++;
+    powerhouse::remote::ConnectionOptions options;
+    options.api_key = apiKey.toStdString();
+    options.ca_file = caFile.toStdString();
+    options.first_byte_timeout = std::chrono::seconds(30);
+    m_workers[id] = std::thread([this, id, url = url.toStdString(), options = std::move(options),
+                                 cancelled = m_cancelled, done = std::move(done)]() mutable {
+        QStringList models;
+        QString error;
+        auto remote = powerhouse::remote::RemoteEngine::create(url, std::move(options));
+        if (!remote) {
+            error = QString::fromStdString(remote.error().message);
+        } else {
+            auto listed = remote->list_models([&cancelled] { return cancelled->load(); });
+            if (!listed) {
+                error = QString::fromStdString(listed.error().message);
+            } else {
+                for (const std::string& m : *listed) models.append(QString::fromStdString(m));
+            }
+        }
+        // `this` outlives the thread (the destructor joins it).
+        QMetaObject::invokeMethod(
+            this,
+            [this, id, models, error, done = std::move(done)] {
+                if (auto w = m_workers.find(id); w != m_workers.end()) {
+                    if (w->second.joinable()) w->second.join();
+                    m_workers.erase(w);
+                }
+                done(models, error);
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void EnginesController::testConnection(const QString& url, const QString& apiKey, const QString& caFile) {
+    ++m_busy;
+    say(tr("Connecting to %1…").arg(url.trimmed()), false);
+    listModels(url.trimmed(), apiKey, caFile.trimmed(), [this](const QStringList& models, const QString& error) {
+        --m_busy;
+        if (!error.isEmpty()) {
+            say(error, true);
+        } else if (models.isEmpty()) {
+            say(tr("Connected, but the server lists no model."), true);
+        } else {
+            say(tr("Connected: %n model(s): %1", nullptr, static_cast<int>(models.size())).arg(models.join(QStringLiteral(", "))),
+                false);
+        }
+    });
+}
+
+bool EnginesController::addEndpoint(const QString& name, const QString& url, const QString& apiKey,
+                                    const QString& caFile) {
+    const QString n = name.trimmed();
+    const QString u = url.trimmed();
+    if (n.isEmpty()) {
+        say(tr("Give the endpoint a name."), true);
+        return false;
+    }
+    auto normalized = powerhouse::remote::normalize_base_url(u.toStdString());
+    if (!normalized) {
+        say(QString::fromStdString(normalized.error().message), true);
+        return false;
+    }
+    Endpoint e;
+    e.name = n;
+    e.url = u;
+    e.caFile = caFile.trimmed();
+    e.hasKey = !apiKey.isEmpty();
+    if (auto w = powerhouse::remote::plain_http_warning(u.toStdString())) e.warning = QString::fromStdString(*w);
+    auto keep = [this, e]() mutable {
+        if (Endpoint* old = find(e.name)) {
+            *old = e;
+        } else {
+            m_endpoints.push_back(e);
+        }
+        save();
+        emit changed();
+        refresh(e.name);
+    };
+    if (apiKey.isEmpty()) {
+        keep();
+        say(tr("Added %1.").arg(n), false);
+        // A key kept for an endpoint of this name before goes.
+        m_keys.remove(n, [](const QString&) {});
+        return true;
+    }
+    ++m_busy;
+    say(tr("Storing the key in the system keyring…"), false);
+    m_keys.write(n, apiKey, [this, n, keep](const QString& error) mutable {
+        --m_busy;
+        if (!error.isEmpty()) {
+            say(error, true);
+            return;
+        }
+        keep();
+        say(tr("Added %1; its key is in the system keyring.").arg(n), false);
+    });
+    return true;
+}
+
+void EnginesController::removeEndpoint(const QString& name) {
+    const auto it = std::find_if(m_endpoints.begin(), m_endpoints.end(), [&](const Endpoint& e) { return e.name == name; });
+    if (it == m_endpoints.end()) return;
+    const bool hadKey = it->hasKey;
+    m_endpoints.erase(it);
+    save();
+    emit changed();
+    if (m_chosen.endsWith(QStringLiteral(" — ") + name)) clearChoice();
+    if (hadKey) {
+        m_keys.remove(name, [this](const QString& error) {
+            if (!error.isEmpty()) say(error, true);
+        });
+    }
+}
+
+void EnginesController::withKey(const Endpoint& endpoint, std::function<void(const QString&, const QString&)> then) {
+    if (!endpoint.hasKey) {
+        then({}, {});
+        return;
+    }
+    m_keys.read(endpoint.name, [then = std::move(then)](const QString& key, bool found, const QString& error) {
+        if (!error.isEmpty()) {
+            then({}, error);
+        } else if (!found) {
+            then({}, tr("The endpoint's key is no longer in the system keyring: add the endpoint again with its key."));
+        } else {
+            then(key, {});
+        }
+    });
+}
+
+void EnginesController::refresh(const QString& name) {
+    Endpoint* e = find(name);
+    if (e == nullptr) return;
+    e->status = QStringLiteral("listing");
+    e->error.clear();
+    emit changed();
+    const QString url = e->url;
+    withKey(*e, [this, name, url](const QString& key, const QString& keyError) {
+        Endpoint* now = find(name);
+        if (now == nullptr || now->url != url) return;
+        if (!keyError.isEmpty()) {
+            now->status = QStringLiteral("error");
+            now->error = keyError;
+            emit changed();
+            return;
+        }
+        listModels(url, key, now->caFile, [this, name, url](const QStringList& models, const QString& error) {
+            Endpoint* done = find(name);
+            if (done == nullptr || done->url != url) return;  // removed or replaced meanwhile
+            done->models = models;
+            done->status = error.isEmpty() ? QStringLiteral("ok") : QStringLiteral("error");
+            done->error = error;
+            emit changed();
+        });
+    });
+}
+
+void EnginesController::refreshModels() {
+    for (const Endpoint& e : m_endpoints) refresh(e.name);
+}
+
+void EnginesController::choose(const QString& endpoint, const QString& model) {
+    Endpoint* e = find(endpoint);
+    if (e == nullptr) return;
+    withKey(*e, [this, endpoint, model](const QString& key, const QString& error) {
+        Endpoint* now = find(endpoint);
+        if (now == nullptr) return;
+        if (!error.isEmpty()) {
+            say(error, true);
+            return;
+        }
+        m_chosen = model + QStringLiteral(" — ") + endpoint;
+        emit chosenChanged();
+        emit remoteChosen(RemoteTarget{now->name, now->url, now->caFile, key, model});
+    });
+}
+
+void EnginesController::clearChoice() {
+    if (m_chosen.isEmpty()) return;
+    m_chosen.clear();
+    emit chosenChanged();
+}

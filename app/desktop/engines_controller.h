@@ -1,0 +1,111 @@
+// Settings → Engines: remote engines, i.e. OpenAI-compatible servers (vLLM, SGLang,
+// llama.cpp's server, another Powerhouse's `serve`) added by URL with a display name, an
+// optional API key and an optional CA file. "Test connection" lists the server's models or
+// shows RemoteEngine's error (what happened, what to do); the endpoints' models feed the
+// model bar, where choosing one sends the next answers there (remoteChosen, which main.cpp
+// hands to ChatController::useRemote).
+//
+// Storage: the endpoints (name, URL, CA file, whether a key is kept) are one JSON setting of
+// the store ("remote_endpoints"); the API key lives only in the system keyring (KeyStore).
+// Adding an endpoint with a key when no keyring is reachable fails with KeyStore's message
+// and keeps nothing.
+//
+// Network calls (list_models) run on worker threads, never the GUI thread; their results
+// come back as queued calls. The destructor cancels them and joins.
+//
+// Thread-safety: a QObject of the GUI thread.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QVariantList>
+#include <QtQml/qqmlregistration.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "key_store.h"
+#include "remote_chat.h"
+#include "store/store.h"
+
+class EnginesController : public QObject {
+    Q_OBJECT
+    QML_ELEMENT
+    QML_UNCREATABLE("made by main.cpp")
+    // [{name, url, caFile, hasKey, models: [ids], status: "" | "listing" | "ok" | "error",
+    //   error, warning (plain http to another machine)}]
+    Q_PROPERTY(QVariantList endpoints READ endpoints NOTIFY changed)
+    // Every endpoint's models, for the model bar: [{endpoint, model, label: "model — endpoint"}]
+    Q_PROPERTY(QVariantList remoteModels READ remoteModels NOTIFY changed)
+    // The outcome of the last test or add, and whether it is an error.
+    Q_PROPERTY(QString message READ message NOTIFY messageChanged)
+    Q_PROPERTY(bool messageIsError READ messageIsError NOTIFY messageChanged)
+    Q_PROPERTY(bool busy READ busy NOTIFY messageChanged)  // a test or add is under way
+    // The chosen remote model's label, or empty while answers go to the local engine.
+    Q_PROPERTY(QString chosen READ chosen NOTIFY chosenChanged)
+
+public:
+    EnginesController(powerhouse::store::Store& store, QObject* parent = nullptr);
+    ~EnginesController() override;
+
+    QVariantList endpoints() const;
+    QVariantList remoteModels() const;
+    QString message() const { return m_message; }
+    bool messageIsError() const { return m_messageIsError; }
+    bool busy() const { return m_busy > 0; }
+    QString chosen() const { return m_chosen; }
+
+    // Lists the server's models with these settings (nothing is saved).
+    Q_INVOKABLE void testConnection(const QString& url, const QString& apiKey, const QString& caFile);
+    // Adds (or replaces, by name) an endpoint: the key goes to the keyring first, then the
+    // endpoint is saved and its models listed. False when refused at once (the reason in
+    // `message`); a keyring failure comes later, in `message`, and nothing is saved.
+    Q_INVOKABLE bool addEndpoint(const QString& name, const QString& url, const QString& apiKey, const QString& caFile);
+    Q_INVOKABLE void removeEndpoint(const QString& name);
+    // Lists every endpoint's models again.
+    Q_INVOKABLE void refreshModels();
+    // Sends the next answers to this model of this endpoint (reads its key first).
+    Q_INVOKABLE void choose(const QString& endpoint, const QString& model);
+    // Answers go back to the local engine (a local model was loaded).
+    void clearChoice();
+
+signals:
+    void changed();
+    void messageChanged();
+    void chosenChanged();
+    void remoteChosen(const RemoteTarget& target);
+
+private:
+    struct Endpoint {
+        QString name, url, caFile;
+        bool hasKey = false;
+        QStringList models;
+        QString status, error, warning;
+    };
+    Endpoint* find(const QString& name);
+    void save();
+    void load();
+    void say(const QString& message, bool isError);
+    // Lists an endpoint's models on a worker thread; `done` gets the models or the error.
+    void listModels(const QString& url, const QString& apiKey, const QString& caFile,
+                    std::function<void(const QStringList& models, const QString& error)> done);
+    void refresh(const QString& name);
+    // The endpoint's key from the keyring (empty when it has none), then `then`.
+    void withKey(const Endpoint& endpoint, std::function<void(const QString& key, const QString& error)> then);
+
+    powerhouse::store::Store& m_store;
+    KeyStore m_keys;
+    std::vector<Endpoint> m_endpoints;
+    QString m_message;
+    bool m_messageIsError = false;
+    int m_busy = 0;
+    QString m_chosen;
+    std::map<quint64, std::thread> m_workers;
+    quint64 m_nextWorker = 1;
+    std::shared_ptr<std::atomic<bool>> m_cancelled = std::make_shared<std::atomic<bool>>(false);
+};

@@ -1,0 +1,166 @@
+// Settings → Engines: remote engines (OpenAI-compatible servers: vLLM, SGLang, llama.cpp's
+// server, another Powerhouse) by URL, with a display name, an optional API key (kept only in
+// the system keyring) and an optional CA file. Test connection lists the server's models or
+// says what went wrong; the endpoints' models appear in the model bar. Everything here takes
+// effect at once; Apply and Close concern the other tabs.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Powerhouse
+
+ScrollView {
+    id: view
+
+    required property EnginesController engines
+
+    implicitHeight: Math.min(content.implicitHeight, 460)
+    contentWidth: availableWidth
+    clip: true
+
+    ColumnLayout {
+        id: content
+        width: view.availableWidth
+        spacing: Theme.spacing
+
+        Label {
+            text: "Add an OpenAI-compatible server (vLLM, SGLang, llama.cpp's server, another Powerhouse). Its models appear in the model bar."
+            wrapMode: Text.Wrap
+            color: Theme.textMuted
+            Layout.fillWidth: true
+        }
+
+        GridLayout {
+            columns: 2
+            columnSpacing: Theme.spacing
+            rowSpacing: Theme.spacing / 2
+            Layout.fillWidth: true
+
+            Label { text: "Name"; color: Theme.text }
+            TextField {
+                id: nameField
+                objectName: "endpointName"
+                placeholderText: "cluster"
+                Accessible.name: "Endpoint name"
+                Layout.fillWidth: true
+            }
+            Label { text: "URL"; color: Theme.text }
+            TextField {
+                id: urlField
+                objectName: "endpointUrl"
+                placeholderText: "https://gpu-node:8000/v1"
+                Accessible.name: "Endpoint URL"
+                Layout.fillWidth: true
+            }
+            Label { text: "API key"; color: Theme.text }
+            TextField {
+                id: keyField
+                objectName: "endpointKey"
+                placeholderText: "optional; kept in the system keyring"
+                echoMode: TextInput.Password
+                Accessible.name: "API key (optional, kept in the system keyring)"
+                Layout.fillWidth: true
+            }
+            Label { text: "CA file"; color: Theme.text }
+            TextField {
+                id: caField
+                objectName: "endpointCaFile"
+                placeholderText: "optional: PEM certificate of a private CA"
+                Accessible.name: "CA certificate file (optional)"
+                Layout.fillWidth: true
+            }
+        }
+
+        RowLayout {
+            spacing: Theme.spacing
+            Button {
+                objectName: "testConnection"
+                text: "Test connection"
+                enabled: urlField.text.length > 0 && !view.engines.busy
+                onClicked: view.engines.testConnection(urlField.text, keyField.text, caField.text)
+            }
+            Button {
+                objectName: "addEndpoint"
+                text: "Add"
+                enabled: nameField.text.length > 0 && urlField.text.length > 0 && !view.engines.busy
+                onClicked: {
+                    if (view.engines.addEndpoint(nameField.text, urlField.text, keyField.text, caField.text))
+                        keyField.text = ""
+                }
+            }
+            BusyIndicator {
+                running: view.engines.busy
+                visible: running
+                Layout.preferredHeight: 24
+                Layout.preferredWidth: 24
+            }
+        }
+
+        Label {
+            objectName: "enginesMessage"
+            visible: text.length > 0
+            text: view.engines.message
+            color: view.engines.messageIsError ? Theme.error : Theme.textMuted
+            wrapMode: Text.Wrap
+            Layout.fillWidth: true
+        }
+
+        Rectangle {
+            height: 1
+            color: Theme.border
+            Layout.fillWidth: true
+        }
+
+        Label {
+            visible: view.engines.endpoints.length === 0
+            text: "No remote engine yet."
+            color: Theme.textMuted
+        }
+
+        Repeater {
+            objectName: "endpointList"
+            model: view.engines.endpoints
+            delegate: ColumnLayout {
+                id: row
+                required property var modelData
+                Layout.fillWidth: true
+                spacing: 2
+
+                RowLayout {
+                    Layout.fillWidth: true
+                    Label {
+                        text: row.modelData.name + (row.modelData.hasKey ? "  (key in keyring)" : "")
+                        font.bold: true
+                        color: Theme.text
+                    }
+                    Label {
+                        text: row.modelData.url
+                        color: Theme.textMuted
+                        elide: Text.ElideMiddle
+                        Layout.fillWidth: true
+                    }
+                    Button {
+                        text: "Remove"
+                        Accessible.name: "Remove the endpoint " + row.modelData.name
+                        onClicked: view.engines.removeEndpoint(row.modelData.name)
+                    }
+                }
+                Label {
+                    text: row.modelData.status === "listing" ? "Listing models…"
+                        : row.modelData.status === "error" ? row.modelData.error
+                        : row.modelData.models.length > 0 ? "Models: " + row.modelData.models.join(", ") : ""
+                    visible: text.length > 0
+                    color: row.modelData.status === "error" ? Theme.error : Theme.textMuted
+                    wrapMode: Text.Wrap
+                    Layout.fillWidth: true
+                }
+                Label {
+                    visible: row.modelData.warning.length > 0
+                    text: row.modelData.warning
+                    color: Theme.error
+                    wrapMode: Text.Wrap
+                    Layout.fillWidth: true
+                }
+            }
+        }
+    }
+}
