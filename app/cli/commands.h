@@ -27,5 +27,6 @@ Command add_plan_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_models_command(CLI::App& app);
+Command add_perplexity_command(CLI::App& app);
 
 }  // namespace powerhouse::cli
