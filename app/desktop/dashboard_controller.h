@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gpu_list_model.h"
+#include "remote_gpu_model.h"
 #include "powerhouse/scheduler.h"
 #include "powerhouse/telemetry.h"
 
@@ -31,6 +32,8 @@ class DashboardController : public QObject {
     QML_ELEMENT
     QML_UNCREATABLE("made by main.cpp")
     Q_PROPERTY(GpuListModel* gpus READ gpus CONSTANT)
+    // Remote machines' GPUs and engines, from the metrics URLs of Settings → Engines.
+    Q_PROPERTY(RemoteGpuModel* remote READ remote CONSTANT)
     Q_PROPERTY(QString status READ status NOTIFY changed)
     Q_PROPERTY(QString source READ source NOTIFY changed)
     Q_PROPERTY(bool simulated READ simulated NOTIFY changed)
@@ -51,6 +54,7 @@ public:
     ~DashboardController() override;
 
     GpuListModel* gpus() { return &m_gpus; }
+    RemoteGpuModel* remote() { return &m_remote; }
     QString status() const { return m_status; }
     QString source() const { return m_source; }
     bool simulated() const { return m_simulated; }
@@ -95,6 +99,7 @@ signals:
 
 private:
     GpuListModel m_gpus;
+    RemoteGpuModel m_remote;
     QString m_status;
     QString m_source;
     bool m_simulated = false;

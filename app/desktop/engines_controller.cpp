@@ -36,6 +36,7 @@ void EnginesController::load() {
         e.url = o.value("url").toString();
         e.caFile = o.value("ca_file").toString();
         e.hasKey = o.value("has_key").toBool();
+        e.metricsUrl = o.value("metrics_url").toString();  // absent before metrics URLs existed
         if (e.name.isEmpty() || e.url.isEmpty()) continue;
         if (auto w = powerhouse::remote::plain_http_warning(e.url.toStdString())) e.warning = QString::fromStdString(*w);
         m_endpoints.push_back(std::move(e));
@@ -45,7 +46,9 @@ void EnginesController::load() {
 void EnginesController::save() {
     QJsonArray list;
     for (const Endpoint& e : m_endpoints) {
-        list.append(QJsonObject{{"name", e.name}, {"url", e.url}, {"ca_file", e.caFile}, {"has_key", e.hasKey}});
+        QJsonObject o{{"name", e.name}, {"url", e.url}, {"ca_file", e.caFile}, {"has_key", e.hasKey}};
+        if (!e.metricsUrl.isEmpty()) o.insert("metrics_url", e.metricsUrl);
+        list.append(o);
     }
     auto saved = m_store.set_setting(kSetting, QJsonDocument(list).toJson(QJsonDocument::Compact).toStdString());
     if (!saved) say(QString::fromStdString(saved.error().message), true);
@@ -57,6 +60,7 @@ QVariantList EnginesController::endpoints() const {
         out.append(QVariantMap{{"name", e.name},
                                {"url", e.url},
                                {"caFile", e.caFile},
+                               {"metricsUrl", e.metricsUrl},
                                {"hasKey", e.hasKey},
                                {"models", e.models},
                                {"status", e.status},
@@ -142,7 +146,7 @@ void EnginesController::testConnection(const QString& url, const QString& apiKey
 }
 
 bool EnginesController::addEndpoint(const QString& name, const QString& url, const QString& apiKey,
-                                    const QString& caFile) {
+                                    const QString& caFile, const QString& metricsUrl) {
     const QString n = name.trimmed();
     const QString u = url.trimmed();
     if (n.isEmpty()) {
@@ -154,10 +158,19 @@ bool EnginesController::addEndpoint(const QString& name, const QString& url, con
         say(QString::fromStdString(normalized.error().message), true);
         return false;
     }
+    const QString m = metricsUrl.trimmed();
+    if (!m.isEmpty()) {
+        auto metrics = powerhouse::remote::normalize_metrics_url(m.toStdString());
+        if (!metrics) {
+            say(tr("Metrics URL: %1").arg(QString::fromStdString(metrics.error().message)), true);
+            return false;
+        }
+    }
     Endpoint e;
     e.name = n;
     e.url = u;
     e.caFile = caFile.trimmed();
+    e.metricsUrl = m;
     e.hasKey = !apiKey.isEmpty();
     if (auto w = powerhouse::remote::plain_http_warning(u.toStdString())) e.warning = QString::fromStdString(*w);
     auto keep = [this, e]() mutable {
@@ -168,6 +181,7 @@ bool EnginesController::addEndpoint(const QString& name, const QString& url, con
         }
         save();
         emit changed();
+        emit metricsSourcesChanged();
         refresh(e.name);
     };
     if (apiKey.isEmpty()) {
@@ -198,6 +212,7 @@ void EnginesController::removeEndpoint(const QString& name) {
     m_endpoints.erase(it);
     save();
     emit changed();
+    emit metricsSourcesChanged();
     if (m_chosen.endsWith(QStringLiteral(" — ") + name)) clearChoice();
     if (hadKey) {
         m_keys.remove(name, [this](const QString& error) {
@@ -267,6 +282,14 @@ void EnginesController::choose(const QString& endpoint, const QString& model) {
         emit chosenChanged();
         emit remoteChosen(RemoteTarget{now->name, now->url, now->caFile, key, model});
     });
+}
+
+std::vector<MetricsSource> EnginesController::metricsSources() const {
+    std::vector<MetricsSource> out;
+    for (const Endpoint& e : m_endpoints) {
+        if (!e.metricsUrl.isEmpty()) out.push_back({e.name.toStdString(), e.metricsUrl.toStdString(), e.caFile.toStdString()});
+    }
+    return out;
 }
 
 void EnginesController::clearChoice() {

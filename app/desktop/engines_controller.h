@@ -5,7 +5,12 @@
 // model bar, where choosing one sends the next answers there (remoteChosen, which main.cpp
 // hands to ChatController::useRemote).
 //
-// Storage: the endpoints (name, URL, CA file, whether a key is kept) are one JSON setting of
+// Each endpoint may name a metrics URL (the DCGM exporter beside it, e.g.
+// http://host:9400/metrics, or the engine's own /metrics): the dashboard shows its machines'
+// GPUs and the engine's figures (metricsSources(), metricsSourcesChanged).
+//
+// Storage: the endpoints (name, URL, CA file, whether a key is kept, and "metrics_url" only
+// when one is given, so older saved endpoints load as they are) are one JSON setting of
 // the store ("remote_endpoints"); the API key lives only in the system keyring (KeyStore).
 // Adding an endpoint with a key when no keyring is reachable fails with KeyStore's message
 // and keeps nothing.
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include "key_store.h"
+#include "remote_metrics_poller.h"
 #include "remote_chat.h"
 #include "store/store.h"
 
@@ -37,7 +43,7 @@ class EnginesController : public QObject {
     Q_OBJECT
     QML_ELEMENT
     QML_UNCREATABLE("made by main.cpp")
-    // [{name, url, caFile, hasKey, models: [ids], status: "" | "listing" | "ok" | "error",
+    // [{name, url, caFile, metricsUrl, hasKey, models: [ids], status: "" | "listing" | "ok" | "error",
     //   error, warning (plain http to another machine)}]
     Q_PROPERTY(QVariantList endpoints READ endpoints NOTIFY changed)
     // Every endpoint's models, for the model bar: [{endpoint, model, label: "model — endpoint"}]
@@ -65,7 +71,9 @@ public:
     // Adds (or replaces, by name) an endpoint: the key goes to the keyring first, then the
     // endpoint is saved and its models listed. False when refused at once (the reason in
     // `message`); a keyring failure comes later, in `message`, and nothing is saved.
-    Q_INVOKABLE bool addEndpoint(const QString& name, const QString& url, const QString& apiKey, const QString& caFile);
+    // `metricsUrl` (optional): a Prometheus endpoint of its machines, checked here.
+    Q_INVOKABLE bool addEndpoint(const QString& name, const QString& url, const QString& apiKey, const QString& caFile,
+                                 const QString& metricsUrl = QString());
     Q_INVOKABLE void removeEndpoint(const QString& name);
     // Lists every endpoint's models again.
     Q_INVOKABLE void refreshModels();
@@ -73,16 +81,19 @@ public:
     Q_INVOKABLE void choose(const QString& endpoint, const QString& model);
     // Answers go back to the local engine (a local model was loaded).
     void clearChoice();
+    // The endpoints' metrics URLs, for the dashboard's poller.
+    std::vector<MetricsSource> metricsSources() const;
 
 signals:
     void changed();
     void messageChanged();
     void chosenChanged();
     void remoteChosen(const RemoteTarget& target);
+    void metricsSourcesChanged();
 
 private:
     struct Endpoint {
-        QString name, url, caFile;
+        QString name, url, caFile, metricsUrl;
         bool hasKey = false;
         QStringList models;
         QString status, error, warning;

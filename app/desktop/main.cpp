@@ -196,6 +196,10 @@ int main(int argc, char* argv[]) {
     // Remote engines (Settings → Engines): choosing one of their models in the model bar
     // sends the next answers there; loading a local model takes them back.
     EnginesController engines(*store);
+    // Their metrics URLs feed the dashboard's remote GPUs (read on the poller's thread).
+    auto feedMetrics = [&engines, &dashboard] { dashboard.remote()->setSources(engines.metricsSources()); };
+    QObject::connect(&engines, &EnginesController::metricsSourcesChanged, &dashboard, feedMetrics);
+    feedMetrics();
     QObject::connect(&engines, &EnginesController::remoteChosen, &controller, &ChatController::useRemote);
     QObject::connect(&engine, &EngineClient::modelGoing, &engines, &EnginesController::clearChoice);
     engines.refreshModels();

@@ -68,6 +68,14 @@ ScrollView {
                 Accessible.name: "CA certificate file (optional)"
                 Layout.fillWidth: true
             }
+            Label { text: "Metrics URL"; color: Theme.text }
+            TextField {
+                id: metricsField
+                objectName: "endpointMetricsUrl"
+                placeholderText: "optional: http://gpu-node:9400/metrics (DCGM exporter) or the engine's /metrics"
+                Accessible.name: "Metrics URL (optional): its GPUs and figures on the dashboard"
+                Layout.fillWidth: true
+            }
         }
 
         RowLayout {
@@ -83,7 +91,8 @@ ScrollView {
                 text: "Add"
                 enabled: nameField.text.length > 0 && urlField.text.length > 0 && !view.engines.busy
                 onClicked: {
-                    if (view.engines.addEndpoint(nameField.text, urlField.text, keyField.text, caField.text))
+                    if (view.engines.addEndpoint(nameField.text, urlField.text, keyField.text, caField.text,
+                                                 metricsField.text))
                         keyField.text = ""
                 }
             }
@@ -151,6 +160,13 @@ ScrollView {
                     visible: text.length > 0
                     color: row.modelData.status === "error" ? Theme.error : Theme.textMuted
                     wrapMode: Text.Wrap
+                    Layout.fillWidth: true
+                }
+                Label {
+                    visible: row.modelData.metricsUrl.length > 0
+                    text: "Metrics on the dashboard: " + row.modelData.metricsUrl
+                    color: Theme.textMuted
+                    elide: Text.ElideMiddle
                     Layout.fillWidth: true
                 }
                 Label {

@@ -87,7 +87,8 @@ Rectangle {
             }
             Label { text: "Memory"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
             Label {
-                text: card.gib(card.memoryUsed) + " / " + card.gib(card.memoryTotal)
+                // Remote exporters may not give the total (then "—").
+                text: card.memoryTotal > 0 ? card.gib(card.memoryUsed) + " / " + card.gib(card.memoryTotal) : "—"
                 color: Theme.text
                 font.pixelSize: Theme.smallFontSize
             }

@@ -1,4 +1,4 @@
-// The right panel: where the model sits on the GPUs (a bar), a card per GPU, the NVLink
+// The right panel: where the model sits on the GPUs (a bar), a card per GPU, remote machines' GPUs by host (with their engines' figures), the NVLink
 // topology, the devices the engine runs the model on now, and the engine's batching (the
 // answers generated together, the KV cache blocks they and the cached conversations hold).
 import QtQuick
@@ -10,6 +10,8 @@ Rectangle {
     id: root
 
     required property DashboardController dashboard
+    // Remote machines (the metrics URLs of Settings → Engines), grouped by host.
+    property RemoteGpuModel remote: dashboard.remote
     // The settings' plan for the loaded model on the GPUs, and its number of layers.
     property var plan: []
     property int layers: 0
@@ -94,6 +96,77 @@ Rectangle {
                 Layout.fillWidth: true
                 Layout.leftMargin: Theme.spacing
                 Layout.rightMargin: Theme.spacing
+            }
+
+            Label {
+                visible: root.remote !== null && root.remote.count > 0
+                text: "Remote machines"
+                color: Theme.text
+                font.bold: true
+                font.pixelSize: Theme.fontSize + 2
+                Layout.topMargin: Theme.spacing
+                Layout.leftMargin: Theme.spacing
+            }
+            Repeater {
+                objectName: "remoteHosts"
+                model: root.remote
+                delegate: ColumnLayout {
+                    id: host
+                    required property string title
+                    required property string error
+                    required property bool simulated
+                    required property GpuListModel gpus
+                    required property int gpuCount
+                    required property var engines
+                    objectName: "remoteHost"
+                    spacing: Theme.spacing / 2
+                    Layout.fillWidth: true
+                    Layout.leftMargin: Theme.spacing
+                    Layout.rightMargin: Theme.spacing
+                    Label {
+                        objectName: "remoteHostTitle"
+                        text: host.title
+                        color: Theme.text
+                        font.bold: true
+                        wrapMode: Text.Wrap
+                        Layout.fillWidth: true
+                    }
+                    Label {
+                        visible: host.simulated
+                        text: "Simulated GPUs on that machine: readings are not real"
+                        color: "#e0b050"
+                        wrapMode: Text.Wrap
+                        font.pixelSize: Theme.smallFontSize
+                        Layout.fillWidth: true
+                    }
+                    Label {
+                        objectName: "remoteError"
+                        visible: host.error.length > 0
+                        text: host.error
+                        color: Theme.error
+                        wrapMode: Text.Wrap
+                        font.pixelSize: Theme.smallFontSize
+                        Layout.fillWidth: true
+                    }
+                    Repeater {
+                        model: host.gpus
+                        delegate: GpuCard {
+                            Layout.fillWidth: true
+                        }
+                    }
+                    Repeater {
+                        model: host.engines
+                        delegate: Label {
+                            required property var modelData
+                            objectName: "remoteEngine"
+                            text: modelData.summary
+                            color: Theme.text
+                            wrapMode: Text.Wrap
+                            font.pixelSize: Theme.smallFontSize
+                            Layout.fillWidth: true
+                        }
+                    }
+                }
             }
 
             Label {

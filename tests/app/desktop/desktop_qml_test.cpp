@@ -3,7 +3,9 @@
 // loaded (the views' behaviour without one is part of what is tested), testChat has the
 // SmolLM2 test model (greedy, short answers); testSettings and testDashboard see two
 // simulated GPUs, and the dashboard shows the batching of testChat's engine; testServer is
-// the API server's controller on testController's engine (no model, so it never listens).
+// the API server's controller on testController's engine (no model, so it never listens);
+// testRemote holds remote machines read from the DCGM exporter's and vLLM's sample files
+// (tests/data/remote) and a source that failed, applied without a network.
 // The setup hands them to the tests as context properties of the test engine (tests only;
 // the app passes them as required properties of its window).
 #include <QCoreApplication>
@@ -16,13 +18,17 @@
 #include <QtQml/QQmlExtensionPlugin>
 #include <QtQuickTest>
 
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "chat_controller.h"
 #include "dashboard_controller.h"
 #include "download_controller.h"
 #include "engine_client.h"
 #include "library_controller.h"
+#include "remote/prometheus.h"
+#include "remote_gpu_model.h"
 #include "server_controller.h"
 #include "settings_controller.h"
 #include "store/store.h"
@@ -105,12 +111,16 @@ public slots:
         engine->rootContext()->setContextProperty(QStringLiteral("testDrop"), &m_drop);
         engine->rootContext()->setContextProperty(QStringLiteral("testDownloads"), m_downloads.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testServer"), m_server.get());
+        m_remote = std::make_unique<RemoteGpuModel>(std::chrono::milliseconds(0));
+        feedRemote(*m_remote);
+        engine->rootContext()->setContextProperty(QStringLiteral("testRemote"), m_remote.get());
         engine->rootContext()->setContextProperty(
             QStringLiteral("testModelUrl"),
             QUrl::fromLocalFile(QString::fromStdString(powerhouse::test::test_model_path().string())));
     }
 
     void cleanupTestCase() {
+        m_remote.reset();
         m_server.reset();
         m_downloads.reset();
         m_library.reset();
@@ -125,7 +135,28 @@ public slots:
     }
 
 private:
+    static void feedRemote(RemoteGpuModel& remote) {
+        const std::vector<MetricsSource> sources = {{"cluster", "http://10.0.0.9:9400/metrics", ""},
+                                                    {"vllm", "http://10.0.0.7:8000/metrics", ""},
+                                                    {"down", "http://10.0.0.8:9400/metrics", ""}};
+        remote.setSources(sources);
+        const char* files[] = {"dcgm_exporter.prom", "vllm_v1.prom"};
+        for (int i = 0; i < 2; ++i) {
+            std::ifstream in(powerhouse::test::data_dir() / "remote" / files[i]);
+            std::stringstream text;
+            text << in.rdbuf();
+            for (double time : {1.0, 3.0}) {  // two readings: a history of two points
+                MetricsReading reading{sources[static_cast<size_t>(i)], sources[static_cast<size_t>(i)].url,
+                                       powerhouse::remote::parse_prometheus(text.str()), {}, time};
+                remote.apply(reading);
+            }
+        }
+        remote.apply(MetricsReading{sources[2], sources[2].url, std::nullopt,
+                                    "could not connect to 10.0.0.8:9400: connection refused", 3.0});
+    }
+
     QTemporaryDir m_dir;
+    std::unique_ptr<RemoteGpuModel> m_remote;
     std::unique_ptr<powerhouse::store::Store> m_store;
     std::unique_ptr<EngineClient> m_engine;
     std::unique_ptr<ChatController> m_chat;
