@@ -10,15 +10,13 @@
 // server answers instead (remote_cli.h), the same way.
 #include <fmt/format.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
+#include "chat_loop.h"
 #include "commands.h"
 #include "format.h"
 #include "generation.h"
@@ -34,28 +32,6 @@ struct ChatOptions {
     int n_predict = 1024;
     SamplingChoice sampling;
     RemoteChoice remote;
-};
-
-std::atomic<int> g_interrupts{0};  // Ctrl+C presses while an answer runs (a signal handler's only channel)
-
-extern "C" void on_interrupt(int) { g_interrupts.fetch_add(1); }
-
-// Catches Ctrl+C while it lives; the previous handler comes back after.
-class InterruptGuard {
-public:
-    InterruptGuard() {
-        g_interrupts = 0;
-        struct sigaction action{};
-        action.sa_handler = on_interrupt;
-        sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &previous_);
-    }
-    ~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
-    InterruptGuard(const InterruptGuard&) = delete;
-    InterruptGuard& operator=(const InterruptGuard&) = delete;
-
-private:
-    struct sigaction previous_{};
 };
 
 // Waits for the model to load, showing progress on a terminal. False when it failed.
@@ -90,26 +66,9 @@ int run_chat(ChatOptions options) {
                      summary.name.c_str(), summary.n_ctx, summary.device.c_str());
     }
 
-    std::vector<ChatMessage> messages;
-    if (!options.system.empty()) messages.push_back({"system", options.system});
-    const size_t first_turn = messages.size();
-    std::string line;
-    uint64_t turn = 0;
-    for (;;) {
-        if (interactive) std::fputs("\n> ", stdout);
-        std::fflush(stdout);
-        if (!std::getline(std::cin, line)) break;
-        if (line == "/exit" || line == "/quit") break;
-        if (line == "/reset") {
-            messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first_turn), messages.end());
-            std::fputs("(new conversation)\n", stderr);
-            continue;
-        }
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        messages.push_back({"user", line});
-
+    return run_chat_loop(options.system, interactive, [&](const std::vector<ChatMessage>& messages, uint64_t turn) {
         GenerateCommand command;
-        command.request_id = ++turn;
+        command.request_id = turn;
         command.messages = messages;
         command.settings.max_tokens = options.n_predict;
         command.settings.sampling = options.sampling.params;
@@ -120,9 +79,9 @@ int run_chat(ChatOptions options) {
 
         InterruptGuard guard;
         int interrupts_seen = 0;
-        for (bool finished = false; !finished;) {
-            if (const int n = g_interrupts.load(); n != interrupts_seen) {
-                if (n > 1) return 130;  // a second Ctrl+C: quit
+        for (;;) {
+            if (const int n = InterruptGuard::presses(); n != interrupts_seen) {
+                if (n > 1) return ChatReply::quit_chat();  // a second Ctrl+C: quit
                 interrupts_seen = n;
                 engine.submit(CancelCommand{turn});
             }
@@ -132,7 +91,6 @@ int run_chat(ChatOptions options) {
                 std::fwrite(token->text.data(), 1, token->text.size(), stdout);
                 std::fflush(stdout);
             } else if (const auto* done = std::get_if<DoneEvent>(&*event)) {
-                finished = true;
                 const GenerationStats& stats = done->stats;
                 std::putchar('\n');
                 if (stats.stop_reason == StopReason::cancelled) std::fputs("(stopped)\n", stderr);
@@ -142,23 +100,19 @@ int run_chat(ChatOptions options) {
                 if (stats.dropped_messages > 0) {
                     std::fprintf(stderr, "(the conversation outgrew the context: dropped its %u oldest messages)\n",
                                  stats.dropped_messages);
-                    messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first_turn),
-                                   messages.begin() + static_cast<std::ptrdiff_t>(first_turn + stats.dropped_messages));
                 }
                 if (interactive) {
                     std::fprintf(stderr, "[%u tokens, %.1f tokens/s, first token after %.2f s, prompt %u tokens (%u reused)]\n",
                                  stats.generated_tokens, stats.tokens_per_second(), stats.time_to_first_token,
                                  stats.prompt_tokens, stats.reused_tokens);
                 }
-                messages.push_back({"assistant", done->text});
+                return ChatReply::answered(done->text, stats.dropped_messages);
             } else if (const auto* error = std::get_if<ErrorEvent>(&*event)) {
-                finished = true;
                 report_error(error->error);
-                messages.pop_back();  // the message that could not be answered
+                return ChatReply::taken_back();  // the message that could not be answered is taken back
             }
         }
-    }
-    return 0;
+    });
 }
 
 }  // namespace

@@ -21,6 +21,17 @@ Result<std::string> read_file_text(const std::string& path) {
     return text.str();
 }
 
+Result<std::string> read_api_key_file(const std::string& path) {
+    Result<std::string> text = read_file_text(path);
+    if (!text) return text.error();
+    const size_t first = text->find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("{} holds no API key", path));
+    }
+    const size_t last = text->find_last_not_of(" \t\r\n");
+    return text->substr(first, last - first + 1);
+}
+
 std::string format_bytes(uint64_t bytes) {
     static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double value = static_cast<double>(bytes);

@@ -18,6 +18,10 @@ std::string format_table(const std::vector<std::string>& header, const std::vect
 // The whole content of a file ("-": standard input).
 Result<std::string> read_file_text(const std::string& path);
 
+// The API key in a file (--api-key-file), surrounding whitespace removed: an error when the
+// file holds none. The key is never printed, nor part of an error.
+Result<std::string> read_api_key_file(const std::string& path);
+
 // Prints "error: <message>" to stderr and returns 1.
 int report_error(const Error& error);
 

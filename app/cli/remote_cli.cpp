@@ -3,12 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "chat_loop.h"
 #include "format.h"
 
 #ifdef POWERHOUSE_HAS_REMOTE
@@ -56,43 +54,6 @@ int run_remote_chat(const CLI::App&, const RemoteChoice&, const RemoteChatOption
 #else
 
 namespace {
-
-std::atomic<int> g_remote_interrupts{0};  // Ctrl+C presses while an answer streams
-
-extern "C" void on_remote_interrupt(int) {
-    g_remote_interrupts.fetch_add(1);
-}
-
-// Catches Ctrl+C while it lives (an answer streams); the previous handler comes back after,
-// so that Ctrl+C at the prompt quits as usual.
-class RemoteInterruptGuard {
-public:
-    RemoteInterruptGuard() {
-        g_remote_interrupts = 0;
-        struct sigaction action {};
-        action.sa_handler = on_remote_interrupt;
-        sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &previous_);
-    }
-    ~RemoteInterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
-    RemoteInterruptGuard(const RemoteInterruptGuard&) = delete;
-    RemoteInterruptGuard& operator=(const RemoteInterruptGuard&) = delete;
-
-private:
-    struct sigaction previous_ {};
-};
-
-// The key from its file, surrounding whitespace removed; never printed.
-Result<std::string> read_key(const std::string& path) {
-    Result<std::string> text = read_file_text(path);
-    if (!text) return text.error();
-    const size_t first = text->find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) {
-        return make_error(ErrorCode::invalid_argument, fmt::format("{} holds no API key", path));
-    }
-    const size_t last = text->find_last_not_of(" \t\r\n");
-    return text->substr(first, last - first + 1);
-}
 
 bool given(const CLI::App& command, const char* name) {
     const CLI::Option* option = command.get_option_no_throw(name);
@@ -152,7 +113,7 @@ std::string stats_line(const remote::ChatResult& r) {
 Result<remote::ConnectionOptions> connection_options(const RemoteChoice& choice, const std::string& url) {
     remote::ConnectionOptions options;
     if (!choice.api_key_file.empty()) {
-        Result<std::string> key = read_key(choice.api_key_file);
+        Result<std::string> key = read_api_key_file(choice.api_key_file);
         if (!key) return key.error();
         options.api_key = std::move(key).value();
     }
@@ -223,25 +184,7 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
     base.model = *model;
     base.max_tokens = options.n_predict;
     apply_sampling(command, sampling, base);
-    std::vector<ChatMessage> messages;
-    if (!options.system.empty()) messages.push_back({"system", options.system});
-    const size_t first_turn = messages.size();
-    std::string line;
-    uint64_t turn = 0;
-    for (;;) {
-        if (interactive) std::fputs("\n> ", stdout);
-        std::fflush(stdout);
-        if (!std::getline(std::cin, line)) break;
-        if (line == "/exit" || line == "/quit") break;
-        if (line == "/reset") {
-            messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first_turn), messages.end());
-            std::fputs("(new conversation)\n", stderr);
-            continue;
-        }
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        messages.push_back({"user", line});
-        ++turn;
-
+    return run_chat_loop(options.system, interactive, [&](const std::vector<ChatMessage>& messages, uint64_t turn) {
         remote::ChatRequest request = base;
         request.messages = messages;
         if (request.seed) *request.seed += turn;
@@ -250,16 +193,15 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
         };
-        callbacks.cancelled = [] { return g_remote_interrupts.load() > 0; };
+        callbacks.cancelled = [] { return InterruptGuard::presses() > 0; };
         Result<remote::ChatResult> result = [&] {
-            RemoteInterruptGuard guard;
+            InterruptGuard guard;
             return engine->chat(request, callbacks);
         }();
-        if (g_remote_interrupts.load() > 1) return 130;  // a second Ctrl+C: quit
+        if (InterruptGuard::presses() > 1) return ChatReply::quit_chat();  // a second Ctrl+C: quit
         if (!result) {
             report_error(result.error());
-            messages.pop_back();  // the message that could not be answered
-            continue;
+            return ChatReply::taken_back();  // the message that could not be answered is taken back
         }
         std::putchar('\n');
         std::fflush(stdout);
@@ -270,13 +212,9 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
             std::fputs("(the answer was interrupted; what arrived stays in the conversation)\n", stderr);
         }
         if (interactive) std::fprintf(stderr, "%s\n", stats_line(*result).c_str());
-        if (result->text.empty()) {
-            messages.pop_back();  // nothing was answered: the turn is taken back
-        } else {
-            messages.push_back({"assistant", result->text});
-        }
-    }
-    return 0;
+        if (result->text.empty()) return ChatReply::taken_back();  // nothing was answered: the turn is taken back
+        return ChatReply::answered(std::move(result->text));
+    });
 }
 
 #endif

@@ -42,24 +42,12 @@ struct ServeOptions {
 
 #ifdef POWERHOUSE_HAS_SERVER
 
-// The key from its file, surrounding whitespace removed; never printed.
-Result<std::string> read_key(const std::string& path) {
-    Result<std::string> text = read_file_text(path);
-    if (!text) return text.error();
-    const size_t first = text->find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) {
-        return make_error(ErrorCode::invalid_argument, fmt::format("{} holds no API key", path));
-    }
-    const size_t last = text->find_last_not_of(" \t\r\n");
-    return text->substr(first, last - first + 1);
-}
-
 int run_serve(const ServeOptions& options) {
     server::ServerOptions so;
     so.host = options.host;
     so.port = options.port;
     if (!options.api_key_file.empty()) {
-        Result<std::string> key = read_key(options.api_key_file);
+        Result<std::string> key = read_api_key_file(options.api_key_file);
         if (!key) return report_error(key.error());
         so.api_key = *key;
     }

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <memory>
 #include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "http_curl.h"
 #include "library/file_names.h"
 #include "library/sha256.h"
 
@@ -81,24 +81,20 @@ bool is_redirect(const ResponseHead& head) {
 size_t on_header_line(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
     const size_t bytes = size * count;
-    const std::string_view line = trim(std::string_view(data, bytes));
+    const http::HeaderLine line = http::parse_header_line(std::string_view(data, bytes));
     ResponseHead& head = t->outcome->head;
-    if (line.substr(0, 5) == "HTTP/") {
+    if (line.kind == http::HeaderLine::Kind::status) {
         // A new response of the chain (a redirect's target, or after "100 Continue"): its
         // own headers start from nothing, except what Hugging Face put on the redirect.
         ResponseHead next;
         next.linked_etag = std::move(head.linked_etag);
         next.linked_size = head.linked_size;
-        const size_t space = line.find(' ');
-        if (space != std::string_view::npos) {
-            const std::string_view code = line.substr(space + 1, 3);
-            next.status = static_cast<long>(parse_u64(code).value_or(0));
-        }
+        next.status = line.status;
         head = std::move(next);
         t->head_complete = false;
         return bytes;
     }
-    if (line.empty()) {
+    if (line.kind == http::HeaderLine::Kind::end) {
         // The end of one response's headers: the final one unless it is a redirect that
         // libcurl follows, or an informational 1xx.
         if (!t->head_complete && head.status >= 200 && !is_redirect(head)) {
@@ -111,10 +107,9 @@ size_t on_header_line(char* data, size_t size, size_t count, void* user) {
         }
         return bytes;
     }
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return bytes;
-    const std::string_view name = trim(line.substr(0, colon));
-    const std::string_view value = trim(line.substr(colon + 1));
+    if (line.kind != http::HeaderLine::Kind::field) return bytes;
+    const std::string_view name = line.name;
+    const std::string_view value = line.value;
     if (iequals(name, "Content-Length")) {
         head.content_length = parse_u64(value);
     } else if (iequals(name, "Content-Range")) {
@@ -159,20 +154,7 @@ int on_transfer_info(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
     return 0;
 }
 
-struct CurlHandleDeleter {
-    void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
-};
-struct HeaderListDeleter {
-    void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
-
 }  // namespace
-
-CurlGlobal::CurlGlobal() : ok_(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {}
-
-CurlGlobal::~CurlGlobal() {
-    if (ok_) curl_global_cleanup();
-}
 
 std::optional<ContentRange> parse_content_range(const std::string& value) {
     std::string_view v = trim(value);
@@ -199,28 +181,20 @@ std::optional<ContentRange> parse_content_range(const std::string& value) {
 
 TransferOutcome perform_transfer(const TransferRequest& request, const DownloadOptions& options, TransferSink& sink) {
     TransferOutcome outcome;
-    std::unique_ptr<CURL, CurlHandleDeleter> handle(curl_easy_init());
+    http::EasyHandle handle(curl_easy_init());
     if (!handle) {
         outcome.curl_code = CURLE_FAILED_INIT;
-        outcome.curl_message = "libcurl could not be initialised";
+        outcome.curl_message = http::kInitFailed;
         return outcome;
     }
     CURL* h = handle.get();
     Transfer transfer;
     transfer.sink = &sink;
     transfer.outcome = &outcome;
-    char error_buffer[CURL_ERROR_SIZE] = {};
 
     curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
     // Only http(s), also after redirects: a redirect must not reach file:// or others.
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+    http::allow_only_http(h, true);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(h, CURLOPT_MAXREDIRS, options.max_redirects);
     // Threads: no SIGALRM-based timeouts.
@@ -241,7 +215,7 @@ TransferOutcome perform_transfer(const TransferRequest& request, const DownloadO
     if (request.head_only) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 
     std::string range;
-    std::unique_ptr<curl_slist, HeaderListDeleter> headers;
+    http::HeaderList headers;
     if (request.range_from) {
         range = std::to_string(*request.range_from) + "-";
         curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
@@ -252,28 +226,16 @@ TransferOutcome perform_transfer(const TransferRequest& request, const DownloadO
         }
     }
 
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header_line);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &transfer);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body_bytes);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_transfer_info);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &transfer);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-
-    const CURLcode code = curl_easy_perform(h);
-    outcome.curl_code = code;
-    if (code != CURLE_OK) outcome.curl_message = error_buffer[0] != 0 ? error_buffer : curl_easy_strerror(code);
+    http::TransferResult result = http::run_transfer(h, {on_header_line, on_body_bytes, on_transfer_info, &transfer});
+    outcome.curl_code = result.code;
+    outcome.curl_message = std::move(result.message);
     char* effective = nullptr;
     if (curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK && effective != nullptr) {
         outcome.effective_url = effective;
     }
     // An empty body (a HEAD, a 0-byte file) may end without the blank-line callback having
     // seen a final status; libcurl knows it.
-    if (outcome.head.status == 0) {
-        long status = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        outcome.head.status = status;
-    }
+    if (outcome.head.status == 0) outcome.head.status = http::response_code(h);
     return outcome;
 }
 

@@ -15,23 +15,13 @@
 #include <string_view>
 #include <utility>
 
+#include "http_curl.h"
 #include "library/download.h"
 
 namespace powerhouse::library::detail {
 
-// curl_global_init / curl_global_cleanup for the lifetime of one call: reference-counted and
-// thread-safe in libcurl >= 7.84, so no global object of ours is needed.
-class CurlGlobal {
-public:
-    CurlGlobal();
-    ~CurlGlobal();
-    CurlGlobal(const CurlGlobal&) = delete;
-    CurlGlobal& operator=(const CurlGlobal&) = delete;
-    bool ok() const { return ok_; }
-
-private:
-    bool ok_ = false;
-};
+// curl_global_init / curl_global_cleanup for the lifetime of one call (http_curl.h).
+using CurlGlobal = http::CurlGlobal;
 
 // The headers of the final response (after redirects). X-Linked-* are kept from whichever
 // response of the chain sent them: Hugging Face sends them on its redirect to the CDN.

@@ -6,11 +6,11 @@
 #include <cctype>
 #include <charconv>
 #include <ctime>
-#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "http_curl.h"
 #include "remote/remote_url.h"
 
 namespace powerhouse::remote::detail {
@@ -31,29 +31,6 @@ bool iequals(std::string_view a, std::string_view b) {
                return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
            });
 }
-
-// curl_global_init / curl_global_cleanup for the lifetime of one call: reference-counted and
-// thread-safe in libcurl >= 7.84, so no global object of ours is needed.
-class CurlGlobal {
-public:
-    CurlGlobal() : ok_(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {}
-    ~CurlGlobal() {
-        if (ok_) curl_global_cleanup();
-    }
-    CurlGlobal(const CurlGlobal&) = delete;
-    CurlGlobal& operator=(const CurlGlobal&) = delete;
-    bool ok() const { return ok_; }
-
-private:
-    bool ok_;
-};
-
-struct HandleDeleter {
-    void operator()(CURL* h) const { curl_easy_cleanup(h); }
-};
-struct ListDeleter {
-    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
 
 // Retry-After: delay-seconds, or an HTTP date.
 std::optional<double> parse_retry_after(std::string_view value) {
@@ -84,38 +61,31 @@ struct Transfer {
 size_t on_header(char* data, size_t size, size_t count, void* user) {
     auto* t = static_cast<Transfer*>(user);
     const size_t bytes = size * count;
-    const std::string_view line = trim(std::string_view(data, bytes));
+    const http::HeaderLine line = http::parse_header_line(std::string_view(data, bytes));
     HttpOutcome& o = *t->outcome;
-    if (line.substr(0, 5) == "HTTP/") {
-        // A new response (after "100 Continue"): its own headers start from nothing.
-        o.status = 0;
-        o.content_type.clear();
-        o.retry_after_seconds.reset();
-        o.head_complete = false;
-        const size_t space = line.find(' ');
-        if (space != std::string_view::npos) {
-            long status = 0;
-            const std::string_view code = line.substr(space + 1, 3);
-            std::from_chars(code.data(), code.data() + code.size(), status);
-            o.status = status;
-        }
-        return bytes;
-    }
-    if (line.empty()) {
-        if (o.status >= 200) o.head_complete = true;
-        return bytes;
-    }
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return bytes;
-    const std::string_view name = trim(line.substr(0, colon));
-    const std::string_view value = trim(line.substr(colon + 1));
-    if (iequals(name, "Content-Type")) {
-        std::string type(trim(value.substr(0, value.find(';'))));
-        std::transform(type.begin(), type.end(), type.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        o.content_type = std::move(type);
-    } else if (iequals(name, "Retry-After")) {
-        o.retry_after_seconds = parse_retry_after(value);
+    switch (line.kind) {
+        case http::HeaderLine::Kind::status:
+            // A new response (after "100 Continue"): its own headers start from nothing.
+            o.status = line.status;
+            o.content_type.clear();
+            o.retry_after_seconds.reset();
+            o.head_complete = false;
+            break;
+        case http::HeaderLine::Kind::end:
+            if (o.status >= 200) o.head_complete = true;
+            break;
+        case http::HeaderLine::Kind::field:
+            if (iequals(line.name, "Content-Type")) {
+                std::string type(trim(line.value.substr(0, line.value.find(';'))));
+                std::transform(type.begin(), type.end(), type.begin(),
+                               [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+                o.content_type = std::move(type);
+            } else if (iequals(line.name, "Retry-After")) {
+                o.retry_after_seconds = parse_retry_after(line.value);
+            }
+            break;
+        case http::HeaderLine::Kind::other:
+            break;
     }
     return bytes;
 }
@@ -176,11 +146,11 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 HttpOutcome perform(const HttpRequest& request, const ConnectionOptions& options, const BodySink& on_body,
                     const std::function<bool()>& cancelled) {
     HttpOutcome outcome;
-    CurlGlobal global;
-    std::unique_ptr<CURL, HandleDeleter> handle(global.ok() ? curl_easy_init() : nullptr);
+    http::CurlGlobal global;
+    http::EasyHandle handle(global.ok() ? curl_easy_init() : nullptr);
     if (!handle) {
         outcome.curl_code = CURLE_FAILED_INIT;
-        outcome.curl_message = "libcurl could not be initialised";
+        outcome.curl_message = http::kInitFailed;
         return outcome;
     }
     CURL* h = handle.get();
@@ -191,15 +161,9 @@ HttpOutcome perform(const HttpRequest& request, const ConnectionOptions& options
     transfer.outcome = &outcome;
     transfer.handle = h;
     transfer.start = Clock::now();
-    char error_buffer[CURL_ERROR_SIZE] = {};
 
     curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+    http::allow_only_http(h, false);
     // No redirects: a POST must not turn into a GET elsewhere, nor the key reach another host.
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM-based timeouts
@@ -215,7 +179,7 @@ HttpOutcome perform(const HttpRequest& request, const ConnectionOptions& options
     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 16L * 1024);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode (metrics compress well)
 
-    std::unique_ptr<curl_slist, ListDeleter> headers;
+    http::HeaderList headers;
     auto add_header = [&](const std::string& line) {
         headers.reset(curl_slist_append(headers.release(), line.c_str()));
     };
@@ -234,22 +198,10 @@ HttpOutcome perform(const HttpRequest& request, const ConnectionOptions& options
     }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
 
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &transfer);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body_bytes);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &transfer);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-
-    const CURLcode code = curl_easy_perform(h);
-    outcome.curl_code = code;
-    if (code != CURLE_OK) outcome.curl_message = error_buffer[0] != 0 ? error_buffer : curl_easy_strerror(code);
-    if (outcome.status == 0) {
-        long status = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        outcome.status = status;
-    }
+    http::TransferResult result = http::run_transfer(h, {on_header, on_body_bytes, on_progress, &transfer});
+    outcome.curl_code = result.code;
+    outcome.curl_message = std::move(result.message);
+    if (outcome.status == 0) outcome.status = http::response_code(h);
     outcome.seconds = std::chrono::duration<double>(Clock::now() - transfer.start).count();
     return outcome;
 }
@@ -275,23 +227,24 @@ Error transport_error(const HttpOutcome& o, const ConnectionOptions& options, st
             break;
     }
     const std::string detail = printable(o.curl_message, 300);
+    // Most failures read "WHAT: CAUSE (libcurl's words): REMEDY".
+    const auto failed = [&](ErrorCode code, std::string_view cause, std::string_view remedy) {
+        return make_error(code, fmt::format("{}: {} ({}): {}", what, cause, detail, remedy));
+    };
     switch (static_cast<CURLcode>(o.curl_code)) {
         case CURLE_OK:
             return make_error(ErrorCode::internal, fmt::format("{}: no failure to describe", what));
         case CURLE_COULDNT_RESOLVE_HOST:
         case CURLE_COULDNT_RESOLVE_PROXY:
-            return make_error(ErrorCode::io, fmt::format("{}: the host name does not resolve ({}): check the URL's "
-                                                         "host, and this machine's DNS",
-                                                         what, detail));
+            return failed(ErrorCode::io, "the host name does not resolve",
+                          "check the URL's host, and this machine's DNS");
         case CURLE_COULDNT_CONNECT:
-            return make_error(ErrorCode::io, fmt::format("{}: cannot connect ({}): is the server running, and "
-                                                         "listening on that address and port?",
-                                                         what, detail));
+            return failed(ErrorCode::io, "cannot connect",
+                          "is the server running, and listening on that address and port?");
         case CURLE_OPERATION_TIMEDOUT:
-            return make_error(ErrorCode::io,
-                              fmt::format("{}: connecting timed out after {} ({}): the host may be down, or a "
-                                          "firewall drops the connection",
-                                          what, seconds_text(options.connect_timeout), detail));
+            return failed(ErrorCode::io,
+                          fmt::format("connecting timed out after {}", seconds_text(options.connect_timeout)),
+                          "the host may be down, or a firewall drops the connection");
         case CURLE_PEER_FAILED_VERIFICATION:
 #if LIBCURL_VERSION_NUM < 0x073e00
         case CURLE_SSL_CACERT:
@@ -303,39 +256,33 @@ Error transport_error(const HttpOutcome& o, const ConnectionOptions& options, st
                                           "the certificate was made for",
                                           what, detail));
         case CURLE_SSL_CACERT_BADFILE:
-            return make_error(ErrorCode::io, fmt::format("{}: TLS error: the CA file {} cannot be read ({}): give a "
-                                                         "file of PEM certificates",
-                                                         what, options.ca_file.string(), detail));
+            return failed(ErrorCode::io,
+                          fmt::format("TLS error: the CA file {} cannot be read", options.ca_file.string()),
+                          "give a file of PEM certificates");
         case CURLE_SSL_CONNECT_ERROR:
         case CURLE_SSL_CERTPROBLEM:
         case CURLE_SSL_CIPHER:
         case CURLE_USE_SSL_FAILED:
             if (o.curl_message.find("wrong version number") != std::string::npos ||
                 o.curl_message.find("packet length too long") != std::string::npos) {
-                return make_error(ErrorCode::io, fmt::format("{}: TLS error ({}): the server does not speak TLS on "
-                                                             "that port; is it a plain http:// server?",
-                                                             what, detail));
+                return failed(ErrorCode::io, "TLS error",
+                              "the server does not speak TLS on that port; is it a plain http:// server?");
             }
-            return make_error(ErrorCode::io, fmt::format("{}: TLS error ({}): the secure connection could not be "
-                                                         "set up; check the URL and the server's TLS setup",
-                                                         what, detail));
+            return failed(ErrorCode::io, "TLS error",
+                          "the secure connection could not be set up; check the URL and the server's TLS setup");
         case CURLE_UNSUPPORTED_PROTOCOL:
         case CURLE_WEIRD_SERVER_REPLY:
-            return make_error(ErrorCode::format, fmt::format("{}: the server's answer is not HTTP ({}): is it an "
-                                                             "https:// server, or not a web server at all?",
-                                                             what, detail));
+            return failed(ErrorCode::format, "the server's answer is not HTTP",
+                          "is it an https:// server, or not a web server at all?");
         case CURLE_GOT_NOTHING:
-            return make_error(ErrorCode::io, fmt::format("{}: the server closed the connection without answering "
-                                                         "({}): check the server's log",
-                                                         what, detail));
+            return failed(ErrorCode::io, "the server closed the connection without answering",
+                          "check the server's log");
         case CURLE_PARTIAL_FILE:
         case CURLE_RECV_ERROR:
         case CURLE_SEND_ERROR:
         case CURLE_HTTP2:
         case CURLE_HTTP2_STREAM:
-            return make_error(
-                ErrorCode::io,
-                fmt::format("{}: the connection broke ({}): the server or the network dropped it", what, detail));
+            return failed(ErrorCode::io, "the connection broke", "the server or the network dropped it");
         default:
             return make_error(ErrorCode::io, fmt::format("{}: {}", what, detail));
     }

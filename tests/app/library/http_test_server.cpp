@@ -33,36 +33,8 @@ std::string corrupted_payload(size_t size) {
     return out;
 }
 
-HttpTestServer::HttpTestServer(size_t payload_size) {
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    const std::string size = std::to_string(payload_size);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-        ::dup2(fds[1], STDOUT_FILENO);
-        ::close(fds[0]);
-        ::close(fds[1]);
-        ::execlp("python3", "python3", POWERHOUSE_HTTP_TEST_SERVER, "--size", size.c_str(),
-                 static_cast<char*>(nullptr));
-        ::_exit(127);
-    }
-    ::close(fds[1]);
-    if (pid_ < 0) {
-        ::close(fds[0]);
-        return;
-    }
-    // The first line is the port; Python and the payload take a fraction of a second.
-    std::string line;
-    pollfd p{fds[0], POLLIN, 0};
-    while (line.find('\n') == std::string::npos && ::poll(&p, 1, 15000) > 0) {
-        char buffer[64];
-        const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
-        if (n <= 0) break;
-        line.append(buffer, static_cast<size_t>(n));
-    }
-    ::close(fds[0]);
-    if (line.find('\n') != std::string::npos) port_ = std::stoi(line);
-}
+HttpTestServer::HttpTestServer(size_t payload_size)
+    : HttpTestServer(POWERHOUSE_HTTP_TEST_SERVER, {"--size", std::to_string(payload_size)}) {}
 
 HttpTestServer::HttpTestServer(const std::string& script, const std::vector<std::string>& args) {
     std::vector<std::string> words = {"python3", script};
@@ -85,7 +57,8 @@ HttpTestServer::HttpTestServer(const std::string& script, const std::vector<std:
         ::close(fds[0]);
         return;
     }
-    // The first line is the port (a certificate to make first may take a second).
+    // The first line is the port (Python and the payload take a fraction of a second; a
+    // certificate to make first may take a second).
     std::string line;
     pollfd p{fds[0], POLLIN, 0};
     while (line.find('\n') == std::string::npos && ::poll(&p, 1, 30000) > 0) {
@@ -111,6 +84,10 @@ std::string HttpTestServer::url(const std::string& path_and_query) const {
 }
 
 nlohmann::json HttpTestServer::stats(const std::string& id) const {
+    return get_json("/stats?id=" + id);
+}
+
+nlohmann::json HttpTestServer::get_json(const std::string& path_and_query) const {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return nullptr;
     sockaddr_in address{};
@@ -119,7 +96,7 @@ nlohmann::json HttpTestServer::stats(const std::string& id) const {
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     std::string response;
     if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-        const std::string request = "GET /stats?id=" + id + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+        const std::string request = "GET " + path_and_query + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
         if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
             char buffer[4096];
             ssize_t n;

@@ -40,6 +40,9 @@ public:
     // The counters of one id (GET /stats?id=...), read with a plain socket, not the code
     // under test.
     nlohmann::json stats(const std::string& id) const;
+    // GET path_and_query, read likewise, as JSON (null when no answer came, discarded when
+    // its body is no JSON).
+    nlohmann::json get_json(const std::string& path_and_query) const;
 
 private:
     pid_t pid_ = -1;

@@ -11,10 +11,7 @@ it this test says so and exits 77 (ctest's SKIP_RETURN_CODE). Its recorded strea
 
 Usage: llama_cpp_server_test.py --cli PATH/powerhouse-cli [--model MODEL.gguf]
 """
-import argparse
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +21,9 @@ import unittest
 import urllib.error
 import urllib.request
 
-ARGS = None
+from remote_cli_harness import (ARGS, cli, interrupt_streaming_chat, key_files, parse_command_line, run_tests,
+                                stop_process)
+
 ALIAS = "smollm2"
 
 
@@ -72,17 +71,8 @@ class LlamaCppServer:
             return json.loads(r.read())
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
-
-
-def cli(*args, stdin=None):
-    return subprocess.run([ARGS.cli, *args], input=stdin, capture_output=True, text=True, timeout=300)
 
 
 class AgainstLlamaCppPython(unittest.TestCase):
@@ -138,17 +128,8 @@ class AgainstLlamaCppPython(unittest.TestCase):
         self.assertTrue(all(line.strip() for line in run.stdout.splitlines()))
 
     def test_ctrl_c_stops_a_streaming_answer(self):
-        proc = subprocess.Popen([ARGS.cli, "chat", "--remote", self.server.url, "-n", "1000", "--temp", "0.8"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        proc.stdin.write("Write a very long story about a lighthouse keeper.\n")
-        proc.stdin.flush()
-        self.assertTrue(proc.stdout.read(1), "no answer streamed")
-        proc.send_signal(signal.SIGINT)
-        proc.stdin.write("/exit\n")
-        proc.stdin.flush()
-        _, err = proc.communicate(timeout=60)
-        self.assertEqual(proc.returncode, 0, err)
-        self.assertIn("(stopped)", err)
+        interrupt_streaming_chat(self, self.server.url, "Write a very long story about a lighthouse keeper.",
+                                 "-n", "1000", "--temp", "0.8")
         # The server is still fine afterwards.
         self.assertEqual(cli("models", "--remote", self.server.url).returncode, 0)
 
@@ -164,13 +145,7 @@ class LlamaCppPythonWithKey(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.TemporaryDirectory()
-        cls.key_file = os.path.join(cls.dir.name, "key")
-        with open(cls.key_file, "w") as f:
-            f.write(cls.KEY)
-        cls.wrong_file = os.path.join(cls.dir.name, "wrong")
-        with open(cls.wrong_file, "w") as f:
-            f.write("wrong-key-77")
+        cls.dir, cls.key_file, cls.wrong_file = key_files(cls.KEY, "wrong-key-77")
         cls.server = LlamaCppServer("--api_key", cls.KEY, key=cls.KEY)
 
     @classmethod
@@ -194,24 +169,14 @@ class LlamaCppPythonWithKey(unittest.TestCase):
 
 
 def main():
-    global ARGS
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cli", required=True)
-    parser.add_argument("--model")
-    ARGS, rest = parser.parse_known_args()
+    rest = parse_command_line()
     try:
         import llama_cpp.server  # noqa: F401
     except ImportError as e:
         print(f"skipped: llama-cpp-python's server is not installed ({e}); "
               "pip install 'llama-cpp-python[server]' to run this test", file=sys.stderr)
         return 77
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    ARGS.model = ARGS.model or os.environ.get("POWERHOUSE_TEST_MODEL") or os.path.join(
-        cache, "powerhouse", "test-models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    if not os.path.isfile(ARGS.model):
-        print(f"the test model {ARGS.model} is missing: run scripts/fetch-test-model", file=sys.stderr)
-        return 1
-    return 0 if unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2).result.wasSuccessful() else 1
+    return run_tests(rest, verbosity=2)
 
 
 if __name__ == "__main__":

@@ -35,28 +35,6 @@ std::string fault_server_script() {
     return POWERHOUSE_REMOTE_TEST_DIR "/openai_fault_server.py";
 }
 
-// GET path from the test server with a plain socket (not the code under test), as JSON.
-nlohmann::json get_json(int port, const std::string& path) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    std::string response;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-        const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-        if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
-            char buffer[4096];
-            ssize_t n;
-            while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) response.append(buffer, static_cast<size_t>(n));
-        }
-    }
-    ::close(fd);
-    const size_t body = response.find("\r\n\r\n");
-    if (body == std::string::npos) return nullptr;
-    return nlohmann::json::parse(response.substr(body + 4), nullptr, false);
-}
-
 // A port on 127.0.0.1 that nothing listens on (bound, then closed).
 int closed_port() {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -98,9 +76,7 @@ protected:
     }
 
     // The last chat request the scenario received, as the server saw it.
-    static nlohmann::json last(const std::string& scenario) {
-        return get_json(server_->port(), "/" + scenario + "/last");
-    }
+    static nlohmann::json last(const std::string& scenario) { return server_->get_json("/" + scenario + "/last"); }
 
     static ConnectionOptions quick() {
         ConnectionOptions o;

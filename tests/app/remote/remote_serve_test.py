@@ -7,17 +7,15 @@ Usage: remote_serve_test.py --cli PATH/powerhouse-cli [--model MODEL.gguf]
 The model: --model, else $POWERHOUSE_TEST_MODEL, else the one scripts/fetch-test-model puts
 in the cache.
 """
-import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
-ARGS = None
+from remote_cli_harness import (ARGS, cli, interrupt_streaming_chat, key_files, parse_command_line, run_tests,
+                                stop_process)
+
 SIMULATED = "RTX 4090:24;A100:80"
 
 
@@ -36,19 +34,9 @@ class Server:
         self.url = line.split()[-1]
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.proc.stdout.close()
         self.proc.stderr.close()
-
-
-def cli(*args, stdin=None, env=None):
-    return subprocess.run([ARGS.cli, *args], input=stdin, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, **(env or {})))
 
 
 def local(*args, stdin=None):
@@ -152,22 +140,10 @@ class RemoteAgainstServe(unittest.TestCase):
         self.assertEqual([g["uuid"] for g in host["gpus"]], [g["uuid"] for g in mine["gpus"]])
 
     def test_ctrl_c_stops_a_remote_answer(self):
-        proc = subprocess.Popen([ARGS.cli, "chat", "--remote", self.server.url, "-n", "1500", "--temp", "0.7",
-                                 "--seed", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        proc.stdin.write("Write a very long story about a lighthouse keeper, with many chapters.\n")
-        proc.stdin.flush()
-        # Wait for the answer to stream, then interrupt it.
-        first = proc.stdout.read(1)
-        self.assertTrue(first, "no answer streamed")
-        proc.send_signal(signal.SIGINT)
-        start = time.monotonic()
-        proc.stdin.write("/exit\n")
-        proc.stdin.flush()
-        out, err = proc.communicate(timeout=60)
-        self.assertEqual(proc.returncode, 0, err)
-        self.assertLess(time.monotonic() - start, 10)
-        self.assertIn("(stopped)", err)
+        seconds = interrupt_streaming_chat(self, self.server.url,
+                                           "Write a very long story about a lighthouse keeper, with many chapters.",
+                                           "-n", "1500", "--temp", "0.7", "--seed", "1")
+        self.assertLess(seconds, 10)
 
     def test_local_only_options_are_refused_with_remote(self):
         run = cli("generate", "--remote", self.server.url, "--ctx", "512", "-p", "hi")
@@ -189,13 +165,7 @@ class RemoteWithApiKey(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.TemporaryDirectory()
-        cls.key_file = os.path.join(cls.dir.name, "key")
-        with open(cls.key_file, "w") as f:
-            f.write(cls.KEY + "\n")
-        cls.wrong_file = os.path.join(cls.dir.name, "wrong")
-        with open(cls.wrong_file, "w") as f:
-            f.write("not-the-key\n")
+        cls.dir, cls.key_file, cls.wrong_file = key_files(cls.KEY + "\n", "not-the-key\n")
         cls.server = Server("--api-key-file", cls.key_file)
 
     @classmethod
@@ -225,18 +195,7 @@ class RemoteWithApiKey(unittest.TestCase):
 
 
 def main():
-    global ARGS
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cli", required=True)
-    parser.add_argument("--model")
-    ARGS, rest = parser.parse_known_args()
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    ARGS.model = ARGS.model or os.environ.get("POWERHOUSE_TEST_MODEL") or os.path.join(
-        cache, "powerhouse", "test-models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    if not os.path.isfile(ARGS.model):
-        print(f"the test model {ARGS.model} is missing: run scripts/fetch-test-model", file=sys.stderr)
-        return 1
-    return 0 if unittest.main(argv=[sys.argv[0], *rest], exit=False).result.wasSuccessful() else 1
+    return run_tests(parse_command_line())
 
 
 if __name__ == "__main__":
