@@ -1,5 +1,6 @@
 // powerhouse-cli serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key-file FILE]
 //                      [--parallel N] [--cors-origin ORIGIN]... [--shutdown-grace SECONDS]
+//                      [--io-timeout SECONDS]
 //                      [--ctx N] [-t THREADS] [--devices ...] [--split ...]
 //
 // Serves the model over the OpenAI API (app/server/api_server.h) until SIGINT or SIGTERM:
@@ -38,6 +39,7 @@ struct ServeOptions {
     uint32_t parallel = 4;
     std::vector<std::string> cors_origins;
     double shutdown_grace = 10.0;
+    int io_timeout = 30;
 };
 
 #ifdef POWERHOUSE_HAS_SERVER
@@ -81,6 +83,7 @@ int run_serve(const ServeOptions& options) {
     so.model_id = to_load->path.stem().string();
     so.tool_format = server::tool_format_of(to_load->path);
     so.cors_origins = options.cors_origins;
+    so.io_timeout_seconds = options.io_timeout;
     GpuMonitor monitor(options_from_environment());
     monitor.start();
     so.telemetry = [&monitor] { return monitor.snapshot(); };
@@ -106,8 +109,8 @@ int run_serve(const ServeOptions& options) {
 #else
 
 int run_serve(const ServeOptions&) {
-    return report_error(make_error(ErrorCode::unsupported,
-                                   "this build has no API server: it needs cpp-httplib (libcpp-httplib-dev)"));
+    return report_error(
+        make_error(ErrorCode::unsupported, "this build has no API server: it needs cpp-httplib (libcpp-httplib-dev)"));
 }
 
 #endif
@@ -120,14 +123,21 @@ Command add_serve_command(CLI::App& app) {
     add_model_options(*sub, options->model);
     sub->add_option("--host", options->host, "Address to listen on (not loopback: needs --api-key-file)")
         ->capture_default_str();
-    sub->add_option("--port", options->port, "Port; 0: any free one")->capture_default_str()->check(CLI::Range(0, 65535));
-    sub->add_option("--api-key-file", options->api_key_file, "File holding the key clients must send as a bearer token");
+    sub->add_option("--port", options->port, "Port; 0: any free one")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 65535));
+    sub->add_option("--api-key-file", options->api_key_file,
+                    "File holding the key clients must send as a bearer token");
     sub->add_option("--parallel", options->parallel, "Requests generated at once")
         ->capture_default_str()
         ->check(CLI::Range(1u, 64u));
     sub->add_option("--cors-origin", options->cors_origins,
                     "An origin (https://app.example) whose web pages may call the API; \"*\": any. Repeatable; "
                     "none: CORS is off");
+    sub->add_option("--io-timeout", options->io_timeout,
+                    "Seconds a client may stay silent while sending its request or not read its answer")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 3600));
     sub->add_option("--shutdown-grace", options->shutdown_grace,
                     "Seconds the answers in flight may take to finish after SIGTERM")
         ->capture_default_str()

@@ -49,6 +49,9 @@ bool same_key(const std::string& given, const std::string& key) {
     return diff == 0;
 }
 
+// The most header bytes a request may carry (cpp-httplib reads any amount).
+constexpr size_t kMaxHeaderBytes = 64u << 10;
+
 // Prometheus text format (version 0.0.4): one metric with its help, type and samples.
 void add_metric(std::string& out, const char* name, const char* type, const char* help, const std::string& samples) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}", name, help, name, type, samples);
@@ -204,7 +207,7 @@ struct ApiServer::State {
     // POST /v1/chat/completions (chat) or /v1/completions.
     void answer(const httplib::Request& req, httplib::Response& res, bool chat);
     void stream(httplib::Response& res, uint64_t id, std::shared_ptr<Channel> channel, std::shared_ptr<Reply> reply,
-                std::shared_ptr<ClientWatch> watch);
+                std::shared_ptr<ClientWatch> watch, bool http_1_0);
     std::string metrics();
 };
 
@@ -230,6 +233,16 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     if (!accepting) {
         ++errors;
         send_error(res, ApiError{503, "the server is shutting down", "server_error", std::nullopt, std::nullopt});
+        return;
+    }
+    if (req.body.size() > options.max_body_bytes) {  // a chunked body is only measured once read
+        ++errors;
+        send_error(res, ApiError{413, "the request body is too large", "invalid_request_error", {}, {}});
+        return;
+    }
+    if (!json_depth_within(req.body, kMaxJsonDepth)) {
+        ++errors;
+        send_error(res, bad("", fmt::format("the body nests deeper than {} levels", kMaxJsonDepth)));
         return;
     }
     const json body = json::parse(req.body, nullptr, false);
@@ -272,7 +285,7 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     };
 
     if (request.stream) {
-        stream(res, id, std::move(channel), std::move(reply), std::move(watch));
+        stream(res, id, std::move(channel), std::move(reply), std::move(watch), req.version == "HTTP/1.0");
         return;
     }
     // Not streaming: wait for the answer, cancelling it if the client goes away meanwhile.
@@ -302,51 +315,55 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
 // Streaming: server-sent events as the text comes. A client that goes away (its socket
 // closed, or a write that fails) cancels the generation.
 void ApiServer::State::stream(httplib::Response& res, uint64_t id, std::shared_ptr<Channel> channel,
-                              std::shared_ptr<Reply> reply, std::shared_ptr<ClientWatch> watch) {
+                              std::shared_ptr<Reply> reply, std::shared_ptr<ClientWatch> watch, bool http_1_0) {
     auto finished = std::make_shared<bool>(false);
     auto started = std::make_shared<bool>(false);
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [=, this](size_t, httplib::DataSink& sink) {
-            if (!*started) {
-                *started = true;
-                const std::string first = reply->stream_start();
-                if (!first.empty() && !sink.write(first.data(), first.size())) return false;
+    const auto provider = [=, this](size_t, httplib::DataSink& sink) {
+        if (!*started) {
+            *started = true;
+            const std::string first = reply->stream_start();
+            if (!first.empty() && !sink.write(first.data(), first.size())) return false;
+        }
+        for (;;) {
+            if (!running || watch->gone() || !sink.is_writable()) return false;
+            std::optional<EngineEvent> e = next_event(*channel, 100ms);
+            if (!e) continue;
+            std::string out;
+            if (const auto* t = std::get_if<TokenEvent>(&*e)) {
+                out = reply->stream_text(*t);
+            } else if (const auto* d = std::get_if<DoneEvent>(&*e)) {
+                prompt_tokens += d->prompt_ids.size();
+                generated_tokens += d->generated_ids.size();
+                out = reply->stream_end(*d);
+                *finished = true;
+            } else if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
+                ++errors;
+                out = "data: " + to_text(error_body(engine_error(err->error))) + "\n\ndata: [DONE]\n\n";
+                *finished = true;
+            } else {
+                continue;
             }
-            for (;;) {
-                if (!running || watch->gone() || !sink.is_writable()) return false;
-                std::optional<EngineEvent> e = next_event(*channel, 100ms);
-                if (!e) continue;
-                std::string out;
-                if (const auto* t = std::get_if<TokenEvent>(&*e)) {
-                    out = reply->stream_text(*t);
-                } else if (const auto* d = std::get_if<DoneEvent>(&*e)) {
-                    prompt_tokens += d->prompt_ids.size();
-                    generated_tokens += d->generated_ids.size();
-                    out = reply->stream_end(*d);
-                    *finished = true;
-                } else if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
-                    ++errors;
-                    out = "data: " + to_text(error_body(engine_error(err->error))) + "\n\ndata: [DONE]\n\n";
-                    *finished = true;
-                } else {
-                    continue;
-                }
-                if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-                if (*finished) {
-                    sink.done();
-                    return true;
-                }
+            if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+            if (*finished) {
+                sink.done();
+                return true;
             }
-        },
-        [=, this](bool) {
-            // Ended or aborted: a generation still running is cancelled (within one step).
-            // Its DoneEvent may still come; the channel goes first, so it is dropped.
-            if (!*finished) engine.submit(CancelCommand{id});
-            close(id);
-            in_flight.fetch_sub(1);
-        });
+        }
+    };
+    const auto releaser = [=, this](bool) {
+        // Ended or aborted: a generation still running is cancelled (within one step).
+        // Its DoneEvent may still come; the channel goes first, so it is dropped.
+        if (!*finished) engine.submit(CancelCommand{id});
+        close(id);
+        in_flight.fetch_sub(1);
+    };
+    // HTTP/1.0 has no chunked encoding: its clients get the stream until the connection closes.
+    if (http_1_0) {
+        res.set_content_provider("text/event-stream", provider, releaser);
+    } else {
+        res.set_chunked_content_provider("text/event-stream", provider, releaser);
+    }
 }
 
 std::string ApiServer::State::metrics() {
@@ -441,6 +458,51 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
     http.set_write_timeout(s.options.io_timeout_seconds, 0);
     // An idle kept-alive connection holds a worker: a short wait bounds how long stop() takes.
     http.set_keep_alive_timeout(2);
+    // A worker per stream: cpp-httplib's default pool (8 threads) would queue the 9th client
+    // behind the others, and a few stalled clients would hold the whole server.
+    const size_t workers = static_cast<size_t>(std::max(s.options.max_waiting, 1)) + 32;
+    http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+    // Framing the library takes as it comes is refused before a body is read: conflicting or
+    // malformed lengths (400), oversized headers (431).
+    http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+        size_t header_bytes = 0;
+        for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
+        if (header_bytes > kMaxHeaderBytes) {
+            send_error(res, ApiError{431,
+                                     fmt::format("the request's headers exceed {} KiB", kMaxHeaderBytes >> 10),
+                                     "invalid_request_error",
+                                     {},
+                                     {}});
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        const auto [first, last] = req.headers.equal_range("Content-Length");
+        std::optional<std::string> length;
+        for (auto it = first; it != last; ++it) {
+            if (length && *length != it->second) {
+                send_error(res, bad("", "the request has two different Content-Length headers"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
+            length = it->second;
+        }
+        if (length) {
+            const bool digits =
+                !length->empty() && length->size() <= 19 &&
+                std::all_of(length->begin(), length->end(), [](char c) { return c >= '0' && c <= '9'; });
+            if (!digits) {
+                send_error(res, bad("", "the Content-Length header is not a length"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
+            // A length past the limit is left to the library, which reads (and drops) what is
+            // sent before its 413: an honest client sending a big body then reads the 413
+            // instead of a broken pipe.
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // A handler that throws answers 500 with a JSON body, and nothing of the exception's text.
+    http.set_exception_handler([&s](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        ++s.errors;
+        send_error(res, ApiError{500, "the server could not handle the request", "server_error", {}, {}});
+    });
     // CORS: off unless origins are listed; then those origins (or "*") may call from a browser.
     if (!s.options.cors_origins.empty()) {
         const std::vector<std::string> origins = s.options.cors_origins;

@@ -69,7 +69,36 @@ json logprobs_content(std::span<const TokenLogprob> logprobs) {
     return content;
 }
 
+bool json_depth_within(std::string_view text, int max_depth) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;  // the escaped character, whatever it is
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth) return false;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return true;
+}
+
 namespace {
+
+// A member that should be a string, or "" when it is missing or of another type.
+std::string string_field(const json& object, const char* name) {
+    if (!object.is_object()) return {};
+    const auto it = object.find(name);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
 
 // The text of a message's content: a string, or an array of {"type": "text", "text": ...}.
 std::optional<std::string> content_text(const json& content) {
@@ -78,7 +107,7 @@ std::optional<std::string> content_text(const json& content) {
     if (!content.is_array()) return std::nullopt;
     std::string text;
     for (const json& part : content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        if (!part.is_object() || string_field(part, "type") != "text" || !part.contains("text") ||
             !part["text"].is_string()) {
             return std::nullopt;
         }
@@ -131,7 +160,12 @@ std::optional<ApiError> read_tool_calls(const json& calls, const std::string& wh
         // OpenAI sends the arguments as a JSON text; some clients send the object itself.
         const json args = present(f, "arguments") ? f["arguments"] : json::object();
         if (args.is_string()) {
-            const json parsed = json::parse(args.get<std::string>(), nullptr, false);
+            const std::string& text = args.get_ref<const std::string&>();
+            if (!json_depth_within(text, kMaxJsonDepth)) {
+                return bad(at + ".function.arguments",
+                           fmt::format("{}.function.arguments nests deeper than {} levels", at, kMaxJsonDepth));
+            }
+            const json parsed = json::parse(text, nullptr, false);
             if (parsed.is_discarded() || !parsed.is_object()) {
                 return bad(at + ".function.arguments", at + ".function.arguments must be a JSON object (as text)");
             }
@@ -189,7 +223,7 @@ std::optional<ApiError> read_tools(const json& body, const ServedModel& model, G
         for (size_t i = 0; i < tools.size(); ++i) {
             const json& t = tools[i];
             const std::string where = fmt::format("tools[{}]", i);
-            if (!t.is_object() || t.value("type", "") != "function" || !present(t, "function") ||
+            if (!t.is_object() || string_field(t, "type") != "function" || !present(t, "function") ||
                 !t["function"].is_object()) {
                 return bad(where, where + " must be {\"type\": \"function\", \"function\": {...}}");
             }
@@ -217,7 +251,7 @@ std::optional<ApiError> read_tools(const json& body, const ServedModel& model, G
             } else {
                 return bad("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a function");
             }
-        } else if (c.is_object() && c.value("type", "") == "function" && present(c, "function") &&
+        } else if (c.is_object() && string_field(c, "type") == "function" && present(c, "function") &&
                    c["function"].is_object() && present(c["function"], "name") && c["function"]["name"].is_string()) {
             r.tool_choice = ToolChoice::named;
             r.tool_name = c["function"]["name"].get<std::string>();
@@ -306,6 +340,12 @@ std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t 
     p.repeat_penalty = 1.0f;
     if (auto e = read_number(body, "temperature", 0.0, 2.0, p.temperature)) return *e;
     if (auto e = read_number(body, "top_p", 0.0, 1.0, p.top_p)) return *e;
+    // top_p 0 keeps only the likeliest token (OpenAI accepts it): greedy, which the sampler
+    // spells as temperature 0 (its top_p must be above 0).
+    if (p.top_p == 0.0f) {
+        p.top_p = 1.0f;
+        p.temperature = 0.0f;
+    }
     if (auto e = read_number(body, "presence_penalty", -2.0, 2.0, p.presence_penalty)) return *e;
     if (auto e = read_number(body, "frequency_penalty", -2.0, 2.0, p.frequency_penalty)) return *e;
     if (present(body, "seed")) {

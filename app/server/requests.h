@@ -32,6 +32,12 @@ struct ApiError {
     std::optional<std::string> code;
 };
 
+// Nesting beyond this is refused before parsing: nlohmann's values are destroyed and
+// copied recursively, so a body of 100000 '[' would exhaust the stack (and memory).
+inline constexpr int kMaxJsonDepth = 64;
+// Whether the brackets of JSON `text` nest at most `max_depth` deep (strings skipped).
+bool json_depth_within(std::string_view text, int max_depth);
+
 // JSON text to send: bytes that are not UTF-8 (a token that is half a character) become U+FFFD.
 std::string to_text(const json& value);
 
