@@ -10,6 +10,8 @@ import socket
 import subprocess
 import threading
 
+from serve_process import start_serve
+
 # Set by the test program's command line: --cli, --model, --slow (a factor for time bounds).
 ARGS = argparse.Namespace(cli=None, model=None, slow=1.0)
 
@@ -18,15 +20,7 @@ class Server:
     """A `serve` process on a free port of 127.0.0.1."""
 
     def __init__(self, *extra):
-        self.proc = subprocess.Popen([ARGS.cli, "serve", "-m", ARGS.model, "--port", "0", "-t", "2", "--ctx", "2048",
-                                      *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()  # "serving MODEL on http://127.0.0.1:PORT"
-        if not line.startswith("serving "):
-            self.proc.kill()
-            raise RuntimeError(f"serve did not start: {line!r} {self.proc.stderr.read()}")
-        self.model = line.split()[1]
-        self.base = line.split()[-1]
+        self.proc, self.model, self.base = start_serve(ARGS.cli, ARGS.model, *extra)
         self.port = int(self.base.rsplit(":", 1)[1])
         # stderr is drained so that a chatty server never blocks on a full pipe.
         self.stderr = []

@@ -15,6 +15,8 @@ import urllib.request
 
 import openai
 
+from serve_process import start_serve
+
 ARGS = argparse.Namespace(cli=None, model=None)
 
 
@@ -22,15 +24,7 @@ class Server:
     """A `serve` process on a free port of 127.0.0.1."""
 
     def __init__(self, *extra):
-        self.proc = subprocess.Popen([ARGS.cli, "serve", "-m", ARGS.model, "--port", "0", "-t", "2", "--ctx", "2048",
-                                      *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()  # "serving MODEL on http://127.0.0.1:PORT"
-        if not line.startswith("serving "):
-            self.proc.kill()
-            raise RuntimeError(f"serve did not start: {line!r} {self.proc.stderr.read()}")
-        self.model = line.split()[1]
-        self.base = line.split()[-1]
+        self.proc, self.model, self.base = start_serve(ARGS.cli, ARGS.model, *extra)
 
     def client(self, key="none"):
         return openai.OpenAI(base_url=self.base + "/v1", api_key=key, max_retries=0, timeout=120)
