@@ -186,6 +186,12 @@ struct ApiServer::State {
     // (time, tokens generated in all) of recent scheduler events: the generation rate.
     std::deque<std::pair<Clock::time_point, uint64_t>> rate_window;
 
+    // A finished request's tokens, for /metrics.
+    void count_tokens(const DoneEvent& d) {
+        prompt_tokens += d.prompt_ids.size();
+        generated_tokens += d.generated_ids.size();
+    }
+
     void record(const SchedulerStats& stats) {
         const std::lock_guard lock(stats_mutex);
         scheduler = stats;
@@ -279,10 +285,6 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     auto reply = std::make_shared<Reply>(chat, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id), model.id,
                                          static_cast<int64_t>(std::time(nullptr)), request, model.tool_format);
     auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port);
-    const auto count = [this](const DoneEvent& d) {
-        prompt_tokens += d.prompt_ids.size();
-        generated_tokens += d.generated_ids.size();
-    };
 
     if (request.stream) {
         stream(res, id, std::move(channel), std::move(reply), std::move(watch), req.version == "HTTP/1.0");
@@ -298,7 +300,7 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
         std::optional<EngineEvent> e = next_event(*channel, 100ms);
         if (!e) continue;
         if (const auto* d = std::get_if<DoneEvent>(&*e)) {
-            count(*d);
+            count_tokens(*d);
             res.set_content(to_text(reply->complete(*d)), "application/json");
             break;
         }
@@ -333,8 +335,7 @@ void ApiServer::State::stream(httplib::Response& res, uint64_t id, std::shared_p
             if (const auto* t = std::get_if<TokenEvent>(&*e)) {
                 out = reply->stream_text(*t);
             } else if (const auto* d = std::get_if<DoneEvent>(&*e)) {
-                prompt_tokens += d->prompt_ids.size();
-                generated_tokens += d->generated_ids.size();
+                count_tokens(*d);
                 out = reply->stream_end(*d);
                 *finished = true;
             } else if (const auto* err = std::get_if<ErrorEvent>(&*e)) {

@@ -99,7 +99,7 @@ private:
     uint32_t last_decode_rows_ = 0;
     uint32_t last_prompt_rows_ = 0;
     std::shared_ptr<const GrammarVocabulary> grammar_vocabulary_;  // built for the first constrained request
-    std::vector<TokenId> order_scratch_;                           // top_logprobs
+    std::vector<TokenCandidate> order_scratch_;                    // top_logprobs
 
     void admit();
     bool pause_latest();

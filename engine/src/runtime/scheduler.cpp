@@ -11,6 +11,7 @@
 #include "powerhouse/sampler.h"
 #include "powerhouse/stop_strings.h"
 #include "runtime/hints.h"
+#include "runtime/sampling_steps.h"
 
 namespace powerhouse {
 
@@ -29,9 +30,10 @@ DetokenizeOptions answer_detokenize(const GenerationSettings& settings) {
     return o;
 }
 
-// Log-softmax of the model's logits at the chosen token, and the `top` likeliest tokens.
+// Log-softmax of the model's logits at the chosen token, and the `top` likeliest tokens in
+// the sampler's canonical order (sampling::comes_before). `candidates` is scratch.
 TokenLogprob token_logprob(const Tokenizer& tokenizer, std::span<const float> logits, TokenId chosen, int32_t top,
-                           std::vector<TokenId>& order) {
+                           std::vector<TokenCandidate>& candidates) {
     float max = -std::numeric_limits<float>::infinity();
     for (float v : logits) max = std::isnan(v) ? max : std::max(max, v);
     double sum = 0;
@@ -44,17 +46,20 @@ TokenLogprob token_logprob(const Tokenizer& tokenizer, std::span<const float> lo
     TokenLogprob out;
     out.chosen = {chosen, tokenizer.token_piece(chosen, true), logprob(chosen)};
     if (top > 0) {
-        const auto k = std::min<size_t>(static_cast<size_t>(top), logits.size());
-        order.resize(logits.size());
-        for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<TokenId>(i);
-        // By logit, then by id: the same order as the sampler's (a total order).
-        std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                          [&](TokenId a, TokenId b) {
-                              const float la = logprob(a), lb = logprob(b);
-                              return la != lb ? la > lb : a < b;
-                          });
-        for (size_t i = 0; i < k; ++i)
-            out.top.push_back({order[i], tokenizer.token_piece(order[i], true), logprob(order[i])});
+        candidates.clear();
+        for (size_t i = 0; i < logits.size(); ++i) {
+            if (!std::isnan(logits[i])) candidates.push_back({logits[i], static_cast<TokenId>(i)});
+        }
+        const size_t k = std::min(static_cast<size_t>(top), candidates.size());
+        if (k == candidates.size()) {
+            std::sort(candidates.begin(), candidates.end(), sampling::comes_before);  // keep_top_k keeps all unsorted
+        } else {
+            sampling::keep_top_k(candidates, static_cast<int32_t>(k));
+        }
+        for (size_t i = 0; i < k; ++i) {
+            out.top.push_back(
+                {candidates[i].id, tokenizer.token_piece(candidates[i].id, true), logprob(candidates[i].id)});
+        }
     }
     return out;
 }
