@@ -10,6 +10,7 @@
 namespace {
 
 const char* kSetting = "remote_endpoints";
+const char* kChoiceSetting = "remote_choice";  // {"endpoint", "model"} chosen last; "": a local model
 
 }  // namespace
 
@@ -38,7 +39,8 @@ void EnginesController::load() {
         e.hasKey = o.value("has_key").toBool();
         e.metricsUrl = o.value("metrics_url").toString();  // absent before metrics URLs existed
         if (e.name.isEmpty() || e.url.isEmpty()) continue;
-        if (auto w = powerhouse::remote::plain_http_warning(e.url.toStdString())) e.warning = QString::fromStdString(*w);
+        if (auto w = powerhouse::remote::plain_http_warning(e.url.toStdString()))
+            e.warning = QString::fromStdString(*w);
         m_endpoints.push_back(std::move(e));
     }
 }
@@ -74,7 +76,8 @@ QVariantList EnginesController::remoteModels() const {
     QVariantList out;
     for (const Endpoint& e : m_endpoints) {
         for (const QString& model : e.models) {
-            out.append(QVariantMap{{"endpoint", e.name}, {"model", model}, {"label", model + QStringLiteral(" — ") + e.name}});
+            out.append(
+                QVariantMap{{"endpoint", e.name}, {"model", model}, {"label", model + QStringLiteral(" — ") + e.name}});
         }
     }
     return out;
@@ -139,81 +142,163 @@ void EnginesController::testConnection(const QString& url, const QString& apiKey
         } else if (models.isEmpty()) {
             say(tr("Connected, but the server lists no model."), true);
         } else {
-            say(tr("Connected: %n model(s): %1", nullptr, static_cast<int>(models.size())).arg(models.join(QStringLiteral(", "))),
+            say(tr("Connected: %n model(s): %1", nullptr, static_cast<int>(models.size()))
+                    .arg(models.join(QStringLiteral(", "))),
                 false);
         }
+    });
+}
+
+bool EnginesController::validate(const QString& name, const QString& url, const QString& metricsUrl) {
+    if (name.isEmpty()) {
+        say(tr("Give the endpoint a name."), true);
+        return false;
+    }
+    auto normalized = powerhouse::remote::normalize_base_url(url.toStdString());
+    if (!normalized) {
+        say(QString::fromStdString(normalized.error().message), true);
+        return false;
+    }
+    if (!metricsUrl.isEmpty()) {
+        auto metrics = powerhouse::remote::normalize_metrics_url(metricsUrl.toStdString());
+        if (!metrics) {
+            say(tr("Metrics URL: %1").arg(QString::fromStdString(metrics.error().message)), true);
+            return false;
+        }
+    }
+    return true;
+}
+
+void EnginesController::keep(const QString& replacing, Endpoint e) {
+    if (auto w = powerhouse::remote::plain_http_warning(e.url.toStdString())) {
+        e.warning = QString::fromStdString(*w);
+    } else {
+        e.warning.clear();
+    }
+    const bool wasChosen = !m_chosen.isEmpty() && m_chosenEndpoint == replacing;
+    if (Endpoint* old = find(replacing)) {
+        *old = e;
+    } else {
+        m_endpoints.push_back(e);
+    }
+    m_metricsKeys.erase(replacing);
+    save();
+    emit changed();
+    emit metricsSourcesChanged();
+    refresh(e.name);
+    // The chat holds the old URL and key: hand it the new ones.
+    if (wasChosen) choose(e.name, m_chosenModel);
+}
+
+void EnginesController::keepWithKey(const QString& replacing, Endpoint e, const QString& key,
+                                    std::function<void()> after) {
+    ++m_busy;
+    say(tr("Storing the key in the system keyring…"), false);
+    e.hasKey = true;
+    m_keys.write(e.name, key, [this, replacing, e, after = std::move(after)](const QString& error) {
+        --m_busy;
+        if (!error.isEmpty()) {
+            say(error, true);
+            return;
+        }
+        keep(replacing, e);
+        after();
     });
 }
 
 bool EnginesController::addEndpoint(const QString& name, const QString& url, const QString& apiKey,
                                     const QString& caFile, const QString& metricsUrl) {
     const QString n = name.trimmed();
-    const QString u = url.trimmed();
-    if (n.isEmpty()) {
-        say(tr("Give the endpoint a name."), true);
-        return false;
-    }
-    auto normalized = powerhouse::remote::normalize_base_url(u.toStdString());
-    if (!normalized) {
-        say(QString::fromStdString(normalized.error().message), true);
-        return false;
-    }
-    const QString m = metricsUrl.trimmed();
-    if (!m.isEmpty()) {
-        auto metrics = powerhouse::remote::normalize_metrics_url(m.toStdString());
-        if (!metrics) {
-            say(tr("Metrics URL: %1").arg(QString::fromStdString(metrics.error().message)), true);
-            return false;
-        }
-    }
+    if (!validate(n, url.trimmed(), metricsUrl.trimmed())) return false;
     Endpoint e;
     e.name = n;
-    e.url = u;
+    e.url = url.trimmed();
     e.caFile = caFile.trimmed();
-    e.metricsUrl = m;
-    e.hasKey = !apiKey.isEmpty();
-    if (auto w = powerhouse::remote::plain_http_warning(u.toStdString())) e.warning = QString::fromStdString(*w);
-    auto keep = [this, e]() mutable {
-        if (Endpoint* old = find(e.name)) {
-            *old = e;
-        } else {
-            m_endpoints.push_back(e);
-        }
-        save();
-        emit changed();
-        emit metricsSourcesChanged();
-        refresh(e.name);
-    };
+    e.metricsUrl = metricsUrl.trimmed();
     if (apiKey.isEmpty()) {
-        keep();
+        keep(n, e);
         say(tr("Added %1.").arg(n), false);
         // A key kept for an endpoint of this name before goes.
         m_keys.remove(n, [](const QString&) {});
         return true;
     }
+    keepWithKey(n, e, apiKey, [this, n] { say(tr("Added %1; its key is in the system keyring.").arg(n), false); });
+    return true;
+}
+
+bool EnginesController::editEndpoint(const QString& original, const QString& name, const QString& url,
+                                     const QString& apiKey, const QString& caFile, const QString& metricsUrl,
+                                     bool forgetKey) {
+    const Endpoint* old = find(original);
+    if (old == nullptr) {
+        say(tr("There is no endpoint named %1 any more.").arg(original), true);
+        return false;
+    }
+    const QString n = name.trimmed();
+    if (!validate(n, url.trimmed(), metricsUrl.trimmed())) return false;
+    if (n != original && find(n) != nullptr) {
+        say(tr("An endpoint named %1 exists already: choose another name.").arg(n), true);
+        return false;
+    }
+    Endpoint e;
+    e.name = n;
+    e.url = url.trimmed();
+    e.caFile = caFile.trimmed();
+    e.metricsUrl = metricsUrl.trimmed();
+    const bool hadKey = old->hasKey;
+    const auto saved = [this, n] { say(tr("Saved %1.").arg(n), false); };
+    // The key under the old name goes once the endpoint no longer uses it there.
+    const auto dropOldKey = [this, original, n, hadKey](bool moved) {
+        if (hadKey && (n != original || !moved)) m_keys.remove(original, [](const QString&) {});
+    };
+    if (!apiKey.isEmpty()) {
+        keepWithKey(original, e, apiKey, [saved, dropOldKey] {
+            dropOldKey(true);
+            saved();
+        });
+        return true;
+    }
+    if (!hadKey || forgetKey) {
+        keep(original, e);
+        dropOldKey(false);
+        saved();
+        return true;
+    }
+    if (n == original) {  // the key stays where it is
+        e.hasKey = true;
+        keep(original, e);
+        saved();
+        return true;
+    }
+    // Renamed with its key: read it under the old name, write it under the new one.
     ++m_busy;
-    say(tr("Storing the key in the system keyring…"), false);
-    m_keys.write(n, apiKey, [this, n, keep](const QString& error) mutable {
+    m_keys.read(original, [this, original, e, saved, dropOldKey](const QString& key, bool found, const QString& error) {
         --m_busy;
-        if (!error.isEmpty()) {
-            say(error, true);
+        if (!error.isEmpty() || !found) {
+            say(error.isEmpty() ? tr("The key of %1 is no longer in the system keyring: give it again.").arg(original)
+                                : error,
+                true);
             return;
         }
-        keep();
-        say(tr("Added %1; its key is in the system keyring.").arg(n), false);
+        keepWithKey(original, e, key, [saved, dropOldKey] {
+            dropOldKey(true);
+            saved();
+        });
     });
     return true;
 }
 
 void EnginesController::removeEndpoint(const QString& name) {
-    const auto it = std::find_if(m_endpoints.begin(), m_endpoints.end(), [&](const Endpoint& e) { return e.name == name; });
+    const auto it =
+        std::find_if(m_endpoints.begin(), m_endpoints.end(), [&](const Endpoint& e) { return e.name == name; });
     if (it == m_endpoints.end()) return;
     const bool hadKey = it->hasKey;
     m_endpoints.erase(it);
+    m_metricsKeys.erase(name);
     save();
     emit changed();
     emit metricsSourcesChanged();
-    if (m_chosen.endsWith(QStringLiteral(" — ") + name)) clearChoice();
+    if (m_chosenEndpoint == name) clearChoice();
     if (hadKey) {
         m_keys.remove(name, [this](const QString& error) {
             if (!error.isEmpty()) say(error, true);
@@ -253,6 +338,7 @@ void EnginesController::refresh(const QString& name) {
             emit changed();
             return;
         }
+        rememberMetricsKey(*now, key);
         listModels(url, key, now->caFile, [this, name, url](const QStringList& models, const QString& error) {
             Endpoint* done = find(name);
             if (done == nullptr || done->url != url) return;  // removed or replaced meanwhile
@@ -262,6 +348,20 @@ void EnginesController::refresh(const QString& name) {
             emit changed();
         });
     });
+}
+
+void EnginesController::rememberMetricsKey(const Endpoint& e, const QString& key) {
+    const bool send = !key.isEmpty() && !e.metricsUrl.isEmpty() &&
+                      powerhouse::remote::same_origin(e.url.toStdString(), e.metricsUrl.toStdString());
+    const auto known = m_metricsKeys.find(e.name);
+    if (send && (known == m_metricsKeys.end() || known->second != key)) {
+        m_metricsKeys[e.name] = key;
+    } else if (!send && known != m_metricsKeys.end()) {
+        m_metricsKeys.erase(known);
+    } else {
+        return;
+    }
+    emit metricsSourcesChanged();
 }
 
 void EnginesController::refreshModels() {
@@ -279,15 +379,33 @@ void EnginesController::choose(const QString& endpoint, const QString& model) {
             return;
         }
         m_chosen = model + QStringLiteral(" — ") + endpoint;
+        m_chosenEndpoint = endpoint;
+        m_chosenModel = model;
+        const QJsonObject choice{{"endpoint", endpoint}, {"model", model}};
+        (void)m_store.set_setting(kChoiceSetting, QJsonDocument(choice).toJson(QJsonDocument::Compact).toStdString());
         emit chosenChanged();
         emit remoteChosen(RemoteTarget{now->name, now->url, now->caFile, key, model});
     });
 }
 
+bool EnginesController::restoreChoice() {
+    auto stored = m_store.setting(kChoiceSetting);
+    if (!stored || !*stored || (*stored)->empty()) return false;
+    const QJsonObject choice = QJsonDocument::fromJson(QByteArray::fromStdString(**stored)).object();
+    const QString endpoint = choice.value("endpoint").toString();
+    const QString model = choice.value("model").toString();
+    if (model.isEmpty() || find(endpoint) == nullptr) return false;
+    choose(endpoint, model);
+    return true;
+}
+
 std::vector<MetricsSource> EnginesController::metricsSources() const {
     std::vector<MetricsSource> out;
     for (const Endpoint& e : m_endpoints) {
-        if (!e.metricsUrl.isEmpty()) out.push_back({e.name.toStdString(), e.metricsUrl.toStdString(), e.caFile.toStdString()});
+        if (e.metricsUrl.isEmpty()) continue;
+        const auto key = m_metricsKeys.find(e.name);
+        out.push_back({e.name.toStdString(), e.metricsUrl.toStdString(), e.caFile.toStdString(),
+                       key == m_metricsKeys.end() ? std::string() : key->second.toStdString()});
     }
     return out;
 }
@@ -295,5 +413,8 @@ std::vector<MetricsSource> EnginesController::metricsSources() const {
 void EnginesController::clearChoice() {
     if (m_chosen.isEmpty()) return;
     m_chosen.clear();
+    m_chosenEndpoint.clear();
+    m_chosenModel.clear();
+    (void)m_store.set_setting(kChoiceSetting, "");
     emit chosenChanged();
 }

@@ -7,7 +7,12 @@
 //
 // Each endpoint may name a metrics URL (the DCGM exporter beside it, e.g.
 // http://host:9400/metrics, or the engine's own /metrics): the dashboard shows its machines'
-// GPUs and the engine's figures (metricsSources(), metricsSourcesChanged).
+// GPUs and the engine's figures (metricsSources(), metricsSourcesChanged). The endpoint's key
+// goes with it only when the metrics URL is on the endpoint's own server (same scheme, host
+// and port), where a gateway may ask for it; another server never sees the key.
+//
+// The remote model chosen last is remembered ("remote_choice"): at start, main.cpp asks
+// restoreChoice() before loading a local model; loading a local model forgets it.
 //
 // Storage: the endpoints (name, URL, CA file, whether a key is kept, and "metrics_url" only
 // when one is given, so older saved endpoints load as they are) are one JSON setting of
@@ -21,11 +26,11 @@
 // Thread-safety: a QObject of the GUI thread.
 #pragma once
 
+#include <QtQml/qqmlregistration.h>
 #include <QObject>
 #include <QString>
 #include <QStringList>
 #include <QVariantList>
-#include <QtQml/qqmlregistration.h>
 
 #include <atomic>
 #include <functional>
@@ -35,8 +40,8 @@
 #include <vector>
 
 #include "key_store.h"
-#include "remote_metrics_poller.h"
 #include "remote_chat.h"
+#include "remote_metrics_poller.h"
 #include "store/store.h"
 
 class EnginesController : public QObject {
@@ -74,13 +79,22 @@ public:
     // `metricsUrl` (optional): a Prometheus endpoint of its machines, checked here.
     Q_INVOKABLE bool addEndpoint(const QString& name, const QString& url, const QString& apiKey, const QString& caFile,
                                  const QString& metricsUrl = QString());
+    // Changes the endpoint now named `original`: another name, URL, CA file or metrics URL.
+    // An empty `apiKey` keeps the stored key (moved along when the name changes) unless
+    // `forgetKey`; a new key replaces it. False when refused at once (why in `message`).
+    Q_INVOKABLE bool editEndpoint(const QString& original, const QString& name, const QString& url,
+                                  const QString& apiKey, const QString& caFile, const QString& metricsUrl,
+                                  bool forgetKey = false);
     Q_INVOKABLE void removeEndpoint(const QString& name);
     // Lists every endpoint's models again.
     Q_INVOKABLE void refreshModels();
     // Sends the next answers to this model of this endpoint (reads its key first).
     Q_INVOKABLE void choose(const QString& endpoint, const QString& model);
-    // Answers go back to the local engine (a local model was loaded).
+    // Answers go back to the local engine (a local model was loaded); the choice is forgotten.
     void clearChoice();
+    // Chooses again the remote model chosen when the app last ran, if its endpoint is still
+    // there; false when there is nothing to restore (then the local model loads).
+    bool restoreChoice();
     // The endpoints' metrics URLs, for the dashboard's poller.
     std::vector<MetricsSource> metricsSources() const;
 
@@ -98,6 +112,15 @@ private:
         QStringList models;
         QString status, error, warning;
     };
+    // What addEndpoint and editEndpoint check before anything changes: the name, the URL,
+    // the metrics URL. False (and `message` says why) when refused.
+    bool validate(const QString& name, const QString& url, const QString& metricsUrl);
+    // Stores `e` in place of the endpoint named `replacing` (or adds it), saves, lists its
+    // models; a chosen model of it is chosen again with the new settings.
+    void keep(const QString& replacing, Endpoint e);
+    // Writes `key` to the keyring under e.name, then keep(replacing, e) and `after` (the
+    // message of success); on a keyring failure nothing changes and `message` says why.
+    void keepWithKey(const QString& replacing, Endpoint e, const QString& key, std::function<void()> after);
     Endpoint* find(const QString& name);
     void save();
     void load();
@@ -106,6 +129,8 @@ private:
     void listModels(const QString& url, const QString& apiKey, const QString& caFile,
                     std::function<void(const QStringList& models, const QString& error)> done);
     void refresh(const QString& name);
+    // Keeps `key` for the endpoint's metrics URL when it is on the endpoint's own server.
+    void rememberMetricsKey(const Endpoint& e, const QString& key);
     // The endpoint's key from the keyring (empty when it has none), then `then`.
     void withKey(const Endpoint& endpoint, std::function<void(const QString& key, const QString& error)> then);
 
@@ -115,7 +140,11 @@ private:
     QString m_message;
     bool m_messageIsError = false;
     int m_busy = 0;
-    QString m_chosen;
+    QString m_chosen;  // "model — endpoint", the label the model bar shows
+    QString m_chosenEndpoint, m_chosenModel;
+    // Keys sent to same-origin metrics URLs, by endpoint name (read from the keyring when the
+    // endpoint's models are listed).
+    std::map<QString, QString> m_metricsKeys;
     std::map<quint64, std::thread> m_workers;
     quint64 m_nextWorker = 1;
     std::shared_ptr<std::atomic<bool>> m_cancelled = std::make_shared<std::atomic<bool>>(false);

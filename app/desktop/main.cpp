@@ -25,9 +25,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "build_info.h"
 #include "chat_controller.h"
 #include "dashboard_controller.h"
-#include "build_info.h"
 #include "download_controller.h"
 #include "engine_client.h"
 #include "engines_controller.h"
@@ -79,20 +79,20 @@ int main(int argc, char* argv[]) {
     parser.setApplicationDescription(QStringLiteral("Local multi-GPU LLM chat"));
     const QCommandLineOption helpOption({QStringLiteral("h"), QStringLiteral("help")},
                                         QStringLiteral("Show this help and quit."));
-    const QCommandLineOption versionOption({QStringLiteral("v"), QStringLiteral("version")},
-                                           QStringLiteral("Show the version, the commit and the CUDA/driver versions found."));
+    const QCommandLineOption versionOption(
+        {QStringLiteral("v"), QStringLiteral("version")},
+        QStringLiteral("Show the version, the commit and the CUDA/driver versions found."));
     parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("Model file (.gguf) to open."),
                                  QStringLiteral("[FILE]"));
     const QCommandLineOption modelOption(QStringLiteral("model"), QStringLiteral("Model file (.gguf) to load."),
                                          QStringLiteral("FILE"));
-    const QCommandLineOption dataOption(QStringLiteral("data-dir"),
-                                        QStringLiteral("Folder for conversations and settings."), QStringLiteral("DIR"));
+    const QCommandLineOption dataOption(
+        QStringLiteral("data-dir"), QStringLiteral("Folder for conversations and settings."), QStringLiteral("DIR"));
     const QCommandLineOption ctxOption(QStringLiteral("ctx"),
                                        QStringLiteral("Context length (default: the one in the settings, else 4096)."),
                                        QStringLiteral("N"));
-    const QCommandLineOption sendOption(QStringLiteral("send"),
-                                        QStringLiteral("Send this message once the model is ready."),
-                                        QStringLiteral("TEXT"));
+    const QCommandLineOption sendOption(
+        QStringLiteral("send"), QStringLiteral("Send this message once the model is ready."), QStringLiteral("TEXT"));
     const QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
                                               QStringLiteral("Save the window as a PNG once idle, then quit."),
                                               QStringLiteral("FILE"));
@@ -100,8 +100,8 @@ int main(int argc, char* argv[]) {
         QStringLiteral("show"),
         QStringLiteral("Open a panel at start: settings, general, server, engines, conversation or models."),
         QStringLiteral("PANEL"));
-    parser.addOptions({helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption,
-                       showOption});
+    parser.addOptions(
+        {helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption, showOption});
     QStringList arguments;
     for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
     if (!parser.parse(arguments)) {
@@ -114,8 +114,9 @@ int main(int argc, char* argv[]) {
     }
     if (parser.isSet(helpOption)) {
         // Without an application object yet, Qt cannot name the program: do it here.
-        std::fputs(qPrintable(parser.helpText().replace(QStringLiteral("<executable_name>"), QStringLiteral("powerhouse"))),
-                   stdout);
+        std::fputs(
+            qPrintable(parser.helpText().replace(QStringLiteral("<executable_name>"), QStringLiteral("powerhouse"))),
+            stdout);
         return 0;
     }
     if (parser.positionalArguments().size() > 1) {
@@ -158,8 +159,9 @@ int main(int argc, char* argv[]) {
     EngineClient engine;
     ChatController controller(*store, engine);
     DashboardController dashboard(powerhouse::options_from_environment());
-    QObject::connect(&engine, &EngineClient::loaded, &dashboard,
-                     [&dashboard](const QVariantMap& summary) { dashboard.setPlacement(summary.value("devices").toList()); });
+    QObject::connect(&engine, &EngineClient::loaded, &dashboard, [&dashboard](const QVariantMap& summary) {
+        dashboard.setPlacement(summary.value("devices").toList());
+    });
     QObject::connect(&engine, &EngineClient::schedulerStats, &dashboard, &DashboardController::setSchedulerStats);
     SettingsController settings(*store, dataDir);
     QObject::connect(&dashboard, &DashboardController::snapshotApplied, &settings, &SettingsController::setDevices);
@@ -172,15 +174,18 @@ int main(int argc, char* argv[]) {
     QObject::connect(&settings, &SettingsController::error, &controller, &ChatController::showError);
     controller.setAnswerObserver([&dashboard](quint64 id) { dashboard.beginAnswer(id); },
                                  [&dashboard](quint64 id) { return dashboard.endAnswer(id); });
-    const auto price = [&controller, &settings] { controller.messages()->setElectricityPrice(settings.electricityPrice()); };
+    const auto price = [&controller, &settings] {
+        controller.messages()->setElectricityPrice(settings.electricityPrice());
+    };
     QObject::connect(&settings, &SettingsController::applied, &controller, price);
     price();
     dashboard.start();
 
     LibraryController library(*store, settings, dataDir + "/models");
     QObject::connect(&library, &LibraryController::error, &controller, &ChatController::showError);
-    QObject::connect(&engine, &EngineClient::loaded, &library,
-                     [&library](const QVariantMap& summary) { library.setLoadedPath(summary.value("path").toString()); });
+    QObject::connect(&engine, &EngineClient::loaded, &library, [&library](const QVariantMap& summary) {
+        library.setLoadedPath(summary.value("path").toString());
+    });
     library.rescan();
     // Downloads go into the library folder; Hugging Face's address can be a mirror
     // (HF_ENDPOINT, as huggingface_hub reads it).
@@ -216,8 +221,8 @@ int main(int argc, char* argv[]) {
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
 
-    const QString given = parser.positionalArguments().isEmpty() ? parser.value(modelOption)
-                                                                 : parser.positionalArguments().front();
+    const QString given =
+        parser.positionalArguments().isEmpty() ? parser.value(modelOption) : parser.positionalArguments().front();
     const QString model = modelToOpen(given, *store);
     // The model is loaded with the applied settings; --ctx overrides the context at start.
     const uint32_t ctx = parser.value(ctxOption).toUInt();
@@ -229,7 +234,10 @@ int main(int argc, char* argv[]) {
         (void)store->set_setting("model_path", path.toStdString());
         controller.loadModel(path, options);
     };
-    if (!model.isEmpty()) load(model, false);
+    // A model named on the command line wins; else the remote model chosen when the app last
+    // ran, if there was one; else the local model loaded last.
+    const bool restored = given.isEmpty() && engines.restoreChoice();
+    if (!model.isEmpty() && !restored) load(model, false);
     // Applying the settings reloads the model with them; the Models page loads another.
     QObject::connect(&settings, &SettingsController::applied, &controller, [load, current] {
         if (!current->isEmpty()) load(*current, true);
@@ -250,10 +258,10 @@ int main(int argc, char* argv[]) {
         const QString panel = parser.value(showOption);
         if (panel != QLatin1String("settings") && panel != QLatin1String("general") &&
             panel != QLatin1String("server") && panel != QLatin1String("engines") &&
-            panel != QLatin1String("conversation") &&
-            panel != QLatin1String("models")) {
-            std::fprintf(stderr, "powerhouse: --show takes settings, general, server, engines, conversation or models, not %s\n",
-                         qPrintable(panel));
+            panel != QLatin1String("conversation") && panel != QLatin1String("models")) {
+            std::fprintf(
+                stderr, "powerhouse: --show takes settings, general, server, engines, conversation or models, not %s\n",
+                qPrintable(panel));
             return 2;
         }
         QMetaObject::invokeMethod(window, "openPanel", Q_ARG(QString, panel));

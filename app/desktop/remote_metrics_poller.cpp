@@ -28,6 +28,35 @@ void RemoteMetricsPoller::stop() {
     if (m_thread.joinable()) m_thread.join();
 }
 
+MetricsReading RemoteMetricsPoller::read(const MetricsSource& source) {
+    MetricsReading reading;
+    reading.source = source;
+    auto url = powerhouse::remote::normalize_metrics_url(source.url);
+    if (!url) {
+        reading.url = source.url;
+        reading.error = url.error().message;
+    } else {
+        reading.url = *url;
+        powerhouse::remote::ConnectionOptions options;
+        options.ca_file = source.caFile;
+        options.api_key = source.apiKey;
+        options.connect_timeout = std::chrono::seconds(3);
+        options.first_byte_timeout = std::chrono::seconds(5);
+        options.idle_timeout = std::chrono::seconds(5);
+        auto text = powerhouse::remote::fetch_metrics(*url, options, [this] {
+            std::lock_guard lock(m_mutex);
+            return m_stop;
+        });
+        if (text) {
+            reading.text = std::move(text).value();
+        } else {
+            reading.error = text.error().message;
+        }
+    }
+    reading.time = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    return reading;
+}
+
 void RemoteMetricsPoller::run() {
     for (;;) {
         std::vector<MetricsSource> sources;
@@ -38,37 +67,19 @@ void RemoteMetricsPoller::run() {
             m_changed = false;
         }
         const auto round = std::chrono::steady_clock::now();
+        std::vector<std::thread> fetches;
+        fetches.reserve(sources.size());
         for (const MetricsSource& source : sources) {
-            MetricsReading reading;
-            reading.source = source;
-            auto url = powerhouse::remote::normalize_metrics_url(source.url);
-            if (!url) {
-                reading.url = source.url;
-                reading.error = url.error().message;
-            } else {
-                reading.url = *url;
-                powerhouse::remote::ConnectionOptions options;
-                options.ca_file = source.caFile;
-                options.connect_timeout = std::chrono::seconds(3);
-                options.first_byte_timeout = std::chrono::seconds(5);
-                options.idle_timeout = std::chrono::seconds(5);
-                auto text = powerhouse::remote::fetch_metrics(*url, options, [this] {
+            fetches.emplace_back([this, &source] {
+                MetricsReading reading = read(source);
+                {
                     std::lock_guard lock(m_mutex);
-                    return m_stop;
-                });
-                if (text) {
-                    reading.text = std::move(text).value();
-                } else {
-                    reading.error = text.error().message;
+                    if (m_stop) return;
                 }
-            }
-            reading.time = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
-            {
-                std::lock_guard lock(m_mutex);
-                if (m_stop) return;
-            }
-            m_callback(std::move(reading));
+                m_callback(std::move(reading));
+            });
         }
+        for (std::thread& fetch : fetches) fetch.join();
         std::unique_lock lock(m_mutex);
         m_wake.wait_until(lock, round + m_interval, [this] { return m_stop || m_changed; });
         if (m_stop) return;

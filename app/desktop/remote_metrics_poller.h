@@ -1,11 +1,13 @@
 // Reads the Prometheus endpoints of remote machines (the DCGM exporter, vLLM's or a Powerhouse
-// server's /metrics) every interval on a thread of its own, never the GUI thread, and hands
-// each reading, or why there is none, to a callback on that thread. One source after the
-// other each round; a source that does not answer costs at most its timeouts (a few seconds),
-// and stop() cancels a fetch under way.
+// server's /metrics) every interval, never on the GUI thread, and hands each reading, or why
+// there is none, to a callback. Each round reads every source at once, one thread per source,
+// so a source that does not answer (it costs at most its timeouts, a few seconds) delays no
+// other; the next round starts an interval after this one started, or when the last fetch
+// ends if that is later. stop() cancels the fetches under way.
 //
 // Thread-safety: setSources, stop and the destructor may be called from any thread; the
-// callback runs on the poller's thread and must be quick (the app posts to the GUI thread).
+// callback runs on the fetching threads, several at once, and must be quick and thread-safe
+// (the app posts to the GUI thread).
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,9 @@ struct MetricsSource {
     std::string name;  // the endpoint's display name
     std::string url;   // as the user gave it ("/metrics" added when it has no path)
     std::string caFile;
+    // Sent as "Authorization: Bearer": the endpoint's key, given only when the metrics URL is
+    // on the endpoint's own server (remote::same_origin). Never logged.
+    std::string apiKey;
     bool operator==(const MetricsSource&) const = default;
 };
 
@@ -49,6 +54,7 @@ public:
 
 private:
     void run();
+    MetricsReading read(const MetricsSource& source);
 
     const std::chrono::milliseconds m_interval;
     const Callback m_callback;

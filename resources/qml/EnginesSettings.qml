@@ -1,8 +1,10 @@
 // Settings → Engines: remote engines (OpenAI-compatible servers: vLLM, SGLang, llama.cpp's
 // server, another Powerhouse) by URL, with a display name, an optional API key (kept only in
 // the system keyring) and an optional CA file. Test connection lists the server's models or
-// says what went wrong; the endpoints' models appear in the model bar. Everything here takes
-// effect at once; Apply and Close concern the other tabs.
+// says what went wrong; the endpoints' models appear in the model bar. Edit puts an endpoint
+// back in the form (its key stays in the keyring unless a new one is typed or "Forget the
+// stored key" is ticked). Everything here takes effect at once; Apply and Close concern the
+// other tabs.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -12,6 +14,31 @@ ScrollView {
     id: view
 
     required property EnginesController engines
+    // The name of the endpoint being edited; "": the form adds a new one.
+    property string editing: ""
+    property bool editingHasKey: false
+
+    function clearForm() {
+        editing = ""
+        editingHasKey = false
+        nameField.text = ""
+        urlField.text = ""
+        keyField.text = ""
+        caField.text = ""
+        metricsField.text = ""
+        forgetKey.checked = false
+    }
+    function edit(endpoint) {
+        editing = endpoint.name
+        editingHasKey = endpoint.hasKey
+        nameField.text = endpoint.name
+        urlField.text = endpoint.url
+        keyField.text = ""
+        caField.text = endpoint.caFile
+        metricsField.text = endpoint.metricsUrl
+        forgetKey.checked = false
+        nameField.forceActiveFocus()
+    }
 
     implicitHeight: Math.min(content.implicitHeight, 460)
     contentWidth: availableWidth
@@ -55,10 +82,18 @@ ScrollView {
             TextField {
                 id: keyField
                 objectName: "endpointKey"
-                placeholderText: "optional; kept in the system keyring"
+                placeholderText: view.editingHasKey && !forgetKey.checked ? "leave empty to keep the stored key"
+                                                                          : "optional; kept in the system keyring"
                 echoMode: TextInput.Password
                 Accessible.name: "API key (optional, kept in the system keyring)"
                 Layout.fillWidth: true
+            }
+            Item { visible: view.editingHasKey; implicitWidth: 1; implicitHeight: 1 }
+            CheckBox {
+                id: forgetKey
+                objectName: "forgetKey"
+                visible: view.editingHasKey
+                text: "Forget the stored key"
             }
             Label { text: "CA file"; color: Theme.text }
             TextField {
@@ -88,13 +123,23 @@ ScrollView {
             }
             Button {
                 objectName: "addEndpoint"
-                text: "Add"
+                text: view.editing.length > 0 ? "Save" : "Add"
                 enabled: nameField.text.length > 0 && urlField.text.length > 0 && !view.engines.busy
                 onClicked: {
-                    if (view.engines.addEndpoint(nameField.text, urlField.text, keyField.text, caField.text,
-                                                 metricsField.text))
-                        keyField.text = ""
+                    const done = view.editing.length > 0
+                        ? view.engines.editEndpoint(view.editing, nameField.text, urlField.text, keyField.text,
+                                                    caField.text, metricsField.text, forgetKey.checked)
+                        : view.engines.addEndpoint(nameField.text, urlField.text, keyField.text, caField.text,
+                                                   metricsField.text)
+                    if (done)
+                        view.clearForm()
                 }
+            }
+            Button {
+                objectName: "cancelEdit"
+                visible: view.editing.length > 0
+                text: "Cancel"
+                onClicked: view.clearForm()
             }
             BusyIndicator {
                 running: view.engines.busy
@@ -148,9 +193,20 @@ ScrollView {
                         Layout.fillWidth: true
                     }
                     Button {
+                        objectName: "editEndpoint"
+                        text: "Edit"
+                        Accessible.name: "Edit the endpoint " + row.modelData.name
+                        onClicked: view.edit(row.modelData)
+                    }
+                    Button {
+                        objectName: "removeEndpoint"
                         text: "Remove"
                         Accessible.name: "Remove the endpoint " + row.modelData.name
-                        onClicked: view.engines.removeEndpoint(row.modelData.name)
+                        onClicked: {
+                            if (view.editing === row.modelData.name)
+                                view.clearForm()
+                            view.engines.removeEndpoint(row.modelData.name)
+                        }
                     }
                 }
                 Label {

@@ -247,6 +247,16 @@ Result<PrometheusText> fetch_metrics(std::string_view url, const ConnectionOptio
     const std::string what = fmt::format("reading the metrics at {}", *normalized);
     // The classic text format; OpenMetrics would do too, but every exporter serves this one.
     const Fetched f = fetch(*normalized, "text/plain;version=0.0.4;q=1,*/*;q=0.1", kMaxMetricsBody, options, cancelled);
+    if (f.outcome.stop == detail::Stop::none && f.outcome.head_complete && f.outcome.status == 404) {
+        // The chat API's advice (the base URL, the model) is wrong here: say where each
+        // exporter and engine serves its metrics, and which must be told to.
+        return make_error(
+            ErrorCode::invalid_argument,
+            fmt::format("{}: nothing there (HTTP 404 Not Found): vLLM and Powerhouse serve /metrics on their "
+                        "API port, NVIDIA's DCGM exporter on port 9400; llama.cpp's server needs "
+                        "--metrics and SGLang --enable-metrics",
+                        what));
+    }
     if (!succeeded(f.outcome)) return fetch_error(f, options, what);
     PrometheusText text = parse_prometheus(f.body);
     if (text.samples.empty()) {

@@ -1,8 +1,11 @@
 #include "remote/remote_gpus.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
+#include <span>
+#include <utility>
 
 namespace powerhouse::remote {
 namespace {
@@ -39,6 +42,111 @@ std::optional<double> real(double v) {
     return v;
 }
 
+// What an engine's metric feeds.
+enum class Figure {
+    running,
+    waiting,
+    kv_usage,  // 0..1; replicas average
+    kv_used_blocks,
+    kv_total_blocks,
+    tokens_per_second,
+    generation_total,
+    prompt_total,
+};
+
+struct EngineMetric {
+    std::string_view name;  // after the engine's prefix
+    Figure figure;
+    // Only samples with this label value (Powerhouse's kv_blocks{state=...}); "" for any.
+    std::string_view label = "";
+    std::string_view label_value = "";
+};
+
+struct EngineFormat {
+    const char* engine;
+    std::string_view prefix;
+    std::string_view model_label;  // "" where the engine names no model
+    // Labels that tell apart the ranks of one replica, which may each report its figures.
+    std::span<const std::string_view> rank_labels;
+    std::span<const EngineMetric> metrics;
+};
+
+// vLLM: gpu_cache_usage_perc before V1, kv_cache_usage_perc since.
+constexpr std::array kVllmMetrics{
+    EngineMetric{"num_requests_running", Figure::running},
+    EngineMetric{"num_requests_waiting", Figure::waiting},
+    EngineMetric{"gpu_cache_usage_perc", Figure::kv_usage},
+    EngineMetric{"kv_cache_usage_perc", Figure::kv_usage},
+    EngineMetric{"generation_tokens_total", Figure::generation_total},
+    EngineMetric{"prompt_tokens_total", Figure::prompt_total},
+};
+
+// SGLang: the scheduler's gauges and the tokenizer's counters. The scheduler of attention-TP
+// rank 0 of each data-parallel replica reports; with enable_metrics_for_all_schedulers every
+// rank does, with the same figures.
+constexpr std::array kSglangMetrics{
+    EngineMetric{"num_running_reqs", Figure::running},
+    EngineMetric{"num_queue_reqs", Figure::waiting},
+    EngineMetric{"token_usage", Figure::kv_usage},
+    EngineMetric{"gen_throughput", Figure::tokens_per_second},
+    EngineMetric{"generation_tokens_total", Figure::generation_total},
+    EngineMetric{"prompt_tokens_total", Figure::prompt_total},
+};
+constexpr std::array<std::string_view, 3> kSglangRankLabels{"tp_rank", "pp_rank", "moe_ep_rank"};
+
+// llama.cpp's server. prompt_tokens_seconds (prompt speed) and tokens_predicted_seconds_total
+// (seconds spent) look alike but are not the generation speed.
+constexpr std::array kLlamaCppMetrics{
+    EngineMetric{"requests_processing", Figure::running},
+    EngineMetric{"requests_deferred", Figure::waiting},
+    EngineMetric{"kv_cache_usage_ratio", Figure::kv_usage},
+    EngineMetric{"predicted_tokens_seconds", Figure::tokens_per_second},
+    EngineMetric{"tokens_predicted_total", Figure::generation_total},
+    EngineMetric{"prompt_tokens_total", Figure::prompt_total},
+};
+
+// Powerhouse (app/server/api_server.cpp); its GPUs are read before this (powerhouse_gpu_).
+constexpr std::array kPowerhouseMetrics{
+    EngineMetric{"sequences_running", Figure::running},
+    EngineMetric{"sequences_waiting", Figure::waiting},
+    EngineMetric{"kv_blocks", Figure::kv_used_blocks, "state", "used"},
+    EngineMetric{"kv_blocks", Figure::kv_total_blocks, "state", "total"},
+    EngineMetric{"generation_tokens_per_second", Figure::tokens_per_second},
+    EngineMetric{"generated_tokens_total", Figure::generation_total},
+    EngineMetric{"prompt_tokens_total", Figure::prompt_total},
+};
+
+constexpr std::array kEngineFormats{
+    EngineFormat{"vLLM", "vllm:", "model_name", {}, kVllmMetrics},
+    EngineFormat{"SGLang", "sglang:", "model_name", kSglangRankLabels, kSglangMetrics},
+    EngineFormat{"llama.cpp", "llamacpp:", "", {}, kLlamaCppMetrics},
+    EngineFormat{"Powerhouse", "powerhouse_", "", {}, kPowerhouseMetrics},
+};
+
+const EngineMetric* find_metric(const EngineFormat& format, std::string_view name, const MetricSample& s) {
+    for (const EngineMetric& m : format.metrics) {
+        if (m.name == name && (m.label.empty() || s.label(m.label) == m.label_value)) return &m;
+    }
+    return nullptr;
+}
+
+// The sample's labels but the model and the rank labels: one key per replica (and per other
+// label value, such as SGLang's priority), the same for every rank of it.
+std::string series_key(const EngineFormat& format, const MetricSample& s) {
+    std::string key;
+    for (const auto& [name, value] : s.labels) {
+        if (name == format.model_label ||
+            std::find(format.rank_labels.begin(), format.rank_labels.end(), name) != format.rank_labels.end()) {
+            continue;
+        }
+        key += name;
+        key += '=';
+        key += value;
+        key += '\n';
+    }
+    return key;
+}
+
 struct GpuSlot {
     std::string key;  // uuid (or the gpu label), plus the MIG instance
     uint32_t mig = 0;
@@ -50,6 +158,7 @@ struct GpuSlot {
 
 struct EngineSlot {
     RemoteEngineFigures figures;
+    std::vector<std::pair<Figure, std::string>> counted;  // series already added, by series_key()
     double kv_sum = 0;
     int kv_count = 0;
     std::optional<double> kv_used_blocks, kv_total_blocks;
@@ -70,10 +179,13 @@ public:
             dcgm(s);
         } else if (starts_with(s.name, "powerhouse_gpu_")) {
             powerhouse_gpu(s);
-        } else if (starts_with(s.name, "vllm:")) {
-            vllm(s);
-        } else if (starts_with(s.name, "powerhouse_")) {
-            powerhouse_engine(s);
+        } else {
+            for (const EngineFormat& format : kEngineFormats) {
+                if (starts_with(s.name, format.prefix)) {
+                    engine_sample(format, s);
+                    break;
+                }
+            }
         }
     }
 
@@ -221,55 +333,44 @@ private:
         }
     }
 
-    void vllm(const MetricSample& s) {
-        const std::string_view name = std::string_view(s.name).substr(5);  // after "vllm:"
-        const bool known = name == "num_requests_running" || name == "num_requests_waiting" ||
-                           name == "gpu_cache_usage_perc" || name == "kv_cache_usage_perc" ||
-                           name == "generation_tokens_total" || name == "prompt_tokens_total";
-        if (!known || !std::isfinite(s.value)) return;
-        EngineSlot& e = engine("vLLM", s.label("model_name").value_or(""));
+    void engine_sample(const EngineFormat& format, const MetricSample& s) {
+        const std::string_view name = std::string_view(s.name).substr(format.prefix.size());
+        const EngineMetric* metric = find_metric(format, name, s);
+        if (metric == nullptr || !std::isfinite(s.value)) return;
+        const std::string_view model = format.model_label.empty() ? "" : s.label(format.model_label).value_or("");
+        EngineSlot& e = engine(format.engine, model);
+        std::pair<Figure, std::string> series{metric->figure, series_key(format, s)};
+        if (std::find(e.counted.begin(), e.counted.end(), series) != e.counted.end()) return;
+        e.counted.push_back(std::move(series));
         RemoteEngineFigures& f = e.figures;
-        // Several engines (data parallel, the "engine" label) add up; their caches average.
         auto add = [&](std::optional<double>& field) { field = field.value_or(0) + s.value; };
-        if (name == "num_requests_running") {
-            add(f.requests_running);
-        } else if (name == "num_requests_waiting") {
-            add(f.requests_waiting);
-        } else if (name == "generation_tokens_total") {
-            add(f.generation_tokens_total);
-        } else if (name == "prompt_tokens_total") {
-            add(f.prompt_tokens_total);
-        } else {
-            e.kv_sum += s.value;
-            ++e.kv_count;
+        switch (metric->figure) {
+            case Figure::running:
+                add(f.requests_running);
+                break;
+            case Figure::waiting:
+                add(f.requests_waiting);
+                break;
+            case Figure::kv_usage:
+                e.kv_sum += s.value;
+                ++e.kv_count;
+                break;
+            case Figure::kv_used_blocks:
+                add(e.kv_used_blocks);
+                break;
+            case Figure::kv_total_blocks:
+                add(e.kv_total_blocks);
+                break;
+            case Figure::tokens_per_second:
+                add(f.tokens_per_second);
+                break;
+            case Figure::generation_total:
+                add(f.generation_tokens_total);
+                break;
+            case Figure::prompt_total:
+                add(f.prompt_tokens_total);
+                break;
         }
-    }
-
-    void powerhouse_engine(const MetricSample& s) {
-        const std::string_view name = std::string_view(s.name).substr(11);  // after "powerhouse_"
-        if (!std::isfinite(s.value)) return;
-        std::optional<double>* field = nullptr;
-        EngineSlot* e = nullptr;
-        auto slot = [&]() -> EngineSlot& {
-            if (e == nullptr) e = &engine("Powerhouse", "");
-            return *e;
-        };
-        if (name == "sequences_running") {
-            field = &slot().figures.requests_running;
-        } else if (name == "sequences_waiting") {
-            field = &slot().figures.requests_waiting;
-        } else if (name == "generation_tokens_per_second") {
-            field = &slot().figures.tokens_per_second;
-        } else if (name == "generated_tokens_total") {
-            field = &slot().figures.generation_tokens_total;
-        } else if (name == "prompt_tokens_total") {
-            field = &slot().figures.prompt_tokens_total;
-        } else if (name == "kv_blocks") {
-            const std::string_view state = s.label("state").value_or("");
-            if (state == "used") field = &slot().kv_used_blocks;
-            if (state == "total") field = &slot().kv_total_blocks;
-        }
-        if (field != nullptr) *field = s.value;
     }
 
     std::string default_host_;

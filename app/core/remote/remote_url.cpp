@@ -126,6 +126,14 @@ Result<std::string> normalize_metrics_url(std::string_view url) {
     return join(*parts, path);
 }
 
+bool same_origin(std::string_view a, std::string_view b) {
+    Result<UrlParts> x = split_url(a);
+    Result<UrlParts> y = split_url(b);
+    if (!x || !y) return false;
+    const auto port = [](const UrlParts& p) { return p.port.empty() ? (p.scheme == "https" ? "443" : "80") : p.port; };
+    return x->scheme == y->scheme && lower(x->host) == lower(y->host) && port(*x) == port(*y);
+}
+
 bool is_loopback_host(std::string_view host) {
     return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || ends_with(host, ".localhost");
 }

@@ -39,6 +39,12 @@ Result<std::string> normalize_base_url(std::string_view url);
 // A metrics URL as given, with "/metrics" added when it has no path ("http://host:9400").
 Result<std::string> normalize_metrics_url(std::string_view url);
 
+// Whether two URLs reach the same server: the same scheme, host (case-insensitive) and port
+// (the scheme's default when none is written). False when either is not a URL. An endpoint's
+// API key goes to its metrics URL only when they share the origin: a key is never sent to
+// another server (a DCGM exporter on another port) than the one it was given for.
+bool same_origin(std::string_view a, std::string_view b);
+
 // localhost, 127.0.0.0/8 and ::1.
 bool is_loopback_host(std::string_view host);
 

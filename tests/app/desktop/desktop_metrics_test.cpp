@@ -63,8 +63,9 @@ protected:
 
 TEST_F(RemoteTelemetryTest, DcgmVllmAndPowerhouseSourcesShowHostsGpusAndEngineFigures) {
     RemoteGpuModel model(std::chrono::milliseconds(200));
-    model.setSources(
-        {{"cluster", url("dcgm_exporter"), ""}, {"vllm", url("vllm_v1"), ""}, {"serve", url("powerhouse"), ""}});
+    model.setSources({{"cluster", url("dcgm_exporter"), "", ""},
+                      {"vllm", url("vllm_v1"), "", ""},
+                      {"serve", url("powerhouse"), "", ""}});
     // Two readings of each, for the history and tokens/s.
     int readings = 0;
     QObject::connect(&model, &RemoteGpuModel::readingApplied, [&readings] { ++readings; });
@@ -128,15 +129,16 @@ TEST_F(RemoteTelemetryTest, DcgmVllmAndPowerhouseSourcesShowHostsGpusAndEngineFi
     EXPECT_DOUBLE_EQ(p["kvCache"].toDouble(), 0.25);
 
     // A source removed goes at once.
-    model.setSources({{"cluster", url("dcgm_exporter"), ""}});
+    model.setSources({{"cluster", url("dcgm_exporter"), "", ""}});
     EXPECT_EQ(model.rowCount(), 1);
     EXPECT_EQ(model.find("vllm", "127.0.0.1"), -1);
 }
 
 TEST_F(RemoteTelemetryTest, AFailingSourceShowsItsErrorKeepsItsCardsAndRecovers) {
     RemoteGpuModel model(std::chrono::milliseconds(200));
-    model.setSources(
-        {{"dead", "http://127.0.0.1:1/metrics", ""}, {"html", url("html"), ""}, {"flaky", url("flaky"), ""}});
+    model.setSources({{"dead", "http://127.0.0.1:1/metrics", "", ""},
+                      {"html", url("html"), "", ""},
+                      {"flaky", url("flaky"), "", ""}});
     ASSERT_TRUE(QTest::qWaitFor([&] { return model.rowCount() == 3; }, 30000));
     for (const char* name : {"dead", "html", "flaky"}) {
         const int row = model.find(name, "127.0.0.1");
@@ -174,6 +176,26 @@ TEST_F(RemoteTelemetryTest, AFailingSourceShowsItsErrorKeepsItsCardsAndRecovers)
     EXPECT_TRUE(at(gpus, 0, GpuListModel::RespondingRole).toBool());
     EXPECT_EQ(at(gpus, 0, GpuListModel::LoadRole).toInt(), 97);
     EXPECT_EQ(model.rowCount(), 3);
+}
+
+// Each source is read on its own: one that never answers holds up no other (it comes first,
+// so that reading the sources one after the other would make the others wait for its
+// timeout), and a URL with nothing there says where metrics are served.
+TEST_F(RemoteTelemetryTest, ASilentSourceHoldsUpNoOtherAndA404SaysWhereMetricsLive) {
+    RemoteGpuModel model(std::chrono::milliseconds(200));
+    model.setSources({{"silent", server_->url("/silent/metrics/dcgm_exporter"), "", ""},
+                      {"missing", url("nosuch"), "", ""},
+                      {"cluster", url("dcgm_exporter"), "", ""}});
+    ASSERT_TRUE(QTest::qWaitFor(
+        [&] { return model.find("cluster", "gpu-node-1") >= 0 && model.find("missing", "127.0.0.1") >= 0; }, 30000));
+    EXPECT_EQ(model.find("silent", "127.0.0.1"), -1) << "the silent source is still being waited for";
+    const QString missing = at(model, model.find("missing", "127.0.0.1"), RemoteGpuModel::ErrorRole).toString();
+    EXPECT_TRUE(missing.contains("404 Not Found")) << missing.toStdString();
+    EXPECT_TRUE(missing.contains("DCGM exporter on port 9400")) << missing.toStdString();
+    EXPECT_FALSE(missing.contains("model name")) << "not the chat API's advice";
+    // Its timeout comes, and it is said so.
+    ASSERT_TRUE(QTest::qWaitFor([&] { return model.find("silent", "127.0.0.1") >= 0; }, 30000));
+    EXPECT_FALSE(at(model, model.find("silent", "127.0.0.1"), RemoteGpuModel::ErrorRole).toString().isEmpty());
 }
 
 TEST(EnginesMetricsUrl, OldEndpointsLoadAndAMetricsUrlIsKeptAndOffered) {

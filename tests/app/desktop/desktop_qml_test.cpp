@@ -5,15 +5,17 @@
 // simulated GPUs, and the dashboard shows the batching of testChat's engine; testServer is
 // the API server's controller on testController's engine (no model, so it never listens);
 // testRemote holds remote machines read from the DCGM exporter's and vLLM's sample files
-// (tests/data/remote) and a source that failed, applied without a network.
+// (tests/data/remote) and a source that failed, applied without a network; testEngines is
+// Settings → Engines' controller on its own store, with testFaultServer the base URL of the
+// fault-injecting OpenAI server (tests/app/remote/openai_fault_server.py) on 127.0.0.1.
 // The setup hands them to the tests as context properties of the test engine (tests only;
 // the app passes them as required properties of its window).
 #include <QCoreApplication>
 #include <QDropEvent>
 #include <QMimeData>
 #include <QQmlContext>
-#include <QQuickWindow>
 #include <QQmlEngine>
+#include <QQuickWindow>
 #include <QTemporaryDir>
 #include <QtQml/QQmlExtensionPlugin>
 #include <QtQuickTest>
@@ -26,6 +28,8 @@
 #include "dashboard_controller.h"
 #include "download_controller.h"
 #include "engine_client.h"
+#include "engines_controller.h"
+#include "http_test_server.h"
 #include "library_controller.h"
 #include "remote/prometheus.h"
 #include "remote_gpu_model.h"
@@ -111,6 +115,20 @@ public slots:
         engine->rootContext()->setContextProperty(QStringLiteral("testDrop"), &m_drop);
         engine->rootContext()->setContextProperty(QStringLiteral("testDownloads"), m_downloads.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testServer"), m_server.get());
+        m_engines.reset();
+        auto enginesStore = powerhouse::store::Store::open((m_dir.path() + "/engines.db").toStdString());
+        if (!enginesStore) qFatal("store: %s", enginesStore.error().message.c_str());
+        m_enginesStore = std::make_unique<powerhouse::store::Store>(std::move(enginesStore).value());
+        m_engines = std::make_unique<EnginesController>(*m_enginesStore);
+        if (!m_faults) {
+            m_faults = std::make_unique<powerhouse::test::HttpTestServer>(
+                POWERHOUSE_REMOTE_TEST_DIR "/openai_fault_server.py",
+                std::vector<std::string>{"--fixtures", (powerhouse::test::data_dir() / "remote").string()});
+            if (!m_faults->running()) qFatal("the fault server did not start");
+        }
+        engine->rootContext()->setContextProperty(QStringLiteral("testEngines"), m_engines.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testFaultServer"),
+                                                  QString::fromStdString(m_faults->url("")));
         m_remote = std::make_unique<RemoteGpuModel>(std::chrono::milliseconds(0));
         feedRemote(*m_remote);
         engine->rootContext()->setContextProperty(QStringLiteral("testRemote"), m_remote.get());
@@ -120,6 +138,9 @@ public slots:
     }
 
     void cleanupTestCase() {
+        m_engines.reset();
+        m_enginesStore.reset();
+        m_faults.reset();
         m_remote.reset();
         m_server.reset();
         m_downloads.reset();
@@ -136,9 +157,9 @@ public slots:
 
 private:
     static void feedRemote(RemoteGpuModel& remote) {
-        const std::vector<MetricsSource> sources = {{"cluster", "http://10.0.0.9:9400/metrics", ""},
-                                                    {"vllm", "http://10.0.0.7:8000/metrics", ""},
-                                                    {"down", "http://10.0.0.8:9400/metrics", ""}};
+        const std::vector<MetricsSource> sources = {{"cluster", "http://10.0.0.9:9400/metrics", "", ""},
+                                                    {"vllm", "http://10.0.0.7:8000/metrics", "", ""},
+                                                    {"down", "http://10.0.0.8:9400/metrics", "", ""}};
         remote.setSources(sources);
         const char* files[] = {"dcgm_exporter.prom", "vllm_v1.prom"};
         for (int i = 0; i < 2; ++i) {
@@ -146,8 +167,11 @@ private:
             std::stringstream text;
             text << in.rdbuf();
             for (double time : {1.0, 3.0}) {  // two readings: a history of two points
-                MetricsReading reading{sources[static_cast<size_t>(i)], sources[static_cast<size_t>(i)].url,
-                                       powerhouse::remote::parse_prometheus(text.str()), {}, time};
+                MetricsReading reading{sources[static_cast<size_t>(i)],
+                                       sources[static_cast<size_t>(i)].url,
+                                       powerhouse::remote::parse_prometheus(text.str()),
+                                       {},
+                                       time};
                 remote.apply(reading);
             }
         }
@@ -169,6 +193,9 @@ private:
     DropHelper m_drop;
     std::unique_ptr<DownloadController> m_downloads;
     std::unique_ptr<ServerController> m_server;
+    std::unique_ptr<powerhouse::store::Store> m_enginesStore;
+    std::unique_ptr<EnginesController> m_engines;
+    std::unique_ptr<powerhouse::test::HttpTestServer> m_faults;
 };
 
 QUICK_TEST_MAIN_WITH_SETUP(desktop_qml_tests, Setup)

@@ -22,6 +22,7 @@
 #include "http_test_server.h"
 #include "key_store.h"
 #include "remote_chat.h"
+#include "remote_chat_fixture.h"
 #include "store/store.h"
 #include "support/test_support.h"
 
@@ -30,12 +31,10 @@ namespace {
 using powerhouse::store::Message;
 using powerhouse::store::MessageState;
 using powerhouse::store::Store;
+using powerhouse::test::fault_server;
 using powerhouse::test::open_store;
-
-template <class Done>
-bool wait_for(Done done, int ms = 120000) {
-    return QTest::qWaitFor(done, ms);
-}
+using powerhouse::test::RemoteChatTest;
+using powerhouse::test::wait_for;
 
 // `powerhouse-cli serve` on the test model, on a free port of 127.0.0.1.
 class ServeProcess {
@@ -72,37 +71,6 @@ public:
 private:
     QProcess process_;
     QString url_, model_;
-};
-
-std::unique_ptr<powerhouse::test::HttpTestServer> fault_server() {
-    return std::make_unique<powerhouse::test::HttpTestServer>(
-        POWERHOUSE_REMOTE_TEST_DIR "/openai_fault_server.py",
-        std::vector<std::string>{"--fixtures", (powerhouse::test::data_dir() / "remote").string()});
-}
-
-class RemoteChatTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        store_ = std::make_unique<Store>(open_store(dir_));
-        engine_ = std::make_unique<EngineClient>();
-        controller_ = std::make_unique<ChatController>(*store_, *engine_);
-        powerhouse::GenerationSettings settings;
-        settings.max_tokens = 32;
-        settings.sampling.temperature = 0;
-        controller_->setGenerationSettings(settings);
-    }
-
-    std::vector<Message> stored() {
-        auto m = store_->messages(controller_->currentConversationId());
-        EXPECT_TRUE(m);
-        return m ? *m : std::vector<Message>{};
-    }
-    bool wait_idle() { return wait_for([&] { return !controller_->generatingAny(); }); }
-
-    powerhouse::test::TempDir dir_;
-    std::unique_ptr<Store> store_;
-    std::unique_ptr<EngineClient> engine_;
-    std::unique_ptr<ChatController> controller_;
 };
 
 TEST_F(RemoteChatTest, EnginesListModelsTestConnectionsAndPersistEndpoints) {
@@ -210,7 +178,8 @@ TEST_F(RemoteChatTest, ARemoteAnswerAtTemperatureZeroEqualsTheLocalOneAndNamesIt
 TEST_F(RemoteChatTest, StopClosesTheStreamAndKeepsWhatCame) {
     auto faults = fault_server();
     ASSERT_TRUE(faults->running());
-    controller_->useRemote(RemoteTarget{"faults", QString::fromStdString(faults->url("/slow/v1")), {}, {}, "test-model"});
+    controller_->useRemote(
+        RemoteTarget{"faults", QString::fromStdString(faults->url("/slow/v1")), {}, {}, "test-model"});
     controller_->send("Tell me a long story.");
     ASSERT_TRUE(wait_for([&] {
         const auto* m = controller_->messages()->at(1);
@@ -229,7 +198,8 @@ TEST_F(RemoteChatTest, StopClosesTheStreamAndKeepsWhatCame) {
 TEST_F(RemoteChatTest, ACutStreamKeepsThePartialAnswerMarkedInterrupted) {
     auto faults = fault_server();
     ASSERT_TRUE(faults->running());
-    controller_->useRemote(RemoteTarget{"faults", QString::fromStdString(faults->url("/cut-3/v1")), {}, {}, "test-model"});
+    controller_->useRemote(
+        RemoteTarget{"faults", QString::fromStdString(faults->url("/cut-3/v1")), {}, {}, "test-model"});
     controller_->send("Hello?");
     ASSERT_TRUE(wait_idle());
     const auto messages = stored();
@@ -331,7 +301,8 @@ TEST(KeyStore, SaysSoClearlyWhenNoKeyringIsReachable) {
     ASSERT_TRUE(engines.addEndpoint("keyed", "http://127.0.0.1:1/v1", "sk-secret-456", {}));
     ASSERT_TRUE(wait_for([&] { return !engines.busy(); }, 30000));
     EXPECT_TRUE(engines.messageIsError());
-    EXPECT_TRUE(engines.message().contains("no system keyring", Qt::CaseInsensitive)) << engines.message().toStdString();
+    EXPECT_TRUE(engines.message().contains("no system keyring", Qt::CaseInsensitive))
+        << engines.message().toStdString();
     EXPECT_TRUE(engines.endpoints().isEmpty()) << "nothing is kept without the keyring";
     const auto setting = store.setting("remote_endpoints");
     EXPECT_TRUE(!setting || !*setting || (*setting)->find("sk-secret-456") == std::string::npos);

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The desktop app's keyring tests (desktop_remote_test.cpp, KeyStore.*): once with the D-Bus
+# The desktop app's keyring tests (desktop_remote_test.cpp's KeyStore.*, desktop_engines_test.cpp's
+# EnginesWithKeys.*): once with the D-Bus
 # session bus pointing nowhere (the clear "no system keyring" message), once inside a real
 # Secret Service: a private D-Bus session (dbus-run-session) with gnome-keyring-daemon
 # unlocked with an empty password (one empty line on its stdin; no prompt, no display). Exits 77 (skipped) when those programs are missing.
@@ -17,5 +18,5 @@ trap 'rm -rf "$home"' EXIT
 # gnome-keyring keeps its keyrings under $HOME/.local/share/keyrings: a fresh one per run.
 HOME="$home" XDG_DATA_HOME="$home/data" XDG_RUNTIME_DIR="$home" dbus-run-session -- sh -c '
     echo | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 77
-    POWERHOUSE_KEYRING_TEST=secret-service "$0" --gtest_filter="KeyStore.StoresAndReadsBackAKeyInTheSecretService"
+    POWERHOUSE_KEYRING_TEST=secret-service "$0" --gtest_filter="KeyStore.StoresAndReadsBackAKeyInTheSecretService:EnginesWithKeys.*"
 ' "$tests"

@@ -11,6 +11,8 @@ this one too. Every route sits under a scenario, so that a test's base URL picks
   /<scenario>/last                  GET: the last chat request of that scenario:
                                     {"body": ..., "authorization": "Bearer ..." or null}
   /metrics/<name>                   the fixture <fixtures>/<name>.prom as Prometheus text
+  /key-K/metrics/<name>             the same behind "Authorization: Bearer K" (else 401)
+  /silent/metrics/<name>            nothing at all for 30 s
 
 Scenarios (N, R: numbers in the name):
   ok          the answer ANSWER_PIECES streamed: a role-only first delta, an empty delta,
@@ -139,9 +141,14 @@ class Handler(BaseHTTPRequestHandler):
     # --- routes ---
     def do_GET(self):
         path = self.path.split("?")[0]
-        m = re.fullmatch(r"/metrics/([\w.-]+)", path)
+        m = re.fullmatch(r"(?:/(key-[\w.-]+|silent))?/metrics/([\w.-]+)", path)
         if m:
-            file = os.path.join(self.server.fixtures, m.group(1) + ".prom")
+            if m.group(1) == "silent":
+                time.sleep(30)
+                return
+            if m.group(1) and not self.key_ok(m.group(1)):
+                return self.refuse_key()
+            file = os.path.join(self.server.fixtures, m.group(2) + ".prom")
             if not os.path.isfile(file):
                 return self.send_text(404, "no such fixture\n")
             with open(file, encoding="utf-8") as f:

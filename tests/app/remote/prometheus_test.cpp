@@ -1,6 +1,6 @@
 // The Prometheus text parser and the mapping to remote GPUs and engine figures, on samples in
-// the formats of NVIDIA's DCGM exporter, vLLM and Powerhouse's own /metrics, read from files
-// and fetched from 127.0.0.1.
+// the formats of NVIDIA's DCGM exporter, vLLM, SGLang, llama.cpp's server and Powerhouse's own
+// /metrics, read from files and fetched from 127.0.0.1.
 //
 // Fixtures (tests/data/remote), written from the exporters' documentation:
 //   dcgm_exporter.prom      github.com/NVIDIA/dcgm-exporter: README's quickstart output (HELP/
@@ -13,6 +13,11 @@
 //   vllm_v1.prom            docs.vllm.ai "Production Metrics" (V1 engine): prometheus_client's
 //                           output with engine and model_name labels, two data-parallel engines,
 //                           counters with their _created gauges, a histogram, Python's own.
+//   sglang.prom             SGLang's collector and scheduler source (python/sglang/srt/...):
+//                           two data-parallel attention replicas, prometheus_client's
+//                           multiprocess output.
+//   llama_cpp_server.prom   llama.cpp's tools/server/server.cpp /metrics handler, after the
+//                           KV-cache gauges were removed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -188,6 +193,118 @@ TEST(RemoteGpus, VllmEngineFigures) {
     EXPECT_DOUBLE_EQ(*v0[0].engines[0].kv_cache_usage, 0.9);
 }
 
+TEST(RemoteGpus, SglangEngineFigures) {
+    const PrometheusText text = parse_prometheus(fixture("sglang.prom"));
+    EXPECT_EQ(text.skipped_lines, 0u);
+    EXPECT_EQ(text.types.at("sglang:num_running_reqs"), "gauge");
+    EXPECT_EQ(text.types.at("sglang:prompt_tokens_total"), "counter");
+    const std::vector<RemoteHost> hosts = remote_gpus(text.samples, "10.0.0.8");
+    ASSERT_EQ(hosts.size(), 1u);
+    EXPECT_EQ(hosts[0].host, "10.0.0.8");
+    EXPECT_EQ(hosts[0].sources, std::vector<std::string>{"SGLang"});
+    EXPECT_TRUE(hosts[0].gpus.empty());
+    ASSERT_EQ(hosts[0].engines.size(), 1u);
+    const RemoteEngineFigures& e = hosts[0].engines[0];
+    EXPECT_EQ(e.engine, "SGLang");
+    EXPECT_EQ(e.model, "deepseek-ai/DeepSeek-V3");
+    // Two data-parallel replicas add up; num_running_reqs_offline_batch and
+    // num_grammar_queue_reqs are other gauges, not counted.
+    EXPECT_EQ(e.requests_running, 25.0);
+    EXPECT_EQ(e.requests_waiting, 3.0);
+    EXPECT_NEAR(*e.kv_cache_usage, 0.55, 1e-12);      // token_usage 0.62 and 0.48 average
+    EXPECT_NEAR(*e.tokens_per_second, 1151.3, 1e-9);  // gen_throughput 612.4 + 538.9
+    EXPECT_EQ(e.generation_tokens_total, 987654.0);
+    EXPECT_EQ(e.prompt_tokens_total, 4213987.0);  // written 4.213987e+06
+}
+
+TEST(RemoteGpus, SglangRanksOfOneReplicaCountOnce) {
+    // With enable_metrics_for_all_schedulers every TP rank reports its replica's figures;
+    // other labels (dp_rank, the tokenizer's priority) are parts that add up.
+    const std::string text =
+        "sglang:num_running_reqs{dp_rank=\"0\",model_name=\"m\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"0\"} 6.0\n"
+        "sglang:num_running_reqs{dp_rank=\"0\",model_name=\"m\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"1\"} 6.0\n"
+        "sglang:num_running_reqs{dp_rank=\"1\",model_name=\"m\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"2\"} 4.0\n"
+        "sglang:num_running_reqs{dp_rank=\"1\",model_name=\"m\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"3\"} 4.0\n"
+        "sglang:token_usage{dp_rank=\"0\",model_name=\"m\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"0\"} 0.5\n"
+        "sglang:token_usage{dp_rank=\"0\",model_name=\"m\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"1\"} 0.5\n"
+        "sglang:token_usage{dp_rank=\"1\",model_name=\"m\",moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"2\"} 0.2\n"
+        "sglang:prompt_tokens_total{model_name=\"m\",priority=\"\"} 100.0\n"
+        "sglang:prompt_tokens_total{model_name=\"m\",priority=\"1\"} 30.0\n"
+        "sglang:num_queue_reqs{model_name=\"other\",pp_rank=\"0\",tp_rank=\"0\"} 2.0\n";
+    const std::vector<RemoteHost> hosts = remote_gpus(parse_prometheus(text).samples, "h");
+    ASSERT_EQ(hosts.size(), 1u);
+    ASSERT_EQ(hosts[0].engines.size(), 2u);  // one per model
+    const RemoteEngineFigures& m = hosts[0].engines[0];
+    EXPECT_EQ(m.model, "m");
+    EXPECT_EQ(m.requests_running, 10.0);
+    EXPECT_DOUBLE_EQ(*m.kv_cache_usage, 0.35);
+    EXPECT_EQ(m.prompt_tokens_total, 130.0);
+    EXPECT_FALSE(m.requests_waiting);
+    EXPECT_EQ(hosts[0].engines[1].model, "other");
+    EXPECT_EQ(hosts[0].engines[1].requests_waiting, 2.0);
+}
+
+TEST(RemoteGpus, LlamaCppServerFigures) {
+    const PrometheusText text = parse_prometheus(fixture("llama_cpp_server.prom"));
+    EXPECT_EQ(text.skipped_lines, 0u);
+    EXPECT_EQ(text.types.at("llamacpp:requests_processing"), "gauge");
+    const std::vector<RemoteHost> hosts = remote_gpus(text.samples, "10.0.0.9");
+    ASSERT_EQ(hosts.size(), 1u);
+    EXPECT_EQ(hosts[0].sources, std::vector<std::string>{"llama.cpp"});
+    ASSERT_EQ(hosts[0].engines.size(), 1u);
+    const RemoteEngineFigures& e = hosts[0].engines[0];
+    EXPECT_EQ(e.engine, "llama.cpp");
+    EXPECT_EQ(e.model, "");  // llama-server names no model in its metrics
+    EXPECT_EQ(e.requests_running, 3.0);
+    EXPECT_EQ(e.requests_waiting, 1.0);
+    EXPECT_FALSE(e.kv_cache_usage);  // this server no longer reports it
+    EXPECT_DOUBLE_EQ(*e.tokens_per_second, 51.5443);
+    EXPECT_EQ(e.generation_tokens_total, 264518.0);
+    EXPECT_EQ(e.prompt_tokens_total, 1842120.0);  // 1.84212e+06: the server's six digits
+
+    // Servers before ggml-org/llama.cpp#13660 report the KV cache's share of the context.
+    const std::vector<RemoteHost> older =
+        remote_gpus(parse_prometheus("# HELP llamacpp:kv_cache_usage_ratio KV-cache usage. 1 means 100 percent usage.\n"
+                                     "# TYPE llamacpp:kv_cache_usage_ratio gauge\n"
+                                     "llamacpp:kv_cache_usage_ratio 0.4375\n"
+                                     "# HELP llamacpp:kv_cache_tokens KV-cache tokens.\n"
+                                     "# TYPE llamacpp:kv_cache_tokens gauge\n"
+                                     "llamacpp:kv_cache_tokens 3584\n"
+                                     "llamacpp:requests_processing 2\n"
+                                     "llamacpp:requests_deferred 0\n")
+                        .samples);
+    ASSERT_EQ(older.size(), 1u);
+    ASSERT_EQ(older[0].engines.size(), 1u);
+    EXPECT_DOUBLE_EQ(*older[0].engines[0].kv_cache_usage, 0.4375);
+    EXPECT_EQ(older[0].engines[0].requests_running, 2.0);
+    EXPECT_EQ(older[0].engines[0].requests_waiting, 0.0);
+}
+
+TEST(RemoteGpus, LlamaCppTokensPerSecondIsTheGenerationGaugeNotTheCounters) {
+    // tokens/s is predicted_tokens_seconds: not prompt_tokens_seconds (2019.1, prompt speed) nor
+    // tokens_predicted_seconds_total (5131.86, seconds spent generating).
+    const std::vector<RemoteHost> first = remote_gpus(parse_prometheus(fixture("llama_cpp_server.prom")).samples, "h");
+    const RemoteEngineFigures& a = first.at(0).engines.at(0);
+    EXPECT_DOUBLE_EQ(*a.tokens_per_second, 51.5443);
+    // The gauge is one request's speed; with three slots busy the counters, read 10 s apart,
+    // give the server's total.
+    const std::vector<RemoteHost> second = remote_gpus(
+        parse_prometheus("llamacpp:tokens_predicted_total 265988\nllamacpp:predicted_tokens_seconds 51.6012\n").samples,
+        "h");
+    const RemoteEngineFigures& b = second.at(0).engines.at(0);
+    EXPECT_DOUBLE_EQ(*b.tokens_per_second, 51.6012);
+    EXPECT_EQ(counter_rate(a.generation_tokens_total, b.generation_tokens_total, 10.0), 147.0);
+    // Without the gauge there is no tokens/s of the engine's own, only the counters.
+    const std::vector<RemoteHost> counters_only = remote_gpus(
+        parse_prometheus("llamacpp:prompt_tokens_seconds 2019.1\nllamacpp:tokens_predicted_seconds_total 5131.86\n"
+                         "llamacpp:tokens_predicted_total 264518\n")
+            .samples,
+        "h");
+    const RemoteEngineFigures& c = counters_only.at(0).engines.at(0);
+    EXPECT_FALSE(c.tokens_per_second);
+    EXPECT_EQ(c.generation_tokens_total, 264518.0);
+}
+
 TEST(RemoteGpus, PowerhouseMetrics) {
     // app/server/api_server.cpp's metrics() as it writes them.
     const std::string text =
@@ -257,12 +374,20 @@ TEST_F(MetricsOverHttp, FetchesAndMapsEachExportersFormat) {
     ASSERT_EQ(hosts.size(), 1u);
     EXPECT_EQ(hosts[0].host, "127.0.0.1");
     EXPECT_EQ(hosts[0].engines.at(0).requests_running, 8.0);
+
+    for (const auto& [name, engine] : {std::pair<std::string, std::string>{"sglang", "SGLang"},
+                                       std::pair<std::string, std::string>{"llama_cpp_server", "llama.cpp"}}) {
+        Result<PrometheusText> served = fetch_metrics(server_->url("/metrics/" + name));
+        ASSERT_TRUE(served.ok()) << name << ": " << served.error().message;
+        EXPECT_EQ(remote_gpus(served->samples, "127.0.0.1").at(0).engines.at(0).engine, engine);
+    }
 }
 
 TEST_F(MetricsOverHttp, WhatIsNotAMetricsEndpointIsSaid) {
     Result<PrometheusText> missing = fetch_metrics(server_->url("/metrics/no_such_fixture"));
     ASSERT_FALSE(missing.ok());
     EXPECT_NE(missing.error().message.find("HTTP 404"), std::string::npos) << missing.error().message;
+    EXPECT_NE(missing.error().message.find("--enable-metrics"), std::string::npos) << "where metrics are served";
     // JSON is not Prometheus text.
     Result<PrometheusText> json = fetch_metrics(server_->url("/ok/v1/models"));
     ASSERT_FALSE(json.ok());
