@@ -4,7 +4,9 @@
 // chunks that the pool's threads take in turn (so a thread slowed by other load takes
 // fewer); within a chunk each weight block is decoded once for four or eight tokens, whose
 // activations stay in the L1 cache while the chunk's rows stream past. One token is the
-// same code with one token per pass: a matrix-vector product.
+// same code with one token per pass: a matrix-vector product. Quantized weights with eight
+// or more tokens on AVX-512 VNNI take the tiled product instead (quant_dot.h: each decoded
+// weight block against sixteen tokens per instruction), with the same results bit for bit.
 //
 // Thread-safety: one call at a time per `act_buffer`; the pool is used by the caller's
 // thread only.

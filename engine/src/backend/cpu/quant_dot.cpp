@@ -273,8 +273,115 @@ void quantize_activations(GgmlType weight_type, const float* x, void* out, int64
     quantize_activations(best_isa(), weight_type, x, out, n);
 }
 
-void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, size_t w_stride, int rows,
-              const void* act, size_t act_stride, int tokens, float* dst, size_t dst_stride) {
+bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n) {
+#if defined(__x86_64__)
+    if (isa != KernelIsa::avx512) return false;
+    switch (activation_type(weight_type)) {
+        case GgmlType::q8_k:
+            return true;
+        case GgmlType::q8_0:
+        case GgmlType::q8_1:
+            // dot_legacy's float order has a tail for the last n / 32 % 4 blocks; the tiles
+            // reproduce only its main loop.
+            return (n / kQK) % 4 == 0;
+        default:
+            return false;
+    }
+#else
+    (void)isa, (void)weight_type, (void)n;
+    return false;
+#endif
+}
+
+size_t tiled_activation_bytes(GgmlType weight_type, int64_t n, int tokens) {
+    const int64_t tiles = (tokens + detail::kTileTokens - 1) / detail::kTileTokens;
+    if (activation_type(weight_type) == GgmlType::q8_k) {
+        return static_cast<size_t>(tiles * (n / QK_K)) * sizeof(detail::TileQ8K);
+    }
+    return static_cast<size_t>(tiles * (n / kQK)) * sizeof(detail::TileQ8);
+}
+
+namespace {
+
+void tile_q8_k(int64_t n, const std::byte* act, size_t act_stride, int tokens, detail::TileQ8K* out) {
+    const int64_t nb = n / QK_K;
+    for (int token = 0; token < tokens; ++token) {
+        const int lane = token % detail::kTileTokens;
+        detail::TileQ8K* tile = out + static_cast<int64_t>(token / detail::kTileTokens) * nb;
+        const std::byte* row = act + static_cast<size_t>(token) * act_stride;
+        for (int64_t b = 0; b < nb; ++b) {
+            BlockQ8_K y;
+            std::memcpy(&y, row + static_cast<size_t>(b) * sizeof(BlockQ8_K), sizeof y);
+            detail::TileQ8K& t = tile[b];
+            for (int s = 0; s < QK_K / 4; ++s) std::memcpy(t.q[s][lane], y.qs + 4 * s, 4);
+            for (int p = 0; p < 8; ++p) {
+                t.bs[p][lane][0] = y.bsums[2 * p];
+                t.bs[p][lane][1] = y.bsums[2 * p + 1];
+            }
+            t.d[lane] = y.d;
+        }
+    }
+}
+
+// Q8_0 ({d, qs}) or Q8_1 ({d, s, qs}) rows.
+void tile_q8(GgmlType act_type, int64_t n, const std::byte* act, size_t act_stride, int tokens, detail::TileQ8* out) {
+    const int64_t nb = n / kQK;
+    const bool q8_1 = act_type == GgmlType::q8_1;
+    const size_t block = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
+    const size_t qs_at = q8_1 ? offsetof(BlockQ8_1, qs) : offsetof(BlockQ8_0, qs);
+    for (int token = 0; token < tokens; ++token) {
+        const int lane = token % detail::kTileTokens;
+        detail::TileQ8* tile = out + static_cast<int64_t>(token / detail::kTileTokens) * nb;
+        const std::byte* row = act + static_cast<size_t>(token) * act_stride;
+        for (int64_t b = 0; b < nb; ++b) {
+            const std::byte* y = row + static_cast<size_t>(b) * block;
+            int8_t qs[kQK];
+            std::memcpy(qs, y + qs_at, kQK);
+            uint16_t d, s = 0;
+            std::memcpy(&d, y, 2);
+            if (q8_1) std::memcpy(&s, y + 2, 2);
+            detail::TileQ8& t = tile[b];
+            for (int i = 0; i < 8; ++i) std::memcpy(t.q[i][lane], qs + 4 * i, 4);
+            for (int h = 0; h < 2; ++h) {
+                int32_t sum = 0;
+                for (int i = 0; i < 16; ++i) sum += qs[16 * h + i];
+                t.ysum[h][lane] = sum;
+            }
+            t.d[lane] = f16_to_f32(d);
+            t.s[lane] = q8_1 ? f16_to_f32(s) : 0.0f;
+        }
+    }
+}
+
+}  // namespace
+
+void tile_activations(GgmlType weight_type, int64_t n, const void* act, size_t act_stride, int tokens, void* tiles) {
+    std::memset(tiles, 0, tiled_activation_bytes(weight_type, n, tokens));
+    const auto* rows = static_cast<const std::byte*>(act);
+    const GgmlType act_type = activation_type(weight_type);
+    if (act_type == GgmlType::q8_k) {
+        tile_q8_k(n, rows, act_stride, tokens, static_cast<detail::TileQ8K*>(tiles));
+    } else {
+        tile_q8(act_type, n, rows, act_stride, tokens, static_cast<detail::TileQ8*>(tiles));
+    }
+}
+
+void dot_rows_tiled(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, size_t w_stride, int rows,
+                    const void* tiles, int tokens, float* dst, size_t dst_stride) {
+#if defined(__x86_64__)
+    if (has_tiled_dot(isa, weight_type, n)) {
+        return detail::dot_rows_tiled_avx512(weight_type, n, static_cast<const std::byte*>(w), w_stride, rows,
+                                             static_cast<const std::byte*>(tiles), tokens, dst, dst_stride);
+    }
+#endif
+    // A caller that did not ask has_tiled_dot() first: a programming error, not an input's.
+    (void)isa, (void)weight_type, (void)n, (void)w, (void)w_stride, (void)rows, (void)tiles, (void)tokens, (void)dst,
+        (void)dst_stride;
+    std::abort();
+}
+
+void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, size_t w_stride, int rows, const void* act,
+              size_t act_stride, int tokens, float* dst, size_t dst_stride) {
     dot_rows_fn(isa)(weight_type, n, static_cast<const std::byte*>(w), w_stride, rows,
                      static_cast<const std::byte*>(act), act_stride, tokens, dst, dst_stride);
 }

@@ -75,10 +75,26 @@ void quantize_activations(GgmlType weight_type, const float* x, void* out, int64
 // where row r starts at w + r * w_stride bytes and token t's activations (prepared by
 // quantize_activations) at act + t * act_stride bytes. Each weight block is decoded once
 // for up to four tokens (eight in the AVX-512 variant).
-void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, size_t w_stride, int rows,
-              const void* act, size_t act_stride, int tokens, float* dst, size_t dst_stride);
+void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, size_t w_stride, int rows, const void* act,
+              size_t act_stride, int tokens, float* dst, size_t dst_stride);
 
 // Whether dot_rows handles `weight_type`.
 bool has_dot(GgmlType weight_type);
+
+// Batches of tokens against quantized weights (AVX-512 VNNI): the activations, quantized as
+// for dot_rows, are regrouped into tiles of sixteen tokens (tile_activations), and each
+// decoded weight super-block is then used for every token of the batch, sixteen tokens per
+// instruction. The results equal dot_rows' bit for bit (the same exact integers per
+// super-block, the same float order), so that a token gives the same logits alone and in
+// any batch.
+// K-quants, and the 32-element types (Q4_0 .. Q8_0, MXFP4) in rows of a multiple of 128.
+bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n);
+// Bytes of the tiles of `tokens` activation rows of `n` elements.
+size_t tiled_activation_bytes(GgmlType weight_type, int64_t n, int tokens);
+// Regroups `tokens` rows made by quantize_activations (token t at act + t * act_stride).
+void tile_activations(GgmlType weight_type, int64_t n, const void* act, size_t act_stride, int tokens, void* tiles);
+// dst[t * dst_stride + r] for r < rows, t < tokens, as dot_rows writes it.
+void dot_rows_tiled(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, size_t w_stride, int rows,
+                    const void* tiles, int tokens, float* dst, size_t dst_stride);
 
 }  // namespace powerhouse::cpu

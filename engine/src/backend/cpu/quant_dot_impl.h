@@ -30,6 +30,29 @@ struct alignas(32) KDecoded {
     int offset = 0;
 };
 
+// Q8_K activations of up to kTileTokens tokens, one super-block, laid out for products that
+// take one weight byte quadruple against sixteen tokens at once (vpdpbusd with a broadcast):
+// q[s][t] holds elements 4s .. 4s + 3 of token t, bs[p][t] its bsums 2p and 2p + 1, d[t] its
+// scale. Tokens past the end are zero.
+inline constexpr int kTileTokens = 16;
+struct TileQ8K {
+    int8_t q[QK_K / 4][kTileTokens][4];
+    int16_t bs[8][kTileTokens][2];
+    float d[kTileTokens];
+};
+static_assert(sizeof(TileQ8K) == 4672);
+
+// The same for the 32-element activations (Q8_0, Q8_1) of the original quant types, one
+// block: q[s][t] elements 4s .. 4s + 3 of token t, ysum its sums of q over elements 0..15
+// and 16..31, d its scale and s Q8_1's d * sum (0 for Q8_0), as floats.
+struct TileQ8 {
+    int8_t q[8][kTileTokens][4];
+    int32_t ysum[2][kTileTokens];
+    float d[kTileTokens];
+    float s[kTileTokens];
+};
+static_assert(sizeof(TileQ8) == 768);
+
 // A super-block in plain C++ (the vector variants decode in registers, 32 bytes at a time).
 void decode_k_scalar(GgmlType type, const std::byte* block, KDecoded& out);
 
@@ -43,6 +66,11 @@ void dot_rows_avx2(GgmlType type, int64_t n, const std::byte* w, size_t w_stride
                    size_t act_stride, int tokens, float* dst, size_t dst_stride);
 void dot_rows_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows, const std::byte* act,
                      size_t act_stride, int tokens, float* dst, size_t dst_stride);
+
+// The tiled products of the AVX-512 VNNI variant (quant_dot.h's dot_rows_tiled): tiles
+// [n_tiles][blocks of a row] of TileQ8K (K-quants) or TileQ8 (the others).
+void dot_rows_tiled_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows,
+                           const std::byte* tiles, int tokens, float* dst, size_t dst_stride);
 
 // Activations in `act_type` (an activation_type()), same bytes as the plain code.
 void quantize_activations_avx2(GgmlType act_type, const float* x, std::byte* out, int64_t n);

@@ -1,0 +1,159 @@
+// The batch invariance of the CPU dot products, which continuous batching relies on (a request gives the same tokens
+// alone and beside others): a token's result is the same bit for bit whether dot_rows sees it alone or among up to
+// eight, whether the tiled K-quant product (AVX-512 VNNI, sixteen tokens per vector) or dot_rows computes it, and
+// whatever the batch size matmul gets. The tiled product's accuracy follows from that equality and from
+// cpu_kernel_test.cpp's checks of dot_rows against dequantized arithmetic.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/quant_dot.h"
+#include "backend/cpu/thread_pool.h"
+#include "tensor/quantize.h"
+
+namespace powerhouse::cpu {
+namespace {
+
+const GgmlType kTiledTypes[] = {GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k,
+                                GgmlType::q6_k, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0,
+                                GgmlType::q5_1, GgmlType::q8_0, GgmlType::mxfp4};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+struct Problem {
+    GgmlType type;
+    int64_t n;
+    int rows;
+    int tokens;
+    std::vector<std::byte> w;    // [rows] rows of the type
+    std::vector<std::byte> act;  // [tokens] activation rows
+    size_t w_row = 0, a_row = 0;
+
+    Problem(GgmlType type_, int64_t n_, int rows_, int tokens_, KernelIsa isa)
+        : type(type_), n(n_), rows(rows_), tokens(tokens_) {
+        w_row = row_bytes(type_traits(type), static_cast<uint64_t>(n));
+        a_row = activation_bytes(type, n);
+        const auto wf = random_floats(static_cast<size_t>(n * rows), 11 + static_cast<uint32_t>(type));
+        w.resize(w_row * static_cast<size_t>(rows));
+        for (int r = 0; r < rows; ++r) {
+            std::byte* row = w.data() + w_row * static_cast<size_t>(r);
+            if (type == GgmlType::f32) {
+                std::memcpy(row, wf.data() + r * n, w_row);
+            } else {
+                quantize_row(type, wf.data() + r * n, row, n);
+            }
+        }
+        const auto x = random_floats(static_cast<size_t>(n * tokens), 17 + static_cast<uint32_t>(tokens));
+        act.resize(a_row * static_cast<size_t>(tokens));
+        for (int t = 0; t < tokens; ++t) {
+            quantize_activations(isa, type, x.data() + t * n, act.data() + a_row * static_cast<size_t>(t), n);
+        }
+    }
+
+    // dst[t][r] by dot_rows with all tokens in one call.
+    std::vector<float> together(KernelIsa isa) const {
+        std::vector<float> dst(static_cast<size_t>(rows * tokens), -1.0f);
+        dot_rows(isa, type, n, w.data(), w_row, rows, act.data(), a_row, tokens, dst.data(), static_cast<size_t>(rows));
+        return dst;
+    }
+    // The same, one token per call.
+    std::vector<float> alone(KernelIsa isa) const {
+        std::vector<float> dst(static_cast<size_t>(rows * tokens), -1.0f);
+        for (int t = 0; t < tokens; ++t) {
+            dot_rows(isa, type, n, w.data(), w_row, rows, act.data() + a_row * static_cast<size_t>(t), a_row, 1,
+                     dst.data() + static_cast<size_t>(t * rows), static_cast<size_t>(rows));
+        }
+        return dst;
+    }
+};
+
+// Bit for bit, naming the first difference.
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+            ADD_FAILURE() << what << ": at " << i << " " << got[i] << " != " << want[i];
+            return;
+        }
+    }
+}
+
+TEST(BatchInvariance, DotRowsGivesATokenTheSameBitsAloneAndAmongOthers) {
+    const GgmlType types[] = {GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
+                              GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
+                              GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4};
+    for (KernelIsa isa : available_isas()) {
+        for (GgmlType type : types) {
+            for (int tokens : {2, 3, 8, 11}) {
+                const Problem p(type, 512, 5, tokens, isa);
+                expect_same_bits(p.together(isa), p.alone(isa),
+                                 std::string(isa_name(isa)) + " " + std::string(type_traits(type).name) + " tokens " +
+                                     std::to_string(tokens));
+            }
+        }
+    }
+}
+
+TEST(BatchInvariance, TheTiledProductEqualsDotRowsBitForBit) {
+    if (!has_tiled_dot(KernelIsa::avx512, GgmlType::q4_k, 256)) {
+        bool avx512 = false;
+        for (KernelIsa isa : available_isas()) avx512 = avx512 || isa == KernelIsa::avx512;
+        ASSERT_FALSE(avx512) << "AVX-512 VNNI is here, so the tiled product must be too";
+        GTEST_SKIP() << "no AVX-512 VNNI on this processor";
+    }
+    for (GgmlType type : kTiledTypes) {
+        // Odd rows (the last pair has one), tokens across tile boundaries, and a width of one
+        // super-block and of several.
+        for (int64_t n : {256, 1536}) {
+            ASSERT_TRUE(has_tiled_dot(KernelIsa::avx512, type, n)) << type_traits(type).name;
+            for (int tokens : {1, 7, 16, 17, 40}) {
+                const Problem p(type, n, 7, tokens, KernelIsa::avx512);
+                std::vector<std::byte> tiles(tiled_activation_bytes(type, n, tokens));
+                tile_activations(type, n, p.act.data(), p.a_row, tokens, tiles.data());
+                std::vector<float> got(static_cast<size_t>(p.rows * tokens), -1.0f);
+                dot_rows_tiled(KernelIsa::avx512, type, n, p.w.data(), p.w_row, p.rows, tiles.data(), tokens,
+                               got.data(), static_cast<size_t>(p.rows));
+                expect_same_bits(got, p.alone(KernelIsa::avx512),
+                                 std::string(type_traits(type).name) + " n " + std::to_string(n) + " tokens " +
+                                     std::to_string(tokens));
+            }
+        }
+    }
+    EXPECT_FALSE(has_tiled_dot(KernelIsa::avx512, GgmlType::q4_0, 96)) << "a row of three blocks";
+    EXPECT_FALSE(has_tiled_dot(KernelIsa::avx512, GgmlType::f16, 256));
+    EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q4_k, 256));
+}
+
+TEST(BatchInvariance, MatmulGivesEachTokenItsAloneResultAtEveryBatchSize) {
+    ThreadPool pool(2);
+    const int64_t in = 768;
+    const int rows = 45;
+    for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k, GgmlType::q8_0, GgmlType::q4_1}) {
+        const Problem p(type, in, rows, 1, best_isa());
+        const auto x = random_floats(static_cast<size_t>(in * 40), 23);
+        std::vector<std::byte> buffer;
+        std::vector<float> alone(static_cast<size_t>(rows * 40));
+        for (int t = 0; t < 40; ++t) {
+            matmul(pool, best_isa(), MatmulWeights{type, p.w.data(), in, rows}, x.data() + t * in,
+                   alone.data() + static_cast<size_t>(t * rows), 1, buffer);
+        }
+        for (int n : {2, 8, 16, 33, 40}) {
+            std::vector<float> batch(static_cast<size_t>(rows * n));
+            matmul(pool, best_isa(), MatmulWeights{type, p.w.data(), in, rows}, x.data(), batch.data(), n, buffer);
+            expect_same_bits(batch, std::vector<float>(alone.begin(), alone.begin() + rows * n),
+                             std::string(type_traits(type).name) + " batch " + std::to_string(n));
+        }
+    }
+}
+
+}  // namespace
+}  // namespace powerhouse::cpu
