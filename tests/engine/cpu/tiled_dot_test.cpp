@@ -1,8 +1,10 @@
-// The batch invariance of the CPU dot products, which continuous batching relies on (a request gives the same tokens
-// alone and beside others): a token's result is the same bit for bit whether dot_rows sees it alone or among up to
-// eight, whether the tiled K-quant product (AVX-512 VNNI, sixteen tokens per vector) or dot_rows computes it, and
-// whatever the batch size matmul gets. The tiled product's accuracy follows from that equality and from
-// cpu_kernel_test.cpp's checks of dot_rows against dequantized arithmetic.
+// The batch invariance of the CPU dot products of quantized weights, which continuous
+// batching relies on (a request gives the same tokens alone and beside others): a token's
+// result is the same bit for bit whether dot_rows sees it alone or among up to eight,
+// whether the tiled product (AVX-512 VNNI, sixteen tokens per vector) or dot_rows computes
+// it, and whatever the batch size matmul gets. The tiled product's accuracy follows from
+// that equality and from cpu_kernel_test.cpp's checks of dot_rows against dequantized
+// arithmetic.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -88,9 +90,11 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
 }
 
 TEST(BatchInvariance, DotRowsGivesATokenTheSameBitsAloneAndAmongOthers) {
-    const GgmlType types[] = {GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
-                              GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
-                              GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4};
+    // Quantized weights: float weights (F16, BF16, F32) sum one token alone in four partial
+    // sums, for the FMA latency, and a batch's tokens in one each (quant_dot_simd.inc).
+    const GgmlType types[] = {GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1,
+                              GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k,
+                              GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4};
     for (KernelIsa isa : available_isas()) {
         for (GgmlType type : types) {
             for (int tokens : {2, 3, 8, 11}) {
