@@ -313,7 +313,10 @@ void tile_q8_k(int64_t n, const std::byte* act, size_t act_stride, int tokens, d
             BlockQ8_K y;
             std::memcpy(&y, row + static_cast<size_t>(b) * sizeof(BlockQ8_K), sizeof y);
             detail::TileQ8K& t = tile[b];
-            for (int s = 0; s < QK_K / 4; ++s) std::memcpy(t.q[s][lane], y.qs + 4 * s, 4);
+            // Plus 128, as unsigned bytes: the unsigned operand of vpdpbusd (quant_dot_impl.h).
+            for (int s = 0; s < QK_K / 4; ++s) {
+                for (int e = 0; e < 4; ++e) t.q[s][lane][e] = static_cast<uint8_t>(y.qs[4 * s + e] + 128);
+            }
             for (int p = 0; p < 8; ++p) {
                 t.bs[p][lane][0] = y.bsums[2 * p];
                 t.bs[p][lane][1] = y.bsums[2 * p + 1];
@@ -341,11 +344,8 @@ void tile_q8(GgmlType act_type, int64_t n, const std::byte* act, size_t act_stri
             std::memcpy(&d, y, 2);
             if (q8_1) std::memcpy(&s, y + 2, 2);
             detail::TileQ8& t = tile[b];
-            for (int i = 0; i < 8; ++i) std::memcpy(t.q[i][lane], qs + 4 * i, 4);
-            for (int h = 0; h < 2; ++h) {
-                int32_t sum = 0;
-                for (int i = 0; i < 16; ++i) sum += qs[16 * h + i];
-                t.ysum[h][lane] = sum;
+            for (int i = 0; i < 8; ++i) {
+                for (int e = 0; e < 4; ++e) t.q[i][lane][e] = static_cast<uint8_t>(qs[4 * i + e] + 128);
             }
             t.d[lane] = f16_to_f32(d);
             t.s[lane] = q8_1 ? f16_to_f32(s) : 0.0f;

@@ -32,26 +32,26 @@ struct alignas(32) KDecoded {
 
 // Q8_K activations of up to kTileTokens tokens, one super-block, laid out for products that
 // take one weight byte quadruple against sixteen tokens at once (vpdpbusd with a broadcast):
-// q[s][t] holds elements 4s .. 4s + 3 of token t, bs[p][t] its bsums 2p and 2p + 1, d[t] its
-// scale. Tokens past the end are zero.
+// q[s][t] holds elements 4s .. 4s + 3 of token t plus 128 (unsigned, so that the weights can
+// be the signed operand, broadcast from memory), bs[p][t] its bsums 2p and 2p + 1, d[t] its
+// scale. Tokens past the end have zero bsums and scale.
 inline constexpr int kTileTokens = 16;
 struct TileQ8K {
-    int8_t q[QK_K / 4][kTileTokens][4];
+    uint8_t q[QK_K / 4][kTileTokens][4];
     int16_t bs[8][kTileTokens][2];
     float d[kTileTokens];
 };
 static_assert(sizeof(TileQ8K) == 4672);
 
 // The same for the 32-element activations (Q8_0, Q8_1) of the original quant types, one
-// block: q[s][t] elements 4s .. 4s + 3 of token t, ysum its sums of q over elements 0..15
-// and 16..31, d its scale and s Q8_1's d * sum (0 for Q8_0), as floats.
+// block: q[s][t] elements 4s .. 4s + 3 of token t plus 128, d its scale and s Q8_1's
+// d * sum (0 for Q8_0), as floats.
 struct TileQ8 {
-    int8_t q[8][kTileTokens][4];
-    int32_t ysum[2][kTileTokens];
+    uint8_t q[8][kTileTokens][4];
     float d[kTileTokens];
     float s[kTileTokens];
 };
-static_assert(sizeof(TileQ8) == 768);
+static_assert(sizeof(TileQ8) == 640);
 
 // A super-block in plain C++ (the vector variants decode in registers, 32 bytes at a time).
 void decode_k_scalar(GgmlType type, const std::byte* block, KDecoded& out);
