@@ -1,4 +1,4 @@
-// powerhouse-cli bench [-m MODEL] [-p 512] [-n 128] [-t THREADS] [-r 3] [-b BATCH] [--ctx N]
+// powerhouse-cli bench [-m MODEL] [-p 512] [-n 128] [-d 0] [-t THREADS] [-r 3] [-b BATCH] [--ctx N]
 //                      [--seed S] [--devices cpu:N] [--split MODE] [--ratios 3,1]
 //                      [--main-device N] [--kv-type f16|q8_0] [--parallel 1,4,16] [--json]
 //
@@ -7,6 +7,9 @@
 //   seed), decoded as one prompt into an empty cache (Model::truncate(0));
 // - tg: generation of n tokens one at a time, right after that prompt (positions p..p+n-1),
 //   each fed token being the argmax of the previous logits (greedy; no sampler);
+// - -d N (llama-bench's -d, n_depth): pp and tg with N positions already in the cache. N
+//   more random ids are decoded once, untimed, before the warm-up; every run then cuts the
+//   cache back to them (Model::truncate(N)), so the prompt sits at positions N..N+p-1.
 // - ttft: time to first token = the pp time + the first tg decode step;
 // - peak resident memory of the process (getrusage ru_maxrss), load included.
 // Tokens/s are the mean and sample standard deviation over the repetitions, after one
@@ -42,6 +45,7 @@ struct BenchOptions {
     std::string model;
     int n_prompt = 512;
     int n_gen = 128;
+    int depth = 0;  // positions in the cache before the prompt
     int threads = 0;
     int repetitions = 3;
     uint32_t n_batch = ModelOptions{}.n_batch;
@@ -109,11 +113,11 @@ TokenId argmax(std::span<const float> logits) {
     return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-// One pp + tg run from an empty cache.
-Result<Sample> run_once(Model& model, const std::vector<TokenId>& prompt, int n_gen) {
+// One pp + tg run after the first `depth` cached positions (0: from an empty cache).
+Result<Sample> run_once(Model& model, uint32_t depth, const std::vector<TokenId>& prompt, int n_gen) {
     using Clock = std::chrono::steady_clock;
     Sample sample;
-    model.truncate(0);
+    model.truncate(depth);
     const std::vector<DeviceUsage> start = model.device_usage();
     const auto pp_start = Clock::now();
     Result<std::span<const float>> logits = model.decode(prompt);
@@ -144,16 +148,19 @@ std::string format_stats(const Stats& s) {
 }
 
 int run_bench(const BenchOptions& options) {
-    const uint64_t needed = static_cast<uint64_t>(options.n_prompt) + static_cast<uint64_t>(options.n_gen);
+    const uint64_t needed = static_cast<uint64_t>(options.depth) + static_cast<uint64_t>(options.n_prompt) +
+                            static_cast<uint64_t>(options.n_gen);
+    const std::string positions =
+        fmt::format("-d {} + -p {} + -n {} = {} positions", options.depth, options.n_prompt, options.n_gen, needed);
+    if (options.depth > 0 && !options.parallel.empty()) {
+        return report_error(make_error(ErrorCode::invalid_argument, "--depth does not combine with --parallel"));
+    }
     if (options.n_ctx != 0 && needed > options.n_ctx) {
         return report_error(make_error(ErrorCode::invalid_argument,
-                                       fmt::format("-p {} + -n {} = {} positions do not fit in --ctx {}",
-                                                   options.n_prompt, options.n_gen, needed, options.n_ctx)));
+                                       fmt::format("{} do not fit in --ctx {}", positions, options.n_ctx)));
     }
     if (needed > (1u << 24)) {
-        return report_error(
-            make_error(ErrorCode::invalid_argument,
-                       fmt::format("-p {} + -n {} = {} positions: too many", options.n_prompt, options.n_gen, needed)));
+        return report_error(make_error(ErrorCode::invalid_argument, fmt::format("{}: too many", positions)));
     }
     Result<std::filesystem::path> path = model_or_default(options.model);
     if (!path) return report_error(path.error());
@@ -176,11 +183,9 @@ int run_bench(const BenchOptions& options) {
     if (!model) return report_error(model.error());
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     if (needed > model->n_ctx()) {
-        return report_error(make_error(
-            ErrorCode::invalid_argument,
-            fmt::format("-p {} + -n {} = {} positions do not fit in the context of {} (the model was trained "
-                        "for {})",
-                        options.n_prompt, options.n_gen, needed, model->n_ctx(), info->n_ctx_train)));
+        return report_error(make_error(ErrorCode::invalid_argument,
+                                       fmt::format("{} do not fit in the context of {} (the model was trained for {})",
+                                                   positions, model->n_ctx(), info->n_ctx_train)));
     }
 
     if (!options.parallel.empty()) {
@@ -207,11 +212,26 @@ int run_bench(const BenchOptions& options) {
     std::uniform_int_distribution<TokenId> pick(0, model->tokenizer().n_vocab() - 1);
     std::vector<TokenId> prompt(static_cast<size_t>(options.n_prompt));
     for (TokenId& id : prompt) id = pick(rng);
+    // The depth's ids come after the prompt's, so that -d leaves the prompt as it was.
+    std::vector<TokenId> context(static_cast<size_t>(options.depth));
+    for (TokenId& id : context) id = pick(rng);
+    const auto depth = static_cast<uint32_t>(options.depth);
+    double depth_seconds = 0;
+    if (depth > 0) {
+        model->truncate(0);
+        const auto start = std::chrono::steady_clock::now();
+        if (Result<std::span<const float>> filled = model->decode(context); !filled) {
+            return report_error(filled.error());
+        }
+        depth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
 
-    if (Result<Sample> warmup = run_once(*model, prompt, options.n_gen); !warmup) return report_error(warmup.error());
+    if (Result<Sample> warmup = run_once(*model, depth, prompt, options.n_gen); !warmup) {
+        return report_error(warmup.error());
+    }
     std::vector<Sample> samples;
     for (int r = 0; r < options.repetitions; ++r) {
-        Result<Sample> sample = run_once(*model, prompt, options.n_gen);
+        Result<Sample> sample = run_once(*model, depth, prompt, options.n_gen);
         if (!sample) return report_error(sample.error());
         samples.push_back(*sample);
     }
@@ -316,6 +336,8 @@ int run_bench(const BenchOptions& options) {
             {"seed", options.seed},
             {"tg_input", "argmax"},
             {"load_seconds", load_seconds},
+            {"depth", options.depth},
+            {"depth_seconds", depth_seconds},
             {"pp", {{"tokens", options.n_prompt}, {"tokens_per_second", stats_json(pp)}, {"seconds", pp_seconds}}},
             {"tg", {{"tokens", options.n_gen}, {"tokens_per_second", stats_json(tg)}, {"seconds", tg_seconds}}},
             {"ttft_ms", stats_json(ttft)},
@@ -334,11 +356,13 @@ int run_bench(const BenchOptions& options) {
     const std::string name = info->name.empty() ? path->filename().string() : info->name;
     const std::string common_size = format_bytes(info->weight_bytes);
     const std::string common_params = format_count(info->n_params);
+    // As llama-bench names them: "pp512 @ d4096", "tg128 @ p512 d4096".
+    const std::string at_depth = depth > 0 ? fmt::format(" d{}", depth) : std::string();
     std::vector<std::vector<std::string>> rows = {
         {name, info->file_type, common_size, common_params, fmt::format("{}", threads),
-         fmt::format("pp{}", options.n_prompt), format_stats(pp)},
+         fmt::format("pp{}{}", options.n_prompt, depth > 0 ? " @" + at_depth : std::string()), format_stats(pp)},
         {name, info->file_type, common_size, common_params, fmt::format("{}", threads),
-         fmt::format("tg{} @ p{}", options.n_gen, options.n_prompt), format_stats(tg)},
+         fmt::format("tg{} @ p{}{}", options.n_gen, options.n_prompt, at_depth), format_stats(tg)},
     };
     std::fputs(format_table({"model", "type", "size", "params", "threads", "test", "t/s"}, rows).c_str(), stdout);
     std::printf("\ntime to first token  %.1f ± %.1f ms (pp%d + one decode step)\n", ttft.mean, ttft.stddev,
@@ -346,6 +370,7 @@ int run_bench(const BenchOptions& options) {
     std::printf("peak resident memory %s\n", format_bytes(peak).c_str());
     std::printf("%d repetitions after 1 warm-up; batch %u, context %u; tg feeds the argmax token\n",
                 options.repetitions, options.n_batch, model->n_ctx());
+    if (depth > 0) std::printf("depth %u positions, decoded once in %.1f s (untimed)\n", depth, depth_seconds);
     if (roofline_seconds > 0) {
         std::printf("decode roofline      %.1f%% (%s of weights per token at peak bandwidth: %.3f ms; measured "
                     "%.3f ms, of which the GPU worked %.3f ms)\n",
@@ -387,6 +412,11 @@ Command add_bench_command(CLI::App& app) {
     sub->add_option("-n,--n-gen", options->n_gen, "Tokens to generate one at a time after the prompt")
         ->capture_default_str()
         ->check(CLI::Range(1, 1 << 24));
+    sub->add_option("-d,--depth", options->depth,
+                    "Positions already in the cache when pp and tg are measured: that many random tokens are "
+                    "decoded first, untimed (llama-bench's -d)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1 << 24));
     sub->add_option("-t,--threads", options->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
     sub->add_option("-r,--repetitions", options->repetitions, "Timed runs, after one warm-up run")
         ->capture_default_str()
@@ -394,7 +424,7 @@ Command add_bench_command(CLI::App& app) {
     sub->add_option("-b,--batch", options->n_batch, "Prompt tokens the engine processes together")
         ->capture_default_str()
         ->check(CLI::Range(1u, 1u << 16));
-    sub->add_option("--ctx", options->n_ctx, "Context length (KV cache positions); default: p + n")
+    sub->add_option("--ctx", options->n_ctx, "Context length (KV cache positions); default: d + p + n")
         ->check(CLI::Range(1u, 1u << 24));
     sub->add_option("--seed", options->seed, "Seed of the random prompt tokens")->capture_default_str();
     add_device_options(*sub, options->devices);

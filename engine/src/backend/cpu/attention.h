@@ -13,7 +13,23 @@
 //  - Q8_0 (llama.cpp -ctk q8_0 -ctv q8_0, which needs flash attention): the query is
 //    quantized to Q8_0 and q.k is an integer dot product per block; V rows are decoded to
 //    f32 and accumulated with f32 probabilities.
-// Work is split over (token, head) pairs, so one token still uses every thread.
+//
+// Work: with grouped-query attention the query heads of a KV head (its group) share its
+// keys and values, so a job takes a tile of query vectors, a KV head's group for up to 16
+// vectors in all (in a prompt, several consecutive rows of one sequence), and reads each
+// cached key and value once for all of them, straight from the cache into the products.
+// Contexts longer than one chunk (512 positions, at fixed places) are split across jobs
+// (flash-decoding, split-K): a job scores one chunk, keeps its maximum, its sum of
+// exponentials and its weighted values, and a second pass combines the chunks, so that a
+// single token's attention keeps every thread busy and still reads the cache once. In a long
+// context a job takes every KV head of its chunk, so that the rows stream in order.
+//
+// A row whose positions lie in one chunk gets the softmax described above, bit for bit as
+// before tiles (q.k summed in the order of dot_rows' single-token F16 product); a row over
+// several chunks gets weights relative to each chunk's maximum (the F16 rounding applies to
+// those) scaled by exp(chunk max - max) / sum in the combine, a difference of float rounding.
+// Which applies depends on the row's positions alone, so a row's result never depends on
+// the batch it came in or the number of threads.
 //
 // Thread-safety: a KvCache is written by store() from one thread; attention() reads it
 // from the pool's threads.
@@ -74,8 +90,11 @@ struct AttentionShape {
 // For each row of the batch (its keys and values already stored in the cache) and each
 // head: out = softmax(q . K^T * scale) V over positions 0 .. its own of its sequence (the
 // last `window` of them for a sliding-window layer), read through the sequence's block
-// table. q, out: [n][n_head * head_dim] f32. `scratch` holds one vector per pool thread,
-// resized as needed.
+// table. q, out: [n][n_head * head_dim] f32. `scratch` holds one vector per pool thread
+// and one that the threads share (the chunks' partial results), resized as needed: per
+// thread at most the scores of one query over the longest context, as the planner counts.
+// Several chunked rows in one batch are done in rounds that keep the shared vector within a
+// quarter of the scores of every head over the longest context.
 void attention(ThreadPool& pool, KernelIsa isa, const KvCache& cache, uint32_t layer, const AttentionShape& shape,
                const float* q, float* out, const StageBatch& batch, std::vector<std::vector<float>>& scratch);
 // One sequence held in cache rows 0, 1, 2 ...: the n tokens at positions first_pos ..
