@@ -378,8 +378,8 @@ void KvCache::init(KvCacheType type, uint32_t n_layer, uint32_t n_rows, uint32_t
     width_ = size_t{n_head_kv} * head_dim;
     row_bytes_ = type == KvCacheType::q8_0 ? width_ / kQK * sizeof(BlockQ8_0) : width_ * sizeof(uint16_t);
     const size_t total = size_t{n_layer} * n_rows * row_bytes_;
-    k_.assign(total, std::byte{0});
-    v_.assign(total, std::byte{0});
+    k_ = ZeroedPages(total);
+    v_ = ZeroedPages(total);
 }
 
 void KvCache::copy_rows(int64_t from, int64_t to, int64_t count) {

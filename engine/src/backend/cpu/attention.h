@@ -42,6 +42,7 @@
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/device_stage.h"
+#include "platform/zeroed_pages.h"
 #include "powerhouse/device_types.h"
 
 namespace powerhouse::cpu {
@@ -52,7 +53,7 @@ public:
     void init(KvCacheType type, uint32_t n_layer, uint32_t n_rows, uint32_t n_head_kv, uint32_t head_dim);
 
     KvCacheType type() const { return type_; }
-    size_t bytes() const { return k_.size() + v_.size(); }
+    size_t bytes() const { return k_.size() + v_.size(); }  // reserved; resident as written
     size_t row_bytes() const { return row_bytes_; }  // one position of one layer, K or V
 
     // Writes the keys and values of one token ([n_head_kv * head_dim] f32 each) to a row.
@@ -73,7 +74,8 @@ private:
     uint32_t n_rows_ = 0;
     size_t width_ = 0;      // n_head_kv * head_dim
     size_t row_bytes_ = 0;
-    std::vector<std::byte> k_, v_;  // [n_layer][n_ctx][row_bytes]
+    // [n_layer][n_rows][row_bytes]; a page is resident once a row in it is written.
+    ZeroedPages k_, v_;
 };
 
 struct AttentionShape {

@@ -19,6 +19,7 @@
 #include "backend/split_backend.h"
 #include "backend/stage_layout.h"
 #include "plan/device_limits.h"
+#include "platform/zeroed_pages.h"
 #include "tensor/dequantize.h"
 
 namespace powerhouse::cpu {
@@ -93,8 +94,9 @@ private:
     const GgufTensorInfo* embedding_ = nullptr;
     const float* rope_freqs_ = nullptr;  // [rope_dims / 2] f32; null: none
 
-    std::array<std::vector<float>, arch::kBufferCount> buffers_;
-    std::vector<float> head_x_;                // the rows whose logits are asked for
+    // Sized for a full batch; a page is resident once a step has written it.
+    std::array<ZeroedArray<float>, arch::kBufferCount> buffers_;
+    ZeroedArray<float> head_x_;                // the rows whose logits are asked for
     std::vector<std::byte> quantized_;         // activations for a matmul
     std::vector<std::vector<float>> scratch_;  // per thread: attention scores
     std::optional<GeluTable> gelu_;            // only for a program with GeGLU (256 KiB)
@@ -178,7 +180,7 @@ Result<void> CpuStage::bind() {
     for (size_t i = 0; i < buffers_.size(); ++i) {
         // Row-parallel products write the full width; the logits are one row.
         const size_t rows = static_cast<Buffer>(i) == Buffer::logits ? static_cast<size_t>(max_head_rows_) : n_batch_;
-        buffers_[i].assign(layout_.widths[i] * rows, 0.0f);
+        buffers_[i] = ZeroedArray<float>(layout_.widths[i] * rows);
     }
     if (!shard_.output) buffers_[static_cast<size_t>(Buffer::logits)].clear();
     // Room for the converted activations of the widest product input (never more than four
@@ -267,20 +269,22 @@ Result<std::span<const float>> CpuStage::head(std::span<const int> rows) {
     // Only the wanted rows' logits: gather them into a buffer of their own, which stands in
     // for x() while the head runs (x() keeps every row, for a later call).
     const size_t w = width(Buffer::x);
-    std::vector<float>& x = buffers_[static_cast<size_t>(Buffer::x)];
-    head_x_.resize(static_cast<size_t>(max_head_rows_) * w);
+    ZeroedArray<float>& x = buffers_[static_cast<size_t>(Buffer::x)];
+    if (head_x_.size() < static_cast<size_t>(max_head_rows_) * w) {
+        head_x_ = ZeroedArray<float>(static_cast<size_t>(max_head_rows_) * w);
+    }
     for (size_t i = 0; i < rows.size(); ++i) {
         if (rows[i] < 0 || static_cast<uint32_t>(rows[i]) >= n_batch_) {
             return make_error(ErrorCode::internal, fmt::format("head row {} is outside the batch", rows[i]));
         }
         std::copy_n(x.data() + static_cast<size_t>(rows[i]) * w, w, head_x_.data() + i * w);
     }
-    x.swap(head_x_);
+    std::swap(x, head_x_);
     Result<void> ran;
     for (const BoundOp& op : head_) {
         if (ran = run_op(op, 0, static_cast<int>(rows.size())); !ran) break;
     }
-    x.swap(head_x_);
+    std::swap(x, head_x_);
     if (!ran) return ran.error();
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return std::span<const float>(buffer(Buffer::logits), size_t{hp_.n_vocab} * rows.size());
@@ -313,7 +317,7 @@ DeviceUsage CpuStage::usage() const {
 }
 
 Result<void> CpuStage::write_buffer(Buffer b, std::span<const float> values) {
-    std::vector<float>& into = buffers_[static_cast<size_t>(b)];
+    ZeroedArray<float>& into = buffers_[static_cast<size_t>(b)];
     Result<size_t> rows = buffer_rows(layout_, b, values.size(), into.size(), shard_.name);
     if (!rows) return rows.error();
     std::copy(values.begin(), values.end(), into.begin());
@@ -321,7 +325,7 @@ Result<void> CpuStage::write_buffer(Buffer b, std::span<const float> values) {
 }
 
 Result<void> CpuStage::read_buffer(Buffer b, std::span<float> out) {
-    const std::vector<float>& from = buffers_[static_cast<size_t>(b)];
+    const ZeroedArray<float>& from = buffers_[static_cast<size_t>(b)];
     Result<size_t> rows = buffer_rows(layout_, b, out.size(), from.size(), shard_.name);
     if (!rows) return rows.error();
     std::copy_n(from.begin(), out.size(), out.begin());
