@@ -278,12 +278,10 @@ bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n) {
     if (isa != KernelIsa::avx512) return false;
     switch (activation_type(weight_type)) {
         case GgmlType::q8_k:
-            return true;
+            return n % QK_K == 0;
         case GgmlType::q8_0:
         case GgmlType::q8_1:
-            // dot_legacy's float order has a tail for the last n / 32 % 4 blocks; the tiles
-            // reproduce only its main loop.
-            return (n / kQK) % 4 == 0;
+            return n % kQK == 0;  // dot_legacy's tail of n / 32 % 4 blocks too (legacy_tail_block)
         default:
             return false;
     }

@@ -87,7 +87,7 @@ bool has_dot(GgmlType weight_type);
 // instruction. The results equal dot_rows' bit for bit (the same exact integers per
 // super-block, the same float order), so that a token gives the same logits alone and in
 // any batch.
-// K-quants, and the 32-element types (Q4_0 .. Q8_0, MXFP4) in rows of a multiple of 128.
+// K-quants, and the 32-element types (Q4_0 .. Q8_0, MXFP4) at any width.
 bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n);
 // Bytes of the tiles of `tokens` activation rows of `n` elements.
 size_t tiled_activation_bytes(GgmlType weight_type, int64_t n, int tokens);
