@@ -76,6 +76,9 @@ public:
     bool cancel(uint64_t id);
     // Stops every request.
     void cancel_all();
+    // Ends the cancelled requests now, without a step: each gets its on_done (cancelled),
+    // the running ones first, then the waiting ones, in their order.
+    void end_cancelled();
     bool idle() const;
     // Runs one batch and delivers what it produced. An error of the model (a device that
     // failed) ends every request that was in the batch with it, and is also returned.

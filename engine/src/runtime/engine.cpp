@@ -132,6 +132,12 @@ void Engine::State::apply_cancels() {
     for (uint64_t id : ids) {
         if (scheduler == nullptr || !scheduler->cancel(id)) cancelled_ids.insert(id);
     }
+    // End them now, so that their DoneEvents come before those of requests still in this
+    // batch of commands that a cancel-all also ends (in the order they were submitted).
+    if (scheduler != nullptr && (all || !ids.empty())) {
+        scheduler->end_cancelled();
+        report_stats(scheduler->idle());  // no step may follow to report that they ended
+    }
 }
 
 // Ends every generation (each with its DoneEvent, StopReason::cancelled) before the model goes.

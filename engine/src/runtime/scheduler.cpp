@@ -290,16 +290,22 @@ bool Scheduler::pause_latest() {
     return true;
 }
 
-Result<void> Scheduler::step() {
-    // Cancelled requests end before anything runs.
-    for (auto it = running_.begin(); it != running_.end();) {
-        if ((*it)->cancelled) {
-            finish(**it, StopReason::cancelled);
-            it = running_.erase(it);
-        } else {
-            ++it;
+void Scheduler::end_cancelled() {
+    for (auto* queue : {&running_, &waiting_}) {
+        for (auto it = queue->begin(); it != queue->end();) {
+            if ((*it)->cancelled) {
+                finish(**it, StopReason::cancelled);
+                it = queue->erase(it);
+            } else {
+                ++it;
+            }
         }
     }
+}
+
+Result<void> Scheduler::step() {
+    // Cancelled requests end before anything runs.
+    end_cancelled();
     admit();
     if (running_.empty()) return {};
 

@@ -261,6 +261,31 @@ TEST(Engine, CancelAllEndsQueuedGenerationsInOrder) {
     EXPECT_EQ(done_ids, (std::vector<uint64_t>{1, 2, 3}));
 }
 
+// The same while the first is already generating: the later requests and the cancel reach
+// the engine thread together while it is busy with the first, and the first still ends first.
+TEST(Engine, CancelAllWhileOneGeneratesEndsThemInOrder) {
+    Engine engine;
+    load(engine);
+    engine.submit(endless(1));
+    while (true) {
+        std::optional<EngineEvent> e = engine.wait_event(100ms);
+        if (e && std::holds_alternative<TokenEvent>(*e)) break;
+        ASSERT_FALSE(e && is_final(*e));
+    }
+    engine.submit(endless(2));
+    engine.submit(endless(3));
+    engine.submit(CancelCommand{0});
+    std::vector<uint64_t> done_ids;
+    for (int i = 0; i < 3; ++i) {
+        const std::vector<EngineEvent> events = until_final(engine);
+        const auto* done = std::get_if<DoneEvent>(&events.back());
+        ASSERT_NE(done, nullptr);
+        EXPECT_EQ(done->stats.stop_reason, StopReason::cancelled);
+        done_ids.push_back(done->request_id);
+    }
+    EXPECT_EQ(done_ids, (std::vector<uint64_t>{1, 2, 3}));
+}
+
 TEST(Engine, CancelOfAQueuedRequestSkipsIt) {
     Engine engine;
     load(engine);
