@@ -244,21 +244,27 @@ TEST(Engine, CancelStopsARunningGenerationWithinAStep) {
     EXPECT_NE(next.done->stats.stop_reason, StopReason::cancelled);
 }
 
+// The ids of the next n requests to end, in order, each of them cancelled early.
+std::vector<uint64_t> cancelled_ids(Engine& engine, int n) {
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < n; ++i) {
+        const std::vector<EngineEvent> events = until_final(engine);
+        const auto* done = std::get_if<DoneEvent>(&events.back());
+        EXPECT_NE(done, nullptr);
+        if (done == nullptr) break;
+        EXPECT_EQ(done->stats.stop_reason, StopReason::cancelled);
+        EXPECT_LT(done->stats.generated_tokens, 100u);
+        ids.push_back(done->request_id);
+    }
+    return ids;
+}
+
 TEST(Engine, CancelAllEndsQueuedGenerationsInOrder) {
     Engine engine;
     load(engine);
     for (uint64_t id = 1; id <= 3; ++id) engine.submit(endless(id));
     engine.submit(CancelCommand{0});
-    std::vector<uint64_t> done_ids;
-    for (int i = 0; i < 3; ++i) {
-        const std::vector<EngineEvent> events = until_final(engine);
-        const auto* done = std::get_if<DoneEvent>(&events.back());
-        ASSERT_NE(done, nullptr);
-        EXPECT_EQ(done->stats.stop_reason, StopReason::cancelled);
-        EXPECT_LT(done->stats.generated_tokens, 100u);
-        done_ids.push_back(done->request_id);
-    }
-    EXPECT_EQ(done_ids, (std::vector<uint64_t>{1, 2, 3}));
+    EXPECT_EQ(cancelled_ids(engine, 3), (std::vector<uint64_t>{1, 2, 3}));
 }
 
 // The same while the first is already generating: the later requests and the cancel reach
@@ -275,15 +281,7 @@ TEST(Engine, CancelAllWhileOneGeneratesEndsThemInOrder) {
     engine.submit(endless(2));
     engine.submit(endless(3));
     engine.submit(CancelCommand{0});
-    std::vector<uint64_t> done_ids;
-    for (int i = 0; i < 3; ++i) {
-        const std::vector<EngineEvent> events = until_final(engine);
-        const auto* done = std::get_if<DoneEvent>(&events.back());
-        ASSERT_NE(done, nullptr);
-        EXPECT_EQ(done->stats.stop_reason, StopReason::cancelled);
-        done_ids.push_back(done->request_id);
-    }
-    EXPECT_EQ(done_ids, (std::vector<uint64_t>{1, 2, 3}));
+    EXPECT_EQ(cancelled_ids(engine, 3), (std::vector<uint64_t>{1, 2, 3}));
 }
 
 TEST(Engine, CancelOfAQueuedRequestSkipsIt) {
