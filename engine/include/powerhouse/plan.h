@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "powerhouse/model_info.h"
@@ -58,6 +59,12 @@ struct ModelShape {
 
 // The shape from a GGUF file's tensor index (no weights read).
 Result<ModelShape> read_model_shape(const std::filesystem::path& path);
+
+// Adds one tensor, by its GGUF name, to the part of `shape` it belongs to (`shape.layers`
+// sized already); `block_size` is its type's elements per block. read_model_shape() does
+// this for every tensor of a file; synth_model_shape() for a model not yet downloaded.
+// Error: a layer the shape does not have.
+Result<void> add_tensor_to_shape(ModelShape& shape, std::string_view name, uint64_t n_bytes, uint64_t block_size);
 
 // Which backend runs a device's part: the planner checks the model against its limits.
 enum class DeviceKind { cpu, cuda };

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "powerhouse/plan.h"
 #include "powerhouse/result.h"
 
 namespace powerhouse {
@@ -114,6 +115,10 @@ using SynthProgressFn = std::function<bool(const SynthProgress&)>;
 
 // Validates the options and lays the file out, without writing anything.
 Result<SynthPlan> plan_synth_model(const SynthOptions& options);
+
+// The shape the planner plans for the file that `plan` lays out: what a real model of that
+// preset and type needs, known without the file (the welcome view plans its suggestions so).
+Result<ModelShape> synth_model_shape(const SynthPlan& plan);
 
 // Writes the file. Errors: invalid_argument (unknown preset or type, an architecture that
 // is not the preset's, an existing file without `overwrite`), io, cancelled.

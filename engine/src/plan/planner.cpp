@@ -603,6 +603,47 @@ Result<DevicePlan> plan_devices(const ModelShape& model, const std::vector<Devic
     return first;
 }
 
+// Adds one tensor's bytes to the part of the shape it belongs to (a layer's attention, its
+// feed-forward, its experts, or what every shard keeps whole), by its GGUF name.
+Result<void> add_tensor_to_shape(ModelShape& m, std::string_view name, uint64_t n_bytes, uint64_t block_size) {
+    if (name.rfind("blk.", 0) == 0) {
+        const size_t dot = name.find('.', 4);
+        uint32_t layer = 0;
+        const auto [ptr, ec] = std::from_chars(name.data() + 4, name.data() + std::min(dot, name.size()), layer);
+        if (ec != std::errc() || dot == std::string_view::npos || layer >= m.layers.size()) {
+            return make_error(ErrorCode::format, fmt::format("tensor '{}' names a layer the model does not have", name));
+        }
+        LayerWeights& w = m.layers[layer];
+        const std::string_view part = name.substr(dot + 1);
+        const auto is = [&](std::string_view prefix) { return part.rfind(prefix, 0) == 0; };
+        if (is("attn_q.")) w.q += n_bytes;
+        else if (is("attn_k.")) w.k += n_bytes;
+        else if (is("attn_v.")) w.v += n_bytes;
+        else if (is("attn_output.bias")) w.replicated += n_bytes;  // every shard adds it whole
+        else if (is("attn_output.")) {
+            w.o += n_bytes;
+            if (is("attn_output.weight")) w.o_block = static_cast<uint32_t>(block_size);
+        }
+        else if (is("ffn_gate_exps.") || is("ffn_up_exps.") || is("ffn_down_exps.")) w.experts += n_bytes;
+        else if (is("attn_sinks.")) w.q += n_bytes;  // one per query head: shared as the heads are
+        else if (is("ffn_gate.")) w.gate += n_bytes;
+        else if (is("ffn_up.")) w.up += n_bytes;
+        else if (is("ffn_down.")) {
+            w.down += n_bytes;
+            // Columns go in whole blocks, and never fewer than 32 together: the CPU's
+            // activation blocks and the GPU's 8-value groups of float types both divide it.
+            w.ff_block = std::max<uint32_t>(32, static_cast<uint32_t>(block_size));
+        } else {
+            w.replicated += n_bytes;
+        }
+    } else if (name == "token_embd.weight") {
+        m.embedding_bytes += n_bytes;
+    } else {
+        m.output_bytes += n_bytes;  // output.weight, output_norm, rope_freqs
+    }
+    return {};
+}
+
 Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
     Result<ModelInfo> info = inspect_model(path);
     if (!info) return info.error();
@@ -628,42 +669,8 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
     m.layers.resize(m.n_layer);
     m.tied_output = file->find_tensor("output.weight") == nullptr;
     for (const GgufTensorInfo& t : file->tensors()) {
-        const std::string_view name = t.name;
-        if (name.rfind("blk.", 0) == 0) {
-            const size_t dot = name.find('.', 4);
-            uint32_t layer = 0;
-            const auto [ptr, ec] = std::from_chars(name.data() + 4, name.data() + dot, layer);
-            if (ec != std::errc() || dot == std::string_view::npos || layer >= m.n_layer) {
-                return make_error(ErrorCode::format,
-                                  fmt::format("{}: tensor '{}' names a layer the model does not have", path.string(), name));
-            }
-            LayerWeights& w = m.layers[layer];
-            const std::string_view part = name.substr(dot + 1);
-            const auto is = [&](std::string_view prefix) { return part.rfind(prefix, 0) == 0; };
-            if (is("attn_q.")) w.q += t.n_bytes;
-            else if (is("attn_k.")) w.k += t.n_bytes;
-            else if (is("attn_v.")) w.v += t.n_bytes;
-            else if (is("attn_output.bias")) w.replicated += t.n_bytes;  // every shard adds it whole
-            else if (is("attn_output.")) {
-                w.o += t.n_bytes;
-                if (is("attn_output.weight")) w.o_block = type_traits(t.type).block_size;
-            }
-            else if (is("ffn_gate_exps.") || is("ffn_up_exps.") || is("ffn_down_exps.")) w.experts += t.n_bytes;
-            else if (is("attn_sinks.")) w.q += t.n_bytes;  // one per query head: shared as the heads are
-            else if (is("ffn_gate.")) w.gate += t.n_bytes;
-            else if (is("ffn_up.")) w.up += t.n_bytes;
-            else if (is("ffn_down.")) {
-                w.down += t.n_bytes;
-                // Columns go in whole blocks, and never fewer than 32 together: the CPU's
-                // activation blocks and the GPU's 8-value groups of float types both divide it.
-                w.ff_block = std::max<uint32_t>(32, static_cast<uint32_t>(type_traits(t.type).block_size));
-            } else {
-                w.replicated += t.n_bytes;
-            }
-        } else if (name == "token_embd.weight") {
-            m.embedding_bytes += t.n_bytes;
-        } else {
-            m.output_bytes += t.n_bytes;  // output.weight, output_norm, rope_freqs
+        if (Result<void> added = add_tensor_to_shape(m, t.name, t.n_bytes, type_traits(t.type).block_size); !added) {
+            return make_error(ErrorCode::format, fmt::format("{}: {}", path.string(), added.error().message));
         }
     }
     return m;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "synth/layout.h"
+#include "tensor/dtype.h"
 #include "synth/weights.h"
 
 namespace powerhouse {
@@ -36,6 +37,34 @@ Result<SynthPlan> plan_synth_model(const SynthOptions& options) {
     Result<synth::Layout> layout = synth::lay_out(options);
     if (!layout) return std::move(layout).error();
     return synth::make_plan(*layout);
+}
+
+Result<ModelShape> synth_model_shape(const SynthPlan& plan) {
+    const SynthPreset& p = plan.preset;
+    ModelShape m;
+    m.name = p.model_name;
+    m.architecture = p.architecture;
+    m.n_layer = p.n_layer;
+    m.n_head = p.n_head;
+    m.n_head_kv = p.n_head_kv;
+    m.head_dim = p.head_dim;
+    m.n_embd = p.n_embd;
+    m.n_ff = p.n_ff;
+    m.n_vocab = p.n_vocab;
+    m.n_ctx_train = p.n_ctx_train;
+    m.n_expert = p.n_expert;
+    m.n_expert_used = p.n_expert_used;
+    m.n_ff_expert = p.n_ff_expert;
+    m.tied_output = p.tied_embeddings;
+    m.layers.resize(m.n_layer);
+    for (const SynthTensor& t : plan.tensors) {
+        const std::optional<GgmlType> type = type_from_name(t.type);
+        if (!type) return make_error(ErrorCode::internal, fmt::format("synth: unknown tensor type {}", t.type));
+        if (Result<void> added = add_tensor_to_shape(m, t.name, t.bytes, type_traits(*type).block_size); !added) {
+            return std::move(added).error();
+        }
+    }
+    return m;
 }
 
 Result<SynthResult> synthesize_model(const SynthOptions& options, const SynthProgressFn& progress) {

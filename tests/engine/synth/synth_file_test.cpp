@@ -2,7 +2,10 @@
 // overwrite and cancel.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "engine/synth/synth_test_support.h"
+#include "powerhouse/plan.h"
 
 namespace powerhouse {
 namespace {
@@ -95,6 +98,44 @@ TEST_F(SynthFile, ReadsBackWithThePresetsShapes) {
     }
 }
 
+
+// The welcome view plans models that are not downloaded from their synth plan: that shape
+// must be the one read_model_shape() finds in the written file, byte for byte.
+void expect_same_shape(const ModelShape& planned, const ModelShape& read) {
+    EXPECT_EQ(planned.architecture, read.architecture);
+    EXPECT_EQ(planned.n_layer, read.n_layer);
+    EXPECT_EQ(planned.n_head, read.n_head);
+    EXPECT_EQ(planned.n_head_kv, read.n_head_kv);
+    EXPECT_EQ(planned.head_dim, read.head_dim);
+    EXPECT_EQ(planned.n_embd, read.n_embd);
+    EXPECT_EQ(planned.n_ff, read.n_ff);
+    EXPECT_EQ(planned.n_vocab, read.n_vocab);
+    EXPECT_EQ(planned.n_expert, read.n_expert);
+    EXPECT_EQ(planned.n_expert_used, read.n_expert_used);
+    EXPECT_EQ(planned.n_ff_expert, read.n_ff_expert);
+    EXPECT_EQ(planned.tied_output, read.tied_output);
+    EXPECT_EQ(planned.embedding_bytes, read.embedding_bytes);
+    EXPECT_EQ(planned.output_bytes, read.output_bytes);
+    ASSERT_EQ(planned.layers.size(), read.layers.size());
+    for (size_t i = 0; i < read.layers.size(); ++i) {
+        const LayerWeights& a = planned.layers[i];
+        const LayerWeights& b = read.layers[i];
+        EXPECT_EQ(std::tie(a.q, a.k, a.v, a.o, a.gate, a.up, a.down, a.experts, a.replicated, a.ff_block, a.o_block),
+                  std::tie(b.q, b.k, b.v, b.o, b.gate, b.up, b.down, b.experts, b.replicated, b.ff_block, b.o_block))
+            << "layer " << i;
+    }
+    EXPECT_EQ(planned.weight_bytes(), read.weight_bytes());
+}
+
+TEST_F(SynthFile, ShapeFromThePlanIsTheShapeOfTheFile) {
+    ASSERT_NE(smol2_, nullptr);
+    Result<ModelShape> planned = synth_model_shape(smol2_->plan);
+    ASSERT_TRUE(planned.ok()) << planned.error().message;
+    Result<ModelShape> read = read_model_shape(path("smol2.gguf"));
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    expect_same_shape(*planned, *read);
+    EXPECT_GT(read->weight_bytes(), 0u);
+}
 
 TEST_F(SynthFile, WeightsAreFiniteAndSizedLikeAnInitialisation) {
     Result<GgufModel> model = GgufModel::open(path("smol2.gguf"));

@@ -50,6 +50,26 @@ protected:
     static inline SynthResult* result_ = nullptr;
 };
 
+// The welcome view plans MoE suggestions from their synth plan: the experts must land where
+// read_model_shape() puts them in the written file.
+TEST_F(SynthMoeFile, ShapeFromThePlanIsTheShapeOfTheFile) {
+    ASSERT_NE(result_, nullptr);
+    Result<ModelShape> planned = synth_model_shape(result_->plan);
+    ASSERT_TRUE(planned.ok()) << planned.error().message;
+    Result<ModelShape> read = read_model_shape(result_->path);
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    ASSERT_EQ(planned->layers.size(), 1u);
+    ASSERT_EQ(read->layers.size(), 1u);
+    EXPECT_GT(read->layers[0].experts, 0u);
+    EXPECT_EQ(planned->layers[0].experts, read->layers[0].experts);
+    EXPECT_EQ(planned->layers[0].replicated, read->layers[0].replicated);
+    EXPECT_EQ(planned->layers[0].total(), read->layers[0].total());
+    EXPECT_EQ(planned->n_expert, read->n_expert);
+    EXPECT_EQ(planned->n_expert_used, read->n_expert_used);
+    EXPECT_EQ(planned->n_ff_expert, read->n_ff_expert);
+    EXPECT_EQ(planned->weight_bytes(), read->weight_bytes());
+}
+
 TEST_F(SynthMoeFile, ReferenceReaderSeesTheSameTensorsAndMetadata) {
     ASSERT_NE(result_, nullptr);
     const json want = fixture();
