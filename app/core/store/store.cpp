@@ -491,6 +491,67 @@ Result<int> Store::delete_messages_after(int64_t message_id) {
     });
 }
 
+Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<ConversationRecord>& records) {
+    for (const ConversationRecord& record : records) {
+        for (const Message& m : record.messages) {
+            if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+                return make_error(ErrorCode::invalid_argument,
+                                  fmt::format("a message's role is system, user or assistant, not '{}'", m.role));
+            }
+        }
+    }
+    return impl_->guarded([&]() -> Result<std::vector<int64_t>> {
+        // An exception anywhere leaves the transaction uncommitted: its destructor rolls back.
+        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement conversation(impl_->db, "INSERT INTO conversations (title, system_prompt, settings_json, "
+                                                  "created_ms, updated_ms) VALUES (?, ?, ?, ?, ?)");
+        SQLite::Statement message(impl_->db,
+                                  "INSERT INTO messages (conversation_id, role, content, state, error, model, "
+                                  "prompt_tokens, generated_tokens, ttft_ms, tokens_per_second, energy_joules, "
+                                  "created_ms, updated_ms, reused_tokens, engine) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        std::vector<int64_t> ids;
+        ids.reserve(records.size());
+        for (const ConversationRecord& record : records) {
+            const Conversation& c = record.conversation;
+            conversation.reset();
+            conversation.bind(1, c.title);
+            conversation.bind(2, c.system_prompt);
+            conversation.bind(3, c.settings_json.empty() ? std::string("{}") : c.settings_json);
+            conversation.bind(4, c.created_ms);
+            conversation.bind(5, c.updated_ms);
+            conversation.exec();
+            const int64_t id = impl_->db.getLastInsertRowid();
+            ids.push_back(id);
+            for (const Message& m : record.messages) {
+                message.reset();
+                message.bind(1, id);
+                message.bind(2, m.role);
+                message.bind(3, m.content);
+                message.bind(4, message_state_name(m.state));
+                message.bind(5, m.error);
+                message.bind(6, m.stats.model);
+                message.bind(7, m.stats.prompt_tokens);
+                message.bind(8, m.stats.generated_tokens);
+                message.bind(9, m.stats.ttft_ms);
+                message.bind(10, m.stats.tokens_per_second);
+                if (m.stats.energy_joules) {
+                    message.bind(11, *m.stats.energy_joules);
+                } else {
+                    message.bind(11);
+                }
+                message.bind(12, m.created_ms);
+                message.bind(13, m.updated_ms);
+                message.bind(14, m.stats.reused_tokens);
+                message.bind(15, m.stats.engine);
+                message.exec();
+            }
+        }
+        transaction.commit();
+        return ids;
+    });
+}
+
 Result<std::optional<std::string>> Store::setting(const std::string& key) const {
     return impl_->guarded([&]() -> Result<std::optional<std::string>> {
         SQLite::Statement q(impl_->db, "SELECT value FROM app_settings WHERE key = ?");

@@ -86,6 +86,12 @@ struct Message {
     int64_t updated_ms = 0;
 };
 
+// A conversation with its messages, as kept elsewhere (an export being imported).
+struct ConversationRecord {
+    Conversation conversation;
+    std::vector<Message> messages;
+};
+
 struct SearchHit {
     int64_t conversation_id = 0;
     std::string title;
@@ -143,6 +149,12 @@ public:
     Result<void> delete_message(int64_t id);
     // Deletes the messages after `message_id` in its conversation (regenerate, edit and resend).
     Result<int> delete_messages_after(int64_t message_id);
+
+    // Adds conversations as they were kept elsewhere (an import, transfer.h): title, system
+    // prompt, settings and times, and messages with their states, errors, statistics and times,
+    // all as given; ids are ignored and new ones made (an existing conversation is never
+    // touched). One transaction: all are added, or on any error none. The new ids, in order.
+    Result<std::vector<int64_t>> insert_conversations(const std::vector<ConversationRecord>& records);
 
     // App settings and per-GPU settings (JSON text the app defines), by key and by GPU UUID.
     Result<std::optional<std::string>> setting(const std::string& key) const;
