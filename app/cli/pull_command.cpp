@@ -33,6 +33,7 @@
 #ifdef POWERHOUSE_HAS_DOWNLOADS
 #include "library/download.h"
 #include "library/file_names.h"
+#include "library/hf_search.h"
 #include "library/hf_url.h"
 #include "library/sha256.h"
 #endif
@@ -152,16 +153,9 @@ std::vector<std::string> all_part_urls(const std::string& url) {
 }
 
 int list_model_page(const library::HfRepo& repo, const library::DownloadOptions& options) {
-    std::vector<library::HfFile> files;
-    std::optional<std::string> page = library::hf_tree_api_url(repo, endpoint());
-    for (int pages = 0; page && pages < 100; ++pages) {
-        Result<library::TextResponse> answer = library::fetch_text(*page, options);
-        if (!answer) return report_download_error(answer.error(), true);
-        Result<std::vector<library::HfFile>> listed = library::parse_hf_tree_gguf_files(answer->body);
-        if (!listed) return report_error(listed.error());
-        files.insert(files.end(), listed->begin(), listed->end());
-        page = library::next_page_url(answer->link_header);
-    }
+    Result<std::vector<library::HfFile>> listed = library::list_hf_gguf_files(repo, endpoint(), options);
+    if (!listed) return report_download_error(listed.error(), true);
+    const std::vector<library::HfFile>& files = *listed;
     const std::string name = fmt::format("{}/{}", repo.org, repo.repo);
     if (files.empty()) {
         return report_error(make_error(ErrorCode::invalid_argument,

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "library/download.h"
+#include "library/hf_search.h"
 #include "library/hf_url.h"
 
 namespace fs = std::filesystem;
@@ -357,23 +358,9 @@ void DownloadController::work() {
         options.cancel = task.cancel.get();
         if (task.list) {
             // Every page of the repository's file list, then its GGUF models by quantization.
-            std::vector<lib::HfFile> files;
-            std::optional<std::string> page = lib::hf_tree_api_url(task.repo, m_endpoint.toStdString());
-            QString failure;
-            while (page && failure.isEmpty()) {
-                auto text = lib::fetch_text(*page, options);
-                if (!text) {
-                    failure = QString::fromStdString(text.error().message);
-                    break;
-                }
-                auto parsed = lib::parse_hf_tree_gguf_files(text->body);
-                if (!parsed) {
-                    failure = QString::fromStdString(parsed.error().message);
-                    break;
-                }
-                files.insert(files.end(), parsed->begin(), parsed->end());
-                page = lib::next_page_url(text->link_header);
-            }
+            auto listed = lib::list_hf_gguf_files(task.repo, m_endpoint.toStdString(), options);
+            const QString failure = listed ? QString() : QString::fromStdString(listed.error().message);
+            const std::vector<lib::HfFile> files = listed ? std::move(listed).value() : std::vector<lib::HfFile>();
             std::vector<Job::Option> choices;
             for (const lib::QuantizationGroup& group : lib::group_gguf_models(files)) {
                 for (const lib::GgufModel& m : group.models) {

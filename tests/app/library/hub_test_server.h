@@ -19,7 +19,8 @@ inline constexpr const char* kHubSmolFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 class HubTestServer : public HttpTestServer {
 public:
     // With `serve_test_model`, the test model (test_model_path()) is kHubSmolFile of
-    // kHubSmolRepo, when it is there; `more` are further "--serve OWNER/NAME/PATH=FILE".
+    // kHubSmolRepo, when it is there; `more` are further arguments of the script
+    // ("--serve", "OWNER/NAME/PATH=FILE", "--delay-search", "QUERY=SECONDS", ...).
     explicit HubTestServer(bool serve_test_model = true, const std::vector<std::string>& more = {})
         : HttpTestServer(POWERHOUSE_HUB_TEST_SERVER, args(serve_test_model, more)) {}
 
@@ -43,10 +44,7 @@ private:
             out.push_back("--serve");
             out.push_back(std::string(kHubSmolRepo) + "/" + kHubSmolFile + "=" + model.string());
         }
-        for (const std::string& spec : more) {
-            out.push_back("--serve");
-            out.push_back(spec);
-        }
+        out.insert(out.end(), more.begin(), more.end());
         return out;
     }
 };

@@ -9,7 +9,8 @@ It answers from recorded answers in the Hub API's shape (tests/data/hub, see its
 
   GET /api/models?search=Q[&limit=N][&cursor=K]
         search-<q>.json (page 1) or search-<q>.<K>.json, at most N entries, with
-        `Link: <...&cursor=K+1>; rel="next"` when that page's file exists; [] for a query
+        `Link: <...&cursor=...>; rel="next"` when that page's file exists or N cut the
+        page short (the cursor "K-O" is page K from entry O); [] for a query
         without a file. <q> is the query in lower case, other characters than letters and
         digits as '-'. The other parameters (filter, sort, direction, expand) are not
         applied: the recorded answers already are what they ask for.
@@ -32,6 +33,8 @@ It answers from recorded answers in the Hub API's shape (tests/data/hub, see its
         none), so a download through the listing verifies.
   --data DIR    the recorded answers (default: tests/data/hub beside this script)
   --token T     the token that opens gated repositories (default: hf_test_accepted)
+  --delay-search Q=SECONDS   (repeatable) the search for Q answers after SECONDS (a slow
+                answer that a newer search overtakes)
 """
 import argparse
 import hashlib
@@ -40,6 +43,7 @@ import os
 import re
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlparse
 
@@ -59,9 +63,13 @@ def sha256_of(path):
 
 
 class Hub:
-    def __init__(self, data, served, token):
+    def __init__(self, data, served, token, delays):
         self.data = data
         self.token = token
+        self.delays = {}
+        for spec in delays:
+            q, _, seconds = spec.rpartition("=")
+            self.delays[query_key(q)] = float(seconds)
         self.lock = threading.Lock()
         self.requests = []
         # Gated repositories, from the recorded search answers.
@@ -148,10 +156,10 @@ class Handler(BaseHTTPRequestHandler):
     def error(self, status, code, message):
         self.json_answer(status, {"error": message}, {"X-Error-Code": code, "X-Error-Message": message})
 
-    def next_link(self, url, number):
+    def next_link(self, url, cursor):
         # Every parameter as asked (expand repeats), the cursor replaced.
         query = [(k, v) for k, v in parse_qsl(url.query, keep_blank_values=True) if k != "cursor"]
-        query.append(("cursor", str(number + 1)))
+        query.append(("cursor", cursor))
         host = self.headers.get("Host", "127.0.0.1:%d" % self.server.server_address[1])
         return '<http://%s%s?%s>; rel="next"' % (host, url.path, urlencode(query))
 
@@ -169,23 +177,31 @@ class Handler(BaseHTTPRequestHandler):
         with hub.lock:
             hub.requests.append(f"{self.command} {self.path}")
 
-        try:
-            number = int(query.get("cursor", "1"))
-        except ValueError:
+        # The cursor: "K", page K of the recorded pages, or "K-O", page K from entry O on
+        # (what is left of a page that `limit` cut short).
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", query.get("cursor", "1"))
+        if not match:
             return self.error(400, "BadRequest", "Invalid cursor")
+        number, offset = int(match.group(1)), int(match.group(2) or 0)
         segments = [unquote(s) for s in url.path.strip("/").split("/")]
 
         if url.path == "/api/models":
-            body, more = hub.page("search-" + query_key(query.get("search", "")), number)
+            key = query_key(query.get("search", ""))
+            time.sleep(hub.delays.get(key, 0))
+            body, more = hub.page("search-" + key, number)
             if body is None:
                 return self.json_answer(200, b"[]")
-            headers = {"Link": self.next_link(url, number)} if more else {}
+            next_cursor = str(number + 1) if more else None
             try:
                 entries = json.loads(body)
-                if isinstance(entries, list) and "limit" in query:
-                    body = json.dumps(entries[:max(1, int(query["limit"]))]).encode()
             except ValueError:
-                pass  # a malformed recorded answer goes out as it is
+                entries = None  # a malformed recorded answer goes out as it is
+            if isinstance(entries, list):
+                limit = max(1, int(query.get("limit", "1000")))
+                if offset + limit < len(entries):
+                    next_cursor = f"{number}-{offset + limit}"
+                body = json.dumps(entries[offset:offset + limit]).encode()
+            headers = {"Link": self.next_link(url, next_cursor)} if next_cursor else {}
             return self.json_answer(200, body, headers)
 
         if len(segments) >= 5 and segments[:2] == ["api", "models"] and segments[4] == "tree":
@@ -196,7 +212,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(404, "RepoNotFound", "Repository not found")
             if revision != "main":
                 return self.error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
-            headers = {"Link": self.next_link(url, number)} if more else {}
+            headers = {"Link": self.next_link(url, str(number + 1))} if more else {}
             return self.json_answer(200, body, headers)
 
         if len(segments) >= 5 and segments[2] == "resolve":
@@ -260,10 +276,11 @@ def main():
     parser.add_argument("--data", default=os.path.join(here, "..", "..", "data", "hub"))
     parser.add_argument("--serve", action="append", default=[])
     parser.add_argument("--token", default="hf_test_accepted")
+    parser.add_argument("--delay-search", action="append", default=[])
     args = parser.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    server.hub = Hub(args.data, args.serve, args.token)
+    server.hub = Hub(args.data, args.serve, args.token, args.delay_search)
     print(server.server_address[1], flush=True)
     try:
         server.serve_forever(poll_interval=0.1)
