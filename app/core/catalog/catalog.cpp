@@ -1,5 +1,7 @@
 #include "catalog/catalog.h"
 
+#include "catalog/display_name.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -47,10 +49,29 @@ int64_t size_of(const fs::path& p) {
     return ec ? 0 : static_cast<int64_t>(n);
 }
 
+// The quantization to show: the file's type, unless the file names none we know.
+std::string quantization_of(const ModelInfo& info) {
+    if (!info.file_type.empty() && info.file_type.rfind("type ", 0) != 0) return info.file_type;
+    return quantization_from_file_name(info.path.filename().string());
+}
+
 }  // namespace
 
-std::string model_summary_json(const ModelInfo& info) {
+std::string model_summary_json(const ModelInfo& info, const std::string& other_name) {
+    NameFacts facts;
+    facts.basename = info.basename;
+    facts.size_label = info.size_label;
+    facts.finetune = info.finetune;
+    facts.general_name = info.name;
+    facts.quantization = quantization_of(info);
+    facts.file_name = info.path.filename().string();
+    facts.other_name = other_name;
     nlohmann::json j = {{"name", info.name},
+                        {"display_name", display_name(facts)},
+                        {"basename", info.basename},
+                        {"size_label", info.size_label},
+                        {"finetune", info.finetune},
+                        {"quantization", facts.quantization},
                         {"architecture", info.architecture},
                         {"file_type", info.file_type},
                         {"n_params", info.n_params},
@@ -62,12 +83,20 @@ std::string model_summary_json(const ModelInfo& info) {
     return j.dump();
 }
 
-store::ModelRecord inspect_file(const fs::path& file, const std::string& folder) {
+store::ModelRecord inspect_file(const fs::path& file, const std::string& folder, const std::string& source,
+                                const std::string& source_name) {
     store::ModelRecord r;
     r.path = file.string();
     r.folder = folder;
+    r.source = source;
+    r.source_name = source_name;
     r.file_size = size_of(file);
     r.mtime_ns = mtime_ns(file);
+    // Even a file that cannot be read is listed under a name a person can read.
+    NameFacts facts;
+    facts.file_name = file.filename().string();
+    facts.other_name = source_name;
+    r.info_json = nlohmann::json{{"display_name", display_name(facts)}}.dump();
     if (const auto part = split_part(file); part && part->index != 1) {
         r.problem = fmt::format("part {} of {} of a split model: open its first part ({})", part->index, part->count,
                                 fmt::format("-00001-of-{:05}.gguf", part->count));
@@ -79,7 +108,7 @@ store::ModelRecord inspect_file(const fs::path& file, const std::string& folder)
         return r;
     }
     r.file_size = static_cast<int64_t>(info->file_size);
-    r.info_json = model_summary_json(*info);
+    r.info_json = model_summary_json(*info, source_name);
     if (Result<void> runnable = check_runnable(file); !runnable) {
         r.problem = runnable.error().message;
         return r;
@@ -88,42 +117,89 @@ store::ModelRecord inspect_file(const fs::path& file, const std::string& folder)
     return r;
 }
 
-Result<ScanReport> scan_folder(store::Store& store, const fs::path& folder) {
+std::string record_display_name(const store::ModelRecord& record) {
+    try {
+        const nlohmann::json j = nlohmann::json::parse(record.info_json);
+        if (j.is_object() && j.contains("display_name") && j["display_name"].is_string()) {
+            std::string name = j["display_name"].get<std::string>();
+            if (!name.empty()) return name;
+        }
+    } catch (const nlohmann::json::exception&) {
+        // a record written by hand or damaged: fall back to the file name
+    }
+    return fs::path(record.path).filename().string();
+}
+
+Result<std::vector<fs::path>> find_model_files(const fs::path& folder, bool recursive) {
     std::error_code ec;
     if (!fs::is_directory(folder, ec)) {
         return make_error(ErrorCode::io, fmt::format("{} is not a folder (or cannot be read)", folder.string()));
     }
-    const std::string key = folder.string();
+    std::vector<fs::path> files;
+    const auto consider = [&](const fs::directory_entry& entry) {
+        std::error_code type_ec;
+        if (!entry.is_regular_file(type_ec) || !is_gguf(entry.path())) return;
+        // Later parts of a split model belong to its first part, when that is there.
+        if (const auto part = split_part(entry.path()); part && part->index != 1) {
+            const std::string first = std::regex_replace(entry.path().string(), std::regex(R"(-\d{5}-of-)"),
+                                                         std::string("-00001-of-"));
+            if (fs::exists(first, type_ec)) return;
+        }
+        files.push_back(entry.path());
+    };
+    if (recursive) {
+        fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
+        if (ec) return make_error(ErrorCode::io, fmt::format("cannot read {}: {}", folder.string(), ec.message()));
+        for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
+            if (ec) {
+                ec.clear();
+                continue;  // an unreadable entry: skip it, go on with the rest
+            }
+            consider(*it);
+        }
+    } else {
+        fs::directory_iterator it(folder, ec);
+        if (ec) return make_error(ErrorCode::io, fmt::format("cannot read {}: {}", folder.string(), ec.message()));
+        for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+            if (ec) break;
+            consider(*it);
+        }
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+Result<ScanReport> sync_folder(store::Store& store, const std::string& key, const std::vector<FoundModel>& found_models) {
+    Result<std::vector<std::string>> hidden_list = store.hidden_models();
+    if (!hidden_list) return hidden_list.error();
+    const std::set<std::string> hidden(hidden_list->begin(), hidden_list->end());
     ScanReport report;
     std::set<std::string> found;
-    fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
-    if (ec) return make_error(ErrorCode::io, fmt::format("cannot read {}: {}", key, ec.message()));
-    for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
-        if (ec) {
-            ec.clear();
-            continue;  // an unreadable entry: skip it, go on with the rest
-        }
-        std::error_code type_ec;
-        if (!it->is_regular_file(type_ec) || !is_gguf(it->path())) continue;
-        const auto part = split_part(it->path());
-        // Later parts of a split model belong to its first part, when that is there.
-        if (part && part->index != 1) {
-            const std::string first = std::regex_replace(it->path().string(), std::regex(R"(-\d{5}-of-)"),
-                                                         fmt::format("-00001-of-"));
-            if (fs::exists(first, type_ec)) continue;
-        }
-        const fs::path path = it->path();
-        found.insert(path.string());
-        Result<std::optional<store::ModelRecord>> known = store.model_by_path(path.string());
+    for (const FoundModel& model : found_models) {
+        const std::string path = model.path.string();
+        if (hidden.count(path) != 0 || !found.insert(path).second) continue;
+        Result<std::optional<store::ModelRecord>> known = store.model_by_path(path);
         if (!known) return known.error();
+        // What a record was made as stays: a verified download, and an import while it
+        // stays in its folder; anything else is named by the scan that finds it.
+        std::string source = model.source;
+        if (*known && ((*known)->source == "downloaded" || ((*known)->source == "imported" && (*known)->folder == key))) {
+            source = (*known)->source;
+        }
         // A file whose modification time is the one recorded keeps its record (a split
         // model: its first part's time).
-        if (*known && (*known)->mtime_ns == mtime_ns(path) && (*known)->folder == key) {
+        if (*known && (*known)->mtime_ns == mtime_ns(model.path) && (*known)->folder == key) {
             ++report.unchanged;
             if (!(*known)->ok) ++report.unusable;
+            if ((*known)->source != source || (*known)->source_name != model.source_name) {
+                store::ModelRecord renamed = **known;
+                renamed.source = source;
+                renamed.source_name = model.source_name;
+                if (Result<store::ModelRecord> put = store.put_model(renamed); !put) return put.error();
+            }
             continue;
         }
-        store::ModelRecord record = inspect_file(path, key);
+        store::ModelRecord record = inspect_file(model.path, key, source, model.source_name);
         if (*known) record.sha256 = (*known)->sha256;
         if (Result<store::ModelRecord> put = store.put_model(record); !put) return put.error();
         ++(*known ? report.updated : report.added);
@@ -138,6 +214,14 @@ Result<ScanReport> scan_folder(store::Store& store, const fs::path& folder) {
         }
     }
     return report;
+}
+
+Result<ScanReport> scan_folder(store::Store& store, const fs::path& folder) {
+    Result<std::vector<fs::path>> files = find_model_files(folder);
+    if (!files) return files.error();
+    std::vector<FoundModel> found;
+    for (const fs::path& file : *files) found.push_back(FoundModel{file, "folder", {}});
+    return sync_folder(store, folder.string(), found);
 }
 
 namespace {
@@ -196,7 +280,10 @@ Result<store::ModelRecord> import_model(store::Store& store, const fs::path& fil
         }
         target = library / file.filename();
     }
-    store::ModelRecord record = inspect_file(target, mode == ImportMode::in_place ? std::string() : library.string());
+    // An explicit import brings back a file the user had forgotten.
+    if (Result<void> shown = store.unhide_model(target.string()); !shown) return shown.error();
+    store::ModelRecord record =
+        inspect_file(target, mode == ImportMode::in_place ? std::string() : library.string(), "imported");
     return store.put_model(record);
 }
 

@@ -33,22 +33,52 @@ struct ScanReport {
 // Scans `folder` (recursively) into the catalog: every *.gguf file is inspected unless its
 // size and modification time are those already recorded; records under the folder whose
 // files are gone are removed. A folder that does not exist is an error; unreadable
-// subfolders are skipped.
+// subfolders are skipped. Records made here have the source "folder"; paths the user
+// forgot (Store::hide_model) are skipped.
 Result<ScanReport> scan_folder(store::Store& store, const std::filesystem::path& folder);
+
+// The model files in `folder` (and its subfolders when `recursive`): *.gguf, with the later
+// parts of a split model left out when its first part is there (the first part stands for
+// the model). Unreadable subfolders are skipped; a folder that cannot be read is an error.
+Result<std::vector<std::filesystem::path>> find_model_files(const std::filesystem::path& folder,
+                                                             bool recursive = true);
+
+// A model file a scan found, with where it came from (store::ModelRecord::source).
+struct FoundModel {
+    std::filesystem::path path;
+    std::string source;       // "folder", "lmstudio", "ollama", ...
+    std::string source_name;  // the other app's name for it, if any
+};
+
+// Brings the records of `folder` (a scanned folder's key: ModelRecord::folder) in line with
+// `found`, as scan_folder does: new and changed files are inspected, unchanged ones keep
+// their record (their source name updated), records of `folder` not found are removed, and
+// forgotten paths are skipped. Only the store is written: never the files or their folders.
+// A record keeps the source "downloaded", and "imported" while it stays in its folder.
+Result<ScanReport> sync_folder(store::Store& store, const std::string& folder, const std::vector<FoundModel>& found);
 
 enum class ImportMode { in_place, copy, move };
 
 // Adds one model file: in place (registered where it is), or copied or moved into
 // `library` (all parts of a split model; written under a temporary name and renamed, so a
-// failed copy leaves nothing behind). The record says whether it can be used.
+// failed copy leaves nothing behind). The record says whether it can be used; its source is
+// "imported", and a path the user had forgotten is shown again.
 Result<store::ModelRecord> import_model(store::Store& store, const std::filesystem::path& file, ImportMode mode,
                                         const std::filesystem::path& library);
 
-// What a record holds about a model, as JSON: name, architecture, file_type, n_params,
-// n_layer, n_ctx_train, has_chat_template, parts, weight_bytes.
-std::string model_summary_json(const ModelInfo& info);
+// What a record holds about a model, as JSON: name (general.name), architecture,
+// file_type, n_params, n_layer, n_ctx_train, has_chat_template, parts, weight_bytes, and
+// for naming it (display_name.h): display_name, basename, size_label, finetune and
+// quantization (file_type, or the file name's when the file names no known type).
+// `other_name` is another app's name for it, the display name's last resort.
+std::string model_summary_json(const ModelInfo& info, const std::string& other_name = {});
 
-// The record of one file, inspected now (ok, or the problem).
-store::ModelRecord inspect_file(const std::filesystem::path& file, const std::string& folder);
+// The record of one file, inspected now (ok, or the problem), with its source. A file that
+// cannot be read still gets a summary with its display_name (from the file name).
+store::ModelRecord inspect_file(const std::filesystem::path& file, const std::string& folder,
+                                const std::string& source = {}, const std::string& source_name = {});
+
+// The name to show for a record: its summary's display_name, else its file name.
+std::string record_display_name(const store::ModelRecord& record);
 
 }  // namespace powerhouse::catalog

@@ -110,11 +110,30 @@ constexpr std::string_view kMessageEngine = R"sql(
 ALTER TABLE messages ADD COLUMN engine TEXT NOT NULL DEFAULT '';
 )sql";
 
+// 6: where each model came from (issue 22: other apps' downloads used in place), and the
+// paths the user forgot that a scan would otherwise find again. Existing records get their
+// source from what is known of them: imported by itself (no folder), a verified download
+// (its sha256), else found in a library folder. Their modification time is cleared so the
+// next scan inspects them again and their summaries gain the naming fields (display_name,
+// basename, size_label, finetune, quantization).
+constexpr std::string_view kModelSources = R"sql(
+ALTER TABLE models ADD COLUMN source TEXT NOT NULL DEFAULT '';
+ALTER TABLE models ADD COLUMN source_name TEXT NOT NULL DEFAULT '';
+UPDATE models SET source = CASE WHEN folder = '' THEN 'imported'
+                                WHEN sha256 != '' THEN 'downloaded'
+                                ELSE 'folder' END,
+                  mtime_ns = 0;
+CREATE TABLE hidden_models (
+    path      TEXT PRIMARY KEY,
+    hidden_ms INTEGER NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
     static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings, kModels, kReusedTokens,
-                                                         kMessageEngine};
+                                                         kMessageEngine, kModelSources};
     return list;
 }
 

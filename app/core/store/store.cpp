@@ -65,7 +65,8 @@ Conversation read_conversation(SQLite::Statement& q) {
     return c;
 }
 
-const char* kModelColumns = "id, path, folder, file_size, mtime_ns, sha256, ok, problem, info_json, added_ms";
+const char* kModelColumns =
+    "id, path, folder, file_size, mtime_ns, sha256, ok, problem, info_json, added_ms, source, source_name";
 
 ModelRecord read_model(SQLite::Statement& q) {
     ModelRecord r;
@@ -79,6 +80,8 @@ ModelRecord read_model(SQLite::Statement& q) {
     r.problem = q.getColumn(7).getString();
     r.info_json = q.getColumn(8).getString();
     r.added_ms = q.getColumn(9).getInt64();
+    r.source = q.getColumn(10).getString();
+    r.source_name = q.getColumn(11).getString();
     return r;
 }
 
@@ -599,10 +602,12 @@ Result<ModelRecord> Store::put_model(const ModelRecord& record) {
         const int64_t at = now_ms();
         SQLite::Statement q(impl_->db,
                             "INSERT INTO models (path, folder, file_size, mtime_ns, sha256, ok, problem, info_json, "
-                            "added_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+                            "added_ms, updated_ms, source, source_name) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11) "
                             "ON CONFLICT (path) DO UPDATE SET folder = excluded.folder, file_size = excluded.file_size, "
                             "mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, ok = excluded.ok, "
-                            "problem = excluded.problem, info_json = excluded.info_json, updated_ms = excluded.updated_ms");
+                            "problem = excluded.problem, info_json = excluded.info_json, updated_ms = excluded.updated_ms, "
+                            "source = excluded.source, source_name = excluded.source_name");
         q.bind(1, record.path);
         q.bind(2, record.folder);
         q.bind(3, record.file_size);
@@ -612,6 +617,8 @@ Result<ModelRecord> Store::put_model(const ModelRecord& record) {
         q.bind(7, record.problem);
         q.bind(8, record.info_json);
         q.bind(9, at);
+        q.bind(10, record.source);
+        q.bind(11, record.source_name);
         q.exec();
         SQLite::Statement read(impl_->db, fmt::format("SELECT {} FROM models WHERE path = ?", kModelColumns));
         read.bind(1, record.path);
@@ -644,6 +651,39 @@ Result<void> Store::remove_model(const std::string& path) {
         q.bind(1, path);
         q.exec();
         return {};
+    });
+}
+
+Result<void> Store::hide_model(const std::string& path) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement hide(impl_->db, "INSERT OR IGNORE INTO hidden_models (path, hidden_ms) VALUES (?, ?)");
+        hide.bind(1, path);
+        hide.bind(2, now_ms());
+        hide.exec();
+        SQLite::Statement remove(impl_->db, "DELETE FROM models WHERE path = ?");
+        remove.bind(1, path);
+        remove.exec();
+        transaction.commit();
+        return {};
+    });
+}
+
+Result<void> Store::unhide_model(const std::string& path) {
+    return impl_->guarded([&]() -> Result<void> {
+        SQLite::Statement q(impl_->db, "DELETE FROM hidden_models WHERE path = ?");
+        q.bind(1, path);
+        q.exec();
+        return {};
+    });
+}
+
+Result<std::vector<std::string>> Store::hidden_models() const {
+    return impl_->guarded([&]() -> Result<std::vector<std::string>> {
+        SQLite::Statement q(impl_->db, "SELECT path FROM hidden_models ORDER BY path");
+        std::vector<std::string> out;
+        while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+        return out;
     });
 }
 

@@ -72,6 +72,11 @@ struct ModelRecord {
     std::string problem;
     std::string info_json;   // what the model is (the catalog's JSON)
     int64_t added_ms = 0;
+    // Where it came from (migration 6): "downloaded", "imported", "folder" (the library
+    // folder or one the user added), or the app whose download it is, used in place:
+    // "lmstudio", "ollama", "llama.cpp", "gpt4all", "jan" (catalog/other_apps.h).
+    std::string source;
+    std::string source_name;  // that app's name for it ("llama3.2:3b"); may be empty
 };
 
 struct Message {
@@ -167,6 +172,12 @@ public:
     Result<std::vector<ModelRecord>> models() const;  // by path
     Result<std::optional<ModelRecord>> model_by_path(const std::string& path) const;
     Result<void> remove_model(const std::string& path);
+    // Models the user forgot that a scan would find again (another app's download, a file
+    // in a library folder): hide_model removes the record and remembers the path, so scans
+    // skip it, until unhide_model (an explicit import or download of that path).
+    Result<void> hide_model(const std::string& path);
+    Result<void> unhide_model(const std::string& path);
+    Result<std::vector<std::string>> hidden_models() const;  // by path
     // Folders the user added to the library (besides the default one).
     Result<std::vector<std::string>> model_folders() const;
     Result<void> add_model_folder(const std::string& path);

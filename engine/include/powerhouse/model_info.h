@@ -29,6 +29,11 @@ struct ModelInfo {
     uint32_t gguf_version = 0;
 
     std::string name;          // general.name, may be empty
+    // The naming fields newer converters write beside general.name (which they make from
+    // these, often unreadably): "smollm2", "135M", "Instruct"; each may be empty.
+    std::string basename;      // general.basename
+    std::string size_label;    // general.size_label
+    std::string finetune;      // general.finetune
     std::string architecture;  // general.architecture: "llama", "qwen2", ...
     std::string file_type;     // "Q4_K_M", "Q4_1", ... (general.file_type, else the dominant type)
     uint64_t n_params = 0;     // elements of all tensors

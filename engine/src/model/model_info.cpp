@@ -66,6 +66,9 @@ Result<ModelInfo> inspect_model(const std::filesystem::path& path) {
     info.gguf_version = model.parts().front().version();
     info.name = std::string(meta.get_string("general.name").value_or(""));
     info.architecture = std::string(meta.get_string("general.architecture").value_or(""));
+    info.basename = std::string(meta.get_string("general.basename").value_or(""));
+    info.size_label = std::string(meta.get_string("general.size_label").value_or(""));
+    info.finetune = std::string(meta.get_string("general.finetune").value_or(""));
 
     const std::string a = info.architecture;
     info.n_layer = uint_or_max(meta, a + ".block_count");

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/test_support.h"
 
@@ -281,6 +282,69 @@ TEST(Store, AnswersFromBeforeThePromptCacheReuseNothing) {
     stats.generated_tokens = 5;
     ok(s.finish_message(answer, "Hi there!", MessageState::complete, stats));
     EXPECT_EQ(ok(s.message(answer)).stats.reused_tokens, 812);
+}
+
+// Migration 6 says where each model came from and remembers forgotten ones: records made
+// before it keep everything they held, get their source from what is known of them, and
+// are marked to be inspected again (a cleared modification time).
+TEST(Store, ModelRecordsFromBeforeSourcesKeepTheirDataAndGetASource) {
+    test::TempDir dir;
+    const auto path = dir / "p.db";
+    int64_t conversation = 0;
+    {
+        StoreOptions v5;
+        v5.target_version = 5;
+        Store old = open_store(path, v5);
+        conversation = ok(old.create_conversation("Kept")).id;
+        ok(old.add_message(conversation, "user", "still here"));
+        // Version 5's models table, written as that version wrote it.
+        SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+        db.exec(R"sql(
+            INSERT INTO models (path, folder, file_size, mtime_ns, sha256, ok, problem, info_json, added_ms, updated_ms)
+            VALUES ('/m/imported.gguf', '', 100, 11, '', 1, '', '{"name":"Imported"}', 1000, 1001),
+                   ('/lib/downloaded.gguf', '/lib', 200, 22, 'abc123', 1, '', '{"name":"Downloaded"}', 2000, 2001),
+                   ('/lib/found.gguf', '/lib', 300, 33, '', 0, 'truncated', '{}', 3000, 3001);
+        )sql");
+    }
+    Store s = open_store(path);
+    EXPECT_EQ(s.schema_version(), Store::latest_version());
+    EXPECT_GE(Store::latest_version(), 6);
+    EXPECT_EQ(s.backup_path().filename().string(), "p.db.v5.bak");
+    const std::vector<ModelRecord> models = ok(s.models());
+    ASSERT_EQ(models.size(), 3u);
+    // By path: /lib/downloaded.gguf, /lib/found.gguf, /m/imported.gguf.
+    EXPECT_EQ(models[0].source, "downloaded");
+    EXPECT_EQ(models[0].sha256, "abc123");
+    EXPECT_EQ(models[0].file_size, 200);
+    EXPECT_EQ(models[0].info_json, R"({"name":"Downloaded"})");
+    EXPECT_EQ(models[0].added_ms, 2000);
+    EXPECT_EQ(models[1].source, "folder");
+    EXPECT_FALSE(models[1].ok);
+    EXPECT_EQ(models[1].problem, "truncated");
+    EXPECT_EQ(models[1].folder, "/lib");
+    EXPECT_EQ(models[2].source, "imported");
+    EXPECT_EQ(models[2].info_json, R"({"name":"Imported"})");
+    for (const ModelRecord& m : models) {
+        EXPECT_EQ(m.mtime_ns, 0) << m.path << ": to be inspected again";
+        EXPECT_EQ(m.source_name, "");
+    }
+    EXPECT_EQ(ok(s.messages(conversation)).at(0).content, "still here");
+    EXPECT_TRUE(ok(s.hidden_models()).empty());
+
+    // The new columns are kept, and forgotten paths remembered until shown again.
+    ModelRecord ollama;
+    ollama.path = "/o/blobs/sha256-00";
+    ollama.folder = "/o";
+    ollama.source = "ollama";
+    ollama.source_name = "llama3.2:3b, llama3.2:latest";
+    const ModelRecord stored = ok(s.put_model(ollama));
+    EXPECT_EQ(stored.source, "ollama");
+    EXPECT_EQ(stored.source_name, "llama3.2:3b, llama3.2:latest");
+    ok(s.hide_model(ollama.path));
+    EXPECT_FALSE(ok(s.model_by_path(ollama.path)).has_value());
+    EXPECT_EQ(ok(s.hidden_models()), std::vector<std::string>{ollama.path});
+    ok(s.unhide_model(ollama.path));
+    EXPECT_TRUE(ok(s.hidden_models()).empty());
 }
 
 TEST(Store, RefusesFilesItCannotUseWithoutTouchingThem) {
