@@ -22,6 +22,7 @@ Command add_detokenize_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
+Command add_conversations_command(CLI::App& app);
 Command add_gpus_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);

@@ -200,7 +200,9 @@ std::string stats_line(const MessageStats& s) {
     std::vector<std::string> parts;
     if (const std::string model = inline_text(s.model); !model.empty()) parts.push_back(model);
     if (!s.engine.empty() && s.engine != "local") parts.push_back("via " + inline_text(s.engine));
-    if (s.generated_tokens > 0) parts.push_back(fmt::format("{} tokens", s.generated_tokens));
+    if (s.generated_tokens > 0) {
+        parts.push_back(s.generated_tokens == 1 ? std::string("1 token") : fmt::format("{} tokens", s.generated_tokens));
+    }
     if (s.tokens_per_second > 0) parts.push_back(fmt::format("{:.1f} tokens/s", s.tokens_per_second));
     if (parts.empty()) return {};
     return fmt::format("*{}*", fmt::join(parts, " · "));

@@ -1,0 +1,229 @@
+// powerhouse-cli conversations export [--format json|md] [--id N]... [-o FILE] [--utc]
+//                                      [--no-stats] [--data-dir DIR]
+// powerhouse-cli conversations import FILE [--data-dir DIR]
+//
+// The desktop app's conversations out and in, through app/core/store/transfer.h: export
+// writes JSON (the format that import reads back: "powerhouse.conversations" version 1) or
+// Markdown, of the conversations named by --id or all of them, to standard output or to
+// FILE; import adds the conversations of a JSON file (ours, or an OpenAI-style message list)
+// as new ones, all or nothing. DIR is the app's data folder, by default the one the app uses:
+// ${XDG_DATA_HOME:-~/.local/share}/powerhouse, holding powerhouse.db. The app may be running:
+// the store is safe for several processes.
+//
+// -o FILE is written beside itself under a temporary name and renamed when complete, so a
+// failed export leaves no half-written file (and an existing FILE stays as it was). Without
+// --format, a FILE ending in .md or .markdown gets Markdown, anything else JSON.
+//
+// The GPU machine's profile has no SQLite (no powerhouse_core): there the command says so.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "format.h"
+
+#ifdef POWERHOUSE_HAS_STORE
+#include "store/store.h"
+#include "store/transfer.h"
+#endif
+
+namespace powerhouse::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ExportCliOptions {
+    std::string format;  // json, md or markdown; empty: from the output's extension
+    std::vector<int64_t> ids;
+    std::string output;
+    bool utc = false;
+    bool no_stats = false;
+    std::string data_dir;
+};
+
+struct ImportCliOptions {
+    std::string file;
+    std::string data_dir;
+};
+
+#ifdef POWERHOUSE_HAS_STORE
+
+// The desktop app's folder (QStandardPaths::GenericDataLocation + "/powerhouse").
+fs::path default_data_dir() {
+    const char* data = std::getenv("XDG_DATA_HOME");
+    if (data != nullptr && data[0] == '/') return fs::path(data) / "powerhouse";
+    const char* home = std::getenv("HOME");
+    return fs::path(home != nullptr ? home : ".") / ".local" / "share" / "powerhouse";
+}
+
+fs::path database_path(const std::string& data_dir) {
+    return (data_dir.empty() ? default_data_dir() : fs::path(data_dir)) / "powerhouse.db";
+}
+
+Error os_error(const std::string& what, const fs::path& path, int error) {
+    return make_error(ErrorCode::io, fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(error)));
+}
+
+// Writes `text` to `path` through a temporary file beside it, flushed to the disk and then
+// renamed over it: readers see the old file or the whole new one, never a part.
+Result<void> write_atomically(const fs::path& path, const std::string& text) {
+    fs::path temporary = path;
+    temporary += fmt::format(".tmp-{}", ::getpid());
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return os_error("write", temporary, errno);
+    const auto fail = [&](const char* what) {
+        const int error = errno;
+        ::close(fd);
+        ::unlink(temporary.c_str());
+        return os_error(what, temporary, error);
+    };
+    for (size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail("write");
+        done += static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0) return fail("flush");
+    if (::close(fd) != 0) {
+        const int error = errno;
+        ::unlink(temporary.c_str());
+        return os_error("write", temporary, error);
+    }
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(temporary.c_str());
+        return os_error("write", path, error);
+    }
+    return {};
+}
+
+// The whole file ("-": standard input), refused as soon as it is larger than import takes.
+Result<std::string> read_import_file(const std::string& name) {
+    if (name != "-") {
+        std::error_code ec;
+        const uintmax_t size = fs::file_size(name, ec);
+        if (!ec) PH_TRY(store::check_import_size(size));
+    }
+    std::ifstream file;
+    std::istream* in = &std::cin;
+    if (name != "-") {
+        file.open(name, std::ios::binary);
+        if (!file) return os_error("open", name, errno);
+        in = &file;
+    }
+    std::string text;
+    std::vector<char> chunk(1 << 20);
+    while (*in) {
+        in->read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        text.append(chunk.data(), static_cast<size_t>(in->gcount()));
+        PH_TRY(store::check_import_size(text.size()));
+    }
+    if (in->bad()) return make_error(ErrorCode::io, fmt::format("cannot read {}", name));
+    return text;
+}
+
+int run_export(const ExportCliOptions& options) {
+    const fs::path db = database_path(options.data_dir);
+    // Exporting from a folder with no data is a mistake worth naming; opening would create it.
+    if (!fs::exists(db)) {
+        return report_error(make_error(ErrorCode::invalid_argument,
+                                       fmt::format("{} does not exist: no conversations to export (--data-dir names "
+                                                   "the app's data folder)",
+                                                   db.string())));
+    }
+    Result<store::Store> s = store::Store::open(db);
+    if (!s) return report_error(s.error());
+    std::string format = options.format;
+    if (format.empty()) {
+        const std::string ext = fs::path(options.output).extension().string();
+        format = ext == ".md" || ext == ".markdown" ? "md" : "json";
+    }
+    store::ExportOptions how;
+    how.utc = options.utc;
+    how.stats = !options.no_stats;
+    Result<std::string> text = format == "json" ? store::export_json(*s, options.ids, how)
+                                                : store::export_markdown(*s, options.ids, how);
+    if (!text) return report_error(text.error());
+    if (options.output.empty() || options.output == "-") {
+        if (std::fwrite(text->data(), 1, text->size(), stdout) != text->size() || std::fflush(stdout) != 0) {
+            return report_error(make_error(ErrorCode::io, "cannot write to standard output"));
+        }
+        return 0;
+    }
+    if (Result<void> written = write_atomically(options.output, *text); !written) return report_error(written.error());
+    size_t count = options.ids.size();
+    if (count == 0) {
+        Result<std::vector<store::Conversation>> all = s->conversations();
+        count = all ? all->size() : 0;
+    }
+    std::printf("Exported %zu conversation%s to %s\n", count, count == 1 ? "" : "s", options.output.c_str());
+    return 0;
+}
+
+int run_import(const ImportCliOptions& options) {
+    Result<std::string> text = read_import_file(options.file);
+    if (!text) return report_error(make_error(text.error().code, options.file + ": " + text.error().message));
+    const fs::path db = database_path(options.data_dir);
+    Result<store::Store> s = store::Store::open(db);
+    if (!s) return report_error(s.error());
+    Result<store::ImportReport> report = store::import_json(*s, *text);
+    if (!report) return report_error(make_error(report.error().code, options.file + ": " + report.error().message));
+    std::printf("Imported %d conversation%s (%d message%s) into %s\n", report->conversations,
+                report->conversations == 1 ? "" : "s", report->messages, report->messages == 1 ? "" : "s",
+                db.string().c_str());
+    return 0;
+}
+
+#else
+
+int not_built() {
+    return report_error(make_error(ErrorCode::unsupported,
+                                   "this powerhouse-cli was built without the conversation store (SQLite was not "
+                                   "found): conversations export and import are not available in it"));
+}
+
+int run_export(const ExportCliOptions&) { return not_built(); }
+int run_import(const ImportCliOptions&) { return not_built(); }
+
+#endif
+
+}  // namespace
+
+Command add_conversations_command(CLI::App& app) {
+    auto export_options = std::make_shared<ExportCliOptions>();
+    auto import_options = std::make_shared<ImportCliOptions>();
+    CLI::App* sub = app.add_subcommand("conversations", "Export or import the desktop app's conversations");
+    sub->require_subcommand(1);
+    const std::string data_help = "The app's data folder (default: ${XDG_DATA_HOME:-~/.local/share}/powerhouse)";
+
+    CLI::App* out = sub->add_subcommand("export", "Write conversations as JSON (to import again) or Markdown");
+    out->add_option("--format", export_options->format, "json or md (default: md for an -o FILE ending in .md)")
+        ->check(CLI::IsMember({"json", "md", "markdown"}));
+    out->add_option("--id", export_options->ids, "A conversation to export (repeat for more; default: all)");
+    out->add_option("-o,--output", export_options->output, "The file to write (default: standard output)");
+    out->add_flag("--utc", export_options->utc, "Markdown: dates in UTC instead of local time");
+    out->add_flag("--no-stats", export_options->no_stats, "Markdown: leave out each answer's statistics");
+    out->add_option("--data-dir", export_options->data_dir, data_help);
+
+    CLI::App* in = sub->add_subcommand("import", "Add the conversations of a JSON file (ours, or OpenAI-style "
+                                                 "messages) as new ones");
+    in->add_option("file", import_options->file, "The JSON file (- for standard input)")->required();
+    in->add_option("--data-dir", import_options->data_dir, data_help);
+
+    return {sub, [export_options, import_options, out] {
+                return out->parsed() ? run_export(*export_options) : run_import(*import_options);
+            }};
+}
+
+}  // namespace powerhouse::cli
