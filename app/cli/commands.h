@@ -26,6 +26,7 @@ Command add_conversations_command(CLI::App& app);
 Command add_gpus_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);
+Command add_search_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_models_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
