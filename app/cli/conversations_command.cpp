@@ -152,8 +152,8 @@ int run_export(const ExportCliOptions& options) {
     store::ExportOptions how;
     how.utc = options.utc;
     how.stats = !options.no_stats;
-    Result<std::string> text = format == "json" ? store::export_json(*s, options.ids, how)
-                                                : store::export_markdown(*s, options.ids, how);
+    Result<std::string> text =
+        format == "json" ? store::export_json(*s, options.ids, how) : store::export_markdown(*s, options.ids, how);
     if (!text) return report_error(text.error());
     if (options.output.empty() || options.output == "-") {
         if (std::fwrite(text->data(), 1, text->size(), stdout) != text->size() || std::fflush(stdout) != 0) {
@@ -193,8 +193,12 @@ int not_built() {
                                    "found): conversations export and import are not available in it"));
 }
 
-int run_export(const ExportCliOptions&) { return not_built(); }
-int run_import(const ImportCliOptions&) { return not_built(); }
+int run_export(const ExportCliOptions&) {
+    return not_built();
+}
+int run_import(const ImportCliOptions&) {
+    return not_built();
+}
 
 #endif
 
@@ -216,8 +220,9 @@ Command add_conversations_command(CLI::App& app) {
     out->add_flag("--no-stats", export_options->no_stats, "Markdown: leave out each answer's statistics");
     out->add_option("--data-dir", export_options->data_dir, data_help);
 
-    CLI::App* in = sub->add_subcommand("import", "Add the conversations of a JSON file (ours, or OpenAI-style "
-                                                 "messages) as new ones");
+    CLI::App* in = sub->add_subcommand("import",
+                                       "Add the conversations of a JSON file (ours, or OpenAI-style "
+                                       "messages) as new ones");
     in->add_option("file", import_options->file, "The JSON file (- for standard input)")->required();
     in->add_option("--data-dir", import_options->data_dir, data_help);
 

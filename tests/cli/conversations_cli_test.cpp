@@ -80,8 +80,8 @@ protected:
         test::write_file(dir_ / "in.json", kExport);
         const CliRun run = run_cli("conversations import " + quoted(dir_ / "in.json") + data());
         ASSERT_EQ(run.status, 0) << run.err;
-        EXPECT_EQ(run.out, "Imported 2 conversations (5 messages) into " + (dir_ / "data" / "powerhouse.db").string() +
-                               "\n");
+        EXPECT_EQ(run.out,
+                  "Imported 2 conversations (5 messages) into " + (dir_ / "data" / "powerhouse.db").string() + "\n");
     }
 
     test::TempDir dir_;
@@ -96,12 +96,13 @@ TEST_F(CliConversations, ImportThenExportGivesTheSameFile) {
     EXPECT_EQ(without_time(nlohmann::json::parse(written)), without_time(nlohmann::json::parse(kExport)));
 
     // Python's json module reads it as the same document.
-    const std::string check = "python3 -c 'import json, sys; d = json.load(open(sys.argv[1], encoding=\"utf-8\")); "
-                              "assert d[\"format\"] == \"powerhouse.conversations\"; "
-                              "assert d[\"conversations\"][0][\"title\"] == \"C\\u00f3digo \\u2713 \\\"quoted\\\" "
-                              "\\U0001F680\"; assert d[\"conversations\"][1][\"messages\"][1][\"stats\"]"
-                              "[\"engine\"] == \"http://box:8000/v1\"' " +
-                              quoted(dir_ / "out.json");
+    const std::string check =
+        "python3 -c 'import json, sys; d = json.load(open(sys.argv[1], encoding=\"utf-8\")); "
+        "assert d[\"format\"] == \"powerhouse.conversations\"; "
+        "assert d[\"conversations\"][0][\"title\"] == \"C\\u00f3digo \\u2713 \\\"quoted\\\" "
+        "\\U0001F680\"; assert d[\"conversations\"][1][\"messages\"][1][\"stats\"]"
+        "[\"engine\"] == \"http://box:8000/v1\"' " +
+        quoted(dir_ / "out.json");
     EXPECT_EQ(std::system(check.c_str()), 0) << check;
 
     // To standard output, chosen conversations in the order given.
@@ -123,8 +124,9 @@ TEST_F(CliConversations, MarkdownByFlagOrByExtension) {
     import_fixture();
     const CliRun run = run_cli("conversations export --format md --utc --id 2" + data());
     ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(run.out, "# Second\n\n*2024-05-01 14:16 UTC*\n\n**You**\n\nHi\n\n**Assistant**\n\nHel\n\n"
-                       "*Stopped before the end.*\n\n*m · via http://box:8000/v1 · 1 token*\n");
+    EXPECT_EQ(run.out,
+              "# Second\n\n*2024-05-01 14:16 UTC*\n\n**You**\n\nHi\n\n**Assistant**\n\nHel\n\n"
+              "*Stopped before the end.*\n\n*m · via http://box:8000/v1 · 1 token*\n");
     const CliRun plain = run_cli("conversations export --format markdown --no-stats --id 2" + data());
     ASSERT_EQ(plain.status, 0) << plain.err;
     EXPECT_EQ(plain.out.find("tokens"), std::string::npos) << plain.out;
@@ -139,8 +141,8 @@ TEST_F(CliConversations, MarkdownByFlagOrByExtension) {
 }
 
 TEST_F(CliConversations, ImportsAChatFromStandardInput) {
-    const CliRun run = run_cli("conversations import -" + data(),
-                               std::string(R"([{"role": "user", "content": "Why is the sky blue?"},
+    const CliRun run =
+        run_cli("conversations import -" + data(), std::string(R"([{"role": "user", "content": "Why is the sky blue?"},
                                               {"role": "assistant", "content": "Rayleigh scattering."}])"));
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_NE(run.out.find("Imported 1 conversation (2 messages)"), std::string::npos) << run.out;

@@ -90,12 +90,14 @@ Json conversation_json(const Conversation& c, const std::vector<Message>& messag
     if (!settings.is_object()) settings = Json::object();
     Json list = Json::array();
     for (const Message& m : messages) list.push_back(message_json(m));
-    return Json{{"title", c.title},
-                {"system_prompt", c.system_prompt},
-                {"settings", std::move(settings)},
-                {"created_ms", c.created_ms},
-                {"updated_ms", c.updated_ms},
-                {"messages", std::move(list)}};
+    Json out = Json::object();
+    out["title"] = c.title;
+    out["system_prompt"] = c.system_prompt;
+    out["settings"] = std::move(settings);
+    out["created_ms"] = c.created_ms;
+    out["updated_ms"] = c.updated_ms;
+    out["messages"] = std::move(list);
+    return out;
 }
 
 // ---- Markdown out ----
@@ -153,7 +155,8 @@ std::optional<std::string> unclosed_fence(std::string_view text) {
                     open_char = c;
                     open_length = run;
                 }
-            } else if (c == open_char && run >= open_length && rest.find_first_not_of(" \t") == std::string_view::npos) {
+            } else if (c == open_char && run >= open_length &&
+                       rest.find_first_not_of(" \t") == std::string_view::npos) {
                 open_char = 0;
             }
         }
@@ -184,10 +187,14 @@ std::string message_body(const std::string& content) {
 
 std::string state_note(const Message& m) {
     switch (m.state) {
-        case MessageState::complete: return {};
-        case MessageState::streaming: return "*Still being written when exported.*";
-        case MessageState::stopped: return "*Stopped before the end.*";
-        case MessageState::interrupted: return "*Interrupted: Powerhouse ended while this answer was being written.*";
+        case MessageState::complete:
+            return {};
+        case MessageState::streaming:
+            return "*Still being written when exported.*";
+        case MessageState::stopped:
+            return "*Stopped before the end.*";
+        case MessageState::interrupted:
+            return "*Interrupted: Powerhouse ended while this answer was being written.*";
         case MessageState::failed: {
             const std::string error = inline_text(m.error);
             return error.empty() ? "*Failed.*" : fmt::format("*Failed: {}*", error);
@@ -201,7 +208,8 @@ std::string stats_line(const MessageStats& s) {
     if (const std::string model = inline_text(s.model); !model.empty()) parts.push_back(model);
     if (!s.engine.empty() && s.engine != "local") parts.push_back("via " + inline_text(s.engine));
     if (s.generated_tokens > 0) {
-        parts.push_back(s.generated_tokens == 1 ? std::string("1 token") : fmt::format("{} tokens", s.generated_tokens));
+        parts.push_back(s.generated_tokens == 1 ? std::string("1 token")
+                                                : fmt::format("{} tokens", s.generated_tokens));
     }
     if (s.tokens_per_second > 0) parts.push_back(fmt::format("{:.1f} tokens/s", s.tokens_per_second));
     if (parts.empty()) return {};
@@ -284,11 +292,11 @@ bool nests_deeper_than(const Json& value, int limit) {
 }
 
 // Reads members one after another, keeping the first error.
-#define PH_READ(target, expr)                        \
-    do {                                             \
-        auto ph_read_ = (expr);                      \
+#define PH_READ(target, expr)                              \
+    do {                                                   \
+        auto ph_read_ = (expr);                            \
         if (!ph_read_) return std::move(ph_read_).error(); \
-        if (ph_read_->has_value()) target = **ph_read_; \
+        if (ph_read_->has_value()) target = **ph_read_;    \
     } while (0)
 
 Result<MessageStats> read_stats(const Json& s, const std::string& place) {
@@ -314,8 +322,8 @@ Result<MessageState> read_state(const std::string& text, const std::string& plac
         // The answer cannot go on streaming here: it stopped where the export found it.
         return state == MessageState::streaming ? MessageState::interrupted : state;
     }
-    return bad(place, fmt::format("{} is not one of complete, streaming, stopped, failed, interrupted",
-                                  shown(Json(text))));
+    return bad(place,
+               fmt::format("{} is not one of complete, streaming, stopped, failed, interrupted", shown(Json(text))));
 }
 
 Result<Message> read_message(const Json& m, const std::string& place, int64_t now) {
@@ -432,7 +440,8 @@ Result<std::vector<ConversationRecord>> read_document(const Json& doc, int64_t n
         return out;
     }
     if (!doc.is_object()) {
-        return bad("", fmt::format("the file holds {}, not a Powerhouse export or a list of chat messages", shown(doc)));
+        return bad("",
+                   fmt::format("the file holds {}, not a Powerhouse export or a list of chat messages", shown(doc)));
     }
     const auto format = doc.find("format");
     if (format == doc.end()) {
@@ -464,7 +473,8 @@ Result<std::vector<ConversationRecord>> read_document(const Json& doc, int64_t n
     if (!conversations->is_array()) return wrong_type("conversations", *conversations, "an array");
     out.reserve(conversations->size());
     for (size_t i = 0; i < conversations->size(); ++i) {
-        Result<ConversationRecord> record = read_conversation((*conversations)[i], fmt::format("conversations[{}]", i), now);
+        Result<ConversationRecord> record =
+            read_conversation((*conversations)[i], fmt::format("conversations[{}]", i), now);
         if (!record) return std::move(record).error();
         out.push_back(std::move(record).value());
     }
@@ -553,8 +563,8 @@ Result<void> check_import_size(uint64_t bytes, uint64_t max_bytes) {
         return n < (uint64_t{1} << 20) ? fmt::format("{} bytes", n)
                                        : fmt::format("{:.1f} MiB", static_cast<double>(n) / (1 << 20));
     };
-    return make_error(ErrorCode::invalid_argument,
-                      fmt::format("the file is {}; Powerhouse imports files of up to {}", size(bytes), size(max_bytes)));
+    return make_error(ErrorCode::invalid_argument, fmt::format("the file is {}; Powerhouse imports files of up to {}",
+                                                               size(bytes), size(max_bytes)));
 }
 
 Result<ImportReport> import_json(Store& store, std::string_view text, const ImportOptions& options) {

@@ -61,9 +61,9 @@ inline constexpr int kTransferVersion = 1;
 inline constexpr uint64_t kMaxImportBytes = uint64_t{256} << 20;
 
 struct ExportOptions {
-    int64_t now_ms = 0;   // the export's time ("exported_ms"); 0: the clock's
-    bool utc = false;     // Markdown dates in UTC, marked so, instead of local time
-    bool stats = true;    // Markdown: a muted line of statistics under each answer
+    int64_t now_ms = 0;  // the export's time ("exported_ms"); 0: the clock's
+    bool utc = false;    // Markdown dates in UTC, marked so, instead of local time
+    bool stats = true;   // Markdown: a muted line of statistics under each answer
 };
 
 // The conversations with these ids, in this order (a deleted or unknown id is an error), or

@@ -70,8 +70,8 @@ std::vector<ConversationRecord> rich_conversations() {
     first.conversation.updated_ms = kMay1 + 60000;
     first.messages.push_back(message("system", "You are terse.", kMay1));
     first.messages.push_back(message("user", "Write hello world in C++ ✓", kMay1 + 1000));
-    Message answer = message("assistant", "Here:\n\n```cpp\n#include <cstdio>\nint main() { std::puts(\"hi\"); }\n```\n",
-                             kMay1 + 2000);
+    Message answer = message(
+        "assistant", "Here:\n\n```cpp\n#include <cstdio>\nint main() { std::puts(\"hi\"); }\n```\n", kMay1 + 2000);
     answer.stats = stats(42, 31.5);
     answer.stats.energy_joules = 3.25;
     first.messages.push_back(answer);
@@ -150,8 +150,8 @@ TEST(Transfer, JsonFollowsTheDocumentedShape) {
     EXPECT_FALSE(c.contains("id"));
     std::vector<std::string> keys;
     for (const auto& [key, value] : c.items()) keys.push_back(key);
-    EXPECT_EQ(keys, (std::vector<std::string>{"title", "system_prompt", "settings", "created_ms", "updated_ms",
-                                               "messages"}));
+    EXPECT_EQ(keys,
+              (std::vector<std::string>{"title", "system_prompt", "settings", "created_ms", "updated_ms", "messages"}));
     EXPECT_EQ(c["settings"]["top_k"], 7);
     EXPECT_EQ(c["messages"][0].dump(),
               R"({"role":"system","content":"You are terse.","state":"complete","created_ms":1714572000000,)"
@@ -200,7 +200,8 @@ TEST(Transfer, MarkdownReadsAsTheConversation) {
     capitals.conversation.created_ms = kMay1;
     capitals.conversation.updated_ms = kMay1;
     capitals.messages.push_back(message("user", "What is the capital of France?", kMay1));
-    Message paris = message("assistant", "The capital of France is **Paris**.\n\n```python\nprint(\"Paris\")\n```\n", kMay1);
+    Message paris =
+        message("assistant", "The capital of France is **Paris**.\n\n```python\nprint(\"Paris\")\n```\n", kMay1);
     paris.stats = stats(12, 41.27);
     capitals.messages.push_back(paris);
     capitals.messages.push_back(message("user", "And of Italy?", kMay1));
@@ -354,17 +355,20 @@ TEST(Transfer, RefusesBadInputWithItsPlaceAndLeavesTheStoreAlone) {
         return R"({"format": "powerhouse.conversations", "version": 1, "conversations": )" + conversations + "}";
     };
     const std::string good = R"({"title": "ok", "messages": [{"role": "user", "content": "fine"}]})";
-    const std::string robot = R"({"title": "r", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
+    const std::string robot =
+        R"({"title": "r", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
         {"role": "assistant", "content": "c"}, {"role": "user", "content": "d"}, {"role": "assistant", "content": "e"},
         {"role": "robot", "content": "f"}]})";
     const struct {
         std::string input;
         std::string message;
     } cases[] = {
-        {"{\"format\": ", "not valid JSON: parse error at line 1, column 12: syntax error while parsing value - "
-                          "unexpected end of input; expected '[', '{', or a literal"},
-        {"", "not valid JSON: parse error at line 1, column 1: syntax error while parsing value - unexpected end of "
-             "input; expected '[', '{', or a literal"},
+        {"{\"format\": ",
+         "not valid JSON: parse error at line 1, column 12: syntax error while parsing value - "
+         "unexpected end of input; expected '[', '{', or a literal"},
+        {"",
+         "not valid JSON: parse error at line 1, column 1: syntax error while parsing value - unexpected end of "
+         "input; expected '[', '{', or a literal"},
         // nlohmann's parser refuses ill-formed UTF-8 in strings; the bad byte is shown escaped.
         {doc("[{\"title\": \"caf\xff\", \"messages\": []}]"),
          "not valid JSON: parse error at line 1, column 86: syntax error while parsing value - invalid string: "
@@ -450,8 +454,9 @@ TEST(Transfer, InsertConversationsIsAllOrNothing) {
     // message, through a trigger made for the test) rolls back the first conversation too.
     {
         SQLite::Database db((dir / "p.db").string(), SQLite::OPEN_READWRITE);
-        db.exec("CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN new.content = 'boom' "
-                "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+        db.exec(
+            "CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN new.content = 'boom' "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
     }
     records = rich_conversations();
     records[1].messages[0].content = "boom";
