@@ -25,6 +25,7 @@ Command add_chat_command(CLI::App& app);
 Command add_conversations_command(CLI::App& app);
 Command add_gpus_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
+Command add_list_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);
 Command add_search_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);

@@ -1,11 +1,11 @@
 #include "library_controller.h"
 
-#include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 
 #include "catalog/catalog.h"
+#include "catalog/library.h"
 
 namespace {
 
@@ -40,6 +40,10 @@ QVariant ModelListModel::data(const QModelIndex& index, int role) const {
         case FitRole: return r.fit.value("text").toString();
         case SuggestionRole: return r.fit.value("suggestion").toString();
         case LoadedRole: return !m_loaded.isEmpty() && QString::fromStdString(r.record.path) == m_loaded;
+        case SourceRole: return r.source;
+        case SourceKindRole: return QString::fromStdString(r.record.source);
+        case SourceNameRole: return QString::fromStdString(r.record.source_name);
+        case OtherAppRole: return powerhouse::catalog::is_other_app(r.record.source);
         default: return {};
     }
 }
@@ -48,7 +52,8 @@ QHash<int, QByteArray> ModelListModel::roleNames() const {
     return {{PathRole, "path"},       {NameRole, "name"},       {FileNameRole, "fileName"},
             {DetailsRole, "details"}, {UsableRole, "usable"},   {ProblemRole, "problem"},
             {FitsRole, "fits"},       {FitRole, "fit"},         {SuggestionRole, "suggestion"},
-            {LoadedRole, "loaded"}};
+            {LoadedRole, "loaded"},   {SourceRole, "source"},   {SourceKindRole, "sourceKind"},
+            {SourceNameRole, "sourceName"}, {OtherAppRole, "otherApp"}};
 }
 
 void ModelListModel::setRows(std::vector<Row> rows) {
@@ -70,8 +75,13 @@ void ModelListModel::setLoadedPath(const QString& path) {
 }
 
 LibraryController::LibraryController(powerhouse::store::Store& store, SettingsController& settings,
-                                     QString libraryFolder, QObject* parent)
-    : QObject(parent), m_store(store), m_settings(settings), m_library(std::move(libraryFolder)) {
+                                     QString libraryFolder, QObject* parent,
+                                     powerhouse::catalog::Environment environment)
+    : QObject(parent),
+      m_store(store),
+      m_settings(settings),
+      m_library(std::move(libraryFolder)),
+      m_environment(std::move(environment)) {
     if (auto mode = m_store.setting("import_mode"); mode && *mode) {
         const QString saved = QString::fromStdString(**mode);
         if (saved == QLatin1String("copy") || saved == QLatin1String("move")) m_importMode = saved;
@@ -98,28 +108,37 @@ void LibraryController::say(const QString& message) {
 }
 
 void LibraryController::rescan() {
-    QDir().mkpath(m_library);
-    std::vector<std::string> folders = {m_library.toStdString()};
-    if (auto more = m_store.model_folders(); more) folders.insert(folders.end(), more->begin(), more->end());
-    for (const std::string& folder : folders) {
-        auto report = powerhouse::catalog::scan_folder(m_store, folder);
-        if (!report) emit error(QString::fromStdString(report.error().message));
+    // The same refresh as `powerhouse-cli list`, so both list the same models.
+    powerhouse::catalog::LibraryPlaces places;
+    places.library = m_library.toStdString();
+    places.environment = m_environment;
+    auto library = powerhouse::catalog::refresh_library(m_store, places);
+    if (!library) {
+        emit error(QString::fromStdString(library.error().message));
+        return;
+    }
+    QStringList notes;
+    for (const std::string& note : library->notes) notes << QString::fromStdString(note);
+    if (notes != m_scanNotes) {
+        m_scanNotes = notes;
+        emit scanNotesChanged();
     }
     reload();
 }
 
 void LibraryController::reload() {
-    auto records = m_store.models();
-    if (!records) {
-        emit error(QString::fromStdString(records.error().message));
+    auto library = powerhouse::catalog::list_library(m_store);
+    if (!library) {
+        emit error(QString::fromStdString(library.error().message));
         return;
     }
     std::vector<ModelListModel::Row> rows;
-    for (powerhouse::store::ModelRecord& record : *records) {
+    for (powerhouse::catalog::LibraryEntry& entry : library->models) {
+        powerhouse::store::ModelRecord& record = entry.record;
         ModelListModel::Row row;
         const QJsonObject info = QJsonDocument::fromJson(QByteArray::fromStdString(record.info_json)).object();
-        const QString file = QFileInfo(QString::fromStdString(record.path)).fileName();
-        row.name = info.value("name").toString().isEmpty() ? file : info.value("name").toString();
+        row.name = QString::fromStdString(entry.name);
+        row.source = QString::fromStdString(powerhouse::catalog::source_label(record));
         QStringList details;
         if (!info.value("architecture").toString().isEmpty()) details << info.value("architecture").toString();
         if (!info.value("file_type").toString().isEmpty()) details << info.value("file_type").toString();
@@ -201,17 +220,23 @@ int LibraryController::importUrls(const QList<QUrl>& urls) {
 void LibraryController::load(const QString& path) { emit loadRequested(path); }
 
 void LibraryController::addDownloaded(const QString& path, const QString& verifiedSha256) {
+    // Downloaded again after being forgotten: shown again.
+    (void)m_store.unhide_model(path.toStdString());
     rescan();
-    if (verifiedSha256.isEmpty()) return;
     auto record = m_store.model_by_path(path.toStdString());
     if (!record || !*record) return;
     powerhouse::store::ModelRecord r = **record;
-    r.sha256 = verifiedSha256.toStdString();
-    if (auto saved = m_store.put_model(r); !saved) emit error(QString::fromStdString(saved.error().message));
+    r.source = "downloaded";
+    if (!verifiedSha256.isEmpty()) r.sha256 = verifiedSha256.toStdString();
+    if (auto saved = m_store.put_model(r); !saved) {
+        emit error(QString::fromStdString(saved.error().message));
+        return;
+    }
+    reload();
 }
 
 void LibraryController::forget(const QString& path) {
-    if (auto removed = m_store.remove_model(path.toStdString()); !removed) {
+    if (auto removed = powerhouse::catalog::forget_model(m_store, path.toStdString()); !removed) {
         emit error(QString::fromStdString(removed.error().message));
         return;
     }

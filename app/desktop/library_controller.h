@@ -1,7 +1,10 @@
 // The Models page: the catalog of the user's models (app/core/catalog) as a list model,
 // with whether and how each one fits on the GPUs (or the CPU) with the current settings,
-// imports of dropped or chosen files, and loading one. Scans and imports read only file
-// headers, so they run on the GUI thread (milliseconds per file).
+// imports of dropped or chosen files, and loading one. The list is "the library" of
+// catalog/library.h: the library folder, the folders the user added and other apps'
+// downloads (LM Studio, Ollama, ...), used in place, the same list `powerhouse-cli list`
+// prints. Scans and imports read only file headers, so they run on the GUI thread
+// (milliseconds per file).
 //
 // Dropped web addresses are handed on through `downloadRequested`; anything else dropped
 // is refused with the reason.
@@ -12,6 +15,7 @@
 #include <QAbstractListModel>
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QUrl>
 #include <QVariantList>
 #include <QtQml/qqmlregistration.h>
@@ -20,6 +24,7 @@
 #include <optional>
 #include <vector>
 
+#include "catalog/other_apps.h"
 #include "powerhouse/plan.h"
 #include "settings_controller.h"
 #include "store/store.h"
@@ -33,7 +38,7 @@ class ModelListModel : public QAbstractListModel {
 public:
     enum Role {
         PathRole = Qt::UserRole + 1,
-        NameRole,        // general.name, else the file name
+        NameRole,        // the name a person writes: "SmolLM2 135M Instruct · Q4_1" (catalog/display_name.h)
         FileNameRole,
         DetailsRole,     // "llama · Q4_1 · 135 M parameters · 30 layers · 92 MiB"
         UsableRole,      // the engine can run it
@@ -42,11 +47,15 @@ public:
         FitRole,         // the plan in words, or why it does not fit
         SuggestionRole,  // what would make it fit
         LoadedRole,
+        SourceRole,      // where it came from, in words: "Folder", "LM Studio", "Ollama · llama3.2:3b"
+        SourceKindRole,  // the same as a key: "downloaded", "imported", "folder", "lmstudio", "ollama", ...
+        SourceNameRole,  // the other app's name for it ("llama3.2:3b"); empty when it has none
+        OtherAppRole,    // another app's download, used in place (forgetting it only hides it)
     };
 
     struct Row {
         powerhouse::store::ModelRecord record;
-        QString name, details;
+        QString name, details, source;
         QVariantMap fit;
     };
 
@@ -78,18 +87,25 @@ class LibraryController : public QObject {
     // the library folder).
     Q_PROPERTY(QString importMode READ importMode WRITE setImportMode NOTIFY importModeChanged)
     Q_PROPERTY(QString message READ message NOTIFY messageChanged)  // the last import's outcome
+    // What the last rescan passed over, each with why (a folder that cannot be read, a
+    // malformed Ollama manifest).
+    Q_PROPERTY(QStringList scanNotes READ scanNotes NOTIFY scanNotesChanged)
 
 public:
+    // `environment` says where other apps keep their downloads (tests pass a fake home).
     LibraryController(powerhouse::store::Store& store, SettingsController& settings, QString libraryFolder,
-                      QObject* parent = nullptr);
+                      QObject* parent = nullptr,
+                      powerhouse::catalog::Environment environment = powerhouse::catalog::Environment::from_process());
 
     ModelListModel* models() { return &m_models; }
     QString libraryFolder() const { return m_library; }
     QString importMode() const { return m_importMode; }
     void setImportMode(const QString& mode);
     QString message() const { return m_message; }
+    QStringList scanNotes() const { return m_scanNotes; }
 
-    // Scans the library folder and the user's folders, then lists every model.
+    // Refreshes the library (its folder, the user's folders, other apps' downloads), then
+    // lists every model.
     Q_INVOKABLE void rescan();
     // Dropped or chosen: local .gguf files are imported, web addresses handed to downloads,
     // anything else refused with the reason. Returns how many were accepted.
@@ -98,13 +114,15 @@ public:
     // A download arrived in the library folder: rescans, and keeps the sha256 it was
     // verified against with its record.
     void addDownloaded(const QString& path, const QString& verifiedSha256);
-    // Forgets a model (its file stays where it is).
+    // Forgets a model (its file stays where it is); one that a rescan would find again
+    // (another app's, or in a library folder) stays hidden until imported again.
     Q_INVOKABLE void forget(const QString& path);
     void setLoadedPath(const QString& path) { m_models.setLoadedPath(path); }
 
 signals:
     void importModeChanged();
     void messageChanged();
+    void scanNotesChanged();
     void loadRequested(const QString& path);
     void downloadRequested(const QUrl& url);
     void error(const QString& message);
@@ -119,6 +137,8 @@ private:
     QString m_library;
     QString m_importMode = QStringLiteral("in_place");
     QString m_message;
+    QStringList m_scanNotes;
+    powerhouse::catalog::Environment m_environment;
     ModelListModel m_models;
     std::map<std::string, std::optional<powerhouse::ModelShape>> m_shapes;  // by path
 };

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "catalog/catalog.h"
+#include "catalog/display_name.h"
 
 namespace powerhouse::catalog {
 
@@ -37,6 +38,8 @@ LibraryEntry entry_of(store::ModelRecord record) {
         if (j.contains("quantization") && j["quantization"].is_string()) e.quantization = j["quantization"].get<std::string>();
         if (j.contains("architecture") && j["architecture"].is_string()) e.architecture = j["architecture"].get<std::string>();
     }
+    // A file that cannot be read may still say what it is in its name.
+    if (e.quantization.empty()) e.quantization = quantization_from_file_name(fs::path(record.path).filename().string());
     e.record = std::move(record);
     return e;
 }

@@ -39,7 +39,7 @@ std::filesystem::path default_data_dir(const Environment& env);
 struct LibraryEntry {
     store::ModelRecord record;
     std::string name;          // display_name.h's name ("SmolLM2 135M Instruct · Q4_1")
-    std::string quantization;  // "Q4_1"; empty when unknown (a file that cannot be read)
+    std::string quantization;  // "Q4_1": the file's, else its name's; empty when unknown
     std::string architecture;  // general.architecture; empty when unknown
 };
 

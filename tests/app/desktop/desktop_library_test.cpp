@@ -90,6 +90,61 @@ TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
     EXPECT_EQ(LibraryController(store, settings, library).importMode(), "copy") << "kept in the store";
 }
 
+// Other apps' downloads on the Models page: a fake home with an Ollama model (two tags of
+// one blob) and an LM Studio one, named as a person writes them, with their source; a
+// malformed manifest is a note; forgetting one hides it without touching its file.
+TEST(LibraryController, ListsOtherAppsDownloadsWithTheirSource) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    SettingsController settings(store, {});
+    const std::filesystem::path home = dir / "home";
+    const std::filesystem::path ollama = home / ".ollama" / "models";
+    const std::string blob = (ollama / "blobs" / ("sha256-" + std::string(64, 'a'))).string();
+    const std::filesystem::path lms =
+        home / ".lmstudio" / "models" / "bartowski" / "SmolLM2-135M-Instruct-GGUF" / "SmolLM2-135M-Instruct-Q4_1.gguf";
+    for (const std::filesystem::path& to : {std::filesystem::path(blob), lms}) {
+        std::filesystem::create_directories(to.parent_path());
+        std::filesystem::copy_file(powerhouse::test::test_model_path(), to);
+    }
+    const std::string manifest = R"({"layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:)" +
+                                 std::string(64, 'a') + R"("}]})";
+    for (const char* tag : {"135m", "latest"}) {
+        std::filesystem::create_directories(ollama / "manifests" / "registry.ollama.ai" / "library" / "smollm2");
+        powerhouse::test::write_file(ollama / "manifests" / "registry.ollama.ai" / "library" / "smollm2" / tag, manifest);
+    }
+    std::filesystem::create_directories(ollama / "manifests" / "registry.ollama.ai" / "library" / "broken");
+    powerhouse::test::write_file(ollama / "manifests" / "registry.ollama.ai" / "library" / "broken" / "latest", "{");
+    powerhouse::catalog::Environment env;
+    env.home = home;
+    env.ollama_service_models.clear();
+    LibraryController controller(store, settings, QString::fromStdString((dir / "models").string()), nullptr, env);
+    QAbstractItemModelTester tester(controller.models(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    controller.rescan();
+
+    const ModelListModel& models = *controller.models();
+    ASSERT_EQ(models.rowCount(), 2);
+    // By name: "SmolLM2 135M Instruct · Q4_1" (LM Studio's file name), "Smollm2 135M · Q4_1".
+    EXPECT_EQ(models.data(models.index(0), ModelListModel::NameRole).toString(), "SmolLM2 135M Instruct · Q4_1");
+    EXPECT_EQ(models.data(models.index(0), ModelListModel::SourceRole).toString(),
+              "LM Studio · bartowski/SmolLM2-135M-Instruct-GGUF");
+    EXPECT_EQ(models.data(models.index(0), ModelListModel::SourceKindRole).toString(), "lmstudio");
+    EXPECT_EQ(models.data(models.index(1), ModelListModel::NameRole).toString(), "Smollm2 135M · Q4_1");
+    EXPECT_EQ(models.data(models.index(1), ModelListModel::SourceRole).toString(),
+              "Ollama · smollm2:135m, smollm2:latest");
+    EXPECT_EQ(models.data(models.index(1), ModelListModel::SourceNameRole).toString(), "smollm2:135m, smollm2:latest");
+    EXPECT_TRUE(models.data(models.index(1), ModelListModel::OtherAppRole).toBool());
+    EXPECT_TRUE(models.data(models.index(1), ModelListModel::UsableRole).toBool());
+    EXPECT_EQ(models.data(models.index(1), ModelListModel::PathRole).toString().toStdString(), blob);
+    EXPECT_EQ(models.roleNames().value(ModelListModel::SourceRole), "source");
+    ASSERT_EQ(controller.scanNotes().size(), 1);
+    EXPECT_TRUE(controller.scanNotes()[0].contains("broken:latest")) << controller.scanNotes()[0].toStdString();
+
+    controller.forget(QString::fromStdString(blob));
+    controller.rescan();
+    EXPECT_EQ(models.rowCount(), 1) << "forgotten: hidden, not found again";
+    EXPECT_TRUE(std::filesystem::exists(blob));
+}
+
 class DownloadControllerTest : public ::testing::Test {
 protected:
     void SetUp() override {
