@@ -57,7 +57,8 @@ BUILD_PACKAGES=(build-essential cmake ninja-build git pkg-config ca-certificates
                 qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-controls
                 qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtquick-templates
                 qml6-module-qtqml-workerscript qml6-module-qtquick-dialogs qt6-qpa-plugins fonts-dejavu-core
-                qtkeychain-qt6-dev)  # QtKeychain: remote engines' API keys in the system keyring
+                qtkeychain-qt6-dev  # QtKeychain: remote engines' API keys in the system keyring
+                libqt6svg6 adwaita-icon-theme)  # the views' icons: Adwaita's SVGs, drawn by Qt's SVG plugin
 # What the tests add: GoogleTest, Google Benchmark, clang for libFuzzer and sanitizers.
 # The desktop tests: Qt Quick Test's QML module, and Xvfb for a run in a real X window.
 TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev

@@ -17,7 +17,7 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     });
     connect(&m_engine, &EngineClient::loaded, this, [this](const QVariantMap& summary) {
         m_modelState = QStringLiteral("ready");
-        m_modelName = summary.value("name").toString();
+        m_modelName = summary.value("displayName").toString();
         m_modelDevice = summary.value("device").toString();
         m_localName = m_modelName;
         emit modelChanged();

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <utility>
 
+#include "catalog/catalog.h"
+
 namespace {
 
 QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
@@ -16,7 +18,12 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
                                    {"ramWeightBytes", static_cast<double>(d.ram_weight_bytes)},
                                    {"kvCacheBytes", static_cast<double>(d.kv_cache_bytes)}});
     }
+    // The name as a person writes it ("SmolLM2 135M Instruct · Q4_1"), from the file's header
+    // (read again here, on the events thread: a few milliseconds).
+    QString displayName = QString::fromStdString(s.name);
+    if (auto info = powerhouse::inspect_model(s.path)) displayName = QString::fromStdString(powerhouse::catalog::model_display_name(*info));
     return {{"name", QString::fromStdString(s.name)},
+            {"displayName", displayName},
             {"architecture", QString::fromStdString(s.architecture)},
             {"path", QString::fromStdString(s.path.string())},
             {"device", QString::fromStdString(s.device)},

@@ -1,6 +1,6 @@
-// powerhouse: the desktop app. Wires the store, the engine client and the chat controller
-// together (no singletons) and hands the controller to the QML window as its required
-// property.
+// powerhouse: the desktop app. Reads the command line, makes the DesktopApp (the store, the
+// engine client and the controllers, wired together; no singletons) and hands its
+// controllers to the QML window as its properties.
 //
 //   powerhouse [FILE | --model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
 //              [--show settings|general|server|engines|conversation|models]
@@ -26,37 +26,23 @@
 #include <memory>
 
 #include "build_info.h"
-#include "chat_controller.h"
-#include "dashboard_controller.h"
-#include "download_controller.h"
-#include "engine_client.h"
-#include "engines_controller.h"
-#include "library_controller.h"
-#include "server_controller.h"
-#include "settings_controller.h"
-#include "store/store.h"
+#include "desktop_app.h"
 #include "version_report.h"
 
 Q_IMPORT_QML_PLUGIN(PowerhousePlugin)
 
 namespace {
 
-// The model to open: --model, else the last one used, else the default model that
-// scripts/run sets up (SmolLM2-135M-Instruct), when it is there.
-QString modelToOpen(const QString& given, powerhouse::store::Store& store) {
-    if (!given.isEmpty()) return given;
-    if (auto last = store.setting("model_path"); last && *last && QFileInfo::exists(QString::fromStdString(**last))) {
-        return QString::fromStdString(**last);
-    }
-    const QString fallback = QString::fromStdString(powerhouse::setup_model_path().string());
-    return !fallback.isEmpty() && QFileInfo::exists(fallback) ? fallback : QString();
-}
-
-// Saves the window to `file` once the app is idle (or after five minutes in any case), then
-// quits.
-void screenshotWhenIdle(QQuickWindow* window, ChatController& controller, const QString& file) {
-    auto shoot = [window, file, &controller](bool wait) {
-        if (wait && (controller.generatingAny() || controller.modelState() == QLatin1String("loading"))) return;
+// Saves the window to `file` once the app is idle (no model loading, no answer streaming,
+// the welcome view planned), or after five minutes in any case, then quits.
+void screenshotWhenIdle(QQuickWindow* window, DesktopApp& desktop, const QString& file) {
+    ChatController& controller = desktop.chat();
+    WelcomeController& welcome = desktop.welcome();
+    auto busy = [&controller, &welcome] {
+        return controller.generatingAny() || controller.modelState() == QLatin1String("loading") || welcome.planning();
+    };
+    auto shoot = [window, file, busy](bool wait) {
+        if (wait && busy()) return;
         const QImage image = window->grabWindow();
         const bool saved = !image.isNull() && image.save(file, "PNG");
         std::fprintf(stderr, saved ? "screenshot saved to %s\n" : "could not save the screenshot to %s\n",
@@ -66,7 +52,8 @@ void screenshotWhenIdle(QQuickWindow* window, ChatController& controller, const 
     // Let the last frames render; if work started meanwhile, the next idle shoots.
     auto settle = [window, shoot] { QTimer::singleShot(700, window, [shoot] { shoot(true); }); };
     QObject::connect(&controller, &ChatController::idle, window, settle);
-    if (controller.modelState() != QLatin1String("loading")) settle();
+    QObject::connect(&welcome, &WelcomeController::planningChanged, window, settle);
+    if (!busy()) settle();
     QTimer::singleShot(300000, window, [shoot] { shoot(false); });
 }
 
@@ -131,18 +118,38 @@ int main(int argc, char* argv[]) {
     QGuiApplication::setApplicationVersion(QStringLiteral(POWERHOUSE_VERSION));
     QGuiApplication::setDesktopFileName(QStringLiteral("io.github.powerhouse_app.Powerhouse"));
     QGuiApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("io.github.powerhouse_app.Powerhouse")));
+    // The views' icons are freedesktop names ("edit-copy-symbolic") from the packaged Adwaita
+    // theme, tinted by the views to the theme's colours; a desktop whose own theme lacks a
+    // name falls back to Adwaita, and without a desktop theme Adwaita is the theme.
+    // Without a desktop session (a bare X server, offscreen) Qt searches no system folder.
+    QStringList iconPaths = QIcon::themeSearchPaths();
+    for (const QString& path : QStandardPaths::locateAll(QStandardPaths::GenericDataLocation, QStringLiteral("icons"),
+                                                         QStandardPaths::LocateDirectory)) {
+        if (!iconPaths.contains(path)) iconPaths << path;
+    }
+    QIcon::setThemeSearchPaths(iconPaths);
+    QIcon::setFallbackThemeName(QStringLiteral("Adwaita"));
+    if (QIcon::themeName().isEmpty() || QIcon::themeName() == QLatin1String("hicolor")) {
+        QIcon::setThemeName(QStringLiteral("Adwaita"));
+    }
 
     const QString dataDir = parser.isSet(dataOption)
                                 ? parser.value(dataOption)
                                 : QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/powerhouse";
-    auto store = powerhouse::store::Store::open((dataDir + "/powerhouse.db").toStdString());
-    if (!store) {
+    DesktopApp::Options options;
+    options.dataDir = dataDir;
+    // Downloads go into the library folder; Hugging Face's address can be a mirror
+    // (HF_ENDPOINT, as huggingface_hub reads it).
+    options.hubEndpoint = qEnvironmentVariable("HF_ENDPOINT", QStringLiteral("https://huggingface.co"));
+    options.contextOverride = parser.value(ctxOption).toUInt();
+    auto created = DesktopApp::create(options);
+    if (!created) {
         // Nothing can be kept without the store: say why, in a window too (the app may have
         // been started from a menu), and end with an error.
-        std::fprintf(stderr, "powerhouse: %s\n", store.error().message.c_str());
+        std::fprintf(stderr, "powerhouse: %s\n", created.error().message.c_str());
         if (parser.isSet(screenshotOption)) return 1;
         QQmlApplicationEngine fallback;
-        fallback.setInitialProperties({{QStringLiteral("message"), QString::fromStdString(store.error().message)}});
+        fallback.setInitialProperties({{QStringLiteral("message"), QString::fromStdString(created.error().message)}});
         fallback.loadData(R"(
             import QtQuick
             import QtQuick.Controls
@@ -154,96 +161,18 @@ int main(int argc, char* argv[]) {
         QGuiApplication::exec();
         return 1;
     }
-    (void)store->purge_deleted();  // deletions are undoable until the app restarts
-
-    EngineClient engine;
-    ChatController controller(*store, engine);
-    DashboardController dashboard(powerhouse::options_from_environment());
-    QObject::connect(&engine, &EngineClient::loaded, &dashboard, [&dashboard](const QVariantMap& summary) {
-        dashboard.setPlacement(summary.value("devices").toList());
-    });
-    QObject::connect(&engine, &EngineClient::schedulerStats, &dashboard, &DashboardController::setSchedulerStats);
-    SettingsController settings(*store, dataDir);
-    QObject::connect(&dashboard, &DashboardController::snapshotApplied, &settings, &SettingsController::setDevices);
-    // The plan puts the loaded model on GPUs (simulated ones stand in for the CUDA backend
-    // until it lands); the dashboard measures each answer's energy on them.
-    QObject::connect(&engine, &EngineClient::loaded, &settings, [&settings, &dashboard](const QVariantMap& summary) {
-        settings.setModel(summary.value("path").toString());
-        dashboard.setModelGpus(settings.plannedGpus());
-    });
-    QObject::connect(&settings, &SettingsController::error, &controller, &ChatController::showError);
-    controller.setAnswerObserver([&dashboard](quint64 id) { dashboard.beginAnswer(id); },
-                                 [&dashboard](quint64 id) { return dashboard.endAnswer(id); });
-    const auto price = [&controller, &settings] {
-        controller.messages()->setElectricityPrice(settings.electricityPrice());
-    };
-    QObject::connect(&settings, &SettingsController::applied, &controller, price);
-    price();
-    dashboard.start();
-
-    LibraryController library(*store, settings, dataDir + "/models");
-    QObject::connect(&library, &LibraryController::error, &controller, &ChatController::showError);
-    QObject::connect(&engine, &EngineClient::loaded, &library, [&library](const QVariantMap& summary) {
-        library.setLoadedPath(summary.value("path").toString());
-    });
-    library.rescan();
-    // Downloads go into the library folder; Hugging Face's address can be a mirror
-    // (HF_ENDPOINT, as huggingface_hub reads it).
-    const QString endpoint = qEnvironmentVariable("HF_ENDPOINT", QStringLiteral("https://huggingface.co"));
-    DownloadController downloads(*store, dataDir + "/models", endpoint);
-    QObject::connect(&library, &LibraryController::downloadRequested, &downloads,
-                     [&downloads](const QUrl& url) { downloads.add(url); });
-    QObject::connect(&downloads, &DownloadController::finished, &library, &LibraryController::addDownloaded);
-    // The OpenAI API server on the same engine (Settings → Server); destroyed before the
-    // engine client, it stops and joins its thread at quit.
-    ServerController server(*store, engine);
-    server.setTelemetry([&dashboard] { return dashboard.latestSnapshot(); });
-    // Remote engines (Settings → Engines): choosing one of their models in the model bar
-    // sends the next answers there; loading a local model takes them back.
-    EnginesController engines(*store);
-    // Their metrics URLs feed the dashboard's remote GPUs (read on the poller's thread).
-    auto feedMetrics = [&engines, &dashboard] { dashboard.remote()->setSources(engines.metricsSources()); };
-    QObject::connect(&engines, &EnginesController::metricsSourcesChanged, &dashboard, feedMetrics);
-    feedMetrics();
-    QObject::connect(&engines, &EnginesController::remoteChosen, &controller, &ChatController::useRemote);
-    QObject::connect(&engine, &EngineClient::modelGoing, &engines, &EnginesController::clearChoice);
-    engines.refreshModels();
+    DesktopApp& desktop = **created;
+    ChatController& controller = desktop.chat();
 
     QQmlApplicationEngine qml;
-    qml.setInitialProperties({{QStringLiteral("controller"), QVariant::fromValue(&controller)},
-                              {QStringLiteral("dashboard"), QVariant::fromValue(&dashboard)},
-                              {QStringLiteral("settings"), QVariant::fromValue(&settings)},
-                              {QStringLiteral("library"), QVariant::fromValue(&library)},
-                              {QStringLiteral("downloads"), QVariant::fromValue(&downloads)},
-                              {QStringLiteral("server"), QVariant::fromValue(&server)},
-                              {QStringLiteral("engines"), QVariant::fromValue(&engines)}});
+    qml.setInitialProperties(desktop.qmlProperties());
     qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
 
     const QString given =
         parser.positionalArguments().isEmpty() ? parser.value(modelOption) : parser.positionalArguments().front();
-    const QString model = modelToOpen(given, *store);
-    // The model is loaded with the applied settings; --ctx overrides the context at start.
-    const uint32_t ctx = parser.value(ctxOption).toUInt();
-    auto current = std::make_shared<QString>();  // the model loaded last
-    const auto load = [&controller, &settings, &store, ctx, current](const QString& path, bool fromSettings) {
-        powerhouse::ModelOptions options = settings.modelOptions();
-        if (!fromSettings && ctx > 0) options.n_ctx = ctx;
-        *current = path;
-        (void)store->set_setting("model_path", path.toStdString());
-        controller.loadModel(path, options);
-    };
-    // A model named on the command line wins; else the remote model chosen when the app last
-    // ran, if there was one; else the local model loaded last.
-    const bool restored = given.isEmpty() && engines.restoreChoice();
-    if (!model.isEmpty() && !restored) load(model, false);
-    // Applying the settings reloads the model with them; the Models page loads another.
-    QObject::connect(&settings, &SettingsController::applied, &controller, [load, current] {
-        if (!current->isEmpty()) load(*current, true);
-    });
-    QObject::connect(&library, &LibraryController::loadRequested, &controller,
-                     [load](const QString& path) { load(path, true); });
+    desktop.loadAtStart(given);
     if (parser.isSet(sendOption)) {
         const QString text = parser.value(sendOption);
         auto sent = std::make_shared<bool>(false);
@@ -267,7 +196,7 @@ int main(int argc, char* argv[]) {
         QMetaObject::invokeMethod(window, "openPanel", Q_ARG(QString, panel));
     }
     if (parser.isSet(screenshotOption) && window != nullptr) {
-        screenshotWhenIdle(window, controller, parser.value(screenshotOption));
+        screenshotWhenIdle(window, desktop, parser.value(screenshotOption));
     }
     return QGuiApplication::exec();
 }

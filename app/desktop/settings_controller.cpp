@@ -224,16 +224,15 @@ powerhouse::ModelOptions SettingsController::modelOptions() const {
 // The planner's answer for `shape` at `contextLength` with the current choices: in words,
 // whether it fits, and the placement for the dashboard. Without a GPU in use, the CPU's
 // available memory is the device.
-SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShape& shape, int contextLength) const {
-    Plan out;
-    std::vector<powerhouse::DeviceDesc> devices;
-    powerhouse::PlanOptions options;
+SettingsController::PlanInputs SettingsController::planInputs(int contextLength, bool moe) const {
+    PlanInputs in;
+    powerhouse::PlanOptions& options = in.options;
     if (auto mode = powerhouse::parse_split_mode(m_splitMode.toStdString())) options.mode = *mode;
     options.n_ctx = static_cast<uint32_t>(contextLength);
     options.max_sequences = static_cast<uint32_t>(m_maxSequences);
     options.kv_type = modelOptions().kv_cache_type;
     options.experts_in_ram = modelOptions().experts_in_ram;
-    if (shape.n_expert > 0) {
+    if (moe) {
         if (auto ram = powerhouse::cpu_devices("cpu"); ram && !ram->empty()) options.ram_bytes = ram->front().free_bytes;
     }
     for (size_t i = 0; i < m_gpus.size(); ++i) {
@@ -241,13 +240,26 @@ SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShap
         // The planner keeps one reserve for all devices: fold each GPU's own into its free memory.
         const uint64_t own = static_cast<uint64_t>(m_gpus[i].reserveMiB) << 20;
         d.free_bytes = d.free_bytes > own ? d.free_bytes - own : 0;
-        devices.push_back(d);
+        in.devices.push_back(d);
         if (m_gpus[i].use) {
             options.use.push_back(static_cast<uint32_t>(i));
             options.ratios.push_back(m_gpus[i].ratio);
         }
     }
     options.reserve_bytes = 0;  // each GPU's own reserve is folded into its free memory above
+    if (!options.use.empty()) {
+        const auto main = static_cast<uint32_t>(m_mainGpu);
+        options.main_device =
+            std::find(options.use.begin(), options.use.end(), main) != options.use.end() ? main : options.use.front();
+    }
+    return in;
+}
+
+SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShape& shape, int contextLength) const {
+    Plan out;
+    PlanInputs in = planInputs(contextLength, shape.n_expert > 0);
+    const std::vector<powerhouse::DeviceDesc>& devices = in.devices;
+    const powerhouse::PlanOptions& options = in.options;
     if (options.use.empty()) {
         // On the CPU: one device, the memory available now.
         auto cpu = powerhouse::cpu_devices("cpu");
@@ -274,9 +286,6 @@ SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShap
                        .arg(why, gib(plan->devices.front().total_bytes()), gib(plan->devices.front().budget_bytes));
         return out;
     }
-    const auto main = static_cast<uint32_t>(m_mainGpu);
-    options.main_device =
-        std::find(options.use.begin(), options.use.end(), main) != options.use.end() ? main : options.use.front();
     auto plan = powerhouse::plan_devices(shape, devices, options);
     if (!plan) {
         out.text = QString::fromStdString(plan.error().message);

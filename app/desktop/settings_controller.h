@@ -96,6 +96,16 @@ public:
     // make it fit)}.
     QVariantMap fitFor(const powerhouse::ModelShape& shape) const;
 
+    // The devices and options the planner is given for a model (`moe`: it has experts, so
+    // system RAM is offered for them): the GPUs as the monitor sees them with each one's
+    // reserve folded into its free memory, those in use and their ratios. No GPU in use:
+    // options.use is empty and the model runs on the CPU.
+    struct PlanInputs {
+        std::vector<powerhouse::DeviceDesc> devices;
+        powerhouse::PlanOptions options;
+    };
+    PlanInputs planInputs(int contextLength, bool moe) const;
+
     // What a model is loaded with, from the applied settings.
     powerhouse::ModelOptions modelOptions() const;
 

@@ -21,51 +21,68 @@ Rectangle {
     }
 
     color: Theme.background
-    implicitHeight: row.implicitHeight + 2 * Theme.spacing
+    implicitHeight: box.implicitHeight + 2 * Theme.space3
 
-    RowLayout {
-        id: row
+    // One box: the text, and the send (or stop) button inside it, as chat apps draw it.
+    Rectangle {
+        id: box
         anchors.fill: parent
-        anchors.margins: Theme.spacing
-        anchors.leftMargin: Theme.spacing * 2
-        anchors.rightMargin: Theme.spacing * 2
-        spacing: Theme.spacing
+        anchors.topMargin: Theme.space2
+        anchors.bottomMargin: Theme.space4
+        anchors.leftMargin: Theme.space6
+        anchors.rightMargin: Theme.space6
+        implicitHeight: row.implicitHeight + 2 * Theme.space2
+        radius: Theme.radiusLarge
+        color: Theme.surface
+        border.color: input.activeFocus ? Theme.accent : Theme.border
+        border.width: input.activeFocus ? 2 : 1
 
-        ScrollView {
-            Layout.fillWidth: true
-            Layout.maximumHeight: 200
-            Layout.preferredHeight: Math.min(200, Math.max(44, input.implicitHeight))
+        RowLayout {
+            id: row
+            anchors.fill: parent
+            anchors.margins: Theme.space2
+            anchors.leftMargin: Theme.space3
+            spacing: Theme.space2
 
-            TextArea {
-                id: input
-                objectName: "composerInput"
-                placeholderText: root.controller.modelState === "ready" ? "Message (Enter sends, Shift+Enter adds a line)"
-                                                                        : "Waiting for a model…"
-                wrapMode: TextEdit.Wrap
-                font.pixelSize: Theme.fontSize
-                focus: true
-                Accessible.name: "Message"
-                background: Rectangle {
-                    radius: Theme.radius
-                    color: Theme.surface
-                    border.color: input.activeFocus ? Theme.accent : Theme.border
-                }
-                Keys.onReturnPressed: event => {
-                    if (event.modifiers & Qt.ShiftModifier) {
-                        event.accepted = false
-                        return
+            ScrollView {
+                Layout.fillWidth: true
+                Layout.maximumHeight: 200
+                Layout.preferredHeight: Math.min(200, Math.max(36, input.implicitHeight))
+
+                TextArea {
+                    id: input
+                    objectName: "composerInput"
+                    placeholderText: root.controller.modelState === "ready" ? "Message (Enter sends, Shift+Enter adds a line)"
+                                                                            : "Waiting for a model…"
+                    wrapMode: TextEdit.Wrap
+                    font.pixelSize: Theme.bodySize
+                    focus: true
+                    Accessible.name: "Message"
+                    background: null
+                    Keys.onReturnPressed: event => {
+                        if (event.modifiers & Qt.ShiftModifier) {
+                            event.accepted = false
+                            return
+                        }
+                        root.send()
                     }
-                    root.send()
                 }
             }
-        }
 
-        Button {
-            objectName: root.controller.generating ? "stopButton" : "sendButton"
-            text: root.controller.generating ? "Stop" : "Send"
-            Accessible.name: text
-            enabled: root.controller.generating || input.text.trim().length > 0
-            onClicked: root.controller.generating ? root.controller.stop() : root.send()
+            RoundButton {
+                objectName: root.controller.generating ? "stopButton" : "sendButton"
+                text: root.controller.generating ? "Stop" : "Send"
+                display: AbstractButton.IconOnly
+                icon.name: root.controller.generating ? "media-playback-stop-symbolic" : "go-up-symbolic"
+                icon.color: enabled ? Theme.onAccent : Theme.textFaint
+                highlighted: true
+                Accessible.name: text
+                ToolTip.visible: hovered
+                ToolTip.text: root.controller.generating ? "Stop the answer (Esc)" : "Send (Enter)"
+                enabled: root.controller.generating || input.text.trim().length > 0
+                Layout.alignment: Qt.AlignBottom
+                onClicked: root.controller.generating ? root.controller.stop() : root.send()
+            }
         }
     }
 }

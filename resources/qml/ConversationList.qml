@@ -2,6 +2,8 @@
 // with a busy indicator while an answer is generated in it.
 import QtQuick
 import QtQuick.Controls
+import QtQuick.Controls.impl
+import QtQuick.Dialogs
 import QtQuick.Layouts
 import Powerhouse
 
@@ -9,6 +11,17 @@ Rectangle {
     id: root
 
     required property ChatController controller
+    // Export and import (the menu beside "New chat", and each conversation's own menu);
+    // null in views tested without it.
+    property ConversationTransfer transfer: null
+
+    // Asks where to save `ids` (empty: every conversation) as `format` ("md" or "json").
+    function exportConversations(ids, format) {
+        saveDialog.ids = ids
+        saveDialog.format = format
+        saveDialog.selectedFile = root.transfer.suggestedFileName(ids, format)
+        saveDialog.open()
+    }
 
     function focusSearch() {
         search.forceActiveFocus()
@@ -22,21 +35,75 @@ Rectangle {
         anchors.margins: Theme.spacing
         spacing: Theme.spacing
 
-        Button {
-            text: "New chat"
-            Accessible.name: "New chat"
+        RowLayout {
             Layout.fillWidth: true
-            onClicked: root.controller.newConversation()
+            spacing: Theme.space2
+            Button {
+                text: "New chat"
+                Accessible.name: "New chat"
+                icon.name: "document-new-symbolic"
+                icon.color: Theme.text
+                Layout.fillWidth: true
+                ToolTip.visible: hovered
+                ToolTip.text: "New chat (Ctrl+N)"
+                ToolTip.delay: 600
+                onClicked: root.controller.newConversation()
+            }
+            IconButton {
+                objectName: "conversationsMenuButton"
+                visible: root.transfer !== null
+                iconName: "view-more-symbolic"
+                text: "Export and import conversations"
+                onClicked: listMenu.popup()
+                Menu {
+                    id: listMenu
+                    MenuItem {
+                        text: "Export all as Markdown…"
+                        onTriggered: root.exportConversations([], "md")
+                    }
+                    MenuItem {
+                        text: "Export all as JSON…"
+                        onTriggered: root.exportConversations([], "json")
+                    }
+                    MenuSeparator {}
+                    MenuItem {
+                        text: "Import from JSON…"
+                        onTriggered: openDialog.open()
+                    }
+                }
+            }
+        }
+
+        // What the last export or import did.
+        Label {
+            objectName: "transferMessage"
+            visible: root.transfer !== null && root.transfer.message.length > 0
+            text: root.transfer ? root.transfer.message : ""
+            color: root.transfer && root.transfer.failed ? Theme.error : Theme.textMuted
+            font.pixelSize: Theme.captionSize
+            wrapMode: Text.Wrap
+            Layout.fillWidth: true
         }
 
         TextField {
             id: search
             objectName: "searchField"
             Layout.fillWidth: true
+            leftPadding: Theme.space2 + Theme.iconSize + Theme.space2
             placeholderText: "Search conversations"
             Accessible.name: "Search conversations"
             onTextChanged: root.controller.conversations.filter = text
             Keys.onEscapePressed: text = ""
+            IconImage {
+                anchors.left: parent.left
+                anchors.leftMargin: Theme.space2
+                anchors.verticalCenter: parent.verticalCenter
+                width: Theme.iconSize
+                height: Theme.iconSize
+                sourceSize: Qt.size(Theme.iconSize, Theme.iconSize)
+                name: "edit-find-symbolic"
+                color: Theme.textMuted
+            }
         }
 
         ListView {
@@ -115,6 +182,17 @@ Rectangle {
                         }
                     }
                     MenuItem {
+                        text: "Export as Markdown…"
+                        enabled: root.transfer !== null
+                        onTriggered: root.exportConversations([item.conversationId], "md")
+                    }
+                    MenuItem {
+                        text: "Export as JSON…"
+                        enabled: root.transfer !== null
+                        onTriggered: root.exportConversations([item.conversationId], "json")
+                    }
+                    MenuSeparator {}
+                    MenuItem {
                         text: "Delete"
                         onTriggered: root.controller.deleteConversation(item.conversationId)
                     }
@@ -169,5 +247,22 @@ Rectangle {
             Accessible.name: "Title"
             onAccepted: renameDialog.accept()
         }
+    }
+
+    FileDialog {
+        id: saveDialog
+        property var ids: []
+        property string format: "md"
+        title: "Export conversations"
+        fileMode: FileDialog.SaveFile
+        nameFilters: format === "md" ? ["Markdown (*.md)"] : ["JSON (*.json)"]
+        onAccepted: root.transfer.exportConversations(ids, format, selectedFile)
+    }
+    FileDialog {
+        id: openDialog
+        title: "Import conversations"
+        fileMode: FileDialog.OpenFile
+        nameFilters: ["Powerhouse or OpenAI-style JSON (*.json)", "All files (*)"]
+        onAccepted: root.transfer.importConversations(selectedFile)
     }
 }

@@ -16,6 +16,15 @@ ApplicationWindow {
     property ServerController server: null
     // Remote engines (Settings → Engines, the model bar); null in views tested without them.
     property EnginesController engines: null
+    // The first run's suggestions; null in views tested without them.
+    property WelcomeController welcome: null
+    // Hugging Face search on the Models page; null in views tested without it.
+    property HubController hub: null
+    // Conversations out and in (the conversation list's menu); null in views tested without it.
+    property ConversationTransfer transfer: null
+    // With no model to answer and nothing in the open conversation, the welcome view shows.
+    readonly property bool welcomeVisible: welcome !== null && controller.modelState !== "ready"
+                                           && controller.modelState !== "loading" && controller.messages.count === 0
     property bool modelsVisible: false
     property bool dashboardVisible: true
 
@@ -88,13 +97,15 @@ ApplicationWindow {
         ConversationList {
             id: conversationList
             controller: window.controller
+            transfer: window.transfer
             SplitView.preferredWidth: 270
             SplitView.minimumWidth: 190
         }
 
         StackLayout {
             SplitView.fillWidth: true
-            currentIndex: window.modelsVisible ? 1 : 0
+            SplitView.minimumWidth: 360
+            currentIndex: window.modelsVisible ? 1 : window.welcomeVisible ? 2 : 0
 
             ChatView {
                 id: chatView
@@ -103,7 +114,18 @@ ApplicationWindow {
             ModelsPage {
                 library: window.library
                 downloads: window.downloads
+                hub: window.hub
                 onLoaded: window.modelsVisible = false
+            }
+            Loader {
+                active: window.welcome !== null
+                sourceComponent: WelcomeView {
+                    objectName: "welcomeView"
+                    welcome: window.welcome
+                    downloads: window.downloads
+                    libraryCount: window.library.models.count
+                    onOpenModels: window.modelsVisible = true
+                }
             }
         }
 

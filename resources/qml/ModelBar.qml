@@ -28,41 +28,71 @@ ToolBar {
         }
     }
 
+    // Below this width the buttons show their icons only (their names stay as tooltips).
+    readonly property bool compact: width < 980
+
     RowLayout {
         anchors.fill: parent
-        anchors.leftMargin: Theme.spacing
-        anchors.rightMargin: Theme.spacing
-        spacing: Theme.spacing
+        anchors.leftMargin: Theme.space4
+        anchors.rightMargin: Theme.space2
+        spacing: Theme.space3
 
         Label {
             text: "Powerhouse"
-            font.bold: true
-            font.pixelSize: Theme.fontSize + 2
+            font.weight: Font.DemiBold
+            font.pixelSize: Theme.subtitleSize
             color: Theme.text
         }
         Rectangle {
-            width: 1
-            height: 20
+            implicitWidth: 1
+            implicitHeight: 20
             color: Theme.border
         }
-        Label {
-            Accessible.name: "Model"
-            color: Theme.text
-            font.pixelSize: Theme.fontSize
-            text: {
-                switch (bar.controller.modelState) {
-                case "ready": return bar.controller.modelName
-                case "loading": return "Loading " + bar.controller.modelName + "…"
-                case "failed": return "No model (loading failed)"
-                default: return "No model loaded"
+        // The model: its name as a person writes it, and where it runs.
+        Rectangle {
+            objectName: "modelChip"
+            implicitHeight: 28
+            implicitWidth: modelRow.implicitWidth + 2 * Theme.space3
+            Layout.maximumWidth: bar.width * 0.5
+            radius: height / 2
+            color: bar.controller.modelState === "failed" ? Theme.errorBackground : Theme.surface
+            border.color: Theme.border
+            RowLayout {
+                id: modelRow
+                anchors.fill: parent
+                anchors.leftMargin: Theme.space3
+                anchors.rightMargin: Theme.space3
+                spacing: Theme.space2
+                Rectangle {
+                    implicitWidth: 8
+                    implicitHeight: 8
+                    radius: 4
+                    color: bar.controller.modelState === "ready" ? Theme.success
+                         : bar.controller.modelState === "loading" ? Theme.warning
+                         : bar.controller.modelState === "failed" ? Theme.error : Theme.textFaint
+                }
+                Label {
+                    Accessible.name: "Model"
+                    color: Theme.text
+                    font.pixelSize: Theme.bodySize
+                    elide: Text.ElideRight
+                    Layout.fillWidth: true
+                    text: {
+                        switch (bar.controller.modelState) {
+                        case "ready": return bar.controller.modelName
+                        case "loading": return "Loading " + bar.controller.modelName + "…"
+                        case "failed": return "No model (loading failed)"
+                        default: return "No model loaded"
+                        }
+                    }
+                }
+                Label {
+                    visible: bar.controller.modelState === "ready" && !bar.compact
+                    text: bar.controller.modelDevice
+                    color: Theme.textMuted
+                    font.pixelSize: Theme.captionSize
                 }
             }
-        }
-        Label {
-            visible: bar.controller.modelState === "ready"
-            text: bar.controller.modelDevice
-            color: Theme.textMuted
-            font.pixelSize: Theme.smallFontSize
         }
         ProgressBar {
             visible: bar.controller.modelState === "loading"
@@ -70,13 +100,13 @@ ToolBar {
             from: 0
             to: 1
             value: bar.controller.loadProgress
-            Layout.preferredWidth: 180
+            Layout.preferredWidth: 140
         }
         Label {
-            visible: bar.controller.modelState === "loading"
+            visible: bar.controller.modelState === "loading" && !bar.compact
             text: bar.controller.loadStage
             color: Theme.textMuted
-            font.pixelSize: Theme.smallFontSize
+            font.pixelSize: Theme.captionSize
         }
         ComboBox {
             id: remoteModels
@@ -87,7 +117,7 @@ ToolBar {
             currentIndex: -1
             displayText: bar.engines && bar.engines.chosen.length > 0 ? bar.engines.chosen : "Remote model…"
             Accessible.name: "Answer with a remote engine's model"
-            Layout.preferredWidth: 260
+            Layout.preferredWidth: bar.compact ? 160 : 240
             onActivated: index => {
                 const choice = bar.engines.remoteModels[index]
                 bar.engines.choose(choice.endpoint, choice.model)
@@ -96,19 +126,28 @@ ToolBar {
         Item {
             Layout.fillWidth: true
         }
-        ToolButton {
+        IconButton {
             objectName: "modelsButton"
+            iconName: bar.modelsVisible ? "go-previous-symbolic" : "drive-harddisk-symbolic"
+            showText: !bar.compact
             text: bar.modelsVisible ? "Back to the chat" : "Models"
+            ToolTip.text: bar.modelsVisible ? "Back to the chat (Ctrl+M)" : "Models: find, add, download and load (Ctrl+M)"
             Accessible.name: bar.modelsVisible ? "Back to the chat (Ctrl+M)" : "Models: add, download and load (Ctrl+M)"
             onClicked: bar.toggleModels()
         }
-        ToolButton {
+        IconButton {
+            iconName: "emblem-system-symbolic"
+            showText: !bar.compact
             text: "Settings"
+            ToolTip.text: "Settings: GPUs, split, context, theme (Ctrl+,)"
             Accessible.name: "Settings: GPUs, split, context, theme (Ctrl+,)"
             onClicked: bar.openSettings()
         }
-        ToolButton {
+        IconButton {
+            iconName: "sidebar-show-symbolic"
+            showText: !bar.compact
             text: bar.dashboardVisible ? "Hide GPUs" : "Show GPUs"
+            ToolTip.text: "Show or hide the GPU dashboard (Ctrl+G)"
             Accessible.name: "Show or hide the GPU dashboard (Ctrl+G)"
             onClicked: bar.toggleDashboard()
         }

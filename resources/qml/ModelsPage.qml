@@ -1,7 +1,9 @@
-// The Models page: the user's models with whether and how each fits on the GPUs (or the
-// CPU) at the chosen context, what would make it fit when it does not, and why a file
-// cannot be used when it cannot; "Add model…" (a file dialog), a web address to download,
-// and how imported files are kept. Files and links can also be dropped anywhere.
+// The Models page: the user's models (the library folder, the user's folders, and what
+// LM Studio, Ollama, llama.cpp, GPT4All and Jan downloaded) with whether and how each fits
+// on the GPUs (or the CPU) at the chosen context, what would make it fit when it does not,
+// and why a file cannot be used when it cannot; "Add model…" (a file dialog), a web address
+// to download, and how imported files are kept. Files and links can also be dropped
+// anywhere. The second tab finds models on Hugging Face.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Dialogs
@@ -13,6 +15,8 @@ Rectangle {
 
     required property LibraryController library
     required property DownloadController downloads
+    // Hugging Face search (the second tab); null in views tested without it.
+    property HubController hub: null
 
     signal loaded()
 
@@ -31,59 +35,61 @@ Rectangle {
         anchors.margins: Theme.spacing * 2
         spacing: Theme.spacing
 
-        RowLayout {
-            spacing: Theme.spacing
+        // The title and the page's actions; the import mode wraps below them when narrow.
+        Flow {
+            Layout.fillWidth: true
+            spacing: Theme.space2
             Label {
                 text: "Models"
                 color: Theme.text
-                font.bold: true
-                font.pixelSize: Theme.fontSize + 4
-                Layout.fillWidth: true
-                Layout.minimumWidth: implicitWidth
-            }
-            Label { text: "Imported files are"; color: Theme.textMuted }
-            ComboBox {
-                objectName: "importMode"
-                readonly property var values: ["in_place", "copy", "move"]
-                model: ["used where they are", "copied to the library", "moved to the library"]
-                currentIndex: Math.max(0, values.indexOf(root.library.importMode))
-                onActivated: root.library.importMode = values[currentIndex]
-                Accessible.name: "How imported files are kept"
-                Layout.preferredWidth: 220
+                font.weight: Font.DemiBold
+                font.pixelSize: Theme.titleSize
+                height: Theme.controlHeight
+                verticalAlignment: Text.AlignVCenter
+                rightPadding: Theme.space4
             }
             Button {
                 text: "Add model…"
+                icon.name: "list-add-symbolic"
+                icon.color: Theme.text
                 Accessible.name: "Add model files"
                 onClicked: fileDialog.open()
             }
             Button {
                 text: "Rescan"
+                icon.name: "view-refresh-symbolic"
+                icon.color: Theme.text
                 Accessible.name: "Scan the library folders again"
                 onClicked: root.library.rescan()
             }
-        }
-
-        RowLayout {
-            spacing: Theme.spacing
-            TextField {
-                id: urlField
-                objectName: "urlField"
-                placeholderText: "Download: a Hugging Face model or file link, or any https:// link to a .gguf file"
-                Accessible.name: "Download address"
-                Layout.fillWidth: true
-                onAccepted: download()
-                function download() {
-                    if (text.trim().length === 0)
-                        return
-                    root.library.importUrls([text.trim()])
-                    text = ""
+            Row {
+                spacing: Theme.space2
+                Label {
+                    text: "Imported files are"
+                    color: Theme.textMuted
+                    height: Theme.controlHeight
+                    verticalAlignment: Text.AlignVCenter
+                    leftPadding: Theme.space2
+                }
+                ComboBox {
+                    objectName: "importMode"
+                    readonly property var values: ["in_place", "copy", "move"]
+                    model: ["used where they are", "copied to the library", "moved to the library"]
+                    currentIndex: Math.max(0, values.indexOf(root.library.importMode))
+                    onActivated: root.library.importMode = values[currentIndex]
+                    Accessible.name: "How imported files are kept"
+                    width: 210
                 }
             }
-            Button {
-                text: "Download"
-                enabled: urlField.text.trim().length > 0
-                onClicked: urlField.download()
-            }
+        }
+
+        TabBar {
+            id: tabs
+            objectName: "modelsTabs"
+            Layout.fillWidth: true
+            visible: root.hub !== null
+            TabButton { text: "On this machine"; width: implicitWidth }
+            TabButton { objectName: "hubTab"; text: "Find on Hugging Face"; width: implicitWidth }
         }
 
         // Downloads: progress, pause/resume/cancel; a listed repository's files to choose from.
@@ -166,118 +172,182 @@ Rectangle {
             }
         }
 
-        Label {
-            objectName: "libraryMessage"
-            visible: root.library.message.length > 0
-            text: root.library.message
-            color: Theme.textMuted
-            wrapMode: Text.Wrap
-            Layout.fillWidth: true
-        }
-
-        ListView {
-            id: list
-            objectName: "modelList"
+        StackLayout {
             Layout.fillWidth: true
             Layout.fillHeight: true
-            clip: true
-            spacing: Theme.spacing
-            model: root.library.models
-            ScrollBar.vertical: ScrollBar {}
+            currentIndex: root.hub !== null ? tabs.currentIndex : 0
 
-            Label {
-                anchors.centerIn: parent
-                visible: list.count === 0
-                width: parent.width * 0.7
-                horizontalAlignment: Text.AlignHCenter
-                wrapMode: Text.Wrap
-                text: "No models yet. Drop a .gguf file or a download link here, or use Add model.\nThe library folder is " + root.library.libraryFolder
-                color: Theme.textMuted
-            }
-
-            delegate: Rectangle {
-                id: card
-                required property int index
-                required property string path
-                required property string name
-                required property string fileName
-                required property string details
-                required property bool usable
-                required property string problem
-                required property bool fits
-                required property string fit
-                required property string suggestion
-                required property bool loaded
-                objectName: "model" + index
-                width: ListView.view.width
-                implicitHeight: cardColumn.implicitHeight + 2 * Theme.spacing
-                radius: Theme.radius
-                color: Theme.surface
-                border.color: card.loaded ? Theme.accent : Theme.border
-
-                ColumnLayout {
-                    id: cardColumn
-                    anchors.fill: parent
-                    anchors.margins: Theme.spacing
-                    spacing: 4
-                    RowLayout {
+            ColumnLayout {
+                spacing: Theme.spacing
+                RowLayout {
+                    spacing: Theme.spacing
+                    TextField {
+                        id: urlField
+                        objectName: "urlField"
+                        placeholderText: "A Hugging Face model or file link, or an https:// link to a .gguf file"
+                        Accessible.name: "Download address"
                         Layout.fillWidth: true
-                        Label {
-                            text: card.name + (card.loaded ? "  (loaded)" : "")
-                            color: Theme.text
-                            font.bold: true
-                            elide: Text.ElideRight
-                            Layout.fillWidth: true
-                        }
-                        Button {
-                            objectName: "loadButton"
-                            visible: card.usable
-                            text: card.loaded ? "Reload" : "Load"
-                            Accessible.name: "Load " + card.name
-                            onClicked: {
-                                root.library.load(card.path)
-                                root.loaded()
-                            }
-                        }
-                        ToolButton {
-                            text: "Forget"
-                            Accessible.name: "Remove " + card.name + " from the list (the file stays)"
-                            onClicked: root.library.forget(card.path)
+                        onAccepted: download()
+                        function download() {
+                            if (text.trim().length === 0)
+                                return
+                            root.library.importUrls([text.trim()])
+                            text = ""
                         }
                     }
-                    Label {
-                        text: card.fileName + " · " + card.details
-                        color: Theme.textMuted
-                        font.pixelSize: Theme.smallFontSize
-                        wrapMode: Text.Wrap
-                        Layout.fillWidth: true
-                    }
-                    Label {
-                        objectName: "problem"
-                        visible: !card.usable
-                        text: "Cannot be used: " + card.problem
-                        color: Theme.error
-                        wrapMode: Text.Wrap
-                        Layout.fillWidth: true
-                    }
-                    Label {
-                        objectName: "fit"
-                        visible: card.usable && card.fit.length > 0
-                        text: card.fit
-                        color: card.fits ? Theme.text : Theme.error
-                        font.pixelSize: Theme.smallFontSize
-                        wrapMode: Text.Wrap
-                        Layout.fillWidth: true
-                    }
-                    Label {
-                        visible: card.suggestion.length > 0
-                        text: card.suggestion
-                        color: Theme.textMuted
-                        font.pixelSize: Theme.smallFontSize
-                        wrapMode: Text.Wrap
-                        Layout.fillWidth: true
+                    Button {
+                        text: "Download"
+                        icon.name: "folder-download-symbolic"
+                        icon.color: Theme.text
+                        enabled: urlField.text.trim().length > 0
+                        onClicked: urlField.download()
                     }
                 }
+
+                // Folders of other apps that could not be read, and why.
+                Label {
+                    objectName: "scanNotes"
+                    visible: root.library.scanNotes.length > 0
+                    text: root.library.scanNotes.join("\n")
+                    color: Theme.warning
+                    font.pixelSize: Theme.captionSize
+                    wrapMode: Text.Wrap
+                    Layout.fillWidth: true
+                }
+                Label {
+                    objectName: "libraryMessage"
+                    visible: root.library.message.length > 0
+                    text: root.library.message
+                    color: Theme.textMuted
+                    wrapMode: Text.Wrap
+                    Layout.fillWidth: true
+                }
+
+                ListView {
+                    id: list
+                    objectName: "modelList"
+                    Layout.fillWidth: true
+                    Layout.fillHeight: true
+                    clip: true
+                    spacing: Theme.spacing
+                    model: root.library.models
+                    ScrollBar.vertical: ScrollBar {}
+
+                    Label {
+                        anchors.centerIn: parent
+                        visible: list.count === 0
+                        width: parent.width * 0.7
+                        horizontalAlignment: Text.AlignHCenter
+                        wrapMode: Text.Wrap
+                        text: "No models yet. Drop a .gguf file or a download link here, use Add model, or find one on Hugging Face. Models that LM Studio, Ollama, llama.cpp, GPT4All and Jan downloaded show here by themselves.\nThe library folder is " + root.library.libraryFolder
+                        color: Theme.textMuted
+                    }
+
+                    delegate: Rectangle {
+                        id: card
+                        required property int index
+                        required property string path
+                        required property string name
+                        required property string fileName
+                        required property string details
+                        required property bool usable
+                        required property string problem
+                        required property bool fits
+                        required property string fit
+                        required property string suggestion
+                        required property bool loaded
+                    required property string source
+                        objectName: "model" + index
+                        width: ListView.view.width
+                        implicitHeight: cardColumn.implicitHeight + 2 * Theme.spacing
+                        radius: Theme.radius
+                        color: Theme.surface
+                        border.color: card.loaded ? Theme.accent : Theme.border
+
+                        ColumnLayout {
+                            id: cardColumn
+                            anchors.fill: parent
+                            anchors.margins: Theme.spacing
+                            spacing: 4
+                            RowLayout {
+                                Layout.fillWidth: true
+                                Label {
+                                    text: card.name
+                                    color: Theme.text
+                                    font.weight: Font.DemiBold
+                                    font.pixelSize: Theme.subtitleSize
+                                    elide: Text.ElideRight
+                                    Layout.fillWidth: true
+                                }
+                                Chip {
+                                    visible: card.loaded
+                                    text: "Loaded"
+                                    tint: Theme.success
+                                    fill: Theme.successSoft
+                                }
+                                Button {
+                                    objectName: "loadButton"
+                                    visible: card.usable
+                                    text: card.loaded ? "Reload" : "Load"
+                                    Accessible.name: "Load " + card.name
+                                    onClicked: {
+                                        root.library.load(card.path)
+                                        root.loaded()
+                                    }
+                                }
+                                ToolButton {
+                                    text: "Forget"
+                                    Accessible.name: "Remove " + card.name + " from the list (the file stays)"
+                                    onClicked: root.library.forget(card.path)
+                                }
+                            }
+                            Chip {
+                                objectName: "source"
+                                visible: card.source.length > 0
+                                text: card.source
+                                Layout.maximumWidth: cardColumn.width
+                                elide: Text.ElideRight
+                            }
+                            Label {
+                                text: card.fileName + " · " + card.details
+                                color: Theme.textMuted
+                                font.pixelSize: Theme.smallFontSize
+                                wrapMode: Text.Wrap
+                                Layout.fillWidth: true
+                            }
+                            Label {
+                                objectName: "problem"
+                                visible: !card.usable
+                                text: "Cannot be used: " + card.problem
+                                color: Theme.error
+                                wrapMode: Text.Wrap
+                                Layout.fillWidth: true
+                            }
+                            Label {
+                                objectName: "fit"
+                                visible: card.usable && card.fit.length > 0
+                                text: card.fit
+                                color: card.fits ? Theme.text : Theme.error
+                                font.pixelSize: Theme.smallFontSize
+                                wrapMode: Text.Wrap
+                                Layout.fillWidth: true
+                            }
+                            Label {
+                                visible: card.suggestion.length > 0
+                                text: card.suggestion
+                                color: Theme.textMuted
+                                font.pixelSize: Theme.smallFontSize
+                                wrapMode: Text.Wrap
+                                Layout.fillWidth: true
+                            }
+                        }
+                    }
+                }
+            }
+
+            Loader {
+                active: root.hub !== null
+                sourceComponent: HubSearch { hub: root.hub }
             }
         }
     }

@@ -57,7 +57,7 @@ std::string quantization_of(const ModelInfo& info) {
 
 }  // namespace
 
-std::string model_summary_json(const ModelInfo& info, const std::string& other_name) {
+std::string model_display_name(const ModelInfo& info, const std::string& other_name) {
     NameFacts facts;
     facts.basename = info.basename;
     facts.size_label = info.size_label;
@@ -66,12 +66,16 @@ std::string model_summary_json(const ModelInfo& info, const std::string& other_n
     facts.quantization = quantization_of(info);
     facts.file_name = info.path.filename().string();
     facts.other_name = other_name;
+    return display_name(facts);
+}
+
+std::string model_summary_json(const ModelInfo& info, const std::string& other_name) {
     nlohmann::json j = {{"name", info.name},
-                        {"display_name", display_name(facts)},
+                        {"display_name", model_display_name(info, other_name)},
                         {"basename", info.basename},
                         {"size_label", info.size_label},
                         {"finetune", info.finetune},
-                        {"quantization", facts.quantization},
+                        {"quantization", quantization_of(info)},
                         {"architecture", info.architecture},
                         {"file_type", info.file_type},
                         {"n_params", info.n_params},

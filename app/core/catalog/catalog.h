@@ -78,6 +78,10 @@ std::string model_summary_json(const ModelInfo& info, const std::string& other_n
 store::ModelRecord inspect_file(const std::filesystem::path& file, const std::string& folder,
                                 const std::string& source = {}, const std::string& source_name = {});
 
+// The name to show for a model (display_name.h) from what the file says about itself;
+// `other_name` is another app's name for it (Ollama's tag), used when nothing better is known.
+std::string model_display_name(const ModelInfo& info, const std::string& other_name = {});
+
 // The name to show for a record: its summary's display_name, else its file name.
 std::string record_display_name(const store::ModelRecord& record);
 

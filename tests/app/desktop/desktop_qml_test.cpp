@@ -4,7 +4,8 @@
 // SmolLM2 test model (greedy, short answers); testSettings and testDashboard see two
 // simulated GPUs, and the dashboard shows the batching of testChat's engine; testServer is
 // the API server's controller on testController's engine (no model, so it never listens);
-// testRemote holds remote machines read from the DCGM exporter's and vLLM's sample files
+// testWelcome plans the suggested models on testSettings' GPUs (its downloads would go to
+// a closed port: the QML tests never start one); testRemote holds remote machines read from the DCGM exporter's and vLLM's sample files
 // (tests/data/remote) and a source that failed, applied without a network; testEngines is
 // Settings → Engines' controller on its own store, with testFaultServer the base URL of the
 // fault-injecting OpenAI server (tests/app/remote/openai_fault_server.py) on 127.0.0.1.
@@ -35,6 +36,7 @@
 #include "remote_gpu_model.h"
 #include "server_controller.h"
 #include "settings_controller.h"
+#include "welcome_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
 
@@ -74,6 +76,7 @@ public slots:
         // Called once per test file: the server's controller of the last file goes before the
         // engine client it hooks into is replaced.
         m_server.reset();
+        m_welcome.reset();  // before the settings and downloads it plans with are replaced
         auto store = powerhouse::store::Store::open((m_dir.path() + "/powerhouse.db").toStdString());
         if (!store) qFatal("store: %s", store.error().message.c_str());
         m_store = std::make_unique<powerhouse::store::Store>(std::move(store).value());
@@ -105,6 +108,8 @@ public slots:
         m_library = std::make_unique<LibraryController>(*m_store, *m_settings, m_dir.path() + "/models");
         m_library->rescan();
         m_downloads = std::make_unique<DownloadController>(*m_store, m_dir.path() + "/models");
+        m_welcome = std::make_unique<WelcomeController>(*m_settings, *m_downloads, QStringLiteral("http://127.0.0.1:9"));
+        engine->rootContext()->setContextProperty(QStringLiteral("testWelcome"), m_welcome.get());
         m_server = std::make_unique<ServerController>(*m_store, *m_engine);
         engine->rootContext()->setContextProperty(QStringLiteral("testController"), m_chat.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testChat"), m_loaded.get());
@@ -143,6 +148,7 @@ public slots:
         m_faults.reset();
         m_remote.reset();
         m_server.reset();
+        m_welcome.reset();
         m_downloads.reset();
         m_library.reset();
         m_settings.reset();
@@ -192,6 +198,7 @@ private:
     std::unique_ptr<LibraryController> m_library;
     DropHelper m_drop;
     std::unique_ptr<DownloadController> m_downloads;
+    std::unique_ptr<WelcomeController> m_welcome;
     std::unique_ptr<ServerController> m_server;
     std::unique_ptr<powerhouse::store::Store> m_enginesStore;
     std::unique_ptr<EnginesController> m_engines;

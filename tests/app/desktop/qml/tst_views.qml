@@ -64,10 +64,10 @@ Item {
         function test_theme_follows_the_choice() {
             Theme.mode = "dark"
             verify(Theme.dark)
-            compare(Theme.background.toString(), "#16181d")
+            compare(Theme.background.toString(), "#15171c")
             Theme.mode = "light"
             verify(!Theme.dark)
-            compare(Theme.background.toString(), "#f7f8fa")
+            compare(Theme.background.toString(), "#f6f7f9")
             Theme.mode = "system"
         }
 

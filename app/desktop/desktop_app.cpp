@@ -1,0 +1,141 @@
+#include "desktop_app.h"
+
+#include <QFileInfo>
+#include <QUrl>
+
+#include "powerhouse/model.h"
+
+powerhouse::Result<std::unique_ptr<DesktopApp>> DesktopApp::create(const Options& options) {
+    auto store = powerhouse::store::Store::open((options.dataDir + "/powerhouse.db").toStdString());
+    if (!store) return store.error();
+    (void)store->purge_deleted();  // deletions are undoable until the app restarts
+    return std::unique_ptr<DesktopApp>(new DesktopApp(std::move(*store), options));
+}
+
+DesktopApp::DesktopApp(powerhouse::store::Store store, const Options& options)
+    : m_options(options), m_store(std::move(store)) {
+    const QString library = m_options.dataDir + "/models";
+    m_engine = std::make_unique<EngineClient>();
+    m_chat = std::make_unique<ChatController>(m_store, *m_engine);
+    m_dashboard = std::make_unique<DashboardController>(powerhouse::options_from_environment());
+    m_settings = std::make_unique<SettingsController>(m_store, m_options.dataDir);
+    m_library = std::make_unique<LibraryController>(m_store, *m_settings, library);
+    m_downloads = std::make_unique<DownloadController>(m_store, library, m_options.hubEndpoint);
+    m_welcome = std::make_unique<WelcomeController>(*m_settings, *m_downloads, m_options.hubEndpoint);
+    m_hub = std::make_unique<HubController>(*m_settings, m_options.hubEndpoint);
+    m_transfer = std::make_unique<ConversationTransfer>(m_store);
+    // The OpenAI API server on the same engine (Settings → Server).
+    m_server = std::make_unique<ServerController>(m_store, *m_engine);
+    // Remote engines (Settings → Engines).
+    m_engines = std::make_unique<EnginesController>(m_store);
+    wire();
+}
+
+DesktopApp::~DesktopApp() = default;
+
+void DesktopApp::wire() {
+    ChatController& chat = *m_chat;
+    DashboardController& dashboard = *m_dashboard;
+    SettingsController& settings = *m_settings;
+    LibraryController& library = *m_library;
+    EngineClient& engine = *m_engine;
+
+    connect(&engine, &EngineClient::loaded, &dashboard, [&dashboard](const QVariantMap& summary) {
+        dashboard.setPlacement(summary.value("devices").toList());
+    });
+    connect(&engine, &EngineClient::schedulerStats, &dashboard, &DashboardController::setSchedulerStats);
+    connect(&dashboard, &DashboardController::snapshotApplied, &settings, &SettingsController::setDevices);
+    // The plan puts the loaded model on the GPUs in use; the dashboard measures each
+    // answer's energy on them.
+    connect(&engine, &EngineClient::loaded, &settings, [&settings, &dashboard](const QVariantMap& summary) {
+        settings.setModel(summary.value("path").toString());
+        dashboard.setModelGpus(settings.plannedGpus());
+    });
+    connect(&settings, &SettingsController::error, &chat, &ChatController::showError);
+    chat.setAnswerObserver([&dashboard](quint64 id) { dashboard.beginAnswer(id); },
+                           [&dashboard](quint64 id) { return dashboard.endAnswer(id); });
+    const auto price = [&chat, &settings] { chat.messages()->setElectricityPrice(settings.electricityPrice()); };
+    connect(&settings, &SettingsController::applied, &chat, price);
+    price();
+    dashboard.start();
+
+    connect(&library, &LibraryController::error, &chat, &ChatController::showError);
+    connect(&engine, &EngineClient::loaded, &library,
+            [&library](const QVariantMap& summary) { library.setLoadedPath(summary.value("path").toString()); });
+    if (m_options.rescan) library.rescan();
+    connect(&library, &LibraryController::downloadRequested, m_downloads.get(),
+            [this](const QUrl& url) { m_downloads->add(url); });
+    // A finished download joins the library first, then may be a suggestion to load.
+    connect(m_downloads.get(), &DownloadController::finished, &library, &LibraryController::addDownloaded);
+    connect(m_downloads.get(), &DownloadController::finished, m_welcome.get(),
+            [this](const QString& path, const QString&) { m_welcome->downloadFinished(path); });
+    connect(m_welcome.get(), &WelcomeController::loadRequested, this, [this](const QString& path) { load(path); });
+    // Models found on Hugging Face are downloaded like dropped links, each part with the
+    // sha256 the Hub lists for it; the search's fit estimates follow the GPUs.
+    connect(&dashboard, &DashboardController::snapshotApplied, m_hub.get(), &HubController::setDevices);
+    connect(m_hub.get(), &HubController::downloadRequested, m_downloads.get(),
+            [this](const QUrl& url, const QString& sha256) { m_downloads->add(url, sha256.toStdString()); });
+
+    // Imported conversations join the list, and the first of them opens.
+    connect(m_transfer.get(), &ConversationTransfer::imported, &chat, [&chat](qint64 firstId) {
+        chat.conversations()->reload();
+        if (firstId != 0) chat.selectConversation(firstId);
+    });
+
+    m_server->setTelemetry([&dashboard] { return dashboard.latestSnapshot(); });
+    // Their metrics URLs feed the dashboard's remote GPUs (read on the poller's thread).
+    auto feedMetrics = [this] { m_dashboard->remote()->setSources(m_engines->metricsSources()); };
+    connect(m_engines.get(), &EnginesController::metricsSourcesChanged, &dashboard, feedMetrics);
+    feedMetrics();
+    // Choosing a remote model in the model bar sends the next answers there; loading a
+    // local model takes them back.
+    connect(m_engines.get(), &EnginesController::remoteChosen, &chat, &ChatController::useRemote);
+    connect(&engine, &EngineClient::modelGoing, m_engines.get(), &EnginesController::clearChoice);
+    m_engines->refreshModels();
+
+    // Applying the settings reloads the model with them; the Models page loads another.
+    connect(&settings, &SettingsController::applied, this, [this] {
+        if (!m_current.isEmpty()) load(m_current, true);
+    });
+    connect(&library, &LibraryController::loadRequested, this, [this](const QString& path) { load(path, true); });
+}
+
+QVariantMap DesktopApp::qmlProperties() {
+    return {{QStringLiteral("controller"), QVariant::fromValue(m_chat.get())},
+            {QStringLiteral("dashboard"), QVariant::fromValue(m_dashboard.get())},
+            {QStringLiteral("settings"), QVariant::fromValue(m_settings.get())},
+            {QStringLiteral("library"), QVariant::fromValue(m_library.get())},
+            {QStringLiteral("downloads"), QVariant::fromValue(m_downloads.get())},
+            {QStringLiteral("server"), QVariant::fromValue(m_server.get())},
+            {QStringLiteral("engines"), QVariant::fromValue(m_engines.get())},
+            {QStringLiteral("welcome"), QVariant::fromValue(m_welcome.get())},
+            {QStringLiteral("hub"), QVariant::fromValue(m_hub.get())},
+            {QStringLiteral("transfer"), QVariant::fromValue(m_transfer.get())}};
+}
+
+void DesktopApp::load(const QString& path, bool fromSettings) {
+    powerhouse::ModelOptions options = m_settings->modelOptions();
+    if (!fromSettings && m_options.contextOverride > 0) options.n_ctx = m_options.contextOverride;
+    m_current = path;
+    (void)m_store.set_setting("model_path", path.toStdString());
+    m_chat->loadModel(path, options);
+}
+
+QString DesktopApp::loadAtStart(const QString& given) {
+    // A model named on the command line wins; else the remote model chosen when the app last
+    // ran, if there was one; else the local model loaded last; else the default model that
+    // scripts/run sets up (SmolLM2-135M-Instruct), when it is there.
+    QString model = given;
+    if (model.isEmpty()) {
+        if (m_engines->restoreChoice()) return {};
+        if (auto last = m_store.setting("model_path");
+            last && *last && QFileInfo::exists(QString::fromStdString(**last))) {
+            model = QString::fromStdString(**last);
+        } else {
+            const QString fallback = QString::fromStdString(powerhouse::setup_model_path().string());
+            if (!fallback.isEmpty() && QFileInfo::exists(fallback)) model = fallback;
+        }
+    }
+    if (!model.isEmpty()) load(model, false);
+    return model;
+}

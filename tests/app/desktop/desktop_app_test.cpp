@@ -1,0 +1,169 @@
+// DesktopApp, the composition root that main.cpp uses, with a store in a temporary folder and
+// the loopback Hugging Face Hub (hub_test_server.py) as its endpoint: the wiring itself.
+// The first run downloads a suggested model through the Hub and loads it; a model found by
+// the Hub search arrives in the library; imported conversations join the list and open;
+// a data folder that cannot hold the store is an error that says so.
+#include <gtest/gtest.h>
+
+#include <QSignalSpy>
+#include <QTest>
+#include <QUrl>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "desktop_app.h"
+#include "hub_test_server.h"
+#include "support/test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using powerhouse::test::kHubSmolFile;
+using powerhouse::test::kHubSmolRepo;
+
+constexpr int kWait = 60000;
+
+class DesktopAppTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        // Other apps' model folders and the default model are looked for under HOME and the
+        // XDG folders: point them at empty folders so that only this test's models count.
+        for (const char* name : {"HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "OLLAMA_MODELS",
+                                 "LLAMA_CACHE", "POWERHOUSE_TEST_MODEL"}) {
+            const char* value = std::getenv(name);
+            saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value) : std::nullopt);
+        }
+        test_model_ = powerhouse::test::test_model_path();  // before HOME moves
+        fs::create_directories(dir_ / "home");
+        setenv("HOME", (dir_ / "home").c_str(), 1);
+        for (const char* name : {"XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "OLLAMA_MODELS", "LLAMA_CACHE"}) {
+            unsetenv(name);
+        }
+        setenv("POWERHOUSE_TEST_MODEL", (dir_ / "no-default-model.gguf").c_str(), 1);
+    }
+    void TearDown() override {
+        for (const auto& [name, value] : saved_) {
+            if (value) setenv(name.c_str(), value->c_str(), 1);
+            else unsetenv(name.c_str());
+        }
+    }
+    std::unique_ptr<DesktopApp> make(const std::string& endpoint) {
+        DesktopApp::Options options;
+        options.dataDir = QString::fromStdString((dir_ / "data").string());
+        options.hubEndpoint = QString::fromStdString(endpoint);
+        auto app = DesktopApp::create(options);
+        EXPECT_TRUE(app.ok()) << (app.ok() ? "" : app.error().message);
+        return app.ok() ? std::move(*app) : nullptr;
+    }
+
+    powerhouse::test::TempDir dir_;
+    fs::path test_model_;
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST_F(DesktopAppTest, FirstRunDownloadsASuggestedModelAndLoadsIt) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    setenv("POWERHOUSE_TEST_MODEL", test_model_.c_str(), 1);  // the hub serves it from here
+    powerhouse::test::HubTestServer hub;
+    unsetenv("POWERHOUSE_TEST_MODEL");
+    ASSERT_TRUE(hub.running());
+    auto app = make(hub.endpoint());
+    ASSERT_NE(app, nullptr);
+    // Nothing to open: no model named, none loaded before, no default model.
+    EXPECT_EQ(app->loadAtStart(QString()), QString());
+    EXPECT_EQ(app->chat().modelState(), "none");
+
+    // The hub's repository of the test model as the only suggestion.
+    powerhouse::catalog::SuggestedModel smol;
+    smol.name = "SmolLM2 135M Instruct";
+    smol.repo = kHubSmolRepo;
+    smol.quantization = "Q4_1";
+    smol.like = "smollm2-135m";
+    smol.type = "q4_1";
+    smol.files.push_back({kHubSmolFile, std::nullopt, ""});
+    WelcomeController& welcome = app->welcome();
+    welcome.setModels({smol});
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !welcome.planning(); }, kWait));
+    SuggestionListModel& rows = *welcome.suggestions();
+    ASSERT_EQ(rows.rowCount(), 1);
+    EXPECT_TRUE(rows.data(rows.index(0), SuggestionListModel::RecommendedRole).toBool())
+        << rows.data(rows.index(0), SuggestionListModel::WhereRole).toString().toStdString();
+
+    welcome.download(0);
+    EXPECT_EQ(rows.data(rows.index(0), SuggestionListModel::DownloadRole).value<SuggestionListModel::Download>(),
+              SuggestionListModel::Download::Downloading);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return app->chat().modelState() == "ready"; }, kWait))
+        << app->chat().modelState().toStdString() << ": " << app->chat().errorText().toStdString();
+    const fs::path downloaded = dir_ / "data" / "models" / kHubSmolFile;
+    EXPECT_EQ(fs::file_size(downloaded), fs::file_size(test_model_));
+    EXPECT_EQ(rows.data(rows.index(0), SuggestionListModel::DownloadRole).value<SuggestionListModel::Download>(),
+              SuggestionListModel::Download::Loaded);
+    // Loaded from the library, remembered for the next start, and named as a person writes it.
+    auto remembered = app->store().setting("model_path");
+    ASSERT_TRUE(remembered && *remembered);
+    EXPECT_EQ(fs::path(**remembered), downloaded);
+    EXPECT_EQ(app->chat().modelName(), "SmolLM2 135M Instruct · Q4_1");
+    ModelListModel& library = *app->library().models();
+    ASSERT_EQ(library.rowCount(), 1);
+    EXPECT_EQ(library.data(library.index(0), ModelListModel::PathRole).toString().toStdString(), downloaded.string());
+    EXPECT_TRUE(library.data(library.index(0), ModelListModel::LoadedRole).toBool());
+    // The Hub sent the file's sha256 and the download was checked against it.
+    auto records = app->store().models();
+    ASSERT_TRUE(records.ok());
+    ASSERT_EQ(records->size(), 1u);
+    EXPECT_EQ(records->front().sha256.size(), 64u);
+}
+
+TEST_F(DesktopAppTest, AModelFoundOnTheHubArrivesInTheLibrary) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    setenv("POWERHOUSE_TEST_MODEL", test_model_.c_str(), 1);
+    powerhouse::test::HubTestServer hub;
+    unsetenv("POWERHOUSE_TEST_MODEL");
+    ASSERT_TRUE(hub.running());
+    auto app = make(hub.endpoint());
+    ASSERT_NE(app, nullptr);
+    HubController& search = app->hub();
+    search.showFiles(kHubSmolRepo);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !search.listing(); }, kWait)) << search.error().toStdString();
+    int q41 = -1;
+    for (int row = 0; row < search.files()->rowCount(); ++row) {
+        if (search.files()->data(search.files()->index(row), HubFilesModel::QuantizationRole).toString() == "Q4_1") {
+            q41 = row;
+        }
+    }
+    ASSERT_GE(q41, 0);
+    ASSERT_TRUE(search.download(kHubSmolRepo, q41));
+    EXPECT_EQ(app->downloads().rowCount(), 1);
+    ModelListModel& library = *app->library().models();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return library.rowCount() == 1; }, kWait));
+    EXPECT_TRUE(library.data(library.index(0), ModelListModel::UsableRole).toBool());
+    // Found, not loaded: the chat still waits for a choice.
+    EXPECT_EQ(app->chat().modelState(), "none");
+}
+
+TEST_F(DesktopAppTest, ImportedConversationsJoinTheListAndTheFirstOpens) {
+    auto app = make("http://127.0.0.1:9");
+    ASSERT_NE(app, nullptr);
+    const fs::path file = dir_ / "chat.json";
+    std::ofstream(file) << R"([{"role": "user", "content": "Hello there"}, {"role": "assistant", "content": "Hi!"}])";
+    EXPECT_EQ(app->chat().conversations()->rowCount(), 0);
+    ASSERT_TRUE(app->transfer().importConversations(QUrl::fromLocalFile(QString::fromStdString(file.string()))))
+        << app->transfer().message().toStdString();
+    EXPECT_EQ(app->chat().conversations()->rowCount(), 1);
+    EXPECT_NE(app->chat().currentConversationId(), 0);
+    EXPECT_EQ(app->chat().messages()->rowCount(), 2);
+}
+
+TEST_F(DesktopAppTest, AFolderThatCannotHoldTheStoreIsAnErrorThatSaysSo) {
+    const fs::path blocker = dir_ / "a-file";
+    std::ofstream(blocker) << "not a folder";
+    DesktopApp::Options options;
+    options.dataDir = QString::fromStdString((blocker / "data").string());
+    auto app = DesktopApp::create(options);
+    ASSERT_FALSE(app.ok());
+    EXPECT_NE(app.error().message.find("a-file"), std::string::npos) << app.error().message;
+}
+
+}  // namespace
