@@ -67,6 +67,35 @@ TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libcl
                openssl  # openssl: certificates for the remote engines' TLS tests
                gnome-keyring dbus-daemon)  # a real Secret Service for the keyring tests
 
+# quiet_build DIR [TARGET...]: builds DIR (incrementally) with the compiler's whole output in
+# DIR/build.log, printing only the progress: one line redrawn on a terminal, a line per
+# tenth otherwise. On failure, the failed steps and their first errors, and the log's path.
+quiet_build() {
+    local dir="$1"; shift
+    local log_file="$dir/build.log" args=() status=0 tty=0
+    local target
+    for target in "$@"; do args+=(--target "$target"); done
+    [ -t 2 ] && tty=1
+    log "Building $(basename "$dir") (incremental; full output in $log_file)"
+    cmake --build "$dir" --parallel "$JOBS" "${args[@]}" 2>&1 | tee "$log_file" | awk -v tty="$tty" '
+        match($0, /^\[[0-9]+\/[0-9]+\]/) {
+            split(substr($0, 2, RLENGTH - 2), n, "/")
+            percent = int(100 * n[1] / n[2])
+            if (tty) { printf "\r    %d of %d steps (%d%%)", n[1], n[2], percent > "/dev/stderr"; shown = 1 }
+            else if (percent >= next_tenth) { printf "    %d of %d steps (%d%%)\n", n[1], n[2], percent > "/dev/stderr"; next_tenth = percent - percent % 10 + 10 }
+        }
+        END { if (shown) printf "\n" > "/dev/stderr" }' || status=$?
+    if [ "$status" -ne 0 ]; then
+        {
+            echo "The build failed. The failed steps and their first errors:"
+            grep -E '^FAILED:|error:|Error [0-9]|CMake Error' "$log_file" | head -40
+            echo "The whole output: $log_file"
+        } >&2
+        return "$status"
+    fi
+    if grep -q 'no work to do' "$log_file"; then echo "    up to date" >&2; fi
+}
+
 # configure_build DIR CMAKE_ARGS...: configures once, then lets the build re-run CMake
 # itself when the CMake files change (incremental).
 configure_build() {

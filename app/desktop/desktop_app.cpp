@@ -3,7 +3,6 @@
 #include <QFileInfo>
 #include <QUrl>
 
-#include "powerhouse/model.h"
 
 powerhouse::Result<std::unique_ptr<DesktopApp>> DesktopApp::create(const Options& options) {
     auto store = powerhouse::store::Store::open((options.dataDir + "/powerhouse.db").toStdString());
@@ -123,17 +122,14 @@ void DesktopApp::load(const QString& path, bool fromSettings) {
 
 QString DesktopApp::loadAtStart(const QString& given) {
     // A model named on the command line wins; else the remote model chosen when the app last
-    // ran, if there was one; else the local model loaded last; else the default model that
-    // scripts/run sets up (SmolLM2-135M-Instruct), when it is there.
+    // ran, if there was one; else the local model loaded last. With none, nothing loads and
+    // the welcome view shows (it offers the small default model when scripts/run fetched it).
     QString model = given;
     if (model.isEmpty()) {
         if (m_engines->restoreChoice()) return {};
         if (auto last = m_store.setting("model_path");
             last && *last && QFileInfo::exists(QString::fromStdString(**last))) {
             model = QString::fromStdString(**last);
-        } else {
-            const QString fallback = QString::fromStdString(powerhouse::setup_model_path().string());
-            if (!fallback.isEmpty() && QFileInfo::exists(fallback)) model = fallback;
         }
     }
     if (!model.isEmpty()) load(model, false);

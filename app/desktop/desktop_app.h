@@ -49,8 +49,8 @@ public:
     QVariantMap qmlProperties();
 
     // The model to open at start: `given` (the command line), else the remote model chosen
-    // when the app last ran, else the local model loaded last, else the model scripts/run
-    // sets up. With none, the welcome view shows. Returns the path loaded ("" for none).
+    // when the app last ran, else the local model loaded last. With none, the welcome view
+    // shows. Returns the path loaded ("" for none).
     QString loadAtStart(const QString& given);
     // Loads `path` and remembers it as the model to open next time.
     void load(const QString& path, bool fromSettings = true);

@@ -4,9 +4,12 @@
 #include <QUrl>
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 
+#include "catalog/catalog.h"
 #include "download_controller.h"
+#include "powerhouse/model.h"
 #include "library/hf_url.h"
 #include "settings_controller.h"
 
@@ -95,6 +98,14 @@ WelcomeController::WelcomeController(SettingsController& settings, DownloadContr
     : QObject(parent), m_settings(settings), m_downloads(downloads), m_endpoint(std::move(endpoint)) {
     auto list = powerhouse::catalog::parse_suggested_models(powerhouse::catalog::builtin_suggested_models_json());
     if (list) m_models = std::move(*list);  // the shipped list is checked by the catalog's tests
+    const std::filesystem::path starter = powerhouse::setup_model_path();
+    std::error_code ec;
+    if (!starter.empty() && std::filesystem::is_regular_file(starter, ec)) {
+        m_starterPath = QString::fromStdString(starter.string());
+        auto info = powerhouse::inspect_model(starter);
+        m_starterName = info ? QString::fromStdString(powerhouse::catalog::model_display_name(*info))
+                             : QFileInfo(m_starterPath).completeBaseName();
+    }
     connect(&m_settings, &SettingsController::changed, this, &WelcomeController::refresh);
     connect(&m_settings, &SettingsController::applied, this, &WelcomeController::refresh);
     refresh();
@@ -192,6 +203,10 @@ void WelcomeController::download(int row) {
     m_suggestions.setDownload(row, SuggestionListModel::Download::Downloading);
     say(tr("Downloading %1 (%2) into the library; it loads when it is there.")
             .arg(QString::fromStdString(model.name), m_suggestions.data(m_suggestions.index(row), SuggestionListModel::SizeRole).toString()));
+}
+
+void WelcomeController::loadStarter() {
+    if (!m_starterPath.isEmpty()) emit loadRequested(m_starterPath);
 }
 
 void WelcomeController::downloadFinished(const QString& path) {

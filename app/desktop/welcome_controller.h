@@ -77,6 +77,10 @@ class WelcomeController : public QObject {
     Q_PROPERTY(QString memory READ memory NOTIFY machineChanged)  // "62 GiB of RAM, 48 GiB free"
     Q_PROPERTY(bool planning READ planning NOTIFY planningChanged)
     Q_PROPERTY(QString message READ message NOTIFY messageChanged)  // the last download's outcome
+    // The small model scripts/run fetches (SmolLM2 135M), when it is on disk: loadable at
+    // once for a first look. Empty without it.
+    Q_PROPERTY(QString starterPath READ starterPath CONSTANT)
+    Q_PROPERTY(QString starterName READ starterName CONSTANT)
 
 public:
     // `endpoint`: Hugging Face's address (a mirror, or a test server).
@@ -89,6 +93,8 @@ public:
     QString memory() const { return m_memory; }
     bool planning() const { return m_planning; }
     QString message() const { return m_message; }
+    QString starterPath() const { return m_starterPath; }
+    QString starterName() const { return m_starterName; }
 
     // Plans the list again on the devices as they are now (done at start and whenever the
     // GPUs or the settings change).
@@ -96,6 +102,8 @@ public:
     // Downloads suggestion `row` (every part) into the library; once all parts are there,
     // loadRequested() names the first.
     Q_INVOKABLE void download(int row);
+    // Loads the starter model (loadRequested).
+    Q_INVOKABLE void loadStarter();
     // The list to plan instead of the shipped one (tests).
     void setModels(std::vector<powerhouse::catalog::SuggestedModel> models);
 
@@ -131,6 +139,7 @@ private:
     QString m_memory;
     bool m_planning = false;
     QString m_message;
+    QString m_starterPath, m_starterName;
     std::vector<Pending> m_pending;
     quint64 m_list = 0;  // which list of models: a plan of an older one is dropped
     // One plan at a time: a refresh while one runs plans again when it ends. The destructor

@@ -123,7 +123,7 @@ ApplicationWindow {
                     objectName: "welcomeView"
                     welcome: window.welcome
                     downloads: window.downloads
-                    libraryCount: window.library.models.count
+                    library: window.library
                     onOpenModels: window.modelsVisible = true
                 }
             }

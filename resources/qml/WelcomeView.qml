@@ -11,7 +11,9 @@ Rectangle {
 
     required property WelcomeController welcome
     property DownloadController downloads: null
-    property int libraryCount: 0
+    // The user's models (other apps' downloads included), offered first; null: none shown.
+    property LibraryController library: null
+    readonly property int libraryCount: library ? library.models.count : 0
 
     signal openModels()
 
@@ -96,6 +98,120 @@ Rectangle {
                         objectName: "memoryLabel"
                         text: root.welcome.memory
                         color: Theme.textMuted
+                    }
+                }
+            }
+
+            // Models already on this machine: one click to load.
+            Label {
+                visible: usableRepeater.usable > 0 || root.welcome.starterPath.length > 0
+                text: "Ready to load"
+                color: Theme.text
+                font.pixelSize: Theme.titleSize
+                font.weight: Font.DemiBold
+                Layout.topMargin: Theme.space2
+            }
+            Repeater {
+                id: usableRepeater
+                // How many of the user's models can be loaded (at most four are shown).
+                property int usable: 0
+                model: root.library ? root.library.models : null
+                onItemAdded: usable = countUsable()
+                onItemRemoved: usable = countUsable()
+                function countUsable() {
+                    let n = 0
+                    for (let i = 0; i < count; ++i)
+                        if (itemAt(i) && itemAt(i).usable) ++n
+                    return n
+                }
+                delegate: Rectangle {
+                    id: mine
+                    required property int index
+                    required property string path
+                    required property string name
+                    required property string source
+                    required property bool usable
+                    required property bool fits
+                    required property string fit
+                    objectName: "libraryModel" + index
+                    visible: usable && index < 4
+                    Layout.fillWidth: true
+                    implicitHeight: visible ? mineRow.implicitHeight + 2 * Theme.space3 : 0
+                    radius: Theme.radius
+                    color: Theme.surface
+                    border.color: Theme.border
+                    RowLayout {
+                        id: mineRow
+                        anchors.fill: parent
+                        anchors.margins: Theme.space3
+                        anchors.leftMargin: Theme.space4
+                        spacing: Theme.space3
+                        ColumnLayout {
+                            Layout.fillWidth: true
+                            spacing: 2
+                            Label {
+                                text: mine.name
+                                color: Theme.text
+                                font.weight: Font.DemiBold
+                                elide: Text.ElideRight
+                                Layout.fillWidth: true
+                            }
+                            Label {
+                                text: (mine.source.length > 0 ? mine.source + " · " : "") + mine.fit.split("\n")[0]
+                                color: mine.fits ? Theme.textMuted : Theme.warning
+                                font.pixelSize: Theme.captionSize
+                                elide: Text.ElideRight
+                                Layout.fillWidth: true
+                            }
+                        }
+                        Button {
+                            text: "Load"
+                            icon.name: "media-playback-start-symbolic"
+                            icon.color: Theme.text
+                            Accessible.name: "Load " + mine.name
+                            onClicked: root.library.load(mine.path)
+                        }
+                    }
+                }
+            }
+            Rectangle {
+                objectName: "starterModel"
+                visible: root.welcome.starterPath.length > 0
+                Layout.fillWidth: true
+                implicitHeight: visible ? starterRow.implicitHeight + 2 * Theme.space3 : 0
+                radius: Theme.radius
+                color: Theme.surface
+                border.color: Theme.border
+                RowLayout {
+                    id: starterRow
+                    anchors.fill: parent
+                    anchors.margins: Theme.space3
+                    anchors.leftMargin: Theme.space4
+                    spacing: Theme.space3
+                    ColumnLayout {
+                        Layout.fillWidth: true
+                        spacing: 2
+                        Label {
+                            text: root.welcome.starterName
+                            color: Theme.text
+                            font.weight: Font.DemiBold
+                            elide: Text.ElideRight
+                            Layout.fillWidth: true
+                        }
+                        Label {
+                            text: "Tiny and already downloaded: a first look in seconds, not a model for real work."
+                            color: Theme.textMuted
+                            font.pixelSize: Theme.captionSize
+                            wrapMode: Text.Wrap
+                            Layout.fillWidth: true
+                        }
+                    }
+                    Button {
+                        objectName: "loadStarter"
+                        text: "Try it"
+                        icon.name: "media-playback-start-symbolic"
+                        icon.color: Theme.text
+                        onClicked: root.welcome.loadStarter()
                     }
                 }
             }
@@ -246,8 +362,8 @@ Rectangle {
                     spacing: Theme.space4
                     Label {
                         text: root.libraryCount > 0
-                              ? "You have " + root.libraryCount + (root.libraryCount === 1 ? " model" : " models")
-                                + " on this machine, including those LM Studio, Ollama, llama.cpp, GPT4All and Jan downloaded."
+                              ? "The Models page lists all " + root.libraryCount + (root.libraryCount === 1 ? " model" : " models")
+                                + " on this machine, with where each came from, and finds more on Hugging Face."
                               : "Have a .gguf file already? Drop it on this window, or add it on the Models page. Models that LM Studio, Ollama, llama.cpp, GPT4All or Jan downloaded are found by themselves."
                         color: Theme.text
                         wrapMode: Text.Wrap

@@ -17,7 +17,6 @@ Item {
             anchors.fill: parent
             welcome: testWelcome
             downloads: testDownloads
-            libraryCount: 0
         }
     }
 
