@@ -125,7 +125,7 @@ Item {
             Layout.fillWidth: true
             layoutDirection: root.fromUser ? Qt.RightToLeft : Qt.LeftToRight
             visible: !root.streaming
-            spacing: 6
+            spacing: Theme.space1
 
             Label {
                 objectName: "statsLabel"
@@ -136,9 +136,10 @@ Item {
                 color: Theme.textMuted
                 font.pixelSize: Theme.smallFontSize
             }
-            ToolButton {
+            IconButton {
+                iconName: "edit-copy-symbolic"
+                tint: Theme.textMuted
                 text: "Copy"
-                font.pixelSize: Theme.smallFontSize
                 Accessible.name: "Copy message"
                 onClicked: {
                     copier.selectAll()
@@ -146,11 +147,12 @@ Item {
                     copier.deselect()
                 }
             }
-            ToolButton {
+            IconButton {
                 visible: root.fromUser
                 objectName: "editButton"
+                iconName: "document-edit-symbolic"
+                tint: Theme.textMuted
                 text: "Edit"
-                font.pixelSize: Theme.smallFontSize
                 Accessible.name: "Edit and resend"
                 enabled: !root.controller.generating
                 onClicked: {
@@ -159,18 +161,20 @@ Item {
                     editor.forceActiveFocus()
                 }
             }
-            ToolButton {
+            IconButton {
                 visible: !root.fromUser && root.isLast
                 objectName: "regenerateButton"
+                iconName: "view-refresh-symbolic"
+                tint: Theme.textMuted
                 text: "Regenerate"
-                font.pixelSize: Theme.smallFontSize
                 Accessible.name: "Regenerate"
                 enabled: !root.controller.generating
                 onClicked: root.controller.regenerate()
             }
-            ToolButton {
+            IconButton {
+                iconName: "user-trash-symbolic"
+                tint: Theme.textMuted
                 text: "Delete"
-                font.pixelSize: Theme.smallFontSize
                 Accessible.name: "Delete message"
                 enabled: !root.controller.generating
                 onClicked: root.controller.deleteMessage(root.messageId)
