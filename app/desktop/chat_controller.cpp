@@ -16,7 +16,7 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
         emit loadProgressChanged();
     });
     connect(&m_engine, &EngineClient::loaded, this, [this](const QVariantMap& summary) {
-        m_modelState = QStringLiteral("ready");
+        m_modelState = ModelState::Ready;
         m_modelName = summary.value("displayName").toString();
         m_modelDevice = summary.value("device").toString();
         m_localName = m_modelName;
@@ -24,7 +24,7 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
         emit idle();
     });
     connect(&m_engine, &EngineClient::loadFailed, this, [this](const QString& message) {
-        m_modelState = QStringLiteral("failed");
+        m_modelState = ModelState::Failed;
         m_remoteTarget.reset();
         emit modelChanged();
         showError(tr("The model could not be loaded: %1").arg(message));
@@ -66,7 +66,7 @@ void ChatController::dismissError() {
 
 void ChatController::useRemote(const RemoteTarget& target) {
     m_remoteTarget = target;
-    m_modelState = QStringLiteral("ready");
+    m_modelState = ModelState::Ready;
     m_modelName = target.model;
     m_modelDevice = tr("remote · %1").arg(target.name);
     emit modelChanged();
@@ -74,7 +74,7 @@ void ChatController::useRemote(const RemoteTarget& target) {
 
 void ChatController::loadModel(const QString& path, const powerhouse::ModelOptions& options) {
     m_remoteTarget.reset();
-    m_modelState = QStringLiteral("loading");
+    m_modelState = ModelState::Loading;
     m_modelName = QFileInfo(path).completeBaseName();
     m_loadProgress = 0;
     emit modelChanged();
@@ -144,8 +144,8 @@ void ChatController::selectConversation(qint64 id) {
 void ChatController::send(const QString& text) {
     const QString trimmed = text.trimmed();
     if (trimmed.isEmpty() || generating()) return;
-    if (m_modelState != QLatin1String("ready")) {
-        showError(m_modelState == QLatin1String("loading") ? tr("The model is still loading; send again when it is ready.")
+    if (m_modelState != ModelState::Ready) {
+        showError(m_modelState == ModelState::Loading ? tr("The model is still loading; send again when it is ready.")
                                                            : tr("No model is loaded: add one on the Models page."));
         return;
     }

@@ -39,7 +39,7 @@ class ChatController : public QObject {
     Q_PROPERTY(qint64 currentConversationId READ currentConversationId NOTIFY currentConversationChanged)
     Q_PROPERTY(QString currentTitle READ currentTitle NOTIFY currentConversationChanged)
     Q_PROPERTY(bool generating READ generating NOTIFY generatingChanged)  // the open conversation
-    Q_PROPERTY(QString modelState READ modelState NOTIFY modelChanged)  // none, loading, ready, failed
+    Q_PROPERTY(ModelState modelState READ modelState NOTIFY modelChanged)
     Q_PROPERTY(QString modelName READ modelName NOTIFY modelChanged)
     Q_PROPERTY(QString modelDevice READ modelDevice NOTIFY modelChanged)
     Q_PROPERTY(double loadProgress READ loadProgress NOTIFY loadProgressChanged)
@@ -62,7 +62,11 @@ public:
     // Whether any conversation is generating.
     bool generatingAny() const { return !m_answers.empty(); }
     bool generatingIn(qint64 conversationId) const { return m_answers.contains(conversationId); }
-    QString modelState() const { return m_modelState; }
+    // Whether a model can answer: none loaded, loading, ready (a local model or a remote
+    // engine's), or the last load failed. QML reads them as ChatController.Ready, ...
+    enum class ModelState { None, Loading, Ready, Failed };
+    Q_ENUM(ModelState)
+    ModelState modelState() const { return m_modelState; }
     QString modelName() const { return m_modelName; }
     QString modelDevice() const { return m_modelDevice; }
     double loadProgress() const { return m_loadProgress; }
@@ -156,7 +160,7 @@ private:
     MessageListModel m_messages;
     qint64 m_current = 0;
     QString m_currentTitle;
-    QString m_modelState = QStringLiteral("none");
+    ModelState m_modelState = ModelState::None;
     QString m_modelName;
     QString m_modelDevice;
     double m_loadProgress = 0;

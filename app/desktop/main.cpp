@@ -39,7 +39,7 @@ void screenshotWhenIdle(QQuickWindow* window, DesktopApp& desktop, const QString
     ChatController& controller = desktop.chat();
     WelcomeController& welcome = desktop.welcome();
     auto busy = [&controller, &welcome] {
-        return controller.generatingAny() || controller.modelState() == QLatin1String("loading") || welcome.planning();
+        return controller.generatingAny() || controller.modelState() == ChatController::ModelState::Loading || welcome.planning();
     };
     auto shoot = [window, file, busy](bool wait) {
         if (wait && busy()) return;
@@ -177,7 +177,7 @@ int main(int argc, char* argv[]) {
         const QString text = parser.value(sendOption);
         auto sent = std::make_shared<bool>(false);
         QObject::connect(&controller, &ChatController::modelChanged, &controller, [&controller, text, sent] {
-            if (*sent || controller.modelState() != QLatin1String("ready")) return;
+            if (*sent || controller.modelState() != ChatController::ModelState::Ready) return;
             *sent = true;
             controller.newConversation();
             controller.send(text);

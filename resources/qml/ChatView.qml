@@ -102,7 +102,7 @@ Rectangle {
             Label {
                 anchors.centerIn: parent
                 visible: messages.count === 0
-                text: root.controller.modelState === "ready" ? "Ask anything." : ""
+                text: root.controller.modelState === ChatController.Ready ? "Ask anything." : ""
                 color: Theme.textMuted
                 font.pixelSize: Theme.fontSize + 4
             }

@@ -52,7 +52,7 @@ Rectangle {
                 TextArea {
                     id: input
                     objectName: "composerInput"
-                    placeholderText: root.controller.modelState === "ready" ? "Message (Enter sends, Shift+Enter adds a line)"
+                    placeholderText: root.controller.modelState === ChatController.Ready ? "Message (Enter sends, Shift+Enter adds a line)"
                                                                             : "Waiting for a model…"
                     wrapMode: TextEdit.Wrap
                     font.pixelSize: Theme.bodySize

@@ -23,8 +23,8 @@ ApplicationWindow {
     // Conversations out and in (the conversation list's menu); null in views tested without it.
     property ConversationTransfer transfer: null
     // With no model to answer and nothing in the open conversation, the welcome view shows.
-    readonly property bool welcomeVisible: welcome !== null && controller.modelState !== "ready"
-                                           && controller.modelState !== "loading" && controller.messages.count === 0
+    readonly property bool welcomeVisible: welcome !== null && controller.modelState !== ChatController.Ready
+                                           && controller.modelState !== ChatController.Loading && controller.messages.count === 0
     property bool modelsVisible: false
     property bool dashboardVisible: true
 

@@ -55,7 +55,7 @@ ToolBar {
             implicitWidth: modelRow.implicitWidth + 2 * Theme.space3
             Layout.maximumWidth: bar.width * 0.5
             radius: height / 2
-            color: bar.controller.modelState === "failed" ? Theme.errorBackground : Theme.surface
+            color: bar.controller.modelState === ChatController.Failed ? Theme.errorBackground : Theme.surface
             border.color: Theme.border
             RowLayout {
                 id: modelRow
@@ -67,9 +67,9 @@ ToolBar {
                     implicitWidth: 8
                     implicitHeight: 8
                     radius: 4
-                    color: bar.controller.modelState === "ready" ? Theme.success
-                         : bar.controller.modelState === "loading" ? Theme.warning
-                         : bar.controller.modelState === "failed" ? Theme.error : Theme.textFaint
+                    color: bar.controller.modelState === ChatController.Ready ? Theme.success
+                         : bar.controller.modelState === ChatController.Loading ? Theme.warning
+                         : bar.controller.modelState === ChatController.Failed ? Theme.error : Theme.textFaint
                 }
                 Label {
                     Accessible.name: "Model"
@@ -79,15 +79,15 @@ ToolBar {
                     Layout.fillWidth: true
                     text: {
                         switch (bar.controller.modelState) {
-                        case "ready": return bar.controller.modelName
-                        case "loading": return "Loading " + bar.controller.modelName + "…"
-                        case "failed": return "No model (loading failed)"
+                        case ChatController.Ready: return bar.controller.modelName
+                        case ChatController.Loading: return "Loading " + bar.controller.modelName + "…"
+                        case ChatController.Failed: return "No model (loading failed)"
                         default: return "No model loaded"
                         }
                     }
                 }
                 Label {
-                    visible: bar.controller.modelState === "ready" && !bar.compact
+                    visible: bar.controller.modelState === ChatController.Ready && !bar.compact
                     text: bar.controller.modelDevice
                     color: Theme.textMuted
                     font.pixelSize: Theme.captionSize
@@ -95,7 +95,7 @@ ToolBar {
             }
         }
         ProgressBar {
-            visible: bar.controller.modelState === "loading"
+            visible: bar.controller.modelState === ChatController.Loading
             Accessible.name: "Loading progress"
             from: 0
             to: 1
@@ -103,7 +103,7 @@ ToolBar {
             Layout.preferredWidth: 140
         }
         Label {
-            visible: bar.controller.modelState === "loading" && !bar.compact
+            visible: bar.controller.modelState === ChatController.Loading && !bar.compact
             text: bar.controller.loadStage
             color: Theme.textMuted
             font.pixelSize: Theme.captionSize

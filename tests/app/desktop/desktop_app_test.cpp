@@ -73,7 +73,7 @@ TEST_F(DesktopAppTest, FirstRunDownloadsASuggestedModelAndLoadsIt) {
     ASSERT_NE(app, nullptr);
     // Nothing to open: no model named, none loaded before, no default model.
     EXPECT_EQ(app->loadAtStart(QString()), QString());
-    EXPECT_EQ(app->chat().modelState(), "none");
+    EXPECT_EQ(app->chat().modelState(), ChatController::ModelState::None);
 
     // The hub's repository of the test model as the only suggestion.
     powerhouse::catalog::SuggestedModel smol;
@@ -94,8 +94,8 @@ TEST_F(DesktopAppTest, FirstRunDownloadsASuggestedModelAndLoadsIt) {
     welcome.download(0);
     EXPECT_EQ(rows.data(rows.index(0), SuggestionListModel::DownloadRole).value<SuggestionListModel::Download>(),
               SuggestionListModel::Download::Downloading);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return app->chat().modelState() == "ready"; }, kWait))
-        << app->chat().modelState().toStdString() << ": " << app->chat().errorText().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return app->chat().modelState() == ChatController::ModelState::Ready; }, kWait))
+        << static_cast<int>(app->chat().modelState()) << ": " << app->chat().errorText().toStdString();
     const fs::path downloaded = dir_ / "data" / "models" / kHubSmolFile;
     EXPECT_EQ(fs::file_size(downloaded), fs::file_size(test_model_));
     EXPECT_EQ(rows.data(rows.index(0), SuggestionListModel::DownloadRole).value<SuggestionListModel::Download>(),
@@ -140,7 +140,7 @@ TEST_F(DesktopAppTest, AModelFoundOnTheHubArrivesInTheLibrary) {
     ASSERT_TRUE(QTest::qWaitFor([&] { return library.rowCount() == 1; }, kWait));
     EXPECT_TRUE(library.data(library.index(0), ModelListModel::UsableRole).toBool());
     // Found, not loaded: the chat still waits for a choice.
-    EXPECT_EQ(app->chat().modelState(), "none");
+    EXPECT_EQ(app->chat().modelState(), ChatController::ModelState::None);
 }
 
 TEST_F(DesktopAppTest, ImportedConversationsJoinTheListAndTheFirstOpens) {

@@ -128,8 +128,8 @@ TEST_F(RemoteChatTest, ARemoteAnswerAtTemperatureZeroEqualsTheLocalOneAndNamesIt
     options.n_ctx = 1024;
     options.n_threads = 2;
     controller_->loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), options);
-    ASSERT_TRUE(wait_for([&] { return controller_->modelState() != "loading"; }));
-    ASSERT_EQ(controller_->modelState(), "ready");
+    ASSERT_TRUE(wait_for([&] { return controller_->modelState() != ChatController::ModelState::Loading; }));
+    ASSERT_EQ(controller_->modelState(), ChatController::ModelState::Ready);
     const QString question = QStringLiteral("What is the capital of France?");
     controller_->send(question);
     ASSERT_TRUE(wait_idle());

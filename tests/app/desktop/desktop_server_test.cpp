@@ -128,8 +128,8 @@ protected:
         options.n_ctx = 1024;
         options.n_threads = 2;
         chat_->loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), options);
-        ASSERT_TRUE(wait_for([&] { return chat_->modelState() != "loading"; }));
-        ASSERT_EQ(chat_->modelState(), "ready") << chat_->errorText().toStdString();
+        ASSERT_TRUE(wait_for([&] { return chat_->modelState() != ChatController::ModelState::Loading; }));
+        ASSERT_EQ(chat_->modelState(), ChatController::ModelState::Ready) << chat_->errorText().toStdString();
     }
 
     bool wait_running() {

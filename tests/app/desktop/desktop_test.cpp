@@ -483,8 +483,8 @@ protected:
 
     void load(const powerhouse::ModelOptions& options = model_options()) {
         controller_->loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), options);
-        ASSERT_TRUE(wait_for([&] { return controller_->modelState() != "loading"; }));
-        ASSERT_EQ(controller_->modelState(), "ready") << controller_->errorText().toStdString();
+        ASSERT_TRUE(wait_for([&] { return controller_->modelState() != ChatController::ModelState::Loading; }));
+        ASSERT_EQ(controller_->modelState(), ChatController::ModelState::Ready) << controller_->errorText().toStdString();
     }
 
     bool wait_idle() {

@@ -58,7 +58,7 @@ Item {
         }
 
         function initTestCase() {
-            tryCompare(testChat, "modelState", "ready", 60000)
+            tryCompare(testChat, "modelState", ChatController.Ready, 60000)
         }
 
         function test_1_an_answer_streams_in() {
