@@ -38,6 +38,13 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     connect(&m_remote, &RemoteChat::failed, this, &ChatController::onFailed);
     m_defaults.generation.max_tokens = 1024;
     m_conversationSettings = m_defaults;
+    // The streaming saves go to a writer thread of their own connection, so that their
+    // fsyncs never hold up a frame; if it cannot be opened they are made here as before.
+    if (auto writer = powerhouse::store::StoreWriter::open(m_store.path())) {
+        m_writer = std::move(*writer);
+    } else {
+        qWarning("store writer: %s; saving on the GUI thread", writer.error().message.c_str());
+    }
     m_saveTimer.setInterval(1000);
     connect(&m_saveTimer, &QTimer::timeout, this, &ChatController::saveStreaming);
     // Open the most recent conversation, if any.
@@ -51,6 +58,10 @@ bool ChatController::check(const powerhouse::Result<T>& result) {
     if (result) return true;
     showError(QString::fromStdString(result.error().message));
     return false;
+}
+
+void ChatController::reportWriteErrors(const std::vector<powerhouse::Error>& errors) {
+    if (!errors.empty()) showError(QString::fromStdString(errors.front().message));
 }
 
 void ChatController::showError(const QString& message) {
@@ -218,8 +229,14 @@ void ChatController::onTokens(quint64 request, const QString& text) {
 
 void ChatController::saveStreaming() {
     for (const auto& answer : m_answers) {
-        check(m_store.update_message(answer.second.messageId, answer.second.text.toStdString()));
+        if (!m_writer) {
+            check(m_store.update_message(answer.second.messageId, answer.second.text.toStdString()));
+            continue;
+        }
+        m_writer->post([id = answer.second.messageId, text = answer.second.text.toStdString()](
+                           powerhouse::store::Store& store) { return store.update_message(id, text); });
     }
+    if (m_writer) reportWriteErrors(m_writer->take_errors());
 }
 
 void ChatController::finishAnswer(qint64 conversationId, QString text, MessageState state, MessageStats stats,
@@ -231,6 +248,8 @@ void ChatController::finishAnswer(qint64 conversationId, QString text, MessageSt
     if (m_answers.empty()) m_saveTimer.stop();
     m_conversations.setGenerating(conversationId, false);
     if (m_answerFinished) stats.energy_joules = m_answerFinished(answer.request);
+    // The final save goes after the streaming saves still queued (they would overwrite it).
+    if (m_writer) reportWriteErrors(m_writer->flush());
     if (check(m_store.finish_message(answer.messageId, text.toStdString(), state, stats, error.toStdString()))) {
         auto saved = m_store.message(answer.messageId);
         if (conversationId == m_current && check(saved)) m_messages.update(*saved);

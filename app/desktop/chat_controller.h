@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "conversation_list_model.h"
@@ -29,6 +30,7 @@
 #include "message_list_model.h"
 #include "remote_chat.h"
 #include "store/store.h"
+#include "store/writer.h"
 
 class ChatController : public QObject {
     Q_OBJECT
@@ -150,6 +152,8 @@ private:
     void abandonAnswer(qint64 conversationId);
     template <class T>
     bool check(const powerhouse::Result<T>& result);
+    // Shows the first error of the writer's failed saves, if any.
+    void reportWriteErrors(const std::vector<powerhouse::Error>& errors);
 
     powerhouse::store::Store& m_store;
     EngineClient& m_engine;
@@ -169,6 +173,8 @@ private:
     qint64 m_deleted = 0;      // the conversation that undo would restore
     std::map<qint64, Answer> m_answers;  // by conversation id: those generating
     QTimer m_saveTimer;                  // saves the streaming answers every second
+    // Those saves run on the store's writer thread, in order (without one, here).
+    std::unique_ptr<powerhouse::store::StoreWriter> m_writer;
     ConversationSettings m_defaults;              // where a conversation says nothing
     ConversationSettings m_conversationSettings;  // the open conversation's (or the next new one's)
     std::string m_settingsJson;                   // ... as stored

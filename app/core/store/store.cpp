@@ -229,7 +229,7 @@ Result<Store> Store::open(const std::filesystem::path& path, const StoreOptions&
         db.exec("PRAGMA foreign_keys = ON");
         impl->version = db.execAndGet("PRAGMA user_version").getInt();
         if (Result<void> m = impl->migrate(target); !m) return m;
-        if (impl->version >= 1) {
+        if (impl->version >= 1 && options.recover_interrupted) {
             SQLite::Statement q(db, "UPDATE messages SET state = 'interrupted', updated_ms = ? WHERE state = 'streaming'");
             q.bind(1, now_ms());
             impl->recovered = q.exec();

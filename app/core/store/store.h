@@ -107,6 +107,9 @@ struct SearchHit {
 struct StoreOptions {
     // Migrate no further than this version (tests of the migrations); 0: the latest.
     int target_version = 0;
+    // Whether open() marks answers left streaming as interrupted (recovery after a crash).
+    // A second connection inside a running app passes false: its answers are streaming now.
+    bool recover_interrupted = true;
 };
 
 class Store {
