@@ -1,6 +1,7 @@
 #include "message_list_model.h"
 
-#include "markdown_blocks.h"
+#include <algorithm>
+
 #include "powerhouse/telemetry.h"
 
 using powerhouse::store::Message;
@@ -55,7 +56,7 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
         case StateRole: return QString::fromUtf8(powerhouse::store::message_state_name(m.state));
         case StatsRole: return statsText(m.stats, m_price);
         case ErrorRole: return QString::fromStdString(m.error);
-        case BlocksRole: return markdown_blocks_variant(QString::fromStdString(m.content));
+        case BlocksRole: return QVariant::fromValue<QObject*>(blocks(index.row()));
         default: return {};
     }
 }
@@ -69,6 +70,8 @@ QHash<int, QByteArray> MessageListModel::roleNames() const {
 void MessageListModel::setMessages(std::vector<Message> messages) {
     beginResetModel();
     m_messages = std::move(messages);
+    dropBlocks(0);
+    m_blocks.assign(m_messages.size(), nullptr);
     endResetModel();
     emit countChanged();
 }
@@ -77,6 +80,7 @@ void MessageListModel::append(Message message) {
     const int row = static_cast<int>(m_messages.size());
     beginInsertRows({}, row, row);
     m_messages.push_back(std::move(message));
+    m_blocks.push_back(nullptr);
     endInsertRows();
     emit countChanged();
 }
@@ -85,22 +89,34 @@ void MessageListModel::appendText(qint64 messageId, const QString& text) {
     const int row = rowOf(messageId);
     if (row < 0 || text.isEmpty()) return;
     m_messages[static_cast<size_t>(row)].content += text.toStdString();
+    if (MessageBlocksModel* blocks = m_blocks[static_cast<size_t>(row)]) blocks->appendText(text);
     const QModelIndex i = index(row);
-    emit dataChanged(i, i, {ContentRole, BlocksRole});
+    // BlocksRole stays the same object: its own rows say what changed.
+    emit dataChanged(i, i, {Qt::DisplayRole, ContentRole});
 }
 
 void MessageListModel::update(const Message& message) {
     const int row = rowOf(message.id);
     if (row < 0) return;
-    m_messages[static_cast<size_t>(row)] = message;
+    Message& old = m_messages[static_cast<size_t>(row)];
+    if (MessageBlocksModel* blocks = m_blocks[static_cast<size_t>(row)]; blocks && message.content != old.content) {
+        // The final text of a streamed answer usually is what streamed in, or more of it.
+        if (message.content.starts_with(old.content)) {
+            blocks->appendText(QString::fromStdString(message.content.substr(old.content.size())));
+        } else {
+            blocks->setContent(QString::fromStdString(message.content));
+        }
+    }
+    old = message;
     const QModelIndex i = index(row);
-    emit dataChanged(i, i);
+    emit dataChanged(i, i, {Qt::DisplayRole, IdRole, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole});
 }
 
 void MessageListModel::removeFrom(int row) {
     if (row < 0 || row >= rowCount()) return;
     beginRemoveRows({}, row, rowCount() - 1);
     m_messages.erase(m_messages.begin() + row, m_messages.end());
+    dropBlocks(static_cast<size_t>(row));
     endRemoveRows();
     emit countChanged();
 }
@@ -114,4 +130,23 @@ int MessageListModel::rowOf(qint64 messageId) const {
 
 const Message* MessageListModel::at(int row) const {
     return row >= 0 && row < rowCount() ? &m_messages[static_cast<size_t>(row)] : nullptr;
+}
+
+MessageBlocksModel* MessageListModel::blocks(int row) const {
+    if (row < 0 || row >= rowCount()) return nullptr;
+    MessageBlocksModel*& blocks = m_blocks[static_cast<size_t>(row)];
+    if (blocks == nullptr) {
+        // A child, so that QML never takes it for its own; made here because only the view
+        // asks for it, and user messages and answers scrolled past need none until shown.
+        blocks = new MessageBlocksModel(const_cast<MessageListModel*>(this));
+        blocks->setContent(QString::fromStdString(m_messages[static_cast<size_t>(row)].content));
+    }
+    return blocks;
+}
+
+void MessageListModel::dropBlocks(size_t from) {
+    for (size_t i = from; i < m_blocks.size(); ++i) {
+        if (m_blocks[i] != nullptr) m_blocks[i]->deleteLater();
+    }
+    m_blocks.erase(m_blocks.begin() + static_cast<std::ptrdiff_t>(std::min(from, m_blocks.size())), m_blocks.end());
 }

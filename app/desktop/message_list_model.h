@@ -1,6 +1,7 @@
 // The messages of the open conversation, with the answer that is streaming in. Text that
 // arrives for the streaming answer changes one row (dataChanged on its content), never the
-// whole list.
+// whole list, and reaches that message's blocks model as an append, so that only its last
+// blocks are split again and change.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -11,6 +12,7 @@
 
 #include <vector>
 
+#include "message_blocks_model.h"
 #include "store/store.h"
 
 class MessageListModel : public QAbstractListModel {
@@ -20,7 +22,9 @@ class MessageListModel : public QAbstractListModel {
     Q_PROPERTY(int count READ rowCount NOTIFY countChanged)
 
 public:
-    // BlocksRole: the content cut into Markdown text and code blocks (markdown_blocks.h).
+    // BlocksRole: the content cut into Markdown text and code blocks, a MessageBlocksModel*
+    // that this model owns; made when first asked for, and kept while the row lives (a
+    // content replaced by one that does not extend it resets it).
     enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, BlocksRole };
 
     explicit MessageListModel(QObject* parent = nullptr);
@@ -38,6 +42,8 @@ public:
     void removeFrom(int row);  // this row and all after it
     int rowOf(qint64 messageId) const;
     const powerhouse::store::Message* at(int row) const;
+    // The row's blocks (BlocksRole), null for a row that does not exist.
+    MessageBlocksModel* blocks(int row) const;
 
     // "58.2 tokens/s · 41 ms to first token · 120 tokens", then where the prompt cache gave
     // some " · 812 of 840 prompt tokens from cache", and where measured
@@ -50,6 +56,12 @@ signals:
     void countChanged();
 
 private:
+    // Deletes the blocks of the rows from `from` on, later: a view may still hold them.
+    void dropBlocks(size_t from);
+
     std::vector<powerhouse::store::Message> m_messages;
+    // Per row: its blocks, or null until asked for (children of this model). Mutable because
+    // data() makes them.
+    mutable std::vector<MessageBlocksModel*> m_blocks;
     double m_price = 0;
 };

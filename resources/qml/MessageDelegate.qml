@@ -17,7 +17,10 @@ Item {
     required property string messageState
     required property string stats
     required property string error
-    required property var blocks
+    // The content's blocks: a MessageBlocksModel (any list model with its roles kind, text,
+    // language and closed will do; the view tests pass a ListModel). A streaming answer
+    // changes only its last rows, so the blocks above keep their delegates.
+    required property QtObject blocks
 
     readonly property bool fromUser: role === "user"
     readonly property bool streaming: messageState === "streaming"
@@ -69,28 +72,35 @@ Item {
                 spacing: Theme.spacing * 0.75
 
                 Label {
-                    visible: root.blocks.length === 0
+                    visible: blockRepeater.count === 0
                     text: root.streaming ? "…" : ""
                     color: Theme.text
                 }
                 Repeater {
-                    model: root.fromUser ? [] : root.blocks
+                    id: blockRepeater
+                    model: root.fromUser ? null : root.blocks
                     delegate: Loader {
-                        required property var modelData
+                        id: blockLoader
+                        // The loaded frame binds to these roles, so a block that grows is
+                        // updated in place rather than made again.
+                        required property int kind
+                        required property string text
+                        required property string language
+                        required property bool closed
                         Layout.fillWidth: true
-                        sourceComponent: modelData.kind === "code" ? codeBlock : textBlock
-                        onLoaded: item.block = modelData
-                        onModelDataChanged: if (item) item.block = modelData
+                        sourceComponent: kind === MessageBlocksModel.Code ? codeBlock : textBlock
+                        onLoaded: item.block = blockLoader
                     }
                 }
             }
 
-            // Copies the whole message as written (the Markdown source).
+            // Copies the whole message as written (the Markdown source). Its text is set only
+            // when copying: bound to the content, it would lay out the whole answer again at
+            // every streamed update.
             TextEdit {
                 id: copier
                 visible: false
                 textFormat: TextEdit.PlainText
-                text: root.content
             }
 
             TextArea {
@@ -142,9 +152,11 @@ Item {
                 text: "Copy"
                 Accessible.name: "Copy message"
                 onClicked: {
+                    copier.text = root.content
                     copier.selectAll()
                     copier.copy()
                     copier.deselect()
+                    copier.clear()
                 }
             }
             IconButton {
@@ -185,7 +197,7 @@ Item {
     Component {
         id: textBlock
         TextEdit {
-            property var block
+            property Loader block
             objectName: "markdownText"
             readOnly: true
             selectByMouse: true
@@ -203,7 +215,7 @@ Item {
         id: codeBlock
         Rectangle {
             id: frame
-            property var block
+            property Loader block
             implicitHeight: codeHeader.implicitHeight + code.implicitHeight + Theme.spacing
             radius: 6
             color: Theme.codeBackground

@@ -43,9 +43,12 @@ Item {
             stats: "10.0 tokens/s · 5 ms to first token · 3 tokens"
             error: ""
             content: "Here:\n```python\nprint(1)\n```\nDone."
-            blocks: [{kind: "text", text: "Here:", language: "", closed: true},
-                     {kind: "code", text: "print(1)", language: "python", closed: true},
-                     {kind: "text", text: "Done.", language: "", closed: true}]
+            // The roles of the app's MessageBlocksModel, which QML cannot make.
+            blocks: ListModel {
+                ListElement { kind: MessageBlocksModel.Text; text: "Here:"; language: ""; closed: true }
+                ListElement { kind: MessageBlocksModel.Code; text: "print(1)"; language: "python"; closed: true }
+                ListElement { kind: MessageBlocksModel.Text; text: "Done."; language: ""; closed: true }
+            }
         }
     }
     Component {
@@ -193,6 +196,15 @@ Item {
             compare(copy.text, "Copy")
             mouseClick(copy)
             compare(copy.text, "Copied")
+            // The answer streams on: blocks change and arrive at the end, and the code block
+            // keeps its delegate (and so its "Copied").
+            message.blocks.setProperty(2, "text", "Done. And")
+            message.blocks.append({kind: MessageBlocksModel.Code, text: "x", language: "", closed: false})
+            compare(findChild(message, "copyCode"), copy)
+            compare(copy.text, "Copied")
+            message.blocks.setProperty(1, "text", "print(2)")
+            compare(code.text, "print(2)")
+            compare(findChild(message, "codeText"), code)
             tryCompare(copy, "text", "Copy", 3000)
         }
 
