@@ -19,6 +19,27 @@ QString paramsText(double n) {
     return QString::number(n / 1e6, 'f', 0) + " M";
 }
 
+// A model as the page lists it (its fit comes later, from its shape).
+ModelListModel::Row rowOf(const powerhouse::catalog::LibraryEntry& entry) {
+    const powerhouse::store::ModelRecord& record = entry.record;
+    ModelListModel::Row row;
+    const QJsonObject info = QJsonDocument::fromJson(QByteArray::fromStdString(record.info_json)).object();
+    row.name = QString::fromStdString(entry.name);
+    row.source = QString::fromStdString(powerhouse::catalog::source_label(record));
+    QStringList details;
+    if (!info.value("architecture").toString().isEmpty()) details << info.value("architecture").toString();
+    if (!info.value("file_type").toString().isEmpty()) details << info.value("file_type").toString();
+    if (info.value("n_params").toDouble() > 0) details << paramsText(info.value("n_params").toDouble()) + " parameters";
+    if (info.value("n_layer").toInt() > 0) {
+        details << LibraryController::tr("%1 layers").arg(info.value("n_layer").toInt());
+    }
+    if (info.value("parts").toInt() > 1) details << LibraryController::tr("%1 parts").arg(info.value("parts").toInt());
+    details << sizeText(static_cast<double>(record.file_size));
+    row.details = details.join(QStringLiteral(" · "));
+    row.record = record;
+    return row;
+}
+
 }  // namespace
 
 int ModelListModel::rowCount(const QModelIndex& parent) const {
@@ -107,138 +128,208 @@ void LibraryController::say(const QString& message) {
     emit messageChanged();
 }
 
-void LibraryController::rescan() {
-    // The same refresh as `powerhouse-cli list`, so both list the same models.
+LibraryController::~LibraryController() {
+    // Before any member goes: the worker may be scanning and posting to this object. After
+    // the join nothing more is posted, and Qt drops the posts not yet run with this object.
+    m_worker.reset();
+}
+
+powerhouse::catalog::LibraryPlaces LibraryController::places() const {
     powerhouse::catalog::LibraryPlaces places;
     places.library = m_library.toStdString();
     places.environment = m_environment;
-    auto library = powerhouse::catalog::refresh_library(m_store, places);
-    if (!library) {
-        emit error(QString::fromStdString(library.error().message));
-        return;
-    }
-    QStringList notes;
-    for (const std::string& note : library->notes) notes << QString::fromStdString(note);
-    if (notes != m_scanNotes) {
-        m_scanNotes = notes;
-        emit scanNotesChanged();
-    }
-    reload();
+    return places;
 }
 
-void LibraryController::reload() {
-    auto library = powerhouse::catalog::list_library(m_store);
-    if (!library) {
-        emit error(QString::fromStdString(library.error().message));
-        return;
+void LibraryController::enqueue(LibraryWorker::Task task, bool scan, bool coalesce) {
+    if (!m_worker) {
+        // The listing comes back to the GUI thread as a queued call, run only while this
+        // object lives.
+        m_worker = std::make_unique<LibraryWorker>(m_store.path(), [this](LibraryWorker::Listing listing) {
+            QMetaObject::invokeMethod(
+                this, [this, listing = std::move(listing)] { show(listing); }, Qt::QueuedConnection);
+        });
     }
-    std::vector<ModelListModel::Row> rows;
-    for (powerhouse::catalog::LibraryEntry& entry : library->models) {
-        powerhouse::store::ModelRecord& record = entry.record;
-        ModelListModel::Row row;
-        const QJsonObject info = QJsonDocument::fromJson(QByteArray::fromStdString(record.info_json)).object();
-        row.name = QString::fromStdString(entry.name);
-        row.source = QString::fromStdString(powerhouse::catalog::source_label(record));
-        QStringList details;
-        if (!info.value("architecture").toString().isEmpty()) details << info.value("architecture").toString();
-        if (!info.value("file_type").toString().isEmpty()) details << info.value("file_type").toString();
-        if (info.value("n_params").toDouble() > 0) details << paramsText(info.value("n_params").toDouble()) + " parameters";
-        if (info.value("n_layer").toInt() > 0) details << tr("%1 layers").arg(info.value("n_layer").toInt());
-        if (info.value("parts").toInt() > 1) details << tr("%1 parts").arg(info.value("parts").toInt());
-        details << sizeText(static_cast<double>(record.file_size));
-        row.details = details.join(QStringLiteral(" · "));
-        row.record = std::move(record);
-        rows.push_back(std::move(row));
+    if (!m_worker->enqueue(std::move(task), scan, coalesce)) return;  // the scan waiting answers for it
+    if (scan && m_scans++ == 0) emit scanningChanged();
+}
+
+void LibraryController::rescan() {
+    // The same refresh as `powerhouse-cli list`, so both list the same models.
+    enqueue(
+        [places = places()](powerhouse::store::Store& store, const std::function<bool()>& cancelled) mutable {
+            places.cancelled = cancelled;
+            LibraryWorker::Outcome outcome;
+            auto library = powerhouse::catalog::refresh_library(store, places);
+            if (!library) {
+                outcome.error = library.error().message;
+            } else {
+                outcome.library = std::move(library).value();
+            }
+            return outcome;
+        },
+        true, true);
+}
+
+void LibraryController::show(const LibraryWorker::Listing& listing) {
+    if (listing.library) {
+        const powerhouse::catalog::Library& library = *listing.library;
+        std::vector<ModelListModel::Row> rows;
+        for (size_t i = 0; i < library.models.size(); ++i) {
+            ModelListModel::Row row = rowOf(library.models[i]);
+            if (i < listing.shapes.size()) row.shape = listing.shapes[i];
+            rows.push_back(std::move(row));
+        }
+        m_models.setRows(std::move(rows));
+        refit();
+        if (listing.scan) {
+            QStringList notes;
+            for (const std::string& note : library.notes) notes << QString::fromStdString(note);
+            if (notes != m_scanNotes) {
+                m_scanNotes = notes;
+                emit scanNotesChanged();
+            }
+        }
     }
-    m_models.setRows(std::move(rows));
-    refit();
+    if (!listing.error.empty()) emit error(QString::fromStdString(listing.error));
+    if (listing.says) say(listing.said.join(QLatin1Char('\n')));
+    if (listing.scan) {
+        if (--m_scans == 0) emit scanningChanged();
+        emit scanFinished();
+    }
 }
 
 void LibraryController::refit() {
+    // Plans only: the shapes were read with the listing, on the worker.
     std::vector<QVariantMap> fits;
     for (const ModelListModel::Row& row : m_models.rows()) {
         if (!row.record.ok) {
             fits.push_back({});
             continue;
         }
-        auto& shape = m_shapes[row.record.path];
-        if (!shape) {
-            auto read = powerhouse::read_model_shape(row.record.path);
-            if (read) shape = std::move(read).value();
-        }
-        fits.push_back(shape ? m_settings.fitFor(*shape) : QVariantMap{{"text", tr("The file can no longer be read.")}});
+        fits.push_back(row.shape ? m_settings.fitFor(*row.shape)
+                                 : QVariantMap{{"text", tr("The file can no longer be read.")}});
     }
     m_models.setFits(fits);
 }
 
 int LibraryController::importUrls(const QList<QUrl>& urls) {
+    // What each dropped thing is, decided here; local files and folders are imported on the
+    // worker, which writes their lines of the outcome in the order dropped.
+    struct Item {
+        QString said;      // decided here
+        std::string path;  // else: a local file or folder to import
+        bool folder = false;
+    };
+    std::vector<Item> items;
     int accepted = 0;
-    QStringList said;
-    const auto mode = m_importMode == QLatin1String("copy")   ? powerhouse::catalog::ImportMode::copy
-                      : m_importMode == QLatin1String("move") ? powerhouse::catalog::ImportMode::move
-                                                              : powerhouse::catalog::ImportMode::in_place;
     for (const QUrl& url : urls) {
         if (url.scheme() == QLatin1String("http") || url.scheme() == QLatin1String("https")) {
             emit downloadRequested(url);
-            said << tr("Downloading %1").arg(url.fileName().isEmpty() ? url.toString() : url.fileName());
+            items.push_back({tr("Downloading %1").arg(url.fileName().isEmpty() ? url.toString() : url.fileName()), {}});
             ++accepted;
             continue;
         }
         if (!url.isLocalFile()) {
-            said << tr("%1 is neither a model file nor a web address.").arg(url.toString());
+            items.push_back({tr("%1 is neither a model file nor a web address.").arg(url.toString()), {}});
             continue;
         }
-        const QString path = url.toLocalFile();
-        if (QFileInfo(path).isDir()) {
-            // A folder: add it to the library's folders and scan it.
-            (void)m_store.add_model_folder(path.toStdString());
-            auto report = powerhouse::catalog::scan_folder(m_store, path.toStdString());
-            if (!report) {
-                said << QString::fromStdString(report.error().message);
-                continue;
-            }
-            said << tr("Added the folder %1: %2 models").arg(path).arg(report->added + report->updated + report->unchanged);
+        const QFileInfo file(url.toLocalFile());
+        Item item{{}, url.toLocalFile().toStdString(), file.isDir()};
+        // What import_model takes: a file named .gguf (it says why anything else is not).
+        if (item.folder || (file.isFile() && file.suffix().compare(QLatin1String("gguf"), Qt::CaseInsensitive) == 0)) {
             ++accepted;
-            continue;
         }
-        auto record = powerhouse::catalog::import_model(m_store, path.toStdString(), mode, m_library.toStdString());
-        if (!record) {
-            said << QString::fromStdString(record.error().message);
-            continue;
-        }
-        m_shapes.erase(record->path);
-        const QString name = QFileInfo(QString::fromStdString(record->path)).fileName();
-        said << (record->ok ? tr("Added %1").arg(name)
-                            : tr("Added %1, but it cannot be used: %2").arg(name, QString::fromStdString(record->problem)));
-        ++accepted;
+        items.push_back(std::move(item));
     }
-    reload();
-    say(said.join(QLatin1Char('\n')));
+    const auto mode = m_importMode == QLatin1String("copy")   ? powerhouse::catalog::ImportMode::copy
+                      : m_importMode == QLatin1String("move") ? powerhouse::catalog::ImportMode::move
+                                                              : powerhouse::catalog::ImportMode::in_place;
+    enqueue(
+        [items = std::move(items), mode, library = m_library.toStdString()](powerhouse::store::Store& store,
+                                                                            const std::function<bool()>&) {
+            LibraryWorker::Outcome outcome;
+            outcome.says = true;
+            for (const Item& item : items) {
+                if (item.path.empty()) {
+                    outcome.said << item.said;
+                    continue;
+                }
+                const QString path = QString::fromStdString(item.path);
+                if (item.folder) {
+                    // A folder: add it to the library's folders and scan it.
+                    (void)store.add_model_folder(item.path);
+                    auto report = powerhouse::catalog::scan_folder(store, item.path);
+                    if (!report) {
+                        outcome.said << QString::fromStdString(report.error().message);
+                        continue;
+                    }
+                    outcome.said << tr("Added the folder %1: %2 models")
+                                        .arg(path)
+                                        .arg(report->added + report->updated + report->unchanged);
+                    continue;
+                }
+                auto record = powerhouse::catalog::import_model(store, item.path, mode, library);
+                if (!record) {
+                    outcome.said << QString::fromStdString(record.error().message);
+                    continue;
+                }
+                const QString name = QFileInfo(QString::fromStdString(record->path)).fileName();
+                outcome.said << (record->ok ? tr("Added %1").arg(name)
+                                            : tr("Added %1, but it cannot be used: %2")
+                                                  .arg(name, QString::fromStdString(record->problem)));
+            }
+            return outcome;
+        },
+        false);
     return accepted;
 }
 
 void LibraryController::load(const QString& path) { emit loadRequested(path); }
 
 void LibraryController::addDownloaded(const QString& path, const QString& verifiedSha256) {
-    // Downloaded again after being forgotten: shown again.
-    (void)m_store.unhide_model(path.toStdString());
-    rescan();
-    auto record = m_store.model_by_path(path.toStdString());
-    if (!record || !*record) return;
-    powerhouse::store::ModelRecord r = **record;
-    r.source = "downloaded";
-    if (!verifiedSha256.isEmpty()) r.sha256 = verifiedSha256.toStdString();
-    if (auto saved = m_store.put_model(r); !saved) {
-        emit error(QString::fromStdString(saved.error().message));
-        return;
-    }
-    reload();
+    enqueue(
+        [places = places(), path = path.toStdString(), sha256 = verifiedSha256.toStdString()](
+            powerhouse::store::Store& store, const std::function<bool()>& cancelled) mutable {
+            LibraryWorker::Outcome outcome;
+            // Downloaded again after being forgotten: shown again.
+            (void)store.unhide_model(path);
+            places.cancelled = cancelled;
+            auto scanned = powerhouse::catalog::refresh_library(store, places);
+            if (!scanned) {
+                outcome.error = scanned.error().message;
+                return outcome;
+            }
+            auto record = store.model_by_path(path);
+            if (record && *record) {
+                powerhouse::store::ModelRecord r = **record;
+                r.source = "downloaded";
+                if (!sha256.empty()) r.sha256 = sha256;
+                if (auto saved = store.put_model(r); !saved) {
+                    outcome.error = saved.error().message;
+                    return outcome;
+                }
+            }
+            auto library = powerhouse::catalog::list_library(store);
+            if (!library) {
+                outcome.error = library.error().message;
+                return outcome;
+            }
+            library->notes = std::move(scanned->notes);
+            outcome.library = std::move(library).value();
+            return outcome;
+        },
+        true);
 }
 
 void LibraryController::forget(const QString& path) {
-    if (auto removed = powerhouse::catalog::forget_model(m_store, path.toStdString()); !removed) {
-        emit error(QString::fromStdString(removed.error().message));
-        return;
-    }
-    reload();
+    enqueue(
+        [path = path.toStdString()](powerhouse::store::Store& store, const std::function<bool()>&) {
+            LibraryWorker::Outcome outcome;
+            if (auto removed = powerhouse::catalog::forget_model(store, path); !removed) {
+                outcome.error = removed.error().message;
+            }
+            return outcome;
+        },
+        false);
 }

@@ -3,13 +3,22 @@
 // imports of dropped or chosen files, and loading one. The list is "the library" of
 // catalog/library.h: the library folder, the folders the user added and other apps'
 // downloads (LM Studio, Ollama, ...), used in place, the same list `powerhouse-cli list`
-// prints. Scans and imports read only file headers, so they run on the GUI thread
-// (milliseconds per file).
+// prints.
+//
+// A scan reads the header of every new or changed file in every folder, and an import may
+// copy gigabytes: both run on a worker thread (LibraryWorker), with its own store
+// connection, in the order asked, and the list changes when a task's listing comes back
+// (a queued call). So rescan(), importUrls(), forget() and addDownloaded() return at once;
+// `scanning` is true from a rescan until its rows are listed, and `message` says how an
+// import went once it has. The "fits" column plans each model's shape (read on the worker
+// with the listing) on the GUI thread, so a change of settings re-plans without reading
+// a file.
 //
 // Dropped web addresses are handed on through `downloadRequested`; anything else dropped
 // is refused with the reason.
 //
-// Thread-safety: GUI thread only.
+// Thread-safety: a QObject of the GUI thread; the worker only posts listings to it.
+// Destroying it mid-scan cancels the scan and waits for the worker.
 #pragma once
 
 #include <QAbstractListModel>
@@ -20,11 +29,12 @@
 #include <QVariantList>
 #include <QtQml/qqmlregistration.h>
 
-#include <map>
-#include <optional>
+#include <memory>
 #include <vector>
 
+#include "catalog/library.h"
 #include "catalog/other_apps.h"
+#include "library_worker.h"
 #include "powerhouse/plan.h"
 #include "settings_controller.h"
 #include "store/store.h"
@@ -57,6 +67,8 @@ public:
         powerhouse::store::ModelRecord record;
         QString name, details, source;
         QVariantMap fit;
+        // What the fit is planned from: null when it cannot be used or read.
+        std::shared_ptr<const powerhouse::ModelShape> shape;
     };
 
     explicit ModelListModel(QObject* parent = nullptr) : QAbstractListModel(parent) {}
@@ -90,12 +102,15 @@ class LibraryController : public QObject {
     // What the last rescan passed over, each with why (a folder that cannot be read, a
     // malformed Ollama manifest).
     Q_PROPERTY(QStringList scanNotes READ scanNotes NOTIFY scanNotesChanged)
+    // A rescan is waiting or running (on the worker thread).
+    Q_PROPERTY(bool scanning READ scanning NOTIFY scanningChanged)
 
 public:
     // `environment` says where other apps keep their downloads (tests pass a fake home).
     LibraryController(powerhouse::store::Store& store, SettingsController& settings, QString libraryFolder,
                       QObject* parent = nullptr,
                       powerhouse::catalog::Environment environment = powerhouse::catalog::Environment::from_process());
+    ~LibraryController() override;
 
     ModelListModel* models() { return &m_models; }
     QString libraryFolder() const { return m_library; }
@@ -103,19 +118,25 @@ public:
     void setImportMode(const QString& mode);
     QString message() const { return m_message; }
     QStringList scanNotes() const { return m_scanNotes; }
+    bool scanning() const { return m_scans > 0; }
 
     // Refreshes the library (its folder, the user's folders, other apps' downloads), then
-    // lists every model.
+    // lists every model, on the worker. Asked again while a scan runs, one more scan follows
+    // it (however often it is asked meanwhile).
     Q_INVOKABLE void rescan();
-    // Dropped or chosen: local .gguf files are imported, web addresses handed to downloads,
-    // anything else refused with the reason. Returns how many were accepted.
+    // Dropped or chosen: local .gguf files are imported and folders added (on the worker),
+    // web addresses handed to downloads, anything else refused with the reason; `message`
+    // says how each went once the import is done. Returns how many were accepted: the web
+    // addresses, the folders and the .gguf files (one whose import fails, a copy that finds
+    // the disk full, is counted and its message says why).
     Q_INVOKABLE int importUrls(const QList<QUrl>& urls);
     Q_INVOKABLE void load(const QString& path);
-    // A download arrived in the library folder: rescans, and keeps the sha256 it was
-    // verified against with its record.
+    // A download arrived in the library folder: rescans (a scan, as rescan()), and keeps the
+    // sha256 it was verified against with its record.
     void addDownloaded(const QString& path, const QString& verifiedSha256);
     // Forgets a model (its file stays where it is); one that a rescan would find again
-    // (another app's, or in a library folder) stays hidden until imported again.
+    // (another app's, or in a library folder) stays hidden until imported again. Done on
+    // the worker, after the tasks asked for before it.
     Q_INVOKABLE void forget(const QString& path);
     void setLoadedPath(const QString& path) { m_models.setLoadedPath(path); }
 
@@ -123,14 +144,20 @@ signals:
     void importModeChanged();
     void messageChanged();
     void scanNotesChanged();
+    void scanningChanged();
+    // A scan (rescan() or addDownloaded()) ended and its rows are listed; `scanning` says
+    // whether another one follows.
+    void scanFinished();
     void loadRequested(const QString& path);
     void downloadRequested(const QUrl& url);
     void error(const QString& message);
 
 private:
-    void reload();
+    void enqueue(LibraryWorker::Task task, bool scan, bool coalesce = false);
+    void show(const LibraryWorker::Listing& listing);
     void refit();
     void say(const QString& message);
+    powerhouse::catalog::LibraryPlaces places() const;
 
     powerhouse::store::Store& m_store;
     SettingsController& m_settings;
@@ -140,5 +167,7 @@ private:
     QStringList m_scanNotes;
     powerhouse::catalog::Environment m_environment;
     ModelListModel m_models;
-    std::map<std::string, std::optional<powerhouse::ModelShape>> m_shapes;  // by path
+    int m_scans = 0;  // scans handed to the worker whose listing has not come back
+    // Made at the first task; reset first in the destructor (it joins the thread).
+    std::unique_ptr<LibraryWorker> m_worker;
 };

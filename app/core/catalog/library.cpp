@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -86,6 +87,12 @@ fs::path default_data_dir(const Environment& env) {
 }
 
 Result<Library> refresh_library(store::Store& store, const LibraryPlaces& places) {
+    const auto stop = [&places]() -> std::optional<Error> {
+        if (places.cancelled && places.cancelled()) {
+            return make_error(ErrorCode::cancelled, "the refresh was cancelled");
+        }
+        return std::nullopt;
+    };
     std::vector<std::string> notes;
     Claims claimed;
     std::error_code ec;
@@ -95,6 +102,7 @@ Result<Library> refresh_library(store::Store& store, const LibraryPlaces& places
     Result<std::vector<std::string>> folders = store.model_folders();
     if (!folders) return folders.error();
     for (const std::string& folder : *folders) {
+        if (auto e = stop()) return *e;
         if (Result<void> r = sync_library_folder(store, folder, claimed, notes); !r) return r.error();
     }
 
@@ -102,7 +110,9 @@ Result<Library> refresh_library(store::Store& store, const LibraryPlaces& places
     // readable again later); the records of a folder that is gone go with it.
     std::set<std::string> app_folders;
     if (places.other_apps) {
+        if (auto e = stop()) return *e;
         for (OtherAppSource& source : find_other_apps(places.environment)) {
+            if (auto e = stop()) return *e;
             app_folders.insert(source.folder.string());
             if (!source.unreadable.empty()) {
                 notes.push_back(fmt::format("{}'s folder was skipped: {}", source_title(source.app), source.unreadable));
@@ -114,12 +124,14 @@ Result<Library> refresh_library(store::Store& store, const LibraryPlaces& places
             if (Result<void> r = sync(store, source.folder.string(), std::move(found), claimed); !r) return r.error();
         }
     }
+    if (auto e = stop()) return *e;
     Result<std::vector<store::ModelRecord>> all = store.models();
     if (!all) return all.error();
     for (const store::ModelRecord& r : *all) {
         if (is_other_app(r.source) && app_folders.count(r.folder) == 0) {
             if (Result<void> removed = store.remove_model(r.path); !removed) return removed.error();
         } else if (r.folder.empty() && r.mtime_ns != mtime_ns(r.path)) {
+            if (auto e = stop()) return *e;
             // Imported by itself: inspected again when the file changed, or when a migration
             // asked for it (a cleared time); a file that is gone is listed with the reason.
             store::ModelRecord again = inspect_file(r.path, r.folder, r.source.empty() ? "imported" : r.source,

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,9 @@ struct LibraryPlaces {
     std::filesystem::path library;  // the library folder, made when missing
     Environment environment;        // where other apps keep their downloads
     bool other_apps = true;         // false: other apps' downloads are not looked for (and unlisted)
+    // Asked between folders (a GUI closing during a scan): true stops the refresh with a
+    // `cancelled` error, what was synced so far kept. Called on the refreshing thread.
+    std::function<bool()> cancelled;
 };
 
 // The desktop app's data folder, which the CLI shares: $XDG_DATA_HOME/powerhouse, else

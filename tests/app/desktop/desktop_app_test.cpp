@@ -106,7 +106,8 @@ TEST_F(DesktopAppTest, FirstRunDownloadsASuggestedModelAndLoadsIt) {
     EXPECT_EQ(fs::path(**remembered), downloaded);
     EXPECT_EQ(app->chat().modelName(), "SmolLM2 135M Instruct · Q4_1");
     ModelListModel& library = *app->library().models();
-    ASSERT_EQ(library.rowCount(), 1);
+    // The library lists it from its worker thread, maybe after the model loaded.
+    ASSERT_TRUE(QTest::qWaitFor([&] { return library.rowCount() == 1; }, kWait));
     EXPECT_EQ(library.data(library.index(0), ModelListModel::PathRole).toString().toStdString(), downloaded.string());
     EXPECT_TRUE(library.data(library.index(0), ModelListModel::LoadedRole).toBool());
     // The Hub sent the file's sha256 and the download was checked against it.

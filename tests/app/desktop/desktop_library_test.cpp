@@ -24,6 +24,18 @@ namespace {
 using powerhouse::store::Store;
 using powerhouse::test::open_store;
 
+constexpr int kWait = 30000;  // ms
+
+// The library's scans and imports run on its worker thread: these wait for them with the
+// event loop running, as the window's would.
+void waitForScans(const LibraryController& controller) {
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller.scanning(); }, kWait));
+}
+void waitForMessage(QSignalSpy& said) {
+    ASSERT_TRUE(said.count() > 0 || said.wait(kWait)) << "the import has not said how it went";
+    said.clear();
+}
+
 TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
     powerhouse::test::TempDir dir;
     Store store = open_store(dir);
@@ -37,12 +49,14 @@ TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
     LibraryController controller(store, settings, library);
     QAbstractItemModelTester tester(controller.models(), QAbstractItemModelTester::FailureReportingMode::Fatal);
     controller.rescan();
+    waitForScans(controller);
     EXPECT_EQ(controller.models()->rowCount(), 0);
     EXPECT_TRUE(QFileInfo(library).isDir()) << "the library folder is made";
 
     powerhouse::test::write_file(dir / "notes.txt", "hello");
     powerhouse::test::write_file(dir / "fake.gguf", "not really");
     QSignalSpy downloads(&controller, &LibraryController::downloadRequested);
+    QSignalSpy said(&controller, &LibraryController::messageChanged);
     const QString model = QString::fromStdString(powerhouse::test::test_model_path().string());
     const int accepted = controller.importUrls({QUrl::fromLocalFile(model),
                                                 QUrl::fromLocalFile(QString::fromStdString((dir / "notes.txt").string())),
@@ -52,11 +66,12 @@ TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
     EXPECT_EQ(accepted, 3);  // the model, the broken .gguf (listed with its problem), the link
     ASSERT_EQ(downloads.count(), 1);
     EXPECT_EQ(downloads[0][0].toUrl().host(), "huggingface.co");
-    const QString said = controller.message();
-    EXPECT_TRUE(said.contains("Added SmolLM2-135M-Instruct.Q4_1.gguf")) << said.toStdString();
-    EXPECT_TRUE(said.contains("notes.txt is not a GGUF model")) << said.toStdString();
-    EXPECT_TRUE(said.contains("fake.gguf, but it cannot be used")) << said.toStdString();
-    EXPECT_TRUE(said.contains("neither a model file nor a web address")) << said.toStdString();
+    waitForMessage(said);
+    const QString message = controller.message();
+    EXPECT_TRUE(message.contains("Added SmolLM2-135M-Instruct.Q4_1.gguf")) << message.toStdString();
+    EXPECT_TRUE(message.contains("notes.txt is not a GGUF model")) << message.toStdString();
+    EXPECT_TRUE(message.contains("fake.gguf, but it cannot be used")) << message.toStdString();
+    EXPECT_TRUE(message.contains("neither a model file nor a web address")) << message.toStdString();
 
     const ModelListModel& models = *controller.models();
     ASSERT_EQ(models.rowCount(), 2);
@@ -83,9 +98,11 @@ TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
     // Copy mode puts the file into the library folder; a rescan lists what is there.
     controller.setImportMode("copy");
     controller.importUrls({QUrl::fromLocalFile(model)});
+    waitForMessage(said);
     EXPECT_TRUE(QFileInfo::exists(library + "/SmolLM2-135M-Instruct.Q4_1.gguf"));
     controller.forget(model);
-    controller.rescan();
+    controller.rescan();  // after the forgetting: the worker keeps the order asked
+    waitForScans(controller);
     EXPECT_EQ(models.rowCount(), 2);  // the copy in the library, and the broken file
     EXPECT_EQ(LibraryController(store, settings, library).importMode(), "copy") << "kept in the store";
 }
@@ -120,6 +137,7 @@ TEST(LibraryController, ListsOtherAppsDownloadsWithTheirSource) {
     LibraryController controller(store, settings, QString::fromStdString((dir / "models").string()), nullptr, env);
     QAbstractItemModelTester tester(controller.models(), QAbstractItemModelTester::FailureReportingMode::Fatal);
     controller.rescan();
+    waitForScans(controller);
 
     const ModelListModel& models = *controller.models();
     ASSERT_EQ(models.rowCount(), 2);
@@ -141,6 +159,7 @@ TEST(LibraryController, ListsOtherAppsDownloadsWithTheirSource) {
 
     controller.forget(QString::fromStdString(blob));
     controller.rescan();
+    waitForScans(controller);
     EXPECT_EQ(models.rowCount(), 1) << "forgotten: hidden, not found again";
     EXPECT_TRUE(std::filesystem::exists(blob));
 }
@@ -196,6 +215,7 @@ TEST_F(DownloadControllerTest, AModelPageIsListedByQuantizationAndTheChosenFileA
     SettingsController settings(*store_, {});
     LibraryController libraryController(*store_, settings, QString::fromStdString(library().string()));
     libraryController.addDownloaded(finished[0][0].toString(), sha);
+    waitForScans(libraryController);
     auto record = store_->model_by_path((library() / "tiny-model-Q4_K_M.gguf").string());
     ASSERT_TRUE(record && *record);
     EXPECT_EQ((*record)->sha256, sha.toStdString());
