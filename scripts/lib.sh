@@ -65,7 +65,8 @@ TEST_PACKAGES=(libgtest-dev libgmock-dev googletest libbenchmark-dev clang libcl
                qml6-module-qttest xvfb xauth
                lintian desktop-file-utils appstream file
                openssl  # openssl: certificates for the remote engines' TLS tests
-               gnome-keyring dbus-daemon)  # a real Secret Service for the keyring tests
+               gnome-keyring dbus-daemon  # a real Secret Service for the keyring tests
+               python3-pyatspi at-spi2-core)  # the first-run test clicks through the accessibility bus
 
 # quiet_build DIR [TARGET...]: builds DIR (incrementally) with the compiler's whole output in
 # DIR/build.log, printing only the progress: one line redrawn on a terminal, a line per

@@ -3,7 +3,7 @@
 // controllers to the QML window as its properties.
 //
 //   powerhouse [FILE | --model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
-//              [--show settings|general|server|engines|conversation|models]
+//              [--show settings|general|server|engines|conversation|models] [--suggestions FILE]
 //
 // --send sends a message as soon as the model is ready. --screenshot renders the window
 // once it is idle (the model loaded or failed, no answer streaming), saves it as a PNG and
@@ -12,6 +12,7 @@
 // documentation.
 #include <QCommandLineParser>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QGuiApplication>
 #include <QIcon>
@@ -83,12 +84,18 @@ int main(int argc, char* argv[]) {
     const QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
                                               QStringLiteral("Save the window as a PNG once idle, then quit."),
                                               QStringLiteral("FILE"));
+    const QCommandLineOption suggestionsOption(
+        QStringLiteral("suggestions"),
+        QStringLiteral("The welcome view's suggested models from this list (the format of resources/models/"
+                       "suggested.json) instead of the one built in."),
+        QStringLiteral("FILE"));
     const QCommandLineOption showOption(
         QStringLiteral("show"),
         QStringLiteral("Open a panel at start: settings, general, server, engines, conversation or models."),
         QStringLiteral("PANEL"));
     parser.addOptions(
-        {helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption, showOption});
+        {helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption, showOption,
+         suggestionsOption});
     QStringList arguments;
     for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
     if (!parser.parse(arguments)) {
@@ -110,6 +117,23 @@ int main(int argc, char* argv[]) {
         std::fprintf(stderr, "powerhouse: one model file at a time, not %lld\n",
                      static_cast<long long>(parser.positionalArguments().size()));
         return 2;
+    }
+
+    // A list of suggestions that cannot be read is a usage error, found before any window.
+    std::vector<powerhouse::catalog::SuggestedModel> suggestions;
+    if (parser.isSet(suggestionsOption)) {
+        QFile file(parser.value(suggestionsOption));
+        if (!file.open(QIODevice::ReadOnly)) {
+            std::fprintf(stderr, "powerhouse: cannot read %s: %s\n", qPrintable(file.fileName()),
+                         qPrintable(file.errorString()));
+            return 2;
+        }
+        auto list = powerhouse::catalog::parse_suggested_models(file.readAll().toStdString());
+        if (!list) {
+            std::fprintf(stderr, "powerhouse: %s: %s\n", qPrintable(file.fileName()), list.error().message.c_str());
+            return 2;
+        }
+        suggestions = std::move(*list);
     }
 
     QGuiApplication app(argc, argv);
@@ -162,6 +186,7 @@ int main(int argc, char* argv[]) {
         return 1;
     }
     DesktopApp& desktop = **created;
+    if (parser.isSet(suggestionsOption)) desktop.welcome().setModels(std::move(suggestions));
     ChatController& controller = desktop.chat();
 
     QQmlApplicationEngine qml;

@@ -72,7 +72,8 @@ ToolBar {
                          : bar.controller.modelState === ChatController.Failed ? Theme.error : Theme.textFaint
                 }
                 Label {
-                    Accessible.name: "Model"
+                    // Read out whole: "Model: SmolLM2 135M Instruct · Q4_1".
+                    Accessible.name: "Model: " + text
                     color: Theme.text
                     font.pixelSize: Theme.bodySize
                     elide: Text.ElideRight
