@@ -22,7 +22,11 @@
 #include <QTimer>
 #include <QtQml/QQmlExtensionPlugin>
 
+#include <time.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 
@@ -59,6 +63,30 @@ void screenshotWhenIdle(QQuickWindow* window, DesktopApp& desktop, const QString
 }
 
 }  // namespace
+
+// Milliseconds since the process started (its start time in /proc/self/stat, in clock
+// ticks since boot, against CLOCK_BOOTTIME): so a cold start includes the dynamic loader
+// and the libraries' constructors, not only what main() does. -1 when unreadable.
+double msSinceProcessStart() {
+    std::FILE* f = std::fopen("/proc/self/stat", "r");
+    if (f == nullptr) return -1;
+    char buffer[1024] = {};
+    const size_t n = std::fread(buffer, 1, sizeof buffer - 1, f);
+    std::fclose(f);
+    // Field 22 (starttime) counts from after the command name's closing parenthesis.
+    const char* p = std::strrchr(buffer, ')');
+    if (n == 0 || p == nullptr) return -1;
+    unsigned long long start_ticks = 0;
+    int field = 2;
+    for (const char* c = p + 1; *c != '\0' && field < 22; ++c) {
+        if (*c == ' ') ++field;
+        if (field == 22) start_ticks = std::strtoull(c + 1, nullptr, 10);
+    }
+    timespec now{};
+    clock_gettime(CLOCK_BOOTTIME, &now);
+    const double now_ms = static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
+    return now_ms - static_cast<double>(start_ticks) * 1e3 / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 int main(int argc, char* argv[]) {
     // The command line is read before the GUI starts, so that --version and --help work
@@ -194,6 +222,21 @@ int main(int argc, char* argv[]) {
     qml.load(QUrl(QStringLiteral("qrc:/Powerhouse/Main.qml")));
     if (qml.rootObjects().isEmpty()) return 1;
     auto* window = qobject_cast<QQuickWindow*>(qml.rootObjects().first());
+    // POWERHOUSE_STARTUP_LOG=1: when the first frame was shown (scripts/app-startup reads it).
+    if (qEnvironmentVariableIsSet("POWERHOUSE_STARTUP_LOG") && window != nullptr) {
+        const double loaded = msSinceProcessStart();
+        // Direct: frameSwapped comes from the render thread, the one thread that sets `once`.
+        QObject::connect(
+            window, &QQuickWindow::frameSwapped, window,
+            [loaded] {
+                static bool once = false;
+                if (once) return;
+                once = true;
+                std::fprintf(stderr, "startup: first frame %.0f ms after the process started (QML loaded at %.0f ms)\n",
+                             msSinceProcessStart(), loaded);
+            },
+            Qt::DirectConnection);
+    }
 
     const QString given =
         parser.positionalArguments().isEmpty() ? parser.value(modelOption) : parser.positionalArguments().front();
