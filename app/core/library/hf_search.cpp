@@ -55,18 +55,7 @@ std::string HfModelSummary::updated_date() const {
     return date.substr(0, std::min<size_t>(date.size(), 10));
 }
 
-std::string percent_encode_query_value(std::string_view value) {
-    std::string out;
-    for (const char c : value) {
-        const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += c;
-        } else {
-            out += fmt::format("%{:02X}", u);
-        }
-    }
-    return out;
-}
+std::string percent_encode_query_value(std::string_view value) { return percent_encode(value); }
 
 std::string hf_search_url(std::string_view query, int limit, std::string_view endpoint) {
     limit = std::clamp(limit, 1, kMaxHfSearchLimit);

@@ -86,18 +86,6 @@ std::string trim_endpoint(std::string_view endpoint) {
     return std::string(endpoint);
 }
 
-std::string percent_encode_segment(std::string_view segment) {
-    std::string out;
-    for (const char c : segment) {
-        const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += c;
-        } else {
-            out += fmt::format("%{:02X}", u);
-        }
-    }
-    return out;
-}
 
 std::string_view file_name_of(std::string_view path) {
     const size_t slash = path.rfind('/');
@@ -135,6 +123,19 @@ std::string hf_tree_api_url(const HfRepo& repo, std::string_view endpoint) {
                        repo.revision);
 }
 
+std::string percent_encode(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+            out += c;
+        } else {
+            out += fmt::format("%{:02X}", u);
+        }
+    }
+    return out;
+}
+
 std::string hf_file_url(const HfRepo& repo, std::string_view path, std::string_view endpoint) {
     std::string out = fmt::format("{}/{}/{}/resolve/{}", trim_endpoint(endpoint), repo.org, repo.repo, repo.revision);
     size_t start = 0;
@@ -142,7 +143,7 @@ std::string hf_file_url(const HfRepo& repo, std::string_view path, std::string_v
         const size_t slash = path.find('/', start);
         const std::string_view segment =
             path.substr(start, slash == std::string_view::npos ? path.npos : slash - start);
-        if (!segment.empty()) out += "/" + percent_encode_segment(segment);
+        if (!segment.empty()) out += "/" + percent_encode(segment);
         if (slash == std::string_view::npos) break;
         start = slash + 1;
     }

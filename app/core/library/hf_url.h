@@ -51,6 +51,10 @@ std::optional<HfRepo> parse_hf_model_page(std::string_view url, std::string_view
 // "<endpoint>/api/models/<org>/<repo>/tree/<rev>?recursive=true"
 std::string hf_tree_api_url(const HfRepo& repo, std::string_view endpoint = kHuggingFaceEndpoint);
 
+// `text` percent-encoded: every byte but RFC 3986's unreserved characters (letters, digits,
+// '-', '.', '_', '~') as %XX. A path segment, or a query value.
+std::string percent_encode(std::string_view text);
+
 // "<endpoint>/<org>/<repo>/resolve/<rev>/<path>", the path percent-encoded per segment.
 std::string hf_file_url(const HfRepo& repo, std::string_view path, std::string_view endpoint = kHuggingFaceEndpoint);
 

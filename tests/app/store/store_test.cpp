@@ -14,30 +14,17 @@
 #include <thread>
 #include <vector>
 
+#include "store_test_support.h"
 #include "support/test_support.h"
 
 namespace powerhouse::store {
 namespace {
 
-Store open_store(const std::filesystem::path& path, const StoreOptions& options = {}) {
-    Result<Store> s = Store::open(path, options);
-    if (!s) {
-        ADD_FAILURE() << s.error().message;
-        std::abort();
-    }
-    return std::move(s).value();
-}
+using test_support::ok;
+using test_support::open_store;
 
-template <class T>
-T ok(Result<T> r) {
-    if (!r) {
-        ADD_FAILURE() << r.error().message;
-        std::abort();
-    }
-    return std::move(r).value();
-}
 
-void ok(Result<void> r) { ASSERT_TRUE(r) << r.error().message; }
+
 
 TEST(Store, CreatesTheFileWithTheLatestSchemaInWalMode) {
     test::TempDir dir;

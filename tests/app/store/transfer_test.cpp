@@ -12,30 +12,18 @@
 #include <string>
 
 #include "store/store.h"
+#include "store_test_support.h"
 #include "support/test_support.h"
 
 namespace powerhouse::store {
 namespace {
 
+using test_support::ok;
+using test_support::open_store;
+
 constexpr int64_t kMay1 = 1714572000000;  // 2024-05-01 14:00:00 UTC
 
-Store open_store(const std::filesystem::path& path) {
-    Result<Store> s = Store::open(path);
-    if (!s) {
-        ADD_FAILURE() << s.error().message;
-        std::abort();
-    }
-    return std::move(s).value();
-}
 
-template <class T>
-T ok(Result<T> r) {
-    if (!r) {
-        ADD_FAILURE() << r.error().message;
-        std::abort();
-    }
-    return std::move(r).value();
-}
 
 Message message(const std::string& role, const std::string& content, int64_t at,
                 MessageState state = MessageState::complete) {

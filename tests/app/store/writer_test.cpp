@@ -9,23 +9,17 @@
 #include <string>
 #include <thread>
 
+#include "store_test_support.h"
 #include "support/test_support.h"
 
 namespace powerhouse::store {
 namespace {
 
-Store open_or_die(const std::filesystem::path& path) {
-    auto store = Store::open(path);
-    if (!store) {
-        ADD_FAILURE() << store.error().message;
-        std::abort();
-    }
-    return std::move(*store);
-}
+using test_support::open_store;
 
 TEST(StoreWriter, JobsRunInOrderAndFlushWaitsForThem) {
     test::TempDir dir;
-    Store store = open_or_die(dir / "p.db");
+    Store store = open_store(dir / "p.db");
     auto conversation = store.create_conversation("c");
     ASSERT_TRUE(conversation.ok());
     auto answer = store.add_message(conversation->id, "assistant", "", MessageState::streaming);
@@ -47,7 +41,7 @@ TEST(StoreWriter, JobsRunInOrderAndFlushWaitsForThem) {
 
 TEST(StoreWriter, FailedJobsAreReportedOnceByFlush) {
     test::TempDir dir;
-    Store store = open_or_die(dir / "p.db");
+    Store store = open_store(dir / "p.db");
     auto writer = StoreWriter::open(dir / "p.db");
     ASSERT_TRUE(writer.ok());
     (*writer)->post([](Store& s) { return s.update_message(424242, "lost"); });
@@ -60,7 +54,7 @@ TEST(StoreWriter, FailedJobsAreReportedOnceByFlush) {
 
 TEST(StoreWriter, NothingPostedIsLostWhenItGoes) {
     test::TempDir dir;
-    Store store = open_or_die(dir / "p.db");
+    Store store = open_store(dir / "p.db");
     auto conversation = store.create_conversation("c");
     ASSERT_TRUE(conversation.ok());
     auto answer = store.add_message(conversation->id, "assistant", "", MessageState::streaming);
@@ -79,7 +73,7 @@ TEST(StoreWriter, NothingPostedIsLostWhenItGoes) {
 
 TEST(StoreWriter, TheGuiConnectionWritesWhileTheWriterWrites) {
     test::TempDir dir;
-    Store store = open_or_die(dir / "p.db");
+    Store store = open_store(dir / "p.db");
     auto conversation = store.create_conversation("c");
     ASSERT_TRUE(conversation.ok());
     auto answer = store.add_message(conversation->id, "assistant", "", MessageState::streaming);
