@@ -3,6 +3,10 @@
 #include <QFileInfo>
 #include <QUrl>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <filesystem>
 #include <optional>
@@ -108,7 +112,13 @@ WelcomeController::WelcomeController(SettingsController& settings, DownloadContr
     }
     connect(&m_settings, &SettingsController::changed, this, &WelcomeController::refresh);
     connect(&m_settings, &SettingsController::applied, this, &WelcomeController::refresh);
-    refresh();
+}
+
+void WelcomeController::setActive(bool active) {
+    if (active == m_active) return;
+    m_active = active;
+    emit activeChanged();
+    if (m_active && m_stale) refresh();
 }
 
 WelcomeController::~WelcomeController() {
@@ -125,6 +135,11 @@ void WelcomeController::setModels(std::vector<powerhouse::catalog::SuggestedMode
 }
 
 void WelcomeController::refresh() {
+    if (!m_active) {
+        m_stale = true;
+        return;
+    }
+    m_stale = false;
     if (m_worker.joinable() && m_planning) {
         m_again = true;
         return;
@@ -160,6 +175,11 @@ void WelcomeController::refresh() {
                 powerhouse::catalog::suggested_model_shapes(models));
         }
         std::vector<Suggestion> rows = powerhouse::catalog::suggest_models(models, *shapes, gpus, cpu, options);
+#if defined(__GLIBC__)
+        // Laying out the vocabularies freed tens of MB in this thread's malloc arena, which
+        // glibc keeps resident unless asked to give it back.
+        malloc_trim(0);
+#endif
         QMetaObject::invokeMethod(
             this, [this, list, rows = std::move(rows), shapes]() mutable { applyPlan(list, std::move(rows), shapes); },
             Qt::QueuedConnection);

@@ -77,6 +77,10 @@ class WelcomeController : public QObject {
     Q_PROPERTY(QString memory READ memory NOTIFY machineChanged)  // "62 GiB of RAM, 48 GiB free"
     Q_PROPERTY(bool planning READ planning NOTIFY planningChanged)
     Q_PROPERTY(QString message READ message NOTIFY messageChanged)  // the last download's outcome
+    // Whether the welcome view shows: the suggestions are planned only while it does (and
+    // again when the GPUs or settings change meanwhile), so an app that opens on a model
+    // never lays out the suggested models' vocabularies.
+    Q_PROPERTY(bool active READ active WRITE setActive NOTIFY activeChanged)
     // The small model scripts/run fetches (SmolLM2 135M), when it is on disk: loadable at
     // once for a first look. Empty without it.
     Q_PROPERTY(QString starterPath READ starterPath CONSTANT)
@@ -92,12 +96,14 @@ public:
     QStringList gpus() const { return m_gpus; }
     QString memory() const { return m_memory; }
     bool planning() const { return m_planning; }
+    bool active() const { return m_active; }
+    void setActive(bool active);
     QString message() const { return m_message; }
     QString starterPath() const { return m_starterPath; }
     QString starterName() const { return m_starterName; }
 
-    // Plans the list again on the devices as they are now (done at start and whenever the
-    // GPUs or the settings change).
+    // Plans the list again on the devices as they are now (when active: on activation and
+    // whenever the GPUs or the settings change; else at the next activation).
     Q_INVOKABLE void refresh();
     // Downloads suggestion `row` (every part) into the library; once all parts are there,
     // loadRequested() names the first.
@@ -113,6 +119,7 @@ public:
 
 signals:
     void machineChanged();
+    void activeChanged();
     void planningChanged();
     void messageChanged();
     void loadRequested(const QString& path);
@@ -138,6 +145,8 @@ private:
     QStringList m_gpus;
     QString m_memory;
     bool m_planning = false;
+    bool m_active = false;
+    bool m_stale = true;  // the plan does not reflect the latest GPUs and settings
     QString m_message;
     QString m_starterPath, m_starterName;
     std::vector<Pending> m_pending;

@@ -77,6 +77,14 @@ ApplicationWindow {
         settingsDialog.open()
     }
 
+    // The suggestions are planned only while the welcome view shows.
+    Binding {
+        target: window.welcome
+        when: window.welcome !== null
+        property: "active"
+        value: window.welcomeVisible
+    }
+
     SettingsDialog {
         id: settingsDialog
         settings: window.settings

@@ -84,6 +84,10 @@ TEST_F(DesktopAppTest, FirstRunDownloadsASuggestedModelAndLoadsIt) {
     smol.type = "q4_1";
     smol.files.push_back({kHubSmolFile, std::nullopt, ""});
     WelcomeController& welcome = app->welcome();
+    // Nothing is planned until the welcome view shows (Main.qml binds `active` to it).
+    EXPECT_FALSE(welcome.planning());
+    EXPECT_EQ(welcome.suggestions()->rowCount(), 0);
+    welcome.setActive(true);
     welcome.setModels({smol});
     ASSERT_TRUE(QTest::qWaitFor([&] { return !welcome.planning(); }, kWait));
     SuggestionListModel& rows = *welcome.suggestions();

@@ -38,6 +38,7 @@ Item {
         function test_the_machine_and_its_suggestions_come_from_the_planner() {
             const view = createTemporaryObject(welcomeComponent, root)
             verify(view)
+            testWelcome.active = true  // as Main.qml does while the view shows
             // The dashboard reports the simulated GPUs; the welcome view plans once they are known.
             tryVerify(() => testWelcome.gpus.length === 2, 10000)
             testWelcome.refresh()
