@@ -120,6 +120,7 @@ ApplicationWindow {
                 controller: window.controller
             }
             ModelsPage {
+                objectName: "modelsPage"
                 library: window.library
                 downloads: window.downloads
                 hub: window.hub

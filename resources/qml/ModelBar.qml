@@ -137,6 +137,7 @@ ToolBar {
             onClicked: bar.toggleModels()
         }
         IconButton {
+            objectName: "settingsButton"
             iconName: "emblem-system-symbolic"
             showText: !bar.compact
             text: "Settings"

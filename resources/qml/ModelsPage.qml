@@ -56,6 +56,7 @@ Rectangle {
                 onClicked: fileDialog.open()
             }
             Button {
+                objectName: "rescanButton"
                 text: "Rescan"
                 icon.name: "view-refresh-symbolic"
                 icon.color: Theme.text
@@ -196,6 +197,7 @@ Rectangle {
                         }
                     }
                     Button {
+                        objectName: "downloadButton"
                         text: "Download"
                         icon.name: "folder-download-symbolic"
                         icon.color: Theme.text

@@ -5,7 +5,8 @@
 // simulated GPUs, and the dashboard shows the batching of testChat's engine; testServer is
 // the API server's controller on testController's engine (no model, so it never listens);
 // testWelcome plans the suggested models on testSettings' GPUs (its downloads would go to
-// a closed port: the QML tests never start one); testRemote holds remote machines read from the DCGM exporter's and vLLM's sample files
+// a closed port: the QML tests never start one); testHub searches the loopback Hub
+// (tests/app/library/hub_test_server.py) and hands its downloads to testDownloads; testRemote holds remote machines read from the DCGM exporter's and vLLM's sample files
 // (tests/data/remote) and a source that failed, applied without a network; testEngines is
 // Settings → Engines' controller on its own store, with testFaultServer the base URL of the
 // fault-injecting OpenAI server (tests/app/remote/openai_fault_server.py) on 127.0.0.1.
@@ -36,6 +37,8 @@
 #include "remote_gpu_model.h"
 #include "server_controller.h"
 #include "settings_controller.h"
+#include "hub_controller.h"
+#include "hub_test_server.h"
 #include "welcome_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
@@ -77,6 +80,8 @@ public slots:
         // engine client it hooks into is replaced.
         m_server.reset();
         m_welcome.reset();  // before the settings and downloads it plans with are replaced
+        m_hub.reset();
+        m_hubDownloads.reset();
         auto store = powerhouse::store::Store::open((m_dir.path() + "/powerhouse.db").toStdString());
         if (!store) qFatal("store: %s", store.error().message.c_str());
         m_store = std::make_unique<powerhouse::store::Store>(std::move(store).value());
@@ -110,6 +115,17 @@ public slots:
         m_downloads = std::make_unique<DownloadController>(*m_store, m_dir.path() + "/models");
         m_welcome = std::make_unique<WelcomeController>(*m_settings, *m_downloads, QStringLiteral("http://127.0.0.1:9"));
         engine->rootContext()->setContextProperty(QStringLiteral("testWelcome"), m_welcome.get());
+        // The Models page's Hugging Face tab against the loopback Hub (started once).
+        if (!m_hubServer) m_hubServer = std::make_unique<powerhouse::test::HubTestServer>();
+        if (!m_hubServer->running()) qFatal("the loopback Hub did not start");
+        m_hub = std::make_unique<HubController>(*m_settings, QString::fromStdString(m_hubServer->endpoint()));
+        // Its downloads go to a folder of their own, outside testLibrary's.
+        m_hubDownloads = std::make_unique<DownloadController>(*m_store, m_dir.path() + "/hub-downloads",
+                                                              QString::fromStdString(m_hubServer->endpoint()));
+        connect(m_hub.get(), &HubController::downloadRequested, m_hubDownloads.get(),
+                [this](const QUrl& url, const QString& sha256) { m_hubDownloads->add(url, sha256.toStdString()); });
+        engine->rootContext()->setContextProperty(QStringLiteral("testHub"), m_hub.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testHubDownloads"), m_hubDownloads.get());
         m_server = std::make_unique<ServerController>(*m_store, *m_engine);
         engine->rootContext()->setContextProperty(QStringLiteral("testController"), m_chat.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testChat"), m_loaded.get());
@@ -149,6 +165,9 @@ public slots:
         m_remote.reset();
         m_server.reset();
         m_welcome.reset();
+        m_hub.reset();
+        m_hubDownloads.reset();
+        m_hubServer.reset();
         m_downloads.reset();
         m_library.reset();
         m_settings.reset();
@@ -199,6 +218,9 @@ private:
     DropHelper m_drop;
     std::unique_ptr<DownloadController> m_downloads;
     std::unique_ptr<WelcomeController> m_welcome;
+    std::unique_ptr<HubController> m_hub;
+    std::unique_ptr<DownloadController> m_hubDownloads;
+    std::unique_ptr<powerhouse::test::HubTestServer> m_hubServer;
     std::unique_ptr<ServerController> m_server;
     std::unique_ptr<powerhouse::store::Store> m_enginesStore;
     std::unique_ptr<EnginesController> m_engines;
