@@ -126,8 +126,9 @@ ApplicationWindow {
                 hub: window.hub
                 onLoaded: window.modelsVisible = false
             }
+            // Made while it shows only: an app that opens on a model never builds it.
             Loader {
-                active: window.welcome !== null
+                active: window.welcome !== null && window.welcomeVisible
                 sourceComponent: WelcomeView {
                     objectName: "welcomeView"
                     welcome: window.welcome

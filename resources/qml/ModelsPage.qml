@@ -347,8 +347,9 @@ Rectangle {
                 }
             }
 
+            // Built when the tab is first opened (the search lives in HubController).
             Loader {
-                active: root.hub !== null
+                active: root.hub !== null && (tabs.currentIndex === 1 || item !== null)
                 sourceComponent: HubSearch { hub: root.hub }
             }
         }

@@ -39,7 +39,8 @@ TEST(HostCommunicator, AllReduceGivesEveryRankTheSumInRankOrder) {
     for (int round = 0; round < 50; ++round) {  // the same communicator, step after step
         std::vector<std::vector<float>> work = data;
         std::vector<std::thread> threads;
-        std::vector<bool> ok(kRanks, false);
+        // Not vector<bool>: its elements share words, so threads setting their own would race.
+        std::vector<char> ok(kRanks, 0);
         for (int r = 0; r < kRanks; ++r) {
             threads.emplace_back([&, r] { ok[r] = comm->all_reduce_sum(r, work[r].data(), work[r].size()).ok(); });
         }
