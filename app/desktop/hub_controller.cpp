@@ -198,11 +198,7 @@ void HubController::search(const QString& text, int limit) {
         m_error.clear();
         m_message.clear();
     });
-    lib::DownloadOptions options;
-    options.max_attempts = m_maxAttempts;
-    options.initial_backoff = std::chrono::milliseconds(m_backoffMs);
-    options.max_backoff = std::chrono::milliseconds(m_backoffMs * 4);
-    options.connect_timeout_seconds = 15;
+    lib::DownloadOptions options = requestOptions();
     runWorker([this, ticket, query, limit, options, endpoint = m_endpoint.toStdString(), cancel]() mutable {
         options.cancel = cancel.get();  // the flag lives as long as this lambda
         auto found = std::make_shared<powerhouse::Result<lib::HfSearchResult>>(
@@ -230,6 +226,15 @@ void HubController::search(const QString& text, int limit) {
     });
 }
 
+lib::DownloadOptions HubController::requestOptions() const {
+    lib::DownloadOptions options;
+    options.max_attempts = m_maxAttempts;
+    options.initial_backoff = std::chrono::milliseconds(m_backoffMs);
+    options.max_backoff = std::chrono::milliseconds(m_backoffMs * 4);
+    options.connect_timeout_seconds = 15;
+    return options;
+}
+
 void HubController::showFiles(const QString& repoId) {
     if (m_listCancel) m_listCancel->store(true);  // superseded
     const uint64_t ticket = ++m_listTicket;
@@ -251,11 +256,7 @@ void HubController::showFiles(const QString& repoId) {
         m_error.clear();
         m_message.clear();
     });
-    lib::DownloadOptions options;
-    options.max_attempts = m_maxAttempts;
-    options.initial_backoff = std::chrono::milliseconds(m_backoffMs);
-    options.max_backoff = std::chrono::milliseconds(m_backoffMs * 4);
-    options.connect_timeout_seconds = 15;
+    lib::DownloadOptions options = requestOptions();
     runWorker([this, ticket, repo = *repo, options, endpoint = m_endpoint.toStdString(), cancel]() mutable {
         options.cancel = cancel.get();
         auto listed = std::make_shared<powerhouse::Result<std::vector<lib::HfFile>>>(

@@ -198,6 +198,8 @@ private:
         uint64_t free = 0;
     };
     std::vector<Gpu> m_gpus;  // from the last snapshot
+    // The retries and timeouts of the Hub's API requests (setRetryTiming changes them).
+    powerhouse::library::DownloadOptions requestOptions() const;
     int m_maxAttempts = 3;
     int m_backoffMs = 1000;
 };
