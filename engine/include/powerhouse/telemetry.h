@@ -12,6 +12,19 @@
 //     POWERHOUSE_SIMULATE_GPUS), for tests, demos and screenshots on machines without GPUs:
 //     plausible, moving readings that follow the activity the engine reports. Every
 //     simulated reading says so (GpuInfo::simulated, TelemetrySnapshot::simulated).
+//     A GPU can be told to fail, for end-to-end tests of what the app and engine do then:
+//     NAME:GiB[:xid=CODE@N]...[:lost@N], N counting that GPU's samples from 1.
+//       xid=CODE@N  its N-th sample carries Xid CODE; xid=79 ("fell off the bus") also
+//                   loses the GPU from that sample on, as a real one is lost then
+//       lost@N      from its N-th sample on it answers "GPU is lost"
+//     "RTX 4090:24;RTX 4090:24:xid=79@3": GPU 1 reports Xid 79 and is lost from its 3rd
+//     sample on. "A100:80:xid=48@2" reports a double-bit ECC error and goes on answering.
+//
+// GPU failures: NVML's critical Xid events (and double-bit ECC events, reported as Xid 48)
+// are collected every sample, without waiting. A GPU that NVML answers "GPU is lost" for
+// is `lost` for the rest of the run; gpu_failed() says whether its work must move (lost, or
+// a fatal Xid seen), gpu_failure_text() says why in a line. Drivers or GPUs without the
+// event functions still sample; TelemetrySnapshot::xid_status says that Xids are not seen.
 //
 // GPUs are identified by UUID. NVML numbers them in PCI order, which CUDA does not by
 // default; find_by_pci_bus_id() maps a CUDA device (cudaDeviceGetPCIBusId) to its NVML GPU.
@@ -43,7 +56,16 @@ struct GpuInfo {
     std::optional<uint32_t> pcie_max_generation, pcie_max_width;  // what it could run at
     std::optional<double> power_limit_w;
     std::optional<bool> ecc_enabled;
+    bool xid_events_watched = false;  // its Xid events reach the monitor (else see xid_status)
     bool simulated = false;
+};
+
+// An Xid: an error the NVIDIA driver reported for a GPU (NVML's "critical Xid" event).
+struct XidEvent {
+    uint32_t xid = 0;         // NVIDIA's code: 79 fell off the bus, 48 double-bit ECC error, ...
+    double time = 0;          // the time of the sample that saw it (NVML gives none of its own)
+    std::string description;  // xid_description(xid)
+    bool fatal = false;       // xid_is_fatal(xid)
 };
 
 // One reading of one GPU. Empty fields: the GPU or driver does not report them.
@@ -63,6 +85,14 @@ struct GpuSample {
     std::optional<uint64_t> ecc_uncorrected;   // volatile uncorrected ECC errors
     std::optional<bool> retired_pages_pending;  // pages waiting for retirement (reset needed)
     std::optional<double> energy_j;             // the GPU's energy counter, where it has one
+
+    // The driver answered "GPU is lost" (NVML_ERROR_GPU_IS_LOST: fallen off the bus, or
+    // otherwise gone until a reset). Unlike !responding alone, which a query that timed out
+    // once also gives, it stays set for the rest of the run and the GPU is no longer asked.
+    bool lost = false;
+    std::vector<XidEvent> xid_events;        // seen since the previous sample, oldest first
+    std::optional<XidEvent> last_xid;        // the latest Xid since the monitor started
+    std::optional<XidEvent> last_fatal_xid;  // the latest fatal one: the GPU is not to be trusted
 };
 
 // NVLink connections between two GPUs (pairs not listed talk over PCIe).
@@ -74,6 +104,9 @@ struct GpuLink {
 struct TelemetrySnapshot {
     std::string source;  // "NVML (driver 575.51.03)", "simulated"
     std::string status;  // empty when GPUs were read; else why not ("no NVIDIA driver found")
+    // Empty when every GPU's Xid events are watched (or there are no GPUs); else, once for
+    // all of them, why not: "Xid events not available: the NVML library has no event functions".
+    std::string xid_status;
     bool simulated = false;
     std::vector<GpuInfo> gpus;
     std::vector<GpuSample> latest;  // one per GPU, same order
@@ -82,6 +115,21 @@ struct TelemetrySnapshot {
 
 // Names of the bits of GpuSample::throttle_reasons: "idle", "power cap", "thermal", ...
 std::vector<std::string> throttle_reason_names(uint64_t mask);
+
+// What an Xid means, in a few words for a banner ("fell off the bus"), after NVIDIA's Xid
+// catalogue; codes it does not list get "an error Powerhouse does not know".
+std::string xid_description(uint32_t xid);
+// Whether, after this Xid, the GPU or the context on it can no longer be trusted and the
+// work on it must move (79 fell off the bus, 48 double-bit ECC, 31 MMU fault, ...), as
+// opposed to reports the work survives (63 row remapping, 92 high corrected-error rate,
+// 94 contained ECC error). Unknown codes are not fatal: a lost GPU is caught by `lost`.
+bool xid_is_fatal(uint32_t xid);
+
+// The GPU is lost or had a fatal Xid: what runs on it must move elsewhere.
+bool gpu_failed(const GpuSample& sample);
+// Why, in a line ("GPU 1 stopped answering: Xid 79, fell off the bus"); empty when
+// gpu_failed() is false. `gpu` is GpuInfo::index.
+std::string gpu_failure_text(uint32_t gpu, const GpuSample& sample);
 
 // "00000000:41:00.0", "0000:41:00.0" and "0000:41:00.0 " all become "0000:41:00.0".
 std::string normalize_pci_bus_id(std::string_view id);

@@ -31,6 +31,82 @@ std::vector<std::string> throttle_reason_names(uint64_t mask) {
     return out;
 }
 
+namespace {
+
+struct KnownXid {
+    uint32_t xid;
+    bool fatal;
+    const char* description;
+};
+
+// After NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors), the codes a machine
+// running CUDA work meets. Fatal: the catalogue's remedy is at least restarting the
+// application (the CUDA context is dead) or resetting the GPU. Not fatal: the driver
+// recorded something the running work survives, or an engine Powerhouse does not use.
+constexpr KnownXid kKnownXids[] = {
+    {8, true, "the GPU stopped processing (a channel timed out)"},
+    {13, true, "the compute engine hit an exception"},
+    {31, true, "memory page fault (an access to an unmapped address)"},
+    {32, true, "corrupted command stream"},
+    {38, true, "the driver's firmware failed"},
+    {43, true, "the GPU stopped processing"},
+    {44, true, "engine fault while switching contexts"},
+    {45, true, "work cleaned up after an earlier fault"},
+    {46, true, "the GPU stopped processing"},
+    {48, true, "double-bit ECC error"},
+    {61, false, "micro-controller warning"},
+    {62, true, "micro-controller halted"},
+    {63, false, "memory row marked for remapping (applied at the next reset)"},
+    {64, false, "memory row remapping could not be recorded"},
+    {68, false, "video decoder exception"},
+    {69, true, "engine class error"},
+    {74, true, "NVLink error"},
+    {79, true, "fell off the bus"},
+    {92, false, "many corrected (single-bit) ECC errors"},
+    {94, false, "contained ECC error (only the program that met it was stopped)"},
+    {95, true, "uncontained ECC error"},
+    {109, true, "context switch timed out"},
+    {119, true, "the GSP firmware stopped answering"},
+    {120, true, "GSP firmware error"},
+    {121, false, "corrected C2C link error"},
+    {140, true, "unrecovered ECC error"},
+    {143, true, "the GPU failed to initialise"},
+    {154, true, "the GPU needs a reset or a reboot"},
+    {999, false, "an error the driver could not name"},  // NVML's code for an Xid it does not know
+};
+
+const KnownXid* find_xid(uint32_t xid) {
+    for (const KnownXid& k : kKnownXids) {
+        if (k.xid == xid) return &k;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+std::string xid_description(uint32_t xid) {
+    const KnownXid* k = find_xid(xid);
+    return k != nullptr ? k->description : "an error Powerhouse does not know";
+}
+
+bool xid_is_fatal(uint32_t xid) {
+    const KnownXid* k = find_xid(xid);
+    return k != nullptr && k->fatal;
+}
+
+bool gpu_failed(const GpuSample& sample) {
+    return sample.lost || sample.last_fatal_xid.has_value();
+}
+
+std::string gpu_failure_text(uint32_t gpu, const GpuSample& sample) {
+    if (!gpu_failed(sample)) return {};
+    if (const std::optional<XidEvent>& x = sample.last_fatal_xid) {
+        return fmt::format("GPU {} {}: Xid {}, {}", gpu, sample.lost ? "stopped answering" : "failed", x->xid,
+                           x->description);
+    }
+    return fmt::format("GPU {} stopped answering: the driver reports it lost", gpu);
+}
+
 std::string normalize_pci_bus_id(std::string_view id) {
     std::string s;
     for (char c : id) {
@@ -87,6 +163,9 @@ struct GpuMonitor::State {
 
     std::mutex source_mutex;  // one sample at a time
     std::unique_ptr<telemetry::GpuSource> source;
+    // Per GPU, under source_mutex: the Xids to repeat in every sample, so that one seen once
+    // (an event is delivered once) still marks the GPU when the app or engine looks later.
+    std::vector<std::optional<XidEvent>> last_xid, last_fatal_xid;
 
     mutable std::mutex mutex;
     TelemetrySnapshot latest;
@@ -99,19 +178,43 @@ struct GpuMonitor::State {
     std::thread thread;
 
     TelemetrySnapshot take_sample();
+    TelemetrySnapshot describe_source() const;
+    void remember_xids(std::vector<GpuSample>& samples);
 };
+
+// The parts of a snapshot that do not change from sample to sample.
+TelemetrySnapshot GpuMonitor::State::describe_source() const {
+    TelemetrySnapshot snap;
+    snap.source = source->description();
+    snap.status = source->status();
+    snap.xid_status = source->xid_status();
+    snap.simulated = source->simulated();
+    snap.gpus = source->gpus();
+    snap.links = source->links();
+    return snap;
+}
+
+void GpuMonitor::State::remember_xids(std::vector<GpuSample>& samples) {
+    last_xid.resize(samples.size());
+    last_fatal_xid.resize(samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+        for (const XidEvent& x : samples[i].xid_events) {
+            last_xid[i] = x;
+            if (x.fatal) last_fatal_xid[i] = x;
+        }
+        samples[i].last_xid = last_xid[i];
+        samples[i].last_fatal_xid = last_fatal_xid[i];
+    }
+}
 
 TelemetrySnapshot GpuMonitor::State::take_sample() {
     TelemetrySnapshot snap;
     {
         const std::lock_guard lock(source_mutex);
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        snap.source = source->description();
-        snap.status = source->status();
-        snap.simulated = source->simulated();
-        snap.gpus = source->gpus();
-        snap.links = source->links();
+        snap = describe_source();
         snap.latest = source->sample(now);
+        remember_xids(snap.latest);
     }
     std::vector<Subscriber> to_call;
     {
@@ -133,11 +236,7 @@ GpuMonitor::GpuMonitor(GpuMonitorOptions options) : state_(std::make_shared<Stat
     state_->source = state_->options.simulate.empty() ? telemetry::open_nvml_source(state_->options.nvml)
                                                       : telemetry::open_simulated_source(state_->options.simulate);
     TelemetrySnapshot& s = state_->latest;
-    s.source = state_->source->description();
-    s.status = state_->source->status();
-    s.simulated = state_->source->simulated();
-    s.gpus = state_->source->gpus();
-    s.links = state_->source->links();
+    s = state_->describe_source();
     s.latest.resize(s.gpus.size());
 }
 

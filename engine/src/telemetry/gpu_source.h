@@ -20,17 +20,26 @@ public:
     virtual const std::string& status() const = 0;
     virtual const std::string& description() const = 0;  // "NVML (driver 575.51.03)"
     virtual bool simulated() const = 0;
+    // Empty when every GPU's Xid events are watched; else why not (TelemetrySnapshot::xid_status).
+    virtual const std::string& xid_status() const = 0;
     virtual const std::vector<GpuInfo>& gpus() const = 0;
     virtual const std::vector<GpuLink>& links() const = 0;
-    // One reading per GPU (in gpus() order) at `time`.
+    // One reading per GPU (in gpus() order) at `time`, with the Xids seen since the last one
+    // (xid_events) and `lost`; the monitor keeps last_xid and last_fatal_xid.
     virtual std::vector<GpuSample> sample(double time) = 0;
     virtual void report_activity(uint32_t gpu, float load, uint64_t memory_bytes) = 0;
 };
 
+// An Xid seen at `time`, described.
+inline XidEvent make_xid_event(uint32_t xid, double time) {
+    return XidEvent{xid, time, xid_description(xid), xid_is_fatal(xid)};
+}
+
 // NVML from `library` (empty: libnvidia-ml.so.1).
 std::unique_ptr<GpuSource> open_nvml_source(const std::filesystem::path& library);
-// Simulated GPUs from a spec "NAME:GiB;NAME:GiB"; a malformed spec gives a source with no
-// GPUs whose status says what is wrong.
+// Simulated GPUs from a spec "NAME:GiB;NAME:GiB", each optionally failing
+// (":xid=CODE@N", ":lost@N": see telemetry.h); a malformed spec gives a source with no GPUs
+// whose status says what is wrong.
 std::unique_ptr<GpuSource> open_simulated_source(const std::string& spec);
 
 }  // namespace powerhouse::telemetry

@@ -71,6 +71,20 @@ inline constexpr unsigned int kEnableStateEnabled = 1;
 inline constexpr unsigned int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 inline constexpr unsigned int kVolatileEcc = 0;             // NVML_VOLATILE_ECC
 
+// Events (nvml.h's "Event Handling Methods"; Linux only).
+using EventSet = struct EventSetOpaque*;                                // nvmlEventSet_t
+inline constexpr unsigned long long kEventTypeDoubleBitEccError = 0x2;  // nvmlEventTypeDoubleBitEccError
+inline constexpr unsigned long long kEventTypeXidCriticalError = 0x8;   // nvmlEventTypeXidCriticalError
+
+struct EventData {  // nvmlEventData_t, as filled by nvmlEventSetWait_v2 (v1 lacks the instance ids)
+    Device device;
+    unsigned long long event_type;
+    unsigned long long event_data;  // for kEventTypeXidCriticalError the Xid (999: one without a name); else 0
+    unsigned int gpu_instance_id;   // MIG: 0xFFFFFFFF when not attributable to an instance
+    unsigned int compute_instance_id;
+};
+static_assert(sizeof(EventData) == 32, "nvmlEventData_t on a 64-bit Linux");
+
 extern "C" {
 using InitFn = Return (*)();
 using ShutdownFn = Return (*)();
@@ -93,6 +107,11 @@ using DeviceGetRetiredPagesPendingStatusFn = Return (*)(Device, unsigned int*);
 using DeviceGetProcessesFn = Return (*)(Device, unsigned int*, ProcessInfo*);
 using DeviceGetNvLinkStateFn = Return (*)(Device, unsigned int, unsigned int*);
 using DeviceGetNvLinkRemotePciInfoFn = Return (*)(Device, unsigned int, PciInfo*);
+using EventSetCreateFn = Return (*)(EventSet*);
+using EventSetFreeFn = Return (*)(EventSet);
+using DeviceRegisterEventsFn = Return (*)(Device, unsigned long long, EventSet);
+using DeviceGetSupportedEventTypesFn = Return (*)(Device, unsigned long long*);
+using EventSetWaitFn = Return (*)(EventSet, EventData*, unsigned int);  // nvmlEventSetWait_v2
 }
 
 }  // namespace powerhouse::telemetry::nvml

@@ -3,10 +3,16 @@
 // is optional (older drivers, consumer GPUs and virtual machines lack some) and its fields
 // stay empty when it is missing or answers "not supported". The library is opened through
 // platform/shared_library.h, which closes it when the source goes.
+//
+// Failures: the first answer "GPU is lost" marks that GPU lost for good, and it is not asked
+// again (a GPU off the bus can make every query wait out the driver's timeouts). Xid events
+// come through one event set registered on every GPU and emptied, without waiting, after
+// each sample; the event functions are optional like the rest.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -28,6 +34,7 @@ public:
     const std::string& status() const override { return status_; }
     const std::string& description() const override { return description_; }
     bool simulated() const override { return false; }
+    const std::string& xid_status() const override { return xid_status_; }
     const std::vector<GpuInfo>& gpus() const override { return gpus_; }
     const std::vector<GpuLink>& links() const override { return links_; }
     std::vector<GpuSample> sample(double time) override;
@@ -39,18 +46,25 @@ private:
         return library_.symbol<F>(name);
     }
     std::string error_string(nvml::Return r) const;
+    bool answered(uint32_t i, nvml::Return r);
     void read_info();
     void read_links();
+    void watch_events();
     GpuSample read(uint32_t i, double time);
+    GpuSample lost_sample(uint32_t i, double time) const;
     nvml::Return read_memory(nvml::Device d, nvml::Memory& m) const;
+    void read_events(double time, std::vector<GpuSample>& samples);
 
     SharedLibrary library_;  // empty when NVML could not be loaded
     bool initialized_ = false;
     std::string status_;
     std::string description_ = "NVML";
     std::vector<nvml::Device> devices_;
+    std::vector<std::string> lost_;  // per GPU: empty, or the problem since NVML called it lost
     std::vector<GpuInfo> gpus_;
     std::vector<GpuLink> links_;
+    std::string xid_status_;
+    nvml::EventSet events_ = nullptr;  // null when no GPU's events are watched
 
     nvml::ShutdownFn shutdown_ = nullptr;
     nvml::ErrorStringFn error_string_ = nullptr;
@@ -66,6 +80,8 @@ private:
     nvml::DeviceGetTotalEccErrorsFn ecc_errors_ = nullptr;
     nvml::DeviceGetRetiredPagesPendingStatusFn retired_pending_ = nullptr;
     nvml::DeviceGetProcessesFn processes_ = nullptr;
+    nvml::EventSetWaitFn wait_events_ = nullptr;
+    nvml::EventSetFreeFn free_events_ = nullptr;
 };
 
 NvmlSource::NvmlSource(const std::filesystem::path& library) {
@@ -102,9 +118,10 @@ NvmlSource::NvmlSource(const std::filesystem::path& library) {
         status_ = fmt::format("the NVIDIA driver could not list the GPUs: {}", error_string(r));
         return;
     }
+    lost_.resize(n);
     for (unsigned int i = 0; i < n; ++i) {
         nvml::Device device = nullptr;
-        if (by_index(i, &device) != nvml::kSuccess) device = nullptr;  // reported as not responding
+        if (!answered(i, by_index(i, &device))) device = nullptr;  // reported as not responding
         devices_.push_back(device);
     }
     if (devices_.empty()) {
@@ -126,16 +143,27 @@ NvmlSource::NvmlSource(const std::filesystem::path& library) {
     processes_ = symbol<nvml::DeviceGetProcessesFn>("nvmlDeviceGetComputeRunningProcesses_v3");
     read_info();
     read_links();
+    watch_events();
 }
 
-// NVML is shut down here, before library_ (a member) closes the library behind shutdown_.
+// NVML is shut down here, before library_ (a member) closes the library behind shutdown_,
+// and the event set is freed before that, while NVML can still free it.
 NvmlSource::~NvmlSource() {
+    if (events_ != nullptr) free_events_(events_);
     if (initialized_) shutdown_();
 }
 
 std::string NvmlSource::error_string(nvml::Return r) const {
     const char* text = error_string_ != nullptr ? error_string_(r) : nullptr;
     return text != nullptr ? fmt::format("{} (NVML error {})", text, r) : fmt::format("NVML error {}", r);
+}
+
+// Whether GPU i answered; the answer "GPU is lost" marks it lost (see read()).
+bool NvmlSource::answered(uint32_t i, nvml::Return r) {
+    if (r == nvml::kErrorGpuIsLost && lost_[i].empty()) {
+        lost_[i] = fmt::format("GPU {} not responding: {}", i, error_string(r));
+    }
+    return r == nvml::kSuccess;
 }
 
 void NvmlSource::read_info() {
@@ -148,37 +176,38 @@ void NvmlSource::read_info() {
     const auto max_width = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetMaxPcieLinkWidth");
     const auto limit = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetEnforcedPowerLimit");
     const auto ecc = symbol<nvml::DeviceGetEccModeFn>("nvmlDeviceGetEccMode");
-    const auto uint_of = [](nvml::DeviceGetUintFn f, nvml::Device d) -> std::optional<uint32_t> {
-        unsigned int v = 0;
-        if (f == nullptr || d == nullptr || f(d, &v) != nvml::kSuccess) return std::nullopt;
-        return v;
-    };
+    constexpr auto kTextSize = static_cast<unsigned int>(96);
     for (uint32_t i = 0; i < devices_.size(); ++i) {
         const nvml::Device d = devices_[i];
+        // Each query only while the GPU is there: the first "GPU is lost" ends them.
+        const auto get = [&](auto f, auto&&... args) {
+            return f != nullptr && d != nullptr && lost_[i].empty() && answered(i, f(d, args...));
+        };
+        const auto uint_of = [&](nvml::DeviceGetUintFn f) -> std::optional<uint32_t> {
+            unsigned int v = 0;
+            if (!get(f, &v)) return std::nullopt;
+            return v;
+        };
         GpuInfo info;
         info.index = i;
-        char text[96] = {};
-        info.name = name != nullptr && d != nullptr && name(d, text, sizeof text) == nvml::kSuccess
-                        ? std::string(text)
-                        : fmt::format("GPU {}", i);
+        char text[kTextSize] = {};
+        info.name = get(name, text, kTextSize) ? std::string(text) : fmt::format("GPU {}", i);
         std::memset(text, 0, sizeof text);
-        if (uuid != nullptr && d != nullptr && uuid(d, text, sizeof text) == nvml::kSuccess) info.uuid = text;
+        if (get(uuid, text, kTextSize)) info.uuid = text;
         nvml::PciInfo p{};
-        if (pci != nullptr && d != nullptr && pci(d, &p) == nvml::kSuccess) {
+        if (get(pci, &p)) {
             p.bus_id[sizeof p.bus_id - 1] = '\0';
             info.pci_bus_id = normalize_pci_bus_id(p.bus_id);
         }
         nvml::Memory m{};
-        if (memory_ != nullptr && d != nullptr && memory_(d, &m) == nvml::kSuccess) info.memory_total = m.total;
-        info.pcie_generation = uint_of(gen, d);
-        info.pcie_width = uint_of(width, d);
-        info.pcie_max_generation = uint_of(max_gen, d);
-        info.pcie_max_width = uint_of(max_width, d);
-        if (const std::optional<uint32_t> mw = uint_of(limit, d)) info.power_limit_w = *mw / 1000.0;
+        if (get(memory_, &m)) info.memory_total = m.total;
+        info.pcie_generation = uint_of(gen);
+        info.pcie_width = uint_of(width);
+        info.pcie_max_generation = uint_of(max_gen);
+        info.pcie_max_width = uint_of(max_width);
+        if (const std::optional<uint32_t> mw = uint_of(limit)) info.power_limit_w = *mw / 1000.0;
         unsigned int current = 0, pending = 0;
-        if (ecc != nullptr && d != nullptr && ecc(d, &current, &pending) == nvml::kSuccess) {
-            info.ecc_enabled = current == nvml::kEnableStateEnabled;
-        }
+        if (get(ecc, &current, &pending)) info.ecc_enabled = current == nvml::kEnableStateEnabled;
         gpus_.push_back(std::move(info));
     }
 }
@@ -192,11 +221,11 @@ void NvmlSource::read_links() {
     lookup.gpus = gpus_;
     for (uint32_t i = 0; i < devices_.size(); ++i) {
         if (devices_[i] == nullptr) continue;
-        for (unsigned int link = 0; link < nvml::kNvlinkMaxLinks; ++link) {
+        for (unsigned int link = 0; link < nvml::kNvlinkMaxLinks && lost_[i].empty(); ++link) {
             unsigned int active = 0;
-            if (state(devices_[i], link, &active) != nvml::kSuccess || active != nvml::kEnableStateEnabled) continue;
+            if (!answered(i, state(devices_[i], link, &active)) || active != nvml::kEnableStateEnabled) continue;
             nvml::PciInfo p{};
-            if (remote(devices_[i], link, &p) != nvml::kSuccess) continue;
+            if (!answered(i, remote(devices_[i], link, &p))) continue;
             p.bus_id[sizeof p.bus_id - 1] = '\0';
             const std::optional<uint32_t> j = find_by_pci_bus_id(lookup, p.bus_id);
             if (!j || *j == i) continue;  // an NVSwitch or a GPU outside this process's view
@@ -207,11 +236,96 @@ void NvmlSource::read_links() {
     for (const auto& [pair, n] : count) links_.push_back({pair.first, pair.second, (n + 1) / 2});
 }
 
+// Critical Xids, and double-bit ECC errors where the GPU has ECC on. NVML refuses a mask
+// with a type the GPU lacks, so then Xids alone are asked for.
+void NvmlSource::watch_events() {
+    if (devices_.empty()) return;
+    const auto create = symbol<nvml::EventSetCreateFn>("nvmlEventSetCreate");
+    const auto register_events = symbol<nvml::DeviceRegisterEventsFn>("nvmlDeviceRegisterEvents");
+    const auto supported = symbol<nvml::DeviceGetSupportedEventTypesFn>("nvmlDeviceGetSupportedEventTypes");
+    wait_events_ = symbol<nvml::EventSetWaitFn>("nvmlEventSetWait_v2");
+    free_events_ = symbol<nvml::EventSetFreeFn>("nvmlEventSetFree");
+    if (create == nullptr || register_events == nullptr || wait_events_ == nullptr || free_events_ == nullptr) {
+        xid_status_ = "Xid events not available: the NVML library has no event functions (nvmlEventSetWait_v2)";
+        return;
+    }
+    if (const nvml::Return r = create(&events_); r != nvml::kSuccess) {
+        events_ = nullptr;
+        xid_status_ = fmt::format("Xid events not available: {}", error_string(r));
+        return;
+    }
+    constexpr unsigned long long kXid = nvml::kEventTypeXidCriticalError;
+    std::string unwatched, why;
+    for (uint32_t i = 0; i < devices_.size(); ++i) {
+        const nvml::Device d = devices_[i];
+        nvml::Return r = nvml::kErrorGpuIsLost;
+        if (d != nullptr && lost_[i].empty()) {
+            unsigned long long types = kXid | nvml::kEventTypeDoubleBitEccError;
+            if (unsigned long long have = 0; supported != nullptr && answered(i, supported(d, &have))) types &= have;
+            r = (types & kXid) == 0 ? nvml::kErrorNotSupported : register_events(d, types, events_);
+            if (r == nvml::kErrorNotSupported && (types & kXid) != 0 && types != kXid) {
+                r = register_events(d, kXid, events_);
+            }
+            answered(i, r);
+        }
+        if (r == nvml::kErrorUnknown) {
+            // NVML: the set is then in an undefined state, to be freed.
+            free_events_(events_);
+            events_ = nullptr;
+            for (GpuInfo& g : gpus_) g.xid_events_watched = false;
+            xid_status_ = fmt::format("Xid events not available: {}", error_string(r));
+            return;
+        }
+        gpus_[i].xid_events_watched = r == nvml::kSuccess;
+        if (r != nvml::kSuccess) {
+            unwatched += fmt::format("{}{}", unwatched.empty() ? "" : ", ", i);
+            if (why.empty()) why = d == nullptr ? std::string("the driver gave no handle for it") : error_string(r);
+        }
+    }
+    if (!unwatched.empty()) xid_status_ = fmt::format("Xid events not available for GPU {}: {}", unwatched, why);
+    if (std::none_of(gpus_.begin(), gpus_.end(), [](const GpuInfo& g) { return g.xid_events_watched; })) {
+        free_events_(events_);
+        events_ = nullptr;
+    }
+}
+
 std::vector<GpuSample> NvmlSource::sample(double time) {
     std::vector<GpuSample> samples;
     samples.reserve(devices_.size());
     for (uint32_t i = 0; i < devices_.size(); ++i) samples.push_back(read(i, time));
+    read_events(time, samples);
     return samples;
+}
+
+// Every event waiting, without waiting for more. After the readings, so that an Xid the
+// driver raised while a GPU was being read comes with that reading, not an interval later.
+void NvmlSource::read_events(double time, std::vector<GpuSample>& samples) {
+    if (events_ == nullptr) return;
+    // A double-bit ECC error comes twice, as its own event and as Xid 48: one of each pair
+    // is kept. Per GPU, > 0: ECC events waiting for their Xid 48, < 0: the other way round.
+    std::vector<int> unpaired(devices_.size(), 0);
+    // Bounded, should a driver never run out: the rest comes with the next sample.
+    constexpr int kMaxEvents = 1024;
+    for (int n = 0; n < kMaxEvents; ++n) {
+        nvml::EventData e{};
+        // Anything but an event ends it: a timeout (none left), or "GPU is lost" for a GPU
+        // it does not name (the readings have found which).
+        if (wait_events_(events_, &e, 0) != nvml::kSuccess) return;
+        const auto it = std::find(devices_.begin(), devices_.end(), e.device);
+        if (e.device == nullptr || it == devices_.end()) continue;
+        const auto i = static_cast<size_t>(it - devices_.begin());
+        const bool is_xid = (e.event_type & nvml::kEventTypeXidCriticalError) != 0;
+        if (!is_xid && (e.event_type & nvml::kEventTypeDoubleBitEccError) == 0) continue;
+        const uint32_t xid =
+            is_xid ? static_cast<uint32_t>(std::min<unsigned long long>(e.event_data, UINT32_MAX)) : 48;
+        if (xid == 48) {
+            const int side = is_xid ? -1 : 1;
+            const bool pairs = unpaired[i] * side < 0;
+            unpaired[i] += side;
+            if (pairs) continue;
+        }
+        samples[i].xid_events.push_back(make_xid_event(xid, time));
+    }
 }
 
 // Used memory as nvidia-smi shows it: without what the driver reserves for itself, which
@@ -221,23 +335,36 @@ nvml::Return NvmlSource::read_memory(nvml::Device d, nvml::Memory& m) const {
     if (memory_v2_ != nullptr) {
         nvml::MemoryV2 v2{};
         v2.version = nvml::kMemoryV2Version;
-        if (memory_v2_(d, &v2) == nvml::kSuccess) {
+        const nvml::Return r = memory_v2_(d, &v2);
+        if (r == nvml::kSuccess) {
             m.total = v2.total;
             m.used = v2.used;
             m.free = v2.free;
             return nvml::kSuccess;
         }
+        // The GPU's own trouble is the answer (asking again would only wait again); other
+        // refusals, such as an older driver's of the v2 struct, leave the first call to try.
+        if (r == nvml::kErrorGpuIsLost || r == nvml::kErrorTimeout || r == nvml::kErrorUnknown) return r;
     }
     return memory_(d, &m);
 }
 
+GpuSample NvmlSource::lost_sample(uint32_t i, double time) const {
+    GpuSample s;
+    s.time = time;
+    s.responding = false;
+    s.lost = true;
+    s.problem = lost_[i];
+    return s;
+}
+
 GpuSample NvmlSource::read(uint32_t i, double time) {
+    if (!lost_[i].empty()) return lost_sample(i, time);
     GpuSample s;
     s.time = time;
     const nvml::Device d = devices_[i];
-    const auto lost = [&](nvml::Return r) {
-        return r == nvml::kErrorGpuIsLost || r == nvml::kErrorUnknown || r == nvml::kErrorTimeout;
-    };
+    // Not answering now, which may pass; "GPU is lost" (answered() notes it) does not.
+    const auto silent = [](nvml::Return r) { return r == nvml::kErrorUnknown || r == nvml::kErrorTimeout; };
     if (d == nullptr) {
         s.responding = false;
         s.problem = fmt::format("GPU {} not responding: the driver gave no handle for it", i);
@@ -247,16 +374,20 @@ GpuSample NvmlSource::read(uint32_t i, double time) {
     if (memory_ != nullptr) {
         nvml::Memory m{};
         const nvml::Return r = read_memory(d, m);
-        if (r == nvml::kSuccess) {
+        if (answered(i, r)) {
             s.memory_used = m.used;
             s.memory_free = m.free;
-        } else if (lost(r)) {
+        } else if (!lost_[i].empty()) {
+            return lost_sample(i, time);
+        } else if (silent(r)) {
             s.responding = false;
             s.problem = fmt::format("GPU {} not responding: {}", i, error_string(r));
             return s;
         }
     }
-    const auto get = [&](auto f, auto&&... args) { return f != nullptr && f(d, args...) == nvml::kSuccess; };
+    const auto get = [&](auto f, auto&&... args) {
+        return f != nullptr && lost_[i].empty() && answered(i, f(d, args...));
+    };
     nvml::Utilization u{};
     if (get(utilization_, &u)) {
         s.gpu_utilization = u.gpu;
@@ -273,7 +404,7 @@ GpuSample NvmlSource::read(uint32_t i, double time) {
     if (get(energy_, &ull)) s.energy_j = static_cast<double>(ull) / 1000.0;
     if (get(ecc_errors_, nvml::kMemoryErrorUncorrected, nvml::kVolatileEcc, &ull)) s.ecc_uncorrected = ull;
     if (get(retired_pending_, &v)) s.retired_pages_pending = v == nvml::kEnableStateEnabled;
-    if (processes_ != nullptr) {
+    if (processes_ != nullptr && lost_[i].empty()) {
         std::vector<nvml::ProcessInfo> list(64);
         auto n = static_cast<unsigned int>(list.size());
         nvml::Return r = processes_(d, &n, list.data());
@@ -281,7 +412,7 @@ GpuSample NvmlSource::read(uint32_t i, double time) {
             list.resize(n);
             r = processes_(d, &n, list.data());
         }
-        if (r == nvml::kSuccess) {
+        if (answered(i, r)) {
             const auto self = static_cast<unsigned int>(getpid());
             uint64_t mine = 0;
             for (unsigned int k = 0; k < std::min<size_t>(n, list.size()); ++k) {
@@ -290,7 +421,8 @@ GpuSample NvmlSource::read(uint32_t i, double time) {
             s.process_memory = mine;
         }
     }
-    return s;
+    // Lost while being read: what it answered before is not to be believed either.
+    return lost_[i].empty() ? s : lost_sample(i, time);
 }
 
 }  // namespace

@@ -1,19 +1,32 @@
 // A stand-in for libnvidia-ml.so.1, built by the tests and loaded by the monitor in its
 // place. It implements the NVML functions the monitor uses, with the real signatures and
 // return codes, for two GPUs joined by NVLink. FAKE_NVML_SCENARIO, read by nvmlInit_v2,
-// picks what goes wrong:
+// picks what goes wrong, as one item or several joined by ',':
 //   normal          every reading present
 //   no_driver       nvmlInit_v2 answers "driver not loaded"
 //   no_gpus         the driver lists none
 //   unsupported     temperature, power and fan answer "not supported"
-//   lost_after:N    GPU 1 answers "GPU is lost" from its (N+1)-th memory reading on
+//   lost_after:N    GPU 1 answers "GPU is lost" from its (N+1)-th memory reading on, and
+//                   every query about it after that
+//   timeout@N       GPU 1's N-th memory reading alone answers "timeout"
+//   xid:CODE@N      GPU 1 raises Xid CODE at its N-th memory reading (the monitor's read of
+//                   the GPU's information is the 1st, its first sample the 2nd), delivered
+//                   by the next nvmlEventSetWait_v2; a reading that finds it lost counts
+//   dbe@N           GPU 1 raises a double-bit ECC event (not an Xid) at its N-th memory reading
+//   events_unsupported  nvmlDeviceRegisterEvents answers "not supported"
+// Events follow NVML's rules: only types a GPU supports can be registered (GPU 0, without
+// ECC, has no double-bit ECC events), and only what happens after registering is delivered.
+// fake_nvml_open_event_sets() (not NVML's) says how many event sets are not freed yet.
 // Built with FAKE_NVML_MINIMAL, it exports only the required functions and memory info, like
 // an old driver.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
+#include <vector>
 
 #include "telemetry/nvml_api.h"
 
@@ -21,6 +34,11 @@
 // type the monitor calls it through (clang's -fsanitize=function checks that).
 struct powerhouse::telemetry::nvml::DeviceOpaque {
     int index;
+};
+// An event set: the event types registered per GPU, and the events not delivered yet.
+struct powerhouse::telemetry::nvml::EventSetOpaque {
+    unsigned long long registered[2] = {0, 0};
+    std::deque<powerhouse::telemetry::nvml::EventData> queue;
 };
 
 namespace {
@@ -32,13 +50,53 @@ using Utilization = nvml::Utilization;
 using Memory = nvml::Memory;
 using Process = nvml::ProcessInfo;
 
+constexpr unsigned long long kXidEvent = nvml::kEventTypeXidCriticalError;
+constexpr unsigned long long kDbeEvent = nvml::kEventTypeDoubleBitEccError;
+
+// An event GPU 1 raises at a given memory reading.
+struct PlannedEvent {
+    unsigned long long type;
+    unsigned long long data;  // the Xid
+    int at;
+};
+
 nvml::DeviceOpaque g_gpus[2] = {{0}, {1}};
-std::string g_scenario;
+std::vector<std::string> g_scenario;
 int g_lost_after = -1;
+int g_timeout_at = -1;
+bool g_lost = false;  // GPU 1, once its memory reading said so
 int g_memory_reads[2] = {0, 0};
+std::vector<PlannedEvent> g_planned;
+nvml::EventSetOpaque g_set;  // one event set is all the monitor makes
+int g_open_sets = 0;
 
 int index_of(Device d) { return d == nullptr ? -1 : d->index; }
-bool unsupported() { return g_scenario == "unsupported"; }
+bool has(const char* item) {
+    for (const std::string& s : g_scenario) {
+        if (s == item) return true;
+    }
+    return false;
+}
+bool unsupported() { return has("unsupported"); }
+bool gone(Device d) { return index_of(d) == 1 && g_lost; }
+
+// A query's answer: `value`, unless the GPU is gone.
+template <class T>
+int answer(Device d, T* out, T value) {
+    if (gone(d)) return 15;
+    *out = value;
+    return 0;
+}
+
+// Events raised at GPU i's n-th memory reading join the set if it listens for them.
+void raise_events(int i, int n) {
+    if (i != 1) return;
+    for (const PlannedEvent& p : g_planned) {
+        if (p.at == n && (g_set.registered[1] & p.type) != 0) {
+            g_set.queue.push_back({&g_gpus[1], p.type, p.data, 0xFFFFFFFFu, 0xFFFFFFFFu});
+        }
+    }
+}
 
 }  // namespace
 
@@ -46,23 +104,41 @@ extern "C" {
 
 int nvmlInit_v2() {
     const char* s = std::getenv("FAKE_NVML_SCENARIO");
-    g_scenario = s != nullptr ? s : "normal";
-    g_lost_after = -1;
+    const std::string scenario = s != nullptr ? s : "normal";
+    g_scenario.clear();
+    for (size_t at = 0; at <= scenario.size();) {
+        const size_t end = std::min(scenario.find(',', at), scenario.size());
+        g_scenario.push_back(scenario.substr(at, end - at));
+        at = end + 1;
+    }
+    g_lost_after = g_timeout_at = -1;
+    g_lost = false;
     g_memory_reads[0] = g_memory_reads[1] = 0;
-    if (g_scenario.rfind("lost_after:", 0) == 0) g_lost_after = std::atoi(g_scenario.c_str() + 11);
-    return g_scenario == "no_driver" ? 9 : 0;
+    g_planned.clear();
+    g_set = {};
+    for (const std::string& item : g_scenario) {
+        if (item.rfind("lost_after:", 0) == 0) g_lost_after = std::atoi(item.c_str() + 11);
+        if (item.rfind("xid:", 0) == 0 && item.find('@') != std::string::npos) {
+            g_planned.push_back({kXidEvent, std::strtoull(item.c_str() + 4, nullptr, 10),
+                                 std::atoi(item.c_str() + item.find('@') + 1)});
+        }
+        if (item.rfind("timeout@", 0) == 0) g_timeout_at = std::atoi(item.c_str() + 8);
+        if (item.rfind("dbe@", 0) == 0) g_planned.push_back({kDbeEvent, 0, std::atoi(item.c_str() + 4)});
+    }
+    return has("no_driver") ? 9 : 0;
 }
 int nvmlShutdown() { return 0; }
 const char* nvmlErrorString(int r) {
     switch (r) {
         case 3: return "Not Supported";
         case 9: return "Driver Not Loaded";
+        case 10: return "Timeout";
         case 15: return "GPU is lost";
         default: return "Unknown Error";
     }
 }
 int nvmlDeviceGetCount_v2(unsigned int* n) {
-    *n = g_scenario == "no_gpus" ? 0 : 2;
+    *n = has("no_gpus") ? 0 : 2;
     return 0;
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, Device* d) {
@@ -79,8 +155,12 @@ constexpr unsigned long long kReserved = 512ull << 20;
 #endif
 int nvmlDeviceGetMemoryInfo(Device d, Memory* m) {
     const int i = index_of(d);
-    if (i == 1 && g_lost_after >= 0 && g_memory_reads[1] >= g_lost_after) return 15;
-    ++g_memory_reads[i];
+    if (gone(d)) return 15;
+    const int n = ++g_memory_reads[i];
+    if (i == 1 && g_lost_after >= 0 && n > g_lost_after) g_lost = true;
+    raise_events(i, n);  // before answering: the driver notices the fault as the GPU goes
+    if (gone(d)) return 15;
+    if (i == 1 && n == g_timeout_at) return 10;
     m->total = 24ull << 30;
     m->used = ((i == 0 ? 3ull : 1ull) << 30) + kReserved;
     m->free = m->total - m->used;
@@ -89,6 +169,7 @@ int nvmlDeviceGetMemoryInfo(Device d, Memory* m) {
 
 #ifndef FAKE_NVML_MINIMAL
 int nvmlDeviceGetMemoryInfo_v2(Device d, nvml::MemoryV2* m) {
+    if (gone(d)) return 15;
     if (m->version != nvml::kMemoryV2Version) return 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
     Memory v1{};
     if (const int r = nvmlDeviceGetMemoryInfo(d, &v1); r != 0) return r;
@@ -106,79 +187,88 @@ int nvmlSystemGetDriverVersion(char* text, unsigned int size) {
     return 0;
 }
 int nvmlDeviceGetName(Device d, char* text, unsigned int size) {
+    if (gone(d)) return 15;
     std::strncpy(text, index_of(d) == 0 ? "NVIDIA GeForce RTX 4090" : "NVIDIA RTX A6000", size);
     return 0;
 }
 int nvmlDeviceGetUUID(Device d, char* text, unsigned int size) {
+    if (gone(d)) return 15;
     std::strncpy(text, index_of(d) == 0 ? "GPU-00000000-1111-2222-3333-444444444444"
                                         : "GPU-55555555-6666-7777-8888-999999999999", size);
     return 0;
 }
 int nvmlDeviceGetPciInfo_v3(Device d, Pci* p) {
+    if (gone(d)) return 15;
     std::memset(p, 0, sizeof *p);
     std::strcpy(p->bus_id, index_of(d) == 0 ? "00000000:01:00.0" : "00000000:41:00.0");
     p->bus = index_of(d) == 0 ? 1 : 0x41;
     return 0;
 }
 int nvmlDeviceGetUtilizationRates(Device d, Utilization* u) {
+    if (gone(d)) return 15;
     u->gpu = index_of(d) == 0 ? 97 : 3;
     u->memory = index_of(d) == 0 ? 61 : 1;
     return 0;
 }
 int nvmlDeviceGetTemperature(Device d, unsigned int sensor, unsigned int* t) {
+    if (gone(d)) return 15;
     if (unsupported()) return 3;
     if (sensor != 0) return 2;
     *t = index_of(d) == 0 ? 71 : 38;
     return 0;
 }
 int nvmlDeviceGetPowerUsage(Device d, unsigned int* mw) {
+    if (gone(d)) return 15;
     if (unsupported()) return 3;
     *mw = index_of(d) == 0 ? 412345 : 21000;
     return 0;
 }
 int nvmlDeviceGetEnforcedPowerLimit(Device d, unsigned int* mw) {
-    *mw = index_of(d) == 0 ? 450000 : 300000;
-    return 0;
+    return answer(d, mw, index_of(d) == 0 ? 450000u : 300000u);
 }
 int nvmlDeviceGetFanSpeed(Device d, unsigned int* f) {
+    if (gone(d)) return 15;
     if (unsupported()) return 3;
     *f = index_of(d) == 0 ? 64 : 30;
     return 0;
 }
 int nvmlDeviceGetClockInfo(Device d, unsigned int type, unsigned int* mhz) {
+    if (gone(d)) return 15;
     if (type == 1) *mhz = index_of(d) == 0 ? 2520 : 210;
     else if (type == 2) *mhz = index_of(d) == 0 ? 10501 : 405;
     else return 2;
     return 0;
 }
 int nvmlDeviceGetCurrentClocksEventReasons(Device d, unsigned long long* r) {
-    *r = index_of(d) == 0 ? 0x4ull : 0x1ull;  // power cap; idle
-    return 0;
+    return answer(d, r, index_of(d) == 0 ? 0x4ull : 0x1ull);  // power cap; idle
 }
 int nvmlDeviceGetTotalEnergyConsumption(Device d, unsigned long long* mj) {
-    *mj = index_of(d) == 0 ? 123456789ull : 1000ull;
-    return 0;
+    return answer(d, mj, index_of(d) == 0 ? 123456789ull : 1000ull);
 }
-int nvmlDeviceGetCurrPcieLinkGeneration(Device, unsigned int* v) { *v = 4; return 0; }
-int nvmlDeviceGetCurrPcieLinkWidth(Device d, unsigned int* v) { *v = index_of(d) == 0 ? 16 : 8; return 0; }
-int nvmlDeviceGetMaxPcieLinkGeneration(Device, unsigned int* v) { *v = 4; return 0; }
-int nvmlDeviceGetMaxPcieLinkWidth(Device, unsigned int* v) { *v = 16; return 0; }
+int nvmlDeviceGetCurrPcieLinkGeneration(Device d, unsigned int* v) { return answer(d, v, 4u); }
+int nvmlDeviceGetCurrPcieLinkWidth(Device d, unsigned int* v) { return answer(d, v, index_of(d) == 0 ? 16u : 8u); }
+int nvmlDeviceGetMaxPcieLinkGeneration(Device d, unsigned int* v) { return answer(d, v, 4u); }
+int nvmlDeviceGetMaxPcieLinkWidth(Device d, unsigned int* v) { return answer(d, v, 16u); }
 int nvmlDeviceGetEccMode(Device d, unsigned int* current, unsigned int* pending) {
+    if (gone(d)) return 15;
     if (index_of(d) == 0) return 3;  // consumer card: no ECC
     *current = *pending = 1;
     return 0;
 }
 int nvmlDeviceGetTotalEccErrors(Device d, unsigned int, unsigned int, unsigned long long* n) {
+    if (gone(d)) return 15;
     if (index_of(d) == 0) return 3;
     *n = 2;
     return 0;
 }
 int nvmlDeviceGetRetiredPagesPendingStatus(Device d, unsigned int* pending) {
+    if (gone(d)) return 15;
     if (index_of(d) == 0) return 3;
     *pending = 0;
     return 0;
 }
 int nvmlDeviceGetComputeRunningProcesses_v3(Device d, unsigned int* n, Process* list) {
+    if (gone(d)) return 15;
     // GPU 0 runs this process (2 GiB) and another one; GPU 1 runs nothing.
     const unsigned int have = index_of(d) == 0 ? 2 : 0;
     if (*n < have) {
@@ -193,16 +283,58 @@ int nvmlDeviceGetComputeRunningProcesses_v3(Device d, unsigned int* n, Process* 
     return 0;
 }
 // Two NVLinks between the GPUs (links 0 and 1 of each), link 2 active towards an unknown device.
-int nvmlDeviceGetNvLinkState(Device, unsigned int link, unsigned int* active) {
+int nvmlDeviceGetNvLinkState(Device d, unsigned int link, unsigned int* active) {
+    if (gone(d)) return 15;
     if (link >= 18) return 2;
     *active = link <= 2 ? 1 : 0;
     return 0;
 }
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(Device d, unsigned int link, Pci* p) {
+    if (gone(d)) return 15;
     std::memset(p, 0, sizeof *p);
     if (link == 2) std::strcpy(p->bus_id, "00000000:C1:00.0");  // an NVSwitch
     else std::strcpy(p->bus_id, index_of(d) == 0 ? "00000000:41:00.0" : "00000000:01:00.0");
     return 0;
 }
+int nvmlEventSetCreate(nvml::EventSet* set) {
+    if (set == nullptr) return 2;
+    *set = &g_set;
+    ++g_open_sets;
+    return 0;
+}
+int nvmlEventSetFree(nvml::EventSet set) {
+    if (set != &g_set) return 2;
+    --g_open_sets;
+    return 0;
+}
+// GPU 0 has no ECC, so no double-bit ECC events; both have P-state events, which the
+// monitor does not ask for.
+int nvmlDeviceGetSupportedEventTypes(Device d, unsigned long long* types) {
+    if (gone(d)) return 15;
+    *types = kXidEvent | 0x4 | (index_of(d) == 1 ? kDbeEvent : 0);
+    return 0;
+}
+int nvmlDeviceRegisterEvents(Device d, unsigned long long types, nvml::EventSet set) {
+    if (set != &g_set || index_of(d) < 0) return 2;
+    if (gone(d)) return 15;
+    unsigned long long supported = 0;
+    nvmlDeviceGetSupportedEventTypes(d, &supported);
+    // As NVML: one unsupported type and none of them are registered.
+    if (has("events_unsupported") || (types & ~supported) != 0) return 3;
+    set->registered[index_of(d)] |= types;
+    return 0;
+}
+int nvmlEventSetWait_v2(nvml::EventSet set, nvml::EventData* data, unsigned int) {
+    if (set != &g_set || data == nullptr) return 2;
+    if (set->queue.empty()) return 10;  // timeout
+    *data = set->queue.front();
+    set->queue.pop_front();
+    return 0;
+}
 #endif
+
+// Not NVML's: for the tests, the event sets created and not freed.
+int fake_nvml_open_event_sets() {
+    return g_open_sets;
+}
 }
