@@ -46,4 +46,15 @@ struct DeviceUsage {
     std::string cublas_note;
 };
 
+// A device that failed while the model ran (Model::fault(), ARCHITECTURE.md section 7).
+struct DeviceFault {
+    // Which of the model's devices (the order of ModelSummary::devices); -1 when the step
+    // failed without one to blame (a collective that never completed).
+    int device = -1;
+    std::string name;  // "GPU 1", "CPU 2"; empty when not known
+    std::string uuid;  // the GPU's UUID, as NVML and the settings name it; empty on the CPU
+    bool timed_out = false;  // it did not answer within the step's deadline
+    std::string cause;       // what happened, in words, without the device's name
+};
+
 }  // namespace powerhouse

@@ -9,10 +9,12 @@
 // between threads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,10 +67,21 @@ struct ModelOptions {
     // on the CPU (PlanOptions::experts_in_ram); kExpertsInRamAuto: as few as needed on GPUs.
     int32_t experts_in_ram = kExpertsInRamAuto;
 
-    // For tests of failure handling: device `fail_device` fails its (fail_after + 1)-th step
-    // and every one after, as a GPU that has fallen off the bus would. -1: none.
+    // GPUs set aside (by UUID): a GPU that failed earlier in this session is not used again
+    // (ARCHITECTURE.md section 7). "cuda" and "auto" leave them out; naming one is refused.
+    std::vector<std::string> excluded_gpus;
+    // How long one step of the model may take before the device that has not answered is
+    // taken as failed (Model::fault()): its stages are interrupted, its collectives aborted.
+    // 0: 60 s on GPUs, none on the CPU (whose steps cannot hang, and may take long).
+    std::chrono::milliseconds step_deadline{0};
+
+    // For tests of failure handling: device `fail_device` (of the plan, in the order the
+    // devices were named) fails its (fail_after + 1)-th step and every one after, as a GPU
+    // that has fallen off the bus would; with fail_hangs it never answers instead (a hung
+    // kernel), until the step deadline interrupts it. -1: none. CPU devices only.
     int fail_device = -1;
     uint32_t fail_after = 0;
+    bool fail_hangs = false;
 };
 
 // What a loaded model is, for display and for the engine's "loaded" event.
@@ -87,6 +100,7 @@ struct ModelSummary {
     std::string device;        // where it runs: "CPU (2 threads)", "2 CPU devices, layer split"
     SplitMode split = SplitMode::single;
     std::string plan_reason;   // why this split (the planner's explanation)
+    double expected_tokens_per_second = 0;  // the planner's estimate from memory bandwidth
     std::vector<DeviceUsage> devices;
     bool has_chat_template = false;
 };
@@ -158,6 +172,17 @@ public:
     void drop_cached_prefixes();
     // Each device's share and the time it has worked so far.
     std::vector<DeviceUsage> device_usage() const;
+    // The device that failed, once one has (ErrorCode::device_failed from decode_batch, or
+    // no answer within ModelOptions::step_deadline): the model then runs nothing more.
+    std::optional<DeviceFault> fault() const;
+    // ModelOptions::devices for the same devices less the failed one, in the order they were
+    // named ("cpu:3" less one: "cpu:2"; "cuda:0,1" less GPU 1: "cuda:GPU-<uuid of GPU 0>"),
+    // and that device's index in that order. Empty when no device is left.
+    struct DevicesLeft {
+        std::string devices;
+        int removed = -1;  // index among the named devices (ModelOptions::ratios, fail_device)
+    };
+    DevicesLeft devices_without(const DeviceFault& fault) const;
 
     struct Impl;
 

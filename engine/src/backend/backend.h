@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -69,6 +70,10 @@ public:
     virtual size_t kv_cache_bytes() const = 0;
     // Each device's share: bytes held, time worked and time spent communicating.
     virtual std::vector<DeviceUsage> devices() const = 0;
+    // The device that failed (ErrorCode::device_failed, or no answer within the deadline),
+    // if one did. A failed backend runs nothing more: every later batch fails at once with
+    // the same error, and the failed device is never touched again.
+    virtual std::optional<DeviceFault> fault() const { return std::nullopt; }
 };
 
 }  // namespace powerhouse

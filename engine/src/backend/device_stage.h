@@ -116,6 +116,17 @@ public:
     // rows than the buffer holds (the batch; one row of logits).
     virtual Result<void> write_buffer(arch::Buffer b, std::span<const float> values) = 0;
     virtual Result<void> read_buffer(arch::Buffer b, std::span<float> out) = 0;
+
+    // Faults (ARCHITECTURE.md section 7). interrupt() may be called from any thread while
+    // the stage works: a wait of the stage's own (a GPU stream it synchronizes with) ends
+    // with ErrorCode::device_failed instead of waiting on, and so does every later one. It
+    // is how a step that outlives its deadline gets its thread back.
+    virtual void interrupt() {}
+    // Whether the stage may still be destroyed once its device has failed. A GPU stage may
+    // not: freeing its memory, stream or graphs touches a context that after a sticky error
+    // cannot be trusted (and that with a hung kernel would wait for ever), so the backend
+    // lets it go with the process instead.
+    virtual bool destroyable_after_fault() const { return true; }
 };
 
 }  // namespace powerhouse

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "backend/cpu/thread_pool.h"
+#include "backend/step_watchdog.h"
 
 namespace powerhouse {
 
@@ -37,8 +38,16 @@ public:
           shape_(shape),
           kv_(kv_options(shape, !all_paged(stages_))),
           // One thread per stage (the caller's thread is the first); a single stage runs inline.
-          threads_(static_cast<int>(stages_.size())) {}
+          threads_(static_cast<int>(stages_.size())) {
+        if (shape_.step_deadline.count() > 0) {
+            watchdog_ = std::make_unique<StepWatchdog>(shape_.step_deadline, [this] {
+                comm_->abort(fmt::format("a step took longer than its deadline of {}", deadline_text()));
+                for (auto& stage : stages_) stage->interrupt();
+            });
+        }
+    }
 
+    ~SplitBackend() override;
     KvBlocks& kv() override { return kv_; }
     Result<SeqId> open_sequence() override {
         if (kv_.options().contiguous && single_ && kv_.contains(*single_)) {
@@ -87,6 +96,7 @@ public:
         for (const auto& s : stages_) bytes += s->usage().kv_cache_bytes;
         return bytes;
     }
+    std::optional<DeviceFault> fault() const override { return fault_; }
     std::vector<DeviceUsage> devices() const override {
         std::vector<DeviceUsage> out;
         for (size_t i = 0; i < stages_.size(); ++i) {
@@ -133,6 +143,23 @@ private:
         if (r) return r;
         return make_error(r.error().code, fmt::format("{}: {}", stages_[stage]->name(), r.error().message));
     }
+    // As named(), on the thread that drives the stages: also remembers the stage as the
+    // step's failure, unless an earlier one was, or it was only released by another's.
+    Result<void> blamed(size_t stage, Result<void> r) {
+        if (!r && error_stage_ < 0 && r.error().code != ErrorCode::cancelled) {
+            error_stage_ = static_cast<int>(stage);
+            error_cause_ = r.error().message;
+        }
+        return named(stage, std::move(r));
+    }
+    // The block copies the bookkeeping queued, then the batch through the stages.
+    Result<void> run_batch(std::span<const TokenId> tokens, const StageBatch& batch);
+    // The error of a failed step, turned into the backend's fault when a device failed or
+    // the deadline passed (then the backend runs nothing more).
+    Error step_failed(const Error& error, bool late);
+    std::string deadline_text() const {
+        return fmt::format("{:.3g} s", std::chrono::duration<double>(shape_.step_deadline).count());
+    }
 
     std::vector<std::unique_ptr<DeviceStage>> stages_;
     std::unique_ptr<Communicator> comm_;
@@ -145,7 +172,30 @@ private:
     std::vector<OutputSlot> outputs_;
     size_t next_output_ = 0;  // outputs_ filled so far (they come in row order)
     std::vector<float> logits_;
+
+    // The step's failure: the first stage that failed of itself, and its message.
+    int error_stage_ = -1;
+    std::string error_cause_;
+    std::optional<DeviceFault> fault_;
+    std::optional<Error> fault_error_;
+    std::vector<bool> abandoned_ = std::vector<bool>(stages_.size(), false);  // failed devices' stages
+    // Last: it calls into the stages and the communicator until it is destroyed.
+    std::unique_ptr<StepWatchdog> watchdog_;
 };
+
+SplitBackend::~SplitBackend() {
+    watchdog_.reset();
+    // A failed GPU's stage, and the communicator that joins it to the others, go with the
+    // process: destroying them would touch that GPU (DeviceStage::destroyable_after_fault).
+    bool leak_comm = false;
+    for (size_t s = 0; s < stages_.size(); ++s) {
+        if (abandoned_[s] && !stages_[s]->destroyable_after_fault()) {
+            (void)stages_[s].release();
+            leak_comm = true;
+        }
+    }
+    if (leak_comm) (void)comm_.release();
+}
 
 Result<void> SplitBackend::run_stages(const std::vector<std::function<Result<void>()>>& work) {
     std::vector<Result<void>> results(work.size());
@@ -156,11 +206,17 @@ Result<void> SplitBackend::run_stages(const std::vector<std::function<Result<voi
         if (!results[s]) comm_->abort(fmt::format("{} failed", stages_[s]->name()));
     });
     const Result<void>* first = nullptr;
-    for (const Result<void>& r : results) {
+    for (size_t s = 0; s < results.size(); ++s) {
+        const Result<void>& r = results[s];
         if (r) continue;
         // A stage released from an all-reduce by another's failure is not the cause.
         if (first == nullptr || (first->error().code == ErrorCode::cancelled && r.error().code != ErrorCode::cancelled)) {
             first = &r;
+        }
+        if (error_stage_ < 0 && r.error().code != ErrorCode::cancelled) {
+            error_stage_ = static_cast<int>(s);
+            const std::string prefix = stages_[s]->name() + ": ";
+            error_cause_ = r.error().message.substr(r.error().message.rfind(prefix, 0) == 0 ? prefix.size() : 0);
         }
     }
     if (first == nullptr) return {};
@@ -176,6 +232,7 @@ Result<void> SplitBackend::copy_x(size_t from, size_t to, int n) {
 Result<void> SplitBackend::decode_batch(std::span<const BatchRow> rows) {
     outputs_.clear();
     next_output_ = 0;
+    if (fault_error_) return *fault_error_;
     if (rows.empty()) return make_error(ErrorCode::invalid_argument, "a batch needs at least one token");
     // The rows per sequence, in order of first appearance.
     std::map<SeqId, uint32_t> count;
@@ -207,10 +264,6 @@ Result<void> SplitBackend::decode_batch(std::span<const BatchRow> rows) {
                                       need, kv_.block_size(), kv_.available_blocks(), kv_.options().n_blocks));
     }
     for (SeqId s : order) PH_TRY(kv_.reserve(s, count[s]));
-    const std::vector<KvBlockCopy> copies = kv_.take_copies();
-    if (!copies.empty()) {
-        for (size_t i = 0; i < stages_.size(); ++i) PH_TRY(named(i, stages_[i]->copy_kv_blocks(copies)));
-    }
 
     // Positions and block tables.
     const size_t n = rows.size();
@@ -260,16 +313,51 @@ Result<void> SplitBackend::decode_batch(std::span<const BatchRow> rows) {
     batch.table_stride = static_cast<int>(stride);
     batch.block_size = kv_.block_size();
 
-    Result<void> ran = shape_.mode == SplitMode::tensor ? run_tensor_split(tokens, batch) : run_layer_split(tokens, batch);
-    if (!ran) {
+    error_stage_ = -1;
+    error_cause_.clear();
+    if (watchdog_) watchdog_->arm();
+    const Result<void> ran = run_batch(tokens, batch);
+    const bool late = watchdog_ && watchdog_->disarm();
+    if (!ran || late) {
         outputs_.clear();
-        return ran;
+        return step_failed(ran ? make_error(ErrorCode::device_failed, "late") : ran.error(), late);
     }
     // The rows are in the cache now.
     std::map<SeqId, std::vector<TokenId>> added;
     for (const BatchRow& r : rows) added[r.seq].push_back(r.token);
     for (const auto& [s, toks] : added) kv_.append(s, toks);
     return {};
+}
+
+Result<void> SplitBackend::run_batch(std::span<const TokenId> tokens, const StageBatch& batch) {
+    const std::vector<KvBlockCopy> copies = kv_.take_copies();
+    if (!copies.empty()) {
+        for (size_t i = 0; i < stages_.size(); ++i) PH_TRY(blamed(i, stages_[i]->copy_kv_blocks(copies)));
+    }
+    return shape_.mode == SplitMode::tensor ? run_tensor_split(tokens, batch) : run_layer_split(tokens, batch);
+}
+
+Error SplitBackend::step_failed(const Error& error, bool late) {
+    if (!late && error.code != ErrorCode::device_failed) return error;  // not the device's fault
+    DeviceFault f;
+    f.timed_out = late;
+    f.device = error_stage_;
+    if (f.device >= 0) f.name = stages_[static_cast<size_t>(f.device)]->name();
+    if (late) {
+        f.cause = f.device >= 0 ? fmt::format("did not answer within {}", deadline_text())
+                                : fmt::format("the devices did not finish a step within {} (a collective that never "
+                                              "completed)",
+                                              deadline_text());
+    } else {
+        f.cause = f.device >= 0 ? error_cause_ : error.message;
+    }
+    // Never touched again: not the failed device, nor, when none can be blamed, any of them.
+    for (size_t s = 0; s < stages_.size(); ++s) {
+        if (f.device < 0 || static_cast<size_t>(f.device) == s) abandoned_[s] = true;
+    }
+    fault_error_ = make_error(ErrorCode::device_failed, f.name.empty() ? f.cause : f.name + ": " + f.cause);
+    fault_ = std::move(f);
+    return *fault_error_;
 }
 
 Result<void> SplitBackend::run_heads(DeviceStage& stage, int first, int count) {
@@ -344,7 +432,7 @@ Result<void> SplitBackend::run_tensor_split(std::span<const TokenId> tokens, con
     for (size_t at = 0; at < tokens.size(); at += micro) {
         const size_t n = std::min(micro, tokens.size() - at);
         DeviceStage& first = *stages_[shape_.embedding_stage];
-        PH_TRY(named(shape_.embedding_stage, first.embed(tokens.subspan(at, n))));
+        PH_TRY(blamed(shape_.embedding_stage, first.embed(tokens.subspan(at, n))));
         for (size_t s = 0; s < stages_.size(); ++s) {
             if (s == shape_.embedding_stage) continue;
             PH_TRY(copy_x(shape_.embedding_stage, s, static_cast<int>(n)));
@@ -355,8 +443,8 @@ Result<void> SplitBackend::run_tensor_split(std::span<const TokenId> tokens, con
             work[s] = [&, s] { return stages_[s]->run_layers(part); };
         }
         PH_TRY(run_stages(work));
-        PH_TRY(named(shape_.output_stage,
-                     run_heads(*stages_[shape_.output_stage], static_cast<int>(at), static_cast<int>(n))));
+        PH_TRY(blamed(shape_.output_stage,
+                      run_heads(*stages_[shape_.output_stage], static_cast<int>(at), static_cast<int>(n))));
     }
     return {};
 }

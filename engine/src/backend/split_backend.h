@@ -11,11 +11,16 @@
 // copies the bookkeeping asks for on every stage, and gives each stage the rows' positions
 // and block tables.
 // When a stage fails, the communicator is aborted so that no other stage waits for it, the
-// cache keeps the positions before the failed call, and the error names the device.
+// cache keeps the positions before the failed call, and the error names the device. A stage
+// that fails as a device does (ErrorCode::device_failed) fails the backend for good
+// (Backend::fault()). With a step deadline, a step whose stages have not all returned in
+// time has its stages interrupted and its communicator aborted by a watchdog thread: the
+// stage that never answered is the failed device.
 //
 // Thread-safety: as Backend.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -40,6 +45,8 @@ struct SplitShape {
     uint32_t kv_block_size = 32;
     uint32_t max_sequences = 1;
     uint32_t max_cached = 16;
+    // How long one decode_batch may take before its stages are interrupted; 0: no deadline.
+    std::chrono::milliseconds step_deadline{0};
 };
 
 // `stages` in pipeline order (layer split). `comm` has one rank per stage.

@@ -30,6 +30,8 @@ struct Model::Impl {
     std::unique_ptr<Backend> backend;  // reads `file`'s mapping: declared after it
     ModelSummary summary;
     uint32_t n_batch = 0;
+    ModelDevices devices;  // what the options named
+    DevicePlan plan;       // their order in it is the stages' order
 };
 
 namespace {
@@ -192,6 +194,10 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
     shape.kv_blocks = (kv_tokens + shape.kv_block_size - 1) / shape.kv_block_size;
     shape.max_sequences = std::max<uint32_t>(1, options.max_sequences);
     shape.max_cached = options.max_cached_prefixes;
+    // GPUs get a deadline by default: a kernel or a collective can hang there.
+    shape.step_deadline = options.step_deadline.count() > 0 ? options.step_deadline
+                          : devices.cuda                     ? std::chrono::milliseconds(60'000)
+                                                             : std::chrono::milliseconds(0);
     // The experts kept in RAM run on all the CPU's threads, for whichever device asks.
     std::shared_ptr<cpu::HostExperts> host_experts;
     if (plan.experts_in_ram_layers > 0 && impl.hparams.is_moe()) {
@@ -223,6 +229,7 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
         shard.host_experts = host_experts;
         if (options.fail_device >= 0 && static_cast<uint32_t>(options.fail_device) == a.device) {
             shard.fail_after = options.fail_after;
+            shard.fail_hangs = options.fail_hangs;
         }
         Result<std::unique_ptr<DeviceStage>> stage =
             cpu::create_cpu_stage(impl.file, impl.hparams, program, cpu_options, shard);
@@ -266,9 +273,9 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
 
     auto impl = std::make_unique<Impl>(Impl{std::move(file).value(), std::move(hparams).value(),
                                             std::move(tokenizer).value(), std::move(template_info).value(), nullptr,
-                                            {}, std::max<uint32_t>(1, options.n_batch)});
+                                            {}, std::max<uint32_t>(1, options.n_batch), {}, {}});
     const uint32_t n_ctx = std::min(options.n_ctx, std::max<uint32_t>(impl->hparams.n_ctx_train, 1));
-    Result<ModelDevices> devices = model_devices(options.devices);
+    Result<ModelDevices> devices = model_devices(options.devices, options.excluded_gpus);
     if (!devices) return devices.error();
     Result<DevicePlan> plan = plan_model(path, options, n_ctx, *devices);
     if (!plan) return plan.error();
@@ -278,6 +285,8 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
         return make_error(backend.error().code, fmt::format("{}: {}", path.string(), backend.error().message));
     }
     impl->backend = std::move(backend).value();
+    impl->devices = *devices;
+    impl->plan = *plan;
     // The CPU reads the weights in place: read them now rather than during the first prompt.
     // (The GPU has its copy already.)
     if (!devices->cuda && !read_weights(impl->file, progress, 0.05f, 1.0f)) return stopped();
@@ -321,6 +330,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     }
     summary.split = plan->mode;
     summary.plan_reason = plan->reason;
+    summary.expected_tokens_per_second = plan->tokens_per_second;
     summary.devices = impl->backend->devices();
     summary.has_chat_template = impl->template_info.chat_template.has_value();
     if (!report(1.0f, "ready")) return stopped();
@@ -377,6 +387,23 @@ KvStats Model::kv_stats() const {
 }
 size_t Model::kv_cache_bytes() const { return impl_->backend->kv_cache_bytes(); }
 std::vector<DeviceUsage> Model::device_usage() const { return impl_->backend->devices(); }
+
+std::optional<DeviceFault> Model::fault() const {
+    std::optional<DeviceFault> f = impl_->backend->fault();
+    if (f && f->device >= 0 && static_cast<size_t>(f->device) < impl_->plan.devices.size()) {
+        const uint32_t desc = impl_->plan.devices[static_cast<size_t>(f->device)].device;
+        if (desc < impl_->devices.descs.size()) f->uuid = impl_->devices.descs[desc].uuid;
+    }
+    return f;
+}
+
+Model::DevicesLeft Model::devices_without(const DeviceFault& fault) const {
+    DevicesLeft out;
+    if (fault.device < 0 || static_cast<size_t>(fault.device) >= impl_->plan.devices.size()) return out;
+    out.removed = static_cast<int>(impl_->plan.devices[static_cast<size_t>(fault.device)].device);
+    out.devices = devices_spec_without(impl_->devices, static_cast<size_t>(out.removed));
+    return out;
+}
 
 std::filesystem::path setup_model_path() {
     if (const char* env = std::getenv("POWERHOUSE_TEST_MODEL"); env != nullptr && *env != '\0') return env;

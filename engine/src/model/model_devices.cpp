@@ -2,6 +2,7 @@
 #include "powerhouse/model.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -48,7 +49,8 @@ Result<std::vector<std::string>> split_list(const std::string& spec, const std::
     return out;
 }
 
-Result<ModelDevices> gpu_devices(const std::string& spec, const std::string& list) {
+Result<ModelDevices> gpu_devices(const std::string& spec, const std::string& list,
+                                 const std::vector<std::string>& excluded) {
     std::vector<std::string> items;
     if (!list.empty()) {
         Result<std::vector<std::string>> parsed = split_list(spec, list);
@@ -74,8 +76,25 @@ Result<ModelDevices> gpu_devices(const std::string& spec, const std::string& lis
             indices.push_back(std::stoi(item));
         }
     }
+    const auto set_aside = [&](const cuda::CudaDeviceInfo& g) {
+        return std::find(excluded.begin(), excluded.end(), g.uuid) != excluded.end();
+    };
+    for (int i : indices) {
+        if (i < static_cast<int>(gpus->size()) && set_aside((*gpus)[static_cast<size_t>(i)])) {
+            return make_error(ErrorCode::unsupported,
+                              fmt::format("GPU {} ({}) failed earlier in this session and is set aside: choose other "
+                                          "devices, or restart Powerhouse to try it again",
+                                          i, (*gpus)[static_cast<size_t>(i)].uuid));
+        }
+    }
     if (items.empty()) {
-        for (const auto& g : *gpus) indices.push_back(g.index);
+        for (const auto& g : *gpus) {
+            if (!set_aside(g)) indices.push_back(g.index);
+        }
+        if (indices.empty()) {
+            return make_error(ErrorCode::unsupported, "every GPU failed earlier in this session and is set aside: use "
+                                                      "the CPU (devices: cpu), or restart Powerhouse to try them again");
+        }
     }
     std::map<int, int> shards;  // GPU -> shards on it
     for (int i : indices) {
@@ -137,15 +156,37 @@ bool has_cuda_backend() {
 #endif
 }
 
-Result<ModelDevices> model_devices(const std::string& spec) {
+std::string devices_spec_without(const ModelDevices& devices, size_t removed) {
+    std::vector<std::string> left;
+    for (size_t i = 0; i < devices.descs.size(); ++i) {
+        if (i == removed) continue;
+        if (!devices.cuda) {
+            left.emplace_back("cpu");
+        } else if (!devices.descs[i].uuid.empty()) {
+            left.push_back(devices.descs[i].uuid);  // by UUID: the numbers may change
+        } else {
+            left.push_back(std::to_string(devices.cuda_index[i]));
+        }
+    }
+    if (left.empty()) return {};
+    if (!devices.cuda) return left.size() == 1 ? std::string("cpu") : fmt::format("cpu:{}", left.size());
+    return fmt::format("cuda:{}", fmt::join(left, ","));
+}
+
+Result<ModelDevices> model_devices(const std::string& spec, const std::vector<std::string>& excluded) {
     const bool cuda = spec == "cuda" || spec.rfind("cuda:", 0) == 0;
     if (cuda || spec == "auto") {
 #ifdef POWERHOUSE_HAS_CUDA
         const std::string list = cuda ? spec.substr(std::min<size_t>(spec.size(), 5)) : std::string();
         if (spec == "cuda:") return bad_list(spec);
-        if (cuda) return gpu_devices(spec, list);
-        if (Result<void> ok = cuda::cuda_available(); ok) return gpu_devices(spec, list);
-        else {
+        if (cuda) return gpu_devices(spec, list, excluded);
+        Result<void> ok = cuda::cuda_available();
+        if (ok) {
+            Result<ModelDevices> gpus = gpu_devices(spec, list, excluded);
+            if (gpus || excluded.empty()) return gpus;
+            ok = gpus.error();  // every GPU was set aside: the CPU, saying why
+        }
+        {
             Result<std::vector<DeviceDesc>> cpu = cpu_devices("cpu");
             if (!cpu) return cpu.error();
             ModelDevices out;
@@ -154,6 +195,7 @@ Result<ModelDevices> model_devices(const std::string& spec) {
             return out;
         }
 #else
+        (void)excluded;
         if (cuda) {
             return make_error(ErrorCode::unsupported, "this build of Powerhouse has no CUDA backend (it was built "
                                                       "without nvcc); use devices cpu, or rebuild with the CUDA toolkit");

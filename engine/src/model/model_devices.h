@@ -24,7 +24,13 @@ struct ModelDevices {
     std::string why_cpu;            // "auto" that fell back to the CPU: the reason
 };
 
-Result<ModelDevices> model_devices(const std::string& spec);
+// `excluded`: GPU UUIDs set aside (ModelOptions::excluded_gpus).
+Result<ModelDevices> model_devices(const std::string& spec, const std::vector<std::string>& excluded = {});
+
+// The spec for `devices` less descs[removed], in the same order: "cpu:N"/"cpu" for CPU
+// devices, "cuda:<uuid>,..." for GPUs (by UUID, which a renumbering cannot change). Empty
+// when none is left.
+std::string devices_spec_without(const ModelDevices& devices, size_t removed);
 
 
 }  // namespace powerhouse

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -66,8 +68,26 @@ public:
     DeviceUsage usage() const override;
     Result<void> write_buffer(Buffer b, std::span<const float> values) override;
     Result<void> read_buffer(Buffer b, std::span<float> out) override;
+    void interrupt() override {
+        {
+            const std::lock_guard lock(fault_mutex_);
+            interrupted_ = true;
+        }
+        fault_wake_.notify_all();
+    }
 
 private:
+    // The injected fault (CpuShard::fail_after): an error at once, or a hang that only an
+    // interrupt ends.
+    Result<void> injected_fault() {
+        if (shard_.fail_hangs) {
+            std::unique_lock lock(fault_mutex_);
+            fault_wake_.wait(lock, [&] { return interrupted_; });
+            return make_error(ErrorCode::device_failed, "stopped answering (a hang injected for testing)");
+        }
+        return make_error(ErrorCode::device_failed, "stopped answering (a fault injected for testing)");
+    }
+
     size_t width(Buffer b) const { return layout_.width(b); }
     float* buffer(Buffer b) { return buffers_[static_cast<size_t>(b)].data(); }
 
@@ -109,6 +129,9 @@ private:
     uint64_t ram_weight_bytes_ = 0;  // experts in RAM, run by shard_.host_experts
     int64_t steps_ = 0;
     double busy_seconds_ = 0;
+    std::mutex fault_mutex_;
+    std::condition_variable fault_wake_;
+    bool interrupted_ = false;
 };
 
 CpuStage::CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram program,
@@ -231,9 +254,7 @@ Result<void> CpuStage::embed(std::span<const TokenId> tokens) {
 }
 
 Result<void> CpuStage::run_layers(const StageBatch& batch) {
-    if (shard_.fail_after >= 0 && steps_ >= shard_.fail_after) {
-        return make_error(ErrorCode::device_failed, "stopped answering (a fault injected for testing)");
-    }
+    if (shard_.fail_after >= 0 && steps_ >= shard_.fail_after) return injected_fault();
     if (batch.n <= 0 || static_cast<uint32_t>(batch.n) > n_batch_) {
         return make_error(ErrorCode::internal, fmt::format("a batch of {} rows (the stage takes 1 to {})", batch.n,
                                                            n_batch_));

@@ -54,7 +54,11 @@ struct CpuShard {
     Communicator* comm = nullptr;
     int rank = 0;
     uint64_t planned_bytes = 0;  // for DeviceUsage
-    int64_t fail_after = -1;     // tests: fail every run_layers after this many; -1: never
+    // Tests of fault handling: every run_layers after the first fail_after ones fails (-1:
+    // never), as a GPU that fell off the bus would; with fail_hangs it never answers instead,
+    // until DeviceStage::interrupt() (a kernel or a collective that hangs).
+    int64_t fail_after = -1;
+    bool fail_hangs = false;
     // Runs the experts of the layers whose experts are in RAM (ranges.ram_expert_layers),
     // shared by the stages of a plan; needed when there are such layers.
     std::shared_ptr<HostExperts> host_experts;

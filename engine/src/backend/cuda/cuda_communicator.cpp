@@ -5,7 +5,9 @@
 #include <powerhouse_kernels.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "backend/cuda/cuda_libraries.h"
 #include "backend/cuda/cuda_runtime.h"
@@ -148,10 +150,34 @@ private:
         PH_TRY(ended);
         for (size_t r = 0; r < slots.size(); ++r) {
             PH_TRY(scope.select(devices_[r]));
-            PH_TRY(cuda_check(cudaStreamSynchronize(streams_[r]), "NCCL all-reduce on GPU " + std::to_string(devices_[r])));
+            // Asked rather than waited for, so that abort() can end a collective that hangs.
+            for (;;) {
+                const cudaError_t status = cudaStreamQuery(streams_[r]);
+                if (status != cudaErrorNotReady) {
+                    PH_TRY(cuda_check(status, "NCCL all-reduce on GPU " + std::to_string(devices_[r])));
+                    break;
+                }
+                if (aborting_.load(std::memory_order_relaxed)) {
+                    comms_.abort();
+                    return make_error(ErrorCode::cancelled, "the NCCL all-reduce was aborted");
+                }
+                std::this_thread::yield();
+            }
         }
         return {};
     }
+
+public:
+    void abort(const std::string& reason) override {
+        aborting_.store(true, std::memory_order_relaxed);
+        RendezvousCommunicator::abort(reason);
+    }
+    void reset() override {
+        aborting_.store(false, std::memory_order_relaxed);
+        RendezvousCommunicator::reset();
+    }
+
+private:
 
     std::vector<int> devices_;
     std::string kind_;
@@ -161,6 +187,7 @@ private:
     std::unique_ptr<NcclLibrary> nccl_;  // before comms_: the communicators borrow it
     NcclComms comms_;
     std::vector<cudaStream_t> streams_;  // NCCL: one per rank, on its GPU
+    std::atomic<bool> aborting_{false};    // abort(): a hung collective is ended, not waited for
 };
 
 }  // namespace

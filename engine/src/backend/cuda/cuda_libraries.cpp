@@ -99,6 +99,7 @@ using CublasGemmExFn = CublasStatus (*)(CublasContext, CublasOperation, CublasOp
 using NcclGetVersionFn = NcclResult (*)(int*);
 using NcclCommInitAllFn = NcclResult (*)(NcclComm*, int, const int*);
 using NcclCommDestroyFn = NcclResult (*)(NcclComm);
+using NcclCommAbortFn = NcclResult (*)(NcclComm);
 using NcclAllReduceFn = NcclResult (*)(const void*, void*, size_t, NcclDataType, NcclRedOp, NcclComm, cudaStream_t);
 using NcclGetErrorStringFn = const char* (*)(NcclResult);
 using NcclGetLastErrorFn = const char* (*)(NcclComm);
@@ -129,6 +130,7 @@ static_assert(kNcclFloat32 == ncclFloat32 && kNcclSum == ncclSum);
 static_assert(std::is_same_v<NcclGetVersionFn, decltype(&ncclGetVersion)>);
 static_assert(std::is_same_v<NcclCommInitAllFn, decltype(&ncclCommInitAll)>);
 static_assert(std::is_same_v<NcclCommDestroyFn, decltype(&ncclCommDestroy)>);
+static_assert(std::is_same_v<NcclCommAbortFn, decltype(&ncclCommAbort)>);
 static_assert(std::is_same_v<NcclAllReduceFn, decltype(&ncclAllReduce)>);
 static_assert(std::is_same_v<NcclGetErrorStringFn, decltype(&ncclGetErrorString)>);
 static_assert(std::is_same_v<NcclGetLastErrorFn, decltype(&ncclGetLastError)>);
@@ -154,6 +156,7 @@ struct NcclApi {
     abi::NcclGetVersionFn get_version = nullptr;
     abi::NcclCommInitAllFn comm_init_all = nullptr;
     abi::NcclCommDestroyFn comm_destroy = nullptr;
+    abi::NcclCommAbortFn comm_abort = nullptr;  // optional: without it, abort() only lets go
     abi::NcclAllReduceFn all_reduce = nullptr;
     abi::NcclGetErrorStringFn error_string = nullptr;
     abi::NcclGroupFn group_start = nullptr;
@@ -488,6 +491,7 @@ Result<std::unique_ptr<NcclLibrary>> load_nccl(const std::string& explicit_file)
     require_symbol(library, "ncclGroupEnd", api->group_end, missing);
     if (!missing.empty()) return not_the_library("NCCL", file, missing);
     api->last_error = library.symbol<abi::NcclGetLastErrorFn>("ncclGetLastError");
+    api->comm_abort = library.symbol<abi::NcclCommAbortFn>("ncclCommAbort");
 
     int code = 0;
     if (const abi::NcclResult result = api->get_version(&code); result != abi::kNcclSuccess) {
@@ -528,6 +532,16 @@ NcclComms& NcclComms::operator=(NcclComms&& other) noexcept {
         devices_ = std::exchange(other.devices_, {});
     }
     return *this;
+}
+
+void NcclComms::abort() noexcept {
+    if (comms_.empty()) return;
+    const DeviceScope scope;
+    for (void* comm : comms_) {
+        if (comm != nullptr && api_->comm_abort != nullptr) api_->comm_abort(static_cast<abi::NcclComm>(comm));
+    }
+    comms_.clear();  // aborted communicators are not destroyed again
+    devices_.clear();
 }
 
 void NcclComms::release() noexcept {

@@ -180,6 +180,10 @@ public:
     Result<void> group_start();
     Result<void> group_end();
 
+    // Ends every communicator at once (ncclCommAbort), releasing collectives that wait for a
+    // GPU that will never answer; afterwards the object holds none (size() 0).
+    void abort() noexcept;
+
 private:
     void release() noexcept;
 

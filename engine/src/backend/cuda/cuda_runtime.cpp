@@ -58,6 +58,24 @@ Error cuda_error(int cuda_status, const std::string& what) {
         case cudaErrorInsufficientDriver:
             code = ErrorCode::unsupported;
             break;
+        // Sticky errors: the context is broken (every later call fails the same way) or the
+        // GPU itself failed. The device is not to be trusted again (ARCHITECTURE.md section 7).
+        case cudaErrorIllegalAddress:
+        case cudaErrorLaunchFailure:
+        case cudaErrorLaunchTimeout:
+        case cudaErrorHardwareStackError:
+        case cudaErrorIllegalInstruction:
+        case cudaErrorMisalignedAddress:
+        case cudaErrorInvalidAddressSpace:
+        case cudaErrorInvalidPc:
+        case cudaErrorECCUncorrectable:
+        case cudaErrorNvlinkUncorrectable:
+        case cudaErrorContextIsDestroyed:
+        case cudaErrorDevicesUnavailable:
+        case cudaErrorSystemNotReady:
+        case cudaErrorUnknown:
+            code = ErrorCode::device_failed;
+            break;
         default:
             break;
     }

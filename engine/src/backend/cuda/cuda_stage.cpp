@@ -318,10 +318,21 @@ Result<void> CudaStage::init(const GgufModel& model) {
     return {};
 }
 
+Result<void> CudaStage::wait_stream(std::string_view what) {
+    for (;;) {
+        const cudaError_t status = cudaStreamQuery(stream_);
+        if (status != cudaErrorNotReady) return check(status, what);
+        if (interrupted_.load(std::memory_order_relaxed)) {
+            return make_error(ErrorCode::device_failed, fmt::format("no answer while {}", what));
+        }
+        std::this_thread::yield();  // as a synchronize that spins, but one that can be told to stop
+    }
+}
+
 Result<void> CudaStage::finish(std::string_view what) {
     pending_ = false;
     PH_TRY(check(cudaEventRecord(stop_, stream_), "recording an event"));
-    PH_TRY(check(cudaStreamSynchronize(stream_), what));
+    PH_TRY(wait_stream(what));
     float ms = 0;
     if (cudaEventElapsedTime(&ms, start_, stop_) == cudaSuccess) {
         gpu_seconds_ += ms / 1e3;
@@ -574,7 +585,7 @@ Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
         PH_TRY(product(op.type, op.weight, op.row_bytes, op.rows, op.in, src, n, dst, op.op->weight));
     }
     if (!op.all_reduce) return {};
-    PH_TRY(check(cudaStreamSynchronize(stream_), "a partial product"));
+    PH_TRY(wait_stream("a partial product"));
     return shard_.comm->all_reduce_sum(shard_.rank, dst, static_cast<size_t>(op.rows) * static_cast<size_t>(n));
 }
 

@@ -54,7 +54,7 @@ Result<void> CudaStage::run_device_experts(const DeviceOp& d, int n) {
                                  cudaMemcpyDeviceToHost, stream_),
                  "copying the chosen experts to the host"));
     // Also the wait for the previous layer's pairs upload, which read host_moe_pairs_.
-    PH_TRY(check(cudaStreamSynchronize(stream_), "routing the tokens to their experts"));
+    PH_TRY(wait_stream("routing the tokens to their experts"));
     // The pairs of each of the stage's experts, in pair order (as the CPU takes them).
     const uint32_t count = d.expert_end - d.expert_begin;
     const auto mine = [&](int32_t e) {
@@ -114,7 +114,7 @@ Result<void> CudaStage::run_device_experts(const DeviceOp& d, int n) {
     }
     PH_TRY(check(ph_moe_sum_slots(slots, n, k, embd, buffer(op.dst), stream_), "summing the experts"));
     if (!d.all_reduce) return {};
-    PH_TRY(check(cudaStreamSynchronize(stream_), "the stage's experts"));
+    PH_TRY(wait_stream("the stage's experts"));
     return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), static_cast<size_t>(embd) * static_cast<size_t>(n));
 }
 
@@ -130,14 +130,14 @@ Result<void> CudaStage::run_ram_experts(const DeviceOp& d, int n) {
                                  cudaMemcpyDeviceToHost, stream_),
                  "copying the router's scores to the host"));
     // Also the wait for the previous layer's output copy, which read host_expert_out_.
-    PH_TRY(check(cudaStreamSynchronize(stream_), "waiting for the experts' input"));
+    PH_TRY(wait_stream("waiting for the experts' input"));
     shard_.host_experts->run(d.ram_experts, host_expert_in_.data(), host_expert_scores_.data(),
                              host_expert_out_.data(), n, static_cast<int64_t>(embd));
     PH_TRY(check(cudaMemcpyAsync(buffer(op.dst), host_expert_out_.data(), rows * embd * sizeof(float),
                                  cudaMemcpyHostToDevice, stream_),
                  "copying the experts' output to the GPU"));
     if (!d.all_reduce) return {};
-    PH_TRY(check(cudaStreamSynchronize(stream_), "copying the experts' output to the GPU"));
+    PH_TRY(wait_stream("copying the experts' output to the GPU"));
     return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), embd * rows);
 }
 

@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -111,6 +113,8 @@ public:
     DeviceUsage usage() const override;
     Result<void> write_buffer(Buffer b, std::span<const float> values) override;
     Result<void> read_buffer(Buffer b, std::span<float> out) override;
+    void interrupt() override { interrupted_.store(true, std::memory_order_relaxed); }
+    bool destroyable_after_fault() const override { return false; }
 
 private:
     float* buffer(Buffer b) { return static_cast<float*>(buffers_[static_cast<size_t>(b)].data()); }
@@ -120,6 +124,9 @@ private:
     // Waits for the stream, adding the GPU time since the start event of the first call
     // not waited for.
     Result<void> finish(std::string_view what);
+    // Waits for the stream by asking it, so that interrupt() can end the wait: a kernel
+    // that never ends then costs the step's deadline, not the engine's thread.
+    Result<void> wait_stream(std::string_view what);
     Result<void> begin() {
         PH_TRY(select());
         if (pending_) return {};  // the start event of the work not waited for yet stands
@@ -243,6 +250,7 @@ private:
 
     std::unique_ptr<CublasLibrary> cublas_library_;  // before the handle, which borrows it
     CublasHandle cublas_;
+    std::atomic<bool> interrupted_{false};  // interrupt(): no more waiting for this GPU
     bool have_cublas_ = false;
     std::string cublas_note_;
 
