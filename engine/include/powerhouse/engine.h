@@ -49,9 +49,21 @@ namespace powerhouse {
 
 // ---- Commands ----
 
+// What the engine does when a device fails while requests run (ARCHITECTURE.md section 7):
+//   replan  set the device aside for the rest of the session (ModelOptions::excluded_gpus),
+//           plan the model on the devices left (or, with none left or none that holds it,
+//           on the CPU and RAM), load it there and continue every request from its last
+//           token;
+//   retry   load the model again on the same devices and continue (a fault that a reload
+//           clears); a third fault of the same loaded model ends as stop does;
+//   stop    end the requests with the error (ErrorCode::device_failed, naming the device).
+enum class RecoveryPolicy { replan, retry, stop };
+const char* recovery_policy_name(RecoveryPolicy policy);  // "replan", "retry", "stop"
+
 struct LoadCommand {
     std::filesystem::path path;
     ModelOptions options;
+    RecoveryPolicy recovery = RecoveryPolicy::replan;
 };
 
 struct UnloadCommand {};
@@ -98,8 +110,17 @@ struct TokenEvent {
     std::vector<TokenLogprob> logprobs;
 };
 
+// An answer that a device failure interrupted and that went on elsewhere.
+struct RecoveryNote {
+    uint32_t at_token = 0;     // tokens of the answer generated before the failure
+    std::string failed;        // the device: "GPU 1"
+    std::string cause;         // "did not answer within 60 s"
+    std::string continued_on;  // ModelSummary::device of the model that went on
+};
+
 struct DoneEvent {
     uint64_t request_id = 0;
+    std::vector<RecoveryNote> recoveries;  // in the order they happened; usually none
     std::string text;  // the whole answer
     std::vector<TokenId> prompt_ids;
     std::vector<TokenId> generated_ids;
@@ -118,8 +139,25 @@ struct ErrorEvent {
     Error error;
 };
 
-using EngineEvent =
-    std::variant<LoadProgressEvent, LoadedEvent, UnloadedEvent, TokenEvent, DoneEvent, ErrorEvent, SchedulerEvent>;
+// A device failed while requests ran, and what the engine did about it (RecoveryPolicy).
+// Sent first with `reloading` (then LoadProgressEvents), and then once more: `recovered`
+// (the requests go on; their DoneEvents carry a RecoveryNote) or `gave_up` (the requests
+// end with an ErrorEvent saying why, and no model is loaded any more). With the policy stop
+// only the requests' ErrorEvents are sent.
+struct RecoveryEvent {
+    enum class Phase { reloading, recovered, gave_up };
+    Phase phase = Phase::reloading;
+    DeviceFault fault;
+    std::string devices;  // ModelOptions::devices of the reload
+    // For a banner: "GPU 1 stopped answering: did not answer within 60 s. Continuing on GPU
+    // 0 (NVIDIA H200), at about 120 tokens/s."
+    std::string message;
+    std::vector<uint64_t> requests;  // the requests that were running or waiting
+    ModelSummary model;              // recovered: where the model runs now
+};
+
+using EngineEvent = std::variant<LoadProgressEvent, LoadedEvent, UnloadedEvent, TokenEvent, DoneEvent, ErrorEvent,
+                                 SchedulerEvent, RecoveryEvent>;
 
 class Engine {
 public:

@@ -40,6 +40,10 @@ namespace powerhouse {
 struct SchedulerOptions {
     uint32_t max_sequences = 0;  // generating at once; 0: what the model was loaded for
     uint32_t prefill_chunk = 0;  // prompt tokens a step takes; 0: the model's n_batch
+    // When a device fails (ErrorCode::device_failed), keep the requests for move_to()
+    // instead of ending them with the error: the engine's recovery (ARCHITECTURE.md
+    // section 7).
+    bool hold_on_device_failure = false;
 };
 
 struct SchedulerStats {
@@ -76,13 +80,28 @@ public:
     bool cancel(uint64_t id);
     // Stops every request.
     void cancel_all();
+    // Ends every request now with `error`, without a step (the running ones first).
+    void fail_all(const Error& error);
     // Ends the cancelled requests now, without a step: each gets its on_done (cancelled),
     // the running ones first, then the waiting ones, in their order.
     void end_cancelled();
     bool idle() const;
     // Runs one batch and delivers what it produced. An error of the model (a device that
-    // failed) ends every request that was in the batch with it, and is also returned.
+    // failed) ends every request that was in the batch with it, and is also returned; with
+    // hold_on_device_failure a device failure instead puts them back at the front of the
+    // queue, in their order, with what they have generated, for move_to().
     Result<void> step();
+    // Goes on with `model` (the same file, loaded again elsewhere after a device failed).
+    // Each request held keeps its answer so far, sampler, stop strings and grammar, and
+    // continues from its last token: its prompt and answer so far are read again into the
+    // new model's cache. A request that no longer fits that cache ends with context_full.
+    void move_to(Model& model);
+    // The requests not yet ended and the tokens each has generated.
+    struct Progress {
+        uint64_t id = 0;
+        uint32_t generated = 0;
+    };
+    std::vector<Progress> progress() const;
     // Steps until every request has ended.
     Result<void> run();
     SchedulerStats stats() const;
@@ -90,8 +109,9 @@ public:
     struct Request;
 
 private:
-    Model& model_;
-    SchedulerOptions options_;
+    Model* model_;
+    SchedulerOptions asked_;    // as given
+    SchedulerOptions options_;  // within the model's limits
     std::vector<std::unique_ptr<Request>> running_;  // in the order they started
     std::vector<std::unique_ptr<Request>> waiting_;  // first come, first served
     uint64_t steps_ = 0;
@@ -104,6 +124,8 @@ private:
     std::shared_ptr<const GrammarVocabulary> grammar_vocabulary_;  // built for the first constrained request
     std::vector<TokenCandidate> order_scratch_;                    // top_logprobs
 
+    void take_limits();
+    void hold_for_recovery();
     void admit();
     bool pause_latest();
     void finish(Request& r, StopReason reason);

@@ -28,6 +28,15 @@ Overloaded(F...) -> Overloaded<F...>;
 
 }  // namespace
 
+const char* recovery_policy_name(RecoveryPolicy policy) {
+    switch (policy) {
+        case RecoveryPolicy::replan: return "replan";
+        case RecoveryPolicy::retry: return "retry";
+        case RecoveryPolicy::stop: return "stop";
+    }
+    return "?";
+}
+
 struct Engine::State {
     // Commands, guarded by `mutex`.
     std::mutex mutex;
@@ -54,6 +63,9 @@ struct Engine::State {
     std::unique_ptr<Scheduler> scheduler;  // uses `model`: reset first
     std::set<uint64_t> cancelled_ids;      // cancels of ids that were not running: for a later generate
     std::map<uint64_t, DoneEvent> started; // requests in the scheduler: what the DoneEvent carries
+    std::optional<LoadCommand> loaded_from;  // how the model was loaded: recovery loads it again
+    std::vector<std::string> failed_gpus;    // set aside for the rest of the session
+    int retries = 0;                         // reloads on the same devices since the LoadCommand
     SchedulerStats last_stats;
     std::chrono::steady_clock::time_point last_stats_time;
     std::thread thread;
@@ -63,6 +75,11 @@ struct Engine::State {
     void apply_cancels();
     void stop_generations();
     void load(const LoadCommand& command);
+    // Model::load with LoadProgressEvents, stopped by a cancel-all, a newer load or an unload.
+    Result<Model> load_model(const std::filesystem::path& path, const ModelOptions& options);
+    void start_scheduler();
+    // After a step failed with ErrorCode::device_failed: the RecoveryPolicy.
+    void recover(const Error& error);
     void unload();
     void generate(const GenerateCommand& command, uint64_t seq);
     Result<void> start_generation(const GenerateCommand& command, DoneEvent& done);
@@ -110,9 +127,13 @@ void Engine::State::run() {
             apply_cancels();
         }
         if (scheduler != nullptr && !scheduler->idle()) {
-            // A failure is the requests' error event, sent by their callbacks.
-            (void)scheduler->step();
-            report_stats(scheduler->idle());
+            // A failure is the requests' error event, sent by their callbacks, unless the
+            // recovery policy keeps them (SchedulerOptions::hold_on_device_failure).
+            const Result<void> stepped = scheduler->step();
+            if (!stepped && stepped.error().code == ErrorCode::device_failed && !scheduler->idle()) {
+                recover(stepped.error());
+            }
+            if (scheduler != nullptr) report_stats(scheduler->idle());
         }
     }
     scheduler.reset();
@@ -160,23 +181,20 @@ void Engine::State::report_stats(bool force) {
     emit(SchedulerEvent{st});
 }
 
-void Engine::State::load(const LoadCommand& command) {
-    stop_generations();
-    model.reset();  // never two models in memory at once
+Result<Model> Engine::State::load_model(const std::filesystem::path& path, const ModelOptions& options) {
     {
         const std::lock_guard lock(mutex);
         loading = true;  // a cancel, a newer load or an unload stops this one
         cancel_load = false;
     }
-    const auto start = std::chrono::steady_clock::now();
     float last = -1.0f;
     std::string last_stage;
-    Result<Model> loaded = Model::load(command.path, command.options, [&](float fraction, std::string_view stage) {
+    Result<Model> loaded = Model::load(path, options, [&](float fraction, std::string_view stage) {
         // Enough for a progress bar: every 1% and every change of stage.
         if (fraction - last >= 0.01f || fraction >= 1.0f || stage != last_stage) {
             last = fraction;
             last_stage = stage;
-            emit(LoadProgressEvent{command.path, fraction, std::string(stage)});
+            emit(LoadProgressEvent{path, fraction, std::string(stage)});
         }
         return !cancel_load.load(std::memory_order_relaxed);
     });
@@ -184,18 +202,154 @@ void Engine::State::load(const LoadCommand& command) {
         const std::lock_guard lock(mutex);
         loading = false;
     }
+    return loaded;
+}
+
+void Engine::State::start_scheduler() {
+    SchedulerOptions options;
+    options.hold_on_device_failure = loaded_from && loaded_from->recovery != RecoveryPolicy::stop;
+    scheduler = std::make_unique<Scheduler>(*model, options);
+}
+
+void Engine::State::load(const LoadCommand& command) {
+    stop_generations();
+    model.reset();  // never two models in memory at once
+    loaded_from.reset();
+    const auto start = std::chrono::steady_clock::now();
+    LoadCommand effective = command;
+    // GPUs that failed in this session stay aside (ModelOptions::excluded_gpus).
+    for (const std::string& uuid : failed_gpus) effective.options.excluded_gpus.push_back(uuid);
+    Result<Model> loaded = load_model(effective.path, effective.options);
     if (!loaded) {
         emit(ErrorEvent{0, loaded.error()});
         return;
     }
     model.emplace(std::move(loaded).value());
-    scheduler = std::make_unique<Scheduler>(*model);
+    loaded_from = std::move(effective);
+    retries = 0;
+    start_scheduler();
     emit(LoadedEvent{model->summary(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+}
+
+namespace {
+
+// The options for the devices left after `removed` (the index among the named devices):
+// the user's ratios and main device follow, and a test's injected fault stays with the
+// device it was on.
+void drop_device(ModelOptions& options, int removed) {
+    const auto r = static_cast<size_t>(removed);
+    if (r < options.ratios.size()) options.ratios.erase(options.ratios.begin() + removed);
+    if (options.main_device == r) {
+        options.main_device = 0;
+    } else if (options.main_device > r) {
+        --options.main_device;
+    }
+    if (options.fail_device == removed) {
+        options.fail_device = -1;
+    } else if (options.fail_device > removed) {
+        --options.fail_device;
+    }
+}
+
+std::string banner(const DeviceFault& fault) {
+    const std::string who = fault.name.empty() ? std::string("A device") : fault.name;
+    return fault.timed_out ? fmt::format("{} stopped answering: {}.", who, fault.cause)
+                           : fmt::format("{} failed: {}.", who, fault.cause);
+}
+
+}  // namespace
+
+void Engine::State::recover(const Error& error) {
+    if (!model || !loaded_from) {
+        scheduler->fail_all(error);
+        return;
+    }
+    DeviceFault fault = model->fault().value_or(DeviceFault{-1, "", "", false, error.message});
+    const RecoveryPolicy policy = loaded_from->recovery;
+    RecoveryEvent event;
+    event.fault = fault;
+    for (const Scheduler::Progress& p : scheduler->progress()) event.requests.push_back(p.id);
+    const auto give_up = [&](const Error& why) {
+        event.phase = RecoveryEvent::Phase::gave_up;
+        event.message = fmt::format("{} {}", banner(fault), why.message);
+        emit(event);  // before the requests' errors, which it explains
+        scheduler->fail_all(make_error(ErrorCode::device_failed, event.message));
+        scheduler.reset();
+        model.reset();
+        loaded_from.reset();
+    };
+    // Loading again where it failed (the policy, or no device to blame: a collective that
+    // never completed) is tried twice at most for a model the user loaded: a fault that
+    // comes back is not one a reload clears.
+    if ((policy == RecoveryPolicy::retry || fault.device < 0) && ++retries > 2) {
+        give_up(make_error(ErrorCode::device_failed, "Loading the model again twice did not help."));
+        return;
+    }
+    ModelOptions options = loaded_from->options;
+    // Replan: without the failed device.
+    if (policy == RecoveryPolicy::replan && fault.device >= 0) {
+        const Model::DevicesLeft left = model->devices_without(fault);
+        if (!fault.uuid.empty()) {
+            failed_gpus.push_back(fault.uuid);
+            options.excluded_gpus.push_back(fault.uuid);
+        }
+        drop_device(options, left.removed);
+        options.devices = left.devices.empty() ? std::string("cpu") : left.devices;
+        if (left.devices.empty()) options.split = SplitMode::automatic;
+    }
+    event.devices = options.devices;
+    event.message = fmt::format("{} Loading the model again on {}.", banner(fault), options.devices);
+    emit(event);
+
+    // Every request now waits in the scheduler with its answer so far; the failed model goes
+    // (a failed GPU's part of it without touching that GPU: Backend::fault()).
+    std::vector<Scheduler::Progress> progress = scheduler->progress();
+    model.reset();
+    Result<Model> loaded = load_model(loaded_from->path, options);
+    if (!loaded && options.devices != "cpu" && options.devices.rfind("cpu:", 0) != 0 &&
+        loaded.error().code != ErrorCode::cancelled) {
+        // The GPUs left cannot hold it: the CPU and RAM, if they can.
+        ModelOptions on_cpu = options;
+        on_cpu.devices = "cpu";
+        on_cpu.split = SplitMode::automatic;
+        on_cpu.ratios.clear();
+        on_cpu.main_device = 0;
+        on_cpu.fail_device = -1;
+        Result<Model> cpu = load_model(loaded_from->path, on_cpu);
+        if (cpu) {
+            options = on_cpu;
+            loaded = std::move(cpu);
+        }
+    }
+    if (!loaded) {
+        give_up(make_error(loaded.error().code,
+                           fmt::format("The model could not be loaded again on {}: {}", options.devices,
+                                       loaded.error().message)));
+        return;
+    }
+    model.emplace(std::move(loaded).value());
+    loaded_from->options = options;
+    scheduler->move_to(*model);
+    const ModelSummary& summary = model->summary();
+    for (const Scheduler::Progress& p : progress) {
+        if (auto it = started.find(p.id); it != started.end()) {
+            it->second.recoveries.push_back({p.generated, fault.name, fault.cause, summary.device});
+        }
+    }
+    event.phase = RecoveryEvent::Phase::recovered;
+    event.devices = options.devices;
+    event.model = summary;
+    event.message = summary.expected_tokens_per_second > 0
+                        ? fmt::format("{} Continuing on {}, at about {:.0f} tokens/s.", banner(fault), summary.device,
+                                      summary.expected_tokens_per_second)
+                        : fmt::format("{} Continuing on {}.", banner(fault), summary.device);
+    emit(event);
 }
 
 void Engine::State::unload() {
     stop_generations();
     model.reset();
+    loaded_from.reset();
     emit(UnloadedEvent{});
 }
 

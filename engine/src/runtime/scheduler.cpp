@@ -123,19 +123,62 @@ struct Scheduler::Request {
     }
 };
 
-Scheduler::Scheduler(Model& model, const SchedulerOptions& options) : model_(model), options_(options) {
-    const uint32_t most = model_.max_sequences();
+Scheduler::Scheduler(Model& model, const SchedulerOptions& options) : model_(&model), asked_(options) {
+    take_limits();
+}
+
+void Scheduler::take_limits() {
+    options_ = asked_;
+    const uint32_t most = model_->max_sequences();
     options_.max_sequences = options_.max_sequences == 0 ? most : std::min(options_.max_sequences, most);
-    if (options_.prefill_chunk == 0) options_.prefill_chunk = model_.n_batch();
+    if (options_.prefill_chunk == 0) options_.prefill_chunk = model_->n_batch();
     // Fixed for the model's life; kv_stats() walks every block, so it is read once here.
-    const KvStats kv = model_.kv_stats();
+    const KvStats kv = model_->kv_stats();
     kv_block_size_ = std::max<uint32_t>(1, kv.block_size);
     kv_total_blocks_ = kv.total_blocks;
 }
 
+void Scheduler::hold_for_recovery() {
+    // The latest started first, each to the front: the queue keeps their order.
+    while (!running_.empty()) {
+        std::unique_ptr<Request> r = std::move(running_.back());
+        running_.pop_back();
+        r->seq.reset();  // the failed model's cache goes with it
+        r->pending.clear();
+        waiting_.insert(waiting_.begin(), std::move(r));
+    }
+}
+
+void Scheduler::move_to(Model& model) {
+    hold_for_recovery();  // none runs after a failure; the old model may be gone: not touched
+    model_ = &model;
+    take_limits();
+    const uint64_t pool = uint64_t{kv_total_blocks_} * kv_block_size_;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+        const size_t length = (*it)->prompt.size() + (*it)->result.ids.size();
+        if (length + 1 > std::min<uint64_t>(model_->n_ctx(), pool)) {
+            fail(**it, make_error(ErrorCode::context_full,
+                                  fmt::format("the conversation and its answer so far are {} tokens, more than the "
+                                              "model holds on the devices it continued on ({} positions)",
+                                              length, std::min<uint64_t>(model_->n_ctx(), pool))));
+            it = waiting_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+std::vector<Scheduler::Progress> Scheduler::progress() const {
+    std::vector<Progress> out;
+    for (const auto* list : {&running_, &waiting_}) {
+        for (const auto& r : *list) out.push_back({r->id, static_cast<uint32_t>(r->result.ids.size())});
+    }
+    return out;
+}
+
 Scheduler::~Scheduler() {
     for (auto& r : running_) {
-        if (r->seq) model_.close_sequence(*r->seq, false);
+        if (r->seq) model_->close_sequence(*r->seq, false);
     }
 }
 
@@ -145,11 +188,11 @@ Result<void> Scheduler::submit(uint64_t id, std::vector<TokenId> prompt, const G
     if (settings.max_tokens < 0) {
         return make_error(ErrorCode::invalid_argument, fmt::format("max_tokens = {} is negative", settings.max_tokens));
     }
-    if (prompt.size() > model_.n_ctx()) {
+    if (prompt.size() > model_->n_ctx()) {
         return make_error(ErrorCode::context_full,
                           fmt::format("the prompt is {} tokens long but the context holds {}: "
                                       "shorten it or {}",
-                                      prompt.size(), model_.n_ctx(), longer_context_hint(model_)));
+                                      prompt.size(), model_->n_ctx(), longer_context_hint(*model_)));
     }
     const uint64_t pool = uint64_t{kv_total_blocks_} * kv_block_size_;
     if (prompt.size() + 1 > pool) {
@@ -170,12 +213,12 @@ Result<void> Scheduler::submit(uint64_t id, std::vector<TokenId> prompt, const G
     Result<Sampler> sampler = Sampler::create(settings.sampling);
     if (!sampler) return sampler.error();
     for (TokenId t : prompt) sampler->accept(t);
-    auto r = std::make_unique<Request>(id, std::move(prompt), settings, std::move(sampler).value(), model_.tokenizer(),
+    auto r = std::make_unique<Request>(id, std::move(prompt), settings, std::move(sampler).value(), model_->tokenizer(),
                                        std::move(on_text), std::move(on_done));
     r->result.stats.prompt_tokens = static_cast<uint32_t>(r->prompt.size());
     if (settings.grammar) {
         // The vocabulary's trie is built once, for the first constrained request.
-        if (!grammar_vocabulary_) grammar_vocabulary_ = GrammarVocabulary::build(model_.tokenizer());
+        if (!grammar_vocabulary_) grammar_vocabulary_ = GrammarVocabulary::build(model_->tokenizer());
         r->grammar.emplace(*settings.grammar, grammar_vocabulary_);
     }
     waiting_.push_back(std::move(r));
@@ -199,6 +242,13 @@ void Scheduler::cancel_all() {
     for (auto& r : waiting_) r->cancelled = true;
 }
 
+void Scheduler::fail_all(const Error& error) {
+    for (auto* queue : {&running_, &waiting_}) {
+        for (auto& r : *queue) fail(*r, error);
+        queue->clear();
+    }
+}
+
 bool Scheduler::idle() const {
     return running_.empty() && waiting_.empty();
 }
@@ -212,12 +262,12 @@ SchedulerStats Scheduler::stats() const {
     s.generated_tokens = generated_;
     s.last_decode_rows = last_decode_rows_;
     s.last_prompt_rows = last_prompt_rows_;
-    s.kv = model_.kv_stats();
+    s.kv = model_->kv_stats();
     return s;
 }
 
 void Scheduler::end(Request& r, bool keep_cached) {
-    if (r.seq) model_.close_sequence(*r.seq, keep_cached);
+    if (r.seq) model_->close_sequence(*r.seq, keep_cached);
     r.seq.reset();
     r.done = true;
 }
@@ -253,8 +303,8 @@ void Scheduler::admit() {
         const std::vector<TokenId> context = r.context();
         const size_t first = r.started ? context.size() : std::min<size_t>(context.size(), options_.prefill_chunk);
         const uint64_t need = (first + bs - 1) / bs + running_.size();
-        if (!running_.empty() && model_.available_blocks() < need) break;
-        Result<SeqId> seq = model_.open_sequence();
+        if (!running_.empty() && model_->available_blocks() < need) break;
+        Result<SeqId> seq = model_->open_sequence();
         if (!seq) {
             // The model's own limit, reached by sequences of other users of the model: wait for
             // a running request to end, or fail if none will.
@@ -264,7 +314,7 @@ void Scheduler::admit() {
             continue;
         }
         r.seq = *seq;
-        const uint32_t reused = model_.adopt_prefix(*seq, context);
+        const uint32_t reused = model_->adopt_prefix(*seq, context);
         r.pending.assign(context.begin() + reused, context.end());
         if (!r.started) {
             r.started = true;
@@ -282,7 +332,7 @@ bool Scheduler::pause_latest() {
     if (running_.size() < 2) return false;
     std::unique_ptr<Request> r = std::move(running_.back());
     running_.pop_back();
-    if (r->seq) model_.close_sequence(*r->seq, true);
+    if (r->seq) model_->close_sequence(*r->seq, true);
     r->seq.reset();
     r->pending.clear();
     ++pauses_;
@@ -314,12 +364,12 @@ Result<void> Scheduler::step() {
     // the tokens of those generating do not fit, the latest started is paused.
     const uint32_t bs = kv_block_size_;
     for (;;) {
-        uint32_t avail = model_.available_blocks();
+        uint32_t avail = model_->available_blocks();
         bool short_of_blocks = false;
         for (auto& r : running_) {
             r->take = 0;
             if (r->pending.size() != 1) continue;
-            const uint32_t need = model_.blocks_needed(*r->seq, 1);
+            const uint32_t need = model_->blocks_needed(*r->seq, 1);
             if (need > avail) {
                 short_of_blocks = true;
                 break;
@@ -331,9 +381,9 @@ Result<void> Scheduler::step() {
         for (auto& r : running_) {
             if (short_of_blocks || r->pending.size() <= 1 || budget == 0) continue;
             uint32_t take = std::min<uint32_t>(budget, static_cast<uint32_t>(r->pending.size()));
-            while (take > 0 && model_.blocks_needed(*r->seq, take) > avail) take = take > bs ? take - bs : 0;
+            while (take > 0 && model_->blocks_needed(*r->seq, take) > avail) take = take > bs ? take - bs : 0;
             if (take == 0) continue;
-            avail -= model_.blocks_needed(*r->seq, take);
+            avail -= model_->blocks_needed(*r->seq, take);
             budget -= take;
             r->take = take;
         }
@@ -363,9 +413,13 @@ Result<void> Scheduler::step() {
         }
     }
     ++steps_;
-    Result<void> ran = model_.decode_batch(rows);
+    Result<void> ran = model_->decode_batch(rows);
     if (!ran) {
         if (ran.error().code == ErrorCode::out_of_memory && pause_latest()) return {};
+        if (ran.error().code == ErrorCode::device_failed && options_.hold_on_device_failure) {
+            hold_for_recovery();
+            return ran;
+        }
         for (auto& r : running_) fail(*r, ran.error());
         running_.clear();
         return ran;
@@ -384,9 +438,9 @@ Result<void> Scheduler::step() {
         }
         TokenId next = kNoToken;
         if (r.greedy()) {
-            next = model_.batch_argmax(i);
+            next = model_->batch_argmax(i);
         } else {
-            const std::span<const float> logits = model_.batch_logits(i);
+            const std::span<const float> logits = model_->batch_logits(i);
             scratch.assign(logits.begin(), logits.end());
             if (r.grammar) r.grammar->mask(scratch);
             next = r.sampler.sample(scratch);
@@ -395,11 +449,11 @@ Result<void> Scheduler::step() {
                                    "the answer's grammar allows no token of this model's vocabulary here"));
                 continue;
             }
-            if (next != kNoToken && r.settings.logprobs && !model_.tokenizer().is_eog(next)) {
+            if (next != kNoToken && r.settings.logprobs && !model_->tokenizer().is_eog(next)) {
                 r.result.logprobs.push_back(
-                    token_logprob(model_.tokenizer(), logits, next, r.settings.top_logprobs, order_scratch_));
+                    token_logprob(model_->tokenizer(), logits, next, r.settings.top_logprobs, order_scratch_));
             }
-            if (next != kNoToken && r.grammar && !model_.tokenizer().is_eog(next)) r.grammar->accept(next);
+            if (next != kNoToken && r.grammar && !model_->tokenizer().is_eog(next)) r.grammar->accept(next);
         }
         if (r.result.ids.empty()) {
             r.first_token = now;
@@ -408,13 +462,13 @@ Result<void> Scheduler::step() {
         r.sampler.accept(next);
         r.result.ids.push_back(next);
         ++generated_;
-        if (model_.tokenizer().is_eog(next) && !r.settings.ignore_eos) {
+        if (model_->tokenizer().is_eog(next) && !r.settings.ignore_eos) {
             finish(r, StopReason::eos);
         } else if (r.feed(r.stream.feed(next))) {
             finish(r, StopReason::stop);
         } else if (r.result.ids.size() >= static_cast<size_t>(r.settings.max_tokens)) {
             finish(r, StopReason::length);
-        } else if (model_.sequence_length(*r.seq) >= model_.n_ctx()) {
+        } else if (model_->sequence_length(*r.seq) >= model_->n_ctx()) {
             finish(r, StopReason::context);
         } else {
             r.pending.assign(1, next);

@@ -496,11 +496,13 @@ TEST(SplitModel, TheEngineOutlivesAFailedDeviceAndTheConversationGoesOnWithoutIt
     const EngineEvent reference = next_final(engine);
     ASSERT_TRUE(std::holds_alternative<DoneEvent>(reference));
 
-    // Three devices; the third fails after the prompt and a few tokens.
+    // Three devices; the third fails after the prompt and a few tokens. With the policy stop
+    // the request ends with the error, and the caller re-plans (the engine's own recovery,
+    // RecoveryPolicy::replan, is tested in recovery_test.cpp).
     ModelOptions failing = options_for("cpu:3", SplitMode::layer, 512);
     failing.fail_device = 2;
     failing.fail_after = 4;
-    engine.submit(LoadCommand{test::test_model_path(), failing});
+    engine.submit(LoadCommand{test::test_model_path(), failing, RecoveryPolicy::stop});
     ASSERT_TRUE(std::holds_alternative<LoadedEvent>(next_final(engine)));
     engine.submit(ask(2));
     const EngineEvent failed = next_final(engine);
