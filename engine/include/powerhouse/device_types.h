@@ -54,7 +54,10 @@ struct DeviceFault {
     std::string name;  // "GPU 1", "CPU 2"; empty when not known
     std::string uuid;  // the GPU's UUID, as NVML and the settings name it; empty on the CPU
     bool timed_out = false;  // it did not answer within the step's deadline
-    std::string cause;       // what happened, in words, without the device's name
+    // It stopped answering (timed out, or the driver reports the GPU lost), rather than
+    // answering with an error: for the words of a banner.
+    bool stopped_answering = false;
+    std::string cause;  // what happened, in words, without the device's name
 };
 
 }  // namespace powerhouse

@@ -86,7 +86,18 @@ struct CancelCommand {
     uint64_t request_id = 0;  // 0: the running generation and every queued one
 };
 
-using EngineCommand = std::variant<LoadCommand, UnloadCommand, GenerateCommand, CancelCommand>;
+// A GPU failed, as the GPU monitor sees it (powerhouse/telemetry.h: NVML reports it lost,
+// or a fatal Xid). The engine sets it aside for the session; if the loaded model uses it, the
+// model fails and the RecoveryPolicy applies at once (RecoveryEvents), whether requests run
+// or not. The only command with no event of its own: when the model does not use the GPU,
+// nothing is to be seen.
+struct DeviceFailedCommand {
+    std::string uuid;   // "GPU-8f6d..." (a virtual CPU device, in tests: its name, "CPU 1")
+    std::string cause;  // "Xid 79, fell off the bus"
+    bool stopped_answering = false;  // lost, rather than failing with an error
+};
+
+using EngineCommand = std::variant<LoadCommand, UnloadCommand, GenerateCommand, CancelCommand, DeviceFailedCommand>;
 
 // ---- Events ----
 

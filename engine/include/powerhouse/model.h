@@ -175,6 +175,11 @@ public:
     // The device that failed, once one has (ErrorCode::device_failed from decode_batch, or
     // no answer within ModelOptions::step_deadline): the model then runs nothing more.
     std::optional<DeviceFault> fault() const;
+    // The GPU with this UUID failed, as the driver reports (lost, or a fatal Xid): if the
+    // model uses it, the model fails as if its stage had (the first of its stages, when it
+    // holds several shards) and true is returned. A virtual CPU device, which has no UUID,
+    // is named by its name ("CPU 1"), for tests. Between batches, on the model's thread.
+    bool set_failed(const std::string& uuid, const std::string& cause, bool stopped_answering);
     // ModelOptions::devices for the same devices less the failed one, in the order they were
     // named ("cpu:3" less one: "cpu:2"; "cuda:0,1" less GPU 1: "cuda:GPU-<uuid of GPU 0>"),
     // and that device's index in that order. Empty when no device is left.

@@ -74,6 +74,9 @@ public:
     // if one did. A failed backend runs nothing more: every later batch fails at once with
     // the same error, and the failed device is never touched again.
     virtual std::optional<DeviceFault> fault() const { return std::nullopt; }
+    // A failure found outside the backend (the driver reports the GPU of `fault.device`
+    // lost, or a fatal Xid): the backend fails as if the device had. Between batches only.
+    virtual void set_fault(const DeviceFault& fault) = 0;
 };
 
 }  // namespace powerhouse

@@ -97,6 +97,15 @@ public:
         return bytes;
     }
     std::optional<DeviceFault> fault() const override { return fault_; }
+    void set_fault(const DeviceFault& fault) override {
+        if (fault_) return;  // the first failure is the one that counts
+        if (fault.device >= 0 && static_cast<size_t>(fault.device) < stages_.size()) {
+            abandoned_[static_cast<size_t>(fault.device)] = true;
+        }
+        fault_error_ = make_error(ErrorCode::device_failed,
+                                  fault.name.empty() ? fault.cause : fault.name + ": " + fault.cause);
+        fault_ = fault;
+    }
     std::vector<DeviceUsage> devices() const override {
         std::vector<DeviceUsage> out;
         for (size_t i = 0; i < stages_.size(); ++i) {
@@ -341,6 +350,7 @@ Error SplitBackend::step_failed(const Error& error, bool late) {
     if (!late && error.code != ErrorCode::device_failed) return error;  // not the device's fault
     DeviceFault f;
     f.timed_out = late;
+    f.stopped_answering = late;
     f.device = error_stage_;
     if (f.device >= 0) f.name = stages_[static_cast<size_t>(f.device)]->name();
     if (late) {

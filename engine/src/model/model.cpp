@@ -397,6 +397,26 @@ std::optional<DeviceFault> Model::fault() const {
     return f;
 }
 
+bool Model::set_failed(const std::string& uuid, const std::string& cause, bool stopped_answering) {
+    if (uuid.empty()) return false;
+    for (size_t i = 0; i < impl_->plan.devices.size(); ++i) {
+        const uint32_t desc = impl_->plan.devices[i].device;
+        if (desc >= impl_->devices.descs.size()) continue;
+        const std::string& own = impl_->devices.descs[desc].uuid;
+        const std::string name = impl_->summary.devices.size() > i ? impl_->summary.devices[i].name : std::string();
+        if (own.empty() ? name != uuid : own != uuid) continue;
+        DeviceFault f;
+        f.device = static_cast<int>(i);
+        f.name = name;
+        f.uuid = own;
+        f.stopped_answering = stopped_answering;
+        f.cause = cause;
+        impl_->backend->set_fault(f);
+        return true;
+    }
+    return false;
+}
+
 Model::DevicesLeft Model::devices_without(const DeviceFault& fault) const {
     DevicesLeft out;
     if (fault.device < 0 || static_cast<size_t>(fault.device) >= impl_->plan.devices.size()) return out;

@@ -80,6 +80,7 @@ struct Engine::State {
     void start_scheduler();
     // After a step failed with ErrorCode::device_failed: the RecoveryPolicy.
     void recover(const Error& error);
+    void device_failed(const DeviceFailedCommand& command);
     void unload();
     void generate(const GenerateCommand& command, uint64_t seq);
     Result<void> start_generation(const GenerateCommand& command, DoneEvent& done);
@@ -122,6 +123,7 @@ void Engine::State::run() {
                            [&](const UnloadCommand&) { unload(); },
                            [&, seq = seq](const GenerateCommand& c) { generate(c, seq); },
                            [&](const CancelCommand&) {},  // acted on in submit() and apply_cancels()
+                           [&](const DeviceFailedCommand& c) { device_failed(c); },
                        },
                        command);
             apply_cancels();
@@ -253,18 +255,38 @@ void drop_device(ModelOptions& options, int removed) {
 
 std::string banner(const DeviceFault& fault) {
     const std::string who = fault.name.empty() ? std::string("A device") : fault.name;
-    return fault.timed_out ? fmt::format("{} stopped answering: {}.", who, fault.cause)
-                           : fmt::format("{} failed: {}.", who, fault.cause);
+    return fault.stopped_answering ? fmt::format("{} stopped answering: {}.", who, fault.cause)
+                                   : fmt::format("{} failed: {}.", who, fault.cause);
 }
 
 }  // namespace
+
+void Engine::State::device_failed(const DeviceFailedCommand& command) {
+    if (command.uuid.empty()) return;
+    if (command.uuid.rfind("GPU-", 0) == 0 &&
+        std::find(failed_gpus.begin(), failed_gpus.end(), command.uuid) == failed_gpus.end()) {
+        failed_gpus.push_back(command.uuid);
+    }
+    if (!model || model->fault() || !model->set_failed(command.uuid, command.cause, command.stopped_answering)) return;
+    const Error error = make_error(ErrorCode::device_failed, command.cause);
+    if (loaded_from && loaded_from->recovery == RecoveryPolicy::stop) {
+        // Nothing continues: the requests end with the error, and so does the model.
+        scheduler->fail_all(error);
+        scheduler.reset();
+        model.reset();
+        loaded_from.reset();
+        emit(UnloadedEvent{});
+        return;
+    }
+    recover(error);
+}
 
 void Engine::State::recover(const Error& error) {
     if (!model || !loaded_from) {
         scheduler->fail_all(error);
         return;
     }
-    DeviceFault fault = model->fault().value_or(DeviceFault{-1, "", "", false, error.message});
+    DeviceFault fault = model->fault().value_or(DeviceFault{-1, "", "", false, false, error.message});
     const RecoveryPolicy policy = loaded_from->recovery;
     RecoveryEvent event;
     event.fault = fault;
@@ -290,7 +312,9 @@ void Engine::State::recover(const Error& error) {
     if (policy == RecoveryPolicy::replan && fault.device >= 0) {
         const Model::DevicesLeft left = model->devices_without(fault);
         if (!fault.uuid.empty()) {
-            failed_gpus.push_back(fault.uuid);
+            if (std::find(failed_gpus.begin(), failed_gpus.end(), fault.uuid) == failed_gpus.end()) {
+                failed_gpus.push_back(fault.uuid);
+            }
             options.excluded_gpus.push_back(fault.uuid);
         }
         drop_device(options, left.removed);

@@ -242,6 +242,46 @@ TEST(Recovery, RetryingWhereTheFaultStaysGivesUpAfterTwoReloadsAndSaysWhy) {
     EXPECT_NE(std::get<ErrorEvent>(*e).error.message.find("no model is loaded"), std::string::npos);
 }
 
+TEST(Recovery, AGpuTheMonitorReportsLostMovesTheModelEvenBetweenAnswers) {
+    Engine engine;
+    const std::vector<GenerateCommand> reqs = requests(16);
+    const Outcome reference = run(engine, LoadCommand{arch_model("llama-q8_0"), options_for("cpu:2", SplitMode::layer)},
+                                  reqs);
+    ASSERT_TRUE(reference.loaded) << reference.load_error.message;
+
+    // Idle: the model moves at once.
+    engine.submit(DeviceFailedCommand{"CPU 0", "Xid 79, fell off the bus", true});
+    std::vector<RecoveryEvent> seen;
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (seen.size() < 2 && std::chrono::steady_clock::now() < until) {
+        std::optional<EngineEvent> e = engine.wait_event(100ms);
+        if (e && std::holds_alternative<RecoveryEvent>(*e)) seen.push_back(std::get<RecoveryEvent>(*e));
+    }
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[1].phase, RecoveryEvent::Phase::recovered);
+    EXPECT_EQ(seen[1].devices, "cpu");
+    EXPECT_TRUE(seen[1].requests.empty());
+    EXPECT_EQ(seen[1].message.rfind("CPU 0 stopped answering: Xid 79, fell off the bus. Continuing on CPU", 0), 0u)
+        << seen[1].message;
+    // A device the model does not use: nothing happens. The answers are those of before.
+    engine.submit(DeviceFailedCommand{"CPU 7", "Xid 79, fell off the bus", true});
+    for (GenerateCommand r : reqs) {
+        r.request_id += 100;
+        engine.submit(r);
+    }
+    std::map<uint64_t, DoneEvent> done;
+    while (done.size() < reqs.size() && std::chrono::steady_clock::now() < until) {
+        std::optional<EngineEvent> e = engine.wait_event(100ms);
+        if (!e) continue;
+        EXPECT_FALSE(std::holds_alternative<RecoveryEvent>(*e));
+        if (auto* d = std::get_if<DoneEvent>(&*e)) done[d->request_id - 100] = std::move(*d);
+    }
+    for (const auto& [id, d] : reference.done) {
+        ASSERT_EQ(done.count(id), 1u);
+        EXPECT_EQ(done.at(id).generated_ids, d.generated_ids);
+    }
+}
+
 TEST(Recovery, TheDevicesLeftAreNamedInTheirOrderAndGpusByUuid) {
     ModelDevices cpus;
     cpus.descs.resize(3);
