@@ -78,7 +78,8 @@ struct ModelOptions {
     // For tests of failure handling: device `fail_device` (of the plan, in the order the
     // devices were named) fails its (fail_after + 1)-th step and every one after, as a GPU
     // that has fallen off the bus would; with fail_hangs it never answers instead (a hung
-    // kernel), until the step deadline interrupts it. -1: none. CPU devices only.
+    // kernel), until the step deadline interrupts it. -1: none. CPU devices and GPUs (a
+    // GPU's hang stops its stream, which the stage must stop waiting for).
     int fail_device = -1;
     uint32_t fail_after = 0;
     bool fail_hangs = false;

@@ -161,6 +161,10 @@ Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, con
         if (std::count(gpus.begin(), gpus.end(), gpus[i]) > 1) shard.name += fmt::format(" shard {}", i);
         assign_shard(shard, plan, i, comm.get());
         shard.host_experts = host_experts;
+        if (options.fail_device >= 0 && static_cast<uint32_t>(options.fail_device) == a.device) {
+            shard.fail_after = options.fail_after;
+            shard.fail_hangs = options.fail_hangs;
+        }
         Result<std::unique_ptr<DeviceStage>> stage = cuda::create_cuda_stage(impl.file, impl.hparams, program, o, shard);
         if (!stage) return make_error(stage.error().code, fmt::format("{}: {}", shard.name, stage.error().message));
         before += mine;

@@ -158,8 +158,10 @@ bool has_cuda_backend() {
 
 std::string devices_spec_without(const ModelDevices& devices, size_t removed) {
     std::vector<std::string> left;
+    const std::string gone = removed < devices.descs.size() ? devices.descs[removed].uuid : std::string();
     for (size_t i = 0; i < devices.descs.size(); ++i) {
-        if (i == removed) continue;
+        // A failed GPU takes its every shard with it: they share its context.
+        if (i == removed || (devices.cuda && !gone.empty() && devices.descs[i].uuid == gone)) continue;
         if (!devices.cuda) {
             left.emplace_back("cpu");
         } else if (!devices.descs[i].uuid.empty()) {

@@ -27,9 +27,9 @@ struct ModelDevices {
 // `excluded`: GPU UUIDs set aside (ModelOptions::excluded_gpus).
 Result<ModelDevices> model_devices(const std::string& spec, const std::vector<std::string>& excluded = {});
 
-// The spec for `devices` less descs[removed], in the same order: "cpu:N"/"cpu" for CPU
-// devices, "cuda:<uuid>,..." for GPUs (by UUID, which a renumbering cannot change). Empty
-// when none is left.
+// The spec for `devices` less descs[removed] (a GPU: all its shards), in the same order:
+// "cpu:N"/"cpu" for CPU devices, "cuda:<uuid>,..." for GPUs (by UUID, which a renumbering
+// cannot change). Empty when none is left.
 std::string devices_spec_without(const ModelDevices& devices, size_t removed);
 
 

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -31,7 +32,9 @@
 #include "engine/model/arch_fixture.h"
 #include "kernels/gpu_test.h"
 #include "plan/device_limits.h"
+#include "powerhouse/engine.h"
 #include "powerhouse/model.h"
+#include "support/engine_runs.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -823,6 +826,52 @@ TEST_F(CudaModel, APrefixSharedOnTheGpuGivesTheLogitsOfTheWholePrompt) {
     const float d = max_diff(second.second.second, scratch.second.second);
     std::printf("after a shared prefix vs from scratch: max |logit difference| %.5f\n", d);
     EXPECT_LT(d, 0.02f);
+}
+
+// Issue 23 on a GPU: a fault injected into one shard of cuda:0,0 (an error, then a stream
+// that stops as a hung kernel's would, found by the step deadline) is taken as GPU 0's: its
+// other shard shares the context, so the model goes on on the CPU, and every request ends
+// with the tokens it has on the GPU without a fault (F32 weights: the two engines' logits
+// differ in their last bits, far from a change of the greedy token on this model).
+TEST_F(CudaModel, AFaultInOneShardOfAGpuMovesTheModelToTheCpuWithTheSameAnswers) {
+    const auto path = arch_dir() / "llama-f32.gguf";
+    const std::vector<GenerateCommand> requests = test::greedy_requests(12);
+    ModelOptions o;
+    o.n_ctx = 128;
+    o.n_threads = 2;
+    o.n_batch = 16;
+    o.max_sequences = 1;  // the by-position cache, the path checked on an H200
+    o.devices = "cuda:0";
+    Engine reference_engine;
+    const test::EngineOutcome reference = test::run_requests(reference_engine, LoadCommand{path, o}, requests);
+    ASSERT_TRUE(reference.loaded) << reference.load_error.message;
+    ASSERT_EQ(reference.done.size(), requests.size());
+    for (const bool hangs : {false, true}) {
+        SCOPED_TRACE(hangs ? "a stream that stops" : "an error");
+        ModelOptions failing = o;
+        failing.devices = "cuda:0,0";
+        failing.split = SplitMode::layer;
+        failing.fail_device = 1;
+        failing.fail_after = 5;
+        failing.fail_hangs = hangs;
+        failing.step_deadline = std::chrono::milliseconds(2000);
+        Engine engine;
+        const test::EngineOutcome got = test::run_requests(engine, LoadCommand{path, failing}, requests);
+        ASSERT_TRUE(got.loaded) << got.load_error.message;
+        ASSERT_EQ(got.recoveries.size(), 2u);
+        const RecoveryEvent& recovered = got.recoveries[1];
+        std::printf("%s\n", recovered.message.c_str());
+        EXPECT_EQ(recovered.phase, RecoveryEvent::Phase::recovered);
+        EXPECT_EQ(recovered.fault.device, 1);
+        EXPECT_EQ(recovered.fault.timed_out, hangs);
+        EXPECT_EQ(recovered.devices, "cpu");
+        EXPECT_EQ(recovered.fault.uuid.rfind("GPU-", 0), 0u) << recovered.fault.uuid;
+        EXPECT_EQ(recovered.model.devices.size(), 1u);
+        for (const auto& [id, done] : reference.done) {
+            ASSERT_EQ(got.done.count(id), 1u) << "request " << id;
+            EXPECT_EQ(got.done.at(id).generated_ids, done.generated_ids) << "request " << id;
+        }
+    }
 }
 
 }  // namespace

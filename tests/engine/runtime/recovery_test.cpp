@@ -18,12 +18,16 @@
 #include "model/model_devices.h"
 #include "powerhouse/engine.h"
 #include "powerhouse/model.h"
+#include "support/engine_runs.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
 namespace {
 
 using namespace std::chrono_literals;
+using test::EngineOutcome;
+using test::greedy_requests;
+using test::run_requests;
 
 std::filesystem::path arch_model(const std::string& name) { return test::data_dir() / "arch" / (name + ".gguf"); }
 
@@ -36,59 +40,6 @@ ModelOptions options_for(const std::string& devices, SplitMode split) {
     o.devices = devices;
     o.split = split;
     return o;
-}
-
-// Greedy requests of different lengths, all submitted at once.
-std::vector<GenerateCommand> requests(int max_tokens) {
-    const char* prompts[] = {"Once upon a time", "The capital of France is a city that",
-                             "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20", "Hello"};
-    std::vector<GenerateCommand> out;
-    uint64_t id = 1;
-    for (const char* p : prompts) {
-        GenerateCommand c;
-        c.request_id = id++;
-        c.raw_prompt = p;
-        c.settings.max_tokens = max_tokens;
-        c.settings.ignore_eos = true;
-        c.settings.sampling.temperature = 0;
-        out.push_back(std::move(c));
-    }
-    return out;
-}
-
-// What a run's events came to: each request's end, and the recovery events in order.
-struct Outcome {
-    bool loaded = false;
-    Error load_error;
-    std::map<uint64_t, DoneEvent> done;
-    std::map<uint64_t, Error> failed;
-    std::vector<RecoveryEvent> recoveries;
-};
-
-// Loads, submits the requests and waits (within a deadline) for every one of them to end.
-Outcome run(Engine& engine, LoadCommand load, const std::vector<GenerateCommand>& reqs) {
-    Outcome out;
-    engine.submit(std::move(load));
-    const auto deadline = std::chrono::steady_clock::now() + 240s;
-    while (std::chrono::steady_clock::now() < deadline && !out.loaded) {
-        std::optional<EngineEvent> e = engine.wait_event(100ms);
-        if (!e) continue;
-        if (std::holds_alternative<LoadedEvent>(*e)) out.loaded = true;
-        if (const auto* error = std::get_if<ErrorEvent>(&*e)) {
-            out.load_error = error->error;
-            return out;
-        }
-    }
-    for (const GenerateCommand& r : reqs) engine.submit(r);
-    while (std::chrono::steady_clock::now() < deadline && out.done.size() + out.failed.size() < reqs.size()) {
-        std::optional<EngineEvent> e = engine.wait_event(100ms);
-        if (!e) continue;
-        if (auto* done = std::get_if<DoneEvent>(&*e)) out.done[done->request_id] = std::move(*done);
-        if (auto* error = std::get_if<ErrorEvent>(&*e)) out.failed[error->request_id] = error->error;
-        if (auto* recovery = std::get_if<RecoveryEvent>(&*e)) out.recoveries.push_back(std::move(*recovery));
-    }
-    EXPECT_EQ(out.done.size() + out.failed.size(), reqs.size()) << "requests still running after the deadline";
-    return out;
 }
 
 struct Case {
@@ -108,7 +59,7 @@ std::vector<Case> cases() {
 }
 
 TEST(Recovery, AFailedDeviceAtARandomStepIsSetAsideAndEveryRequestEndsAsWithoutTheFault) {
-    const std::vector<GenerateCommand> reqs = requests(20);
+    const std::vector<GenerateCommand> reqs = greedy_requests(20);
     std::mt19937 random(20261205);
     int mid_answer = 0;  // recoveries of an answer already begun: its tokens so far were kept
     for (const Case& c : cases()) {
@@ -116,7 +67,7 @@ TEST(Recovery, AFailedDeviceAtARandomStepIsSetAsideAndEveryRequestEndsAsWithoutT
         ModelOptions options = options_for(c.devices, c.split);
         options.experts_in_ram = c.experts_in_ram;
         Engine reference_engine;
-        const Outcome reference = run(reference_engine, LoadCommand{c.model, options}, reqs);
+        const EngineOutcome reference = run_requests(reference_engine, LoadCommand{c.model, options}, reqs);
         ASSERT_TRUE(reference.loaded) << reference.load_error.message;
         ASSERT_EQ(reference.done.size(), reqs.size());
 
@@ -128,7 +79,7 @@ TEST(Recovery, AFailedDeviceAtARandomStepIsSetAsideAndEveryRequestEndsAsWithoutT
             SCOPED_TRACE(testing::Message() << "device " << failing.fail_device << " fails after "
                                             << failing.fail_after << " steps");
             Engine engine;
-            const Outcome got = run(engine, LoadCommand{c.model, failing}, reqs);
+            const EngineOutcome got = run_requests(engine, LoadCommand{c.model, failing}, reqs);
             ASSERT_TRUE(got.loaded) << got.load_error.message;
             EXPECT_TRUE(got.failed.empty()) << got.failed.begin()->second.message;
             for (const auto& [id, done] : reference.done) {
@@ -164,10 +115,10 @@ TEST(Recovery, AFailedDeviceAtARandomStepIsSetAsideAndEveryRequestEndsAsWithoutT
 }
 
 TEST(Recovery, ADeviceThatNeverAnswersIsFoundByTheStepDeadlineAndSetAside) {
-    const std::vector<GenerateCommand> reqs = requests(12);
+    const std::vector<GenerateCommand> reqs = greedy_requests(12);
     ModelOptions options = options_for("cpu:2", SplitMode::tensor);
     Engine reference_engine;
-    const Outcome reference = run(reference_engine, LoadCommand{arch_model("llama-q8_0"), options}, reqs);
+    const EngineOutcome reference = run_requests(reference_engine, LoadCommand{arch_model("llama-q8_0"), options}, reqs);
     ASSERT_TRUE(reference.loaded) << reference.load_error.message;
 
     options.fail_device = 1;
@@ -176,7 +127,7 @@ TEST(Recovery, ADeviceThatNeverAnswersIsFoundByTheStepDeadlineAndSetAside) {
     options.step_deadline = 500ms;
     Engine engine;
     const auto start = std::chrono::steady_clock::now();
-    const Outcome got = run(engine, LoadCommand{arch_model("llama-q8_0"), options}, reqs);
+    const EngineOutcome got = run_requests(engine, LoadCommand{arch_model("llama-q8_0"), options}, reqs);
     ASSERT_TRUE(got.loaded) << got.load_error.message;
     EXPECT_LT(std::chrono::steady_clock::now() - start, 120s);
     ASSERT_EQ(got.recoveries.size(), 2u);
@@ -201,8 +152,8 @@ TEST(Recovery, ThePolicyStopEndsTheRequestsWithAnErrorThatNamesTheDevice) {
     Engine engine;
     LoadCommand load{arch_model("llama-q8_0"), options};
     load.recovery = RecoveryPolicy::stop;
-    const std::vector<GenerateCommand> reqs = requests(12);
-    const Outcome got = run(engine, load, reqs);
+    const std::vector<GenerateCommand> reqs = greedy_requests(12);
+    const EngineOutcome got = run_requests(engine, load, reqs);
     ASSERT_TRUE(got.loaded) << got.load_error.message;
     EXPECT_TRUE(got.recoveries.empty());
     ASSERT_EQ(got.failed.size(), reqs.size());
@@ -219,8 +170,8 @@ TEST(Recovery, RetryingWhereTheFaultStaysGivesUpAfterTwoReloadsAndSaysWhy) {
     Engine engine;
     LoadCommand load{arch_model("llama-q8_0"), options};
     load.recovery = RecoveryPolicy::retry;
-    const std::vector<GenerateCommand> reqs = requests(12);
-    const Outcome got = run(engine, load, reqs);
+    const std::vector<GenerateCommand> reqs = greedy_requests(12);
+    const EngineOutcome got = run_requests(engine, load, reqs);
     ASSERT_TRUE(got.loaded) << got.load_error.message;
     // Two reloads (announced, recovered), then the third fault gives up.
     ASSERT_EQ(got.recoveries.size(), 5u);
@@ -244,8 +195,8 @@ TEST(Recovery, RetryingWhereTheFaultStaysGivesUpAfterTwoReloadsAndSaysWhy) {
 
 TEST(Recovery, AGpuTheMonitorReportsLostMovesTheModelEvenBetweenAnswers) {
     Engine engine;
-    const std::vector<GenerateCommand> reqs = requests(16);
-    const Outcome reference = run(engine, LoadCommand{arch_model("llama-q8_0"), options_for("cpu:2", SplitMode::layer)},
+    const std::vector<GenerateCommand> reqs = greedy_requests(16);
+    const EngineOutcome reference = run_requests(engine, LoadCommand{arch_model("llama-q8_0"), options_for("cpu:2", SplitMode::layer)},
                                   reqs);
     ASSERT_TRUE(reference.loaded) << reference.load_error.message;
 
@@ -302,6 +253,11 @@ TEST(Recovery, TheDevicesLeftAreNamedInTheirOrderAndGpusByUuid) {
     EXPECT_EQ(devices_spec_without(gpus, 1), "cuda:GPU-aaaa-1,GPU-cccc-3");
     gpus.descs[2].uuid.clear();  // no UUID known: the CUDA number
     EXPECT_EQ(devices_spec_without(gpus, 0), "cuda:GPU-bbbb-2,2");
+    // Two shards of one GPU ("cuda:0,0,1"): the GPU's failure takes both.
+    gpus.descs[1].uuid = "GPU-aaaa-1";
+    gpus.descs[2].uuid = "GPU-dddd-4";
+    gpus.cuda_index = {0, 0, 1};
+    EXPECT_EQ(devices_spec_without(gpus, 1), "cuda:GPU-dddd-4");
 }
 
 TEST(Recovery, AModelSaysWhichDeviceFailedAndWhatIsLeft) {

@@ -480,7 +480,27 @@ Result<void> CudaStage::copy_kv_blocks(std::span<const KvBlockCopy> copies) {
     return {};
 }
 
+namespace {
+
+// The injected hang (CudaShard::fail_hangs): the stream stops at this host function until
+// the stage is interrupted, so the stage's wait meets a stream that does not finish, as it
+// would with a hung kernel, and must be ended by the step's deadline.
+void CUDART_CB hang_until_interrupted(void* flag) {
+    const auto* interrupted = static_cast<const std::atomic<bool>*>(flag);
+    while (!interrupted->load(std::memory_order_relaxed)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
 Result<void> CudaStage::run_layers(const StageBatch& batch) {
+    if (shard_.fail_after >= 0 && injected_steps_++ >= shard_.fail_after) {
+        if (!shard_.fail_hangs) {
+            return make_error(ErrorCode::device_failed, "stopped answering (a fault injected for testing)");
+        }
+        PH_TRY(select());
+        PH_TRY(check(cudaLaunchHostFunc(stream_, hang_until_interrupted, &interrupted_), "injecting a hang"));
+        return wait_stream("a step that hangs (injected for testing)");
+    }
     const int n = batch.n;
     if (n <= 0 || static_cast<uint32_t>(n) > std::max<uint32_t>(1, options_.n_batch) || batch.pos[0] < 0 ||
         static_cast<uint32_t>(batch.pos[0]) >= options_.n_ctx) {

@@ -59,6 +59,11 @@ struct CudaShard {
     Communicator* comm = nullptr;  // a tensor split's all-reduce partners; null: none
     int rank = 0;
     uint64_t planned_bytes = 0;  // the planner's prediction, for DeviceUsage
+    // Tests of fault handling (ModelOptions::fail_device): every run_layers after the first
+    // fail_after ones fails (-1: never); with fail_hangs its stream stops instead (a host
+    // function that waits for DeviceStage::interrupt), as a hung kernel would.
+    int64_t fail_after = -1;
+    bool fail_hangs = false;
 };
 
 // `model` must outlive the stage only during creation: the weights are copied to the GPU.

@@ -251,6 +251,7 @@ private:
     std::unique_ptr<CublasLibrary> cublas_library_;  // before the handle, which borrows it
     CublasHandle cublas_;
     std::atomic<bool> interrupted_{false};  // interrupt(): no more waiting for this GPU
+    int64_t injected_steps_ = 0;            // run_layers calls, for CudaShard::fail_after
     bool have_cublas_ = false;
     std::string cublas_note_;
 
