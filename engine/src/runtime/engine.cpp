@@ -269,15 +269,6 @@ void Engine::State::device_failed(const DeviceFailedCommand& command) {
     }
     if (!model || model->fault() || !model->set_failed(command.uuid, command.cause, command.stopped_answering)) return;
     const Error error = make_error(ErrorCode::device_failed, command.cause);
-    if (loaded_from && loaded_from->recovery == RecoveryPolicy::stop) {
-        // Nothing continues: the requests end with the error, and so does the model.
-        scheduler->fail_all(error);
-        scheduler.reset();
-        model.reset();
-        loaded_from.reset();
-        emit(UnloadedEvent{});
-        return;
-    }
     recover(error);
 }
 
@@ -294,12 +285,24 @@ void Engine::State::recover(const Error& error) {
     const auto give_up = [&](const Error& why) {
         event.phase = RecoveryEvent::Phase::gave_up;
         event.message = fmt::format("{} {}", banner(fault), why.message);
-        emit(event);  // before the requests' errors, which it explains
-        scheduler->fail_all(make_error(ErrorCode::device_failed, event.message));
+        emit(event);  // before the requests' ends, which it explains
+        if (why.code == ErrorCode::cancelled) {
+            // The user stopped it (a cancel, a newer load, an unload): the requests end as
+            // cancelled ones do, with what they had generated.
+            scheduler->cancel_all();
+            scheduler->end_cancelled();
+        } else {
+            scheduler->fail_all(make_error(ErrorCode::device_failed, event.message));
+        }
         scheduler.reset();
         model.reset();
         loaded_from.reset();
     };
+    if (policy == RecoveryPolicy::stop) {  // a DeviceFailedCommand: no step ended the requests
+        give_up(make_error(ErrorCode::device_failed, "Stopped, as the recovery setting asks: load the model again "
+                                                     "to go on without that device."));
+        return;
+    }
     // Loading again where it failed (the policy, or no device to blame: a collective that
     // never completed) is tried twice at most for a model the user loaded: a fault that
     // comes back is not one a reload clears.
@@ -343,12 +346,18 @@ void Engine::State::recover(const Error& error) {
         if (cpu) {
             options = on_cpu;
             loaded = std::move(cpu);
+        } else if (cpu.error().code == ErrorCode::cancelled) {
+            loaded = cpu.error();
+        } else {
+            loaded = make_error(loaded.error().code, fmt::format("{}; nor on the CPU: {}", loaded.error().message,
+                                                                 cpu.error().message));
         }
     }
     if (!loaded) {
-        give_up(make_error(loaded.error().code,
-                           fmt::format("The model could not be loaded again on {}: {}", options.devices,
-                                       loaded.error().message)));
+        give_up(loaded.error().code == ErrorCode::cancelled
+                    ? make_error(ErrorCode::cancelled, "Loading the model again was cancelled.")
+                    : make_error(loaded.error().code, fmt::format("The model could not be loaded again on {}: {}",
+                                                                  options.devices, loaded.error().message)));
         return;
     }
     model.emplace(std::move(loaded).value());

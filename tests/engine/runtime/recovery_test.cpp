@@ -233,6 +233,24 @@ TEST(Recovery, AGpuTheMonitorReportsLostMovesTheModelEvenBetweenAnswers) {
     }
 }
 
+TEST(Recovery, WithThePolicyStopAReportedFailureUnloadsTheModelAndSaysSo) {
+    Engine engine;
+    LoadCommand load{arch_model("llama-q8_0"), options_for("cpu:2", SplitMode::layer)};
+    load.recovery = RecoveryPolicy::stop;
+    ASSERT_TRUE(run_requests(engine, load, {}).loaded);
+    engine.submit(DeviceFailedCommand{"CPU 1", "Xid 48, double-bit ECC error", false});
+    std::optional<EngineEvent> e = engine.wait_event(30s);
+    ASSERT_TRUE(e && std::holds_alternative<RecoveryEvent>(*e));
+    const RecoveryEvent& gave_up = std::get<RecoveryEvent>(*e);
+    EXPECT_EQ(gave_up.phase, RecoveryEvent::Phase::gave_up);
+    EXPECT_EQ(gave_up.message.rfind("CPU 1 failed: Xid 48, double-bit ECC error. Stopped", 0), 0u) << gave_up.message;
+    GenerateCommand ask = greedy_requests(4).front();
+    engine.submit(ask);
+    e = engine.wait_event(30s);
+    ASSERT_TRUE(e && std::holds_alternative<ErrorEvent>(*e));
+    EXPECT_NE(std::get<ErrorEvent>(*e).error.message.find("no model is loaded"), std::string::npos);
+}
+
 TEST(Recovery, TheDevicesLeftAreNamedInTheirOrderAndGpusByUuid) {
     ModelDevices cpus;
     cpus.descs.resize(3);
