@@ -19,6 +19,9 @@
 //       lost@N      from its N-th sample on it answers "GPU is lost"
 //     "RTX 4090:24;RTX 4090:24:xid=79@3": GPU 1 reports Xid 79 and is lost from its 3rd
 //     sample on. "A100:80:xid=48@2" reports a double-bit ECC error and goes on answering.
+//     Setting a simulated GPU's power limit can be refused as a real one refuses it:
+//       power=denied  as without root (the answer gives the nvidia-smi command)
+//       power=fixed   as a board that does not allow it
 //
 // GPU failures: NVML's critical Xid events (and double-bit ECC events, reported as Xid 48)
 // are collected every sample, without waiting. A GPU that NVML answers "GPU is lost" for
@@ -29,8 +32,17 @@
 // GPUs are identified by UUID. NVML numbers them in PCI order, which CUDA does not by
 // default; find_by_pci_bus_id() maps a CUDA device (cudaDeviceGetPCIBusId) to its NVML GPU.
 //
+// Power limits (issue 24): GpuMonitor reads each GPU's limit, default and range, and sets a
+// limit through NVML where Powerhouse has the right to (root). Every limit it changes is
+// recorded with the value before, and put back by restore_power_limit(s) or, unless the
+// caller asked to keep them, when the monitor is destroyed: the app never leaves a limit
+// changed silently. Simulated GPUs have limits too, and their power draw, temperature and
+// a speed factor (GpuSample::simulated_speed) follow them. powerhouse/power.h builds the
+// efficiency sweep on this; powerhouse/costs.h turns watts and tokens into money.
+//
 // Thread-safety: GpuMonitor's methods may be called from any thread; subscribers are called
-// on the sampler thread (or the caller's, for sample_now()) and must be quick.
+// on the sampler thread (or the caller's, for sample_now()) and must be quick. Reading and
+// setting power limits is serialized with sampling (one call into NVML at a time).
 #pragma once
 
 #include <chrono>
@@ -43,6 +55,8 @@
 #include <string_view>
 #include <vector>
 
+#include "powerhouse/result.h"
+
 namespace powerhouse {
 
 // What does not change while the program runs.
@@ -54,6 +68,8 @@ struct GpuInfo {
     uint64_t memory_total = 0;
     std::optional<uint32_t> pcie_generation, pcie_width;          // the link as it runs now
     std::optional<uint32_t> pcie_max_generation, pcie_max_width;  // what it could run at
+    // The power limit the driver enforces, as read when the monitor opened and again after
+    // each change the monitor makes (a change made elsewhere shows in power_limits()).
     std::optional<double> power_limit_w;
     std::optional<bool> ecc_enabled;
     bool xid_events_watched = false;  // its Xid events reach the monitor (else see xid_status)
@@ -85,6 +101,10 @@ struct GpuSample {
     std::optional<uint64_t> ecc_uncorrected;   // volatile uncorrected ECC errors
     std::optional<bool> retired_pages_pending;  // pages waiting for retirement (reset needed)
     std::optional<double> energy_j;             // the GPU's energy counter, where it has one
+    // Simulated GPUs only: the share of full speed their power limit leaves at the load the
+    // engine reports (1: not slowed). A model's figure, never a measurement: see
+    // simulated_source.cpp. Real GPUs leave it empty.
+    std::optional<double> simulated_speed;
 
     // The driver answered "GPU is lost" (NVML_ERROR_GPU_IS_LOST: fallen off the bus, or
     // otherwise gone until a reset). Unlike !responding alone, which a query that timed out
@@ -137,11 +157,37 @@ std::string normalize_pci_bus_id(std::string_view id);
 // The GPU with that PCI bus id (any spelling), if any.
 std::optional<uint32_t> find_by_pci_bus_id(const TelemetrySnapshot& snapshot, std::string_view pci_bus_id);
 
+// A GPU's power limits in watts (NVML counts milliwatts). Empty: the GPU or driver does not say.
+struct PowerLimits {
+    uint32_t gpu = 0;                     // GpuInfo::index (NVML's and nvidia-smi's -i)
+    std::optional<double> current_w;      // the limit set now (what setting one changes)
+    std::optional<double> enforced_w;     // what the driver enforces, other limiters included
+    std::optional<double> default_w;      // what the GPU boots with
+    std::optional<double> min_w, max_w;   // the range a limit may be set in
+    std::optional<double> changed_from_w; // Powerhouse changed it: the limit before its first change
+    bool simulated = false;
+};
+
+// A limit Powerhouse changed and has not put back yet.
+struct PowerLimitChange {
+    uint32_t gpu = 0;  // GpuInfo::index
+    std::string uuid;
+    double before_w = 0;  // the limit before Powerhouse first changed it: what restoring sets
+    double now_w = 0;     // the limit Powerhouse set last
+};
+
+// The command that sets a GPU's power limit by hand, for the user to run when Powerhouse
+// may not: "sudo nvidia-smi -i 0 -pl 300" (`gpu` is NVML's index, which nvidia-smi's -i takes).
+std::string nvidia_smi_power_limit_command(uint32_t gpu, double watts);
+
 struct GpuMonitorOptions {
     std::chrono::milliseconds interval{1000};
     size_t history = 600;         // samples kept per GPU (10 minutes at 1 Hz)
     std::string simulate;         // simulated GPUs ("RTX 4090:24;A100:80"); empty: real ones
     std::filesystem::path nvml;   // the NVML library; empty: libnvidia-ml.so.1
+    // Leave the power limits this monitor changed as they are when it is destroyed. By
+    // default they are put back, so that quitting never leaves a GPU's limit changed unasked.
+    bool keep_power_limits = false;
 };
 
 // POWERHOUSE_SIMULATE_GPUS and POWERHOUSE_NVML_LIBRARY applied to `options`.
@@ -173,6 +219,30 @@ public:
     // What the engine is doing on a GPU (0..1 busy, bytes allocated). Simulated GPUs follow
     // it; real ones ignore it.
     void report_activity(uint32_t gpu, float load, uint64_t memory_bytes);
+
+    // Power limits. `gpu` is GpuInfo::index. Errors (each message says what is wrong and
+    // what to do; the error codes let a caller tell them apart):
+    //   io                no permission: changing a limit needs root; the message gives the
+    //                     nvidia-smi command to run instead (nvidia_smi_power_limit_command)
+    //   unsupported       the GPU does not allow setting its limit, or does not report it
+    //   invalid_argument  no such GPU, or a limit outside the GPU's range (given in watts)
+    //   device_failed     the GPU is lost (fallen off the bus, or gone until a reset)
+    //   internal          the driver failed otherwise (its own words are quoted)
+    Result<PowerLimits> power_limits(uint32_t gpu) const;
+    // Sets the limit (watts, rounded to NVML's milliwatts) and records the one before, the
+    // first time this GPU's limit is changed; setting it back to that value drops the
+    // record. A limit outside the GPU's range is refused before the driver is asked.
+    // Returns the limits as they are afterwards.
+    Result<PowerLimits> set_power_limit(uint32_t gpu, double watts);
+    // Puts one GPU's limit back to what it was before Powerhouse changed it (nothing to do
+    // when it did not). On failure the record stays, for a later try or the destructor.
+    Result<void> restore_power_limit(uint32_t gpu);
+    // Every GPU's; tries them all, and the error names each one that failed.
+    Result<void> restore_power_limits();
+    // The limits changed and not put back, by GPU index.
+    std::vector<PowerLimitChange> power_limit_changes() const;
+    // GpuMonitorOptions::keep_power_limits, for a user who changes their mind while it runs.
+    void keep_power_limits(bool keep);
 
     struct State;
 

@@ -11,6 +11,7 @@
 
 #include "powerhouse/telemetry.h"
 #include "telemetry/gpu_source.h"
+#include "telemetry/power_limit_book.h"
 
 namespace powerhouse {
 
@@ -166,6 +167,9 @@ struct GpuMonitor::State {
     // Per GPU, under source_mutex: the Xids to repeat in every sample, so that one seen once
     // (an event is delivered once) still marks the GPU when the app or engine looks later.
     std::vector<std::optional<XidEvent>> last_xid, last_fatal_xid;
+    // Under source_mutex: the power limits changed, so that a set never races a sample.
+    telemetry::PowerLimitBook power_book;
+    bool keep_power_limits = false;
 
     mutable std::mutex mutex;
     TelemetrySnapshot latest;
@@ -233,6 +237,7 @@ TelemetrySnapshot GpuMonitor::State::take_sample() {
 
 GpuMonitor::GpuMonitor(GpuMonitorOptions options) : state_(std::make_shared<State>()) {
     state_->options = std::move(options);
+    state_->keep_power_limits = state_->options.keep_power_limits;
     state_->source = state_->options.simulate.empty() ? telemetry::open_nvml_source(state_->options.nvml)
                                                       : telemetry::open_simulated_source(state_->options.simulate);
     TelemetrySnapshot& s = state_->latest;
@@ -240,7 +245,14 @@ GpuMonitor::GpuMonitor(GpuMonitorOptions options) : state_(std::make_shared<Stat
     s.latest.resize(s.gpus.size());
 }
 
-GpuMonitor::~GpuMonitor() { stop(); }
+// Limits are put back after the sampler has stopped and before the source (NVML) closes.
+// Failures cannot be reported from here: callers that want to tell the user call
+// restore_power_limits() first.
+GpuMonitor::~GpuMonitor() {
+    stop();
+    const std::lock_guard lock(state_->source_mutex);
+    if (!state_->keep_power_limits) (void)state_->power_book.restore_all(*state_->source);
+}
 
 void GpuMonitor::start() {
     const std::lock_guard lock(state_->mutex);
@@ -295,6 +307,36 @@ void GpuMonitor::unsubscribe(uint64_t id) {
 void GpuMonitor::report_activity(uint32_t gpu, float load, uint64_t memory_bytes) {
     const std::lock_guard lock(state_->source_mutex);
     state_->source->report_activity(gpu, load, memory_bytes);
+}
+
+Result<PowerLimits> GpuMonitor::power_limits(uint32_t gpu) const {
+    const std::lock_guard lock(state_->source_mutex);
+    return state_->power_book.read(*state_->source, gpu);
+}
+
+Result<PowerLimits> GpuMonitor::set_power_limit(uint32_t gpu, double watts) {
+    const std::lock_guard lock(state_->source_mutex);
+    return state_->power_book.set(*state_->source, gpu, watts);
+}
+
+Result<void> GpuMonitor::restore_power_limit(uint32_t gpu) {
+    const std::lock_guard lock(state_->source_mutex);
+    return state_->power_book.restore(*state_->source, gpu);
+}
+
+Result<void> GpuMonitor::restore_power_limits() {
+    const std::lock_guard lock(state_->source_mutex);
+    return state_->power_book.restore_all(*state_->source);
+}
+
+std::vector<PowerLimitChange> GpuMonitor::power_limit_changes() const {
+    const std::lock_guard lock(state_->source_mutex);
+    return state_->power_book.changes(*state_->source);
+}
+
+void GpuMonitor::keep_power_limits(bool keep) {
+    const std::lock_guard lock(state_->source_mutex);
+    state_->keep_power_limits = keep;
 }
 
 }  // namespace powerhouse

@@ -98,7 +98,11 @@ using DeviceGetUtilizationRatesFn = Return (*)(Device, Utilization*);
 using DeviceGetMemoryInfoFn = Return (*)(Device, Memory*);
 using DeviceGetMemoryInfoV2Fn = Return (*)(Device, MemoryV2*);
 using DeviceGetTemperatureFn = Return (*)(Device, unsigned int, unsigned int*);
-using DeviceGetUintFn = Return (*)(Device, unsigned int*);  // power, limit, fan, PCIe gen/width
+using DeviceGetUintFn = Return (*)(Device, unsigned int*);  // power, limits, fan, PCIe gen/width
+// nvmlDeviceGetPowerManagementLimitConstraints: the range a power limit may be set in (mW).
+using DeviceGetUintPairFn = Return (*)(Device, unsigned int*, unsigned int*);
+// nvmlDeviceSetPowerManagementLimit (mW). Root only; INVALID_ARGUMENT for a limit out of range.
+using DeviceSetUintFn = Return (*)(Device, unsigned int);
 using DeviceGetClockInfoFn = Return (*)(Device, unsigned int, unsigned int*);
 using DeviceGetUllFn = Return (*)(Device, unsigned long long*);  // throttle reasons, energy
 using DeviceGetEccModeFn = Return (*)(Device, unsigned int*, unsigned int*);

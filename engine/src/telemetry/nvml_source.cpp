@@ -4,6 +4,10 @@
 // stay empty when it is missing or answers "not supported". The library is opened through
 // platform/shared_library.h, which closes it when the source goes.
 //
+// Power limits: read with the limit functions (each optional), set with
+// nvmlDeviceSetPowerManagementLimit, whose refusals (no permission, not supported, out of
+// range, lost) become power_limit_error()s.
+//
 // Failures: the first answer "GPU is lost" marks that GPU lost for good, and it is not asked
 // again (a GPU off the bus can make every query wait out the driver's timeouts). Xid events
 // come through one event set registered on every GPU and emptied, without waiting, after
@@ -39,6 +43,8 @@ public:
     const std::vector<GpuLink>& links() const override { return links_; }
     std::vector<GpuSample> sample(double time) override;
     void report_activity(uint32_t, float, uint64_t) override {}
+    Result<PowerLimits> power_limits(uint32_t gpu) override;
+    Result<void> set_power_limit(uint32_t gpu, uint32_t milliwatts) override;
 
 private:
     template <class F>
@@ -81,6 +87,11 @@ private:
     nvml::DeviceGetRetiredPagesPendingStatusFn retired_pending_ = nullptr;
     nvml::DeviceGetProcessesFn processes_ = nullptr;
     nvml::EventSetWaitFn wait_events_ = nullptr;
+    nvml::DeviceGetUintFn limit_ = nullptr;           // nvmlDeviceGetPowerManagementLimit
+    nvml::DeviceGetUintFn default_limit_ = nullptr;   // nvmlDeviceGetPowerManagementDefaultLimit
+    nvml::DeviceGetUintFn enforced_limit_ = nullptr;  // nvmlDeviceGetEnforcedPowerLimit
+    nvml::DeviceGetUintPairFn limit_range_ = nullptr;
+    nvml::DeviceSetUintFn set_limit_ = nullptr;
     nvml::EventSetFreeFn free_events_ = nullptr;
 };
 
@@ -141,6 +152,11 @@ NvmlSource::NvmlSource(const std::filesystem::path& library) {
     ecc_errors_ = symbol<nvml::DeviceGetTotalEccErrorsFn>("nvmlDeviceGetTotalEccErrors");
     retired_pending_ = symbol<nvml::DeviceGetRetiredPagesPendingStatusFn>("nvmlDeviceGetRetiredPagesPendingStatus");
     processes_ = symbol<nvml::DeviceGetProcessesFn>("nvmlDeviceGetComputeRunningProcesses_v3");
+    limit_ = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetPowerManagementLimit");
+    default_limit_ = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetPowerManagementDefaultLimit");
+    enforced_limit_ = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetEnforcedPowerLimit");
+    limit_range_ = symbol<nvml::DeviceGetUintPairFn>("nvmlDeviceGetPowerManagementLimitConstraints");
+    set_limit_ = symbol<nvml::DeviceSetUintFn>("nvmlDeviceSetPowerManagementLimit");
     read_info();
     read_links();
     watch_events();
@@ -174,7 +190,6 @@ void NvmlSource::read_info() {
     const auto width = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetCurrPcieLinkWidth");
     const auto max_gen = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetMaxPcieLinkGeneration");
     const auto max_width = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetMaxPcieLinkWidth");
-    const auto limit = symbol<nvml::DeviceGetUintFn>("nvmlDeviceGetEnforcedPowerLimit");
     const auto ecc = symbol<nvml::DeviceGetEccModeFn>("nvmlDeviceGetEccMode");
     constexpr auto kTextSize = static_cast<unsigned int>(96);
     for (uint32_t i = 0; i < devices_.size(); ++i) {
@@ -205,7 +220,7 @@ void NvmlSource::read_info() {
         info.pcie_width = uint_of(width);
         info.pcie_max_generation = uint_of(max_gen);
         info.pcie_max_width = uint_of(max_width);
-        if (const std::optional<uint32_t> mw = uint_of(limit)) info.power_limit_w = *mw / 1000.0;
+        if (const std::optional<uint32_t> mw = uint_of(enforced_limit_)) info.power_limit_w = *mw / 1000.0;
         unsigned int current = 0, pending = 0;
         if (get(ecc, &current, &pending)) info.ecc_enabled = current == nvml::kEnableStateEnabled;
         gpus_.push_back(std::move(info));
@@ -423,6 +438,76 @@ GpuSample NvmlSource::read(uint32_t i, double time) {
     }
     // Lost while being read: what it answered before is not to be believed either.
     return lost_[i].empty() ? s : lost_sample(i, time);
+}
+
+Error no_handle(uint32_t gpu) {
+    return make_error(ErrorCode::device_failed,
+                      fmt::format("GPU {} is not responding: the driver gave no handle for it", gpu));
+}
+
+Result<PowerLimits> NvmlSource::power_limits(uint32_t gpu) {
+    if (gpu >= devices_.size()) return no_such_gpu(gpu, devices_.size());
+    PowerLimits out;
+    out.gpu = gpu;
+    const nvml::Device d = devices_[gpu];
+    if (d == nullptr) return no_handle(gpu);
+    const auto watts = [&](nvml::DeviceGetUintFn f) -> std::optional<double> {
+        unsigned int mw = 0;
+        if (f == nullptr || !lost_[gpu].empty() || !answered(gpu, f(d, &mw))) return std::nullopt;
+        return mw / 1000.0;
+    };
+    out.current_w = watts(limit_);
+    out.enforced_w = watts(enforced_limit_);
+    out.default_w = watts(default_limit_);
+    unsigned int min_mw = 0, max_mw = 0;
+    if (limit_range_ != nullptr && lost_[gpu].empty() && answered(gpu, limit_range_(d, &min_mw, &max_mw))) {
+        out.min_w = min_mw / 1000.0;
+        out.max_w = max_mw / 1000.0;
+    }
+    if (!lost_[gpu].empty()) return power_limit_error(PowerLimitRefusal::lost, gpus_[gpu], 0, out);
+    return out;
+}
+
+Result<void> NvmlSource::set_power_limit(uint32_t gpu, uint32_t milliwatts) {
+    if (gpu >= devices_.size()) return no_such_gpu(gpu, devices_.size());
+    const double watts = milliwatts / 1000.0;
+    const nvml::Device d = devices_[gpu];
+    if (d == nullptr) return no_handle(gpu);
+    if (!lost_[gpu].empty()) return power_limit_error(PowerLimitRefusal::lost, gpus_[gpu], watts, {});
+    if (set_limit_ == nullptr) {
+        return power_limit_error(PowerLimitRefusal::not_supported, gpus_[gpu], watts, {},
+                                 "its NVML library has no nvmlDeviceSetPowerManagementLimit");
+    }
+    const nvml::Return r = set_limit_(d, milliwatts);
+    answered(gpu, r);
+    switch (r) {
+        case nvml::kSuccess: {
+            unsigned int enforced = 0;
+            if (enforced_limit_ != nullptr && answered(gpu, enforced_limit_(d, &enforced))) {
+                gpus_[gpu].power_limit_w = enforced / 1000.0;
+            }
+            return {};
+        }
+        case nvml::kErrorNoPermission:
+            return power_limit_error(PowerLimitRefusal::no_permission, gpus_[gpu], watts, {});
+        case nvml::kErrorNotSupported:
+            return power_limit_error(PowerLimitRefusal::not_supported, gpus_[gpu], watts, {}, error_string(r));
+        case nvml::kErrorInvalidArgument: {
+            // The monitor checks the range it is told before asking; the driver's own word
+            // comes when it does not tell one, or the limit changed meanwhile.
+            PowerLimits range;
+            unsigned int min_mw = 0, max_mw = 0;
+            if (limit_range_ != nullptr && answered(gpu, limit_range_(d, &min_mw, &max_mw))) {
+                range.min_w = min_mw / 1000.0;
+                range.max_w = max_mw / 1000.0;
+            }
+            return power_limit_error(PowerLimitRefusal::out_of_range, gpus_[gpu], watts, range, error_string(r));
+        }
+        case nvml::kErrorGpuIsLost:
+            return power_limit_error(PowerLimitRefusal::lost, gpus_[gpu], watts, {});
+        default:
+            return power_limit_error(PowerLimitRefusal::failed, gpus_[gpu], watts, {}, error_string(r));
+    }
 }
 
 }  // namespace

@@ -14,6 +14,16 @@
 //                   by the next nvmlEventSetWait_v2; a reading that finds it lost counts
 //   dbe@N           GPU 1 raises a double-bit ECC event (not an Xid) at its N-th memory reading
 //   events_unsupported  nvmlDeviceRegisterEvents answers "not supported"
+//   power_denied    nvmlDeviceSetPowerManagementLimit answers "no permission" (not root)
+//   power_unsupported   GPU 1 reports its limits, but setting one answers "not supported"
+//   power_range_hidden  the limit constraints answer "not supported"; a set out of range
+//                   still answers "invalid argument", as the driver checks it anyway
+//   set_fails@N     the N-th call to set a power limit (any GPU, from 1) answers "unknown error"
+// Power limits (mW): GPU 0 an RTX 4090 (default 450 W, 150-600 W), GPU 1 an RTX A6000
+// (300 W, 100-300 W); a set out of range answers "invalid argument", as NVML does. Every
+// limit set is recorded: fake_nvml_power_limit(gpu) and fake_nvml_power_limit_sets() (not
+// NVML's) give the limit now and the ones set, in order. GPU 0 draws 412.345 W or its limit,
+// whichever is lower.
 // Events follow NVML's rules: only types a GPU supports can be registered (GPU 0, without
 // ECC, has no double-bit ECC events), and only what happens after registering is delivered.
 // fake_nvml_open_event_sets() (not NVML's) says how many event sets are not freed yet.
@@ -70,6 +80,14 @@ std::vector<PlannedEvent> g_planned;
 nvml::EventSetOpaque g_set;  // one event set is all the monitor makes
 int g_open_sets = 0;
 
+constexpr unsigned int kDefaultLimit[2] = {450000, 300000};
+constexpr unsigned int kMinLimit[2] = {150000, 100000};
+constexpr unsigned int kMaxLimit[2] = {600000, 300000};
+unsigned int g_limit[2] = {kDefaultLimit[0], kDefaultLimit[1]};
+std::vector<unsigned int> g_limit_sets[2];  // every limit set, in order
+int g_set_calls = 0;
+int g_set_fails_at = -1;
+
 int index_of(Device d) { return d == nullptr ? -1 : d->index; }
 bool has(const char* item) {
     for (const std::string& s : g_scenario) {
@@ -116,6 +134,12 @@ int nvmlInit_v2() {
     g_memory_reads[0] = g_memory_reads[1] = 0;
     g_planned.clear();
     g_set = {};
+    g_limit[0] = kDefaultLimit[0];
+    g_limit[1] = kDefaultLimit[1];
+    g_limit_sets[0].clear();
+    g_limit_sets[1].clear();
+    g_set_calls = 0;
+    g_set_fails_at = -1;
     for (const std::string& item : g_scenario) {
         if (item.rfind("lost_after:", 0) == 0) g_lost_after = std::atoi(item.c_str() + 11);
         if (item.rfind("xid:", 0) == 0 && item.find('@') != std::string::npos) {
@@ -124,13 +148,16 @@ int nvmlInit_v2() {
         }
         if (item.rfind("timeout@", 0) == 0) g_timeout_at = std::atoi(item.c_str() + 8);
         if (item.rfind("dbe@", 0) == 0) g_planned.push_back({kDbeEvent, 0, std::atoi(item.c_str() + 4)});
+        if (item.rfind("set_fails@", 0) == 0) g_set_fails_at = std::atoi(item.c_str() + 10);
     }
     return has("no_driver") ? 9 : 0;
 }
 int nvmlShutdown() { return 0; }
 const char* nvmlErrorString(int r) {
     switch (r) {
+        case 2: return "Invalid Argument";
         case 3: return "Not Supported";
+        case 4: return "Insufficient Permissions";
         case 9: return "Driver Not Loaded";
         case 10: return "Timeout";
         case 15: return "GPU is lost";
@@ -220,11 +247,40 @@ int nvmlDeviceGetTemperature(Device d, unsigned int sensor, unsigned int* t) {
 int nvmlDeviceGetPowerUsage(Device d, unsigned int* mw) {
     if (gone(d)) return 15;
     if (unsupported()) return 3;
-    *mw = index_of(d) == 0 ? 412345 : 21000;
+    *mw = index_of(d) == 0 ? std::min(412345u, g_limit[0]) : 21000;
     return 0;
 }
 int nvmlDeviceGetEnforcedPowerLimit(Device d, unsigned int* mw) {
-    return answer(d, mw, index_of(d) == 0 ? 450000u : 300000u);
+    return index_of(d) < 0 ? 2 : answer(d, mw, g_limit[index_of(d)]);
+}
+int nvmlDeviceGetPowerManagementLimit(Device d, unsigned int* mw) {
+    return index_of(d) < 0 ? 2 : answer(d, mw, g_limit[index_of(d)]);
+}
+int nvmlDeviceGetPowerManagementDefaultLimit(Device d, unsigned int* mw) {
+    return index_of(d) < 0 ? 2 : answer(d, mw, kDefaultLimit[index_of(d)]);
+}
+int nvmlDeviceGetPowerManagementLimitConstraints(Device d, unsigned int* min_mw, unsigned int* max_mw) {
+    const int i = index_of(d);
+    if (i < 0 || min_mw == nullptr || max_mw == nullptr) return 2;
+    if (gone(d)) return 15;
+    if (has("power_range_hidden")) return 3;
+    *min_mw = kMinLimit[i];
+    *max_mw = kMaxLimit[i];
+    return 0;
+}
+// Checked in NVML's order as far as a caller can tell: the GPU, the right, the board, the range.
+int nvmlDeviceSetPowerManagementLimit(Device d, unsigned int mw) {
+    const int i = index_of(d);
+    if (i < 0) return 2;
+    ++g_set_calls;
+    if (gone(d)) return 15;
+    if (has("power_denied")) return 4;
+    if (i == 1 && has("power_unsupported")) return 3;
+    if (mw < kMinLimit[i] || mw > kMaxLimit[i]) return 2;
+    if (g_set_calls == g_set_fails_at) return 999;
+    g_limit[i] = mw;
+    g_limit_sets[i].push_back(mw);
+    return 0;
 }
 int nvmlDeviceGetFanSpeed(Device d, unsigned int* f) {
     if (gone(d)) return 15;
@@ -336,5 +392,17 @@ int nvmlEventSetWait_v2(nvml::EventSet set, nvml::EventData* data, unsigned int)
 // Not NVML's: for the tests, the event sets created and not freed.
 int fake_nvml_open_event_sets() {
     return g_open_sets;
+}
+// Not NVML's: GPU `gpu`'s power limit now (mW).
+unsigned int fake_nvml_power_limit(int gpu) {
+    return gpu == 0 || gpu == 1 ? g_limit[gpu] : 0;
+}
+// Not NVML's: how many limits were set on GPU `gpu` since nvmlInit_v2, the first `max` of
+// them (mW, in order) copied to `out`.
+int fake_nvml_power_limit_sets(int gpu, unsigned int* out, int max) {
+    if (gpu != 0 && gpu != 1) return 0;
+    const std::vector<unsigned int>& sets = g_limit_sets[gpu];
+    for (int k = 0; k < max && k < static_cast<int>(sets.size()); ++k) out[k] = sets[static_cast<size_t>(k)];
+    return static_cast<int>(sets.size());
 }
 }

@@ -262,7 +262,8 @@ TEST(GpuFailure, SimulatedXidsAndLossesCombine) {
 }
 
 TEST(GpuFailure, ABadSimulatedFailureSaysWhy) {
-    const std::string syntax = "is not xid=CODE@N or lost@N, N counting the GPU's samples from 1";
+    const std::string syntax =
+        "is not xid=CODE@N, lost@N (N counting the GPU's samples from 1), power=denied or power=fixed";
     for (const char* spec :
          {"RTX 4090:24:xid=abc@3", "RTX 4090:24:xid=79", "RTX 4090:24:xid=79@0", "RTX 4090:24:xid79@3",
           "RTX 4090:24:lost", "RTX 4090:24:lost@x", "A100:80;H100:80:xid=@2"}) {
@@ -272,8 +273,9 @@ TEST(GpuFailure, ABadSimulatedFailureSaysWhy) {
         EXPECT_NE(s.status.find(syntax), std::string::npos) << spec << ": " << s.status;
     }
     EXPECT_EQ(simulated_monitor("RTX 4090:24:xid=abc@3").sample_now().status,
-              "simulated GPUs: device \"RTX 4090:24:xid=abc@3\": \"xid=abc@3\" is not xid=CODE@N or lost@N, N "
-              "counting the GPU's samples from 1 (for example \"RTX 4090:24:xid=79@3\")");
+              "simulated GPUs: device \"RTX 4090:24:xid=abc@3\": \"xid=abc@3\" is not xid=CODE@N, lost@N (N "
+              "counting the GPU's samples from 1), power=denied or power=fixed (for example "
+              "\"RTX 4090:24:xid=79@3\")");
     EXPECT_EQ(simulated_monitor(":xid=79@3").sample_now().status,
               "simulated GPUs: device \":xid=79@3\" has no NAME:GiB before its failure");
     // A failure on a device without its size is the old mistake, with the old message.
