@@ -1,0 +1,136 @@
+// Power and heat over a run of work: the efficiency sweep (run the same work at several power
+// limits, and find where tokens per joule are best and how low a limit keeps the speed), and
+// what throttling cost a generation. The sweep sets the limits through a GpuMonitor and
+// leaves the work itself to a callback, so that the engine, a benchmark or a test can be the
+// work; the figures it keeps are plain arithmetic over what the callback measured.
+//
+// Thread-safety: free functions over value types, except run_power_sweep, which calls the
+// monitor (thread-safe) and the workload on the calling thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "powerhouse/result.h"
+#include "powerhouse/telemetry.h"
+
+namespace powerhouse {
+
+// The bits of GpuSample::throttle_reasons that mean the GPU is slowed: power cap, hardware
+// slowdown, thermal (software and hardware) and power brake. Idle, application clocks, sync
+// boost and display clocks are left out: they say nothing about work being held back.
+inline constexpr uint64_t kSlowdownReasons = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
+// ---- The efficiency sweep ----
+
+struct PowerSweepOptions {
+    std::vector<uint32_t> gpus;  // GpuInfo::index of the GPUs the work runs on; empty: every GPU
+    // The limits to run at, in watts, each set on every GPU, in this order. Each must be in
+    // every GPU's range (checked before anything is changed). Empty: `fractions` of each GPU's
+    // default limit, clamped to its range, in that order (by default 100% of the default down
+    // to 60% in steps of 10%).
+    std::vector<double> limits_w;
+    std::vector<double> fractions = {1.0, 0.9, 0.8, 0.7, 0.6};
+    // The knee is the lowest limit whose tokens/s is within this share of the fastest step's.
+    double knee_tolerance = 0.05;
+};
+
+// One step: the limit each GPU runs at while the workload runs.
+struct PowerSweepStep {
+    size_t index = 0;              // 0-based, in the order run
+    std::vector<double> limits_w;  // per GPU of the sweep, in PowerSweepResult::gpus order
+};
+
+// What the workload measured at one step.
+struct PowerSweepRun {
+    uint64_t tokens = 0;  // generated
+    double seconds = 0;   // the time they took
+    // The monitor's snapshots taken while the work ran (subscribe() or sample_now()), in time
+    // order: their power, temperature and throttle reasons.
+    std::vector<TelemetrySnapshot> samples;
+    // The energy the sweep's GPUs used over `seconds`, where the caller measured it another way
+    // (the GPUs' energy counters); empty: the mean of the samples' summed power x seconds.
+    std::optional<double> joules;
+};
+
+using PowerSweepWorkload = std::function<Result<PowerSweepRun>(const PowerSweepStep&)>;
+
+struct PowerSweepPoint {
+    std::vector<double> limits_w;  // per GPU, as set
+    double total_limit_w = 0;      // their sum
+    uint64_t tokens = 0;
+    double seconds = 0;
+    double tokens_per_second = 0;
+    std::optional<double> average_w;            // the GPUs together; empty without power readings
+    std::optional<double> tokens_per_joule;     // tokens_per_second / average_w
+    std::optional<double> peak_temperature_c;   // the hottest reading of any of the GPUs
+    uint64_t throttle_mask = 0;                 // kSlowdownReasons bits seen in any sample
+    std::vector<std::string> throttle_reasons;  // throttle_reason_names(throttle_mask)
+    std::optional<double> simulated_speed;      // simulated GPUs: the model's lowest speed factor seen
+};
+
+struct PowerSweepResult {
+    std::vector<uint32_t> gpus;            // GpuInfo::index, in the order of every limits_w
+    std::vector<PowerSweepPoint> points;   // in the order run
+    std::optional<size_t> most_efficient;  // the most tokens per joule (empty without power readings)
+    std::optional<size_t> knee;            // the lowest limit within knee_tolerance of the fastest
+    double knee_tolerance = 0.05;
+    std::vector<double> restored_w;  // per GPU: the limit before the sweep, set back at its end
+    // The GPUs are simulated: the watts, temperatures and any slowdown come from a model,
+    // not from hardware. `label` says so in words for a table's heading ("" for real GPUs).
+    bool simulated = false;
+    std::string label;
+};
+
+// The limits of each step (per GPU, in `limits` order) for the GPUs' limits and the options:
+// options.limits_w as given, or the default fractions clamped to each GPU's range; steps that
+// come out the same after clamping are run once. Errors: a given limit outside a GPU's range,
+// a GPU that reports no default (then the limits must be given), nothing to run.
+Result<std::vector<std::vector<double>>> power_sweep_limits(const std::vector<PowerLimits>& limits,
+                                                            const PowerSweepOptions& options);
+
+// One step's figures from what the workload measured (`gpus`: which of each snapshot's GPUs
+// count). Samples where a GPU did not answer, or gave no power, are left out of the power.
+PowerSweepPoint power_sweep_point(const std::vector<uint32_t>& gpus, const std::vector<double>& limits_w,
+                                  const PowerSweepRun& run);
+
+// Marks the most efficient step (the most tokens per joule; the lower limit on a tie) and the
+// knee: of the steps whose tokens/s is at least (1 - tolerance) x the fastest step's, the one
+// with the lowest total limit. The knee is the limit to suggest when speed matters: about
+// as fast, for less power; the most efficient may be slower.
+void mark_power_sweep(PowerSweepResult& result, double knee_tolerance);
+
+// Runs the sweep: for each step, sets every GPU's limit, runs the workload, and keeps its
+// figures. The limits the GPUs had before are always set back at the end, also when a limit
+// is refused or the workload fails; the sweep then fails with that error (a refused limit's
+// words include the nvidia-smi command where the right is missing). A limit that cannot be
+// set back fails the sweep too, saying which GPU is left at what.
+Result<PowerSweepResult> run_power_sweep(GpuMonitor& monitor, const PowerSweepOptions& options,
+                                         const PowerSweepWorkload& workload);
+
+// ---- Throttling over a generation ----
+
+struct ThrottleSummary {
+    double seconds = 0;                     // covered by the samples: the first one's time to the last's
+    double throttled_seconds = 0;           // of those, while a kSlowdownReasons bit was set
+    uint64_t reasons = 0;                   // the kSlowdownReasons bits seen
+    std::vector<std::string> reason_names;  // throttle_reason_names(reasons): "power cap", "thermal (hardware)"
+    // Tokens/s while slowed and while not, where the caller gave per-sample token counts and
+    // some time of that kind passed.
+    std::optional<double> tokens_per_second_throttled, tokens_per_second_unthrottled;
+    bool throttled() const { return throttled_seconds > 0; }
+};
+
+// One GPU's samples over a generation, oldest first (GpuMonitor::history). Each sample stands
+// for the interval since the one before it, as NVML's readings describe the recent past: the
+// first sample opens the window and counts for nothing. `tokens`, if given, has one count
+// per sample: the tokens generated in that sample's interval (so tokens[0] is not counted);
+// any other length leaves the tokens/s empty. A sample without throttle reasons (not
+// answering, or a GPU that does not report them) counts as not slowed.
+ThrottleSummary summarize_throttling(const std::vector<GpuSample>& samples, const std::vector<uint64_t>& tokens = {});
+
+}  // namespace powerhouse
