@@ -1,4 +1,5 @@
 // powerhouse-cli chat [-m MODEL] [--system TEXT] [-n N] [sampling options] [--ctx N] [-t THREADS]
+//                     [--on-device-failure replan|retry|stop] [--step-deadline SECONDS]
 // powerhouse-cli chat --remote URL [-m NAME] [--api-key-file FILE] [--ca-file FILE] ...
 //
 // An interactive chat in the terminal, on the engine thread (powerhouse/engine.h): type a
@@ -6,8 +7,10 @@
 // second Ctrl+C, or one while no answer runs, quits). "/reset" starts a new conversation,
 // "/exit" (or end of input) quits. Each turn sends the whole conversation; the engine's
 // prompt cache processes only what is new. When the conversation outgrows the context, the
-// engine drops the oldest turns and the chat says so. With --remote, an OpenAI-compatible
-// server answers instead (remote_cli.h), the same way.
+// engine drops the oldest turns and the chat says so. When a device fails mid-answer, the
+// engine carries on as --on-device-failure says, and the chat prints its banner on stderr
+// (engine_answer.h). With --remote, an OpenAI-compatible server answers instead
+// (remote_cli.h), the same way.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -18,6 +21,7 @@
 
 #include "chat_loop.h"
 #include "commands.h"
+#include "engine_answer.h"
 #include "format.h"
 #include "generation.h"
 #include "powerhouse/engine.h"
@@ -34,31 +38,12 @@ struct ChatOptions {
     RemoteChoice remote;
 };
 
-// Waits for the model to load, showing progress on a terminal. False when it failed.
-bool wait_loaded(Engine& engine, bool interactive, ModelSummary& summary) {
-    for (;;) {
-        std::optional<EngineEvent> event = engine.wait_event(std::chrono::milliseconds(100));
-        if (!event) continue;
-        if (const auto* progress = std::get_if<LoadProgressEvent>(&*event)) {
-            if (interactive) std::fprintf(stderr, "\rLoading %3.0f%% (%s)\033[K", progress->fraction * 100.0, progress->stage.c_str());
-        } else if (const auto* loaded = std::get_if<LoadedEvent>(&*event)) {
-            if (interactive) std::fputs("\r\033[K", stderr);
-            summary = loaded->model;
-            return true;
-        } else if (const auto* error = std::get_if<ErrorEvent>(&*event)) {
-            if (interactive) std::fputs("\r\033[K", stderr);
-            report_error(error->error);
-            return false;
-        }
-    }
-}
-
 int run_chat(ChatOptions options) {
     Result<ModelToLoad> to_load = resolve_model(options.model);
     if (!to_load) return report_error(to_load.error());
     const bool interactive = isatty(STDIN_FILENO) != 0;
     Engine engine;
-    engine.submit(LoadCommand{to_load->path, to_load->options});
+    engine.submit(to_load->load_command());
     ModelSummary summary;
     if (!wait_loaded(engine, interactive, summary)) return 1;
     if (interactive) {
@@ -75,43 +60,33 @@ int run_chat(ChatOptions options) {
         command.settings.sampling.seed += turn;
         command.settings.stop = options.sampling.stop;
         command.overflow = ContextOverflow::drop_oldest;
-        engine.submit(std::move(command));
 
         InterruptGuard guard;
-        int interrupts_seen = 0;
-        for (;;) {
-            if (const int n = InterruptGuard::presses(); n != interrupts_seen) {
-                if (n > 1) return ChatReply::quit_chat();  // a second Ctrl+C: quit
-                interrupts_seen = n;
-                engine.submit(CancelCommand{turn});
-            }
-            std::optional<EngineEvent> event = engine.wait_event(std::chrono::milliseconds(50));
-            if (!event) continue;
-            if (const auto* token = std::get_if<TokenEvent>(&*event)) {
-                std::fwrite(token->text.data(), 1, token->text.size(), stdout);
-                std::fflush(stdout);
-            } else if (const auto* done = std::get_if<DoneEvent>(&*event)) {
-                const GenerationStats& stats = done->stats;
-                std::putchar('\n');
-                if (stats.stop_reason == StopReason::cancelled) std::fputs("(stopped)\n", stderr);
-                if (stats.stop_reason == StopReason::context) {
-                    std::fputs("(the context is full: the answer was cut; older turns will be dropped)\n", stderr);
-                }
-                if (stats.dropped_messages > 0) {
-                    std::fprintf(stderr, "(the conversation outgrew the context: dropped its %u oldest messages)\n",
-                                 stats.dropped_messages);
-                }
-                if (interactive) {
-                    std::fprintf(stderr, "[%u tokens, %.1f tokens/s, first token after %.2f s, prompt %u tokens (%u reused)]\n",
-                                 stats.generated_tokens, stats.tokens_per_second(), stats.time_to_first_token,
-                                 stats.prompt_tokens, stats.reused_tokens);
-                }
-                return ChatReply::answered(done->text, stats.dropped_messages);
-            } else if (const auto* error = std::get_if<ErrorEvent>(&*event)) {
-                report_error(error->error);
-                return ChatReply::taken_back();  // the message that could not be answered is taken back
-            }
+        const EngineAnswer answer = answer_on_engine(engine, std::move(command), true, [] {
+            const int presses = InterruptGuard::presses();  // a second Ctrl+C quits
+            return presses > 1 ? Interrupt::quit : presses == 1 ? Interrupt::cancel : Interrupt::none;
+        });
+        if (answer.quit) return ChatReply::quit_chat();
+        if (answer.error) {
+            report_error(*answer.error);
+            return ChatReply::taken_back();  // the message that could not be answered is taken back
         }
+        const GenerationStats& stats = answer.done->stats;
+        std::putchar('\n');
+        if (stats.stop_reason == StopReason::cancelled) std::fputs("(stopped)\n", stderr);
+        if (stats.stop_reason == StopReason::context) {
+            std::fputs("(the context is full: the answer was cut; older turns will be dropped)\n", stderr);
+        }
+        if (stats.dropped_messages > 0) {
+            std::fprintf(stderr, "(the conversation outgrew the context: dropped its %u oldest messages)\n",
+                         stats.dropped_messages);
+        }
+        if (interactive) {
+            std::fprintf(stderr, "[%u tokens, %.1f tokens/s, first token after %.2f s, prompt %u tokens (%u reused)]\n",
+                         stats.generated_tokens, stats.tokens_per_second(), stats.time_to_first_token,
+                         stats.prompt_tokens, stats.reused_tokens);
+        }
+        return ChatReply::answered(answer.done->text, stats.dropped_messages);
     });
 }
 
@@ -121,6 +96,7 @@ Command add_chat_command(CLI::App& app) {
     auto options = std::make_shared<ChatOptions>();
     CLI::App* sub = app.add_subcommand("chat", "Chat with a model in the terminal");
     add_model_options(*sub, options->model);
+    add_failure_options(*sub, options->model.failure);
     sub->add_option("--system", options->system, "System prompt");
     sub->add_option("-n,--n-predict", options->n_predict, "Tokens per answer at most")->check(CLI::Range(1, 1 << 20));
     add_sampling_options(*sub, options->sampling);
@@ -130,7 +106,7 @@ Command add_chat_command(CLI::App& app) {
         "instead of loading a model; -m then names the server's model (default: its only one)");
     exclude_with_remote(*sub, remote,
                         {"--ctx", "--threads", "--devices", "--split", "--ratios", "--main-device", "--kv-type",
-                         "--experts-in-ram"});
+                         "--experts-in-ram", "--on-device-failure", "--step-deadline", "--fail-device"});
     return {sub, [sub, options] {
                 if (options->remote.given()) {
                     return run_remote_chat(*sub, options->remote,

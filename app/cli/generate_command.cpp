@@ -1,13 +1,16 @@
 // powerhouse-cli generate [-m MODEL] (--prompt TEXT | --prompt-file FILE) [-n N] [--raw]
 //                         [--no-special] [--temp T] [--seed S] [--ctx N] [-t THREADS]
-//                         [--ignore-eos] [--json]
+//                         [--ignore-eos] [--json] [--on-device-failure replan|retry|stop]
+//                         [--step-deadline SECONDS]
 // powerhouse-cli generate --remote URL [-m NAME] [--api-key-file FILE] [--ca-file FILE] ...
 //
 // Without --raw the prompt is one user message put through the model's chat template (its
 // own, or the built-in one of its family); with --raw it is tokenized as it is, special
 // tokens written in it (a template written by hand) becoming their ids unless --no-special. The
 // answer streams to stdout as it is generated. --json prints instead one JSON object:
-// {"prompt_ids", "generated_ids", "text", "stop_reason"}.
+// {"prompt_ids", "generated_ids", "text", "stop_reason"}. The model runs on the engine thread
+// (powerhouse/engine.h), so a device that fails mid-answer is handled as
+// --on-device-failure says, its banner on stderr (engine_answer.h).
 // Without -m, the default model set up by scripts/run (SmolLM2-135M-Instruct) is used.
 // With --remote, an OpenAI-compatible server answers instead (remote_cli.h): -m names its
 // model, and the output is the same streamed text (--json: see run_remote_generate).
@@ -20,10 +23,11 @@
 #include <vector>
 
 #include "commands.h"
+#include "engine_answer.h"
 #include "format.h"
 #include "generation.h"
+#include "powerhouse/engine.h"
 #include "powerhouse/generation.h"
-#include "powerhouse/model.h"
 #include "remote_cli.h"
 
 namespace powerhouse::cli {
@@ -52,34 +56,36 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
     }
     Result<ModelToLoad> to_load = resolve_model(options.model);
     if (!to_load) return report_error(to_load.error());
-    Result<Model> model = Model::load(to_load->path, to_load->options);
-    if (!model) return report_error(model.error());
+    // On the engine thread, as chat and serve, so that a device that fails mid-answer costs
+    // the answer nothing but time (--on-device-failure).
+    Engine engine;
+    engine.submit(to_load->load_command());
+    ModelSummary summary;
+    if (!wait_loaded(engine, false, summary)) return 1;
 
-    const ChatMessage message{"user", *prompt};
-    Result<std::vector<TokenId>> prompt_ids =
-        options.raw ? Result<std::vector<TokenId>>(raw_prompt(*model, *prompt, !options.no_special))
-                    : chat_prompt(*model, std::span(&message, 1));
-    if (!prompt_ids) return report_error(prompt_ids.error());
-
-    GenerationSettings settings;
-    settings.max_tokens = options.n_predict;
-    settings.sampling = options.sampling.params;
-    settings.stop = options.sampling.stop;
-    settings.ignore_eos = options.ignore_eos;
-    GenerationCallbacks callbacks;
-    if (!options.json) {
-        callbacks.on_text = [](std::string_view piece) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-        };
+    GenerateCommand request;
+    request.request_id = 1;
+    if (options.raw) {
+        request.raw_prompt = *prompt;
+        request.parse_special = !options.no_special;
+    } else {
+        request.messages = {ChatMessage{"user", *prompt}};
     }
-    Result<GenerationResult> result = generate(*model, *prompt_ids, settings, callbacks);
-    if (!result) return report_error(result.error());
+    request.settings.max_tokens = options.n_predict;
+    request.settings.sampling = options.sampling.params;
+    request.settings.stop = options.sampling.stop;
+    request.settings.ignore_eos = options.ignore_eos;
+    const EngineAnswer answer = answer_on_engine(engine, std::move(request), !options.json);
+    if (answer.error) {
+        if (!options.json) std::putchar('\n');  // the error's line after the text so far
+        return report_error(*answer.error);
+    }
+    const DoneEvent& done = *answer.done;
     if (options.json) {
-        const nlohmann::ordered_json out = {{"prompt_ids", *prompt_ids},
-                                            {"generated_ids", result->ids},
-                                            {"text", result->text},
-                                            {"stop_reason", stop_reason_name(result->stats.stop_reason)}};
+        const nlohmann::ordered_json out = {{"prompt_ids", done.prompt_ids},
+                                            {"generated_ids", done.generated_ids},
+                                            {"text", done.text},
+                                            {"stop_reason", stop_reason_name(done.stats.stop_reason)}};
         std::puts(out.dump().c_str());
     } else {
         std::putchar('\n');
@@ -93,6 +99,7 @@ Command add_generate_command(CLI::App& app) {
     auto options = std::make_shared<GenerateOptions>();
     CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt");
     add_model_options(*sub, options->model);
+    add_failure_options(*sub, options->model.failure);
     auto* text = sub->add_option("-p,--prompt", options->prompt, "The prompt (a user message unless --raw)");
     auto* file = sub->add_option("--prompt-file", options->prompt_file, "Read the prompt from a file");
     text->excludes(file);
@@ -112,7 +119,8 @@ Command add_generate_command(CLI::App& app) {
         "are left to the server");
     exclude_with_remote(*sub, remote,
                         {"--raw", "--no-special", "--ignore-eos", "--ctx", "--threads", "--devices", "--split",
-                         "--ratios", "--main-device", "--kv-type", "--experts-in-ram"});
+                         "--ratios", "--main-device", "--kv-type", "--experts-in-ram", "--on-device-failure",
+                         "--step-deadline", "--fail-device"});
     sub->callback([sub, options] {
         if (options->prompt.empty() && options->prompt_file.empty()) {
             throw CLI::RequiredError(sub->get_name() + ": --prompt or --prompt-file");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
 
 namespace powerhouse::cli {
@@ -69,12 +70,64 @@ Result<void> apply_device_choice(const DeviceChoice& choice, ModelOptions& optio
     return {};
 }
 
+void add_failure_options(CLI::App& command, FailureChoice& choice) {
+    command
+        .add_option("--on-device-failure", choice.policy,
+                    "When a device fails mid-answer: replan (set it aside, load the model on the devices left, or "
+                    "the CPU and RAM, and go on from the last token), retry (load it again on the same devices "
+                    "and go on), or stop (end the answers with the error)")
+        ->check(CLI::Validator(
+            [](std::string& value) {
+                Result<RecoveryPolicy> policy = parse_recovery_policy(value);
+                return policy ? std::string() : policy.error().message;
+            },
+            "replan|retry|stop"))
+        ->capture_default_str();
+    command
+        .add_option("--step-deadline", choice.step_deadline,
+                    "Seconds one step of the model may take before the device that has not answered counts as "
+                    "failed (0: 60 s on GPUs, none on the CPU)")
+        ->check(CLI::Range(0.0, 86400.0));
+    CLI::Option* device =
+        command
+            .add_option("--fail-device", choice.fail_device,
+                        "For testing failure handling: device N of --devices (from 0) fails as a GPU that fell off "
+                        "the bus would")
+            ->check(CLI::Range(0, 1023));
+    command
+        .add_option("--fail-after", choice.fail_after,
+                    "For testing failure handling: --fail-device fails after this many steps of its own")
+        ->needs(device);
+    command
+        .add_flag("--fail-hangs", choice.fail_hangs,
+                  "For testing failure handling: --fail-device never answers instead (see --step-deadline)")
+        ->needs(device);
+}
+
+Result<RecoveryPolicy> parse_recovery_policy(const std::string& text) {
+    for (RecoveryPolicy p : {RecoveryPolicy::replan, RecoveryPolicy::retry, RecoveryPolicy::stop}) {
+        if (text == recovery_policy_name(p)) return p;
+    }
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("'{}' is not a policy: use replan (go on without the failed device), retry "
+                                  "(load the model again on the same devices) or stop (end the answers with the "
+                                  "error)",
+                                  text));
+}
+
 Result<ModelToLoad> resolve_model(const ModelChoice& choice) {
     Result<std::filesystem::path> path = model_or_default(choice.model);
     if (!path) return path.error();
     ModelOptions options = choice.options;
     if (Result<void> r = apply_device_choice(choice.devices, options); !r) return r.error();
-    return ModelToLoad{std::move(path).value(), options};
+    const FailureChoice& failure = choice.failure;
+    Result<RecoveryPolicy> recovery = parse_recovery_policy(failure.policy);
+    if (!recovery) return recovery.error();
+    options.step_deadline = std::chrono::milliseconds(static_cast<int64_t>(failure.step_deadline * 1000.0));
+    options.fail_device = failure.fail_device;
+    options.fail_after = failure.fail_after;
+    options.fail_hangs = failure.fail_hangs;
+    return ModelToLoad{std::move(path).value(), options, *recovery};
 }
 
 void add_sampling_options(CLI::App& command, SamplingChoice& choice) {

@@ -1,6 +1,7 @@
-// What the generate, chat and bench commands share: the model options (-m, --ctx, -t) and
-// finding the default model, and the sampling options. The generation itself is the
-// engine's (powerhouse/generation.h, powerhouse/engine.h).
+// What the generate, chat, serve and bench commands share: the model options (-m, --ctx,
+// -t) and finding the default model, what to do when a device fails, and the sampling
+// options. The generation itself is the engine's (powerhouse/generation.h,
+// powerhouse/engine.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "powerhouse/engine.h"
 #include "powerhouse/model.h"
 #include "powerhouse/result.h"
 #include "powerhouse/sampler.h"
@@ -35,17 +37,36 @@ void add_experts_in_ram_option(CLI::App& command, std::string& value);
 // Sets the options' devices, split, ratios, main device and KV-cache type.
 Result<void> apply_device_choice(const DeviceChoice& choice, ModelOptions& options);
 
-// -m/--model, --ctx, -t/--threads and the device options.
+// --on-device-failure, --step-deadline, and for tests of failure handling --fail-device,
+// --fail-after and --fail-hangs (ARCHITECTURE.md section 7): for the commands that run the
+// model on the engine thread, whose RecoveryPolicy applies.
+struct FailureChoice {
+    std::string policy = "replan";  // RecoveryPolicy: replan, retry or stop
+    double step_deadline = 0;       // seconds; 0: the engine's (60 s on GPUs, none on the CPU)
+    int fail_device = -1;           // ModelOptions::fail_device
+    uint32_t fail_after = 0;
+    bool fail_hangs = false;
+};
+void add_failure_options(CLI::App& command, FailureChoice& choice);
+// "replan", "retry" or "stop"; anything else is an error that lists them.
+Result<RecoveryPolicy> parse_recovery_policy(const std::string& text);
+
+// -m/--model, --ctx, -t/--threads and the device options (the failure options when a
+// command adds them).
 struct ModelChoice {
     std::string model;
     ModelOptions options;
     DeviceChoice devices;
+    FailureChoice failure;
 };
 void add_model_options(CLI::App& command, ModelChoice& choice);
 // The model file (model_or_default) and its options.
 struct ModelToLoad {
     std::filesystem::path path;
     ModelOptions options;
+    RecoveryPolicy recovery = RecoveryPolicy::replan;
+
+    LoadCommand load_command() const { return LoadCommand{path, options, recovery}; }
 };
 Result<ModelToLoad> resolve_model(const ModelChoice& choice);
 

@@ -1,6 +1,7 @@
 // powerhouse-cli serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key-file FILE]
 //                      [--parallel N] [--cors-origin ORIGIN]... [--shutdown-grace SECONDS]
-//                      [--io-timeout SECONDS]
+//                      [--io-timeout SECONDS] [--on-device-failure replan|retry|stop]
+//                      [--step-deadline SECONDS]
 //                      [--ctx N] [-t THREADS] [--devices ...] [--split ...]
 //
 // Serves the model over the OpenAI API (app/server/api_server.h) until SIGINT or SIGTERM:
@@ -8,17 +9,23 @@
 // accepts (PORT is the one bound when --port 0 asks for any free one). On a signal it stops
 // accepting, lets the answers in flight finish for --shutdown-grace seconds, cancels what
 // is left, and exits. A non-loopback --host needs an API key. /metrics carries the GPUs'
-// telemetry (NVML, or POWERHOUSE_SIMULATE_GPUS).
+// telemetry (NVML, or POWERHOUSE_SIMULATE_GPUS). When a device fails (a step's error, no
+// answer within --step-deadline, or the monitor's word that a GPU is lost), the engine
+// carries on as --on-device-failure says: each banner is printed on stderr, and /health
+// and /metrics show it (app/server/server_health.h).
 #include <fmt/format.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "commands.h"
+#include "engine_answer.h"
 #include "format.h"
 #include "generation.h"
 #include "powerhouse/engine.h"
@@ -43,6 +50,31 @@ struct ServeOptions {
 };
 
 #ifdef POWERHOUSE_HAS_SERVER
+
+// The driver's word on a GPU (lost, or a fatal Xid) goes to the engine, which moves the
+// model off it at once (DeviceFailedCommand), rather than when a step first fails there.
+// Each GPU once. The monitor must go before the engine.
+void watch_gpu_failures(GpuMonitor& monitor, Engine& engine) {
+    struct Reported {
+        std::mutex mutex;
+        std::set<std::string> uuids;
+    };
+    auto reported = std::make_shared<Reported>();
+    monitor.subscribe([&engine, reported](const TelemetrySnapshot& t) {
+        const std::lock_guard lock(reported->mutex);
+        for (size_t i = 0; i < t.gpus.size() && i < t.latest.size(); ++i) {
+            const GpuSample& sample = t.latest[i];
+            if (!gpu_failed(sample) || !reported->uuids.insert(t.gpus[i].uuid).second) continue;
+            DeviceFailedCommand failed;
+            failed.uuid = t.gpus[i].uuid;
+            failed.cause = sample.last_fatal_xid ? fmt::format("Xid {}, {}", sample.last_fatal_xid->xid,
+                                                               sample.last_fatal_xid->description)
+                                                 : std::string("the driver reports it lost");
+            failed.stopped_answering = sample.lost;
+            engine.submit(std::move(failed));
+        }
+    });
+}
 
 int run_serve(const ServeOptions& options) {
     server::ServerOptions so;
@@ -72,22 +104,19 @@ int run_serve(const ServeOptions& options) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     Engine engine;
-    engine.submit(LoadCommand{to_load->path, to_load->options});
-    std::optional<ModelSummary> loaded;
-    while (!loaded) {
-        std::optional<EngineEvent> e = engine.wait_event(std::chrono::milliseconds(200));
-        if (!e) continue;
-        if (const auto* l = std::get_if<LoadedEvent>(&*e)) loaded = l->model;
-        if (const auto* err = std::get_if<ErrorEvent>(&*e)) return report_error(err->error);
-    }
+    engine.submit(to_load->load_command());
+    ModelSummary loaded;
+    if (!wait_loaded(engine, false, loaded)) return 1;
     so.model_id = to_load->path.stem().string();
     so.tool_format = server::tool_format_of(to_load->path);
     so.cors_origins = options.cors_origins;
     so.io_timeout_seconds = options.io_timeout;
-    GpuMonitor monitor(options_from_environment());
+    so.on_recovery = print_recovery;
+    GpuMonitor monitor(options_from_environment());  // after the engine: destroyed before it
+    watch_gpu_failures(monitor, engine);
     monitor.start();
     so.telemetry = [&monitor] { return monitor.snapshot(); };
-    server::ApiServer api(engine, loaded->n_ctx, so);
+    server::ApiServer api(engine, loaded.n_ctx, so);
     std::thread waiter([&] {
         int signal = 0;
         sigwait(&signals, &signal);
@@ -121,6 +150,7 @@ Command add_serve_command(CLI::App& app) {
     auto options = std::make_shared<ServeOptions>();
     CLI::App* sub = app.add_subcommand("serve", "Serve the model over the OpenAI API (chat completions)");
     add_model_options(*sub, options->model);
+    add_failure_options(*sub, options->model.failure);
     sub->add_option("--host", options->host, "Address to listen on (not loopback: needs --api-key-file)")
         ->capture_default_str();
     sub->add_option("--port", options->port, "Port; 0: any free one")

@@ -15,8 +15,10 @@
 #include <thread>
 
 #include "client_watch.h"
+#include "metrics_text.h"
 #include "replies.h"
 #include "requests.h"
+#include "server_health.h"
 
 namespace powerhouse::server {
 
@@ -52,23 +54,16 @@ bool same_key(const std::string& given, const std::string& key) {
 // The most header bytes a request may carry (cpp-httplib reads any amount).
 constexpr size_t kMaxHeaderBytes = 64u << 10;
 
-// Prometheus text format (version 0.0.4): one metric with its help, type and samples.
-void add_metric(std::string& out, const char* name, const char* type, const char* help, const std::string& samples) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}", name, help, name, type, samples);
-}
+// A stream that has sent nothing for this long gets an SSE comment, which clients skip: a
+// long prompt, or the model loading again after a device failed (ARCHITECTURE.md section 7),
+// must not look like a dead connection to a proxy's or a client's idle timeout.
+constexpr auto kKeepAlive = 10s;
 
-// A label value with Prometheus's escapes.
-std::string label(std::string_view value) {
-    std::string out;
-    for (char c : value) {
-        if (c == '\\' || c == '"') out += '\\';
-        if (c == '\n') {
-            out += "\\n";
-            continue;
-        }
-        out += c;
-    }
-    return out;
+// `text` as an SSE comment line (": ...", no line breaks inside).
+std::string sse_comment(std::string_view text) {
+    std::string out = ": ";
+    for (char c : text) out += (c == '\n' || c == '\r') ? ' ' : c;
+    return out + "\n\n";
 }
 
 }  // namespace
@@ -120,31 +115,61 @@ struct ApiServer::State {
         }
     }
 
-    // Records scheduler state; hands a request's event to the request it names. False when
-    // the event is not one of this server's requests.
+    // Records scheduler state and a device failure's events (/health, /metrics), and hands a
+    // request's event to the request it names. False when the event is not one of this
+    // server's requests (the owner's, or the engine's as a whole).
     bool deliver(EngineEvent event) {
         if (const auto* st = std::get_if<SchedulerEvent>(&event)) {
             record(st->stats);
             return false;
         }
+        if (const auto* r = std::get_if<RecoveryEvent>(&event)) {
+            health.record(*r);
+            if (options.on_recovery) options.on_recovery(*r);
+            // Its streams tell their clients why they pause (an SSE comment).
+            for (uint64_t id : r->requests) {
+                if (ApiServer::owns_request(id)) push(id, event);
+            }
+            return false;
+        }
+        if (std::holds_alternative<UnloadedEvent>(event)) {
+            // Only the engine unloads while a server runs (an owner stops the server first).
+            health.record_unloaded();
+            return false;
+        }
         uint64_t id = 0;
         if (const auto* t = std::get_if<TokenEvent>(&event)) id = t->request_id;
         if (const auto* d = std::get_if<DoneEvent>(&event)) id = d->request_id;
-        if (const auto* e = std::get_if<ErrorEvent>(&event)) id = e->request_id;
+        if (const auto* e = std::get_if<ErrorEvent>(&event)) {
+            id = e->request_id;
+            health.record(e->error);  // an owner's request too: the model is the same
+        }
         if (!ApiServer::owns_request(id)) return false;
+        push(id, std::move(event));
+        return true;
+    }
+
+    // Hands an event to its request's channel; dropped when the request has gone (its client left).
+    void push(uint64_t id, EngineEvent event) {
         std::shared_ptr<Channel> channel;
         {
             const std::lock_guard lock(channels_mutex);
             auto it = channels.find(id);
             if (it != channels.end()) channel = it->second;
         }
-        if (!channel) return true;  // a request that has gone (its client left)
+        if (!channel) return;
         {
             const std::lock_guard lock(channel->mutex);
             channel->events.push_back(std::move(event));
         }
         channel->ready.notify_all();
-        return true;
+    }
+
+    // The error a request that failed gets: while no model can answer, the reason (503),
+    // rather than the engine's "no model is loaded" for a request that came just as it gave up.
+    ApiError request_error(const Error& error) const {
+        if (std::optional<ApiError> refused = health.refusal()) return *refused;
+        return engine_error(error);
     }
 
     std::shared_ptr<Channel> open(uint64_t id) {
@@ -185,6 +210,7 @@ struct ApiServer::State {
     SchedulerStats scheduler;  // the engine's last SchedulerEvent
     // (time, tokens generated in all) of recent scheduler events: the generation rate.
     std::deque<std::pair<Clock::time_point, uint64_t>> rate_window;
+    ServerHealth health;  // after a device failure: /health, /metrics, and requests while none can answer
 
     // A finished request's tokens, for /metrics.
     void count_tokens(const DoneEvent& d) {
@@ -239,6 +265,11 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     if (!accepting) {
         ++errors;
         send_error(res, ApiError{503, "the server is shutting down", "server_error", std::nullopt, std::nullopt});
+        return;
+    }
+    if (std::optional<ApiError> refused = health.refusal()) {  // no model can answer: say why
+        ++errors;
+        send_error(res, *refused);
         return;
     }
     if (req.body.size() > options.max_body_bytes) {  // a chunked body is only measured once read
@@ -306,9 +337,10 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
         }
         if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
             ++errors;
-            send_error(res, engine_error(err->error));
+            send_error(res, request_error(err->error));
             break;
         }
+        // A RecoveryEvent: the answer goes on once the model is loaded again (nothing here times out).
     }
     close(id);
     in_flight.fetch_sub(1);
@@ -327,12 +359,17 @@ void ApiServer::State::stream(httplib::Response& res, uint64_t id, std::shared_p
             const std::string first = reply->stream_start();
             if (!first.empty() && !sink.write(first.data(), first.size())) return false;
         }
+        auto last_write = Clock::now();
         for (;;) {
             if (!running || watch->gone() || !sink.is_writable()) return false;
             std::optional<EngineEvent> e = next_event(*channel, 100ms);
-            if (!e) continue;
             std::string out;
-            if (const auto* t = std::get_if<TokenEvent>(&*e)) {
+            if (!e) {
+                if (Clock::now() - last_write < kKeepAlive) continue;
+                out = sse_comment("keep-alive");
+            } else if (const auto* r = std::get_if<RecoveryEvent>(&*e)) {
+                out = sse_comment(r->message);  // the answer pauses, and goes on (or ends with the error)
+            } else if (const auto* t = std::get_if<TokenEvent>(&*e)) {
                 out = reply->stream_text(*t);
             } else if (const auto* d = std::get_if<DoneEvent>(&*e)) {
                 count_tokens(*d);
@@ -340,12 +377,15 @@ void ApiServer::State::stream(httplib::Response& res, uint64_t id, std::shared_p
                 *finished = true;
             } else if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
                 ++errors;
-                out = "data: " + to_text(error_body(engine_error(err->error))) + "\n\ndata: [DONE]\n\n";
+                out = "data: " + to_text(error_body(request_error(err->error))) + "\n\ndata: [DONE]\n\n";
                 *finished = true;
             } else {
                 continue;
             }
-            if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+            if (!out.empty()) {
+                if (!sink.write(out.data(), out.size())) return false;
+                last_write = Clock::now();
+            }
             if (*finished) {
                 sink.done();
                 return true;
@@ -397,36 +437,8 @@ std::string ApiServer::State::metrics() {
                "KV cache blocks: in use (by sequences or cached prefixes) and in all.",
                fmt::format("powerhouse_kv_blocks{{state=\"used\"}} {}\npowerhouse_kv_blocks{{state=\"total\"}} {}\n",
                            st.kv.total_blocks - st.kv.free_blocks, st.kv.total_blocks));
-    if (options.telemetry) {
-        const TelemetrySnapshot t = options.telemetry();
-        std::string load, temp, used, total, power, up;
-        for (size_t i = 0; i < t.gpus.size() && i < t.latest.size(); ++i) {
-            const GpuInfo& g = t.gpus[i];
-            const GpuSample& s = t.latest[i];
-            const std::string labels = fmt::format("gpu=\"{}\",uuid=\"{}\",name=\"{}\",simulated=\"{}\"", g.index,
-                                                   label(g.uuid), label(g.name), g.simulated ? "true" : "false");
-            up += fmt::format("powerhouse_gpu_up{{{}}} {}\n", labels, s.responding ? 1 : 0);
-            if (s.gpu_utilization)
-                load +=
-                    fmt::format("powerhouse_gpu_utilization_ratio{{{}}} {:.2f}\n", labels, *s.gpu_utilization / 100.0);
-            if (s.temperature_c)
-                temp += fmt::format("powerhouse_gpu_temperature_celsius{{{}}} {}\n", labels, *s.temperature_c);
-            if (s.memory_used)
-                used += fmt::format("powerhouse_gpu_memory_used_bytes{{{}}} {}\n", labels, *s.memory_used);
-            total += fmt::format("powerhouse_gpu_memory_total_bytes{{{}}} {}\n", labels, g.memory_total);
-            if (s.power_w) power += fmt::format("powerhouse_gpu_power_watts{{{}}} {:.1f}\n", labels, *s.power_w);
-        }
-        if (!up.empty()) {
-            add_metric(out, "powerhouse_gpu_up", "gauge", "Whether the GPU answers (simulated GPUs are labelled so).",
-                       up);
-            add_metric(out, "powerhouse_gpu_utilization_ratio", "gauge", "Share of time a kernel ran on the GPU.",
-                       load);
-            add_metric(out, "powerhouse_gpu_temperature_celsius", "gauge", "GPU temperature.", temp);
-            add_metric(out, "powerhouse_gpu_memory_used_bytes", "gauge", "GPU memory in use.", used);
-            add_metric(out, "powerhouse_gpu_memory_total_bytes", "gauge", "GPU memory in all.", total);
-            add_metric(out, "powerhouse_gpu_power_watts", "gauge", "GPU power draw.", power);
-        }
-    }
+    out += health.metrics();
+    if (options.telemetry) out += gpu_metrics(options.telemetry());
     return out;
 }
 
@@ -529,13 +541,16 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
             res.set_header("Access-Control-Max-Age", "600");
         });
     }
+    // {"status":"ok"}; after a device failed: recovering, degraded or failed (server_health.h).
     http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
         if (!s.accepting) {
             res.status = 503;
             res.set_content(R"({"status":"stopping"})", "application/json");
             return;
         }
-        res.set_content(R"({"status":"ok"})", "application/json");
+        const auto [status, body] = s.health.report();
+        res.status = status;
+        res.set_content(to_text(body), "application/json");
     });
     http.Get("/v1/models", [&s](const httplib::Request& req, httplib::Response& res) {
         if (!s.authorized(req, res)) return;

@@ -6,6 +6,11 @@
 // together (powerhouse/scheduler.h); a client that goes away cancels its generation.
 // Request parsing is in requests.h, the shapes of the answers in replies.h.
 //
+// When a device fails mid-answer the engine recovers by itself (its RecoveryPolicy): the
+// answers in flight pause while the model loads again and then go on, streams kept open by
+// SSE comments; /health and /metrics say what happened, and while no model can answer,
+// requests get 503 with the reason (server_health.h).
+//
 // Safe by default: serve() refuses a non-loopback address without an API key; keys are
 // compared in constant time and never logged; bodies are limited; every field the server
 // reads is validated, and a bad request gets an OpenAI-style error object with its status.
@@ -48,6 +53,9 @@ struct ServerOptions {
     std::function<TelemetrySnapshot()> telemetry;
     // Origins a browser page may call the API from ("*": any). Empty: CORS is off.
     std::vector<std::string> cors_origins;
+    // Called with each RecoveryEvent the server sees, on the thread that hands it the engine's
+    // events (for a log: powerhouse-cli serve prints them). It must be quick.
+    std::function<void(const RecoveryEvent&)> on_recovery;
 };
 
 // How the model file's chat template writes tool calls (ToolCallFormat::generic when it
@@ -78,8 +86,9 @@ public:
     static constexpr uint64_t kFirstRequestId = uint64_t{1} << 40;
     static bool owns_request(uint64_t request_id) { return request_id >= kFirstRequestId; }
     // With read_engine_events false: an event the owner read from the engine. True when it
-    // was one of the server's requests' (the owner should then ignore it); scheduler events
-    // are recorded and left to the owner too. Any thread.
+    // was one of the server's requests' (the owner should then ignore it); scheduler and
+    // recovery events (and an unload, which only a failed device causes while a server
+    // runs) are recorded and left to the owner too. Any thread.
     bool deliver(const EngineEvent& event);
 
     struct State;

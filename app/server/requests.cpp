@@ -33,6 +33,9 @@ ApiError engine_error(const Error& e) {
             return ApiError{400, e.message, "invalid_request_error", std::nullopt,
                             e.code == ErrorCode::context_full ? std::optional<std::string>("context_length_exceeded")
                                                               : std::nullopt};
+        case ErrorCode::device_failed:
+            // The server's trouble, not the request's: 503, which a client may try again later.
+            return ApiError{503, e.message, "server_error", std::nullopt, std::string("device_failed")};
         default:
             return ApiError{500, e.message, "server_error", std::nullopt, std::nullopt};
     }
