@@ -3,29 +3,18 @@
 // limit, a failing workload and a GPU lost mid-sweep, after which the limits must be back.
 // Also the throttling summary of a generation.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
-#include "platform/shared_library.h"
+#include "engine/telemetry/power_test_support.h"
 #include "powerhouse/power.h"
 
 namespace powerhouse {
 namespace {
 
-GpuMonitorOptions fake(const char* scenario) {
-    setenv("FAKE_NVML_SCENARIO", scenario, 1);
-    GpuMonitorOptions options;
-    options.nvml = FAKE_NVML_PATH;
-    return options;
-}
-
-GpuMonitorOptions simulated(const char* spec) {
-    GpuMonitorOptions options;
-    options.simulate = spec;
-    return options;
-}
+using namespace power_test;
 
 PowerLimits limits(uint32_t gpu, std::optional<double> default_w, std::optional<double> min_w,
                    std::optional<double> max_w) {
@@ -79,13 +68,15 @@ PowerSweepWorkload fake_work(GpuMonitor& monitor, Work& work, std::function<uint
     };
 }
 
-std::vector<unsigned int> fake_sets(int gpu) {
-    Result<SharedLibrary> lib = SharedLibrary::open(FAKE_NVML_PATH);
-    if (!lib) return {};
-    const auto sets = lib->symbol<int (*)(int, unsigned int*, int)>("fake_nvml_power_limit_sets");
-    std::vector<unsigned int> out(64);
-    out.resize(static_cast<size_t>(sets(gpu, out.data(), static_cast<int>(out.size()))));
-    return out;
+// A sweep on the fake NVML over `gpus` (empty: both) at `limits_w` (empty: the default
+// steps), whose work makes `tokens_at(limit)` tokens in 10 s.
+Result<PowerSweepResult> sweep_fake(
+    GpuMonitor& monitor, Work& work, std::vector<uint32_t> gpus, std::vector<double> limits_w,
+    std::function<uint64_t(double)> tokens_at = [](double) -> uint64_t { return 100; }) {
+    PowerSweepOptions options;
+    options.gpus = std::move(gpus);
+    options.limits_w = std::move(limits_w);
+    return run_power_sweep(monitor, options, fake_work(monitor, work, std::move(tokens_at)));
 }
 
 TEST(PowerSweepSteps, SharesOfEachDefaultClampedToItsRange) {
@@ -207,7 +198,7 @@ TEST(PowerSweepMarks, TheMostEfficientAndTheKnee) {
 }
 
 TEST(PowerSweep, OnSimulatedGpusTheDefaultSweep) {
-    GpuMonitor monitor(simulated("RTX 4090:24;RTX 4090:24"));
+    GpuMonitor monitor(simulated_gpus("RTX 4090:24;RTX 4090:24"));
     Work work;
     const Result<PowerSweepResult> r = run_power_sweep(monitor, {}, simulated_work(monitor, work));
     ASSERT_TRUE(r) << r.error().message;
@@ -243,7 +234,7 @@ TEST(PowerSweep, OnSimulatedGpusTheDefaultSweep) {
 }
 
 TEST(PowerSweep, OnASimulatedGpuTheBestLimitCanBeInside) {
-    GpuMonitor monitor(simulated("RTX 4090:24"));
+    GpuMonitor monitor(simulated_gpus("RTX 4090:24"));
     Work work;
     PowerSweepOptions options;
     options.limits_w = {450, 360, 270, 225, 180};
@@ -258,20 +249,17 @@ TEST(PowerSweep, OnASimulatedGpuTheBestLimitCanBeInside) {
 }
 
 TEST(PowerSweep, OnTheFakeNvml) {
-    GpuMonitor monitor(fake("normal"));
+    GpuMonitor monitor(fake_nvml("normal"));
     Work work;
-    PowerSweepOptions options;
-    options.gpus = {0};
-    options.limits_w = {400, 300, 200};
-    // 1000, 950 and 700 tokens in 10 s.
-    const auto tokens = [](double limit) -> uint64_t { return limit >= 400 ? 1000 : limit >= 300 ? 950 : 700; };
-    const Result<PowerSweepResult> r = run_power_sweep(monitor, options, fake_work(monitor, work, tokens));
+    const Result<PowerSweepResult> r = sweep_fake(monitor, work, {0}, {400, 300, 200}, [](double limit) -> uint64_t {
+        return limit >= 400 ? 1000 : limit >= 300 ? 950 : 700;
+    });
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_FALSE(r->simulated);
     EXPECT_EQ(r->label, "");
     // Set in order, then back to the 450 W it had.
-    EXPECT_EQ(fake_sets(0), (std::vector<unsigned int>{400000, 300000, 200000, 450000}));
-    EXPECT_TRUE(fake_sets(1).empty());
+    EXPECT_EQ(FakeNvmlLimits().sets(0), (std::vector<unsigned int>{400000, 300000, 200000, 450000}));
+    EXPECT_TRUE(FakeNvmlLimits().sets(1).empty());
     ASSERT_EQ(r->points.size(), 3u);
     // The fake's GPU 0 draws its limit (below its 412.345 W), at 71 degrees, capped by power:
     // 100 / 400 = 0.25, 95 / 300 = 0.3167, 70 / 200 = 0.35 tokens per joule.
@@ -286,64 +274,51 @@ TEST(PowerSweep, OnTheFakeNvml) {
 }
 
 TEST(PowerSweep, ARefusedLimitFailsTheSweepAndPutsBackTheOthers) {
-    GpuMonitor monitor(fake("set_fails@3"));  // the third set: 200 W
+    GpuMonitor monitor(fake_nvml("set_fails@3"));  // the third set: 200 W
     Work work;
-    PowerSweepOptions options;
-    options.gpus = {0};
-    options.limits_w = {400, 300, 200};
-    const auto tokens = [](double) -> uint64_t { return 100; };
-    const Result<PowerSweepResult> r = run_power_sweep(monitor, options, fake_work(monitor, work, tokens));
-    ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, ErrorCode::internal);
-    EXPECT_EQ(r.error().message,
-              "power sweep: at 200 W: the driver could not set the power limit of GPU 0 (NVIDIA GeForce RTX 4090) to "
-              "200 W (the driver says: Unknown Error (NVML error 999)) (the power limits are back at 450 W)");
+    const Result<PowerSweepResult> r = sweep_fake(monitor, work, {0}, {400, 300, 200});
+    EXPECT_TRUE(
+        refused(r, ErrorCode::internal,
+                "power sweep: at 200 W: the driver could not set the power limit of GPU 0 (NVIDIA GeForce RTX 4090) to "
+                "200 W (the driver says: Unknown Error (NVML error 999)) (the power limits are back at 450 W)"));
     EXPECT_EQ(work.steps.size(), 2u);
-    EXPECT_EQ(fake_sets(0), (std::vector<unsigned int>{400000, 300000, 450000}));
+    EXPECT_EQ(FakeNvmlLimits().sets(0), (std::vector<unsigned int>{400000, 300000, 450000}));
     EXPECT_TRUE(monitor.power_limit_changes().empty());
 }
 
 TEST(PowerSweep, WithoutTheRightTheSweepGivesTheCommand) {
-    GpuMonitor monitor(fake("power_denied"));
+    GpuMonitor monitor(fake_nvml("power_denied"));
     Work work;
-    const auto tokens = [](double) -> uint64_t { return 100; };
-    const Result<PowerSweepResult> r = run_power_sweep(monitor, {}, fake_work(monitor, work, tokens));
-    ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, ErrorCode::io);
-    EXPECT_NE(r.error().message.find("power sweep: at 450 W, 300 W: Powerhouse lacks the right"), std::string::npos)
-        << r.error().message;
-    EXPECT_NE(r.error().message.find("run: sudo nvidia-smi -i 0 -pl 450"), std::string::npos);
+    const Result<PowerSweepResult> r = sweep_fake(monitor, work, {}, {});
+    EXPECT_TRUE(refused(r, ErrorCode::io, "power sweep: at 450 W, 300 W: Powerhouse lacks the right", false));
+    EXPECT_TRUE(refused(r, ErrorCode::io,
+                        "run: sudo nvidia-smi -i 0 -pl 450 (the power limits are back at 450 W, 300 W)", false));
     EXPECT_TRUE(work.steps.empty());
-    EXPECT_TRUE(fake_sets(0).empty());
+    EXPECT_TRUE(FakeNvmlLimits().sets(0).empty());
 }
 
 TEST(PowerSweep, AFailingWorkloadFailsTheSweepAndPutsTheLimitsBack) {
-    GpuMonitor monitor(simulated("RTX 4090:24;A100:80"));
+    GpuMonitor monitor(simulated_gpus("RTX 4090:24;A100:80"));
     Work work;
     work.fail_at = 1;
     const Result<PowerSweepResult> r = run_power_sweep(monitor, {}, simulated_work(monitor, work));
-    ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, ErrorCode::cancelled);
-    EXPECT_EQ(r.error().message,
-              "power sweep: the work at 405 W, 360 W failed: stopped by the user (the power limits are back at 450 W, "
-              "400 W)");
+    EXPECT_TRUE(refused(
+        r, ErrorCode::cancelled,
+        "power sweep: the work at 405 W, 360 W failed: stopped by the user (the power limits are back at 450 W, "
+        "400 W)"));
     EXPECT_EQ(monitor.power_limits(0)->current_w, 450.0);
     EXPECT_EQ(monitor.power_limits(1)->current_w, 400.0);
     EXPECT_TRUE(monitor.power_limit_changes().empty());
 }
 
 TEST(PowerSweep, TheLimitsGoBackToWhatTheyWereBeforeTheSweep) {
-    GpuMonitor monitor(fake("normal"));
+    GpuMonitor monitor(fake_nvml("normal"));
     ASSERT_TRUE(monitor.set_power_limit(0, 350));  // the user's choice, made in Powerhouse
     Work work;
-    PowerSweepOptions options;
-    options.gpus = {0};
-    options.limits_w = {300, 250};
-    const auto tokens = [](double) -> uint64_t { return 100; };
-    const Result<PowerSweepResult> r = run_power_sweep(monitor, options, fake_work(monitor, work, tokens));
+    const Result<PowerSweepResult> r = sweep_fake(monitor, work, {0}, {300, 250});
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(r->restored_w, std::vector<double>{350});
-    EXPECT_EQ(fake_sets(0), (std::vector<unsigned int>{350000, 300000, 250000, 350000}));
+    EXPECT_EQ(FakeNvmlLimits().sets(0), (std::vector<unsigned int>{350000, 300000, 250000, 350000}));
     // Still on the books as changed from 450 W, for restoring later.
     const std::vector<PowerLimitChange> changes = monitor.power_limit_changes();
     ASSERT_EQ(changes.size(), 1u);
@@ -352,35 +327,25 @@ TEST(PowerSweep, TheLimitsGoBackToWhatTheyWereBeforeTheSweep) {
 }
 
 TEST(PowerSweep, AGpuLostMidSweepFailsItAndSaysWhatIsLeft) {
-    GpuMonitor monitor(fake("lost_after:1"));  // GPU 1's first sample finds it lost
+    GpuMonitor monitor(fake_nvml("lost_after:1"));  // GPU 1's first sample finds it lost
     Work work;
-    PowerSweepOptions options;
-    options.gpus = {1};
-    options.limits_w = {250, 200};
-    const auto tokens = [](double) -> uint64_t { return 100; };
-    const Result<PowerSweepResult> r = run_power_sweep(monitor, options, fake_work(monitor, work, tokens));
-    ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, ErrorCode::device_failed);
+    const Result<PowerSweepResult> r = sweep_fake(monitor, work, {1}, {250, 200});
     const std::string lost =
         "GPU 1 (NVIDIA RTX A6000) is lost (fallen off the bus, or gone until a reset): its power "
         "limit cannot be read or changed";
-    EXPECT_EQ(r.error().message,
-              "power sweep: at 200 W: " + lost + "; and GPU 1 could not be set back to 300 W: " + lost);
+    EXPECT_TRUE(refused(r, ErrorCode::device_failed,
+                        "power sweep: at 200 W: " + lost + "; and GPU 1 could not be set back to 300 W: " + lost));
     EXPECT_EQ(work.steps.size(), 1u);
     EXPECT_EQ(monitor.power_limit_changes().size(), 1u);  // still owed, should the GPU come back
 }
 
 TEST(PowerSweep, ARangeErrorChangesNothing) {
-    GpuMonitor monitor(fake("normal"));
+    GpuMonitor monitor(fake_nvml("normal"));
     Work work;
-    PowerSweepOptions options;
-    options.limits_w = {300, 350};  // GPU 1 goes to 300 W at most
-    const auto tokens = [](double) -> uint64_t { return 100; };
-    const Result<PowerSweepResult> r = run_power_sweep(monitor, options, fake_work(monitor, work, tokens));
-    ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().message, "power sweep: 350 W is outside GPU 1's range, 100 W to 300 W");
+    const Result<PowerSweepResult> r = sweep_fake(monitor, work, {}, {300, 350});  // GPU 1 goes to 300 W at most
+    EXPECT_TRUE(refused(r, ErrorCode::invalid_argument, "power sweep: 350 W is outside GPU 1's range, 100 W to 300 W"));
     EXPECT_TRUE(work.steps.empty());
-    EXPECT_TRUE(fake_sets(0).empty());
+    EXPECT_TRUE(FakeNvmlLimits().sets(0).empty());
 }
 
 GpuSample throttled_at(double time, uint64_t reasons) {
@@ -430,7 +395,7 @@ TEST(Throttling, NoneSeen) {
 }
 
 TEST(Throttling, ASimulatedGpuUnderALowLimitIsCappedByPower) {
-    GpuMonitor monitor(simulated("RTX 4090:24"));
+    GpuMonitor monitor(simulated_gpus("RTX 4090:24"));
     ASSERT_TRUE(monitor.set_power_limit(0, 250));
     monitor.report_activity(0, 1.0f, 0);
     for (int i = 0; i < 4; ++i) monitor.sample_now();
