@@ -132,11 +132,6 @@ struct ApiServer::State {
             }
             return false;
         }
-        if (std::holds_alternative<UnloadedEvent>(event)) {
-            // Only the engine unloads while a server runs (an owner stops the server first).
-            health.record_unloaded();
-            return false;
-        }
         uint64_t id = 0;
         if (const auto* t = std::get_if<TokenEvent>(&event)) id = t->request_id;
         if (const auto* d = std::get_if<DoneEvent>(&event)) id = d->request_id;

@@ -77,16 +77,6 @@ void ServerHealth::record(const Error& error) {
     state_.devices.clear();
 }
 
-void ServerHealth::record_unloaded() {
-    const std::lock_guard lock(mutex_);
-    if (state_.status == Status::failed) return;
-    state_.status = Status::failed;
-    state_.message =
-        "no model is loaded any more: the engine unloaded it (as it does when a GPU fails and the policy is "
-        "--on-device-failure stop); restart the server to load it again";
-    state_.devices.clear();
-}
-
 ServerHealth::Snapshot ServerHealth::snapshot() const {
     const std::lock_guard lock(mutex_);
     return state_;

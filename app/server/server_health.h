@@ -43,10 +43,6 @@ public:
     // A request's error. One of ErrorCode::device_failed means that no model can answer any
     // more (the policy stop sends only these; a gave_up RecoveryEvent comes before its own).
     void record(const Error& error);
-    // The engine unloaded the model without being asked to (a GPU the driver reported lost,
-    // under the policy stop): nothing can answer.
-    void record_unloaded();
-
     Snapshot snapshot() const;
     // GET /health: its status code (503 when failed) and body.
     std::pair<int, json> report() const;
