@@ -129,11 +129,18 @@ CREATE TABLE hidden_models (
 );
 )sql";
 
+// 7: where an answer went on after a device failed under it (issue 23): the engine's
+// recovery notes as a JSON array of {at_token, failed, cause, continued_on}; empty for the
+// answers no failure touched, which are nearly all.
+constexpr std::string_view kMessageRecoveries = R"sql(
+ALTER TABLE messages ADD COLUMN recoveries_json TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-    static const std::vector<std::string_view> list = {kConversations, kSearchAndSettings, kModels, kReusedTokens,
-                                                         kMessageEngine, kModelSources};
+    static const std::vector<std::string_view> list = {
+        kConversations, kSearchAndSettings, kModels, kReusedTokens, kMessageEngine, kModelSources, kMessageRecoveries};
     return list;
 }
 

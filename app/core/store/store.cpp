@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <system_error>
 
 #include "store/schema.h"
@@ -49,10 +50,44 @@ std::string fts_query(const std::string& text) {
     return query;
 }
 
+// A message's recovery notes as the recoveries_json column holds them: a JSON array, or ''
+// when there are none (migration 7).
+std::string recoveries_json(const std::vector<MessageRecovery>& recoveries) {
+    if (recoveries.empty()) return {};
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const MessageRecovery& r : recoveries) {
+        out.push_back(
+            {{"at_token", r.at_token}, {"failed", r.failed}, {"cause", r.cause}, {"continued_on", r.continued_on}});
+    }
+    return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+// Only this file writes the column; should it hold something else (edited by hand), the
+// notes that cannot be read are left out rather than the message made unreadable.
+std::vector<MessageRecovery> parse_recoveries(const std::string& text) {
+    std::vector<MessageRecovery> out;
+    if (text.empty()) return out;
+    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+    if (!doc.is_array()) return out;
+    for (const nlohmann::json& r : doc) {
+        if (!r.is_object()) continue;
+        MessageRecovery note;
+        if (const auto at = r.find("at_token"); at != r.end() && at->is_number_integer()) {
+            note.at_token = at->get<int64_t>();
+        }
+        for (auto [key, field] : {std::pair{"failed", &note.failed}, std::pair{"cause", &note.cause},
+                                  std::pair{"continued_on", &note.continued_on}}) {
+            if (const auto v = r.find(key); v != r.end() && v->is_string()) *field = v->get<std::string>();
+        }
+        out.push_back(std::move(note));
+    }
+    return out;
+}
+
 const char* kConversationColumns = "id, title, system_prompt, settings_json, created_ms, updated_ms";
 const char* kMessageColumns =
     "id, conversation_id, role, content, state, error, model, prompt_tokens, generated_tokens, ttft_ms, "
-    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine";
+    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine, recoveries_json";
 
 Conversation read_conversation(SQLite::Statement& q) {
     Conversation c;
@@ -103,10 +138,21 @@ Message read_message(SQLite::Statement& q) {
     m.updated_ms = q.getColumn(13).getInt64();
     m.stats.reused_tokens = q.getColumn(14).getInt64();
     m.stats.engine = q.getColumn(15).getString();
+    m.stats.recoveries = parse_recoveries(q.getColumn(16).getString());
     return m;
 }
 
 }  // namespace
+
+std::string recovery_text(const MessageRecovery& r) {
+    const std::string when =
+        r.at_token > 0 ? fmt::format("at token {}", r.at_token) : std::string("before its first token");
+    std::string text =
+        fmt::format("Continued on {} after {} failed {}", r.continued_on.empty() ? "other devices" : r.continued_on,
+                    r.failed.empty() ? "a device" : r.failed, when);
+    if (!r.cause.empty()) text += ": " + r.cause;
+    return text;
+}
 
 const char* message_state_name(MessageState state) {
     switch (state) {
@@ -428,7 +474,8 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         const int64_t at = now_ms();
         SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
                                        "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
-                                       "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ? WHERE id = ?");
+                                       "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ?, "
+                                       "recoveries_json = ? WHERE id = ?");
         q.bind(1, content);
         q.bind(2, message_state_name(state));
         q.bind(3, error);
@@ -445,7 +492,8 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         q.bind(10, at);
         q.bind(11, stats.reused_tokens);
         q.bind(12, stats.engine);
-        q.bind(13, id);
+        q.bind(13, recoveries_json(stats.recoveries));
+        q.bind(14, id);
         if (Result<void> r = changed_one(q.exec(), "message", id); !r) return r;
         SQLite::Statement touch(impl_->db, "UPDATE conversations SET updated_ms = ? WHERE id = "
                                            "(SELECT conversation_id FROM messages WHERE id = ?)");
@@ -511,8 +559,8 @@ Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<Conve
         SQLite::Statement message(impl_->db,
                                   "INSERT INTO messages (conversation_id, role, content, state, error, model, "
                                   "prompt_tokens, generated_tokens, ttft_ms, tokens_per_second, energy_joules, "
-                                  "created_ms, updated_ms, reused_tokens, engine) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                                  "created_ms, updated_ms, reused_tokens, engine, recoveries_json) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         std::vector<int64_t> ids;
         ids.reserve(records.size());
         for (const ConversationRecord& record : records) {
@@ -547,6 +595,7 @@ Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<Conve
                 message.bind(13, m.updated_ms);
                 message.bind(14, m.stats.reused_tokens);
                 message.bind(15, m.stats.engine);
+                message.bind(16, recoveries_json(m.stats.recoveries));
                 message.exec();
             }
         }

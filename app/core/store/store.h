@@ -46,6 +46,20 @@ enum class MessageState {
 };
 const char* message_state_name(MessageState state);
 
+// An answer that a device failure interrupted and that went on elsewhere (the engine's
+// RecoveryNote, powerhouse/engine.h), kept with the answer (migration 7).
+struct MessageRecovery {
+    int64_t at_token = 0;      // tokens of the answer generated before the failure
+    std::string failed;        // the device: "GPU 1"
+    std::string cause;         // "Xid 79, fell off the bus"
+    std::string continued_on;  // where the answer went on: "CPU (8 threads)"
+    bool operator==(const MessageRecovery&) const = default;
+};
+
+// The note shown under such an answer and written into exports, one per recovery:
+// "Continued on CPU (8 threads) after GPU 1 failed at token 37: Xid 79, fell off the bus".
+std::string recovery_text(const MessageRecovery& recovery);
+
 // What the engine reported for an answer.
 struct MessageStats {
     std::string model;
@@ -58,6 +72,7 @@ struct MessageStats {
     double ttft_ms = 0;
     double tokens_per_second = 0;
     std::optional<double> energy_joules;
+    std::vector<MessageRecovery> recoveries;  // in the order they happened; usually none
 };
 
 // A model file the library knows (app/core/catalog scans and imports them).

@@ -59,7 +59,8 @@ Result<std::vector<Conversation>> chosen(const Store& store, const std::vector<i
 
 bool has_stats(const MessageStats& s) {
     return !s.model.empty() || !s.engine.empty() || s.prompt_tokens != 0 || s.reused_tokens != 0 ||
-           s.generated_tokens != 0 || s.ttft_ms != 0 || s.tokens_per_second != 0 || s.energy_joules.has_value();
+           s.generated_tokens != 0 || s.ttft_ms != 0 || s.tokens_per_second != 0 || s.energy_joules.has_value() ||
+           !s.recoveries.empty();
 }
 
 Json stats_json(const MessageStats& s) {
@@ -71,6 +72,14 @@ Json stats_json(const MessageStats& s) {
                 {"ttft_ms", s.ttft_ms},
                 {"tokens_per_second", s.tokens_per_second}};
     if (s.energy_joules) out["energy_joules"] = *s.energy_joules;
+    if (!s.recoveries.empty()) {
+        Json list = Json::array();
+        for (const MessageRecovery& r : s.recoveries) {
+            list.push_back(
+                {{"at_token", r.at_token}, {"failed", r.failed}, {"cause", r.cause}, {"continued_on", r.continued_on}});
+        }
+        out["recoveries"] = std::move(list);
+    }
     return out;
 }
 
@@ -312,6 +321,21 @@ Result<MessageStats> read_stats(const Json& s, const std::string& place) {
     Result<std::optional<double>> energy = optional_number(s, "energy_joules", place);
     if (!energy) return std::move(energy).error();
     stats.energy_joules = *energy;
+    if (const auto list = s.find("recoveries"); list != s.end()) {
+        const std::string where = member(place, "recoveries");
+        if (!list->is_array()) return wrong_type(where, *list, "an array of recoveries");
+        for (size_t i = 0; i < list->size(); ++i) {
+            const Json& r = (*list)[i];
+            const std::string at = fmt::format("{}[{}]", where, i);
+            if (!r.is_object()) return wrong_type(at, r, "an object (a recovery)");
+            MessageRecovery note;
+            PH_READ(note.at_token, optional_integer(r, "at_token", at, true));
+            PH_READ(note.failed, optional_string(r, "failed", at));
+            PH_READ(note.cause, optional_string(r, "cause", at));
+            PH_READ(note.continued_on, optional_string(r, "continued_on", at));
+            stats.recoveries.push_back(std::move(note));
+        }
+    }
     return stats;
 }
 
@@ -550,6 +574,10 @@ Result<std::string> export_markdown(const Store& store, const std::vector<int64_
             if (std::string note = state_note(m); !note.empty()) blocks.push_back(std::move(note));
             if (options.stats && m.role == "assistant") {
                 if (std::string line = stats_line(m.stats); !line.empty()) blocks.push_back(std::move(line));
+                // "*Continued on CPU (8 threads) after GPU 1 failed at token 37: Xid 79, ...*"
+                for (const MessageRecovery& r : m.stats.recoveries) {
+                    blocks.push_back(fmt::format("*{}*", inline_text(recovery_text(r))));
+                }
             }
         }
     }

@@ -17,7 +17,11 @@
 //          "stats": {"model": "...", "engine": "local" or a remote engine's URL,
 //                    "prompt_tokens": 0, "reused_tokens": 0, "generated_tokens": 0,
 //                    "ttft_ms": 0.0, "tokens_per_second": 0.0,
-//                    "energy_joules": 0.0}   only when measured
+//                    "energy_joules": 0.0,   only when measured
+//                    "recoveries": [{"at_token": 37, "failed": "GPU 1",
+//                                    "cause": "Xid 79, fell off the bus",
+//                                    "continued_on": "CPU (8 threads)"}, ...]}
+//                                   only for an answer a device failure interrupted
 //                                   stats only when an engine reported any
 //         }, ...]}, ...]}
 //
@@ -73,7 +77,9 @@ Result<std::string> export_json(const Store& store, const std::vector<int64_t>& 
 // The same as a Markdown document: per conversation a "# title" heading and its date, then
 // each message under **You**, **Assistant** or **System**, its text as it is (an answer cut
 // off inside a code block gets the block closed), stopped, interrupted and failed answers
-// marked in italics, and with `stats` a line like "*SmolLM2 · 42 tokens · 31.5 tokens/s*".
+// marked in italics, and with `stats` a line like "*SmolLM2 · 42 tokens · 31.5 tokens/s*"
+// and, for an answer that a device failure interrupted, "*Continued on CPU (8 threads)
+// after GPU 1 failed at token 37: Xid 79, fell off the bus*".
 Result<std::string> export_markdown(const Store& store, const std::vector<int64_t>& ids,
                                     const ExportOptions& options = {});
 

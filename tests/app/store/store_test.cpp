@@ -226,9 +226,7 @@ TEST(Store, MigratesAnOlderFileAfterBackingItUp) {
     test::TempDir dir;
     const auto path = dir / "p.db";
     {
-        StoreOptions v1;
-        v1.target_version = 1;
-        Store old = open_store(path, v1);
+        Store old = open_store(path, {.target_version = 1});
         EXPECT_EQ(old.schema_version(), 1);
         const Conversation c = ok(old.create_conversation("Old times"));
         ok(old.add_message(c.id, "user", "remember the gramophone"));
@@ -251,9 +249,7 @@ TEST(Store, AnswersFromBeforeThePromptCacheReuseNothing) {
     const auto path = dir / "p.db";
     int64_t answer = 0;
     {
-        StoreOptions v3;
-        v3.target_version = 3;
-        Store old = open_store(path, v3);
+        Store old = open_store(path, {.target_version = 3});
         const Conversation c = ok(old.create_conversation("Before"));
         ok(old.add_message(c.id, "user", "hello"));
         answer = ok(old.add_message(c.id, "assistant", "Hi there.")).id;
@@ -279,9 +275,7 @@ TEST(Store, ModelRecordsFromBeforeSourcesKeepTheirDataAndGetASource) {
     const auto path = dir / "p.db";
     int64_t conversation = 0;
     {
-        StoreOptions v5;
-        v5.target_version = 5;
-        Store old = open_store(path, v5);
+        Store old = open_store(path, {.target_version = 5});
         conversation = ok(old.create_conversation("Kept")).id;
         ok(old.add_message(conversation, "user", "still here"));
         // Version 5's models table, written as that version wrote it.
@@ -332,6 +326,50 @@ TEST(Store, ModelRecordsFromBeforeSourcesKeepTheirDataAndGetASource) {
     EXPECT_EQ(ok(s.hidden_models()), std::vector<std::string>{ollama.path});
     ok(s.unhide_model(ollama.path));
     EXPECT_TRUE(ok(s.hidden_models()).empty());
+}
+
+// Migration 7 keeps where an answer went on after a device failed under it: answers stored
+// before it have no such notes, and the notes given are read back as written, in order.
+TEST(Store, AnAnswerKeepsWhereItWentOnAfterADeviceFailed) {
+    test::TempDir dir;
+    const auto path = dir / "p.db";
+    int64_t conversation = 0;
+    int64_t old_answer = 0;
+    {
+        Store old = open_store(path, {.target_version = 6});
+        conversation = ok(old.create_conversation("Before")).id;
+        ok(old.add_message(conversation, "user", "hello"));
+        old_answer = ok(old.add_message(conversation, "assistant", "Hi there.")).id;
+    }
+    Store s = open_store(path);
+    EXPECT_EQ(s.schema_version(), Store::latest_version());
+    EXPECT_GE(Store::latest_version(), 7);
+    EXPECT_EQ(s.backup_path().filename().string(), "p.db.v6.bak");
+    const Message before = ok(s.message(old_answer));
+    EXPECT_EQ(before.content, "Hi there.");
+    EXPECT_TRUE(before.stats.recoveries.empty());
+
+    const int64_t answer = ok(s.add_message(conversation, "assistant", "", MessageState::streaming)).id;
+    MessageStats stats;
+    stats.generated_tokens = 80;
+    stats.recoveries = {{37, "GPU 1", "Xid 79, fell off the bus", "GPU 0 (NVIDIA H200)"},
+                        {52, "GPU 0", "did not answer within 60 s", "CPU (8 threads)"}};
+    ok(s.finish_message(answer, "The whole answer.", MessageState::complete, stats));
+    const Message after = ok(s.message(answer));
+    EXPECT_EQ(after.content, "The whole answer.");
+    EXPECT_EQ(after.stats.recoveries, stats.recoveries);
+    EXPECT_EQ(recovery_text(after.stats.recoveries[0]),
+              "Continued on GPU 0 (NVIDIA H200) after GPU 1 failed at token 37: Xid 79, fell off the bus");
+    EXPECT_EQ(recovery_text({0, "CPU", "", "CPU (2 threads)"}), "Continued on CPU (2 threads) after CPU failed before "
+                                                                "its first token");
+    // A note a hand edit left unreadable costs the note, not the message.
+    {
+        SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+        db.exec("UPDATE messages SET recoveries_json = '{not json' WHERE id = " + std::to_string(answer));
+    }
+    const Message edited = ok(s.message(answer));
+    EXPECT_EQ(edited.content, "The whole answer.");
+    EXPECT_TRUE(edited.stats.recoveries.empty());
 }
 
 TEST(Store, RefusesFilesItCannotUseWithoutTouchingThem) {

@@ -62,6 +62,7 @@ std::vector<ConversationRecord> rich_conversations() {
         "assistant", "Here:\n\n```cpp\n#include <cstdio>\nint main() { std::puts(\"hi\"); }\n```\n", kMay1 + 2000);
     answer.stats = stats(42, 31.5);
     answer.stats.energy_joules = 3.25;
+    answer.stats.recoveries = {{37, "GPU 1", "Xid 79, fell off the bus", "CPU (8 threads)"}};
     first.messages.push_back(answer);
     first.messages.push_back(message("user", "tabs\tand\nnewlines\r\nand a NUL-free \u00e9", kMay1 + 3000));
     Message stopped = message("assistant", "Partial ```py\nprint(", kMay1 + 4000, MessageState::stopped);
@@ -110,6 +111,7 @@ TEST(Transfer, ExportImportExportGivesTheSameJson) {
     ASSERT_EQ(messages.size(), 7u);
     EXPECT_EQ(messages[2].stats.energy_joules, 3.25);
     EXPECT_EQ(messages[2].stats.reused_tokens, 12);
+    EXPECT_EQ(messages[2].stats.recoveries, rich_conversations()[0].messages[2].stats.recoveries);
     EXPECT_EQ(messages[4].state, MessageState::stopped);
     EXPECT_EQ(messages[4].stats.engine, "http://gpu-box:8000/v1");
     EXPECT_EQ(messages[5].state, MessageState::failed);
@@ -146,7 +148,10 @@ TEST(Transfer, JsonFollowsTheDocumentedShape) {
               R"("updated_ms":1714572000500})");
     EXPECT_EQ(c["messages"][2]["stats"].dump(),
               R"({"model":"SmolLM2-135M-Instruct","engine":"local","prompt_tokens":31,"reused_tokens":12,)"
-              R"("generated_tokens":42,"ttft_ms":18.5,"tokens_per_second":31.5,"energy_joules":3.25})");
+              R"("generated_tokens":42,"ttft_ms":18.5,"tokens_per_second":31.5,"energy_joules":3.25,)"
+              R"("recoveries":[{"at_token":37,"failed":"GPU 1","cause":"Xid 79, fell off the bus",)"
+              R"json("continued_on":"CPU (8 threads)"}]})json");
+    EXPECT_FALSE(c["messages"][4]["stats"].contains("recoveries")) << "only where a device failed";
     EXPECT_EQ(c["messages"][5]["error"], "out of memory on cuda:0 <needs 2 GiB>");
     EXPECT_EQ(doc["conversations"][1]["title"], "Empty settings");
 }
@@ -191,6 +196,8 @@ TEST(Transfer, MarkdownReadsAsTheConversation) {
     Message paris =
         message("assistant", "The capital of France is **Paris**.\n\n```python\nprint(\"Paris\")\n```\n", kMay1);
     paris.stats = stats(12, 41.27);
+    paris.stats.recoveries = {{7, "GPU 1", "Xid 79, fell off the bus", "GPU 0 (RTX 4090)"},
+                              {9, "GPU 0", "did not answer within 60 s", "CPU (8 threads)"}};
     capitals.messages.push_back(paris);
     capitals.messages.push_back(message("user", "And of Italy?", kMay1));
     Message rome = message("assistant", "Rome:\n\n```python\nprint(\"Ro", kMay1, MessageState::stopped);
@@ -232,6 +239,10 @@ print("Paris")
 ```
 
 *SmolLM2-135M-Instruct · 12 tokens · 41.3 tokens/s*
+
+*Continued on GPU 0 (RTX 4090) after GPU 1 failed at token 7: Xid 79, fell off the bus*
+
+*Continued on CPU (8 threads) after GPU 0 failed at token 9: did not answer within 60 s*
 
 **You**
 
@@ -285,6 +296,7 @@ half
     // Without statistics, and with nothing to export.
     const std::string plain = ok(export_markdown(s, {}, {.utc = true, .stats = false}));
     EXPECT_EQ(plain.find("tokens"), std::string::npos);
+    EXPECT_EQ(plain.find("Continued on"), std::string::npos);
     Store empty = open_store(dir / "empty.db");
     EXPECT_EQ(ok(export_markdown(empty, {})), "");
 }
@@ -390,6 +402,12 @@ TEST(Transfer, RefusesBadInputWithItsPlaceAndLeavesTheStoreAlone) {
          "conversations[0].messages[0].stats.generated_tokens: -3 is negative"},
         {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"ttft_ms": "fast"}}]}])"),
          "conversations[0].messages[0].stats.ttft_ms: \"fast\" is not a number"},
+        {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"recoveries": {}}}]}])"),
+         "conversations[0].messages[0].stats.recoveries: an object is not an array of recoveries"},
+        {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"recoveries": [{"at_token": -1}]}}]}])"),
+         "conversations[0].messages[0].stats.recoveries[0].at_token: -1 is negative"},
+        {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"recoveries": ["GPU 1"]}}]}])"),
+         "conversations[0].messages[0].stats.recoveries[0]: \"GPU 1\" is not an object (a recovery)"},
         {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": []}]}])"),
          "conversations[0].messages[0].stats: an array is not an object (an answer's statistics)"},
         {doc(R"([{"messages": [{"role": "user", "content": "x", "created_ms": 18446744073709551615}]}])"),
