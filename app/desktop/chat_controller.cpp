@@ -33,6 +33,7 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     connect(&m_engine, &EngineClient::tokens, this, &ChatController::onTokens);
     connect(&m_engine, &EngineClient::finished, this, &ChatController::onFinished);
     connect(&m_engine, &EngineClient::failed, this, &ChatController::onFailed);
+    connect(&m_engine, &EngineClient::recovery, this, &ChatController::onRecovery);
     connect(&m_remote, &RemoteChat::tokens, this, &ChatController::onTokens);
     connect(&m_remote, &RemoteChat::finished, this, &ChatController::onFinished);
     connect(&m_remote, &RemoteChat::failed, this, &ChatController::onFailed);
@@ -75,6 +76,48 @@ void ChatController::dismissError() {
     emit errorTextChanged();
 }
 
+void ChatController::setRecovery(Recovery state, const QString& text) {
+    if (state == m_recovery && text == m_recoveryText) return;
+    m_recovery = state;
+    m_recoveryText = text;
+    emit recoveryChanged();
+}
+
+void ChatController::dismissRecovery() { setRecovery(Recovery::None, {}); }
+
+// The answers under way keep their requests and messages through a recovery: their tokens
+// go on arriving under the same ids, so nothing here touches them until they end.
+void ChatController::onRecovery(const EngineRecovery& r) {
+    switch (r.phase) {
+        case EngineRecovery::Phase::Reloading: setRecovery(Recovery::Reloading, r.message); break;
+        case EngineRecovery::Phase::Recovered:
+            setRecovery(Recovery::Recovered, r.message);
+            // The model bar names where the model runs now.
+            m_modelDevice = r.model.value("device").toString();
+            emit modelChanged();
+            break;
+        case EngineRecovery::Phase::GaveUp:
+        case EngineRecovery::Phase::Stopped: {
+            for (quint64 id : r.requests) {
+                if (conversationOf(id) != 0) m_explained.insert(id);  // not the API server's
+            }
+            // The engine's words, then what this app does about them.
+            QString text = r.message.trimmed();
+            if (!text.endsWith(QLatin1Char('.'))) text += QLatin1Char('.');
+            if (r.phase == EngineRecovery::Phase::Stopped) {
+                text += tr(" The answer was stopped, as Settings → General → When a GPU fails asks.");
+            }
+            text += tr(" Choose other devices in Settings and apply to load the model again.");
+            setRecovery(Recovery::Failed, text);
+            if (m_remoteTarget) break;  // a remote engine answers; the local model was not in use
+            m_modelState = ModelState::Failed;
+            m_modelDevice.clear();
+            emit modelChanged();
+            break;
+        }
+    }
+}
+
 void ChatController::useRemote(const RemoteTarget& target) {
     m_remoteTarget = target;
     m_modelState = ModelState::Ready;
@@ -83,14 +126,17 @@ void ChatController::useRemote(const RemoteTarget& target) {
     emit modelChanged();
 }
 
-void ChatController::loadModel(const QString& path, const powerhouse::ModelOptions& options) {
+void ChatController::loadModel(const QString& path, const powerhouse::ModelOptions& options,
+                               powerhouse::RecoveryPolicy recovery) {
     m_remoteTarget.reset();
+    // Another model, or the same on other devices: what the banner said is over.
+    dismissRecovery();
     m_modelState = ModelState::Loading;
     m_modelName = QFileInfo(path).completeBaseName();
     m_loadProgress = 0;
     emit modelChanged();
     emit loadProgressChanged();
-    m_engine.load(path, options);
+    m_engine.load(path, options, recovery);
 }
 
 // Switching conversations leaves their answers generating.
@@ -156,6 +202,7 @@ void ChatController::send(const QString& text) {
     const QString trimmed = text.trimmed();
     if (trimmed.isEmpty() || generating()) return;
     if (m_modelState != ModelState::Ready) {
+        if (m_recovery == Recovery::Failed) return;  // the banner says why, and what to do
         showError(m_modelState == ModelState::Loading ? tr("The model is still loading; send again when it is ready.")
                                                            : tr("No model is loaded: add one on the Models page."));
         return;
@@ -277,6 +324,12 @@ void ChatController::onFinished(quint64 request, const QString& text, const QVar
     s.generated_tokens = stats.value("generatedTokens").toLongLong();
     s.ttft_ms = stats.value("ttftMs").toDouble();
     s.tokens_per_second = stats.value("tokensPerSecond").toDouble();
+    for (const QVariant& v : stats.value("recoveries").toList()) {
+        const QVariantMap note = v.toMap();
+        s.recoveries.push_back({note.value("atToken").toLongLong(), note.value("failed").toString().toStdString(),
+                                note.value("cause").toString().toStdString(),
+                                note.value("continuedOn").toString().toStdString()});
+    }
     const QString reason = stats.value("stopReason").toString();
     if (reason == QLatin1String("interrupted")) {
         // A remote stream that broke: the text so far is kept, and why it broke.
@@ -293,7 +346,8 @@ void ChatController::onFailed(quint64 request, const QString& message) {
     const qint64 conversation = conversationOf(request);
     if (conversation == 0) return;
     finishAnswer(conversation, m_answers[conversation].text, MessageState::failed, {}, message);
-    showError(message);
+    // A device failure the banner explains is not said twice.
+    if (!m_explained.remove(request)) showError(message);
 }
 
 void ChatController::stop() {

@@ -10,10 +10,18 @@
 // edit-and-resend concern the open conversation only; deleting a conversation stops its
 // answer.
 //
+// When a device fails under the model (EngineClient::recovery), the answers under way go on
+// streaming into the same messages, and a banner says what happened: while the model is
+// loaded again, once it answers again (where, and how fast), or why it cannot, with the way
+// to other devices (Settings). The banner is the window's, not a conversation's: it stays
+// while conversations are switched, until it is dismissed or another model is loaded. Each
+// answer that went on elsewhere is stored with where (MessageStats::recoveries).
+//
 // Thread-safety: GUI thread only.
 #pragma once
 
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <QTimer>
 #include <QVariantMap>
@@ -52,6 +60,9 @@ class ChatController : public QObject {
     // or those a new conversation will start with.
     Q_PROPERTY(QString systemPrompt READ systemPrompt NOTIFY conversationSettingsChanged)
     Q_PROPERTY(QVariantMap sampling READ sampling NOTIFY conversationSettingsChanged)
+    // The device-failure banner: what it says, and its kind (None: not shown).
+    Q_PROPERTY(Recovery recovery READ recovery NOTIFY recoveryChanged)
+    Q_PROPERTY(QString recoveryText READ recoveryText NOTIFY recoveryChanged)
 
 public:
     ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent = nullptr);
@@ -69,6 +80,13 @@ public:
     enum class ModelState { None, Loading, Ready, Failed };
     Q_ENUM(ModelState)
     ModelState modelState() const { return m_modelState; }
+    // The device-failure banner: the model is being loaded again (Reloading), answers again
+    // elsewhere (Recovered), or could not go on (Failed: it gave up, or the policy stopped
+    // the answers). QML reads them as ChatController.Reloading, ...
+    enum class Recovery { None, Reloading, Recovered, Failed };
+    Q_ENUM(Recovery)
+    Recovery recovery() const { return m_recovery; }
+    QString recoveryText() const { return m_recoveryText; }
     QString modelName() const { return m_modelName; }
     QString modelDevice() const { return m_modelDevice; }
     double loadProgress() const { return m_loadProgress; }
@@ -78,7 +96,8 @@ public:
     QString systemPrompt() const { return m_systemPrompt; }
     QVariantMap sampling() const { return conversation_settings_variant(m_conversationSettings); }
 
-    void loadModel(const QString& path, const powerhouse::ModelOptions& options);
+    void loadModel(const QString& path, const powerhouse::ModelOptions& options,
+                   powerhouse::RecoveryPolicy recovery = powerhouse::RecoveryPolicy::replan);
     // The next answers go to this remote engine's model (Settings → Engines, the model bar),
     // through RemoteChat, until a local model is loaded. The model bar then names the model
     // and the endpoint; a local model stays loaded meanwhile.
@@ -107,6 +126,7 @@ public:
     Q_INVOKABLE void deleteConversation(qint64 id);
     Q_INVOKABLE void undoDelete();
     Q_INVOKABLE void dismissError();
+    Q_INVOKABLE void dismissRecovery();
     // Sets the open conversation's system prompt and sampling (keys as `sampling`; missing
     // keys keep the defaults). False, with the reason shown, if a value is out of range.
     Q_INVOKABLE bool setConversationSettings(const QString& systemPrompt, const QVariantMap& sampling);
@@ -123,6 +143,7 @@ signals:
     // The window became idle: nothing loading or generating (for --screenshot and tests).
     void idle();
     void conversationSettingsChanged();
+    void recoveryChanged();
 
 private:
     // An answer being generated, in the conversation that maps to it.
@@ -140,6 +161,8 @@ private:
     void onTokens(quint64 request, const QString& text);
     void onFinished(quint64 request, const QString& text, const QVariantMap& stats);
     void onFailed(quint64 request, const QString& message);
+    void onRecovery(const EngineRecovery& recovery);
+    void setRecovery(Recovery state, const QString& text);
     void saveStreaming();
     void cancelRequest(const Answer& answer);
     // The conversation whose answer a request is, or 0.
@@ -170,6 +193,11 @@ private:
     double m_loadProgress = 0;
     QString m_loadStage;
     QString m_errorText;
+    Recovery m_recovery = Recovery::None;
+    QString m_recoveryText;
+    // Requests whose failure the banner explains (a recovery gave up or was stopped): their
+    // error is kept with their message, not shown a second time above the chat.
+    QSet<quint64> m_explained;
     qint64 m_deleted = 0;      // the conversation that undo would restore
     std::map<qint64, Answer> m_answers;  // by conversation id: those generating
     QTimer m_saveTimer;                  // saves the streaming answers every second

@@ -44,7 +44,19 @@ void DashboardController::apply(const powerhouse::TelemetrySnapshot& snapshot) {
                                                              : links.join(QStringLiteral("\n"));
     emit changed();
     emit snapshotApplied(snapshot);
+    for (size_t i = 0; i < snapshot.gpus.size() && i < snapshot.latest.size(); ++i) {
+        const powerhouse::GpuSample& sample = snapshot.latest[i];
+        const QString uuid = QString::fromStdString(snapshot.gpus[i].uuid);
+        if (!powerhouse::gpu_failed(sample) || m_failedGpus.contains(uuid)) continue;
+        m_failedGpus.insert(uuid);
+        const QString text = QString::fromStdString(powerhouse::gpu_failure_text(snapshot.gpus[i].index, sample));
+        // "GPU 1 stopped answering: Xid 79, fell off the bus": the engine names the device itself.
+        const qsizetype colon = text.indexOf(QStringLiteral(": "));
+        emit gpuFailed(uuid, text, colon < 0 ? text : text.mid(colon + 2), sample.lost);
+    }
 }
+
+void DashboardController::markGpuFailed(const QString& uuid, const QString& why) { m_gpus.markFailed(uuid, why); }
 
 void DashboardController::setPlacement(const QVariantList& devices) {
     m_placement = devices;

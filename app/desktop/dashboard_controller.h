@@ -5,6 +5,11 @@
 // energy of each answer: the power of the GPUs that hold the model, integrated over the
 // answer and shared evenly among the answers generated meanwhile.
 //
+// A GPU that fails is marked so on its card, for the rest of the run: when its telemetry
+// says so (lost, or a fatal Xid: gpu_failed), which is also handed on once per GPU as
+// gpuFailed() for the engine to move the model off it, and when the engine found it failing
+// (markGpuFailed, from its RecoveryEvent).
+//
 // Until the CUDA backend runs models on GPUs, only simulated GPUs hold one: they stand in
 // for it, following the settings' plan (its memory, and its load while an answer is
 // generated), so that the dashboard and the energy figures can be seen and tested.
@@ -13,6 +18,7 @@
 #pragma once
 
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <QVariantList>
 #include <QtQml/qqmlregistration.h>
@@ -89,6 +95,8 @@ public:
     // report power; nothing otherwise.
     void beginAnswer(quint64 id);
     std::optional<double> endAnswer(quint64 id);
+    // The engine found this GPU failing: `why` goes on its card.
+    void markGpuFailed(const QString& uuid, const QString& why);
 
 signals:
     void changed();
@@ -96,6 +104,10 @@ signals:
     void batchingChanged();
     // Each snapshot as it is applied (for the settings panel's plan preview).
     void snapshotApplied(const powerhouse::TelemetrySnapshot& snapshot);
+    // A GPU's telemetry turned failed (gpu_failed), once per GPU: `text` is the whole line
+    // ("GPU 1 stopped answering: Xid 79, fell off the bus"), `cause` its part after the GPU
+    // ("Xid 79, fell off the bus"), `lost` whether it stopped answering altogether.
+    void gpuFailed(const QString& uuid, const QString& text, const QString& cause, bool lost);
 
 private:
     GpuListModel m_gpus;
@@ -117,6 +129,7 @@ private:
     void report(bool busy);
     void startMeters();
     void meter(const powerhouse::TelemetrySnapshot& snapshot);
+    QSet<QString> m_failedGpus;  // UUIDs whose failure gpuFailed() has told
     uint64_t m_subscription = 0;
     std::unique_ptr<powerhouse::GpuMonitor> m_monitor;  // last: stopped first
 };

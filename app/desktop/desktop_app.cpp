@@ -1,7 +1,10 @@
 #include "desktop_app.h"
 
 #include <QFileInfo>
+#include <QStringList>
 #include <QUrl>
+
+#include <chrono>
 
 
 powerhouse::Result<std::unique_ptr<DesktopApp>> DesktopApp::create(const Options& options) {
@@ -42,6 +45,27 @@ void DesktopApp::wire() {
     connect(&engine, &EngineClient::loaded, &dashboard, [&dashboard](const QVariantMap& summary) {
         dashboard.setPlacement(summary.value("devices").toList());
     });
+    // A device failed under the model (issue 23). The chat shows the banner itself; a GPU
+    // the engine found failing is marked on its card and left out of the settings until
+    // restart, and once the model answers again its new place is the dashboard's.
+    connect(&engine, &EngineClient::recovery, &dashboard, [&dashboard, &settings](const EngineRecovery& r) {
+        if (!r.uuid.isEmpty()) {
+            const QString why = tr("%1 failed: %2").arg(r.device.isEmpty() ? tr("The GPU") : r.device, r.cause);
+            dashboard.markGpuFailed(r.uuid, why);
+            settings.markGpuFailed(r.uuid, why);
+        }
+        if (r.phase == EngineRecovery::Phase::Recovered) {
+            dashboard.setPlacement(r.model.value("devices").toList());
+            dashboard.setModelGpus(settings.plannedGpus());
+        }
+    });
+    // The monitor's word (a GPU lost, a fatal Xid) goes to the engine, which moves the model
+    // off that GPU if it uses it; the settings leave it out from now on.
+    connect(&dashboard, &DashboardController::gpuFailed, &engine,
+            [&engine, &settings](const QString& uuid, const QString& text, const QString& cause, bool lost) {
+                settings.markGpuFailed(uuid, text);
+                engine.deviceFailed(uuid, cause, lost);
+            });
     connect(&engine, &EngineClient::schedulerStats, &dashboard, &DashboardController::setSchedulerStats);
     connect(&dashboard, &DashboardController::snapshotApplied, &settings, &SettingsController::setDevices);
     // The plan puts the loaded model on the GPUs in use; the dashboard measures each
@@ -115,9 +139,37 @@ QVariantMap DesktopApp::qmlProperties() {
 void DesktopApp::load(const QString& path, bool fromSettings) {
     powerhouse::ModelOptions options = m_settings->modelOptions();
     if (!fromSettings && m_options.contextOverride > 0) options.n_ctx = m_options.contextOverride;
+    if (const auto& fault = m_options.fault) {
+        options.fail_device = fault->device;
+        options.fail_after = fault->after;
+        options.fail_hangs = fault->hangs;
+        // A CPU step has no deadline of its own: without one a hung device would hang the app.
+        if (fault->hangs) options.step_deadline = std::chrono::seconds(2);
+    }
     m_current = path;
     (void)m_store.set_setting("model_path", path.toStdString());
-    m_chat->loadModel(path, options);
+    m_chat->loadModel(path, options, m_settings->recovery());
+}
+
+powerhouse::Result<DesktopApp::Options::FaultInjection> DesktopApp::parseFaultInjection(const QString& text) {
+    const QStringList parts = text.split(QLatin1Char(':'));
+    Options::FaultInjection fault;
+    bool deviceOk = false, afterOk = false;
+    if (parts.size() >= 2) {
+        fault.device = parts[0].toInt(&deviceOk);
+        fault.after = parts[1].toUInt(&afterOk);
+    }
+    const bool hangOk = parts.size() == 2 || (parts.size() == 3 && parts[2] == QLatin1String("hang"));
+    if (!deviceOk || fault.device < 0 || !afterOk || !hangOk) {
+        return powerhouse::make_error(
+            powerhouse::ErrorCode::invalid_argument,
+            QStringLiteral("\"%1\" is not DEVICE:AFTER or DEVICE:AFTER:hang (for example \"0:5\": device 0 fails "
+                           "after 5 steps)")
+                .arg(text)
+                .toStdString());
+    }
+    fault.hangs = parts.size() == 3;
+    return fault;
 }
 
 QString DesktopApp::loadAtStart(const QString& given) {

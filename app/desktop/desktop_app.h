@@ -39,7 +39,18 @@ public:
         QString hubEndpoint = QStringLiteral("https://huggingface.co");  // or a mirror, or a test server
         uint32_t contextOverride = 0;  // --ctx: the context of the first load (0: the settings')
         bool rescan = true;            // scan the library at start (the tests of other parts skip it)
+        // A device fault injected into every model loaded (tests of what the app does when a
+        // device fails: POWERHOUSE_FAIL_DEVICE, see parseFaultInjection). CPU devices only.
+        struct FaultInjection {
+            int device = 0;      // of the model's devices (ModelOptions::fail_device)
+            uint32_t after = 0;  // it fails its (after + 1)-th step (ModelOptions::fail_after)
+            bool hangs = false;  // it never answers instead, until a 2 s step deadline
+        };
+        std::optional<FaultInjection> fault;
     };
+    // "DEVICE:AFTER" or "DEVICE:AFTER:hang" (POWERHOUSE_FAIL_DEVICE), e.g. "0:5": device 0
+    // fails at its sixth step. An error says what is wrong with the text.
+    static powerhouse::Result<Options::FaultInjection> parseFaultInjection(const QString& text);
 
     // Opens the store (an error says why it cannot be opened) and builds everything on it.
     static powerhouse::Result<std::unique_ptr<DesktopApp>> create(const Options& options);

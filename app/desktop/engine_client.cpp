@@ -34,13 +34,42 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
             {"devices", devices}};
 }
 
-QVariantMap statsMap(const powerhouse::GenerationStats& s) {
-    return {{"promptTokens", s.prompt_tokens},
-            {"reusedTokens", s.reused_tokens},
-            {"generatedTokens", s.generated_tokens},
-            {"ttftMs", s.time_to_first_token * 1e3},
-            {"tokensPerSecond", s.tokens_per_second()},
-            {"stopReason", QString::fromUtf8(powerhouse::stop_reason_name(s.stop_reason))}};
+QVariantMap statsMap(const powerhouse::DoneEvent& done) {
+    const powerhouse::GenerationStats& s = done.stats;
+    QVariantMap stats{{"promptTokens", s.prompt_tokens},
+                      {"reusedTokens", s.reused_tokens},
+                      {"generatedTokens", s.generated_tokens},
+                      {"ttftMs", s.time_to_first_token * 1e3},
+                      {"tokensPerSecond", s.tokens_per_second()},
+                      {"stopReason", QString::fromUtf8(powerhouse::stop_reason_name(s.stop_reason))}};
+    if (!done.recoveries.empty()) {
+        QVariantList notes;
+        for (const powerhouse::RecoveryNote& n : done.recoveries) {
+            notes.append(QVariantMap{{"atToken", n.at_token},
+                                     {"failed", QString::fromStdString(n.failed)},
+                                     {"cause", QString::fromStdString(n.cause)},
+                                     {"continuedOn", QString::fromStdString(n.continued_on)}});
+        }
+        stats.insert("recoveries", notes);
+    }
+    return stats;
+}
+
+EngineRecovery recoveryOf(const powerhouse::RecoveryEvent& e) {
+    EngineRecovery r;
+    switch (e.phase) {
+        case powerhouse::RecoveryEvent::Phase::reloading: r.phase = EngineRecovery::Phase::Reloading; break;
+        case powerhouse::RecoveryEvent::Phase::recovered: r.phase = EngineRecovery::Phase::Recovered; break;
+        case powerhouse::RecoveryEvent::Phase::gave_up: r.phase = EngineRecovery::Phase::GaveUp; break;
+    }
+    r.message = QString::fromStdString(e.message);
+    r.device = QString::fromStdString(e.fault.name);
+    r.uuid = QString::fromStdString(e.fault.uuid);
+    r.cause = QString::fromStdString(e.fault.cause);
+    r.devices = QString::fromStdString(e.devices);
+    for (uint64_t id : e.requests) r.requests.append(id);
+    if (e.phase == powerhouse::RecoveryEvent::Phase::recovered) r.model = summaryMap(e.model);
+    return r;
 }
 
 }  // namespace
@@ -58,9 +87,11 @@ EngineClient::~EngineClient() {
     m_engine.reset();  // joins the engine thread; drains posted meanwhile go with this object
 }
 
-void EngineClient::load(const QString& path, const powerhouse::ModelOptions& options) {
+void EngineClient::load(const QString& path, const powerhouse::ModelOptions& options,
+                        powerhouse::RecoveryPolicy recovery) {
     emit modelGoing(path);
-    m_engine->submit(powerhouse::LoadCommand{path.toStdString(), options});
+    m_policy = recovery;
+    m_engine->submit(powerhouse::LoadCommand{path.toStdString(), options, recovery});
 }
 
 void EngineClient::unload() {
@@ -76,6 +107,10 @@ quint64 EngineClient::generate(powerhouse::GenerateCommand command) {
 }
 
 void EngineClient::cancel(quint64 requestId) { m_engine->submit(powerhouse::CancelCommand{requestId}); }
+
+void EngineClient::deviceFailed(const QString& uuid, const QString& cause, bool stoppedAnswering) {
+    m_engine->submit(powerhouse::DeviceFailedCommand{uuid.toStdString(), cause.toStdString(), stoppedAnswering});
+}
 
 void EngineClient::setEventHook(EventHook hook) {
     const std::lock_guard lock(m_hookMutex);
@@ -133,15 +168,30 @@ void EngineClient::drain() {
             if (!m_frame.isActive()) m_frame.start();
         } else if (const auto* d = std::get_if<powerhouse::DoneEvent>(&event)) {
             flushTokens();
-            emit finished(d->request_id, QString::fromStdString(d->text), statsMap(d->stats));
+            emit finished(d->request_id, QString::fromStdString(d->text), statsMap(*d));
         } else if (const auto* e = std::get_if<powerhouse::ErrorEvent>(&event)) {
             flushTokens();
             const QString message = QString::fromStdString(e->error.message);
             if (e->request_id == 0) {
                 emit loadFailed(message);
             } else {
+                // The policy stop: the engine sends no RecoveryEvent, only this error, and the
+                // model it leaves runs nothing more.
+                if (e->error.code == powerhouse::ErrorCode::device_failed &&
+                    m_policy == powerhouse::RecoveryPolicy::stop) {
+                    EngineRecovery stopped;
+                    stopped.phase = EngineRecovery::Phase::Stopped;
+                    stopped.message = message;
+                    stopped.requests = {e->request_id};
+                    emit recovery(stopped);
+                }
                 emit failed(e->request_id, message);
             }
+        } else if (const auto* r = std::get_if<powerhouse::RecoveryEvent>(&event)) {
+            flushTokens();  // the text from before the failure first
+            emit recovery(recoveryOf(*r));
+            // The engine has let the model go: nothing answers until the user loads one.
+            if (r->phase == powerhouse::RecoveryEvent::Phase::gave_up) emit unloaded();
         } else if (const auto* s = std::get_if<powerhouse::SchedulerEvent>(&event)) {
             emit schedulerStats(s->stats);
         } else if (std::holds_alternative<powerhouse::UnloadedEvent>(event)) {

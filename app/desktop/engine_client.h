@@ -30,6 +30,25 @@
 
 #include "powerhouse/engine.h"
 
+// A device failed under the loaded model, and what the engine did about it (its
+// RecoveryEvent, powerhouse/engine.h), for the GUI thread. `Stopped` is the app's own: with
+// the recovery policy stop the engine ends the answers with the error (a device_failed
+// ErrorEvent) and the model runs nothing more.
+struct EngineRecovery {
+    enum class Phase { Reloading, Recovered, GaveUp, Stopped };
+    Phase phase = Phase::Reloading;
+    // For the banner, as the engine writes it: "GPU 1 stopped answering: Xid 79, fell off the
+    // bus. Continuing on GPU 0 and RAM, at about 24 tokens/s."
+    QString message;
+    QString device;           // the device that failed: "GPU 1", "CPU 0"; may be empty
+    QString uuid;             // a GPU's UUID; empty for a CPU device
+    QString cause;            // "Xid 79, fell off the bus"
+    QString devices;          // ModelOptions::devices of the reload
+    QList<quint64> requests;  // the answers under way when it failed
+    QVariantMap model;        // Recovered: where the model runs now (as EngineClient::loaded's)
+};
+Q_DECLARE_METATYPE(EngineRecovery)
+
 class EngineClient : public QObject {
     Q_OBJECT
 
@@ -38,12 +57,17 @@ public:
     ~EngineClient() override;
 
     // Both emit modelGoing() first: whatever uses the loaded model stops before it goes.
-    void load(const QString& path, const powerhouse::ModelOptions& options);
+    // `recovery` says what the engine does when a device fails under the model.
+    void load(const QString& path, const powerhouse::ModelOptions& options,
+              powerhouse::RecoveryPolicy recovery = powerhouse::RecoveryPolicy::replan);
     void unload();
     // Starts a generation; returns its request id (never 0; the app's ids stay small, far
     // below the API server's, ApiServer::kFirstRequestId).
     quint64 generate(powerhouse::GenerateCommand command);
     void cancel(quint64 requestId);
+    // The GPU monitor saw a GPU fail (lost, or a fatal Xid): the engine sets it aside for the
+    // session and, if the model uses it, moves the model off it (recovery()).
+    void deviceFailed(const QString& uuid, const QString& cause, bool stoppedAnswering);
 
     // Called on the reader thread with every event before the app sees it; true means the
     // event was the hook's and the app skips it. It must be quick (a server's deliver()).
@@ -65,11 +89,18 @@ signals:
     void loaded(const QVariantMap& summary);
     void loadFailed(const QString& message);
     void tokens(quint64 requestId, const QString& text);
-    // stats: promptTokens, reusedTokens, generatedTokens, ttftMs, tokensPerSecond, stopReason
+    // stats: promptTokens, reusedTokens, generatedTokens, ttftMs, tokensPerSecond, stopReason,
+    // and recoveries when a device failed under the answer: [{atToken, failed, cause,
+    // continuedOn}]. The text is the whole answer, the part from before a recovery included.
     void finished(quint64 requestId, const QString& text, const QVariantMap& stats);
     void failed(quint64 requestId, const QString& message);
     // How the running generations stand: sequences running and waiting, KV cache blocks.
     void schedulerStats(const powerhouse::SchedulerStats& stats);
+    // A device failed under the model: Reloading, then Recovered (the answers under way go on
+    // streaming under their request ids; `model` is the new summary) or GaveUp (they fail, and
+    // unloaded() follows: no model is loaded); Stopped with the policy stop, before the
+    // answers' failed().
+    void recovery(const EngineRecovery& recovery);
 
 private:
     void read();                                             // the reader thread
@@ -88,4 +119,6 @@ private:
     QTimer m_frame;                          // one token delivery per frame
     QHash<quint64, QString> m_pendingText;   // text not yet delivered, per request
     quint64 m_nextRequest = 1;
+    // The policy of the last load, for reading its device errors (EngineRecovery::Stopped).
+    powerhouse::RecoveryPolicy m_policy = powerhouse::RecoveryPolicy::replan;
 };

@@ -61,6 +61,8 @@ QVariant GpuListModel::data(const QModelIndex& index, int role) const {
         case TemperatureHistoryRole: return toList(row.temperature);
         case MemoryHistoryRole: return toList(row.memory);
         case PowerHistoryRole: return toList(row.power);
+        case FailedRole: return !failure(row).isEmpty();
+        case FailureRole: return failure(row);
         default: return {};
     }
 }
@@ -83,7 +85,27 @@ QHash<int, QByteArray> GpuListModel::roleNames() const {
             {LoadHistoryRole, "loadHistory"},
             {TemperatureHistoryRole, "temperatureHistory"},
             {MemoryHistoryRole, "memoryHistory"},
-            {PowerHistoryRole, "powerHistory"}};
+            {PowerHistoryRole, "powerHistory"},
+            {FailedRole, "failed"},
+            {FailureRole, "failure"}};
+}
+
+// The driver's word first (it names the Xid), else the engine's.
+QString GpuListModel::failure(const Row& row) const {
+    if (powerhouse::gpu_failed(row.latest)) {
+        return QString::fromStdString(powerhouse::gpu_failure_text(row.info.index, row.latest));
+    }
+    return m_failures.value(QString::fromStdString(row.info.uuid));
+}
+
+void GpuListModel::markFailed(const QString& uuid, const QString& why) {
+    if (uuid.isEmpty() || m_failures.value(uuid) == why) return;
+    m_failures.insert(uuid, why);
+    for (size_t i = 0; i < m_rows.size(); ++i) {
+        if (QString::fromStdString(m_rows[i].info.uuid) != uuid) continue;
+        const QModelIndex changed = index(static_cast<int>(i));
+        emit dataChanged(changed, changed, {FailedRole, FailureRole});
+    }
 }
 
 void GpuListModel::update(const powerhouse::TelemetrySnapshot& snapshot) {

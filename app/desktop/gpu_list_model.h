@@ -1,12 +1,14 @@
 // One row per GPU for the dashboard: its identity, the latest reading and the recent
 // history of load, temperature, memory and power (for the cards' charts). Fed by the GPU
 // monitor's snapshots (real NVML or simulated GPUs); a GPU that stopped answering keeps its
-// row with the reason.
+// row with the reason. A GPU that failed (the driver reports it lost or a fatal Xid, or the
+// engine found it failing: markFailed) is marked failed, with why, for the rest of the run.
 //
 // Thread-safety: GUI thread only.
 #pragma once
 
 #include <QAbstractListModel>
+#include <QHash>
 #include <QString>
 #include <QVariantList>
 #include <QtQml/qqmlregistration.h>
@@ -42,6 +44,8 @@ public:
         TemperatureHistoryRole,
         MemoryHistoryRole,   // [fraction of total...]
         PowerHistoryRole,    // [W...]
+        FailedRole,          // its work must move elsewhere, for the rest of the run
+        FailureRole,         // why: "GPU 1 stopped answering: Xid 79, fell off the bus"
     };
 
     explicit GpuListModel(QObject* parent = nullptr);
@@ -52,6 +56,9 @@ public:
 
     // Takes a new snapshot: rows change in place when the GPUs are the same ones.
     void update(const powerhouse::TelemetrySnapshot& snapshot);
+    // The engine found the GPU with this UUID failing (its RecoveryEvent): marked failed with
+    // `why`, whatever its telemetry says.
+    void markFailed(const QString& uuid, const QString& why);
 
     static constexpr size_t kHistory = 120;  // samples per chart (two minutes at 1 Hz)
 
@@ -65,4 +72,6 @@ private:
         std::deque<double> load, temperature, memory, power;
     };
     std::vector<Row> m_rows;
+    QHash<QString, QString> m_failures;  // by UUID: what the engine said
+    QString failure(const Row& row) const;
 };

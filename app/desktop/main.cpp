@@ -10,6 +10,13 @@
 // quits. --show opens a panel at start: the settings (GPUs, General or Server tab) or the open
 // conversation's settings. These are for tests and
 // documentation.
+//
+// Environment for tests: POWERHOUSE_SIMULATE_GPUS (simulated GPUs, which can fail on cue:
+// powerhouse/telemetry.h) and POWERHOUSE_FAIL_DEVICE="DEVICE:AFTER[:hang]", a device fault
+// injected into every model loaded ("0:5": the model's device 0 fails at its sixth step, as
+// a GPU fallen off the bus would; with ":hang" it stops answering instead). CPU devices only:
+// on a single "cpu" device the engine loads the model again on the CPU, the fault cleared,
+// and the answer goes on, so the device-failure banner and notes can be seen without a GPU.
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFile>
@@ -29,6 +36,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "build_info.h"
 #include "desktop_app.h"
@@ -164,6 +172,17 @@ int main(int argc, char* argv[]) {
         suggestions = std::move(*list);
     }
 
+    // A fault to inject that cannot be read is a usage error too.
+    std::optional<DesktopApp::Options::FaultInjection> fault;
+    if (const QString spec = qEnvironmentVariable("POWERHOUSE_FAIL_DEVICE"); !spec.isEmpty()) {
+        auto parsed = DesktopApp::parseFaultInjection(spec);
+        if (!parsed) {
+            std::fprintf(stderr, "powerhouse: POWERHOUSE_FAIL_DEVICE: %s\n", parsed.error().message.c_str());
+            return 2;
+        }
+        fault = *parsed;
+    }
+
     QGuiApplication app(argc, argv);
     QGuiApplication::setApplicationName(QStringLiteral("Powerhouse"));
     QGuiApplication::setOrganizationName(QStringLiteral("Powerhouse"));
@@ -194,6 +213,7 @@ int main(int argc, char* argv[]) {
     // (HF_ENDPOINT, as huggingface_hub reads it).
     options.hubEndpoint = qEnvironmentVariable("HF_ENDPOINT", QStringLiteral("https://huggingface.co"));
     options.contextOverride = parser.value(ctxOption).toUInt();
+    options.fault = fault;
     auto created = DesktopApp::create(options);
     if (!created) {
         // Nothing can be kept without the store: say why, in a window too (the app may have

@@ -1,5 +1,7 @@
 #include "message_list_model.h"
 
+#include <QStringList>
+
 #include <algorithm>
 
 #include "powerhouse/telemetry.h"
@@ -57,6 +59,13 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
         case StatsRole: return statsText(m.stats, m_price);
         case ErrorRole: return QString::fromStdString(m.error);
         case BlocksRole: return QVariant::fromValue<QObject*>(blocks(index.row()));
+        case RecoveryRole: {
+            QStringList lines;
+            for (const powerhouse::store::MessageRecovery& r : m.stats.recoveries) {
+                lines << QString::fromStdString(powerhouse::store::recovery_text(r));
+            }
+            return lines.join(QLatin1Char('\n'));
+        }
         default: return {};
     }
 }
@@ -64,7 +73,7 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
 QHash<int, QByteArray> MessageListModel::roleNames() const {
     return {{IdRole, "messageId"}, {RoleRole, "role"},   {ContentRole, "content"},
             {StateRole, "messageState"}, {StatsRole, "stats"}, {ErrorRole, "error"},
-            {BlocksRole, "blocks"}};
+            {BlocksRole, "blocks"}, {RecoveryRole, "recovery"}};
 }
 
 void MessageListModel::setMessages(std::vector<Message> messages) {
@@ -109,7 +118,8 @@ void MessageListModel::update(const Message& message) {
     }
     old = message;
     const QModelIndex i = index(row);
-    emit dataChanged(i, i, {Qt::DisplayRole, IdRole, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole});
+    emit dataChanged(i, i,
+                     {Qt::DisplayRole, IdRole, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, RecoveryRole});
 }
 
 void MessageListModel::removeFrom(int row) {

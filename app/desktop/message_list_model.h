@@ -25,7 +25,10 @@ public:
     // BlocksRole: the content cut into Markdown text and code blocks, a MessageBlocksModel*
     // that this model owns; made when first asked for, and kept while the row lives (a
     // content replaced by one that does not extend it resets it).
-    enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, BlocksRole };
+    // RecoveryRole: where the answer went on after a device failed under it, a line per
+    // recovery ("Continued on CPU (8 threads) after GPU 1 failed at token 37: ..."), or "".
+    enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, BlocksRole,
+                RecoveryRole };
 
     explicit MessageListModel(QObject* parent = nullptr);
 

@@ -45,6 +45,9 @@ void SettingsController::load() {
     m_theme = theme == QLatin1String("light") || theme == QLatin1String("dark") ? theme : QStringLiteral("system");
     const double price = text("electricity_price").toDouble();
     m_price = std::isfinite(price) && price > 0 ? price : 0.0;
+    const QString policy = text("recovery_policy");
+    m_recoveryPolicy = policy == QLatin1String("retry") || policy == QLatin1String("stop") ? policy
+                                                                                           : QStringLiteral("replan");
     for (Gpu& g : m_gpus) loadGpu(g);
 }
 
@@ -74,10 +77,13 @@ int SettingsController::cpuCores() const { return static_cast<int>(std::max(1u, 
 QVariantList SettingsController::gpus() const {
     QVariantList out;
     for (const Gpu& g : m_gpus) {
-        out.append(QVariantMap{{"uuid", QString::fromStdString(g.desc.uuid)},
+        const QString uuid = QString::fromStdString(g.desc.uuid);
+        out.append(QVariantMap{{"uuid", uuid},
                                {"name", QString::fromStdString(g.desc.name)},
                                {"totalGiB", static_cast<double>(g.desc.total_bytes) / (1ull << 30)},
-                               {"use", g.use},
+                               {"use", g.usable(m_failed)},
+                               {"failed", m_failed.contains(uuid)},
+                               {"failure", m_failed.value(uuid)},
                                {"ratio", g.ratio},
                                {"reserveMiB", g.reserveMiB}});
     }
@@ -174,8 +180,34 @@ void SettingsController::setTheme(const QString& theme) {
     }
 }
 
+void SettingsController::setRecoveryPolicy(const QString& policy) {
+    if (policy == QLatin1String("replan") || policy == QLatin1String("retry") || policy == QLatin1String("stop")) {
+        set(m_recoveryPolicy, policy);
+    }
+}
+
+powerhouse::RecoveryPolicy SettingsController::recovery() const {
+    if (m_recoveryPolicy == QLatin1String("retry")) return powerhouse::RecoveryPolicy::retry;
+    if (m_recoveryPolicy == QLatin1String("stop")) return powerhouse::RecoveryPolicy::stop;
+    return powerhouse::RecoveryPolicy::replan;
+}
+
+void SettingsController::markGpuFailed(const QString& uuid, const QString& why) {
+    if (uuid.isEmpty() || m_failed.contains(uuid)) return;
+    m_failed.insert(uuid, why);
+    emit changed();
+    updatePreview();
+}
+
 void SettingsController::setGpuUse(int index, bool use) {
-    if (index >= 0 && index < static_cast<int>(m_gpus.size())) set(m_gpus[static_cast<size_t>(index)].use, use);
+    if (index < 0 || index >= static_cast<int>(m_gpus.size())) return;
+    Gpu& g = m_gpus[static_cast<size_t>(index)];
+    // A GPU that failed stays out until the app restarts (the engine would refuse it).
+    if (use && m_failed.contains(QString::fromStdString(g.desc.uuid))) {
+        emit changed();  // a view that ticked it shows it unticked again
+        return;
+    }
+    set(g.use, use);
 }
 
 void SettingsController::setGpuRatio(int index, double ratio) {
@@ -201,9 +233,10 @@ powerhouse::ModelOptions SettingsController::modelOptions() const {
     // the main GPU's position among them; the largest reserve asked for (the engine keeps
     // one for all). Without a real GPU in use, or a build without CUDA: the CPU.
     QStringList uuids;
+    for (const QString& uuid : m_failed.keys()) options.excluded_gpus.push_back(uuid.toStdString());
     for (size_t i = 0; i < m_gpus.size() && powerhouse::has_cuda_backend(); ++i) {
         const Gpu& g = m_gpus[i];
-        if (!g.use || g.simulated) continue;
+        if (!g.usable(m_failed) || g.simulated) continue;
         if (static_cast<int>(i) == m_mainGpu) options.main_device = static_cast<uint32_t>(uuids.size());
         uuids << QString::fromStdString(g.desc.uuid);
         options.ratios.push_back(g.ratio);
@@ -241,7 +274,7 @@ SettingsController::PlanInputs SettingsController::planInputs(int contextLength,
         const uint64_t own = static_cast<uint64_t>(m_gpus[i].reserveMiB) << 20;
         d.free_bytes = d.free_bytes > own ? d.free_bytes - own : 0;
         in.devices.push_back(d);
-        if (m_gpus[i].use) {
+        if (m_gpus[i].usable(m_failed)) {
             options.use.push_back(static_cast<uint32_t>(i));
             options.ratios.push_back(m_gpus[i].ratio);
         }
@@ -388,6 +421,7 @@ bool SettingsController::apply() {
                                                       {"max_sequences", QString::number(m_maxSequences)},
                                                       {"cpu_threads", QString::number(m_cpuThreads)},
                                                       {"electricity_price", QString::number(m_price)},
+                                                      {"recovery_policy", m_recoveryPolicy},
                                                       {"theme", m_theme}};
     for (const auto& [key, value] : values) {
         auto saved = m_store.set_setting(key, value.toStdString());

@@ -6,9 +6,15 @@
 // store: per GPU under its UUID, the rest as app settings. Nothing takes effect until
 // apply(); `applied` then lets main reload the model.
 //
+// A GPU that failed in this run (markGpuFailed: the monitor or the engine said so) is left
+// out of every plan and load until the app restarts, shown unticked with the reason, and
+// cannot be ticked again; what the user chose for it stays stored as it was. General also
+// holds what the engine does when a GPU fails under the model (recoveryPolicy).
+//
 // Thread-safety: GUI thread only.
 #pragma once
 
+#include <QHash>
 #include <QObject>
 #include <QString>
 #include <QVariantList>
@@ -17,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "powerhouse/engine.h"
 #include "powerhouse/model.h"
 #include "powerhouse/plan.h"
 #include "powerhouse/telemetry.h"
@@ -26,7 +33,8 @@ class SettingsController : public QObject {
     Q_OBJECT
     QML_ELEMENT
     QML_UNCREATABLE("made by main.cpp")
-    // [{uuid, name, totalGiB, use, ratio, reserveMiB}], in the monitor's order
+    // [{uuid, name, totalGiB, use, ratio, reserveMiB, failed, failure}], in the monitor's
+    // order; a failed GPU's `use` is false
     Q_PROPERTY(QVariantList gpus READ gpus NOTIFY changed)
     Q_PROPERTY(QString splitMode READ splitMode WRITE setSplitMode NOTIFY changed)
     // Mixture-of-experts models: "auto", "all" or a number of layers whose experts stay in
@@ -46,6 +54,9 @@ class SettingsController : public QObject {
     // Per kWh, in the user's currency; 0: no cost shown.
     Q_PROPERTY(double electricityPrice READ electricityPrice WRITE setElectricityPrice NOTIFY changed)
     Q_PROPERTY(QString dataFolder READ dataFolder CONSTANT)
+    // When a GPU fails under the model: "replan" (go on with the devices left: the default),
+    // "retry" (load it again on the same GPUs) or "stop" (end the answer with the error).
+    Q_PROPERTY(QString recoveryPolicy READ recoveryPolicy WRITE setRecoveryPolicy NOTIFY changed)
     Q_PROPERTY(QString preview READ preview NOTIFY previewChanged)
     Q_PROPERTY(bool fits READ fits NOTIFY previewChanged)
     // Placement of the previewed plan: [{gpu, name, part, first, count, bytes}] for the dashboard's bar.
@@ -68,6 +79,9 @@ public:
     QString theme() const { return m_theme; }
     double electricityPrice() const { return m_price; }
     QString dataFolder() const { return m_dataFolder; }
+    QString recoveryPolicy() const { return m_recoveryPolicy; }
+    // As the engine takes it (LoadCommand::recovery).
+    powerhouse::RecoveryPolicy recovery() const;
     QString preview() const { return m_preview; }
     bool fits() const { return m_fits; }
     QVariantList plannedGpus() const { return m_planned; }
@@ -83,6 +97,9 @@ public:
     void setCpuThreads(int n);
     void setTheme(const QString& theme);
     void setElectricityPrice(double price);
+    void setRecoveryPolicy(const QString& policy);
+    // This GPU failed (`why`, in a line): out of use until the app restarts.
+    void markGpuFailed(const QString& uuid, const QString& why);
     Q_INVOKABLE void setGpuUse(int index, bool use);
     Q_INVOKABLE void setGpuRatio(int index, double ratio);
     Q_INVOKABLE void setGpuReserve(int index, int mib);
@@ -106,7 +123,8 @@ public:
     };
     PlanInputs planInputs(int contextLength, bool moe) const;
 
-    // What a model is loaded with, from the applied settings.
+    // What a model is loaded with, from the applied settings; the GPUs that failed in this run
+    // are in excluded_gpus (the engine refuses them anyway).
     powerhouse::ModelOptions modelOptions() const;
 
     // The GPUs as the monitor sees them (their saved settings are read the first time a
@@ -128,6 +146,10 @@ private:
         double ratio = 1.0;
         int reserveMiB = 512;
         bool simulated = false;  // POWERHOUSE_SIMULATE_GPUS: planned on, never run on
+        // In use: chosen, and not failed in this run.
+        bool usable(const QHash<QString, QString>& failed) const {
+            return use && !failed.contains(QString::fromStdString(desc.uuid));
+        }
     };
     struct Plan {
         QString text;
@@ -155,6 +177,8 @@ private:
     int m_cpuThreads = 0;
     QString m_theme = QStringLiteral("system");
     double m_price = 0;
+    QString m_recoveryPolicy = QStringLiteral("replan");
+    QHash<QString, QString> m_failed;  // GPUs that failed in this run, by UUID: why
     QString m_modelPath;
     std::optional<powerhouse::ModelShape> m_shape;
     QString m_preview;

@@ -1,4 +1,5 @@
-// The chat: the messages of the open conversation, errors, and the composer.
+// The chat: the messages of the open conversation, errors, the device-failure banner, and
+// the composer.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -8,6 +9,8 @@ Rectangle {
     id: root
 
     required property ChatController controller
+    // The device-failure banner's "Choose devices…": the window opens the settings.
+    signal openSettings()
 
     function focusComposer() {
         composer.forceActiveFocus()
@@ -72,6 +75,14 @@ Rectangle {
                     onClicked: root.controller.dismissError()
                 }
             }
+        }
+
+        // A device failed under the model: what happened, and what goes on.
+        RecoveryBanner {
+            objectName: "recoveryBanner"
+            controller: root.controller
+            Layout.fillWidth: true
+            onOpenSettings: root.openSettings()
         }
 
         ListView {

@@ -1,4 +1,6 @@
-// One GPU: load, temperature, memory, power and clocks now, and their last two minutes.
+// One GPU: load, temperature, memory, power and clocks now, and their last two minutes; a
+// GPU that failed (lost, a fatal Xid, or the engine found it failing) is marked failed, with
+// why, for the rest of the run.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -23,6 +25,8 @@ Rectangle {
     required property var loadHistory
     required property var temperatureHistory
     required property var memoryHistory
+    required property bool failed
+    required property string failure
 
     function gib(bytes) {
         return (bytes / 1073741824).toFixed(1) + " GiB"
@@ -30,9 +34,10 @@ Rectangle {
 
     radius: Theme.radius
     color: Theme.surface
-    border.color: card.responding ? Theme.border : Theme.error
+    border.color: card.responding && !card.failed ? Theme.border : Theme.error
+    border.width: card.failed ? 2 : 1
     implicitHeight: layout.implicitHeight + 2 * Theme.spacing
-    Accessible.name: "GPU " + name
+    Accessible.name: "GPU " + name + (card.failed ? ", failed: " + card.failure : "")
 
     ColumnLayout {
         id: layout
@@ -49,6 +54,14 @@ Rectangle {
                 elide: Text.ElideRight
                 Layout.fillWidth: true
             }
+            Chip {
+                objectName: "failedChip"
+                visible: card.failed
+                text: "FAILED"
+                tint: Theme.error
+                fill: Theme.errorBackground
+                font.bold: true
+            }
             Label {
                 visible: card.simulated
                 text: "SIMULATED"
@@ -64,7 +77,15 @@ Rectangle {
         }
 
         Label {
-            visible: !card.responding
+            objectName: "failureText"
+            visible: card.failed
+            text: card.failure + ". Nothing runs on it until Powerhouse restarts."
+            color: Theme.error
+            wrapMode: Text.Wrap
+            Layout.fillWidth: true
+        }
+        Label {
+            visible: !card.responding && !card.failed
             text: card.problem
             color: Theme.error
             wrapMode: Text.Wrap

@@ -118,6 +118,7 @@ ApplicationWindow {
             ChatView {
                 id: chatView
                 controller: window.controller
+                onOpenSettings: window.openPanel("settings")
             }
             ModelsPage {
                 objectName: "modelsPage"

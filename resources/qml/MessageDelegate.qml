@@ -1,7 +1,9 @@
 // One message: the user's on the right in a bubble, the assistant's as Markdown across the
-// column, with its statistics and actions (copy, regenerate, edit, delete).
+// column, with its statistics and actions (copy, regenerate, edit, delete), and where an
+// answer went on after a device failed under it.
 import QtQuick
 import QtQuick.Controls
+import QtQuick.Controls.impl
 import QtQuick.Layouts
 import Powerhouse
 
@@ -17,6 +19,9 @@ Item {
     required property string messageState
     required property string stats
     required property string error
+    // "Continued on CPU (8 threads) after GPU 1 failed at token 37: ...", a line per
+    // recovery; empty for answers no device failure touched.
+    required property string recovery
     // The content's blocks: a MessageBlocksModel (any list model with its roles kind, text,
     // language and closed will do; the view tests pass a ListModel). A streaming answer
     // changes only its last rows, so the blocks above keep their delegates.
@@ -128,6 +133,32 @@ Item {
             color: Theme.error
             wrapMode: Text.Wrap
             Layout.fillWidth: true
+        }
+
+        RowLayout {
+            objectName: "recoveryNote"
+            visible: !root.fromUser && root.recovery.length > 0
+            spacing: Theme.space2
+            Layout.fillWidth: true
+            Layout.leftMargin: Theme.spacing
+
+            IconImage {
+                name: "dialog-warning-symbolic"
+                color: Theme.warning
+                sourceSize: Qt.size(Theme.iconSize, Theme.iconSize)
+                Layout.preferredWidth: Theme.iconSize
+                Layout.preferredHeight: Theme.iconSize
+                Layout.alignment: Qt.AlignTop
+            }
+            Label {
+                objectName: "recoveryNoteText"
+                text: root.recovery
+                color: Theme.textMuted
+                font.pixelSize: Theme.smallFontSize
+                wrapMode: Text.Wrap
+                Accessible.name: text
+                Layout.fillWidth: true
+            }
         }
 
         // Statistics and actions; they wrap onto a second line when the column is narrow.

@@ -82,7 +82,9 @@ ToolBar {
                         switch (bar.controller.modelState) {
                         case ChatController.Ready: return bar.controller.modelName
                         case ChatController.Loading: return "Loading " + bar.controller.modelName + "…"
-                        case ChatController.Failed: return "No model (loading failed)"
+                        // The model stopped when a device failed (the chat's banner says why), or did not load.
+                        case ChatController.Failed: return bar.controller.recovery === ChatController.Failed
+                                                           ? "No model (a device failed)" : "No model (loading failed)"
                         default: return "No model loaded"
                         }
                     }

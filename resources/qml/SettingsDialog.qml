@@ -1,7 +1,8 @@
 // Settings. GPUs: which to use, shares, memory to keep free, split mode and main GPU, with
 // the planner's live preview of where the model would go and whether it fits, before
-// anything is loaded. General: context length, KV cache type and size, conversations
-// generated at once, CPU threads, theme, electricity price, data folder. Apply saves and
+// anything is loaded (a GPU that failed in this run shown unticked, with why). General:
+// context length, KV cache type and size, conversations generated at once, CPU threads,
+// theme, electricity price, what to do when a GPU fails, data folder. Apply saves and
 // reloads the model; Close forgets what was not applied (the theme applies at once).
 // Server: the OpenAI API server (ServerSettings.qml), whose settings apply at once.
 // Engines: remote OpenAI-compatible servers (EnginesSettings.qml), also at once.
@@ -77,13 +78,29 @@ Dialog {
                     Layout.fillWidth: true
                     spacing: Theme.spacing
 
-                    CheckBox {
-                        objectName: "useGpu" + gpuRow.index
-                        checked: gpuRow.modelData.use
-                        text: "GPU " + gpuRow.index + ": " + gpuRow.modelData.name + " (" + gpuRow.modelData.totalGiB.toFixed(0) + " GiB)"
-                        Accessible.name: "Use GPU " + gpuRow.index
-                        onToggled: dialog.settings.setGpuUse(gpuRow.index, checked)
+                    ColumnLayout {
+                        spacing: 0
                         Layout.fillWidth: true
+                        CheckBox {
+                            objectName: "useGpu" + gpuRow.index
+                            checked: gpuRow.modelData.use
+                            // A GPU that failed stays out until the app restarts.
+                            enabled: !gpuRow.modelData.failed
+                            text: "GPU " + gpuRow.index + ": " + gpuRow.modelData.name + " (" + gpuRow.modelData.totalGiB.toFixed(0) + " GiB)"
+                            Accessible.name: "Use GPU " + gpuRow.index
+                            onToggled: dialog.settings.setGpuUse(gpuRow.index, checked)
+                            Layout.fillWidth: true
+                        }
+                        Label {
+                            objectName: "gpuFailure" + gpuRow.index
+                            visible: gpuRow.modelData.failed
+                            text: gpuRow.modelData.failure + ". Not used until Powerhouse restarts."
+                            color: Theme.error
+                            wrapMode: Text.Wrap
+                            font.pixelSize: Theme.smallFontSize
+                            Layout.fillWidth: true
+                            Layout.leftMargin: Theme.space8
+                        }
                     }
                     Label { text: "share"; color: Theme.textMuted }
                     SpinBox {
@@ -252,6 +269,19 @@ Dialog {
                 Accessible.name: "Electricity price per kilowatt-hour"
                 onEditingFinished: dialog.settings.electricityPrice = Number(text)
                 Layout.preferredWidth: 120
+            }
+
+            Label { text: "When a GPU fails"; color: Theme.text }
+            ComboBox {
+                objectName: "recoveryPolicy"
+                readonly property var values: ["replan", "retry", "stop"]
+                model: ["Continue on the other devices", "Load again on the same GPUs", "Stop the answer"]
+                currentIndex: Math.max(0, values.indexOf(dialog.settings.recoveryPolicy))
+                Accessible.name: "When a GPU fails"
+                ToolTip.visible: hovered
+                ToolTip.text: "Continue: the answer goes on from its last word on the GPUs left, else the CPU and RAM. Load again: the same GPUs, for a fault a reload clears. Stop: the answer ends with the error."
+                onActivated: dialog.settings.recoveryPolicy = values[currentIndex]
+                Layout.preferredWidth: 280
             }
 
             Label { text: "Data folder"; color: Theme.text }

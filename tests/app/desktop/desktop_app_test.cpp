@@ -2,7 +2,9 @@
 // the loopback Hugging Face Hub (hub_test_server.py) as its endpoint: the wiring itself.
 // The first run downloads a suggested model through the Hub and loads it; a model found by
 // the Hub search arrives in the library; imported conversations join the list and open;
-// a data folder that cannot hold the store is an error that says so.
+// a data folder that cannot hold the store is an error that says so; a device that fails
+// mid-answer (a fault injected as POWERHOUSE_FAIL_DEVICE does, and a simulated GPU that falls
+// off the bus) costs the answer nothing, and the banner, dashboard, settings and store say so.
 #include <gtest/gtest.h>
 
 #include <QSignalSpy>
@@ -12,8 +14,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "desktop_app.h"
+#include "desktop_test_support.h"
 #include "hub_test_server.h"
 #include "support/test_support.h"
 
@@ -31,7 +35,7 @@ protected:
         // Other apps' model folders and the default model are looked for under HOME and the
         // XDG folders: point them at empty folders so that only this test's models count.
         for (const char* name : {"HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "OLLAMA_MODELS",
-                                 "LLAMA_CACHE", "POWERHOUSE_TEST_MODEL"}) {
+                                 "LLAMA_CACHE", "POWERHOUSE_TEST_MODEL", "POWERHOUSE_SIMULATE_GPUS"}) {
             const char* value = std::getenv(name);
             saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value) : std::nullopt);
         }
@@ -49,10 +53,12 @@ protected:
             else unsetenv(name.c_str());
         }
     }
-    std::unique_ptr<DesktopApp> make(const std::string& endpoint) {
+    std::unique_ptr<DesktopApp> make(const std::string& endpoint,
+                                     std::optional<DesktopApp::Options::FaultInjection> fault = std::nullopt) {
         DesktopApp::Options options;
         options.dataDir = QString::fromStdString((dir_ / "data").string());
         options.hubEndpoint = QString::fromStdString(endpoint);
+        options.fault = fault;
         auto app = DesktopApp::create(options);
         EXPECT_TRUE(app.ok()) << (app.ok() ? "" : app.error().message);
         return app.ok() ? std::move(*app) : nullptr;
@@ -159,6 +165,72 @@ TEST_F(DesktopAppTest, ImportedConversationsJoinTheListAndTheFirstOpens) {
     EXPECT_EQ(app->chat().conversations()->rowCount(), 1);
     EXPECT_NE(app->chat().currentConversationId(), 0);
     EXPECT_EQ(app->chat().messages()->rowCount(), 2);
+}
+
+TEST_F(DesktopAppTest, AnAnswerADeviceFailureInterruptsIsCompletedAndStoredWithItsNote) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    // GPU 1 falls off the bus at its second sample (the model runs on the CPU meanwhile:
+    // simulated GPUs are only planned on), and the model's CPU device fails five tokens in.
+    setenv("POWERHOUSE_SIMULATE_GPUS", "RTX 4090:24;RTX 4090:24:xid=79@2", 1);
+    auto app = make("http://127.0.0.1:9", DesktopApp::Options::FaultInjection{0, 5, false});
+    ASSERT_NE(app, nullptr);
+    ChatController& chat = app->chat();
+    app->load(QString::fromStdString(test_model_.string()), false);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.modelState() != ChatController::ModelState::Loading; }, kWait));
+    ASSERT_EQ(chat.modelState(), ChatController::ModelState::Ready) << chat.errorText().toStdString();
+    ASSERT_TRUE(chat.setConversationSettings({}, {{"temperature", 0}, {"maxTokens", 32}}));
+    chat.send("Write a Python function that reverses a string.");
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kWait));
+
+    EXPECT_EQ(chat.recovery(), ChatController::Recovery::Recovered);
+    EXPECT_TRUE(chat.recoveryText().contains("Continuing on")) << chat.recoveryText().toStdString();
+    EXPECT_TRUE(chat.errorText().isEmpty()) << chat.errorText().toStdString();
+    EXPECT_FALSE(app->dashboard().placement().isEmpty()) << "the dashboard shows where the model runs now";
+    // The whole answer, with where it went on, in the database (read on a connection of its own).
+    auto reader = powerhouse::store::Store::open(dir_ / "data" / "powerhouse.db", {.recover_interrupted = false});
+    ASSERT_TRUE(reader.ok()) << reader.error().message;
+    auto messages = reader->messages(chat.currentConversationId());
+    ASSERT_TRUE(messages.ok());
+    ASSERT_EQ(messages->size(), 2u);
+    const powerhouse::store::Message& answer = (*messages)[1];
+    EXPECT_EQ(answer.state, powerhouse::store::MessageState::complete);
+    powerhouse::test::expect_reference_answer(answer.content, "chat_code");
+    EXPECT_EQ(answer.stats.generated_tokens, 32);
+    ASSERT_EQ(answer.stats.recoveries.size(), 1u);
+    EXPECT_GT(answer.stats.recoveries[0].at_token, 0);
+    EXPECT_EQ(QString::fromStdString(answer.stats.recoveries[0].continued_on), chat.modelDevice());
+
+    // The monitor's word on GPU 1: its card is marked, the settings leave it out (and the
+    // engine was told: it would move a model that used it).
+    GpuListModel& gpus = *app->dashboard().gpus();
+    ASSERT_EQ(gpus.rowCount(), 2);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return gpus.data(gpus.index(1), GpuListModel::FailedRole).toBool(); }, 10000));
+    EXPECT_EQ(gpus.data(gpus.index(1), GpuListModel::FailureRole).toString(),
+              "GPU 1 stopped answering: Xid 79, fell off the bus");
+    EXPECT_FALSE(gpus.data(gpus.index(0), GpuListModel::FailedRole).toBool());
+    const QVariantMap gpu1 = app->settings().gpus()[1].toMap();
+    EXPECT_TRUE(gpu1.value("failed").toBool());
+    EXPECT_FALSE(gpu1.value("use").toBool());
+    const std::string uuid1 = gpus.data(gpus.index(1), GpuListModel::UuidRole).toString().toStdString();
+    EXPECT_EQ(app->settings().modelOptions().excluded_gpus, std::vector<std::string>{uuid1});
+}
+
+TEST_F(DesktopAppTest, AFaultToInjectIsReadOrRefusedWithTheReason) {
+    auto fault = DesktopApp::parseFaultInjection("0:5");
+    ASSERT_TRUE(fault.ok());
+    EXPECT_EQ(fault->device, 0);
+    EXPECT_EQ(fault->after, 5u);
+    EXPECT_FALSE(fault->hangs);
+    fault = DesktopApp::parseFaultInjection("1:12:hang");
+    ASSERT_TRUE(fault.ok());
+    EXPECT_EQ(fault->device, 1);
+    EXPECT_TRUE(fault->hangs);
+    for (const char* bad : {"", "0", "x:5", "0:-1", "-1:5", "0:5:sleep", "0:5:hang:1"}) {
+        const auto refused = DesktopApp::parseFaultInjection(bad);
+        ASSERT_FALSE(refused.ok()) << bad;
+        EXPECT_NE(refused.error().message.find("is not DEVICE:AFTER or DEVICE:AFTER:hang"), std::string::npos)
+            << refused.error().message;
+    }
 }
 
 TEST_F(DesktopAppTest, AFolderThatCannotHoldTheStoreIsAnErrorThatSaysSo) {

@@ -10,6 +10,9 @@
 // (tests/data/remote) and a source that failed, applied without a network; testEngines is
 // Settings → Engines' controller on its own store, with testFaultServer the base URL of the
 // fault-injecting OpenAI server (tests/app/remote/openai_fault_server.py) on 127.0.0.1.
+// testRecovery stands in for the engine and the GPU monitor in the device-failure views: a
+// recovery phase as testController's engine client reports it, a GPU found failing on
+// testDashboard and testSettings.
 // The setup hands them to the tests as context properties of the test engine (tests only;
 // the app passes them as required properties of its window).
 #include <QCoreApplication>
@@ -68,6 +71,37 @@ public:
         QCoreApplication::sendEvent(window, &dropped);
         return dropped.isAccepted() ? static_cast<int>(dropped.dropAction()) : 0;
     }
+};
+
+// What a device failure looks like to the views, without one: EngineClient's recovery
+// signal (emitted as its reader would), and the failing GPU as the dashboard and the
+// settings hear of it.
+class RecoveryHelper : public QObject {
+    Q_OBJECT
+
+public:
+    void use(EngineClient* engine, DashboardController* dashboard, SettingsController* settings) {
+        m_engine = engine;
+        m_dashboard = dashboard;
+        m_settings = settings;
+    }
+    // phase: 0 reloading, 1 recovered, 2 gave up, 3 stopped (EngineRecovery::Phase's order).
+    Q_INVOKABLE void announce(int phase, const QString& message, const QString& device) {
+        EngineRecovery r;
+        r.phase = static_cast<EngineRecovery::Phase>(phase);
+        r.message = message;
+        r.model = {{QStringLiteral("device"), device}};
+        emit m_engine->recovery(r);
+    }
+    Q_INVOKABLE void failGpu(const QString& uuid, const QString& why) {
+        m_dashboard->markGpuFailed(uuid, why);
+        m_settings->markGpuFailed(uuid, why);
+    }
+
+private:
+    EngineClient* m_engine = nullptr;
+    DashboardController* m_dashboard = nullptr;
+    SettingsController* m_settings = nullptr;
 };
 
 class Setup : public QObject {
@@ -136,6 +170,8 @@ public slots:
         engine->rootContext()->setContextProperty(QStringLiteral("testDrop"), &m_drop);
         engine->rootContext()->setContextProperty(QStringLiteral("testDownloads"), m_downloads.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testServer"), m_server.get());
+        m_recovery.use(m_engine.get(), m_dashboard.get(), m_settings.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testRecovery"), &m_recovery);
         m_engines.reset();
         auto enginesStore = powerhouse::store::Store::open((m_dir.path() + "/engines.db").toStdString());
         if (!enginesStore) qFatal("store: %s", enginesStore.error().message.c_str());
@@ -216,6 +252,7 @@ private:
     std::unique_ptr<SettingsController> m_settings;
     std::unique_ptr<LibraryController> m_library;
     DropHelper m_drop;
+    RecoveryHelper m_recovery;
     std::unique_ptr<DownloadController> m_downloads;
     std::unique_ptr<WelcomeController> m_welcome;
     std::unique_ptr<HubController> m_hub;

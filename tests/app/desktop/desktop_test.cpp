@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "chat_controller.h"
 #include "conversation_list_model.h"
@@ -30,25 +29,8 @@ namespace {
 using powerhouse::store::MessageState;
 using powerhouse::store::Store;
 
+using powerhouse::test::expect_reference_answer;
 using powerhouse::test::open_store;
-
-// llama.cpp's greedy answer to a chat case of tests/data/generation/smollm2_greedy.json.
-std::string reference_answer(const std::string& name) {
-    const auto fixture = nlohmann::json::parse(
-        powerhouse::test::read_file(powerhouse::test::data_dir() / "generation" / "smollm2_greedy.json"));
-    for (const auto& c : fixture.at("cases")) {
-        if (c.at("name") == name) return c.at("generated_text").get<std::string>();
-    }
-    ADD_FAILURE() << "no case " << name;
-    return {};
-}
-
-// The stored answer is the start of llama.cpp's (the controller stops after 32 tokens).
-void expect_reference_answer(const std::string& answer, const std::string& name) {
-    const std::string want = reference_answer(name);
-    EXPECT_GT(answer.size(), 20u) << answer;
-    EXPECT_EQ(want.substr(0, answer.size()), answer) << "llama.cpp: " << want;
-}
 
 // Runs the event loop until `done` or 120 s (sleeping between checks, so that the engine's
 // threads have the cores).
@@ -286,10 +268,7 @@ TEST(DashboardController, WithoutADriverSaysSoAndListsNoGpu) {
 TEST(SettingsController, PreviewsThePlanAndKeepsTheSettingsPerGpu) {
     powerhouse::test::TempDir dir;
     Store store = open_store(dir);
-    powerhouse::GpuMonitorOptions options;
-    options.simulate = "RTX 4090:24;RTX 4090:24";
-    powerhouse::GpuMonitor monitor(options);
-    const powerhouse::TelemetrySnapshot snapshot = monitor.sample_now();
+    const powerhouse::TelemetrySnapshot snapshot = powerhouse::test::simulated_gpus("RTX 4090:24;RTX 4090:24");
     ASSERT_EQ(snapshot.gpus.size(), 2u);
     {
         SettingsController settings(store, QString::fromStdString(dir.path().string()));

@@ -42,6 +42,7 @@ Item {
             messageState: "complete"
             stats: "10.0 tokens/s · 5 ms to first token · 3 tokens"
             error: ""
+            recovery: ""
             content: "Here:\n```python\nprint(1)\n```\nDone."
             // The roles of the app's MessageBlocksModel, which QML cannot make.
             blocks: ListModel {
