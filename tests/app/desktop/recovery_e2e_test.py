@@ -21,7 +21,7 @@ import sys
 
 from e2e_support import app_environment, click, find_showing, query, run, wait_for
 
-QUESTION = "Write a short poem about the sea."
+QUESTION = "Write a Python function that reverses a string."
 GPU_FAILURE = "GPU 1 stopped answering: Xid 79, fell off the bus"
 
 
