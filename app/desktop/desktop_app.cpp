@@ -45,6 +45,8 @@ void DesktopApp::wire() {
     connect(&engine, &EngineClient::loaded, &dashboard, [&dashboard](const QVariantMap& summary) {
         dashboard.setPlacement(summary.value("devices").toList());
     });
+    // No model (the engine gave up after a device failed): nowhere to show, nothing running.
+    connect(&engine, &EngineClient::unloaded, &dashboard, [&dashboard] { dashboard.setPlacement({}); });
     // A device failed under the model (issue 23). The chat shows the banner itself; a GPU
     // the engine found failing is marked on its card and left out of the settings until
     // restart, and once the model answers again its new place is the dashboard's.

@@ -215,6 +215,26 @@ TEST_F(DesktopAppTest, AnAnswerADeviceFailureInterruptsIsCompletedAndStoredWithI
     EXPECT_EQ(app->settings().modelOptions().excluded_gpus, std::vector<std::string>{uuid1});
 }
 
+TEST_F(DesktopAppTest, WhenLoadingAgainDoesNotHelpNoModelIsShownAnywhere) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    auto app = make("http://127.0.0.1:9", DesktopApp::Options::FaultInjection{0, 5, false});
+    ASSERT_NE(app, nullptr);
+    ChatController& chat = app->chat();
+    // Loading again on the same device, where the injected fault comes back each time.
+    app->settings().setRecoveryPolicy("retry");
+    ASSERT_TRUE(app->settings().apply());
+    app->load(QString::fromStdString(test_model_.string()), false);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.modelState() != ChatController::ModelState::Loading; }, kWait));
+    ASSERT_EQ(chat.modelState(), ChatController::ModelState::Ready) << chat.errorText().toStdString();
+    chat.send("Write a Python function that reverses a string.");
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kWait));
+    EXPECT_EQ(chat.recovery(), ChatController::Recovery::Failed);
+    EXPECT_EQ(chat.modelState(), ChatController::ModelState::Failed);
+    EXPECT_TRUE(app->dashboard().placement().isEmpty()) << "the dashboard no longer shows a model";
+    EXPECT_FALSE(app->dashboard().hasBatching());
+    EXPECT_TRUE(app->server().modelId().isEmpty()) << "the API server has no model to serve either";
+}
+
 TEST_F(DesktopAppTest, AFaultToInjectIsReadOrRefusedWithTheReason) {
     auto fault = DesktopApp::parseFaultInjection("0:5");
     ASSERT_TRUE(fault.ok());
