@@ -18,6 +18,7 @@ const char* kv_cache_type_name(KvCacheType type);  // "f16", "q8_0", "f32"
 // One device's share of a loaded model.
 struct DeviceUsage {
     std::string name;           // "CPU 1"
+    std::string uuid;           // the GPU's UUID, as NVML names it (telemetry.h); empty on the CPU
     std::string part;           // "layers 0-14 + embedding", "KV heads 0-1, FFN columns 0-767 + output"
     uint64_t weight_bytes = 0;  // the weights the device holds (read in place for the CPU)
     // Mixture of experts: the experts of the device's layers kept in system RAM and run by

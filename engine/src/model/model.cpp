@@ -36,6 +36,17 @@ struct Model::Impl {
 
 namespace {
 
+// Each device's usage with the UUID of the GPU it runs on, which the stages do not keep: what
+// telemetry (NVML) identifies a GPU by, whatever order CUDA numbers them in.
+std::vector<DeviceUsage> with_uuids(std::vector<DeviceUsage> usage, const ModelDevices& devices,
+                                    const DevicePlan& plan) {
+    for (size_t i = 0; i < usage.size() && i < plan.devices.size(); ++i) {
+        const uint32_t desc = plan.devices[i].device;
+        if (desc < devices.descs.size()) usage[i].uuid = devices.descs[desc].uuid;
+    }
+    return usage;
+}
+
 // Reads every page of the weights once, so that the file is in memory when the first prompt
 // comes (a mapped file is otherwise read lazily, page fault by page fault, during it).
 // False when `progress` asked to stop.
@@ -335,7 +346,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     summary.split = plan->mode;
     summary.plan_reason = plan->reason;
     summary.expected_tokens_per_second = plan->tokens_per_second;
-    summary.devices = impl->backend->devices();
+    summary.devices = with_uuids(impl->backend->devices(), impl->devices, impl->plan);
     summary.has_chat_template = impl->template_info.chat_template.has_value();
     if (!report(1.0f, "ready")) return stopped();
     return Model(std::move(impl));
@@ -390,7 +401,9 @@ KvStats Model::kv_stats() const {
     return st;
 }
 size_t Model::kv_cache_bytes() const { return impl_->backend->kv_cache_bytes(); }
-std::vector<DeviceUsage> Model::device_usage() const { return impl_->backend->devices(); }
+std::vector<DeviceUsage> Model::device_usage() const {
+    return with_uuids(impl_->backend->devices(), impl_->devices, impl_->plan);
+}
 
 std::optional<DeviceFault> Model::fault() const {
     std::optional<DeviceFault> f = impl_->backend->fault();
