@@ -1,6 +1,9 @@
 // powerhouse-cli bench [-m MODEL] [-p 512] [-n 128] [-d 0] [-t THREADS] [-r 3] [-b BATCH] [--ctx N]
 //                      [--seed S] [--devices cpu:N] [--split MODE] [--ratios 3,1]
 //                      [--main-device N] [--kv-type f16|q8_0] [--parallel 1,4,16] [--json]
+//                      [--power-sweep [--power-limits W,...] [--sweep-gpus G,...] [--apply best|knee|W]]
+//                      [--price-per-kwh P [--hours-per-day H] [--watts W] [--currency NAME]
+//                       [--hardware-price P --write-off-months M] [--cloud-price-per-hour P --cloud-gpu NAME]]
 //
 // Measures, the way llama-bench does, the speed of the engine on one model:
 // - pp: prompt processing of p random token ids (uniform over the vocabulary, from a fixed
@@ -16,6 +19,11 @@
 // untimed warm-up run. Per device of a split model: the time it worked and, of that, the
 // time in transfers and all-reduces, for the prompt and per generated token.
 // --parallel N,...: several sequences at once instead (bench_parallel.h).
+// On GPUs, the power they drew while generating (their energy counters, where they have
+// them): watts, tokens per joule, peak temperature, slowdown seen.
+// --power-sweep: tg at several power limits instead (bench_power.h).
+// --price-per-kwh: what the tokens cost over a day, a week and a month, and on a rented GPU
+// (bench_costs.h).
 // --json prints one JSON object instead of the tables.
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -31,12 +39,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench_costs.h"
 #include "bench_parallel.h"
+#include "bench_power.h"
 #include "commands.h"
 #include "format.h"
 #include "generation.h"
+#include "gpu_power.h"
 #include "powerhouse/model.h"
 #include "powerhouse/model_info.h"
+#include "powerhouse/telemetry.h"
 
 namespace powerhouse::cli {
 namespace {
@@ -54,6 +66,8 @@ struct BenchOptions {
     DeviceChoice devices;
     bool json = false;
     std::vector<uint32_t> parallel;  // --parallel: sequences at once (bench_parallel.h)
+    PowerSweepChoice sweep;          // --power-sweep (bench_power.h)
+    CostChoice costs;                // --price-per-kwh ... (bench_costs.h)
 };
 
 struct Sample {
@@ -113,8 +127,10 @@ TokenId argmax(std::span<const float> logits) {
     return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-// One pp + tg run after the first `depth` cached positions (0: from an empty cache).
-Result<Sample> run_once(Model& model, uint32_t depth, const std::vector<TokenId>& prompt, int n_gen) {
+// One pp + tg run after the first `depth` cached positions (0: from an empty cache). A meter
+// measures the GPUs' power over tg alone (its readings are taken outside the timed span).
+Result<Sample> run_once(Model& model, uint32_t depth, const std::vector<TokenId>& prompt, int n_gen,
+                        GpuPowerMeter* meter = nullptr) {
     using Clock = std::chrono::steady_clock;
     Sample sample;
     model.truncate(depth);
@@ -126,6 +142,7 @@ Result<Sample> run_once(Model& model, uint32_t depth, const std::vector<TokenId>
     const std::vector<DeviceUsage> after_pp = model.device_usage();
     add_device_time(start, after_pp, sample.pp_busy, sample.pp_comm);
     TokenId next = argmax(*logits);
+    if (meter != nullptr) meter->begin();
     const auto tg_start = Clock::now();
     for (int i = 0; i < n_gen; ++i) {
         const TokenId one[] = {next};
@@ -135,6 +152,7 @@ Result<Sample> run_once(Model& model, uint32_t depth, const std::vector<TokenId>
         if (i == 0) sample.first_step_seconds = std::chrono::duration<double>(Clock::now() - tg_start).count();
     }
     sample.tg_seconds = std::chrono::duration<double>(Clock::now() - tg_start).count();
+    if (meter != nullptr) meter->end();
     const std::vector<DeviceUsage> after_tg = model.device_usage();
     add_device_time(after_pp, after_tg, sample.tg_busy, sample.tg_comm);
     for (size_t i = 0; i < after_tg.size() && i < after_pp.size(); ++i) {
@@ -155,6 +173,17 @@ int run_bench(const BenchOptions& options) {
     if (options.depth > 0 && !options.parallel.empty()) {
         return report_error(make_error(ErrorCode::invalid_argument, "--depth does not combine with --parallel"));
     }
+    if (!options.parallel.empty() && (options.sweep.sweep || options.costs.wanted())) {
+        return report_error(make_error(ErrorCode::invalid_argument,
+                                       fmt::format("--{} does not combine with --parallel: it measures one sequence",
+                                                   options.sweep.sweep ? "power-sweep" : "price-per-kwh")));
+    }
+    if (options.sweep.sweep && options.costs.wanted()) {
+        return report_error(make_error(ErrorCode::invalid_argument,
+                                       "--price-per-kwh does not combine with --power-sweep: run the bench at the "
+                                       "limit you chose for the costs"));
+    }
+    if (Result<void> costs = check_costs(options.costs); !costs) return report_error(costs.error());
     if (options.n_ctx != 0 && needed > options.n_ctx) {
         return report_error(make_error(ErrorCode::invalid_argument,
                                        fmt::format("{} do not fit in --ctx {}", positions, options.n_ctx)));
@@ -178,6 +207,10 @@ int run_bench(const BenchOptions& options) {
         model_options.max_sequences = most;
         model_options.kv_cache_tokens = static_cast<uint32_t>(most * (needed + model_options.kv_block_size));
     }
+    // An interrupted sweep puts the limits back first; the signals are blocked before the
+    // model's and the monitor's threads start, so that they inherit it.
+    std::optional<RestoreLimitsOnSignal> on_signal;
+    if (options.sweep.sweep) on_signal.emplace();
     const auto load_start = std::chrono::steady_clock::now();
     Result<Model> model = Model::load(*path, model_options);
     if (!model) return report_error(model.error());
@@ -188,17 +221,19 @@ int run_bench(const BenchOptions& options) {
                                                    positions, model->n_ctx(), info->n_ctx_train)));
     }
 
+    // What the parallel and sweep reports begin with.
+    nlohmann::ordered_json header = {{"engine", "powerhouse"},
+                                     {"model", path->string()},
+                                     {"architecture", info->architecture},
+                                     {"file_type", info->file_type},
+                                     {"threads", options.threads},
+                                     {"n_batch", options.n_batch},
+                                     {"n_prompt", options.n_prompt},
+                                     {"n_gen", options.n_gen},
+                                     {"repetitions", options.repetitions},
+                                     {"load_seconds", load_seconds}};
     if (!options.parallel.empty()) {
-        nlohmann::ordered_json out = {{"engine", "powerhouse"},
-                                      {"model", path->string()},
-                                      {"architecture", info->architecture},
-                                      {"file_type", info->file_type},
-                                      {"threads", options.threads},
-                                      {"n_batch", options.n_batch},
-                                      {"n_prompt", options.n_prompt},
-                                      {"n_gen", options.n_gen},
-                                      {"repetitions", options.repetitions},
-                                      {"load_seconds", load_seconds}};
+        nlohmann::ordered_json& out = header;
         ParallelBenchOptions po{options.parallel, options.n_prompt, options.n_gen, options.repetitions,
                                 options.n_batch,  options.seed,     options.json,  out};
         if (!options.json) std::printf("%s\n", model->summary().device.c_str());
@@ -226,12 +261,69 @@ int run_bench(const BenchOptions& options) {
         depth_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
 
+    // The GPUs' power: where the model runs on GPUs, and for the sweep (simulated GPUs may
+    // stand in for the CPU there). Sampled often, so that short runs still get readings.
+    const std::vector<DeviceUsage> loaded = model->device_usage();
+    const bool on_gpus = std::any_of(loaded.begin(), loaded.end(), [](const DeviceUsage& u) { return !u.uuid.empty(); });
+    std::optional<GpuMonitor> monitor;
+    if (on_gpus || options.sweep.sweep) {
+        GpuMonitorOptions monitor_options;
+        monitor_options.interval = std::chrono::milliseconds(200);
+        monitor.emplace(options_from_environment(monitor_options));
+        monitor->start();
+    }
+    std::optional<GpuPowerMeter> meter;
+    if (on_gpus && !options.sweep.sweep) {
+        ModelGpus gpus = model_gpus(monitor->sample_now(), loaded);
+        if (!gpus.gpus.empty()) meter.emplace(*monitor, std::move(gpus));
+    }
+    MeasuredUse use;
+    if (options.costs.wanted()) {
+        if (std::isnan(options.costs.watts) && !meter) {
+            return report_error(make_error(
+                ErrorCode::unsupported,
+                on_gpus ? "the GPUs the model runs on give no power readings here: give the power to count with --watts"
+                        : "the model runs on the CPU, whose power Powerhouse cannot read: give the machine's power "
+                          "while generating with --watts (from a power meter)"));
+        }
+        if (options.costs.cloud()) {
+            Result<double> bytes = planned_bytes_per_token(
+                *path, options.costs.cloud_gpu, model->n_ctx(),
+                options.devices.kv_type == "q8_0" ? KvCacheType::q8_0 : KvCacheType::f16);
+            if (!bytes) return report_error(bytes.error());
+            use.cloud_bytes_per_token = *bytes;
+        }
+    }
+
     if (Result<Sample> warmup = run_once(*model, depth, prompt, options.n_gen); !warmup) {
         return report_error(warmup.error());
     }
+    if (options.sweep.sweep) {
+        const TimedGeneration generate = [&](GpuPowerMeter& step_meter) -> Result<TimedTokens> {
+            TimedTokens timed;
+            for (int r = 0; r < options.repetitions; ++r) {
+                Result<Sample> sample = run_once(*model, depth, prompt, options.n_gen, &step_meter);
+                if (!sample) return sample.error();
+                timed.tokens += static_cast<uint64_t>(options.n_gen);
+                timed.seconds += sample->tg_seconds;
+            }
+            return timed;
+        };
+        SweepReport report;
+        report.test = fmt::format("{}, tg{} @ p{}{}, {} repetition{} per limit after 1 warm-up",
+                                  info->name.empty() ? path->filename().string() : info->name, options.n_gen,
+                                  options.n_prompt, depth > 0 ? fmt::format(" d{}", depth) : std::string(),
+                                  options.repetitions, options.repetitions == 1 ? "" : "s");
+        report.out = std::move(header);
+        report.json = options.json;
+        on_signal->watch(&*monitor);
+        const int status = run_bench_power_sweep(options.sweep, *monitor, loaded, generate, std::move(report));
+        on_signal->watch(nullptr);
+        return status;
+    }
     std::vector<Sample> samples;
     for (int r = 0; r < options.repetitions; ++r) {
-        Result<Sample> sample = run_once(*model, depth, prompt, options.n_gen);
+        Result<Sample> sample = run_once(*model, depth, prompt, options.n_gen, meter ? &*meter : nullptr);
         if (!sample) return report_error(sample.error());
         samples.push_back(*sample);
     }
@@ -283,6 +375,29 @@ int run_bench(const BenchOptions& options) {
     }
     const double roofline_share = roofline_seconds * tg.mean;
     const double tg_wall_ms = tg.mean > 0 ? 1e3 / tg.mean : 0.0;
+
+    // The GPUs' power over the timed generations, as the sweep counts a step's.
+    std::optional<MeasuredPower> power;
+    if (meter) {
+        double seconds = 0;
+        for (const double t : tg_seconds) seconds += t;
+        power = measured_power(*meter, static_cast<uint64_t>(options.n_gen) * samples.size(), seconds);
+    }
+    if (options.costs.wanted()) {
+        use.tokens_per_second = tg.mean;
+        use.roofline_share = roofline_seconds > 0 ? roofline_share : 0.0;
+        if (!std::isnan(options.costs.watts)) {
+            use.watts = options.costs.watts;
+            use.watts_source = "given with --watts";
+        } else if (power && power->point.average_w) {
+            use.watts = *power->point.average_w;
+            use.watts_source = "measured on " + power->source;
+        } else {
+            return report_error(make_error(ErrorCode::unsupported,
+                                           "the GPUs gave no power readings while generating: give the power to "
+                                           "count with --watts"));
+        }
+    }
     const auto per_device_json = [&] {
         nlohmann::ordered_json list = nlohmann::ordered_json::array();
         for (size_t i = 0; i < usage.size(); ++i) {
@@ -316,7 +431,7 @@ int run_bench(const BenchOptions& options) {
         const auto stats_json = [](const Stats& s) {
             return nlohmann::ordered_json{{"mean", s.mean}, {"stddev", s.stddev}};
         };
-        const nlohmann::ordered_json out = {
+        nlohmann::ordered_json out = {
             {"engine", "powerhouse"},
             {"model", path->string()},
             {"architecture", info->architecture},
@@ -350,6 +465,12 @@ int run_bench(const BenchOptions& options) {
                                                                          {"tg_wall_ms_per_token", tg_wall_ms}}
                                               : nlohmann::ordered_json()},
         };
+        if (power) out["power"] = power_json(*power, meter->gpus().gpus);
+        if (options.costs.wanted()) {
+            if (Result<void> costs = report_costs(options.costs, use, true, out); !costs) {
+                return report_error(costs.error());
+            }
+        }
         std::puts(out.dump(2).c_str());
         return 0;
     }
@@ -377,6 +498,7 @@ int run_bench(const BenchOptions& options) {
                     100.0 * roofline_share, format_bytes(step_bytes).c_str(), roofline_seconds * 1e3, tg_wall_ms,
                     tg_gpu_ms);
     }
+    if (power) std::printf("GPU power            %s\n", power_text(*power).c_str());
     std::printf("\n%s\n", model->summary().device.c_str());
     std::vector<std::vector<std::string>> device_rows;
     for (size_t i = 0; i < usage.size(); ++i) {
@@ -396,6 +518,12 @@ int run_bench(const BenchOptions& options) {
         const std::string graphs = fast_path(u.cuda_graphs, u.graph_replays, "replays", u.graphs_note);
         const std::string cublas = fast_path(u.cublas, u.cublas_gemms, "GEMMs", u.cublas_note);
         std::printf("%s: CUDA graphs %s; cuBLAS %s\n", u.name.c_str(), graphs.c_str(), cublas.c_str());
+    }
+    if (options.costs.wanted()) {
+        nlohmann::ordered_json unused;
+        if (Result<void> costs = report_costs(options.costs, use, false, unused); !costs) {
+            return report_error(costs.error());
+        }
     }
     return 0;
 }
@@ -433,6 +561,8 @@ Command add_bench_command(CLI::App& app) {
                     "load (continuous batching) instead of the single-sequence figures")
         ->delimiter(',')
         ->check(CLI::Range(1u, 256u));
+    add_power_sweep_options(*sub, options->sweep);
+    add_cost_options(*sub, options->costs);
     sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
     return {sub, [options] { return run_bench(*options); }};
 }

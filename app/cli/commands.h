@@ -24,6 +24,7 @@ Command add_bench_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
 Command add_conversations_command(CLI::App& app);
 Command add_gpus_command(CLI::App& app);
+Command add_power_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);

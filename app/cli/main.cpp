@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
         powerhouse::cli::add_chat_command(app),
         powerhouse::cli::add_conversations_command(app),
         powerhouse::cli::add_gpus_command(app),
+        powerhouse::cli::add_power_command(app),
         powerhouse::cli::add_plan_command(app),
         powerhouse::cli::add_list_command(app),
         powerhouse::cli::add_pull_command(app),

@@ -1,0 +1,227 @@
+#include "gpu_power.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace powerhouse::cli {
+
+Result<uint32_t> find_gpu(const TelemetrySnapshot& snapshot, const std::string& name) {
+    const auto there_are = [&] {
+        if (snapshot.gpus.empty()) {
+            return fmt::format("no GPU was found{}", snapshot.status.empty() ? "" : " (" + snapshot.status + ")");
+        }
+        std::vector<std::string> known;
+        for (const GpuInfo& g : snapshot.gpus) known.push_back(fmt::format("{} ({})", g.index, g.uuid));
+        return fmt::format("the GPUs are {}", fmt::join(known, ", "));
+    };
+    uint32_t index = 0;
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
+    const bool numeric = !name.empty() && ec == std::errc() && end == name.data() + name.size();
+    for (const GpuInfo& g : snapshot.gpus) {
+        if (numeric ? g.index == index : g.uuid == name) return g.index;
+    }
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("no GPU {} \"{}\": {}", numeric ? "numbered" : "has the UUID", name, there_are()));
+}
+
+ModelGpus model_gpus(const TelemetrySnapshot& snapshot, const std::vector<DeviceUsage>& usage) {
+    ModelGpus out;
+    for (const DeviceUsage& u : usage) {
+        if (u.uuid.empty()) continue;
+        for (const GpuInfo& g : snapshot.gpus) {
+            // Shards of one GPU count it once.
+            if (g.uuid == u.uuid && std::find(out.gpus.begin(), out.gpus.end(), g.index) == out.gpus.end()) {
+                out.gpus.push_back(g.index);
+            }
+        }
+    }
+    const bool on_cpu = std::all_of(usage.begin(), usage.end(), [](const DeviceUsage& u) { return u.uuid.empty(); });
+    if (out.gpus.empty() && on_cpu && snapshot.simulated) {
+        for (const GpuInfo& g : snapshot.gpus) out.gpus.push_back(g.index);
+        out.stand_in = !out.gpus.empty();
+    }
+    return out;
+}
+
+std::optional<double> parse_watts(std::string text) {
+    while (!text.empty() && (text.back() == 'W' || text.back() == 'w' || text.back() == ' ')) text.pop_back();
+    double watts = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), watts);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(watts) || watts <= 0) {
+        return std::nullopt;
+    }
+    return watts;
+}
+
+std::string gpu_list_text(const std::vector<uint32_t>& gpus) {
+    std::string out;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+        out += fmt::format("{}GPU {}", i == 0 ? "" : i + 1 == gpus.size() ? " and " : ", ", gpus[i]);
+    }
+    return out;
+}
+
+GpuPowerMeter::GpuPowerMeter(GpuMonitor& monitor, ModelGpus gpus) : monitor_(monitor), gpus_(std::move(gpus)) {
+    subscription_ = monitor_.subscribe([samples = samples_](const TelemetrySnapshot& s) {
+        const std::lock_guard lock(samples->mutex);
+        if (samples->active) samples->taken.push_back(s);
+    });
+}
+
+GpuPowerMeter::~GpuPowerMeter() {
+    monitor_.unsubscribe(subscription_);
+    if (gpus_.stand_in) {
+        for (const uint32_t g : gpus_.gpus) monitor_.report_activity(g, 0.0f, 0);
+    }
+}
+
+namespace {
+
+// Each GPU's energy counter in `s` (joules), where it has one.
+std::vector<std::optional<double>> energy_of(const TelemetrySnapshot& s, const std::vector<uint32_t>& gpus) {
+    std::vector<std::optional<double>> out;
+    for (const uint32_t g : gpus) {
+        out.push_back(g < s.latest.size() && s.latest[g].responding ? s.latest[g].energy_j : std::nullopt);
+    }
+    return out;
+}
+
+}  // namespace
+
+void GpuPowerMeter::begin() {
+    // A stand-in GPU draws what the load it is told of draws; a real one needs no telling.
+    if (gpus_.stand_in) {
+        for (const uint32_t g : gpus_.gpus) monitor_.report_activity(g, 1.0f, 0);
+    }
+    // The counters before the work, from a reading that is not itself one of its samples.
+    start_j_ = energy_of(monitor_.sample_now(), gpus_.gpus);
+    const std::lock_guard lock(samples_->mutex);
+    samples_->active = true;
+    started_ = std::chrono::steady_clock::now();
+}
+
+void GpuPowerMeter::end() {
+    const TelemetrySnapshot last = monitor_.sample_now();  // the subscriber keeps it as a sample
+    const std::vector<std::optional<double>> end_j = energy_of(last, gpus_.gpus);
+    {
+        const std::lock_guard lock(samples_->mutex);
+        samples_->active = false;
+        seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    }
+    for (size_t i = 0; i < end_j.size(); ++i) {
+        // A counter that went backwards (the driver reloaded) counts nothing trustworthy.
+        if (i < start_j_.size() && start_j_[i] && end_j[i] && *end_j[i] >= *start_j_[i]) {
+            joules_ += *end_j[i] - *start_j_[i];
+        } else {
+            counted_ = false;
+        }
+    }
+    if (gpus_.stand_in) {
+        for (const uint32_t g : gpus_.gpus) monitor_.report_activity(g, 0.0f, 0);
+    }
+}
+
+PowerSweepRun GpuPowerMeter::take(uint64_t tokens, double seconds) {
+    PowerSweepRun run;
+    run.tokens = tokens;
+    run.seconds = seconds;
+    {
+        const std::lock_guard lock(samples_->mutex);
+        run.samples = std::move(samples_->taken);
+        samples_->taken.clear();
+    }
+    // The counters cover the stretches, a little more than the generation's own time (the
+    // readings at each end): their mean power over the generation's time.
+    if (counted_ && seconds_ > 0 && !gpus_.gpus.empty()) run.joules = joules_ / seconds_ * seconds;
+    joules_ = 0;
+    seconds_ = 0;
+    counted_ = true;
+    return run;
+}
+
+MeasuredPower measured_power(GpuPowerMeter& meter, uint64_t tokens, double seconds) {
+    MeasuredPower out;
+    const PowerSweepRun run = meter.take(tokens, seconds);
+    out.energy_counted = run.joules.has_value();
+    out.point = power_sweep_point(meter.gpus().gpus, {}, run);
+    out.source = fmt::format("{}, {}", gpu_list_text(meter.gpus().gpus),
+                             out.energy_counted ? "energy counters" : "power readings");
+    return out;
+}
+
+nlohmann::ordered_json or_null(const std::optional<double>& v) {
+    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json power_point_json(const PowerSweepPoint& p) {
+    return {{"average_w", or_null(p.average_w)},
+            {"tokens_per_joule", or_null(p.tokens_per_joule)},
+            {"peak_temperature_c", or_null(p.peak_temperature_c)},
+            {"throttle_reasons", p.throttle_reasons}};
+}
+
+nlohmann::ordered_json power_json(const MeasuredPower& power, const std::vector<uint32_t>& gpus) {
+    nlohmann::ordered_json out = {{"gpus", gpus},
+                                  {"source", power.energy_counted ? "energy counters" : "power readings"}};
+    out.update(power_point_json(power.point));
+    return out;
+}
+
+std::string power_text(const MeasuredPower& power) {
+    const PowerSweepPoint& p = power.point;
+    if (!p.average_w) return fmt::format("no readings from {}", power.source);
+    std::string text = fmt::format("{:.1f} W while generating ({}), {:.4f} tokens/J", *p.average_w, power.source,
+                                   p.tokens_per_joule.value_or(0.0));
+    if (p.peak_temperature_c) text += fmt::format(", peak {:.0f} C", *p.peak_temperature_c);
+    if (!p.throttle_reasons.empty()) text += fmt::format(", slowed by {}", fmt::join(p.throttle_reasons, ", "));
+    return text;
+}
+
+RestoreLimitsOnSignal::RestoreLimitsOnSignal() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
+    waiter_ = std::thread([this] {
+        int signal = 0;
+        sigwait(&signals_, &signal);
+        if (done_.load()) return;
+        if (GpuMonitor* monitor = monitor_.load()) {
+            const Result<void> back = monitor->restore_power_limits();
+            std::fprintf(stderr, "\ninterrupted: %s\n",
+                         back ? "the power limits are back as they were before"
+                              : ("the power limits could not all be put back: " + back.error().message).c_str());
+        }
+        std::_Exit(128 + signal);
+    });
+}
+
+RestoreLimitsOnSignal::~RestoreLimitsOnSignal() {
+    done_.store(true);
+    pthread_kill(waiter_.native_handle(), SIGTERM);  // wakes the waiter, which sees done_
+    waiter_.join();
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
+
+std::string restore_hint(GpuMonitor& monitor, const std::vector<uint32_t>& gpus) {
+    std::vector<std::string> commands;
+    std::vector<std::string> names;
+    for (const uint32_t g : gpus) {
+        names.push_back(fmt::format("{}", g));
+        Result<PowerLimits> limits = monitor.power_limits(g);
+        if (limits && limits->default_w) commands.push_back(nvidia_smi_power_limit_command(g, *limits->default_w));
+    }
+    const TelemetrySnapshot s = monitor.snapshot();
+    const bool all = s.gpus.size() == gpus.size();
+    std::string hint = fmt::format("powerhouse-cli power --restore{}",
+                                   all ? "" : " --gpus " + fmt::format("{}", fmt::join(names, ",")));
+    if (!commands.empty()) hint += fmt::format(", or {}", fmt::join(commands, "; "));
+    return hint;
+}
+
+}  // namespace powerhouse::cli
