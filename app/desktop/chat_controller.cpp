@@ -295,6 +295,8 @@ void ChatController::finishAnswer(qint64 conversationId, QString text, MessageSt
     if (m_answers.empty()) m_saveTimer.stop();
     m_conversations.setGenerating(conversationId, false);
     if (m_answerFinished) stats.energy_joules = m_answerFinished(answer.request);
+    if (stats.energy_joules && stats.generated_tokens > 0 && stats.tokens_per_second > 0)
+        emit answerMeasured(stats.generated_tokens, stats.tokens_per_second, *stats.energy_joules);
     // The final save goes after the streaming saves still queued (they would overwrite it).
     if (m_writer) reportWriteErrors(m_writer->flush());
     if (check(m_store.finish_message(answer.messageId, text.toStdString(), state, stats, error.toStdString()))) {

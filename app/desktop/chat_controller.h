@@ -144,6 +144,8 @@ signals:
     void idle();
     void conversationSettingsChanged();
     void recoveryChanged();
+    // An answer ended whose energy the dashboard measured (the Costs view's figures).
+    void answerMeasured(qint64 tokens, double tokensPerSecond, double joules);
 
 private:
     // An answer being generated, in the conversation that maps to it.

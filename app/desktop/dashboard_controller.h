@@ -84,6 +84,8 @@ public:
     void setSchedulerStats(const powerhouse::SchedulerStats& stats);
     // The monitor's latest snapshot; any thread (the API server's /metrics reads it).
     powerhouse::TelemetrySnapshot latestSnapshot() const { return m_monitor->snapshot(); }
+    // The monitor itself (thread-safe): power limits (PowerController) and GPU history.
+    powerhouse::GpuMonitor& monitor() { return *m_monitor; }
     // Applies a snapshot (normally posted by the monitor's thread).
     void apply(const powerhouse::TelemetrySnapshot& snapshot);
 

@@ -19,7 +19,12 @@ DesktopApp::DesktopApp(powerhouse::store::Store store, const Options& options)
     const QString library = m_options.dataDir + "/models";
     m_engine = std::make_unique<EngineClient>();
     m_chat = std::make_unique<ChatController>(m_store, *m_engine);
-    m_dashboard = std::make_unique<DashboardController>(powerhouse::options_from_environment());
+    const powerhouse::GpuMonitorOptions monitorOptions = powerhouse::options_from_environment();
+    // Power limits a crashed run left changed go back before the app's monitor reads them.
+    const QString leftovers = PowerController::restoreLeftovers(m_store, monitorOptions);
+    m_dashboard = std::make_unique<DashboardController>(monitorOptions);
+    m_power = std::make_unique<PowerController>(m_store, m_dashboard->monitor(), leftovers);
+    m_costs = std::make_unique<CostsController>(m_store);
     m_settings = std::make_unique<SettingsController>(m_store, m_options.dataDir);
     m_library = std::make_unique<LibraryController>(m_store, *m_settings, library);
     m_downloads = std::make_unique<DownloadController>(m_store, library, m_options.hubEndpoint);
@@ -70,6 +75,8 @@ void DesktopApp::wire() {
             });
     connect(&engine, &EngineClient::schedulerStats, &dashboard, &DashboardController::setSchedulerStats);
     connect(&dashboard, &DashboardController::snapshotApplied, &settings, &SettingsController::setDevices);
+    // Power limits: read after every snapshot; the kept ones set again once the GPUs are known.
+    connect(&dashboard, &DashboardController::snapshotApplied, m_power.get(), &PowerController::refresh);
     // The plan puts the loaded model on the GPUs in use; the dashboard measures each
     // answer's energy on them.
     connect(&engine, &EngineClient::loaded, &settings, [&settings, &dashboard](const QVariantMap& summary) {
@@ -79,10 +86,21 @@ void DesktopApp::wire() {
     connect(&settings, &SettingsController::error, &chat, &ChatController::showError);
     chat.setAnswerObserver([&dashboard](quint64 id) { dashboard.beginAnswer(id); },
                            [&dashboard](quint64 id) { return dashboard.endAnswer(id); });
-    const auto price = [&chat, &settings] { chat.messages()->setElectricityPrice(settings.electricityPrice()); };
+    const auto price = [this, &chat, &settings] {
+        chat.messages()->setElectricityPrice(settings.electricityPrice());
+        m_costs->setElectricityPrice(settings.electricityPrice());
+    };
     connect(&settings, &SettingsController::applied, &chat, price);
     price();
+    // Costs: the answers' measured energy and speed, the loaded model's bytes per token.
+    connect(&chat, &ChatController::answerMeasured, m_costs.get(), &CostsController::recordAnswer);
+    connect(&engine, &EngineClient::loaded, m_costs.get(), &CostsController::setModel);
+    connect(&engine, &EngineClient::unloaded, m_costs.get(), [this] { m_costs->setModel({}); });
+    connect(&engine, &EngineClient::recovery, m_costs.get(), [this](const EngineRecovery& r) {
+        if (r.phase == EngineRecovery::Phase::Recovered) m_costs->setModel(r.model);
+    });
     dashboard.start();
+    m_power->applySettings();
 
     connect(&library, &LibraryController::error, &chat, &ChatController::showError);
     connect(&engine, &EngineClient::loaded, &library,
@@ -135,7 +153,9 @@ QVariantMap DesktopApp::qmlProperties() {
             {QStringLiteral("engines"), QVariant::fromValue(m_engines.get())},
             {QStringLiteral("welcome"), QVariant::fromValue(m_welcome.get())},
             {QStringLiteral("hub"), QVariant::fromValue(m_hub.get())},
-            {QStringLiteral("transfer"), QVariant::fromValue(m_transfer.get())}};
+            {QStringLiteral("transfer"), QVariant::fromValue(m_transfer.get())},
+            {QStringLiteral("power"), QVariant::fromValue(m_power.get())},
+            {QStringLiteral("costs"), QVariant::fromValue(m_costs.get())}};
 }
 
 void DesktopApp::load(const QString& path, bool fromSettings) {

@@ -18,12 +18,14 @@
 
 #include "chat_controller.h"
 #include "conversation_transfer.h"
+#include "costs_controller.h"
 #include "dashboard_controller.h"
 #include "download_controller.h"
 #include "engine_client.h"
 #include "engines_controller.h"
 #include "hub_controller.h"
 #include "library_controller.h"
+#include "power_controller.h"
 #include "powerhouse/result.h"
 #include "server_controller.h"
 #include "settings_controller.h"
@@ -78,6 +80,8 @@ public:
     WelcomeController& welcome() { return *m_welcome; }
     HubController& hub() { return *m_hub; }
     ConversationTransfer& transfer() { return *m_transfer; }
+    PowerController& power() { return *m_power; }
+    CostsController& costs() { return *m_costs; }
 
 private:
     DesktopApp(powerhouse::store::Store store, const Options& options);
@@ -96,5 +100,7 @@ private:
     std::unique_ptr<ConversationTransfer> m_transfer;
     std::unique_ptr<ServerController> m_server;
     std::unique_ptr<EnginesController> m_engines;
+    std::unique_ptr<CostsController> m_costs;
+    std::unique_ptr<PowerController> m_power;  // after the dashboard: restores before its monitor goes
     QString m_current;  // the model loaded last
 };

@@ -16,7 +16,10 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
                                    {"part", QString::fromStdString(d.part)},
                                    {"weightBytes", static_cast<double>(d.weight_bytes)},
                                    {"ramWeightBytes", static_cast<double>(d.ram_weight_bytes)},
-                                   {"kvCacheBytes", static_cast<double>(d.kv_cache_bytes)}});
+                                   {"kvCacheBytes", static_cast<double>(d.kv_cache_bytes)},
+                                   {"uuid", QString::fromStdString(d.uuid)},
+                                   {"bandwidthGbS", d.bandwidth_gb_s},
+                                   {"stepBytes", static_cast<double>(d.step_bytes)}});
     }
     // The name as a person writes it ("SmolLM2 135M Instruct · Q4_1"), from the file's header
     // (read again here, on the events thread: a few milliseconds).
@@ -30,6 +33,7 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
             {"nCtx", s.n_ctx},
             {"weightBytes", static_cast<double>(s.weight_bytes)},
             {"kvCacheBytes", static_cast<double>(s.kv_cache_bytes)},
+            {"expectedTokensPerSecond", s.expected_tokens_per_second},
             {"split", QString::fromUtf8(powerhouse::split_mode_name(s.split))},
             {"devices", devices}};
 }

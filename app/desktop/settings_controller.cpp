@@ -405,7 +405,13 @@ void SettingsController::updatePreview() {
 
 bool SettingsController::apply() {
     for (const Gpu& g : m_gpus) {
-        const QJsonObject o{{"use", g.use}, {"ratio", g.ratio}, {"reserve_mib", g.reserveMiB}};
+        // The GPU's other settings (its power limit: PowerController) stay as they are.
+        QJsonObject o;
+        if (auto kept = m_store.gpu_settings(g.desc.uuid); kept && *kept)
+            o = QJsonDocument::fromJson(QByteArray::fromStdString(**kept)).object();
+        o.insert("use", g.use);
+        o.insert("ratio", g.ratio);
+        o.insert("reserve_mib", g.reserveMiB);
         auto saved = m_store.set_gpu_settings(g.desc.uuid, QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
         if (!saved) {
             emit error(QString::fromStdString(saved.error().message));

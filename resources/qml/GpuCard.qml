@@ -1,6 +1,6 @@
 // One GPU: load, temperature, memory, power and clocks now, and their last two minutes; a
 // GPU that failed (lost, a fatal Xid, or the engine found it failing) is marked failed, with
-// why, for the rest of the run.
+// why, for the rest of the run. A local GPU also shows its power limit, to set or restore.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -27,6 +27,17 @@ Rectangle {
     required property var memoryHistory
     required property bool failed
     required property string failure
+    required property string uuid
+    // Local GPUs: their power limits (PowerController); null for remote ones.
+    property PowerController powerControl: null
+    readonly property var powerInfo: {
+        if (card.powerControl === null) return null
+        const rows = card.powerControl.gpus
+        for (let i = 0; i < rows.length; ++i) {
+            if (rows[i].uuid === card.uuid) return rows[i]
+        }
+        return null
+    }
 
     function gib(bytes) {
         return (bytes / 1073741824).toFixed(1) + " GiB"
@@ -125,6 +136,13 @@ Rectangle {
             Label { text: card.link; color: Theme.text; font.pixelSize: Theme.smallFontSize; visible: card.link.length > 0 }
             Label { text: "Throttled"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize; visible: card.throttle.length > 0 }
             Label { text: card.throttle; color: Theme.error; font.pixelSize: Theme.smallFontSize; visible: card.throttle.length > 0 }
+        }
+
+        PowerLimitControl {
+            visible: card.powerInfo !== null
+            power: card.powerControl
+            info: card.powerInfo !== null ? card.powerInfo : ({gpu: -1, supported: false, error: "", command: "", currentW: 0, changedFromW: 0})
+            Layout.fillWidth: true
         }
 
         ProgressBar {

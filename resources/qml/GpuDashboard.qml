@@ -10,11 +10,20 @@ Rectangle {
     id: root
 
     required property DashboardController dashboard
+    // The local GPUs' power limits; null in views tested without them.
+    property PowerController power: null
+    // The Costs view's figures; null in views tested without them.
+    property CostsController costs: null
     // Remote machines (the metrics URLs of Settings → Engines), grouped by host.
     property RemoteGpuModel remote: dashboard.remote
     // The settings' plan for the loaded model on the GPUs, and its number of layers.
     property var plan: []
     property int layers: 0
+
+    // "costs" opens the Costs view (Main.qml's openPanel, --show costs).
+    function openPanel(name: string) {
+        if (name === "costs" && root.costs !== null) costsDialog.open()
+    }
 
     function mib(bytes) {
         return (bytes / 1048576).toFixed(0) + " MiB"
@@ -81,10 +90,68 @@ Rectangle {
             Repeater {
                 model: root.dashboard.gpus
                 delegate: GpuCard {
+                    powerControl: root.power
                     Layout.fillWidth: true
                     Layout.leftMargin: Theme.spacing
                     Layout.rightMargin: Theme.spacing
                 }
+            }
+
+            RowLayout {
+                visible: root.costs !== null
+                spacing: Theme.space2
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+                Button {
+                    objectName: "openCosts"
+                    text: "Costs…"
+                    icon.name: "accessories-calculator-symbolic"
+                    icon.color: Theme.text
+                    Accessible.name: "Costs"
+                    onClicked: costsDialog.open()
+                }
+            }
+            CostsDialog {
+                id: costsDialog
+                costs: root.costs !== null ? root.costs : null
+            }
+
+            Rectangle {
+                objectName: "powerStartupNote"
+                visible: root.power !== null && root.power.startupNote.length > 0
+                radius: Theme.radiusSmall
+                color: Theme.warningSoft
+                implicitHeight: noteRow.implicitHeight + 2 * Theme.space2
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+                RowLayout {
+                    id: noteRow
+                    anchors.fill: parent
+                    anchors.margins: Theme.space2
+                    Label {
+                        text: root.power !== null ? root.power.startupNote : ""
+                        color: Theme.warning
+                        wrapMode: Text.Wrap
+                        font.pixelSize: Theme.smallFontSize
+                        Layout.fillWidth: true
+                    }
+                    IconButton {
+                        iconName: "window-close-symbolic"
+                        text: "Dismiss"
+                        onClicked: root.power.dismissStartupNote()
+                    }
+                }
+            }
+            CheckBox {
+                objectName: "keepPowerLimits"
+                visible: root.power !== null && root.power.gpus.length > 0
+                text: "Keep my power limits after quitting"
+                checked: root.power !== null && root.power.keepLimits
+                font.pixelSize: Theme.smallFontSize
+                onToggled: root.power.keepLimits = checked
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
             }
 
             Label {

@@ -22,6 +22,9 @@ ApplicationWindow {
     property HubController hub: null
     // Conversations out and in (the conversation list's menu); null in views tested without it.
     property ConversationTransfer transfer: null
+    // Power limits, the efficiency sweep and costs (issue 24); null in views tested without them.
+    property PowerController power: null
+    property CostsController costs: null
     // With no model to answer and nothing in the open conversation, the welcome view shows.
     readonly property bool welcomeVisible: welcome !== null && controller.modelState !== ChatController.Ready
                                            && controller.modelState !== ChatController.Loading && controller.messages.count === 0
@@ -73,6 +76,11 @@ ApplicationWindow {
             chatView.openConversationSettings()
             return
         }
+        if (name === "costs" || name === "sweep") {
+            window.dashboardVisible = true
+            gpuDashboard.openPanel(name)
+            return
+        }
         settingsDialog.tab = name === "general" ? 1 : name === "server" ? 2 : name === "engines" ? 3 : 0
         settingsDialog.open()
     }
@@ -88,6 +96,7 @@ ApplicationWindow {
     SettingsDialog {
         id: settingsDialog
         settings: window.settings
+        power: window.power
         server: window.server
         engines: window.engines
     }
@@ -141,8 +150,11 @@ ApplicationWindow {
         }
 
         GpuDashboard {
+            id: gpuDashboard
             visible: window.dashboardVisible
             dashboard: window.dashboard
+            power: window.power
+            costs: window.costs
             plan: window.settings.plannedGpus
             layers: window.settings.modelLayers
             SplitView.preferredWidth: 300

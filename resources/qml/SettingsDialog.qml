@@ -15,6 +15,8 @@ Dialog {
     id: dialog
 
     required property SettingsController settings
+    // Power limits per GPU (issue 24); null in views tested without them.
+    property PowerController power: null
     // The API server's controller; null where there is none (views tested without it).
     property ServerController server: null
     // Remote engines' controller; null where there is none.
@@ -90,6 +92,22 @@ Dialog {
                             Accessible.name: "Use GPU " + gpuRow.index
                             onToggled: dialog.settings.setGpuUse(gpuRow.index, checked)
                             Layout.fillWidth: true
+                        }
+                        PowerLimitControl {
+                            readonly property var row: {
+                                if (dialog.power === null) return null
+                                const rows = dialog.power.gpus
+                                for (let i = 0; i < rows.length; ++i) {
+                                    if (rows[i].uuid === gpuRow.modelData.uuid) return rows[i]
+                                }
+                                return null
+                            }
+                            objectName: "settingsPowerLimit" + gpuRow.index
+                            visible: row !== null
+                            power: dialog.power
+                            info: row !== null ? row : ({gpu: -1, supported: false, error: "", command: "", currentW: 0, changedFromW: 0})
+                            Layout.fillWidth: true
+                            Layout.leftMargin: Theme.space8
                         }
                         Label {
                             objectName: "gpuFailure" + gpuRow.index

@@ -516,6 +516,25 @@ Result<std::vector<Message>> Store::messages(int64_t conversation_id) const {
     });
 }
 
+Result<std::vector<MessageStats>> Store::measured_answers(int limit) const {
+    return impl_->guarded([&]() -> Result<std::vector<MessageStats>> {
+        SQLite::Statement q(impl_->db,
+                            "SELECT generated_tokens, tokens_per_second, energy_joules FROM messages "
+                            "WHERE role = 'assistant' AND energy_joules IS NOT NULL AND generated_tokens > 0 "
+                            "AND tokens_per_second > 0 ORDER BY updated_ms DESC, id DESC LIMIT ?");
+        q.bind(1, limit);
+        std::vector<MessageStats> out;
+        while (q.executeStep()) {
+            MessageStats stats;
+            stats.generated_tokens = q.getColumn(0).getInt64();
+            stats.tokens_per_second = q.getColumn(1).getDouble();
+            stats.energy_joules = q.getColumn(2).getDouble();
+            out.push_back(std::move(stats));
+        }
+        return out;
+    });
+}
+
 Result<Message> Store::message(int64_t id) const {
     return impl_->guarded([&]() -> Result<Message> {
         SQLite::Statement q(impl_->db, fmt::format("SELECT {} FROM messages WHERE id = ?", kMessageColumns));

@@ -169,6 +169,9 @@ public:
                                 const MessageStats& stats, const std::string& error = {});
     Result<std::vector<Message>> messages(int64_t conversation_id) const;
     Result<Message> message(int64_t id) const;
+    // The statistics (tokens, tokens/s, joules) of the latest `limit` answers whose energy was
+    // measured, newest first: what the Costs view's figures start from.
+    Result<std::vector<MessageStats>> measured_answers(int limit) const;
     Result<void> delete_message(int64_t id);
     // Deletes the messages after `message_id` in its conversation (regenerate, edit and resend).
     Result<int> delete_messages_after(int64_t message_id);

@@ -1,0 +1,87 @@
+// Per-GPU power limits (issue 24): each GPU's limit, default and range as the monitor reads
+// them, a limit set within the range (GpuMonitor::set_power_limit) and kept as the GPU's
+// setting (`power_limit_w` in its per-GPU settings, by UUID), set again at each start, and
+// "Restore default" in one click. A refusal shows the engine's words and, where the right is
+// missing, the `sudo nvidia-smi -i N -pl W` command to run instead (copied with one click).
+//
+// Quitting puts the limits Powerhouse set back (the monitor does it as it goes, and this
+// controller first, explicitly) unless the user ticked "keep my power limits after quitting"
+// (`keep_power_limits`). A crash skips both, so every change is also written to the store as
+// it is made (`power_limit_changes`: [{uuid, before_w, now_w}]); restoreLeftovers, at the next
+// start and before the app's monitor opens, sets them back through a monitor of its own and
+// says so once (startupNote).
+//
+// Thread-safety: a QObject of the GUI thread; the monitor is thread-safe.
+#pragma once
+
+#include <QHash>
+#include <QObject>
+#include <QString>
+#include <QVariantList>
+#include <QtQml/qqmlregistration.h>
+
+#include "powerhouse/telemetry.h"
+#include "store/store.h"
+
+class PowerController : public QObject {
+    Q_OBJECT
+    QML_ELEMENT
+    QML_UNCREATABLE("made by main.cpp")
+    // [{gpu, uuid, name, supported, simulated, currentW, defaultW, minW, maxW, enforcedW,
+    //   changedFromW (0: not changed by Powerhouse), settingW (0: none kept), error, command}]
+    // in the monitor's order; watts are 0 where the GPU does not say. `error` is the last
+    // refusal for that GPU, `command` the nvidia-smi command it gives (else empty).
+    Q_PROPERTY(QVariantList gpus READ gpus NOTIFY changed)
+    Q_PROPERTY(bool keepLimits READ keepLimits WRITE setKeepLimits NOTIFY keepLimitsChanged)
+    // Said once: limits a crashed run left changed were set back at this start.
+    Q_PROPERTY(QString startupNote READ startupNote NOTIFY startupNoteChanged)
+
+public:
+    PowerController(powerhouse::store::Store& store, powerhouse::GpuMonitor& monitor, QString startupNote = {},
+                    QObject* parent = nullptr);
+    // Puts back what this run set, unless the limits are to be kept, and records what is left.
+    ~PowerController() override;
+
+    // The changes a run that did not quit cleanly left in the store, set back on a monitor of
+    // its own (made from `options`, keeping what it sets), unless that run's user asked to keep
+    // them. Returns what to tell the user ("" when there was nothing); the record is cleared.
+    static QString restoreLeftovers(powerhouse::store::Store& store, powerhouse::GpuMonitorOptions options);
+
+    QVariantList gpus() const { return m_gpus; }
+    bool keepLimits() const { return m_keep; }
+    void setKeepLimits(bool keep);
+    QString startupNote() const { return m_startupNote; }
+
+    // Reads every GPU's limits again (after each snapshot; a change elsewhere shows).
+    void refresh();
+    // Sets each GPU's kept limit (`power_limit_w`) where it differs from the one set now.
+    void applySettings();
+    // Sets GPU `gpu`'s limit and keeps it as its setting; false with `error` set on refusal.
+    Q_INVOKABLE bool setLimit(int gpu, double watts);
+    // Back to the GPU's default limit (or, without one, to what it was before Powerhouse),
+    // and no limit kept for it.
+    Q_INVOKABLE bool restoreDefault(int gpu);
+    Q_INVOKABLE void copyText(const QString& text) const;
+    Q_INVOKABLE void dismissStartupNote();
+
+signals:
+    void changed();
+    void keepLimitsChanged();
+    void startupNoteChanged();
+
+private:
+    struct Refusal {
+        QString error, command;
+    };
+    void saveChanges();
+    void keepSetting(const std::string& uuid, double watts);  // 0: none
+    double keptSetting(const std::string& uuid) const;
+    void refuse(int gpu, const powerhouse::Error& error, double limit);  // limit: for the command
+
+    powerhouse::store::Store& m_store;
+    powerhouse::GpuMonitor& m_monitor;
+    QVariantList m_gpus;
+    QHash<int, Refusal> m_refusals;
+    bool m_keep = false;
+    QString m_startupNote;
+};
