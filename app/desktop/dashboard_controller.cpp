@@ -5,6 +5,9 @@
 #include <QStringList>
 
 #include <algorithm>
+#include <cmath>
+
+#include "powerhouse/power.h"
 
 DashboardController::DashboardController(powerhouse::GpuMonitorOptions options, QObject* parent)
     : QObject(parent), m_monitor(std::make_unique<powerhouse::GpuMonitor>(std::move(options))) {
@@ -32,6 +35,7 @@ void DashboardController::start() {
 
 void DashboardController::apply(const powerhouse::TelemetrySnapshot& snapshot) {
     meter(snapshot);
+    if (!m_answers.empty()) updateThrottle();
     m_gpus.update(snapshot);
     m_status = QString::fromStdString(snapshot.status);
     m_source = QString::fromStdString(snapshot.source);
@@ -110,6 +114,14 @@ void DashboardController::meter(const powerhouse::TelemetrySnapshot& snapshot) {
 }
 
 void DashboardController::beginAnswer(quint64 id) {
+    if (m_answers.empty()) {
+        const powerhouse::TelemetrySnapshot now = m_monitor->snapshot();
+        m_throttleSince = now.latest.empty() ? 0.0 : now.latest.front().time;
+        if (!m_answerThrottle.isEmpty()) {
+            m_answerThrottle.clear();
+            emit throttleChanged();
+        }
+    }
     m_answers[id].reset();
     report(true);
     startMeters();
@@ -133,6 +145,7 @@ std::optional<double> DashboardController::endAnswer(quint64 id) {
     if (found == m_answers.end()) return std::nullopt;
     if (found->second) meter(m_monitor->sample_now());  // the power at the end, before the load drops
     const std::optional<powerhouse::EnergyMeter> done = found->second;
+    updateThrottle();
     m_answers.erase(found);
     if (m_answers.empty()) {
         report(false);
@@ -140,4 +153,39 @@ std::optional<double> DashboardController::endAnswer(quint64 id) {
     }
     if (!done || done->seconds() <= 0) return std::nullopt;
     return done->joules();
+}
+
+void DashboardController::updateThrottle() {
+    if (!m_throttleSince) return;
+    QStringList said;
+    for (const ModelGpu& g : m_modelGpus) {
+        std::vector<powerhouse::GpuSample> samples;
+        for (powerhouse::GpuSample& sample : m_monitor->history(g.gpu)) {
+            if (sample.time >= *m_throttleSince) samples.push_back(std::move(sample));
+        }
+        const powerhouse::ThrottleSummary summary = powerhouse::summarize_throttling(samples);
+        if (!summary.throttled() || summary.seconds <= 0) continue;
+        QStringList reasons;
+        for (const std::string& r : summary.reason_names) reasons << QString::fromStdString(r);
+        QString text = tr("GPU %1 throttled (%2) for %3% of the answer")
+                           .arg(g.gpu)
+                           .arg(reasons.join(QStringLiteral(", ")))
+                           .arg(std::lround(100.0 * summary.throttled_seconds / summary.seconds));
+        // The tokens/s lost: from the simulated GPUs' speed factor over the slowed samples.
+        double lost = 0;
+        int n = 0;
+        for (size_t i = 1; i < samples.size(); ++i) {
+            if (samples[i].simulated_speed && samples[i].throttle_reasons &&
+                (*samples[i].throttle_reasons & powerhouse::kSlowdownReasons) != 0) {
+                lost += 1.0 - *samples[i].simulated_speed;
+                ++n;
+            }
+        }
+        if (n > 0 && lost / n >= 0.005) text += tr(", %1% slower").arg(std::lround(100.0 * lost / n));
+        said << text;
+    }
+    const QString text = said.join(QStringLiteral("; "));
+    if (text == m_answerThrottle) return;
+    m_answerThrottle = text;
+    emit throttleChanged();
 }

@@ -54,6 +54,12 @@ class DashboardController : public QObject {
     Q_PROPERTY(double kvBytesUsed READ kvBytesUsed NOTIFY batchingChanged)
     Q_PROPERTY(double kvBytesTotal READ kvBytesTotal NOTIFY batchingChanged)
     Q_PROPERTY(int cachedPrefixes READ cachedPrefixes NOTIFY batchingChanged)
+    // Heat (issue 24): whether the model's GPUs were slowed (power cap, thermal) during the
+    // answers running now, or else the last ones, from their history over that time
+    // (summarize_throttling): "GPU 0 throttled (power cap) for 40% of the answer, 18% slower".
+    // Empty when they were not. "Slower" is the tokens/s lost where the GPUs give it (the
+    // simulated ones' speed factor), else left out.
+    Q_PROPERTY(QString answerThrottle READ answerThrottle NOTIFY throttleChanged)
 
 public:
     explicit DashboardController(powerhouse::GpuMonitorOptions options, QObject* parent = nullptr);
@@ -73,6 +79,7 @@ public:
     int kvBlocksTotal() const { return m_batching ? static_cast<int>(m_batching->kv.total_blocks) : 0; }
     double kvBytesUsed() const { return static_cast<double>(kvBlocksUsed()) * blockBytes(); }
     double kvBytesTotal() const { return static_cast<double>(kvBlocksTotal()) * blockBytes(); }
+    QString answerThrottle() const { return m_answerThrottle; }
     int cachedPrefixes() const { return m_batching ? static_cast<int>(m_batching->kv.cached_prefixes) : 0; }
 
     // Starts sampling (once a second).
@@ -104,6 +111,7 @@ signals:
     void changed();
     void placementChanged();
     void batchingChanged();
+    void throttleChanged();
     // Each snapshot as it is applied (for the settings panel's plan preview).
     void snapshotApplied(const powerhouse::TelemetrySnapshot& snapshot);
     // A GPU's telemetry turned failed (gpu_failed), once per GPU: `text` is the whole line
@@ -131,6 +139,9 @@ private:
     void report(bool busy);
     void startMeters();
     void meter(const powerhouse::TelemetrySnapshot& snapshot);
+    std::optional<double> m_throttleSince;  // the monitor's time when the answers running began
+    QString m_answerThrottle;
+    void updateThrottle();
     QSet<QString> m_failedGpus;  // UUIDs whose failure gpuFailed() has told
     uint64_t m_subscription = 0;
     std::unique_ptr<powerhouse::GpuMonitor> m_monitor;  // last: stopped first

@@ -25,7 +25,7 @@ Dialog {
         if (value >= 1e3) return (value / 1e3).toFixed(1) + " k"
         return value.toFixed(0)
     }
-    readonly property string unit: costs.currency.length > 0 ? costs.currency : "unit of currency"
+    readonly property string unit: costs.currency.length > 0 ? costs.currency : "unit"
 
     title: "Costs"
     header: Label {
@@ -40,7 +40,7 @@ Dialog {
     standardButtons: Dialog.Close
     parent: Overlay.overlay
     anchors.centerIn: parent
-    width: Math.min(parent ? parent.width - 2 * Theme.space4 : 720, 760)
+    width: Math.min(parent ? parent.width - 2 * Theme.space4 : 720, 820)
     height: Math.min(parent ? parent.height - 2 * Theme.space4 : 620, implicitHeight)
 
     ScrollView {
@@ -160,9 +160,9 @@ Dialog {
                 Label { text: "Period"; color: Theme.textMuted; font.bold: true }
                 Label { text: "Tokens"; color: Theme.textMuted; font.bold: true; Layout.alignment: Qt.AlignRight }
                 Label { text: "At home"; color: Theme.textMuted; font.bold: true; Layout.alignment: Qt.AlignRight }
-                Label { text: "Tokens per " + dialog.unit; color: Theme.textMuted; font.bold: true; Layout.alignment: Qt.AlignRight }
-                Label { text: "Rented " + dialog.costs.cloudGpu; color: Theme.textMuted; font.bold: true; Layout.alignment: Qt.AlignRight; Layout.fillWidth: true; horizontalAlignment: Text.AlignRight; elide: Text.ElideRight }
-                Label { text: "Tokens per " + dialog.unit; color: Theme.textMuted; font.bold: true; Layout.alignment: Qt.AlignRight }
+                Label { text: "Tokens/" + dialog.unit; color: Theme.textMuted; font.bold: true; Layout.alignment: Qt.AlignRight }
+                Label { text: "Rented"; color: Theme.textMuted; font.bold: true; Layout.alignment: Qt.AlignRight; Layout.fillWidth: true; horizontalAlignment: Text.AlignRight; elide: Text.ElideRight }
+                Label { text: "Tokens/" + dialog.unit; color: Theme.textMuted; font.bold: true; Layout.alignment: Qt.AlignRight }
 
                 Repeater {
                     model: dialog.costs.periods

@@ -87,6 +87,18 @@ Rectangle {
                 Layout.rightMargin: Theme.spacing
             }
 
+            Label {
+                objectName: "answerThrottle"
+                visible: root.dashboard.answerThrottle.length > 0
+                text: root.dashboard.answerThrottle
+                color: Theme.warning
+                wrapMode: Text.Wrap
+                font.pixelSize: Theme.smallFontSize
+                Layout.fillWidth: true
+                Layout.leftMargin: Theme.spacing
+                Layout.rightMargin: Theme.spacing
+            }
+
             Repeater {
                 model: root.dashboard.gpus
                 delegate: GpuCard {

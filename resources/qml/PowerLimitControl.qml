@@ -38,6 +38,20 @@ ColumnLayout {
             font.bold: true
         }
         Item { Layout.fillWidth: true }
+        TextField {
+            id: field
+            objectName: "powerLimitField"
+            text: Math.round(control.info.currentW)
+            validator: IntValidator { bottom: 1; top: 100000 }
+            horizontalAlignment: TextInput.AlignRight
+            selectByMouse: true
+            Accessible.name: "Power limit of GPU " + control.gpu + " in watts"
+            visible: control.supported
+            Layout.preferredWidth: 56
+            Layout.maximumWidth: 56
+            onAccepted: control.power.setLimit(control.gpu, Number(text))
+        }
+        Label { visible: control.supported; text: "W"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
     }
     Label {
         objectName: "powerLimitRange"
@@ -71,29 +85,21 @@ ColumnLayout {
             value: control.info.currentW
             Accessible.name: "Power limit of GPU " + control.gpu
             Layout.fillWidth: true
-            Layout.minimumWidth: 60
+            Layout.minimumWidth: 40
+            Layout.preferredWidth: 100
             onMoved: field.text = Math.round(value)
             onPressedChanged: if (!pressed) control.power.setLimit(control.gpu, Math.round(value))
         }
-        TextField {
-            id: field
-            objectName: "powerLimitField"
-            text: Math.round(control.info.currentW)
-            validator: IntValidator { bottom: 1; top: 100000 }
-            horizontalAlignment: TextInput.AlignRight
-            selectByMouse: true
-            Accessible.name: "Power limit of GPU " + control.gpu + " in watts"
-            Layout.preferredWidth: 64
-            onAccepted: control.power.setLimit(control.gpu, Number(text))
-        }
-        Label { text: "W"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
-        IconButton {
-            objectName: "restorePowerLimit"
-            iconName: "edit-undo-symbolic"
-            text: "Restore default"
-            enabled: control.info.currentW !== control.info.defaultW || control.info.settingW > 0
-            onClicked: control.power.restoreDefault(control.gpu)
-        }
+    }
+    IconButton {
+        objectName: "restorePowerLimit"
+        visible: control.supported
+        iconName: "edit-undo-symbolic"
+        text: "Restore default"
+        showText: true
+        font.pixelSize: Theme.smallFontSize
+        enabled: control.info.currentW !== control.info.defaultW || control.info.settingW > 0
+        onClicked: control.power.restoreDefault(control.gpu)
     }
 
     Label {

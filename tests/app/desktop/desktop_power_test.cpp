@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include <QTest>
+
+#include "dashboard_controller.h"
 #include "desktop_app.h"
 #include "desktop_test_support.h"
 #include "power_controller.h"
@@ -200,6 +203,32 @@ TEST(DesktopPower, TheAppSaysOnceWhatItSetBackAndSetsTheKeptLimitAgain) {
     }
     if (saved) setenv("POWERHOUSE_SIMULATE_GPUS", saved->c_str(), 1);
     else unsetenv("POWERHOUSE_SIMULATE_GPUS");
+}
+
+}  // namespace
+
+namespace {
+
+// Heat: a simulated GPU held at its lowest limit under load is slowed by its power cap, and
+// the dashboard says so for the answer, with the speed lost.
+TEST(DesktopPower, ThrottlingDuringAnAnswerIsShownWithItsCost) {
+    DashboardController dashboard(simulated("RTX 4090:24"));
+    dashboard.start();
+    dashboard.setModelGpus(QVariantList{QVariantMap{{"gpu", 0}, {"bytes", 1e9}}});
+    ASSERT_TRUE(dashboard.monitor().set_power_limit(0, 150));
+    dashboard.beginAnswer(1);
+    for (int i = 0; i < 4; ++i) {
+        QTest::qWait(60);
+        dashboard.apply(dashboard.monitor().sample_now());
+    }
+    dashboard.endAnswer(1);
+    const std::string text = dashboard.answerThrottle().toStdString();
+    EXPECT_NE(text.find("GPU 0 throttled (power cap) for "), std::string::npos) << text;
+    EXPECT_NE(text.find("% slower"), std::string::npos) << text;
+    // The next answer starts with a clean slate, and at the default limit nothing is said.
+    ASSERT_TRUE(dashboard.monitor().restore_power_limit(0));
+    dashboard.beginAnswer(2);
+    EXPECT_TRUE(dashboard.answerThrottle().isEmpty());
 }
 
 }  // namespace

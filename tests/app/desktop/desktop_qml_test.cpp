@@ -12,7 +12,8 @@
 // fault-injecting OpenAI server (tests/app/remote/openai_fault_server.py) on 127.0.0.1.
 // testRecovery stands in for the engine and the GPU monitor in the device-failure views: a
 // recovery phase as testController's engine client reports it, a GPU found failing on
-// testDashboard and testSettings.
+// testDashboard and testSettings. testPower sets testDashboard's GPUs' power limits (GPU 1
+// refuses, as without root); testCosts holds one measured answer and a model.
 // The setup hands them to the tests as context properties of the test engine (tests only;
 // the app passes them as required properties of its window).
 #include <QCoreApplication>
@@ -30,12 +31,14 @@
 #include <sstream>
 
 #include "chat_controller.h"
+#include "costs_controller.h"
 #include "dashboard_controller.h"
 #include "download_controller.h"
 #include "engine_client.h"
 #include "engines_controller.h"
 #include "http_test_server.h"
 #include "library_controller.h"
+#include "power_controller.h"
 #include "remote/prometheus.h"
 #include "remote_gpu_model.h"
 #include "server_controller.h"
@@ -113,6 +116,7 @@ public slots:
         // Called once per test file: the server's controller of the last file goes before the
         // engine client it hooks into is replaced.
         m_server.reset();
+        m_power.reset();  // before the dashboard whose monitor it sets limits on is replaced
         m_welcome.reset();  // before the settings and downloads it plans with are replaced
         m_hub.reset();
         m_hubDownloads.reset();
@@ -135,7 +139,7 @@ public slots:
         options.n_threads = 2;
         m_loaded->loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), options);
         powerhouse::GpuMonitorOptions gpus;
-        gpus.simulate = "RTX 4090:24;RTX 4090:24";
+        gpus.simulate = "RTX 4090:24;RTX 4090:24:power=denied";
         m_dashboard = std::make_unique<DashboardController>(gpus);
         connect(m_chatEngine.get(), &EngineClient::schedulerStats, m_dashboard.get(),
                 &DashboardController::setSchedulerStats);
@@ -143,6 +147,17 @@ public slots:
         connect(m_dashboard.get(), &DashboardController::snapshotApplied, m_settings.get(),
                 &SettingsController::setDevices);
         m_dashboard->start();
+        // Power limits and costs (issue 24): GPU 1 refuses limits as without root; the costs
+        // start from one measured answer (500 tokens at 50 tokens/s, 3000 J) and a model
+        // reading 1 GB a token.
+        m_power = std::make_unique<PowerController>(*m_store, m_dashboard->monitor());
+        connect(m_dashboard.get(), &DashboardController::snapshotApplied, m_power.get(), &PowerController::refresh);
+        m_costs = std::make_unique<CostsController>(*m_store);
+        m_costs->recordAnswer(500, 50, 3000);
+        m_costs->setElectricityPrice(0.30);
+        m_costs->setModel({{"weightBytes", 1e9}});
+        engine->rootContext()->setContextProperty(QStringLiteral("testPower"), m_power.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testCosts"), m_costs.get());
         m_settings->setModel(QString::fromStdString(powerhouse::test::test_model_path().string()));
         m_library = std::make_unique<LibraryController>(*m_store, *m_settings, m_dir.path() + "/models");
         m_library->rescan();
@@ -207,6 +222,8 @@ public slots:
         m_downloads.reset();
         m_library.reset();
         m_settings.reset();
+        m_costs.reset();
+        m_power.reset();
         m_dashboard.reset();
         m_chat.reset();
         m_engine.reset();
@@ -249,6 +266,8 @@ private:
     std::unique_ptr<EngineClient> m_chatEngine;
     std::unique_ptr<ChatController> m_loaded;
     std::unique_ptr<DashboardController> m_dashboard;
+    std::unique_ptr<PowerController> m_power;
+    std::unique_ptr<CostsController> m_costs;
     std::unique_ptr<SettingsController> m_settings;
     std::unique_ptr<LibraryController> m_library;
     DropHelper m_drop;
