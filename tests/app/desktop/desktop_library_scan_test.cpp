@@ -159,7 +159,10 @@ TEST_F(LibraryScanTest, ARescanAskedForDuringAScanGivesExactlyOneMore) {
     const QString sha(64, QLatin1Char('b'));
     controller->addDownloaded(QString::fromStdString(arrived), sha);
     ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->scanning(); }, kWait));
-    EXPECT_EQ(finished.count(), 4) << "the rescans as one, and the download's";
+    // The two rescans are one scan when the worker had not begun the first before the second
+    // was asked, else two (a loaded machine, CI, sees both); the download's is its own.
+    EXPECT_TRUE(finished.count() == 4 || finished.count() == 5)
+        << finished.count() << ": the rescans as one or two, and the download's";
     auto record = store_->model_by_path(arrived);
     ASSERT_TRUE(record && *record);
     EXPECT_EQ((*record)->sha256, sha.toStdString());
