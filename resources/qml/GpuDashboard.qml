@@ -104,6 +104,7 @@ Rectangle {
                 delegate: GpuCard {
                     powerControl: root.power
                     Layout.fillWidth: true
+                    Layout.maximumWidth: root.width - 2 * Theme.spacing
                     Layout.leftMargin: Theme.spacing
                     Layout.rightMargin: Theme.spacing
                 }

@@ -37,21 +37,6 @@ ColumnLayout {
             font.pixelSize: Theme.smallFontSize
             font.bold: true
         }
-        Item { Layout.fillWidth: true }
-        TextField {
-            id: field
-            objectName: "powerLimitField"
-            text: Math.round(control.info.currentW)
-            validator: IntValidator { bottom: 1; top: 100000 }
-            horizontalAlignment: TextInput.AlignRight
-            selectByMouse: true
-            Accessible.name: "Power limit of GPU " + control.gpu + " in watts"
-            visible: control.supported
-            Layout.preferredWidth: 56
-            Layout.maximumWidth: 56
-            onAccepted: control.power.setLimit(control.gpu, Number(text))
-        }
-        Label { visible: control.supported; text: "W"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
     }
     Label {
         objectName: "powerLimitRange"
@@ -90,6 +75,21 @@ ColumnLayout {
             onMoved: field.text = Math.round(value)
             onPressedChanged: if (!pressed) control.power.setLimit(control.gpu, Math.round(value))
         }
+        // Beside the slider rather than the label: the narrowest dashboard (220 px) has room
+        // for the two only there.
+        TextField {
+            id: field
+            objectName: "powerLimitField"
+            text: Math.round(control.info.currentW)
+            validator: IntValidator { bottom: 1; top: 100000 }
+            horizontalAlignment: TextInput.AlignRight
+            selectByMouse: true
+            Accessible.name: "Power limit of GPU " + control.gpu + " in watts"
+            Layout.preferredWidth: 56
+            Layout.maximumWidth: 56
+            onAccepted: control.power.setLimit(control.gpu, Number(text))
+        }
+        Label { text: "W"; color: Theme.textMuted; font.pixelSize: Theme.smallFontSize }
     }
     IconButton {
         objectName: "restorePowerLimit"
