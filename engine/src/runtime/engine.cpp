@@ -81,6 +81,8 @@ struct Engine::State {
     // After a step failed with ErrorCode::device_failed: the RecoveryPolicy.
     void recover(const Error& error);
     void device_failed(const DeviceFailedCommand& command);
+    // Keeps a failed GPU out of every later load of this session (not a CPU device's name).
+    void set_aside(const std::string& uuid);
     void unload();
     void generate(const GenerateCommand& command, uint64_t seq);
     Result<void> start_generation(const GenerateCommand& command, DoneEvent& done);
@@ -263,13 +265,15 @@ std::string banner(const DeviceFault& fault) {
 
 void Engine::State::device_failed(const DeviceFailedCommand& command) {
     if (command.uuid.empty()) return;
-    if (command.uuid.rfind("GPU-", 0) == 0 &&
-        std::find(failed_gpus.begin(), failed_gpus.end(), command.uuid) == failed_gpus.end()) {
-        failed_gpus.push_back(command.uuid);
-    }
+    set_aside(command.uuid);
     if (!model || model->fault() || !model->set_failed(command.uuid, command.cause, command.stopped_answering)) return;
     const Error error = make_error(ErrorCode::device_failed, command.cause);
     recover(error);
+}
+
+void Engine::State::set_aside(const std::string& uuid) {
+    if (uuid.rfind("GPU-", 0) != 0) return;
+    if (std::find(failed_gpus.begin(), failed_gpus.end(), uuid) == failed_gpus.end()) failed_gpus.push_back(uuid);
 }
 
 void Engine::State::recover(const Error& error) {
@@ -315,9 +319,7 @@ void Engine::State::recover(const Error& error) {
     if (policy == RecoveryPolicy::replan && fault.device >= 0) {
         const Model::DevicesLeft left = model->devices_without(fault);
         if (!fault.uuid.empty()) {
-            if (std::find(failed_gpus.begin(), failed_gpus.end(), fault.uuid) == failed_gpus.end()) {
-                failed_gpus.push_back(fault.uuid);
-            }
+            set_aside(fault.uuid);
             options.excluded_gpus.push_back(fault.uuid);
         }
         drop_device(options, left.removed);
