@@ -361,12 +361,9 @@ Error SplitBackend::step_failed(const Error& error, bool late) {
     } else {
         f.cause = f.device >= 0 ? error_cause_ : error.message;
     }
-    // Never touched again: not the failed device, nor, when none can be blamed, any of them.
-    for (size_t s = 0; s < stages_.size(); ++s) {
-        if (f.device < 0 || static_cast<size_t>(f.device) == s) abandoned_[s] = true;
-    }
-    fault_error_ = make_error(ErrorCode::device_failed, f.name.empty() ? f.cause : f.name + ": " + f.cause);
-    fault_ = std::move(f);
+    // Never touched again: the failed device (set_fault), or, when none can be blamed, any.
+    if (f.device < 0) std::fill(abandoned_.begin(), abandoned_.end(), true);
+    set_fault(f);
     return *fault_error_;
 }
 
