@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
 
 #include "backend/cuda/cuda_libraries.h"
 #include "backend/cuda/cuda_runtime.h"
@@ -151,18 +150,12 @@ private:
         for (size_t r = 0; r < slots.size(); ++r) {
             PH_TRY(scope.select(devices_[r]));
             // Asked rather than waited for, so that abort() can end a collective that hangs.
-            for (;;) {
-                const cudaError_t status = cudaStreamQuery(streams_[r]);
-                if (status != cudaErrorNotReady) {
-                    PH_TRY(cuda_check(status, "NCCL all-reduce on GPU " + std::to_string(devices_[r])));
-                    break;
-                }
-                if (aborting_.load(std::memory_order_relaxed)) {
-                    comms_.abort();
-                    return make_error(ErrorCode::cancelled, "the NCCL all-reduce was aborted");
-                }
-                std::this_thread::yield();
+            const int status = cuda_wait_stream(streams_[r], aborting_);
+            if (status == kStreamWaitStopped) {
+                comms_.abort();
+                return make_error(ErrorCode::cancelled, "the NCCL all-reduce was aborted");
             }
+            PH_TRY(cuda_check(status, "NCCL all-reduce on GPU " + std::to_string(devices_[r])));
         }
         return {};
     }

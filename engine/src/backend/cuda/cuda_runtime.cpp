@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 namespace powerhouse::cuda {
@@ -175,6 +176,15 @@ Result<void> cuda_synchronize() {
         return cuda_error(status, "waiting for the GPU");
     }
     return {};
+}
+
+int cuda_wait_stream(void* stream, const std::atomic<bool>& stop) {
+    for (;;) {
+        const cudaError_t status = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+        if (status != cudaErrorNotReady) return status;
+        if (stop.load(std::memory_order_relaxed)) return kStreamWaitStopped;
+        std::this_thread::yield();  // as a synchronize that spins, but one that can be told to stop
+    }
 }
 
 // --- DeviceBuffer ------------------------------------------------------------------------

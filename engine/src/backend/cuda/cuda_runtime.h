@@ -14,6 +14,7 @@
 // between threads without a lock.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -146,5 +147,12 @@ private:
 
 // Waits for all work on the current device; returns the first asynchronous error.
 Result<void> cuda_synchronize();
+
+// Waits for `stream` (a cudaStream_t) by asking it rather than blocking in a synchronize,
+// so that `stop`, set from another thread, ends the wait (ARCHITECTURE.md section 7: a hung
+// kernel or collective costs a deadline, not a thread). Returns the stream's status once it
+// has finished (0: success), or kStreamWaitStopped when stopped first.
+constexpr int kStreamWaitStopped = -1;
+int cuda_wait_stream(void* stream, const std::atomic<bool>& stop);
 
 }  // namespace powerhouse::cuda

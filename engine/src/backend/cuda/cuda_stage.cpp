@@ -319,14 +319,11 @@ Result<void> CudaStage::init(const GgufModel& model) {
 }
 
 Result<void> CudaStage::wait_stream(std::string_view what) {
-    for (;;) {
-        const cudaError_t status = cudaStreamQuery(stream_);
-        if (status != cudaErrorNotReady) return check(status, what);
-        if (interrupted_.load(std::memory_order_relaxed)) {
-            return make_error(ErrorCode::device_failed, fmt::format("no answer while {}", what));
-        }
-        std::this_thread::yield();  // as a synchronize that spins, but one that can be told to stop
+    const int status = cuda_wait_stream(stream_, interrupted_);
+    if (status == kStreamWaitStopped) {
+        return make_error(ErrorCode::device_failed, fmt::format("no answer while {}", what));
     }
+    return check(status, what);
 }
 
 Result<void> CudaStage::finish(std::string_view what) {
