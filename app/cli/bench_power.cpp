@@ -50,31 +50,18 @@ std::string limits_text(const std::vector<double>& limits_w) {
     return fmt::format("{} W", fmt::join(limits_w, " W / "));
 }
 
-// The GPUs to sweep: those chosen, else those the model runs on. A model on the CPU is
-// swept only on simulated GPUs standing in for it: a real GPU's limit would not change the
-// CPU's speed.
+// The GPUs to sweep: those chosen, else those the model runs on (power_sweep_gpus). A model
+// on the CPU is swept only on simulated GPUs standing in for it: a real GPU's limit would not
+// change the CPU's speed.
 Result<ModelGpus> sweep_gpus(const PowerSweepChoice& choice, const TelemetrySnapshot& snapshot,
                              const std::vector<DeviceUsage>& usage) {
     const bool on_cpu = std::all_of(usage.begin(), usage.end(), [](const DeviceUsage& u) { return u.uuid.empty(); });
-    if (snapshot.gpus.empty()) {
-        return make_error(ErrorCode::unsupported,
-                          fmt::format("a power sweep needs a GPU, and none was found{}",
-                                      snapshot.status.empty() ? "" : " (" + snapshot.status + ")"));
-    }
-    if (on_cpu && !snapshot.simulated) {
-        return make_error(ErrorCode::unsupported,
-                          "the model runs on the CPU, whose speed no GPU power limit changes: load it on the GPUs "
-                          "for the sweep (--devices cuda)");
-    }
-    if (choice.gpus.empty()) {
-        ModelGpus found = model_gpus(snapshot, usage);
-        if (found.gpus.empty()) {
-            return make_error(ErrorCode::unsupported,
-                              fmt::format("none of the GPUs the model runs on is among those {} reports: name the "
-                                          "GPUs to sweep with --sweep-gpus",
-                                          snapshot.source));
-        }
-        return found;
+    if (choice.gpus.empty() || snapshot.gpus.empty() || (on_cpu && !snapshot.simulated)) {
+        Result<ModelGpus> found = power_sweep_gpus(snapshot, usage);
+        if (found || snapshot.gpus.empty()) return found;
+        Error error = found.error();
+        error.message += on_cpu ? " (--devices cuda)" : ": name the GPUs to sweep with --sweep-gpus";
+        return error;
     }
     ModelGpus out;
     out.stand_in = on_cpu;
@@ -84,18 +71,6 @@ Result<ModelGpus> sweep_gpus(const PowerSweepChoice& choice, const TelemetrySnap
         if (std::find(out.gpus.begin(), out.gpus.end(), *gpu) == out.gpus.end()) out.gpus.push_back(*gpu);
     }
     return out;
-}
-
-// The lowest speed factor the power model gave any of the GPUs while the work ran.
-double simulated_speed(const std::vector<TelemetrySnapshot>& samples, const std::vector<uint32_t>& gpus) {
-    double speed = 1;
-    for (const TelemetrySnapshot& s : samples) {
-        for (const uint32_t g : gpus) {
-            if (g < s.latest.size() && s.latest[g].simulated_speed)
-                speed = std::min(speed, *s.latest[g].simulated_speed);
-        }
-    }
-    return speed;
 }
 
 // Leaves the chosen limit set and kept past this process: the limits of one step, or `watts`
@@ -274,7 +249,7 @@ int run_bench_power_sweep(const PowerSweepChoice& choice, GpuMonitor& monitor, c
         PowerSweepRun run = meter.take(timed->tokens, timed->seconds);
         // The CPU did the work: the stand-in GPUs' power model says how much slower they
         // would have done it at this limit.
-        if (meter.gpus().stand_in) run.seconds /= simulated_speed(run.samples, meter.gpus().gpus);
+        if (meter.gpus().stand_in) run.seconds /= lowest_simulated_speed(run.samples, meter.gpus().gpus);
         return run;
     };
     Result<PowerSweepResult> result = run_power_sweep(monitor, options, workload);

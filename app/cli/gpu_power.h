@@ -31,64 +31,12 @@ namespace powerhouse::cli {
 // The error lists the GPUs there are.
 Result<uint32_t> find_gpu(const TelemetrySnapshot& snapshot, const std::string& name);
 
-// The GPUs whose power counts for a loaded model.
-struct ModelGpus {
-    std::vector<uint32_t> gpus;  // GpuInfo::index
-    // Simulated GPUs standing in for a model that runs on the CPU: the meter reports the work
-    // to them (GpuMonitor::report_activity) so that their draw follows it, as the desktop
-    // dashboard's do, and every figure from them is the power model's, not a measurement.
-    bool stand_in = false;
-};
-
-// The GPUs the model runs on, matched by UUID (CUDA numbers GPUs otherwise than NVML does).
-// A model on the CPU with simulated GPUs present: all of them, as its stand-in. Empty when
-// the model runs on no GPU the monitor sees.
-ModelGpus model_gpus(const TelemetrySnapshot& snapshot, const std::vector<DeviceUsage>& usage);
-
 // A power limit as the user writes it: "300", "300W", "300 W", "287.5"; empty unless it
 // is a number of watts above 0.
 std::optional<double> parse_watts(std::string text);
 
 // "GPU 0", "GPU 0 and GPU 1", "GPU 0, GPU 1 and GPU 2".
 std::string gpu_list_text(const std::vector<uint32_t>& gpus);
-
-// The power of `gpus` over the stretches between begin() and end(): the monitor's snapshots
-// taken meanwhile (the sampler's, and one at each end()), and the energy from the GPUs'
-// energy counters where every GPU has one, which is exact where a few power readings are not.
-class GpuPowerMeter {
-public:
-    GpuPowerMeter(GpuMonitor& monitor, ModelGpus gpus);
-    ~GpuPowerMeter();
-    GpuPowerMeter(const GpuPowerMeter&) = delete;
-    GpuPowerMeter& operator=(const GpuPowerMeter&) = delete;
-
-    void begin();
-    void end();
-    // What was read since the last take(), as the sweep's bookkeeping takes it, for `tokens`
-    // generated in `seconds` (the generation's own timing, inside the metered stretches):
-    // the energy is the counters' over the stretches, scaled to `seconds`.
-    PowerSweepRun take(uint64_t tokens, double seconds);
-
-    const ModelGpus& gpus() const { return gpus_; }
-
-private:
-    // What the subscriber fills: shared, since the monitor may still be calling it (on its
-    // sampler thread) just after unsubscribe() returns.
-    struct Samples {
-        std::mutex mutex;
-        bool active = false;  // between begin() and end()
-        std::vector<TelemetrySnapshot> taken;
-    };
-    GpuMonitor& monitor_;
-    ModelGpus gpus_;
-    uint64_t subscription_ = 0;
-    std::shared_ptr<Samples> samples_ = std::make_shared<Samples>();
-    std::vector<std::optional<double>> start_j_;  // per GPU: the counter at begin()
-    double joules_ = 0;
-    bool counted_ = true;  // every stretch so far had every GPU's counter
-    double seconds_ = 0;   // the stretches' length, summed
-    std::chrono::steady_clock::time_point started_;
-};
 
 // What a meter read over a run of generations, in the sweep's terms (power_sweep_point):
 // mean watts, tokens per joule, peak temperature, slowdown seen.

@@ -5,16 +5,22 @@
 // work; the figures it keeps are plain arithmetic over what the callback measured.
 //
 // Thread-safety: free functions over value types, except run_power_sweep, which calls the
-// monitor (thread-safe) and the workload on the calling thread.
+// monitor (thread-safe) and the workload on the calling thread. A GpuPowerMeter is driven
+// (begin, end, take) from one thread; its subscriber runs on the monitor's sampler thread and
+// shares the readings under a lock.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "powerhouse/device_types.h"
 #include "powerhouse/result.h"
 #include "powerhouse/telemetry.h"
 
@@ -111,6 +117,72 @@ void mark_power_sweep(PowerSweepResult& result, double knee_tolerance);
 // set back fails the sweep too, saying which GPU is left at what.
 Result<PowerSweepResult> run_power_sweep(GpuMonitor& monitor, const PowerSweepOptions& options,
                                          const PowerSweepWorkload& workload);
+
+// ---- The GPUs a model runs on, and a meter of their power ----
+
+// The GPUs whose power counts for a loaded model.
+struct ModelGpus {
+    std::vector<uint32_t> gpus;  // GpuInfo::index
+    // Simulated GPUs standing in for a model that runs on the CPU: the meter reports the work
+    // to them (GpuMonitor::report_activity) so that their draw follows it, as the desktop
+    // dashboard's do, and every figure from them is the power model's, not a measurement.
+    bool stand_in = false;
+};
+
+// The GPUs the model runs on, matched by UUID (CUDA numbers GPUs otherwise than NVML does).
+// A model on the CPU with simulated GPUs present: all of them, as its stand-in. Empty when
+// the model runs on no GPU the monitor sees.
+ModelGpus model_gpus(const TelemetrySnapshot& snapshot, const std::vector<DeviceUsage>& usage);
+
+// The GPUs a power sweep of the loaded model runs on: model_gpus, or an error (unsupported)
+// that says why there are none: no GPU at all; the model runs on the CPU, whose speed no
+// GPU's limit changes (simulated GPUs excepted: they stand in for it); or none of the GPUs
+// the model runs on is among those the monitor sees. The words name no command's options:
+// each caller adds how its user chooses the devices.
+Result<ModelGpus> power_sweep_gpus(const TelemetrySnapshot& snapshot, const std::vector<DeviceUsage>& usage);
+
+// The lowest speed factor the power model of simulated GPUs gave any of `gpus` in `samples`
+// (GpuSample::simulated_speed); 1 where none was given. The work of stand-ins is the CPU's,
+// so its seconds are divided by this to be what the GPUs would have taken at their limits.
+double lowest_simulated_speed(const std::vector<TelemetrySnapshot>& samples, const std::vector<uint32_t>& gpus);
+
+// The power of `gpus` over the stretches between begin() and end(): the monitor's snapshots
+// taken meanwhile (the sampler's, and one at each end()), and the energy from the GPUs'
+// energy counters where every GPU has one, which is exact where a few power readings are not.
+class GpuPowerMeter {
+public:
+    GpuPowerMeter(GpuMonitor& monitor, ModelGpus gpus);
+    ~GpuPowerMeter();
+    GpuPowerMeter(const GpuPowerMeter&) = delete;
+    GpuPowerMeter& operator=(const GpuPowerMeter&) = delete;
+
+    void begin();
+    void end();
+    // What was read since the last take(), as the sweep's bookkeeping takes it, for `tokens`
+    // generated in `seconds` (the generation's own timing, inside the metered stretches):
+    // the energy is the counters' over the stretches, scaled to `seconds`.
+    PowerSweepRun take(uint64_t tokens, double seconds);
+
+    const ModelGpus& gpus() const { return gpus_; }
+
+private:
+    // What the subscriber fills: shared, since the monitor may still be calling it (on its
+    // sampler thread) just after unsubscribe() returns.
+    struct Samples {
+        std::mutex mutex;
+        bool active = false;  // between begin() and end()
+        std::vector<TelemetrySnapshot> taken;
+    };
+    GpuMonitor& monitor_;
+    ModelGpus gpus_;
+    uint64_t subscription_ = 0;
+    std::shared_ptr<Samples> samples_ = std::make_shared<Samples>();
+    std::vector<std::optional<double>> start_j_;  // per GPU: the counter at begin()
+    double joules_ = 0;
+    bool counted_ = true;  // every stretch so far had every GPU's counter
+    double seconds_ = 0;   // the stretches' length, summed
+    std::chrono::steady_clock::time_point started_;
+};
 
 // ---- Throttling over a generation ----
 
