@@ -297,6 +297,7 @@ const std::filesystem::path& Store::path() const { return impl_->path; }
 int Store::schema_version() const { return impl_->version; }
 const std::filesystem::path& Store::backup_path() const { return impl_->backup; }
 int Store::recovered_messages() const { return impl_->recovered; }
+int64_t Store::changes_made() const { return sqlite3_total_changes64(impl_->db.getHandle()); }
 
 Result<Conversation> Store::create_conversation(const std::string& title, const std::string& system_prompt) {
     return impl_->guarded([&]() -> Result<Conversation> {

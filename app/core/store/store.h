@@ -143,6 +143,9 @@ public:
     const std::filesystem::path& backup_path() const;
     // Answers that were streaming when the app last ended, marked interrupted by open().
     int recovered_messages() const;
+    // Rows this connection has inserted, changed or deleted since it opened (SQLite's
+    // total_changes): tests use it to see which connection made a write.
+    int64_t changes_made() const;
 
     // Conversations, newest activity first; deleted ones are hidden until purged.
     Result<Conversation> create_conversation(const std::string& title, const std::string& system_prompt = {});
