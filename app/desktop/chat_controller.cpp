@@ -1,11 +1,14 @@
 #include "chat_controller.h"
 
+#include <QDateTime>
 #include <QFileInfo>
 #include <QRandomGenerator>
 
+using powerhouse::store::Conversation;
 using powerhouse::store::Message;
 using powerhouse::store::MessageState;
 using powerhouse::store::MessageStats;
+using powerhouse::store::Store;
 
 ChatController::ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent)
     : QObject(parent), m_store(store), m_engine(engine), m_conversations(store) {
@@ -39,19 +42,55 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     connect(&m_remote, &RemoteChat::failed, this, &ChatController::onFailed);
     m_defaults.generation.max_tokens = 1024;
     m_conversationSettings = m_defaults;
-    // The streaming saves go to a writer thread of their own connection, so that their
-    // fsyncs never hold up a frame; if it cannot be opened they are made here as before.
+    // The writes go to a writer thread of their own connection, so that their fsyncs never
+    // hold up a frame; if it cannot be opened they are made here as before.
     if (auto writer = powerhouse::store::StoreWriter::open(m_store.path())) {
         m_writer = std::move(*writer);
     } else {
         qWarning("store writer: %s; saving on the GUI thread", writer.error().message.c_str());
     }
+    // The list reads on the GUI's connection: after the writes made before it.
+    m_conversations.setBeforeRead([this] { flushWrites(); });
     m_saveTimer.setInterval(1000);
     connect(&m_saveTimer, &QTimer::timeout, this, &ChatController::saveStreaming);
     // Open the most recent conversation, if any.
     if (m_conversations.rowCount() > 0) {
         selectConversation(m_conversations.data(m_conversations.index(0), ConversationListModel::IdRole).toLongLong());
     }
+}
+
+ChatController::~ChatController() {
+    // Quitting mid-answer: what has streamed is saved (the next open marks it interrupted),
+    // and the writer runs everything queued before its connection closes.
+    saveStreaming();
+    m_writer.reset();
+}
+
+void ChatController::write(powerhouse::store::StoreWriter::Job job, std::function<void()> then) {
+    if (!m_writer) {
+        if (check(job(m_store)) && then) then();
+        return;
+    }
+    m_writer->post([this, job = std::move(job), then = std::move(then)](Store& store) -> powerhouse::Result<void> {
+        powerhouse::Result<void> done = job(store);
+        // Back on the GUI thread (dropped if the controller has gone meanwhile).
+        QMetaObject::invokeMethod(
+            this, [this, done, then] {
+                if (check(done) && then) then();
+            },
+            Qt::QueuedConnection);
+        return {};  // reported above, not through the writer's errors
+    });
+}
+
+template <class Job>
+auto ChatController::writeNow(Job job) -> decltype(job(std::declval<Store&>())) {
+    if (!m_writer) return job(m_store);
+    return m_writer->call(std::move(job));
+}
+
+void ChatController::flushWrites() {
+    if (m_writer) reportWriteErrors(m_writer->flush());
 }
 
 template <class T>
@@ -168,8 +207,10 @@ bool ChatController::setConversationSettings(const QString& systemPrompt, const 
     const std::string json = conversation_settings_json(*parsed);
     const QString prompt = systemPrompt.trimmed();
     // A conversation not created yet keeps them until its first message creates it.
-    if (m_current != 0 && !check(m_store.set_conversation_settings(m_current, prompt.toStdString(), json))) {
-        return false;
+    if (m_current != 0) {
+        write([id = m_current, p = prompt.toStdString(), json](Store& store) {
+            return store.set_conversation_settings(id, p, json);
+        });
     }
     m_systemPrompt = prompt;
     readConversationSettings(json);
@@ -180,6 +221,7 @@ void ChatController::resetConversationSettings() { setConversationSettings({}, {
 
 void ChatController::selectConversation(qint64 id) {
     if (id == m_current) return;
+    flushWrites();
     auto conversation = m_store.conversation(id);
     auto messages = m_store.messages(id);
     if (!check(conversation) || !check(messages)) return;
@@ -210,32 +252,60 @@ void ChatController::send(const QString& text) {
     if (m_current == 0) {
         // The first words of the first message name the conversation.
         QString title = trimmed.section(QLatin1Char('\n'), 0, 0).left(60);
-        auto created = m_store.create_conversation(title.toStdString(), m_systemPrompt.toStdString());
+        // Its id is needed at once: made on the writer, waited for.
+        auto created = writeNow([title = title.toStdString(), prompt = m_systemPrompt.toStdString(),
+                                 json = m_settingsJson](Store& store) -> powerhouse::Result<Conversation> {
+            auto made = store.create_conversation(title, prompt);
+            if (!made || json.empty()) return made;
+            if (auto set = store.set_conversation_settings(made->id, prompt, json); !set) return set.error();
+            return made;
+        });
         if (!check(created)) return;
-        if (!m_settingsJson.empty() &&
-            !check(m_store.set_conversation_settings(created->id, m_systemPrompt.toStdString(), m_settingsJson))) {
-            return;
-        }
         m_current = created->id;
         m_currentTitle = title;
         m_messages.setMessages({});
         emit currentConversationChanged();
     }
-    // Stored before anything is generated: a crash never loses what the user wrote.
-    auto user = m_store.add_message(m_current, "user", trimmed.toStdString());
-    if (!check(user)) return;
-    m_messages.append(std::move(user).value());
-    m_conversations.reload();
-    startAnswer();
+    startAnswer(trimmed);
 }
 
-void ChatController::startAnswer() {
-    auto conversation = m_store.conversation(m_current);
-    auto stored = m_store.messages(m_current);
-    if (!check(conversation) || !check(stored)) return;
+void ChatController::startAnswer(const QString& userText) {
+    // One job on the writer: the user's message (stored before anything is generated: a
+    // crash never loses what the user wrote), the conversation as stored after every write
+    // before it, and the answer's message to stream into.
+    struct Started {
+        std::optional<Message> user;
+        Conversation conversation;
+        std::vector<Message> messages;
+        Message answer;
+    };
+    auto started = writeNow([id = m_current, text = userText.toStdString()](Store& store) -> powerhouse::Result<Started> {
+        Started s;
+        if (!text.empty()) {
+            auto user = store.add_message(id, "user", text);
+            if (!user) return user.error();
+            s.user = std::move(user).value();
+        }
+        auto conversation = store.conversation(id);
+        if (!conversation) return conversation.error();
+        s.conversation = std::move(conversation).value();
+        auto messages = store.messages(id);
+        if (!messages) return messages.error();
+        s.messages = std::move(messages).value();
+        auto answer = store.add_message(id, "assistant", "", MessageState::streaming);
+        if (!answer) return answer.error();
+        s.answer = std::move(answer).value();
+        return s;
+    });
+    if (!check(started)) return;
+    if (started->user) {
+        m_messages.append(std::move(*started->user));
+        m_conversations.reload();
+    }
     powerhouse::GenerateCommand command;
-    if (!conversation->system_prompt.empty()) command.messages.push_back({"system", conversation->system_prompt});
-    for (const Message& m : *stored) {
+    if (!started->conversation.system_prompt.empty())
+        command.messages.push_back({"system", started->conversation.system_prompt});
+    for (const Message& m : started->messages) {
         if (m.role != "system" && !m.content.empty()) command.messages.push_back({m.role, m.content});
     }
     command.settings = m_conversationSettings.generation;
@@ -243,10 +313,8 @@ void ChatController::startAnswer() {
     command.settings.sampling.seed = m_conversationSettings.seed ? *m_conversationSettings.seed
                                                                  : QRandomGenerator::global()->generate64();
     command.overflow = powerhouse::ContextOverflow::drop_oldest;
-    auto answer = m_store.add_message(m_current, "assistant", "", MessageState::streaming);
-    if (!check(answer)) return;
-    const qint64 answerId = answer->id;
-    m_messages.append(std::move(answer).value());
+    const qint64 answerId = started->answer.id;
+    m_messages.append(std::move(started->answer));
     const bool remote = m_remoteTarget.has_value();
     const quint64 request =
         remote ? m_remote.start(*m_remoteTarget, remote_chat_request(m_remoteTarget->model, std::move(command.messages),
@@ -276,14 +344,10 @@ void ChatController::onTokens(quint64 request, const QString& text) {
 
 void ChatController::saveStreaming() {
     for (const auto& answer : m_answers) {
-        if (!m_writer) {
-            check(m_store.update_message(answer.second.messageId, answer.second.text.toStdString()));
-            continue;
-        }
-        m_writer->post([id = answer.second.messageId, text = answer.second.text.toStdString()](
-                           powerhouse::store::Store& store) { return store.update_message(id, text); });
+        write([id = answer.second.messageId, text = answer.second.text.toStdString()](Store& store) {
+            return store.update_message(id, text);
+        });
     }
-    if (m_writer) reportWriteErrors(m_writer->take_errors());
 }
 
 void ChatController::finishAnswer(qint64 conversationId, QString text, MessageState state, MessageStats stats,
@@ -297,13 +361,21 @@ void ChatController::finishAnswer(qint64 conversationId, QString text, MessageSt
     if (m_answerFinished) stats.energy_joules = m_answerFinished(answer.request);
     if (stats.energy_joules && stats.generated_tokens > 0 && stats.tokens_per_second > 0)
         emit answerMeasured(stats.generated_tokens, stats.tokens_per_second, *stats.energy_joules);
-    // The final save goes after the streaming saves still queued (they would overwrite it).
-    if (m_writer) reportWriteErrors(m_writer->flush());
-    if (check(m_store.finish_message(answer.messageId, text.toStdString(), state, stats, error.toStdString()))) {
-        auto saved = m_store.message(answer.messageId);
-        if (conversationId == m_current && check(saved)) m_messages.update(*saved);
-        m_conversations.reload();
+    // The view shows it as saved at once; the final save is queued after the streaming
+    // saves before it (which it must not be overtaken by), and the list (newest activity
+    // first) is read again once it has landed.
+    if (const int row = conversationId == m_current ? m_messages.rowOf(answer.messageId) : -1; row >= 0) {
+        Message shown = *m_messages.at(row);
+        shown.content = text.toStdString();
+        shown.state = state;
+        shown.stats = stats;
+        shown.error = error.toStdString();
+        shown.updated_ms = QDateTime::currentMSecsSinceEpoch();
+        m_messages.update(shown);
     }
+    write([id = answer.messageId, text = text.toStdString(), state, stats, error = error.toStdString()](
+              Store& store) { return store.finish_message(id, text, state, stats, error); },
+          [this] { m_conversations.reload(); });
     if (conversationId == m_current) emit generatingChanged();
     if (m_answers.empty()) emit idle();
 }
@@ -376,7 +448,9 @@ void ChatController::regenerate() {
         }
     }
     if (lastUser < 0) return;
-    if (!check(m_store.delete_messages_after(m_messages.at(lastUser)->id))) return;
+    // On the writer, before the answer's own job, which reads the conversation after it.
+    if (!check(writeNow([id = m_messages.at(lastUser)->id](Store& store) { return store.delete_messages_after(id); })))
+        return;
     m_messages.removeFrom(lastUser + 1);
     startAnswer();
 }
@@ -386,7 +460,11 @@ void ChatController::editAndResend(qint64 messageId, const QString& text) {
     if (row < 0 || m_messages.at(row)->role != "user" || text.trimmed().isEmpty()) return;
     abandonAnswer(m_current);
     // The edited message replaces the original and everything after it.
-    if (!check(m_store.delete_messages_after(messageId)) || !check(m_store.delete_message(messageId))) return;
+    if (!check(writeNow([messageId](Store& store) -> powerhouse::Result<void> {
+            if (auto after = store.delete_messages_after(messageId); !after) return after.error();
+            return store.delete_message(messageId);
+        })))
+        return;
     m_messages.removeFrom(row);
     send(text);
 }
@@ -394,19 +472,23 @@ void ChatController::editAndResend(qint64 messageId, const QString& text) {
 void ChatController::deleteMessage(qint64 messageId) {
     if (generating()) return;
     const int row = m_messages.rowOf(messageId);
-    if (row < 0 || !check(m_store.delete_message(messageId))) return;
-    auto rest = m_store.messages(m_current);
+    if (row < 0) return;
+    auto rest = writeNow([messageId, id = m_current](Store& store) -> powerhouse::Result<std::vector<Message>> {
+        if (auto deleted = store.delete_message(messageId); !deleted) return deleted.error();
+        return store.messages(id);
+    });
     if (check(rest)) m_messages.setMessages(std::move(rest).value());
 }
 
 void ChatController::renameConversation(qint64 id, const QString& title) {
     const QString trimmed = title.trimmed();
-    if (trimmed.isEmpty() || !check(m_store.rename_conversation(id, trimmed.toStdString()))) return;
+    if (trimmed.isEmpty()) return;
+    write([id, title = trimmed.toStdString()](Store& store) { return store.rename_conversation(id, title); },
+          [this] { m_conversations.reload(); });
     if (id == m_current) {
         m_currentTitle = trimmed;
         emit currentConversationChanged();
     }
-    m_conversations.reload();
 }
 
 void ChatController::deleteConversation(qint64 id) {
@@ -414,18 +496,23 @@ void ChatController::deleteConversation(qint64 id) {
     abandonAnswer(id);
     if (id == m_current) newConversation();
     // The previous deletion can no longer be undone: purge it.
-    if (m_deleted != 0) check(m_store.purge_deleted());
-    if (!check(m_store.delete_conversation(id))) return;
+    if (m_deleted != 0) {
+        write([](Store& store) -> powerhouse::Result<void> {
+            if (auto purged = store.purge_deleted(); !purged) return purged.error();
+            return {};
+        });
+    }
+    write([id](Store& store) { return store.delete_conversation(id); });
     m_deleted = id;
     emit canUndoDeleteChanged();
-    m_conversations.reload();
+    m_conversations.remove(id);  // the list shows it gone at once
 }
 
 void ChatController::undoDelete() {
     if (m_deleted == 0) return;
     const qint64 id = std::exchange(m_deleted, 0);
     emit canUndoDeleteChanged();
-    if (!check(m_store.restore_conversation(id))) return;
+    if (!check(writeNow([id](Store& store) { return store.restore_conversation(id); }))) return;
     m_conversations.reload();
     selectConversation(id);
 }

@@ -17,6 +17,24 @@
 // while conversations are switched, until it is dismissed or another model is loaded. Each
 // answer that went on elsewhere is stored with where (MessageStats::recoveries).
 //
+// Its writes to the store (new conversations and messages, the streaming and final saves,
+// rename, delete and undo, edits, regenerations, a conversation's settings) run on the
+// store's writer thread (store/writer.h), in the order made, so an fsync never holds up a
+// frame: a final save lands after the streaming saves before it, a delete after the writes
+// before it. How reads still see them:
+//  - The GUI keeps its own state where it has it: the message list and the title change at
+//    once, and the conversation list is read again when the write has landed (a queued call
+//    back here), so those writes are not waited for.
+//  - A write whose result the GUI needs (the id of a new conversation or message; the user's
+//    message, which must be stored before the answer starts) waits for its own job
+//    (StoreWriter::call): once per message sent, on the writer all the same.
+//  - Every read of the store here and in the conversation list first waits for the writer
+//    to drain (flushWrites), so it never misses a write made before it.
+// A failed write is shown above the chat (errorText) as before, with the store's words.
+// Destroying the controller saves the answers still streaming and drains the writer, so
+// quitting loses nothing (the next open marks them interrupted). Without a writer (it could
+// not be opened) the writes are made here, as they were.
+//
 // Thread-safety: GUI thread only.
 #pragma once
 
@@ -31,6 +49,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "conversation_list_model.h"
 #include "conversation_settings.h"
@@ -66,6 +85,7 @@ class ChatController : public QObject {
 
 public:
     ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent = nullptr);
+    ~ChatController() override;
 
     ConversationListModel* conversations() { return &m_conversations; }
     MessageListModel* messages() { return &m_messages; }
@@ -132,6 +152,9 @@ public:
     Q_INVOKABLE bool setConversationSettings(const QString& systemPrompt, const QVariantMap& sampling);
     Q_INVOKABLE void resetConversationSettings();
     void showError(const QString& message);
+    // Waits until every write made so far is in the database (before a read elsewhere, and
+    // for tests).
+    void flushWrites();
 
 signals:
     void currentConversationChanged();
@@ -158,8 +181,9 @@ private:
 
     std::function<void(quint64)> m_answerStarted;
     std::function<std::optional<double>(quint64)> m_answerFinished;
-    // Starts the answer to the open conversation as stored (its last message is the user's).
-    void startAnswer();
+    // Starts the answer to the open conversation as stored (its last message is the user's),
+    // after storing `userText` as its new last message if it is not empty.
+    void startAnswer(const QString& userText = {});
     void onTokens(quint64 request, const QString& text);
     void onFinished(quint64 request, const QString& text, const QVariantMap& stats);
     void onFailed(quint64 request, const QString& message);
@@ -179,6 +203,12 @@ private:
     bool check(const powerhouse::Result<T>& result);
     // Shows the first error of the writer's failed saves, if any.
     void reportWriteErrors(const std::vector<powerhouse::Error>& errors);
+    // Queues a write on the writer, after those before it, and does not wait; `then` runs
+    // here once it succeeded, a failure is shown.
+    void write(powerhouse::store::StoreWriter::Job job, std::function<void()> then = {});
+    // Runs a write on the writer, after those before it, and waits for its result.
+    template <class Job>
+    auto writeNow(Job job) -> decltype(job(std::declval<powerhouse::store::Store&>()));
 
     powerhouse::store::Store& m_store;
     EngineClient& m_engine;
@@ -203,7 +233,7 @@ private:
     qint64 m_deleted = 0;      // the conversation that undo would restore
     std::map<qint64, Answer> m_answers;  // by conversation id: those generating
     QTimer m_saveTimer;                  // saves the streaming answers every second
-    // Those saves run on the store's writer thread, in order (without one, here).
+    // Every write runs on the store's writer thread, in order (without one, here).
     std::unique_ptr<powerhouse::store::StoreWriter> m_writer;
     ConversationSettings m_defaults;              // where a conversation says nothing
     ConversationSettings m_conversationSettings;  // the open conversation's (or the next new one's)

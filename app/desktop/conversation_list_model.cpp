@@ -41,6 +41,7 @@ void ConversationListModel::setFilter(const QString& filter) {
 }
 
 void ConversationListModel::reload() {
+    if (m_beforeRead) m_beforeRead();
     std::vector<Row> rows;
     if (m_filter.trimmed().isEmpty()) {
         auto list = m_store.conversations();
@@ -63,6 +64,15 @@ void ConversationListModel::reload() {
     beginResetModel();
     m_rows = std::move(rows);
     endResetModel();
+    emit countChanged();
+}
+
+void ConversationListModel::remove(qint64 conversationId) {
+    const int row = rowOf(conversationId);
+    if (row < 0) return;
+    beginRemoveRows({}, row, row);
+    m_rows.erase(m_rows.begin() + row);
+    endRemoveRows();
     emit countChanged();
 }
 

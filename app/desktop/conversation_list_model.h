@@ -10,6 +10,7 @@
 #include <QString>
 #include <QtQml/qqmlregistration.h>
 
+#include <functional>
 #include <vector>
 
 #include "store/store.h"
@@ -34,6 +35,11 @@ public:
     void setFilter(const QString& filter);
     // Reads the list again from the store (after a change elsewhere). Errors go to `error`.
     void reload();
+    // Called before each read of the store: ChatController waits there for its writer to
+    // drain, so that the list shows every write made before it.
+    void setBeforeRead(std::function<void()> beforeRead) { m_beforeRead = std::move(beforeRead); }
+    // Takes a conversation out of the list at once (deleted; the store follows).
+    void remove(qint64 conversationId);
     int rowOf(qint64 conversationId) const;
     // Whether a conversation has an answer being generated (kept across reloads).
     void setGenerating(qint64 conversationId, bool generating);
@@ -52,6 +58,7 @@ private:
     };
 
     powerhouse::store::Store& m_store;
+    std::function<void()> m_beforeRead;
     QString m_filter;
     std::vector<Row> m_rows;
     QSet<qint64> m_generating;

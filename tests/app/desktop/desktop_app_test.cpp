@@ -186,7 +186,9 @@ TEST_F(DesktopAppTest, AnAnswerADeviceFailureInterruptsIsCompletedAndStoredWithI
     EXPECT_TRUE(chat.recoveryText().contains("Continuing on")) << chat.recoveryText().toStdString();
     EXPECT_TRUE(chat.errorText().isEmpty()) << chat.errorText().toStdString();
     EXPECT_FALSE(app->dashboard().placement().isEmpty()) << "the dashboard shows where the model runs now";
-    // The whole answer, with where it went on, in the database (read on a connection of its own).
+    // The whole answer, with where it went on, in the database (read on a connection of its
+    // own, once the chat's writer has run what it was given).
+    chat.flushWrites();
     auto reader = powerhouse::store::Store::open(dir_ / "data" / "powerhouse.db", {.recover_interrupted = false});
     ASSERT_TRUE(reader.ok()) << reader.error().message;
     auto messages = reader->messages(chat.currentConversationId());

@@ -118,6 +118,7 @@ protected:
     std::vector<powerhouse::store::Message> ask() {
         controller_->send(kQuestion);
         EXPECT_TRUE(QTest::qWaitFor([&] { return !controller_->generatingAny(); }, kWait));
+        controller_->flushWrites();  // the controller's writes run on its writer thread
         auto stored = store_->messages(controller_->currentConversationId());
         EXPECT_TRUE(stored);
         return stored ? *stored : std::vector<powerhouse::store::Message>{};

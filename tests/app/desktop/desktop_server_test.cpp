@@ -189,6 +189,7 @@ TEST_F(ServerControllerTest, ServesTheLoadedModelWhileTheAppChats) {
     ASSERT_TRUE(wait_for([&] { return !chat_->generatingAny(); }));
 
     // The app's conversation has its own answer, whole and untouched by the server's tokens.
+    chat_->flushWrites();  // the chat's writes run on its writer thread
     auto stored = store_->messages(chat_->currentConversationId());
     ASSERT_TRUE(stored);
     ASSERT_EQ(stored->size(), 2u);

@@ -473,6 +473,7 @@ protected:
     std::vector<powerhouse::store::Message> stored() { return stored(controller_->currentConversationId()); }
 
     std::vector<powerhouse::store::Message> stored(qint64 conversation) {
+        controller_->flushWrites();  // the controller's writes run on its writer thread
         auto m = store_->messages(conversation);
         EXPECT_TRUE(m);
         return m ? *m : std::vector<powerhouse::store::Message>{};
@@ -876,6 +877,7 @@ TEST_F(ChatControllerTest, EachConversationKeepsItsSystemPromptAndSampling) {
     controller_->selectConversation(first);
     EXPECT_EQ(controller_->systemPrompt(), "You are a pirate.");
     EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 8);
+    controller_->flushWrites();
     auto conversation = store_->conversation(first);
     ASSERT_TRUE(conversation);
     EXPECT_EQ(conversation->system_prompt, "You are a pirate.");

@@ -50,6 +50,7 @@ protected:
     }
 
     std::vector<store::Message> stored() {
+        controller_->flushWrites();  // the controller's writes run on its writer thread
         auto m = store_->messages(controller_->currentConversationId());
         EXPECT_TRUE(m);
         return m ? *m : std::vector<store::Message>{};
