@@ -34,7 +34,8 @@ QString secondsText(double s) {
 
 struct DownloadController::Job {
     int id = 0;
-    QString name, url, state, status;
+    QString name, url, status;
+    State state = State::Queued;
     double progress = -1;
     fs::path target;
     std::string sha256;
@@ -85,7 +86,7 @@ DownloadController::DownloadController(powerhouse::store::Store& store, QString 
             job->target = o.value("target").toString().toStdString();
             job->sha256 = o.value("sha256").toString().toStdString();
             job->name = QString::fromStdString(job->target.filename().string());
-            job->state = QStringLiteral("paused");
+            job->state = State::Paused;
             std::error_code ec;
             const auto kept = fs::file_size(lib::part_path(job->target), ec);
             job->status = ec ? tr("Paused") : tr("Paused, %1 kept").arg(bytesText(static_cast<double>(kept)));
@@ -127,7 +128,7 @@ QVariant DownloadController::data(const QModelIndex& index, int role) const {
         case NameRole: return j.name;
         case IdRole: return j.id;
         case UrlRole: return j.url;
-        case StateRole: return j.state;
+        case StateRole: return static_cast<int>(j.state);
         case ProgressRole: return j.progress;
         case StatusRole: return j.status;
         case OptionsRole: {
@@ -142,7 +143,7 @@ QVariant DownloadController::data(const QModelIndex& index, int role) const {
 }
 
 QHash<int, QByteArray> DownloadController::roleNames() const {
-    return {{IdRole, "downloadId"}, {NameRole, "name"},         {UrlRole, "url"},        {StateRole, "state"},
+    return {{IdRole, "downloadId"}, {NameRole, "name"},         {UrlRole, "url"},        {StateRole, "downloadState"},
             {ProgressRole, "progress"}, {StatusRole, "status"}, {OptionsRole, "options"}};
 }
 
@@ -190,11 +191,11 @@ int DownloadController::add(const QUrl& url, const std::string& sha256) {
     j->sha256 = sha256;
     if (url.scheme() != QLatin1String("http") && url.scheme() != QLatin1String("https")) {
         j->name = j->url;
-        j->state = QStringLiteral("failed");
+        j->state = State::Failed;
         j->status = tr("Not a web address (http or https)");
     } else if (auto repo = lib::parse_hf_model_page(text, endpoint)) {
         j->name = QString::fromStdString(repo->org + "/" + repo->repo);
-        j->state = QStringLiteral("listing");
+        j->state = State::Listing;
         j->status = tr("Listing the repository's GGUF files…");
         j->repo = *repo;
         task.list = true;
@@ -207,25 +208,25 @@ int DownloadController::add(const QUrl& url, const std::string& sha256) {
         j->name = file.isEmpty() ? j->url : file;
         j->url = QString::fromStdString(resolved);
         if (!file.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) {
-            j->state = QStringLiteral("failed");
+            j->state = State::Failed;
             j->status = tr("This link does not name a .gguf file: use the link of the model file itself, "
                            "or a Hugging Face model page to choose one");
         } else {
             j->target = fs::path(m_library.toStdString()) / file.toStdString();
             std::error_code ec;
             if (fs::exists(j->target, ec)) {
-                j->state = QStringLiteral("done");
+                j->state = State::Done;
                 j->status = tr("Already in the library");
                 j->progress = 1;
             } else {
-                j->state = QStringLiteral("queued");
+                j->state = State::Queued;
                 j->status = tr("Waiting");
                 task.url = resolved;
                 task.target = j->target;
             }
         }
     }
-    const bool queue = j->state == QLatin1String("queued") || j->state == QLatin1String("listing");
+    const bool queue = j->state == State::Queued || j->state == State::Listing;
     beginInsertRows({}, rowCount(), rowCount());
     m_jobs.push_back(std::move(j));
     endInsertRows();
@@ -243,24 +244,24 @@ int DownloadController::add(const QUrl& url, const std::string& sha256) {
 
 void DownloadController::pause(int id) {
     Job* j = job(id);
-    if (j == nullptr || (j->state != QLatin1String("queued") && j->state != QLatin1String("downloading"))) return;
+    if (j == nullptr || (j->state != State::Queued && j->state != State::Downloading)) return;
     j->cancel->store(true);
     {
         std::lock_guard lock(m_shared->mutex);
         std::erase_if(m_shared->tasks, [id](const Shared::Task& t) { return t.id == id; });
     }
-    j->state = QStringLiteral("paused");
+    j->state = State::Paused;
     j->status = tr("Paused");
     changed(id);
 }
 
 void DownloadController::resume(int id) {
     Job* j = job(id);
-    if (j == nullptr || (j->state != QLatin1String("paused") && j->state != QLatin1String("failed")) || j->target.empty()) {
+    if (j == nullptr || (j->state != State::Paused && j->state != State::Failed) || j->target.empty()) {
         return;
     }
     j->cancel = std::make_shared<std::atomic<bool>>(false);
-    j->state = QStringLiteral("queued");
+    j->state = State::Queued;
     j->status = tr("Waiting");
     Shared::Task task;
     task.id = id;
@@ -289,7 +290,7 @@ void DownloadController::cancel(int id) {
     }
     // A running download lets go of its .part when it sees the flag; the worker deletes it
     // then. One not running has nothing open: delete now.
-    if (j.state != QLatin1String("downloading") && !j.target.empty()) {
+    if (j.state != State::Downloading && !j.target.empty()) {
         std::error_code ec;
         fs::remove(lib::part_path(j.target), ec);
         fs::remove(lib::part_info_path(j.target), ec);
@@ -303,7 +304,7 @@ void DownloadController::cancel(int id) {
 
 void DownloadController::choose(int id, int option) {
     Job* j = job(id);
-    if (j == nullptr || j->state != QLatin1String("choose") || option < 0 ||
+    if (j == nullptr || j->state != State::Choose || option < 0 ||
         option >= static_cast<int>(j->options.size())) {
         return;
     }
@@ -318,8 +319,8 @@ void DownloadController::choose(int id, int option) {
 
 void DownloadController::clearFinished() {
     for (int row = rowCount() - 1; row >= 0; --row) {
-        const QString& state = m_jobs[static_cast<size_t>(row)]->state;
-        if (state == QLatin1String("done") || state == QLatin1String("failed")) {
+        const State state = m_jobs[static_cast<size_t>(row)]->state;
+        if (state == State::Done || state == State::Failed) {
             beginRemoveRows({}, row, row);
             m_jobs.erase(m_jobs.begin() + row);
             endRemoveRows();
@@ -332,8 +333,8 @@ void DownloadController::clearFinished() {
 void DownloadController::save() {
     QJsonArray list;
     for (const auto& j : m_jobs) {
-        if (j->target.empty() || (j->state != QLatin1String("queued") && j->state != QLatin1String("downloading") &&
-                                  j->state != QLatin1String("paused"))) {
+        if (j->target.empty() || (j->state != State::Queued && j->state != State::Downloading &&
+                                  j->state != State::Paused)) {
             continue;
         }
         list.append(QJsonObject{{"url", j->url},
@@ -376,14 +377,14 @@ void DownloadController::work() {
             }
             post(task.id, [failure, choices = std::move(choices)](Job& j) mutable {
                 if (!failure.isEmpty()) {
-                    j.state = QStringLiteral("failed");
+                    j.state = State::Failed;
                     j.status = failure;
                 } else if (choices.empty()) {
-                    j.state = QStringLiteral("failed");
+                    j.state = State::Failed;
                     j.status = tr("This repository has no GGUF files: Powerhouse runs GGUF models (look for a "
                                   "repository named ...-GGUF)");
                 } else {
-                    j.state = QStringLiteral("choose");
+                    j.state = State::Choose;
                     j.status = tr("%n model file(s): choose one", nullptr, static_cast<int>(choices.size()));
                     j.options = std::move(choices);
                 }
@@ -391,14 +392,14 @@ void DownloadController::work() {
             continue;
         }
         post(task.id, [](Job& j) {
-            if (j.state != QLatin1String("queued")) return;  // paused or cancelled meanwhile
-            j.state = QStringLiteral("downloading");
+            if (j.state != State::Queued) return;  // paused or cancelled meanwhile
+            j.state = State::Downloading;
             j.status = tr("Connecting…");
         });
         options.expected_sha256 = task.sha256;
         options.on_progress = [this, id = task.id](const lib::DownloadProgress& p) {
             post(id, [p](Job& j) {
-                if (j.state != QLatin1String("downloading")) return;
+                if (j.state != State::Downloading) return;
                 j.progress = p.total && *p.total > 0 ? static_cast<double>(p.bytes_done) / static_cast<double>(*p.total) : -1;
                 QString text = p.total ? tr("%1 of %2").arg(bytesText(static_cast<double>(p.bytes_done)),
                                                             bytesText(static_cast<double>(*p.total)))
@@ -436,10 +437,10 @@ void DownloadController::work() {
                 Job* j = job(id);
                 if (j == nullptr) return;
                 if (!failure.isEmpty()) {
-                    j->state = QStringLiteral("failed");
+                    j->state = State::Failed;
                     j->status = failure;
                 } else {
-                    j->state = QStringLiteral("done");
+                    j->state = State::Done;
                     j->progress = 1;
                     j->status = verified ? tr("Done, sha256 verified") : tr("Done (the server gave no hash to check)");
                 }

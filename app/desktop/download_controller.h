@@ -36,11 +36,23 @@ public:
         IdRole = Qt::UserRole + 1,
         NameRole,
         UrlRole,
-        StateRole,     // queued, listing, choose, downloading, paused, failed, done
+        StateRole,     // a State, as an int
         ProgressRole,  // 0..1, -1 while the size is unknown
         StatusRole,    // "1.2 GiB of 4.7 GiB · 85 MB/s · 41 s left", or the outcome
         OptionsRole,   // choose: [{label, size}] (one per model of a listed repository)
     };
+
+    // Where a download is. QML reads them as DownloadController.Downloading, ...
+    enum class State {
+        Queued,       // waiting for the worker
+        Listing,      // a model page's files being listed
+        Choose,       // listed: the user picks one of `options`
+        Downloading,
+        Paused,
+        Failed,       // `status` says why
+        Done,
+    };
+    Q_ENUM(State)
 
     // `endpoint`: Hugging Face's address (a mirror, or a test server).
     DownloadController(powerhouse::store::Store& store, QString libraryFolder,

@@ -57,9 +57,9 @@ QVariant ModelListModel::data(const QModelIndex& index, int role) const {
         case DetailsRole: return r.details;
         case UsableRole: return r.record.ok;
         case ProblemRole: return QString::fromStdString(r.record.problem);
-        case FitsRole: return r.fit.value("fits").toBool();
-        case FitRole: return r.fit.value("text").toString();
-        case SuggestionRole: return r.fit.value("suggestion").toString();
+        case FitsRole: return r.fit.fits;
+        case FitRole: return r.fit.text;
+        case SuggestionRole: return r.fit.suggestion;
         case LoadedRole: return !m_loaded.isEmpty() && QString::fromStdString(r.record.path) == m_loaded;
         case SourceRole: return r.source;
         case SourceKindRole: return QString::fromStdString(r.record.source);
@@ -85,7 +85,7 @@ void ModelListModel::setRows(std::vector<Row> rows) {
     if (countChanges) emit countChanged();
 }
 
-void ModelListModel::setFits(const std::vector<QVariantMap>& fits) {
+void ModelListModel::setFits(const std::vector<PlanFit>& fits) {
     for (size_t i = 0; i < m_rows.size() && i < fits.size(); ++i) m_rows[i].fit = fits[i];
     if (!m_rows.empty()) emit dataChanged(index(0), index(rowCount() - 1), {FitsRole, FitRole, SuggestionRole});
 }
@@ -201,14 +201,14 @@ void LibraryController::show(const LibraryWorker::Listing& listing) {
 
 void LibraryController::refit() {
     // Plans only: the shapes were read with the listing, on the worker.
-    std::vector<QVariantMap> fits;
+    std::vector<PlanFit> fits;
     for (const ModelListModel::Row& row : m_models.rows()) {
         if (!row.record.ok) {
             fits.push_back({});
             continue;
         }
         fits.push_back(row.shape ? m_settings.fitFor(*row.shape)
-                                 : QVariantMap{{"text", tr("The file can no longer be read.")}});
+                                 : PlanFit{false, tr("The file can no longer be read."), {}, {}});
     }
     m_models.setFits(fits);
 }

@@ -66,7 +66,7 @@ public:
     struct Row {
         powerhouse::store::ModelRecord record;
         QString name, details, source;
-        QVariantMap fit;
+        PlanFit fit;
         // What the fit is planned from: null when it cannot be used or read.
         std::shared_ptr<const powerhouse::ModelShape> shape;
     };
@@ -77,7 +77,7 @@ public:
     QHash<int, QByteArray> roleNames() const override;
 
     void setRows(std::vector<Row> rows);
-    void setFits(const std::vector<QVariantMap>& fits);  // same order as the rows
+    void setFits(const std::vector<PlanFit>& fits);  // same order as the rows
     void setLoadedPath(const QString& path);
     const std::vector<Row>& rows() const { return m_rows; }
 

@@ -47,6 +47,18 @@ void MessageListModel::setElectricityPrice(double pricePerKwh) {
     if (!m_messages.empty()) emit dataChanged(index(0), index(rowCount() - 1), {StatsRole});
 }
 
+MessageListModel::State MessageListModel::stateOf(powerhouse::store::MessageState state) {
+    using powerhouse::store::MessageState;
+    switch (state) {
+        case MessageState::complete: return State::Complete;
+        case MessageState::streaming: return State::Streaming;
+        case MessageState::stopped: return State::Stopped;
+        case MessageState::failed: return State::Failed;
+        case MessageState::interrupted: return State::Interrupted;
+    }
+    return State::Complete;
+}
+
 QVariant MessageListModel::data(const QModelIndex& index, int role) const {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
     const Message& m = m_messages[static_cast<size_t>(index.row())];
@@ -55,7 +67,7 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
         case ContentRole: return QString::fromStdString(m.content);
         case IdRole: return static_cast<qint64>(m.id);
         case RoleRole: return QString::fromStdString(m.role);
-        case StateRole: return QString::fromUtf8(powerhouse::store::message_state_name(m.state));
+        case StateRole: return static_cast<int>(stateOf(m.state));
         case StatsRole: return statsText(m.stats, m_price);
         case ErrorRole: return QString::fromStdString(m.error);
         case BlocksRole: return QVariant::fromValue<QObject*>(blocks(index.row()));

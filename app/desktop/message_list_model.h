@@ -30,6 +30,12 @@ public:
     enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, BlocksRole,
                 RecoveryRole };
 
+    // A message's state (StateRole, as an int; store::MessageState's). QML reads them as
+    // MessageListModel.Streaming, ...
+    enum class State { Complete, Streaming, Stopped, Failed, Interrupted };
+    Q_ENUM(State)
+    static State stateOf(powerhouse::store::MessageState state);
+
     explicit MessageListModel(QObject* parent = nullptr);
 
     int rowCount(const QModelIndex& parent = {}) const override;

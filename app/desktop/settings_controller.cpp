@@ -373,7 +373,7 @@ SettingsController::Plan SettingsController::planFor(const powerhouse::ModelShap
     return out;
 }
 
-QVariantMap SettingsController::fitFor(const powerhouse::ModelShape& shape) const {
+PlanFit SettingsController::fitFor(const powerhouse::ModelShape& shape) const {
     const Plan plan = planFor(shape, m_contextLength);
     QString suggestion;
     if (!plan.fits) {
@@ -386,7 +386,7 @@ QVariantMap SettingsController::fitFor(const powerhouse::ModelShape& shape) cons
                              : tr("It does not fit even with a short context: use a smaller quantization of it, "
                                   "keep less memory free, or add a GPU.");
     }
-    return {{"fits", plan.fits}, {"text", plan.text}, {"mode", plan.mode}, {"suggestion", suggestion}};
+    return PlanFit{plan.fits, plan.text, plan.mode, suggestion};
 }
 
 void SettingsController::updatePreview() {

@@ -18,6 +18,7 @@
 #include <QObject>
 #include <QString>
 #include <QVariantList>
+#include <QVariantMap>
 #include <QtQml/qqmlregistration.h>
 
 #include <optional>
@@ -28,6 +29,29 @@
 #include "powerhouse/plan.h"
 #include "powerhouse/telemetry.h"
 #include "store/store.h"
+
+// Whether a model fits with the current choices, as the Models page shows it
+// (SettingsController::fitFor): a value type with typed properties, which QML reads as a
+// planFit.
+struct PlanFit {
+    Q_GADGET
+    QML_VALUE_TYPE(planFit)
+    Q_PROPERTY(bool fits MEMBER fits)
+    Q_PROPERTY(QString text MEMBER text)              // the plan in words, or why it does not fit
+    Q_PROPERTY(QString mode MEMBER mode)              // the split chosen
+    Q_PROPERTY(QString suggestion MEMBER suggestion)  // what would make it fit
+
+public:
+    bool fits = false;
+    QString text;
+    QString mode;
+    QString suggestion;
+    bool operator==(const PlanFit&) const = default;
+    // As a map {fits, text, mode, suggestion}: HubController's rows still keep it so.
+    operator QVariantMap() const {
+        return {{"fits", fits}, {"text", text}, {"mode", mode}, {"suggestion", suggestion}};
+    }
+};
 
 class SettingsController : public QObject {
     Q_OBJECT
@@ -60,6 +84,10 @@ class SettingsController : public QObject {
     Q_PROPERTY(QString preview READ preview NOTIFY previewChanged)
     Q_PROPERTY(bool fits READ fits NOTIFY previewChanged)
     // Placement of the previewed plan: [{gpu, name, part, first, count, bytes}] for the dashboard's bar.
+    // Kept maps, not gadgets: DashboardController::setModelGpus reads them as maps, and
+    // PlacementBar.qml treats the list as a JS array of objects (reduce, map, modelData.bytes),
+    // which a QVariantList of gadgets is not cleanly in Qt 6.4 (each element a wrapped value
+    // type, copied at every access).
     Q_PROPERTY(QVariantList plannedGpus READ plannedGpus NOTIFY previewChanged)
     Q_PROPERTY(int modelLayers READ modelLayers NOTIFY previewChanged)
 
@@ -108,10 +136,8 @@ public:
     // Forgets unapplied changes: reads everything back from the store.
     Q_INVOKABLE void revert();
 
-    // Whether a model fits with the current choices, as the Models page shows it:
-    // {fits, text (the plan or why not), mode (the split chosen), suggestion (what would
-    // make it fit)}.
-    QVariantMap fitFor(const powerhouse::ModelShape& shape) const;
+    // Whether a model fits with the current choices, as the Models page shows it.
+    PlanFit fitFor(const powerhouse::ModelShape& shape) const;
 
     // The devices and options the planner is given for a model (`moe`: it has experts, so
     // system RAM is offered for them): the GPUs as the monitor sees them with each one's

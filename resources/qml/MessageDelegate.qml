@@ -16,7 +16,7 @@ Item {
     required property var messageId
     required property string role
     required property string content
-    required property string messageState
+    required property int messageState  // a MessageListModel.State
     required property string stats
     required property string error
     // "Continued on CPU (8 threads) after GPU 1 failed at token 37: ...", a line per
@@ -28,7 +28,7 @@ Item {
     required property QtObject blocks
 
     readonly property bool fromUser: role === "user"
-    readonly property bool streaming: messageState === "streaming"
+    readonly property bool streaming: messageState === MessageListModel.Streaming
     property bool editing: false
 
     implicitHeight: column.implicitHeight
@@ -173,7 +173,7 @@ Item {
                 height: 32
                 verticalAlignment: Text.AlignVCenter
                 visible: !root.fromUser && root.stats.length > 0
-                text: root.stats + (root.messageState === "stopped" ? " · stopped" : root.messageState === "interrupted" ? " · interrupted" : "")
+                text: root.stats + (root.messageState === MessageListModel.Stopped ? " · stopped" : root.messageState === MessageListModel.Interrupted ? " · interrupted" : "")
                 color: Theme.textMuted
                 font.pixelSize: Theme.smallFontSize
             }

@@ -100,7 +100,7 @@ Rectangle {
                 id: download
                 required property int downloadId
                 required property string name
-                required property string state
+                required property int downloadState  // a DownloadController.State
                 required property real progress
                 required property string status
                 required property var options
@@ -109,7 +109,7 @@ Rectangle {
                 implicitHeight: downloadColumn.implicitHeight + Theme.spacing
                 radius: 6
                 color: Theme.surface
-                border.color: download.state === "failed" ? Theme.error : Theme.border
+                border.color: download.downloadState === DownloadController.Failed ? Theme.error : Theme.border
 
                 ColumnLayout {
                     id: downloadColumn
@@ -125,30 +125,30 @@ Rectangle {
                             Layout.fillWidth: true
                         }
                         ToolButton {
-                            visible: download.state === "downloading" || download.state === "queued"
+                            visible: download.downloadState === DownloadController.Downloading || download.downloadState === DownloadController.Queued
                             text: "Pause"
                             onClicked: root.downloads.pause(download.downloadId)
                         }
                         ToolButton {
-                            visible: download.state === "paused" || download.state === "failed"
+                            visible: download.downloadState === DownloadController.Paused || download.downloadState === DownloadController.Failed
                             text: "Resume"
                             onClicked: root.downloads.resume(download.downloadId)
                         }
                         ToolButton {
-                            visible: download.state !== "done"
+                            visible: download.downloadState !== DownloadController.Done
                             text: "Cancel"
                             Accessible.name: "Cancel the download of " + download.name
                             onClicked: root.downloads.cancel(download.downloadId)
                         }
                     }
                     ProgressBar {
-                        visible: download.state === "downloading"
+                        visible: download.downloadState === DownloadController.Downloading
                         indeterminate: download.progress < 0
                         value: Math.max(0, download.progress)
                         Layout.fillWidth: true
                     }
                     RowLayout {
-                        visible: download.state === "choose"
+                        visible: download.downloadState === DownloadController.Choose
                         Layout.fillWidth: true
                         ComboBox {
                             id: choice
@@ -164,7 +164,7 @@ Rectangle {
                     Label {
                         objectName: "downloadStatus"
                         text: download.status
-                        color: download.state === "failed" ? Theme.error : Theme.textMuted
+                        color: download.downloadState === DownloadController.Failed ? Theme.error : Theme.textMuted
                         font.pixelSize: Theme.smallFontSize
                         wrapMode: Text.Wrap
                         Layout.fillWidth: true

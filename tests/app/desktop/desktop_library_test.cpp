@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModelTester>
+#include <QMetaEnum>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -178,8 +179,10 @@ protected:
         return d;
     }
     std::filesystem::path library() const { return dir_ / "models"; }
+    // The row's DownloadController::State, named in lower case ("choose", "done").
     static QString state(const DownloadController& d, int row) {
-        return d.data(d.index(row), DownloadController::StateRole).toString();
+        const int value = d.data(d.index(row), DownloadController::StateRole).toInt();
+        return QString::fromLatin1(QMetaEnum::fromType<DownloadController::State>().valueToKey(value)).toLower();
     }
     static QString status(const DownloadController& d, int row) {
         return d.data(d.index(row), DownloadController::StatusRole).toString();

@@ -95,7 +95,7 @@ TEST(MessageListModel, PassesTheModelTesterWhileTextStreamsIn) {
     model.appendText(2, "lo");
     EXPECT_EQ(changed.count(), 2);
     EXPECT_EQ(model.data(model.index(1), MessageListModel::ContentRole).toString(), "Hello");
-    EXPECT_EQ(model.data(model.index(1), MessageListModel::StateRole).toString(), "streaming");
+    EXPECT_EQ(model.data(model.index(1), MessageListModel::StateRole).toInt(), static_cast<int>(MessageListModel::State::Streaming));
     model.removeFrom(1);
     EXPECT_EQ(model.rowCount(), 1);
 }

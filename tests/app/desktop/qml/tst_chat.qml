@@ -70,7 +70,7 @@ Item {
             verify(streamed.count > 1, "the answer came in " + streamed.count + " pieces")
             tryVerify(() => message(1) !== null)
             compare(message(0).content, "Write a Python function that reverses a string.")
-            compare(message(1).messageState, "complete")
+            compare(message(1).messageState, MessageListModel.Complete)
             // The greedy answer opens with a Python code block, framed with its own Copy button.
             const code = findChild(message(1), "codeText")
             verify(code !== null, message(1).content)
@@ -85,7 +85,7 @@ Item {
             tryVerify(() => message(1) !== null && message(1).content.length > 0, 60000)
             mouseClick(findChild(chat, "stopButton"))
             waitIdle()
-            compare(message(1).messageState, "stopped")
+            compare(message(1).messageState, MessageListModel.Stopped)
             verify(message(1).content.length > 0)
             verify(findChild(message(1), "statsLabel").text.indexOf("stopped") > 0)
         }
@@ -96,7 +96,7 @@ Item {
             mouseClick(button)
             verify(testChat.generating)
             waitIdle()
-            tryCompare(message(1), "messageState", "complete")
+            tryCompare(message(1), "messageState", MessageListModel.Complete)
             compare(testChat.messages.count, 2)
         }
 
@@ -112,7 +112,7 @@ Item {
             waitIdle()
             tryCompare(testChat.messages, "count", 2)
             compare(message(0).content, "Say hello in French.")
-            compare(message(1).messageState, "complete")
+            compare(message(1).messageState, MessageListModel.Complete)
         }
 
         function test_5_switch_and_search_conversations() {
@@ -159,7 +159,7 @@ Item {
             tryVerify(() => message(1).content.length > shown, 60000)
             mouseClick(findChild(chat, "stopButton"))
             waitIdle()
-            compare(message(1).messageState, "stopped")
+            compare(message(1).messageState, MessageListModel.Stopped)
             tryVerify(() => !generatingIndicator(0).visible)
         }
 

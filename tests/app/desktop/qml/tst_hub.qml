@@ -68,6 +68,12 @@ Item {
             const before = testHubDownloads.count
             mouseClick(findChild(q41, "hubDownload" + q41.index))
             tryCompare(testHubDownloads, "count", before + 1)
+            // Its row on the Models page, in a typed state (DownloadController.State).
+            let row = null
+            tryVerify(() => (row = findChild(window.contentItem, "download" + testHubDownloads.count)) !== null)
+            verify([DownloadController.Queued, DownloadController.Listing, DownloadController.Downloading,
+                    DownloadController.Done].indexOf(row.downloadState) >= 0, "state " + row.downloadState)
+            verify(DownloadController.Failed !== DownloadController.Done)
         }
 
         function test_the_page_fits_the_window_from_the_smallest_size_to_4k() {

@@ -47,7 +47,7 @@ Item {
             index: 0
             messageId: 1
             role: "assistant"
-            messageState: "complete"
+            messageState: MessageListModel.Complete
             stats: "10.0 tokens/s · 5 ms to first token · 40 tokens"
             error: ""
             recovery: "Continued on CPU (8 threads) after GPU 1 failed at token 37: Xid 79, fell off the bus"

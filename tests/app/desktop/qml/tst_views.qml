@@ -39,7 +39,7 @@ Item {
             index: 0
             messageId: 1
             role: "assistant"
-            messageState: "complete"
+            messageState: MessageListModel.Complete
             stats: "10.0 tokens/s · 5 ms to first token · 3 tokens"
             error: ""
             recovery: ""
