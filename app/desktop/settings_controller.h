@@ -11,6 +11,9 @@
 // cannot be ticked again; what the user chose for it stays stored as it was. General also
 // holds what the engine does when a GPU fails under the model (recoveryPolicy).
 //
+// Its writes stay on the GUI thread's connection, unlike the chat's (ChatController's
+// writer): they are rare (apply, a theme change) and a few small rows.
+//
 // Thread-safety: GUI thread only.
 #pragma once
 
