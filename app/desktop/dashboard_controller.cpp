@@ -92,6 +92,12 @@ void DashboardController::setModelGpus(const QVariantList& planned) {
     startMeters();  // the model may have moved to GPUs during an answer
 }
 
+std::vector<uint32_t> DashboardController::modelGpus() const {
+    std::vector<uint32_t> out;
+    for (const ModelGpu& g : m_modelGpus) out.push_back(g.gpu);
+    return out;
+}
+
 // Simulated GPUs take the model's memory and load; real ones ignore what is reported.
 void DashboardController::report(bool busy) {
     for (const ModelGpu& g : m_modelGpus) m_monitor->report_activity(g.gpu, busy ? 0.9f : 0.0f, g.bytes);

@@ -98,6 +98,8 @@ public:
 
     // The GPUs the model is planned on (the settings' plannedGpus: [{gpu, bytes}]).
     void setModelGpus(const QVariantList& planned);
+    // Their GpuInfo::index, in the plan's order.
+    std::vector<uint32_t> modelGpus() const;
     // An answer starts and ends (answers overlap: each has its request id). The end gives
     // its share of the joules spent meanwhile by the GPUs that hold the model (the power
     // is divided among the answers running at each reading), when there are any and they

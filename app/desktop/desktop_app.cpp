@@ -35,6 +35,7 @@ DesktopApp::DesktopApp(powerhouse::store::Store store, const Options& options)
     m_server = std::make_unique<ServerController>(m_store, *m_engine);
     // Remote engines (Settings → Engines).
     m_engines = std::make_unique<EnginesController>(m_store);
+    m_sweep = std::make_unique<PowerSweepController>(m_store, *m_engine, *m_dashboard, *m_power, m_options.sweep);
     wire();
 }
 
@@ -99,6 +100,12 @@ void DesktopApp::wire() {
     connect(&engine, &EngineClient::recovery, m_costs.get(), [this](const EngineRecovery& r) {
         if (r.phase == EngineRecovery::Phase::Recovered) m_costs->setModel(r.model);
     });
+    // The efficiency sweep runs the model loaded here (not a remote engine's).
+    connect(&engine, &EngineClient::loaded, m_sweep.get(), &PowerSweepController::setModel);
+    connect(&engine, &EngineClient::unloaded, m_sweep.get(), [this] { m_sweep->setModel({}); });
+    connect(&engine, &EngineClient::recovery, m_sweep.get(), [this](const EngineRecovery& r) {
+        if (r.phase == EngineRecovery::Phase::Recovered) m_sweep->setModel(r.model);
+    });
     dashboard.start();
     m_power->applySettings();
 
@@ -155,7 +162,8 @@ QVariantMap DesktopApp::qmlProperties() {
             {QStringLiteral("hub"), QVariant::fromValue(m_hub.get())},
             {QStringLiteral("transfer"), QVariant::fromValue(m_transfer.get())},
             {QStringLiteral("power"), QVariant::fromValue(m_power.get())},
-            {QStringLiteral("costs"), QVariant::fromValue(m_costs.get())}};
+            {QStringLiteral("costs"), QVariant::fromValue(m_costs.get())},
+            {QStringLiteral("sweep"), QVariant::fromValue(m_sweep.get())}};
 }
 
 void DesktopApp::load(const QString& path, bool fromSettings) {

@@ -26,6 +26,7 @@
 #include "hub_controller.h"
 #include "library_controller.h"
 #include "power_controller.h"
+#include "power_sweep_controller.h"
 #include "powerhouse/result.h"
 #include "server_controller.h"
 #include "settings_controller.h"
@@ -49,6 +50,7 @@ public:
             bool hangs = false;  // it never answers instead, until a 2 s step deadline
         };
         std::optional<FaultInjection> fault;
+        PowerSweepController::Options sweep;  // the dashboard's efficiency sweep (tests shorten it)
     };
     // "DEVICE:AFTER" or "DEVICE:AFTER:hang" (POWERHOUSE_FAIL_DEVICE), e.g. "0:5": device 0
     // fails at its sixth step. An error says what is wrong with the text.
@@ -82,6 +84,7 @@ public:
     ConversationTransfer& transfer() { return *m_transfer; }
     PowerController& power() { return *m_power; }
     CostsController& costs() { return *m_costs; }
+    PowerSweepController& sweep() { return *m_sweep; }
 
 private:
     DesktopApp(powerhouse::store::Store store, const Options& options);
@@ -102,5 +105,8 @@ private:
     std::unique_ptr<EnginesController> m_engines;
     std::unique_ptr<CostsController> m_costs;
     std::unique_ptr<PowerController> m_power;  // after the dashboard: restores before its monitor goes
+    // Last: a sweep under way ends (its limits set back) while the engine, the dashboard's
+    // monitor and the power controller are still there.
+    std::unique_ptr<PowerSweepController> m_sweep;
     QString m_current;  // the model loaded last
 };

@@ -3,7 +3,7 @@
 // controllers to the QML window as its properties.
 //
 //   powerhouse [FILE | --model FILE] [--data-dir DIR] [--ctx N] [--send TEXT] [--screenshot FILE]
-//              [--show settings|general|server|engines|conversation|models|costs] [--suggestions FILE]
+//              [--show settings|general|server|engines|conversation|models|costs|sweep] [--suggestions FILE]
 //
 // --send sends a message as soon as the model is ready. --screenshot renders the window
 // once it is idle (the model loaded or failed, no answer streaming), saves it as a PNG and
@@ -127,7 +127,7 @@ int main(int argc, char* argv[]) {
         QStringLiteral("FILE"));
     const QCommandLineOption showOption(
         QStringLiteral("show"),
-        QStringLiteral("Open a panel at start: settings, general, server, engines, conversation, models or costs."),
+        QStringLiteral("Open a panel at start: settings, general, server, engines, conversation, models, costs or sweep."),
         QStringLiteral("PANEL"));
     parser.addOptions(
         {helpOption, versionOption, modelOption, dataOption, ctxOption, sendOption, screenshotOption, showOption,
@@ -276,9 +276,9 @@ int main(int argc, char* argv[]) {
         if (panel != QLatin1String("settings") && panel != QLatin1String("general") &&
             panel != QLatin1String("server") && panel != QLatin1String("engines") &&
             panel != QLatin1String("conversation") && panel != QLatin1String("models") &&
-            panel != QLatin1String("costs")) {
+            panel != QLatin1String("costs") && panel != QLatin1String("sweep")) {
             std::fprintf(
-                stderr, "powerhouse: --show takes settings, general, server, engines, conversation, models or costs, not %s\n",
+                stderr, "powerhouse: --show takes settings, general, server, engines, conversation, models, costs or sweep, not %s\n",
                 qPrintable(panel));
             return 2;
         }

@@ -62,6 +62,9 @@ public:
     // and no limit kept for it.
     Q_INVOKABLE bool restoreDefault(int gpu);
     Q_INVOKABLE void copyText(const QString& text) const;
+    // Writes the limits changed so far (by this controller or by anything else on the same
+    // monitor, such as the efficiency sweep) to the store, for restoreLeftovers after a crash.
+    void saveChanges();
     Q_INVOKABLE void dismissStartupNote();
 
 signals:
@@ -73,7 +76,6 @@ private:
     struct Refusal {
         QString error, command;
     };
-    void saveChanges();
     void keepSetting(const std::string& uuid, double watts);  // 0: none
     double keptSetting(const std::string& uuid) const;
     void refuse(int gpu, const powerhouse::Error& error, double limit);  // limit: for the command

@@ -9,6 +9,8 @@ Rectangle {
     id: root
 
     required property ChatController controller
+    // Why the composer cannot send now ("" when it can).
+    property string sendBlockedReason: ""
     // The device-failure banner's "Choose devices…": the window opens the settings.
     signal openSettings()
 
@@ -122,6 +124,7 @@ Rectangle {
         Composer {
             id: composer
             controller: root.controller
+            blockedReason: root.sendBlockedReason
             Layout.fillWidth: true
         }
     }

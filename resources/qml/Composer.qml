@@ -8,9 +8,11 @@ Rectangle {
     id: root
 
     required property ChatController controller
+    // Why nothing can be sent now ("" when it can): an efficiency sweep holds the model.
+    property string blockedReason: ""
 
     function send() {
-        if (input.text.trim().length === 0 || root.controller.generating)
+        if (input.text.trim().length === 0 || root.controller.generating || root.blockedReason.length > 0)
             return
         root.controller.send(input.text)
         input.text = ""
@@ -52,8 +54,9 @@ Rectangle {
                 TextArea {
                     id: input
                     objectName: "composerInput"
-                    placeholderText: root.controller.modelState === ChatController.Ready ? "Message (Enter sends, Shift+Enter adds a line)"
-                                                                            : "Waiting for a model…"
+                    placeholderText: root.blockedReason.length > 0 ? root.blockedReason
+                                     : root.controller.modelState === ChatController.Ready ? "Message (Enter sends, Shift+Enter adds a line)"
+                                                                                           : "Waiting for a model…"
                     wrapMode: TextEdit.Wrap
                     font.pixelSize: Theme.bodySize
                     focus: true
@@ -79,7 +82,7 @@ Rectangle {
                 Accessible.name: text
                 ToolTip.visible: hovered
                 ToolTip.text: root.controller.generating ? "Stop the answer (Esc)" : "Send (Enter)"
-                enabled: root.controller.generating || input.text.trim().length > 0
+                enabled: root.controller.generating || (input.text.trim().length > 0 && root.blockedReason.length === 0)
                 Layout.alignment: Qt.AlignBottom
                 onClicked: root.controller.generating ? root.controller.stop() : root.send()
             }

@@ -14,15 +14,19 @@ Rectangle {
     property PowerController power: null
     // The Costs view's figures; null in views tested without them.
     property CostsController costs: null
+    // The efficiency sweep; null in views tested without it.
+    property PowerSweepController sweep: null
     // Remote machines (the metrics URLs of Settings → Engines), grouped by host.
     property RemoteGpuModel remote: dashboard.remote
     // The settings' plan for the loaded model on the GPUs, and its number of layers.
     property var plan: []
     property int layers: 0
 
-    // "costs" opens the Costs view (Main.qml's openPanel, --show costs).
+    // "costs" opens the Costs view, "sweep" the efficiency sweep (Main.qml's openPanel,
+    // --show costs|sweep).
     function openPanel(name: string) {
-        if (name === "costs" && root.costs !== null) costsDialog.open()
+        if (name === "costs" && costsLoader.item !== null) costsLoader.item.open()
+        if (name === "sweep" && sweepLoader.item !== null) sweepLoader.item.open()
     }
 
     function mib(bytes) {
@@ -110,9 +114,10 @@ Rectangle {
                 }
             }
 
-            RowLayout {
-                visible: root.costs !== null
+            Flow {
+                visible: root.costs !== null || root.sweep !== null
                 spacing: Theme.space2
+                Layout.fillWidth: true
                 Layout.leftMargin: Theme.spacing
                 Layout.rightMargin: Theme.spacing
                 Button {
@@ -121,12 +126,34 @@ Rectangle {
                     icon.name: "accessories-calculator-symbolic"
                     icon.color: Theme.text
                     Accessible.name: "Costs"
-                    onClicked: costsDialog.open()
+                    visible: root.costs !== null
+                    onClicked: costsLoader.item.open()
+                }
+                Button {
+                    objectName: "openSweep"
+                    text: root.sweep !== null && root.sweep.running ? "Sweep running…" : "Efficiency sweep…"
+                    icon.name: "power-profile-balanced-symbolic"
+                    icon.color: Theme.text
+                    Accessible.name: "Efficiency sweep"
+                    visible: root.sweep !== null && root.dashboard.gpus.count > 0
+                    ToolTip.visible: hovered
+                    ToolTip.text: "Run the model at several power limits and find the most efficient"
+                    onClicked: sweepLoader.item.open()
                 }
             }
-            CostsDialog {
-                id: costsDialog
-                costs: root.costs !== null ? root.costs : null
+            Loader {
+                id: costsLoader
+                active: root.costs !== null
+                sourceComponent: CostsDialog {
+                    costs: root.costs
+                }
+            }
+            Loader {
+                id: sweepLoader
+                active: root.sweep !== null
+                sourceComponent: PowerSweepDialog {
+                    sweep: root.sweep
+                }
             }
 
             Rectangle {

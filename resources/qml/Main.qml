@@ -25,6 +25,7 @@ ApplicationWindow {
     // Power limits, the efficiency sweep and costs (issue 24); null in views tested without them.
     property PowerController power: null
     property CostsController costs: null
+    property PowerSweepController sweep: null
     // With no model to answer and nothing in the open conversation, the welcome view shows.
     readonly property bool welcomeVisible: welcome !== null && controller.modelState !== ChatController.Ready
                                            && controller.modelState !== ChatController.Loading && controller.messages.count === 0
@@ -127,6 +128,8 @@ ApplicationWindow {
             ChatView {
                 id: chatView
                 controller: window.controller
+                sendBlockedReason: window.sweep !== null && window.sweep.running
+                                   ? "An efficiency sweep is running the model (see the dashboard)" : ""
                 onOpenSettings: window.openPanel("settings")
             }
             ModelsPage {
@@ -155,6 +158,7 @@ ApplicationWindow {
             dashboard: window.dashboard
             power: window.power
             costs: window.costs
+            sweep: window.sweep
             plan: window.settings.plannedGpus
             layers: window.settings.modelLayers
             SplitView.preferredWidth: 300

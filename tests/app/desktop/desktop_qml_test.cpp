@@ -39,6 +39,7 @@
 #include "http_test_server.h"
 #include "library_controller.h"
 #include "power_controller.h"
+#include "power_sweep_controller.h"
 #include "remote/prometheus.h"
 #include "remote_gpu_model.h"
 #include "server_controller.h"
@@ -116,6 +117,7 @@ public slots:
         // Called once per test file: the server's controller of the last file goes before the
         // engine client it hooks into is replaced.
         m_server.reset();
+        m_sweep.reset();  // before the engine, dashboard and power controller it uses
         m_power.reset();  // before the dashboard whose monitor it sets limits on is replaced
         m_welcome.reset();  // before the settings and downloads it plans with are replaced
         m_hub.reset();
@@ -158,6 +160,16 @@ public slots:
         m_costs->setModel({{"weightBytes", 1e9}});
         engine->rootContext()->setContextProperty(QStringLiteral("testPower"), m_power.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testCosts"), m_costs.get());
+        // The efficiency sweep runs testChat's model at 450, 300 and 200 W on GPU 0 as its
+        // stand-in (GPU 1 refuses limits), one short answer per limit.
+        PowerSweepController::Options sweep;
+        sweep.secondsPerLimit = 0;
+        sweep.tokensPerAnswer = 8;
+        sweep.limitsW = {450, 300, 200};
+        sweep.gpus = {0};
+        m_sweep = std::make_unique<PowerSweepController>(*m_chatStore, *m_chatEngine, *m_dashboard, *m_power, sweep);
+        connect(m_chatEngine.get(), &EngineClient::loaded, m_sweep.get(), &PowerSweepController::setModel);
+        engine->rootContext()->setContextProperty(QStringLiteral("testSweep"), m_sweep.get());
         m_settings->setModel(QString::fromStdString(powerhouse::test::test_model_path().string()));
         m_library = std::make_unique<LibraryController>(*m_store, *m_settings, m_dir.path() + "/models");
         m_library->rescan();
@@ -223,6 +235,7 @@ public slots:
         m_library.reset();
         m_settings.reset();
         m_costs.reset();
+        m_sweep.reset();
         m_power.reset();
         m_dashboard.reset();
         m_chat.reset();
@@ -268,6 +281,7 @@ private:
     std::unique_ptr<DashboardController> m_dashboard;
     std::unique_ptr<PowerController> m_power;
     std::unique_ptr<CostsController> m_costs;
+    std::unique_ptr<PowerSweepController> m_sweep;
     std::unique_ptr<SettingsController> m_settings;
     std::unique_ptr<LibraryController> m_library;
     DropHelper m_drop;

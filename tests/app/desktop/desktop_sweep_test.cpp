@@ -1,0 +1,224 @@
+// The dashboard's efficiency sweep (issue 24, PowerSweepController) through the whole app
+// (DesktopApp): the test model on the CPU, simulated GPUs standing in for it. A sweep runs
+// the model's answers at each limit, marks the most efficient and the knee, labels the
+// figures as simulated, sets the limits back and keeps its result for the next start; the
+// chosen limit can be applied as the GPU's setting. Each step's limit is in the store while
+// it runs (for a crash), and a cancel, an unload or quitting mid-sweep sets the limits back.
+// Nothing of it reaches the chat's conversations.
+#include <gtest/gtest.h>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTest>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "desktop_app.h"
+#include "desktop_test_support.h"
+#include "support/test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kWait = 120000;
+
+class DesktopSweepTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        for (const char* name : {"HOME", "POWERHOUSE_SIMULATE_GPUS", "POWERHOUSE_TEST_MODEL"}) {
+            const char* value = std::getenv(name);
+            saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value) : std::nullopt);
+        }
+        test_model_ = powerhouse::test::test_model_path();
+        fs::create_directories(dir_ / "home");
+        setenv("HOME", (dir_ / "home").c_str(), 1);
+        setenv("POWERHOUSE_TEST_MODEL", (dir_ / "no-default-model.gguf").c_str(), 1);
+        setenv("POWERHOUSE_SIMULATE_GPUS", "RTX 4090:24", 1);
+    }
+    void TearDown() override {
+        for (const auto& [name, value] : saved_) {
+            if (value) setenv(name.c_str(), value->c_str(), 1);
+            else unsetenv(name.c_str());
+        }
+    }
+    std::unique_ptr<DesktopApp> make(double secondsPerLimit, std::vector<double> limits) {
+        DesktopApp::Options options;
+        options.dataDir = QString::fromStdString((dir_ / "data").string());
+        options.hubEndpoint = "http://127.0.0.1:9";
+        options.rescan = false;
+        options.sweep.secondsPerLimit = secondsPerLimit;
+        options.sweep.tokensPerAnswer = 12;
+        options.sweep.limitsW = std::move(limits);
+        auto app = DesktopApp::create(options);
+        EXPECT_TRUE(app.ok()) << (app.ok() ? "" : app.error().message);
+        return app.ok() ? std::move(*app) : nullptr;
+    }
+    // Loads the test model; false (with a failure) when it does not become ready.
+    bool loadModel(DesktopApp& app) {
+        app.load(QString::fromStdString(test_model_.string()), false);
+        if (!QTest::qWaitFor([&] { return app.chat().modelState() != ChatController::ModelState::Loading; }, kWait))
+            return false;
+        EXPECT_EQ(app.chat().modelState(), ChatController::ModelState::Ready) << app.chat().errorText().toStdString();
+        return QTest::qWaitFor([&] { return app.sweep().whyNot().isEmpty(); }, 10000);
+    }
+    static double currentLimit(DesktopApp& app) {
+        return app.power().gpus().at(0).toMap().value("currentW").toDouble();
+    }
+    static QJsonArray crashRecord(DesktopApp& app) {
+        auto v = app.store().setting("power_limit_changes");
+        return v && *v ? QJsonDocument::fromJson(QByteArray::fromStdString(**v)).array() : QJsonArray();
+    }
+    static bool settled(DesktopApp& app) { return !app.sweep().running(); }
+
+    powerhouse::test::TempDir dir_;
+    fs::path test_model_;
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+PowerSweepRow rowOf(const PowerSweepController& sweep, int i) { return sweep.rows().at(i).value<PowerSweepRow>(); }
+
+TEST_F(DesktopSweepTest, ASweepMarksTheBestLimitSetsTheLimitsBackAndIsKept) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    auto app = make(0, {450, 300, 200});
+    ASSERT_NE(app, nullptr);
+    PowerSweepController& sweep = app->sweep();
+    EXPECT_FALSE(sweep.whyNot().isEmpty()) << "no model yet";
+    EXPECT_FALSE(sweep.start());
+    EXPECT_TRUE(sweep.messageIsError());
+    ASSERT_TRUE(loadModel(*app));
+    const int conversations = app->chat().conversations()->rowCount();
+
+    ASSERT_TRUE(sweep.start()) << sweep.message().toStdString();
+    EXPECT_TRUE(sweep.running());
+    EXPECT_FALSE(sweep.start()) << "one sweep at a time";
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kWait));
+    ASSERT_EQ(sweep.state(), PowerSweepController::State::Done) << sweep.message().toStdString();
+
+    ASSERT_EQ(sweep.rows().size(), 3);
+    for (int i = 0; i < 3; ++i) {
+        const PowerSweepRow r = rowOf(sweep, i);
+        EXPECT_GT(r.tokensPerSecond, 0) << i;
+        ASSERT_TRUE(r.hasPower) << i;
+        EXPECT_NEAR(r.tokensPerJoule, r.tokensPerSecond / r.averageW, 1e-9 * r.tokensPerJoule) << i;
+        EXPECT_LE(r.averageW, r.totalLimitW + 1) << "a GPU draws no more than its limit";
+        EXPECT_TRUE(r.hasTemperature) << i;
+    }
+    EXPECT_EQ(rowOf(sweep, 0).limit, "450 W");
+    EXPECT_EQ(rowOf(sweep, 2).limit, "200 W");
+    // The stand-in's power model: a lower limit draws less.
+    EXPECT_LT(rowOf(sweep, 2).averageW, rowOf(sweep, 0).averageW);
+    ASSERT_GE(sweep.mostEfficient(), 0);
+    ASSERT_GE(sweep.knee(), 0);
+    EXPECT_TRUE(rowOf(sweep, sweep.mostEfficient()).mostEfficient);
+    EXPECT_TRUE(rowOf(sweep, sweep.knee()).knee);
+    double best = 0;
+    for (int i = 0; i < 3; ++i) best = std::max(best, rowOf(sweep, i).tokensPerJoule);
+    EXPECT_EQ(rowOf(sweep, sweep.mostEfficient()).tokensPerJoule, best);
+    EXPECT_FALSE(sweep.label().isEmpty()) << "simulated figures say so";
+    EXPECT_TRUE(sweep.summary().startsWith("Most efficient: ")) << sweep.summary().toStdString();
+    EXPECT_TRUE(sweep.about().contains("on GPU 0, 12 tokens per answer")) << sweep.about().toStdString();
+    EXPECT_EQ(sweep.message(), "The power limits are back at 450 W, as before the sweep.");
+    EXPECT_FALSE(sweep.messageIsError());
+
+    // The limits are back, and nothing is left for a crash to undo.
+    EXPECT_EQ(currentLimit(*app), 450);
+    EXPECT_TRUE(crashRecord(*app).isEmpty());
+    // The sweep's answers are not the chat's.
+    EXPECT_EQ(app->chat().conversations()->rowCount(), conversations);
+    EXPECT_FALSE(app->chat().generatingAny());
+
+    // Applying a limit makes it the GPU's setting.
+    const PowerSweepRow chosen = rowOf(sweep, 1);
+    ASSERT_TRUE(sweep.apply(1)) << sweep.message().toStdString();
+    EXPECT_EQ(currentLimit(*app), 300);
+    EXPECT_EQ(app->power().gpus().at(0).toMap().value("settingW").toDouble(), 300);
+    EXPECT_TRUE(sweep.message().startsWith("300 W applied to GPU 0")) << sweep.message().toStdString();
+    EXPECT_FALSE(sweep.apply(7));
+
+    // The next start shows the same result.
+    app.reset();
+    auto again = make(0, {});
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(again->sweep().state(), PowerSweepController::State::Done);
+    ASSERT_EQ(again->sweep().rows().size(), 3);
+    EXPECT_EQ(rowOf(again->sweep(), 1), chosen);
+    ASSERT_GE(again->sweep().mostEfficient(), 0);
+    EXPECT_TRUE(rowOf(again->sweep(), again->sweep().mostEfficient()).mostEfficient);
+    EXPECT_FALSE(again->sweep().label().isEmpty());
+}
+
+TEST_F(DesktopSweepTest, EachStepIsRecordedForACrashAndCancelSetsTheLimitBack) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    auto app = make(60, {450, 250});  // a minute per limit: cancelled long before
+    ASSERT_NE(app, nullptr);
+    ASSERT_TRUE(loadModel(*app));
+    PowerSweepController& sweep = app->sweep();
+    ASSERT_TRUE(sweep.start());
+    // Cancelling during the first limit (the default: nothing changed yet), then a second
+    // sweep that starts below the default, cancelled there.
+    ASSERT_TRUE(QTest::qWaitFor([&] { return sweep.progressText().startsWith("Limit 1 of 2: 450 W on GPU 0"); }, kWait))
+        << sweep.progressText().toStdString();
+    sweep.cancel();
+    EXPECT_EQ(sweep.state(), PowerSweepController::State::Cancelling);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kWait));
+    EXPECT_EQ(sweep.state(), PowerSweepController::State::Idle) << "no result to show";
+    EXPECT_EQ(sweep.message(), "Sweep cancelled; the power limits are back as they were.");
+
+    app.reset();
+    auto longSweep = make(60, {250, 450});
+    ASSERT_NE(longSweep, nullptr);
+    ASSERT_TRUE(loadModel(*longSweep));
+    PowerSweepController& second = longSweep->sweep();
+    ASSERT_TRUE(second.start());
+    // While a limit below the default runs, the store says what to set back after a crash.
+    ASSERT_TRUE(QTest::qWaitFor([&] { return crashRecord(*longSweep).size() == 1; }, kWait));
+    const QJsonObject record = crashRecord(*longSweep).at(0).toObject();
+    EXPECT_EQ(record.value("before_w").toDouble(), 450);
+    EXPECT_EQ(record.value("now_w").toDouble(), 250);
+    EXPECT_EQ(currentLimit(*longSweep), 250);
+    EXPECT_FALSE(second.whyNot().isEmpty());
+    second.cancel();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*longSweep); }, kWait));
+    EXPECT_EQ(currentLimit(*longSweep), 450);
+    EXPECT_TRUE(crashRecord(*longSweep).isEmpty());
+}
+
+TEST_F(DesktopSweepTest, UnloadingOrQuittingMidSweepEndsItWithTheLimitsBack) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    {
+        auto app = make(60, {300, 250});
+        ASSERT_NE(app, nullptr);
+        ASSERT_TRUE(loadModel(*app));
+        ASSERT_TRUE(app->sweep().start());
+        ASSERT_TRUE(QTest::qWaitFor([&] { return currentLimit(*app) == 300; }, kWait));
+        app->engine().unload();
+        ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kWait));
+        EXPECT_EQ(app->sweep().message(), "The sweep stopped: the model was unloaded.");
+        EXPECT_TRUE(app->sweep().messageIsError());
+        EXPECT_EQ(currentLimit(*app), 450);
+        EXPECT_FALSE(app->sweep().whyNot().isEmpty()) << "no model now";
+    }
+    auto app = make(60, {300, 250});
+    ASSERT_NE(app, nullptr);
+    ASSERT_TRUE(loadModel(*app));
+    ASSERT_TRUE(app->sweep().start());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return crashRecord(*app).size() == 1; }, kWait));
+    // Quitting: the sweep's thread ends and the limit goes back before the app is gone;
+    // what the store keeps for the next start is nothing to undo.
+    app.reset();
+    auto store = powerhouse::store::Store::open(dir_ / "data" / "powerhouse.db");
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    auto record = store->setting("power_limit_changes");
+    ASSERT_TRUE(record.ok() && record->has_value());
+    EXPECT_EQ(**record, "[]");
+}
+
+}  // namespace
