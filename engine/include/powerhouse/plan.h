@@ -22,8 +22,11 @@
 // Thread-safety: free functions over value types.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +62,22 @@ struct ModelShape {
 
 // The shape from a GGUF file's tensor index (no weights read).
 Result<ModelShape> read_model_shape(const std::filesystem::path& path);
+
+// The first bytes of a GGUF file not at hand (fetched over HTTP before a download), and the
+// whole file's size, against which its tensors' places are checked. The caller keeps
+// `bytes` alive during the call.
+struct GgufPrefix {
+    std::string name;  // the file's name, for messages
+    std::span<const std::byte> bytes;
+    uint64_t file_size = 0;
+};
+// The length of the file's header (metadata and tensor index, up to its data section) once
+// `prefix` holds all of it; nullopt while `prefix` ends inside it (fetch more). A malformed
+// header is a format error, as for a file on disk.
+Result<std::optional<uint64_t>> gguf_header_length(const GgufPrefix& prefix);
+// The shape from the headers alone of a model's files (one file, or every part of a split
+// model in order): equal to read_model_shape() of the same files on disk.
+Result<ModelShape> read_model_shape(const std::vector<GgufPrefix>& parts);
 
 // Adds one tensor, by its GGUF name, to the part of `shape` it belongs to (`shape.layers`
 // sized already); `block_size` is its type's elements per block. read_model_shape() does

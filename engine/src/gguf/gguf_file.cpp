@@ -35,6 +35,13 @@ std::string printable(std::string_view s) {
 class GgufParser {
 public:
     GgufParser(std::span<const std::byte> bytes, const std::string& name) : bytes_(bytes), name_(name) {}
+    // Header only: `bytes` is the start of a file of `file_size` bytes. Counts and lengths
+    // are checked against the whole file; a read past `bytes` but inside the file marks the
+    // header incomplete (`ran_out`) instead of the file truncated.
+    GgufParser(std::span<const std::byte> prefix, uint64_t file_size, const std::string& name)
+        : bytes_(prefix), name_(name), file_size_(file_size), header_only_(true) {}
+
+    bool ran_out() const { return ran_out_; }
 
     Result<void> parse(GgufFile& out) {
         parse_header(out);
@@ -49,6 +56,16 @@ public:
 private:
     bool failed() const { return error_.has_value(); }
     uint64_t left() const { return bytes_.size() - pos_; }
+    // What the whole file has left: the bytes at hand, unless only the header is parsed.
+    uint64_t file_left() const { return header_only_ ? (file_size_ > pos_ ? file_size_ - pos_ : 0) : left(); }
+
+    // A read of `n` bytes runs past the prefix but not past the file: more must be fetched.
+    bool need_more(uint64_t n) {
+        if (!header_only_ || n <= left() || n > file_left() || failed()) return false;
+        ran_out_ = true;
+        fail_at(pos_, fmt::format("the header continues past the first {} bytes", bytes_.size()));
+        return true;
+    }
 
     void fail_at(uint64_t offset, std::string_view what) {
         if (failed()) return;
@@ -58,6 +75,7 @@ private:
 
     bool read_raw(void* dst, uint64_t n, std::string_view field) {
         if (failed()) return false;
+        if (need_more(n)) return false;
         if (n > left()) {
             fail_at(pos_, fmt::format("file ends inside {} ({} bytes needed, {} left): the file is truncated",
                                       field, n, left()));
@@ -88,9 +106,9 @@ private:
         }
         std::memcpy(&length, bytes_.data() + pos_, sizeof(length));
         pos_ += sizeof(length);
-        if (length > left()) {
+        if (length > file_left()) {
             fail_at(at, fmt::format("{} length {} is past the end of the file ({} bytes left)",
-                                    name_field(field, element), length, left()));
+                                    name_field(field, element), length, file_left()));
             return {};
         }
         if (length > max_length) {
@@ -98,6 +116,7 @@ private:
                                     max_length));
             return {};
         }
+        if (need_more(length)) return {};
         std::string_view s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<size_t>(length));
         pos_ += length;
         return s;
@@ -142,12 +161,12 @@ private:
         if (failed()) return;
         // Each entry takes some bytes; a count that cannot fit in the rest of the file is
         // refused here, before anything is sized by it.
-        if (kv_count_ > left() / kMinKvBytes) {
+        if (kv_count_ > file_left() / kMinKvBytes) {
             fail_at(at_kv_count, fmt::format("metadata count {} cannot fit in the {} bytes left in the file",
-                                             kv_count_, left()));
-        } else if (tensor_count_ > left() / kMinTensorInfoBytes) {
-            fail_at(at_tensor_count,
-                    fmt::format("tensor count {} cannot fit in the {} bytes left in the file", tensor_count_, left()));
+                                             kv_count_, file_left()));
+        } else if (tensor_count_ > file_left() / kMinTensorInfoBytes) {
+            fail_at(at_tensor_count, fmt::format("tensor count {} cannot fit in the {} bytes left in the file",
+                                                 tensor_count_, file_left()));
         }
     }
 
@@ -220,9 +239,9 @@ private:
             return {};
         }
         if (array.element_type == GgufValueType::string) {
-            if (array.count > left() / 8) {
+            if (array.count > file_left() / 8) {
                 fail_at(at_count, fmt::format("array length {} cannot fit in the {} bytes left (each string takes at "
-                                              "least 8)", array.count, left()));
+                                              "least 8)", array.count, file_left()));
                 return {};
             }
             array.strings.reserve(static_cast<size_t>(array.count));
@@ -233,16 +252,17 @@ private:
             return array;
         }
         const uint64_t element_size = gguf_value_type_size(array.element_type);
-        if (array.count > left() / element_size) {
+        if (array.count > file_left() / element_size) {
             fail_at(at_count, fmt::format("array of {} {} values needs {} bytes but only {} are left in the file",
                                           array.count, gguf_value_type_name(array.element_type),
                                           fmt::format("{}{}", array.count > UINT64_MAX / element_size ? "more than " : "",
                                                       array.count > UINT64_MAX / element_size
                                                           ? UINT64_MAX
                                                           : array.count * element_size),
-                                          left()));
+                                          file_left()));
             return {};
         }
+        if (need_more(array.count * element_size)) return {};
         array.raw = bytes_.data() + pos_;
         if (array.element_type == GgufValueType::boolean) {
             for (uint64_t i = 0; i < array.count; ++i) {
@@ -360,13 +380,14 @@ private:
         const bool has_data =
             std::any_of(out.tensors_.begin(), out.tensors_.end(), [](const auto& t) { return t.n_bytes > 0; });
         if (!has_data) return;  // a vocabulary-only file may end right after its header
-        if (data_offset > bytes_.size()) {
+        const uint64_t size = header_only_ ? file_size_ : bytes_.size();
+        if (data_offset > size) {
             fail_at(end_of_infos, fmt::format("the data section would start at byte {}, past the end of the file "
                                               "({} bytes): the file is truncated",
-                                              data_offset, bytes_.size()));
+                                              data_offset, size));
             return;
         }
-        const uint64_t data_size = bytes_.size() - data_offset;
+        const uint64_t data_size = size - data_offset;
         // Tensor data must be stored in the order of the tensor infos without overlapping,
         // as every GGUF writer does; llama.cpp refuses anything else too.
         uint64_t previous_end = 0;
@@ -388,7 +409,8 @@ private:
                                     t.offset, t.n_bytes, data_size));
                 return;
             }
-            t.data = bytes_.data() + data_offset + t.offset;
+            // Header only: the data is not at hand.
+            t.data = header_only_ ? nullptr : bytes_.data() + data_offset + t.offset;
             previous_end = t.offset + t.n_bytes;
             previous_name = t.name;
         }
@@ -402,6 +424,9 @@ private:
     std::vector<uint64_t> offset_positions_;  // byte position of each tensor's offset field
     std::string context_;
     std::optional<Error> error_;
+    uint64_t file_size_ = 0;
+    bool header_only_ = false;
+    bool ran_out_ = false;
 };
 
 Result<GgufFile> GgufFile::open(const std::filesystem::path& path) {
@@ -423,6 +448,20 @@ Result<GgufFile> GgufFile::parse(std::span<const std::byte> bytes, std::string n
     GgufParser parser(file.bytes_, file.name_);
     PH_TRY(parser.parse(file));
     return file;
+}
+
+Result<std::optional<GgufFile>> GgufFile::parse_header(std::span<const std::byte> prefix, uint64_t file_size,
+                                                       std::string name) {
+    if (prefix.size() > file_size) prefix = prefix.first(static_cast<size_t>(file_size));
+    GgufFile file;
+    file.bytes_ = prefix;
+    file.name_ = std::move(name);
+    file.header_only_size_ = file_size;
+    GgufParser parser(file.bytes_, file_size, file.name_);
+    Result<void> parsed = parser.parse(file);
+    if (!parsed && parser.ran_out()) return std::optional<GgufFile>();
+    if (!parsed) return std::move(parsed).error();
+    return std::optional<GgufFile>(std::move(file));
 }
 
 }  // namespace powerhouse

@@ -51,11 +51,17 @@ public:
     static Result<GgufFile> open(const std::filesystem::path& path);
     // Parses bytes the caller keeps alive (fuzzing, tests). `name` prefixes error messages.
     static Result<GgufFile> parse(std::span<const std::byte> bytes, std::string name);
+    // Parses only the header (metadata and tensor index) from the first bytes of a file of
+    // `file_size` bytes, e.g. fetched over HTTP before a download; the tensors' places are
+    // checked against `file_size` and their `data` is null. nullopt: `prefix` ends inside
+    // the header (fetch more and call again). The caller keeps `prefix` alive.
+    static Result<std::optional<GgufFile>> parse_header(std::span<const std::byte> prefix, uint64_t file_size,
+                                                        std::string name);
 
     uint32_t version() const { return version_; }
     uint32_t alignment() const { return alignment_; }
     uint64_t data_offset() const { return data_offset_; }  // start of the data section
-    uint64_t file_size() const { return bytes_.size(); }
+    uint64_t file_size() const { return header_only_size_ ? *header_only_size_ : bytes_.size(); }
     const std::string& name() const { return name_; }
     const std::filesystem::path& path() const { return mapping_.path(); }
     const GgufMetadata& metadata() const { return metadata_; }
@@ -72,6 +78,7 @@ private:
     uint64_t data_offset_ = 0;
     GgufMetadata metadata_;
     std::vector<GgufTensorInfo> tensors_;
+    std::optional<uint64_t> header_only_size_;  // parse_header: the whole file's size
 };
 
 }  // namespace powerhouse

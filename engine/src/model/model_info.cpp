@@ -7,6 +7,7 @@
 
 #include "arch/hparams.h"
 #include "gguf/gguf_model.h"
+#include "model/model_info_internal.h"
 
 namespace powerhouse {
 namespace {
@@ -56,12 +57,17 @@ std::string file_type_name(uint32_t file_type) {
 Result<ModelInfo> inspect_model(const std::filesystem::path& path) {
     Result<GgufModel> opened = GgufModel::open(path);
     if (!opened) return std::move(opened).error();
-    const GgufModel& model = *opened;
+    return inspect_gguf(*opened, path);
+}
+
+Result<ModelInfo> inspect_gguf(const GgufModel& model, const std::filesystem::path& path) {
     const GgufMetadata& meta = model.metadata();
 
     ModelInfo info;
     info.path = path;
-    for (const GgufFile& part : model.parts()) info.files.push_back(part.path());
+    for (const GgufFile& part : model.parts()) {
+        info.files.push_back(part.path().empty() ? std::filesystem::path(part.name()) : part.path());
+    }
     info.file_size = model.total_file_size();
     info.gguf_version = model.parts().front().version();
     info.name = std::string(meta.get_string("general.name").value_or(""));

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "gguf/gguf_model.h"
+#include "model/model_info_internal.h"
 #include "plan/device_limits.h"
 #include "powerhouse/plan.h"
 #include "tensor/dtype.h"
@@ -644,11 +645,11 @@ Result<void> add_tensor_to_shape(ModelShape& m, std::string_view name, uint64_t 
     return {};
 }
 
-Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
-    Result<ModelInfo> info = inspect_model(path);
+namespace {
+
+Result<ModelShape> shape_of(const GgufModel& file, const std::filesystem::path& path) {
+    Result<ModelInfo> info = inspect_gguf(file, path);
     if (!info) return info.error();
-    Result<GgufModel> file = GgufModel::open(path);
-    if (!file) return file.error();
     ModelShape m;
     m.name = info->name.empty() ? path.filename().string() : info->name;
     m.architecture = info->architecture;
@@ -667,13 +668,45 @@ Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
         return make_error(ErrorCode::format, fmt::format("{}: the model has no layer or head counts", path.string()));
     }
     m.layers.resize(m.n_layer);
-    m.tied_output = file->find_tensor("output.weight") == nullptr;
-    for (const GgufTensorInfo& t : file->tensors()) {
+    m.tied_output = file.find_tensor("output.weight") == nullptr;
+    for (const GgufTensorInfo& t : file.tensors()) {
         if (Result<void> added = add_tensor_to_shape(m, t.name, t.n_bytes, type_traits(t.type).block_size); !added) {
             return make_error(ErrorCode::format, fmt::format("{}: {}", path.string(), added.error().message));
         }
     }
     return m;
+}
+
+}  // namespace
+
+Result<ModelShape> read_model_shape(const std::filesystem::path& path) {
+    Result<GgufModel> file = GgufModel::open(path);
+    if (!file) return file.error();
+    return shape_of(*file, path);
+}
+
+Result<std::optional<uint64_t>> gguf_header_length(const GgufPrefix& prefix) {
+    Result<std::optional<GgufFile>> parsed = GgufFile::parse_header(prefix.bytes, prefix.file_size, prefix.name);
+    if (!parsed) return std::move(parsed).error();
+    if (!*parsed) return std::optional<uint64_t>();
+    return std::optional<uint64_t>((*parsed)->data_offset());
+}
+
+Result<ModelShape> read_model_shape(const std::vector<GgufPrefix>& parts) {
+    if (parts.empty()) return make_error(ErrorCode::invalid_argument, "a model needs at least one file");
+    std::vector<GgufFile> files;
+    for (const GgufPrefix& part : parts) {
+        Result<std::optional<GgufFile>> parsed = GgufFile::parse_header(part.bytes, part.file_size, part.name);
+        if (!parsed) return std::move(parsed).error();
+        if (!*parsed) {
+            return make_error(ErrorCode::format,
+                              fmt::format("{}: the header continues past the first {} bytes", part.name, part.bytes.size()));
+        }
+        files.push_back(std::move(**parsed));
+    }
+    Result<GgufModel> model = GgufModel::from_parts(std::move(files));
+    if (!model) return std::move(model).error();
+    return shape_of(*model, parts.front().name);
 }
 
 }  // namespace powerhouse

@@ -518,3 +518,65 @@ TEST(PlannerMoe, ExpertsInRamOptionsAreChecked) {
 
 }  // namespace
 }  // namespace powerhouse
+
+// --- The shape from a header alone (a model not yet downloaded) ---------------------------
+
+namespace powerhouse {
+namespace {
+
+TEST(ShapeFromHeader, EqualsTheFileOnDiskFromTheFirstBytesAlone) {
+    for (const char* name : {"qwen3-f16.gguf", "gemma3-q4_k.gguf", "qwen3moe-f16.gguf"}) {
+        SCOPED_TRACE(name);
+        const auto path = test::data_dir() / "arch" / name;
+        const std::string file = test::read_file(path);
+        auto local = read_model_shape(path);
+        ASSERT_TRUE(local) << local.error().message;
+        const auto prefix = [&](size_t n) {
+            return GgufPrefix{name, std::as_bytes(std::span(file.data(), n)), file.size()};
+        };
+        // A few bytes: the header goes on; the whole file: its length.
+        auto few = gguf_header_length(prefix(64));
+        ASSERT_TRUE(few) << few.error().message;
+        EXPECT_FALSE(*few);
+        auto whole = gguf_header_length(prefix(file.size()));
+        ASSERT_TRUE(whole && *whole) << (whole ? "incomplete" : whole.error().message);
+        const size_t length = static_cast<size_t>(**whole);
+        ASSERT_LT(length, file.size());
+        auto short_by_one = gguf_header_length(prefix(length - 1));
+        ASSERT_TRUE(short_by_one);
+        // The last bytes before the data may be the alignment's padding, which is not read.
+        auto exact = gguf_header_length(prefix(length));
+        ASSERT_TRUE(exact && *exact);
+        auto remote = read_model_shape(std::vector<GgufPrefix>{prefix(length)});
+        ASSERT_TRUE(remote) << remote.error().message;
+        EXPECT_EQ(remote->architecture, local->architecture);
+        EXPECT_EQ(remote->n_layer, local->n_layer);
+        EXPECT_EQ(remote->n_head_kv, local->n_head_kv);
+        EXPECT_EQ(remote->n_expert, local->n_expert);
+        EXPECT_EQ(remote->weight_bytes(), local->weight_bytes());
+        EXPECT_EQ(remote->tied_output, local->tied_output);
+        ASSERT_EQ(remote->layers.size(), local->layers.size());
+        for (size_t i = 0; i < local->layers.size(); ++i) {
+            EXPECT_EQ(remote->layers[i].total(), local->layers[i].total());
+            EXPECT_EQ(remote->layers[i].experts, local->layers[i].experts);
+        }
+        // Too few bytes for read_model_shape: said, not guessed.
+        auto cut = read_model_shape(std::vector<GgufPrefix>{prefix(64)});
+        ASSERT_FALSE(cut);
+        EXPECT_NE(cut.error().message.find("continues past the first 64 bytes"), std::string::npos)
+            << cut.error().message;
+        // A file said to be shorter than its tensors: malformed, as on disk.
+        GgufPrefix truncated = prefix(length);
+        truncated.file_size = length + 1;
+        auto bad = gguf_header_length(truncated);
+        ASSERT_FALSE(bad);
+        EXPECT_EQ(bad.error().code, ErrorCode::format);
+    }
+    const std::string junk = "GGUX and then some bytes that are not a GGUF header at all";
+    auto refused = gguf_header_length({"junk", std::as_bytes(std::span(junk.data(), junk.size())), 1000000});
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("not a GGUF model file"), std::string::npos) << refused.error().message;
+}
+
+}  // namespace
+}  // namespace powerhouse
