@@ -145,4 +145,20 @@ struct TextResponse {
 Result<TextResponse> fetch_text(const std::string& url, const DownloadOptions& options = {},
                                 size_t max_bytes = size_t{64} << 20);
 
+// Bytes [first, first + length) of a file, with an HTTP Range request and the retries of
+// fetch_text; fewer only where the file ends first. A server that ignores Range and answers
+// the whole file (200) is read only up to the range's end, then cut off: never more than
+// first + length bytes cross. `file_size`: the whole file's size when the server says it.
+struct RangeResponse {
+    std::string bytes;
+    std::optional<uint64_t> file_size;
+    bool range_ignored = false;  // the server answered 200 with the file from its start
+};
+Result<RangeResponse> fetch_range(const std::string& url, uint64_t first, uint64_t length,
+                                  const DownloadOptions& options = {});
+
+// The HTTP status of a failure from this file's functions ("HTTP 401 (Unauthorized) from
+// ..."); nullopt for a failure that had no HTTP answer (a refused connection, a timeout).
+std::optional<long> http_status_of(const Error& error);
+
 }  // namespace powerhouse::library

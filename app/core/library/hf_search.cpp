@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -190,6 +191,46 @@ Result<std::vector<HfFile>> list_hf_gguf_files(const HfRepo& repo, std::string_v
         page = next_page_url(answer->link_header);
     }
     return files;
+}
+
+std::string hf_access_message(std::string_view repo_id, std::optional<long> status, bool token_sent, HubClient client,
+                              std::string_view endpoint) {
+    const std::string page = fmt::format("{}/{}", trim_endpoint(endpoint), repo_id);
+    const bool app = client == HubClient::app;
+    if (token_sent && status == 401) {
+        return fmt::format("The Hugging Face token was refused (HTTP 401) for {}: make a new one at {}/settings/tokens "
+                           "and {}",
+                           repo_id, trim_endpoint(endpoint),
+                           app ? "save it in Settings" : "set HF_TOKEN (or --hf-token-file FILE) to it");
+    }
+    if (token_sent) {
+        return fmt::format("Your Hugging Face token has no access to {}{}: accept its terms at {} (a repository gated "
+                           "by hand also waits for its authors' approval), and check that the token may read gated "
+                           "repositories",
+                           repo_id, status ? fmt::format(" (HTTP {})", *status) : std::string(), page);
+    }
+    const std::string then = app ? "then add your Hugging Face token in Settings"
+                                 : "then set HF_TOKEN (or --hf-token-file FILE) to your Hugging Face token";
+    if (status) {
+        return fmt::format("{} needs a Hugging Face token (HTTP {}: it is gated or private): accept its terms at {}, {}",
+                           repo_id, *status, page, then);
+    }
+    return fmt::format("{} is gated: accept its terms at {}, {}", repo_id, page, then);
+}
+
+Error explain_hf_refusal(Error error, std::string_view repo_id, bool token_sent, HubClient client,
+                         std::string_view endpoint) {
+    const std::optional<long> status = http_status_of(error);
+    if (status != 401 && status != 403) return error;
+    return Error{error.code, hf_access_message(repo_id, status, token_sent, client, endpoint)};
+}
+
+std::string hf_token_from_environment() {
+    const char* value = std::getenv("HF_TOKEN");
+    std::string_view token = value != nullptr ? value : "";
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) token.remove_prefix(1);
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.remove_suffix(1);
+    return std::string(token);
 }
 
 }  // namespace powerhouse::library

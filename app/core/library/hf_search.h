@@ -92,4 +92,25 @@ std::optional<HfRepo> parse_hf_repo_id(std::string_view id);
 Result<std::vector<HfFile>> list_hf_gguf_files(const HfRepo& repo, std::string_view endpoint,
                                                const DownloadOptions& options = {});
 
+// Who shows a message about the Hub's token: where the user puts one differs.
+enum class HubClient {
+    app,  // Settings in the desktop app
+    cli,  // HF_TOKEN or --hf-token-file
+};
+
+// What to tell a user about `repo_id` (on `endpoint`) when its files want a token: a gated
+// repository (the search's `gated`: "auto", "manual") before anything was asked, or a 401 or
+// 403 answer (`status`). Says what to do: accept the terms on the repository's page, then
+// give a token, or, when `token_sent`, that the token was refused or lacks access.
+std::string hf_access_message(std::string_view repo_id, std::optional<long> status, bool token_sent, HubClient client,
+                              std::string_view endpoint = kHuggingFaceEndpoint);
+
+// `error` of a request for `repo_id`'s files: a 401 or 403 reworded by hf_access_message
+// (same code), anything else as it was.
+Error explain_hf_refusal(Error error, std::string_view repo_id, bool token_sent, HubClient client,
+                         std::string_view endpoint = kHuggingFaceEndpoint);
+
+// The token the huggingface_hub tools read: $HF_TOKEN, else "" (whitespace trimmed).
+std::string hf_token_from_environment();
+
 }  // namespace powerhouse::library

@@ -218,6 +218,7 @@ TransferOutcome perform_transfer(const TransferRequest& request, const DownloadO
     http::HeaderList headers;
     if (request.range_from) {
         range = std::to_string(*request.range_from) + "-";
+        if (request.range_to) range += std::to_string(*request.range_to);
         curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
         if (!request.if_range.empty()) {
             const std::string line = "If-Range: " + request.if_range;

@@ -50,6 +50,7 @@ struct TransferRequest {
     std::string url;
     bool head_only = false;
     std::optional<uint64_t> range_from;  // "Range: bytes=N-"
+    std::optional<uint64_t> range_to;    // with range_from: "Range: bytes=N-M" (M inclusive)
     std::string if_range;                // an ETag or HTTP date, with range_from
 };
 

@@ -128,4 +128,81 @@ Result<TextResponse> fetch_text(const std::string& url, const DownloadOptions& o
     }
     return TextResponse{std::move(body), outcome->head.link, outcome->effective_url};
 }
+
+Result<RangeResponse> fetch_range(const std::string& url, uint64_t first, uint64_t length,
+                                  const DownloadOptions& options) {
+    if (!is_http_url(url)) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("not an http(s) URL: '{}'", url));
+    }
+    if (length == 0) return RangeResponse{};
+    const CurlGlobal curl;
+    if (!curl.ok()) return make_error(ErrorCode::internal, "libcurl could not be initialised");
+    RangeResponse response;
+    bool enough = false;
+    Result<TransferOutcome> outcome = with_retries(url, options, [&] {
+        response = RangeResponse{};
+        enough = false;
+        uint64_t skip = 0;  // of a 200 answer: the bytes before `first`
+        TransferRequest request;
+        request.url = url;
+        request.range_from = first;
+        request.range_to = first + length - 1;
+        TransferSink sink;
+        sink.on_head = [&](const ResponseHead& head) {
+            if (head.status == 206) {
+                const auto range = detail::parse_content_range(head.content_range);
+                if (!range || range->first != first) return false;  // not the bytes asked for
+                response.file_size = range->complete_length;
+            } else if (head.status == 200) {
+                response.range_ignored = true;
+                response.file_size = head.content_length;
+                skip = first;
+            }
+            return true;
+        };
+        sink.on_body = [&](const char* data, size_t size) {
+            if (skip > 0) {
+                const size_t dropped = static_cast<size_t>(std::min<uint64_t>(skip, size));
+                skip -= dropped;
+                data += dropped;
+                size -= dropped;
+            }
+            const size_t wanted = static_cast<size_t>(std::min<uint64_t>(size, length - response.bytes.size()));
+            response.bytes.append(data, wanted);
+            if (response.bytes.size() == length) {
+                enough = true;
+                return false;  // stop here, whatever the server still means to send
+            }
+            return true;
+        };
+        sink.keep_going = [&] { return options.cancel == nullptr || !options.cancel->load(); };
+        TransferOutcome done = perform_transfer(request, options, sink);
+        if (enough) done.curl_code = 0;  // stopped on purpose, with every byte asked for
+        return done;
+    });
+    if (!outcome) return std::move(outcome).error();
+    if (outcome->head.status != 200 && outcome->head.status != 206) {
+        return make_error(ErrorCode::io, describe_failure(*outcome, url));
+    }
+    return response;
+}
+
+std::optional<long> http_status_of(const Error& error) {
+    // describe_failure's "HTTP 401 (Unauthorized) from <url>", alone or after a prefix
+    // ("download failed: ", "failed after N attempts: "): the first "HTTP NNN " says it.
+    const std::string_view text = error.message;
+    for (size_t at = text.find("HTTP "); at != std::string_view::npos; at = text.find("HTTP ", at + 1)) {
+        const std::string_view rest = text.substr(at + 5);
+        if (rest.size() < 4 || rest[3] != ' ') continue;
+        long status = 0;
+        bool digits = true;
+        for (size_t i = 0; i < 3; ++i) {
+            digits = digits && rest[i] >= '0' && rest[i] <= '9';
+            status = status * 10 + (rest[i] - '0');
+        }
+        if (digits) return status;
+    }
+    return std::nullopt;
+}
+
 }  // namespace powerhouse::library

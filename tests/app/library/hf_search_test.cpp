@@ -1,7 +1,12 @@
 // The Hub's model search and a repository's GGUF files: URLs and their encoding, every
 // recorded answer of tests/data/hub parsed (the malformed ones with their messages), and
 // searches and listings through the loopback Hub (hub_test_server.py), pages followed and
-// the test model downloaded through a listing with its sha256. No network.
+// the test model downloaded through a listing with its sha256. The Hugging Face token: sent
+// to the Hub's host and not after its redirect to another host (the "CDN"), and the words for
+// a gated or private repository without a token, with one refused, and with one lacking
+// access. A model's shape from its GGUF header read over Range requests, equal to the shape
+// of the same file on disk, and the cap on what is read holding against a server that
+// ignores Range. No network.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +16,8 @@
 #include "library/download.h"
 #include "library/hf_search.h"
 #include "library/hf_url.h"
+#include "library/remote_shape.h"
+#include "powerhouse/plan.h"
 #include "support/test_support.h"
 
 namespace powerhouse::library {
@@ -282,6 +289,209 @@ TEST_F(HubSearch, AListedFileDownloadsAndVerifies) {
                                  dir / "gated.gguf", fast());
     ASSERT_FALSE(refused);
     EXPECT_TRUE(contains(refused.error().message, "HTTP 401")) << refused.error().message;
+}
+
+// --- The token, gated and private repositories ----------------------------------------
+
+constexpr const char* kGatedRepo = "gated-org/Gated-Model-GGUF";
+constexpr const char* kPrivateRepo = "private-org/Private-Model-GGUF";
+constexpr const char* kToken = "hf_test_accepted";
+
+DownloadOptions fast_options() {
+    DownloadOptions o;
+    o.initial_backoff = std::chrono::milliseconds(10);
+    o.max_backoff = std::chrono::milliseconds(50);
+    o.max_attempts = 2;
+    o.connect_timeout_seconds = 5;
+    return o;
+}
+
+// The hub with the test model in the smol, gated and private repositories, files redirected
+// to the "CDN" on another host name (localhost).
+class HubToken : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        const std::string model = test::test_model_path().string();
+        hub_ = new test::HubTestServer(true, {"--cdn", "--private", kPrivateRepo, "--serve",
+                                              std::string(kGatedRepo) + "/model.Q4_1.gguf=" + model, "--serve",
+                                              std::string(kPrivateRepo) + "/model.Q4_1.gguf=" + model});
+    }
+    static void TearDownTestSuite() { delete hub_; }
+    void SetUp() override {
+        if (!fs::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+        ASSERT_TRUE(hub_->running());
+        hub_->requests(/*clear=*/true);
+    }
+    // [{request, authorization}] since the last clear.
+    static std::vector<std::pair<std::string, std::string>> asked() {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& r : hub_->get_json("/_requests?auth=1")) {
+            out.emplace_back(r["request"].get<std::string>(),
+                             r["authorization"].is_null() ? "" : r["authorization"].get<std::string>());
+        }
+        return out;
+    }
+    static std::string file_url(const char* repo) {
+        return hf_file_url(*parse_hf_repo_id(repo), "model.Q4_1.gguf", hub_->endpoint());
+    }
+    static test::HubTestServer* hub_;
+};
+
+test::HubTestServer* HubToken::hub_ = nullptr;
+
+TEST_F(HubToken, SentToTheHubAndNotAfterItsRedirectToAnotherHost) {
+    DownloadOptions options = fast_options();
+    options.bearer_token = kToken;
+    auto found = search_hf_models("gguf", 2, hub_->endpoint(), options);
+    ASSERT_TRUE(found) << found.error().message;
+    test::TempDir dir;
+    auto done = download_file(file_url(kGatedRepo), dir / "gated.gguf", options);
+    ASSERT_TRUE(done) << done.error().message;
+    EXPECT_TRUE(done->verified);
+    EXPECT_TRUE(contains(done->effective_url, "http://localhost:")) << done->effective_url;
+    const auto requests = asked();
+    ASSERT_GE(requests.size(), 3u);
+    EXPECT_TRUE(requests[0].first.starts_with("GET /api/models?search=gguf")) << requests[0].first;
+    EXPECT_EQ(requests[0].second, std::string("Bearer ") + kToken) << "the search carries the token";
+    bool hub = false, cdn = false;
+    for (const auto& [request, authorization] : requests) {
+        if (contains(request, "/resolve/main/model.Q4_1.gguf")) {
+            hub = true;
+            EXPECT_EQ(authorization, std::string("Bearer ") + kToken) << request;
+        }
+        if (request.starts_with("GET /_cdn/")) {
+            cdn = true;
+            EXPECT_EQ(authorization, "") << "no token after the redirect to another host: " << request;
+        }
+    }
+    EXPECT_TRUE(hub);
+    EXPECT_TRUE(cdn);
+}
+
+TEST_F(HubToken, GatedAndPrivateRepositoriesSayWhatToDo) {
+    const std::string page = hub_->endpoint() + "/" + kGatedRepo;
+    EXPECT_EQ(hf_access_message(kGatedRepo, std::nullopt, false, HubClient::app, hub_->endpoint()),
+              std::string(kGatedRepo) + " is gated: accept its terms at " + page +
+                  ", then add your Hugging Face token in Settings");
+    EXPECT_EQ(hf_access_message(kGatedRepo, std::nullopt, false, HubClient::cli, hub_->endpoint()),
+              std::string(kGatedRepo) + " is gated: accept its terms at " + page +
+                  ", then set HF_TOKEN (or --hf-token-file FILE) to your Hugging Face token");
+
+    test::TempDir dir;
+    // No token: 401, what to do.
+    auto refused = download_file(file_url(kGatedRepo), dir / "a.gguf", fast_options());
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(http_status_of(refused.error()), 401);
+    EXPECT_EQ(explain_hf_refusal(refused.error(), kGatedRepo, false, HubClient::app, hub_->endpoint()).message,
+              std::string(kGatedRepo) + " needs a Hugging Face token (HTTP 401: it is gated or private): accept its "
+                                        "terms at " + page + ", then add your Hugging Face token in Settings");
+    // Another token: 403, the token lacks access.
+    DownloadOptions other = fast_options();
+    other.bearer_token = "hf_not_accepted";
+    auto denied = download_file(file_url(kGatedRepo), dir / "b.gguf", other);
+    ASSERT_FALSE(denied);
+    EXPECT_EQ(http_status_of(denied.error()), 403);
+    const std::string lacks = explain_hf_refusal(denied.error(), kGatedRepo, true, HubClient::app, hub_->endpoint()).message;
+    EXPECT_TRUE(lacks.starts_with(std::string("Your Hugging Face token has no access to ") + kGatedRepo + " (HTTP 403)"))
+        << lacks;
+
+    // A private repository's listing: 401 without the token and with a wrong one (refused).
+    auto hidden = list_hf_gguf_files(*parse_hf_repo_id(kPrivateRepo), hub_->endpoint(), other);
+    ASSERT_FALSE(hidden);
+    const std::string wrong = explain_hf_refusal(hidden.error(), kPrivateRepo, true, HubClient::cli, hub_->endpoint()).message;
+    EXPECT_TRUE(wrong.starts_with("The Hugging Face token was refused (HTTP 401) for " + std::string(kPrivateRepo)))
+        << wrong;
+    EXPECT_TRUE(contains(wrong, "set HF_TOKEN")) << wrong;
+    DownloadOptions right = fast_options();
+    right.bearer_token = kToken;
+    auto listed = list_hf_gguf_files(*parse_hf_repo_id(kPrivateRepo), hub_->endpoint(), right);
+    ASSERT_TRUE(listed) << listed.error().message;
+    EXPECT_EQ(listed->size(), 1u);
+    // Anything else is left as it was.
+    const Error other_error{ErrorCode::io, "connection refused (http://x)"};
+    EXPECT_EQ(explain_hf_refusal(other_error, kGatedRepo, false, HubClient::app).message, other_error.message);
+    EXPECT_EQ(http_status_of(other_error), std::nullopt);
+}
+
+// --- A model's shape from its header over HTTP --------------------------------------------
+
+void expect_same_shape(const ModelShape& remote, const ModelShape& local) {
+    EXPECT_EQ(remote.architecture, local.architecture);
+    EXPECT_EQ(remote.n_layer, local.n_layer);
+    EXPECT_EQ(remote.n_head, local.n_head);
+    EXPECT_EQ(remote.n_head_kv, local.n_head_kv);
+    EXPECT_EQ(remote.head_dim, local.head_dim);
+    EXPECT_EQ(remote.n_embd, local.n_embd);
+    EXPECT_EQ(remote.n_ff, local.n_ff);
+    EXPECT_EQ(remote.n_vocab, local.n_vocab);
+    EXPECT_EQ(remote.n_ctx_train, local.n_ctx_train);
+    EXPECT_EQ(remote.embedding_bytes, local.embedding_bytes);
+    EXPECT_EQ(remote.output_bytes, local.output_bytes);
+    EXPECT_EQ(remote.tied_output, local.tied_output);
+    EXPECT_EQ(remote.weight_bytes(), local.weight_bytes());
+    ASSERT_EQ(remote.layers.size(), local.layers.size());
+    for (size_t i = 0; i < local.layers.size(); ++i) EXPECT_EQ(remote.layers[i].total(), local.layers[i].total()) << i;
+}
+
+TEST_F(HubSearch, ShapeFromTheHeaderEqualsTheFileOnDisk) {
+    if (!fs::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    const std::string url = hf_file_url(*parse_hf_repo_id(test::kHubSmolRepo), test::kHubSmolFile, hub_->endpoint());
+    auto local = read_model_shape(test::test_model_path());
+    ASSERT_TRUE(local) << local.error().message;
+    // A small first read, so that it grows while the header goes on.
+    RemoteHeaderLimits limits;
+    limits.first_bytes = 64 << 10;
+    auto remote = read_remote_model_shape({{url, test::kHubSmolFile, fs::file_size(test::test_model_path())}},
+                                          fast(), limits);
+    ASSERT_TRUE(remote) << remote.error().message;
+    expect_same_shape(remote->shape, *local);
+    EXPECT_LT(remote->bytes_read, uint64_t{8} << 20) << "the header, not the file";
+    // Ranges asked, none for the whole file.
+    for (const std::string& r : hub_->requests()) EXPECT_TRUE(contains(r, "/resolve/main/")) << r;
+
+    // The size unknown to the caller: the server's Content-Range gives it.
+    auto unsized = read_remote_model_shape({{url, test::kHubSmolFile, 0}}, fast());
+    ASSERT_TRUE(unsized) << unsized.error().message;
+    expect_same_shape(unsized->shape, *local);
+
+    // Cut off below its header: refused with the reason, never read on.
+    limits.max_bytes = 128 << 10;
+    auto capped = read_remote_model_shape({{url, test::kHubSmolFile, 0}}, fast(), limits);
+    ASSERT_FALSE(capped);
+    EXPECT_EQ(capped.error().code, ErrorCode::unsupported);
+    EXPECT_TRUE(contains(capped.error().message, "longer than 128 KiB")) << capped.error().message;
+}
+
+TEST(HubHeader, TheCapHoldsAgainstAServerThatIgnoresRange) {
+    if (!fs::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    test::HubTestServer hub(true, {"--ignore-range"});
+    ASSERT_TRUE(hub.running());
+    const std::string url = hf_file_url(*parse_hf_repo_id(test::kHubSmolRepo), test::kHubSmolFile, hub.endpoint());
+    // 100 kB asked of a 94 MiB file that comes whole: 100 kB kept, the rest never read.
+    auto got = fetch_range(url, 0, 100000, fast_options());
+    ASSERT_TRUE(got) << got.error().message;
+    EXPECT_TRUE(got->range_ignored);
+    EXPECT_EQ(got->bytes.size(), 100000u);
+    EXPECT_EQ(got->file_size, fs::file_size(test::test_model_path()));
+    // From an offset: the bytes there, from the whole answer.
+    auto later = fetch_range(url, 4096, 1000, fast_options());
+    ASSERT_TRUE(later) << later.error().message;
+    EXPECT_EQ(later->bytes, got->bytes.substr(4096, 1000));
+
+    RemoteHeaderLimits limits;
+    limits.first_bytes = 64 << 10;
+    limits.max_bytes = 256 << 10;
+    auto capped = read_remote_model_shape({{url, test::kHubSmolFile, 0}}, fast_options(), limits);
+    ASSERT_FALSE(capped);
+    EXPECT_EQ(capped.error().code, ErrorCode::unsupported) << capped.error().message;
+    EXPECT_TRUE(contains(capped.error().message, "longer than 256 KiB")) << capped.error().message;
+    // The default cap reads the whole header of it even so.
+    auto whole = read_remote_model_shape({{url, test::kHubSmolFile, 0}}, fast_options());
+    ASSERT_TRUE(whole) << whole.error().message;
+    auto local = read_model_shape(test::test_model_path());
+    ASSERT_TRUE(local);
+    expect_same_shape(whole->shape, *local);
+    EXPECT_LE(whole->bytes_read, uint64_t{64} << 20);
 }
 
 }  // namespace

@@ -37,10 +37,13 @@ import hashlib
 import json
 import socket
 import sys
+import os
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import loopback_http  # noqa: E402  (tests/app: the servers' shared plumbing)
 
 LAST_MODIFIED = "Wed, 01 Jan 2025 00:00:00 GMT"
 CHUNK = 64 * 1024
@@ -111,29 +114,11 @@ def parse_range(header, size):
     return first, min(last, size - 1)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(loopback_http.Handler):
     server_version = "powerhouse-test-server"
 
-    def log_message(self, format, *args):  # quiet
-        pass
-
-    def do_HEAD(self):
-        self.handle_request(head=True)
-
-    def do_GET(self):
-        self.handle_request(head=False)
-
     def simple(self, status, body=b"", headers=None):
-        self.send_response(status)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        if not self.head and body:
-            self.wfile.write(body)
-        self.close_connection = True
+        self.answer(status, body, headers, close=True)
 
     def handle_request(self, head):
         self.head = head
@@ -292,15 +277,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=4 * 1024 * 1024 + 12345)
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.state = State(args.size)
-    server.state.payload(1)
-    print(server.server_address[1], flush=True)
-    try:
-        server.serve_forever(poll_interval=0.1)
-    except KeyboardInterrupt:
-        pass
+
+    def setup(server):
+        server.state = State(args.size)
+        server.state.payload(1)
+
+    loopback_http.serve(Handler, setup)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,21 @@ It answers from recorded answers in the Hub API's shape (tests/data/hub, see its
         the bytes of a file given with --serve, with Range, ETag, X-Linked-Etag (its sha256)
         and X-Linked-Size as the Hub sends them; 404 EntryNotFound for anything else. A gated
         repository ("gated" not false in a search answer) answers 401 without a token and
-        403 with another token than --token (X-Error-Code: GatedRepo).
+        403 with another token than --token (X-Error-Code: GatedRepo). With --cdn, a file
+        that may be had is a 302 to http://localhost:<port>/_cdn/<owner>/<name>/<path>
+        instead, as the Hub redirects to its CDN: another host name, so a client must not
+        send its token there.
+  GET|HEAD /_cdn/<owner>/<name>/<path>   the file, without any check (the "CDN").
   GET /_requests   JSON: every request so far, "<METHOD> <path>?<query>", in order (not a
                    Hub route: tests check what was asked and that pages were followed);
-                   /_requests?clear=1 answers the same and empties the list.
+                   /_requests?clear=1 answers the same and empties the list;
+                   /_requests?auth=1 [{request, authorization}] (the header, null without one).
+
+  --private OWNER/NAME   (repeatable) a private repository: its tree and files answer 401
+        (X-Error-Code: RepoNotFound) without --token, as the Hub does for a private repository.
+  --ignore-range  files answer 200 with the whole file whatever Range asks (a server that
+        ignores Range).
+  --cdn         redirect file downloads to the "CDN" above.
 
   --serve OWNER/NAME/PATH=FILE   (repeatable) serve FILE as PATH of that repository; its
         tree lists it with FILE's size and sha256 (computed at start-up), in place of the
@@ -44,8 +55,10 @@ import re
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlparse
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import loopback_http  # noqa: E402  (tests/app: the servers' shared plumbing)
 
 CHUNK = 1 << 20
 
@@ -63,9 +76,12 @@ def sha256_of(path):
 
 
 class Hub:
-    def __init__(self, data, served, token, delays):
+    def __init__(self, data, served, token, delays, private=(), ignore_range=False, cdn=False):
         self.data = data
         self.token = token
+        self.private = set(private)
+        self.ignore_range = ignore_range
+        self.cdn = cdn
         self.delays = {}
         for spec in delays:
             q, _, seconds = spec.rpartition("=")
@@ -126,27 +142,8 @@ class Hub:
         return json.dumps(entries).encode(), more
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(loopback_http.Handler):
     server_version = "powerhouse-hub-test-server"
-
-    def log_message(self, format, *args):  # quiet
-        pass
-
-    def do_HEAD(self):
-        self.handle_request(head=True)
-
-    def do_GET(self):
-        self.handle_request(head=False)
-
-    def answer(self, status, body=b"", headers=None):
-        self.send_response(status)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if not self.head and body:
-            self.wfile.write(body)
 
     def json_answer(self, status, body, headers=None):
         all_headers = {"Content-Type": "application/json; charset=utf-8"}
@@ -173,9 +170,12 @@ class Handler(BaseHTTPRequestHandler):
                 seen = list(hub.requests)
                 if query.get("clear"):
                     hub.requests.clear()
-            return self.json_answer(200, seen)
+            if query.get("auth"):
+                return self.json_answer(200, [{"request": r, "authorization": a} for r, a in seen])
+            return self.json_answer(200, [r for r, _ in seen])
         with hub.lock:
-            hub.requests.append(f"{self.command} {self.path}")
+            hub.requests.append((f"{self.command} {self.path}", self.headers.get("Authorization")))
+        authorized = self.headers.get("Authorization") == f"Bearer {hub.token}"
 
         # The cursor: "K", page K of the recorded pages, or "K-O", page K from entry O on
         # (what is left of a page that `limit` cut short).
@@ -206,6 +206,8 @@ class Handler(BaseHTTPRequestHandler):
 
         if len(segments) >= 5 and segments[:2] == ["api", "models"] and segments[4] == "tree":
             owner, name = segments[2], segments[3]
+            if f"{owner}/{name}" in hub.private and not authorized:
+                return self.error(401, "RepoNotFound", "Repository not found")
             revision = segments[5] if len(segments) > 5 else "main"
             body, more = hub.tree(owner, name, number)
             if body is None:
@@ -218,6 +220,8 @@ class Handler(BaseHTTPRequestHandler):
         if len(segments) >= 5 and segments[2] == "resolve":
             owner, name, revision, path = segments[0], segments[1], segments[3], "/".join(segments[4:])
             repo = f"{owner}/{name}"
+            if repo in hub.private and not authorized:
+                return self.error(401, "RepoNotFound", "Repository not found")
             if repo in hub.gated:
                 authorization = self.headers.get("Authorization")
                 if authorization is None:
@@ -231,6 +235,17 @@ class Handler(BaseHTTPRequestHandler):
             served = hub.files.get((owner, name, path)) if revision == "main" else None
             if served is None:
                 return self.error(404, "EntryNotFound", f"{path} does not exist on \"{revision}\"")
+            if hub.cdn:
+                port = self.server.server_address[1]
+                location = f"http://localhost:{port}/_cdn/{owner}/{name}/{path}"
+                return self.answer(302, b"", {"Location": location, "X-Linked-Etag": f'"{served[2]}"',
+                                              "X-Linked-Size": str(served[1])})
+            return self.send_file(*served)
+
+        if len(segments) >= 4 and segments[0] == "_cdn":
+            served = hub.files.get((segments[1], segments[2], "/".join(segments[3:])))
+            if served is None:
+                return self.error(404, "NotFound", "no such file")
             return self.send_file(*served)
 
         return self.error(404, "NotFound", "Sorry, we can't find the page you are looking for.")
@@ -242,7 +257,7 @@ class Handler(BaseHTTPRequestHandler):
         asked = self.headers.get("Range", "")
         match = re.fullmatch(r"bytes=(\d+)-(\d*)", asked)
         if_range = self.headers.get("If-Range")
-        if match and (if_range is None or if_range == headers["ETag"]):
+        if match and (if_range is None or if_range == headers["ETag"]) and not self.server.hub.ignore_range:
             first = int(match.group(1))
             last = min(int(match.group(2)) if match.group(2) else size - 1, size - 1)
             if first >= size:
@@ -277,15 +292,16 @@ def main():
     parser.add_argument("--serve", action="append", default=[])
     parser.add_argument("--token", default="hf_test_accepted")
     parser.add_argument("--delay-search", action="append", default=[])
+    parser.add_argument("--private", action="append", default=[])
+    parser.add_argument("--ignore-range", action="store_true")
+    parser.add_argument("--cdn", action="store_true")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.hub = Hub(args.data, args.serve, args.token, args.delay_search)
-    print(server.server_address[1], flush=True)
-    try:
-        server.serve_forever(poll_interval=0.1)
-    except KeyboardInterrupt:
-        pass
+
+    def setup(server):
+        server.hub = Hub(args.data, args.serve, args.token, args.delay_search, args.private, args.ignore_range,
+                         args.cdn)
+
+    loopback_http.serve(Handler, setup)
 
 
 if __name__ == "__main__":

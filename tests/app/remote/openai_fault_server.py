@@ -54,7 +54,9 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import loopback_http  # noqa: E402  (tests/app: the servers' shared plumbing)
 
 ANSWER_PIECES = ["Hello", ",", " wörld", "!", " Ünïcode", " ✓", " and", " more", "."]
 MODELS = ["test-model", "other-model"]
@@ -72,12 +74,8 @@ def event(obj, crlf=False):
     return ("data: " + data + end + end).encode()
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(loopback_http.Handler):
     server_version = "powerhouse-fault-server"
-
-    def log_message(self, format, *args):  # quiet
-        pass
 
     # --- plumbing ---
     def send_json(self, status, obj, headers=None):
@@ -313,21 +311,18 @@ def main():
     parser.add_argument("--fixtures", required=True, help="folder of the .prom and .sse fixtures")
     parser.add_argument("--tls", help="serve https with a self-signed certificate made in this folder")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.fixtures = args.fixtures
-    server.lock = threading.Lock()
-    server.last = {}
-    if args.tls:
-        cert, key = make_certificate(args.tls)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    print(server.server_address[1], flush=True)
-    try:
-        server.serve_forever(poll_interval=0.1)
-    except KeyboardInterrupt:
-        pass
+
+    def setup(server):
+        server.fixtures = args.fixtures
+        server.lock = threading.Lock()
+        server.last = {}
+        if args.tls:
+            cert, key = make_certificate(args.tls)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+
+    loopback_http.serve(Handler, setup)
 
 
 if __name__ == "__main__":
