@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -30,6 +31,24 @@ Result<std::string> read_api_key_file(const std::string& path) {
     }
     const size_t last = text->find_last_not_of(" \t\r\n");
     return text->substr(first, last - first + 1);
+}
+
+Result<std::string> read_hf_token(const std::string& token_file) {
+    std::string token;
+    if (!token_file.empty()) {
+        Result<std::string> text = read_file_text(token_file);
+        if (!text) return text.error();
+        token = std::move(text).value();
+        if (token.find_first_not_of(" \t\r\n") == std::string::npos) {
+            return make_error(ErrorCode::invalid_argument, fmt::format("{} holds no Hugging Face token", token_file));
+        }
+    } else if (const char* value = std::getenv("HF_TOKEN"); value != nullptr) {
+        token = value;
+    }
+    const size_t first = token.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return std::string();
+    const size_t last = token.find_last_not_of(" \t\r\n");
+    return token.substr(first, last - first + 1);
 }
 
 std::string format_bytes(uint64_t bytes) {

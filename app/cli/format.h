@@ -22,6 +22,11 @@ Result<std::string> read_file_text(const std::string& path);
 // file holds none. The key is never printed, nor part of an error.
 Result<std::string> read_api_key_file(const std::string& path);
 
+// The Hugging Face token for `search` and `pull`: the content of `token_file`
+// (--hf-token-file) when given, else $HF_TOKEN, as the huggingface_hub tools read it; "" for
+// none. Like an API key, it is never printed, nor part of an error.
+Result<std::string> read_hf_token(const std::string& token_file);
+
 // Prints "error: <message>" to stderr and returns 1.
 int report_error(const Error& error);
 

@@ -11,8 +11,9 @@
 // from its ".../resolve/..." URL; a part of a multi-part model ("-00001-of-00003.gguf")
 // brings all its parts. A Hugging Face model page lists the repository's GGUF files grouped
 // by quantization, with sizes and URLs, and exits with status 2 so that the user picks one.
-// HF_ENDPOINT replaces https://huggingface.co (mirrors, tests); HF_TOKEN is sent to that
-// host only, for gated repositories.
+// HF_ENDPOINT replaces https://huggingface.co (mirrors, tests); the Hugging Face token
+// (--hf-token-file FILE, else HF_TOKEN) is sent to that host only, never after a redirect to
+// another (the CDN), never printed; a gated repository's 401/403 says what to do.
 //
 // Progress goes to stderr: a one-line bar on a terminal, a line every few seconds otherwise.
 #include <fmt/format.h>
@@ -47,6 +48,7 @@ struct PullOptions {
     std::string url;
     std::string output_dir;
     std::string sha256;
+    std::string token_file;  // --hf-token-file
 };
 
 #ifdef POWERHOUSE_HAS_DOWNLOADS
@@ -125,13 +127,25 @@ private:
     std::chrono::steady_clock::time_point last_line_;  // a log gets its first line after 5 s
 };
 
+// "owner/name" of a URL on the Hub ("<endpoint>/owner/name/resolve/..."); "" for others.
+std::string hub_repo_id(const std::string& url) {
+    std::string hub = endpoint();
+    while (!hub.empty() && hub.back() == '/') hub.pop_back();
+    if (url.rfind(hub + "/", 0) != 0) return {};
+    const std::string path = url.substr(hub.size() + 1);
+    const size_t first = path.find('/');
+    const size_t second = first == std::string::npos ? first : path.find('/', first + 1);
+    return path.substr(0, second);
+}
+
 // Hugging Face answers 401 (no token) or 403 (terms not accepted) for gated repositories.
-int report_download_error(const Error& error, bool on_hugging_face) {
-    if (on_hugging_face &&
-        (error.message.find("HTTP 401") != std::string::npos || error.message.find("HTTP 403") != std::string::npos)) {
-        return report_error(make_error(error.code, error.message +
-                                                       "; the repository may be gated or private: accept its terms "
-                                                       "on the website and set HF_TOKEN to an access token"));
+int report_download_error(const Error& error, bool on_hugging_face, const std::string& url,
+                          const library::DownloadOptions& options) {
+    if (on_hugging_face) {
+        std::string repo = hub_repo_id(url);
+        if (repo.empty()) repo = "this repository";
+        return report_error(library::explain_hf_refusal(error, repo, !options.bearer_token.empty(),
+                                                        library::HubClient::cli, endpoint()));
     }
     return report_error(error);
 }
@@ -154,7 +168,11 @@ std::vector<std::string> all_part_urls(const std::string& url) {
 
 int list_model_page(const library::HfRepo& repo, const library::DownloadOptions& options) {
     Result<std::vector<library::HfFile>> listed = library::list_hf_gguf_files(repo, endpoint(), options);
-    if (!listed) return report_download_error(listed.error(), true);
+    if (!listed) {
+        return report_error(library::explain_hf_refusal(listed.error(), fmt::format("{}/{}", repo.org, repo.repo),
+                                                        !options.bearer_token.empty(), library::HubClient::cli,
+                                                        endpoint()));
+    }
     const std::vector<library::HfFile>& files = *listed;
     const std::string name = fmt::format("{}/{}", repo.org, repo.repo);
     if (files.empty()) {
@@ -191,7 +209,7 @@ int list_model_page(const library::HfRepo& repo, const library::DownloadOptions&
 // One file into `folder`. Returns the process status.
 int pull_one(const std::string& url, const fs::path& folder, library::DownloadOptions options, bool on_hugging_face) {
     Result<library::RemoteFile> remote = library::probe_remote_file(url, options);
-    if (!remote) return report_download_error(remote.error(), on_hugging_face);
+    if (!remote) return report_download_error(remote.error(), on_hugging_face, url, options);
     std::string name = remote->file_name;
     if (name.empty()) name = library::safe_file_name(library::file_name_from_url(url));
     if (name.empty()) {
@@ -230,7 +248,7 @@ int pull_one(const std::string& url, const fs::path& folder, library::DownloadOp
     options.progress_interval = std::chrono::milliseconds(printer.terminal() ? 100 : 500);
     Result<library::DownloadResult> result = library::download_file(url, target, options);
     printer.finish();
-    if (!result) return report_download_error(result.error(), on_hugging_face);
+    if (!result) return report_download_error(result.error(), on_hugging_face, url, options);
     if (result->verified) {
         std::printf("saved %s (%s), sha256 %s verified (%s)\n", target.c_str(), format_bytes(result->size).c_str(),
                     result->sha256.c_str(), library::hash_source_name(result->hash_source));
@@ -249,7 +267,9 @@ int run_pull(const PullOptions& o) {
     const auto page = library::parse_hf_model_page(o.url, hf);
     const auto resolved = library::hf_resolve_url(o.url, hf);
     if (page || resolved) {
-        if (const char* token = std::getenv("HF_TOKEN"); token != nullptr) options.bearer_token = token;
+        Result<std::string> token = read_hf_token(o.token_file);
+        if (!token) return report_error(token.error());
+        options.bearer_token = std::move(token).value();
     }
     if (page) return list_model_page(*page, options);
 
@@ -301,6 +321,8 @@ Command add_pull_command(CLI::App& app) {
     sub->add_option("-o,--output", options->output_dir,
                     "Folder to save into (default: ${XDG_DATA_HOME:-~/.local/share}/powerhouse/models)");
     sub->add_option("--sha256", options->sha256, "Expected sha256 of the file (64 hex digits)");
+    sub->add_option("--hf-token-file", options->token_file,
+                    "Read the Hugging Face token from FILE (default: $HF_TOKEN), for gated and private repositories");
     return {sub, [options] { return run_pull(*options); }};
 }
 

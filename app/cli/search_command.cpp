@@ -7,8 +7,10 @@
 // last change; gated ones are marked, as their files want HF_TOKEN and accepted terms.
 // With --files: a repository's GGUF models by quantization, each with its size and parts (a
 // model split into parts is one model), and the first file's URL for `pull`.
-// HF_ENDPOINT replaces https://huggingface.co (mirrors, tests) and HF_TOKEN is sent to it,
-// as `pull` does. --json prints one JSON object instead of the table.
+// HF_ENDPOINT replaces https://huggingface.co (mirrors, tests). The Hugging Face token
+// (--hf-token-file FILE, else HF_TOKEN, as `pull` reads it) is sent to that host only, never
+// printed; a gated or private repository that refuses the listing (401/403) says what to do.
+// --json prints one JSON object instead of the table.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -34,6 +36,7 @@ namespace {
 struct SearchOptions {
     std::string query;
     std::string files;  // OWNER/NAME
+    std::string token_file;  // --hf-token-file
     int limit = 20;
     bool json = false;
 };
@@ -45,19 +48,23 @@ std::string endpoint() {
     return e != nullptr && e[0] != '\0' ? std::string(e) : std::string(library::kHuggingFaceEndpoint);
 }
 
-library::DownloadOptions fetch_options() {
+Result<library::DownloadOptions> fetch_options(const SearchOptions& o) {
     library::DownloadOptions options;
     options.user_agent = "powerhouse-cli";
     // A few quick retries: a person is waiting for a list, not a multi-gigabyte file.
     options.max_attempts = 3;
     options.connect_timeout_seconds = 15;
-    if (const char* token = std::getenv("HF_TOKEN"); token != nullptr) options.bearer_token = token;
+    Result<std::string> token = read_hf_token(o.token_file);
+    if (!token) return token.error();
+    options.bearer_token = std::move(token).value();
     return options;
 }
 
 int search_repositories(const SearchOptions& o) {
     const std::string hub = endpoint();
-    Result<library::HfSearchResult> found = library::search_hf_models(o.query, o.limit, hub, fetch_options());
+    Result<library::DownloadOptions> options = fetch_options(o);
+    if (!options) return report_error(options.error());
+    Result<library::HfSearchResult> found = library::search_hf_models(o.query, o.limit, hub, *options);
     if (!found) return report_error(found.error());
     if (o.json) {
         nlohmann::ordered_json models = nlohmann::ordered_json::array();
@@ -83,9 +90,11 @@ int search_repositories(const SearchOptions& o) {
     }
     std::vector<std::vector<std::string>> rows;
     bool notes = false;
+    const library::HfModelSummary* gated = nullptr;
     for (const library::HfModelSummary& m : found->models) {
         std::string note;
         if (!m.gated.empty()) note = "gated";
+        if (!m.gated.empty() && gated == nullptr) gated = &m;
         if (m.is_private) note += note.empty() ? "private" : ", private";
         notes = notes || !note.empty();
         rows.push_back({m.id, std::to_string(m.downloads), std::to_string(m.likes), m.updated_date(), note});
@@ -101,6 +110,10 @@ int search_repositories(const SearchOptions& o) {
         std::fprintf(stderr, "\nthe first %zu shown; --limit shows more, a longer query fewer\n",
                      found->models.size());
     }
+    if (gated != nullptr && options->bearer_token.empty()) {
+        std::fprintf(stderr, "\nGated repositories want a token: %s\n",
+                     library::hf_access_message(gated->id, std::nullopt, false, library::HubClient::cli, hub).c_str());
+    }
     std::fprintf(stderr, "\nA repository's GGUF files: powerhouse-cli search --files OWNER/NAME\n");
     return 0;
 }
@@ -112,8 +125,13 @@ int list_repository(const SearchOptions& o) {
         return 2;
     }
     const std::string hub = endpoint();
-    Result<std::vector<library::HfFile>> files = library::list_hf_gguf_files(*repo, hub, fetch_options());
-    if (!files) return report_error(files.error());
+    Result<library::DownloadOptions> options = fetch_options(o);
+    if (!options) return report_error(options.error());
+    Result<std::vector<library::HfFile>> files = library::list_hf_gguf_files(*repo, hub, *options);
+    if (!files) {
+        return report_error(library::explain_hf_refusal(files.error(), o.files, !options->bearer_token.empty(),
+                                                        library::HubClient::cli, hub));
+    }
     if (files->empty()) {
         return report_error(make_error(
             ErrorCode::invalid_argument,
@@ -189,6 +207,8 @@ Command add_search_command(CLI::App& app) {
     sub->add_option("--files", options->files, "List this repository's GGUF models (OWNER/NAME) instead");
     sub->add_option("--limit", options->limit, "Repositories to show (default 20)")->check(CLI::Range(1, 1000));
     sub->add_flag("--json", options->json, "Print one JSON object");
+    sub->add_option("--hf-token-file", options->token_file,
+                    "Read the Hugging Face token from FILE (default: $HF_TOKEN), for gated and private repositories");
     return {sub, [options] { return run_search(*options); }};
 }
 
