@@ -125,6 +125,9 @@ void DesktopApp::wire() {
     connect(&dashboard, &DashboardController::snapshotApplied, m_hub.get(), &HubController::setDevices);
     connect(m_hub.get(), &HubController::downloadRequested, m_downloads.get(),
             [this](const QUrl& url, const QString& sha256) { m_downloads->add(url, sha256.toStdString()); });
+    // The Hugging Face token (Settings, kept in the keyring) goes with downloads from the Hub too.
+    connect(m_hub.get(), &HubController::tokenChanged, m_downloads.get(), &DownloadController::setHubToken);
+    m_hub->loadToken();
 
     // Imported conversations join the list, and the first of them opens.
     connect(m_transfer.get(), &ConversationTransfer::imported, &chat, [&chat](qint64 firstId) {

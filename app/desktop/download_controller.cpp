@@ -5,6 +5,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMetaObject>
+#include <QStringList>
+#include <QUrl>
 
 #include <filesystem>
 #include <optional>
@@ -66,7 +68,31 @@ struct DownloadController::Shared {
     std::deque<Task> tasks;
     bool stop = false;
     lib::DownloadOptions options;  // retry timing (tests shorten it)
+    std::string hub_token;         // for URLs on the Hub's host only
 };
+
+namespace {
+
+// Whether `url` is on the Hub's own host (scheme, host and port), where the token may go.
+bool onHub(const std::string& url, const QString& endpoint) {
+    const QUrl a(QString::fromStdString(url));
+    const QUrl b(endpoint);
+    return a.scheme() == b.scheme() && a.host().compare(b.host(), Qt::CaseInsensitive) == 0 &&
+           a.port(-1) == b.port(-1) && !a.host().isEmpty();
+}
+
+// "owner/name" of a Hub URL's path ("/owner/name/resolve/..."); "" when it has none.
+std::string hubRepoId(const std::string& url) {
+    const QStringList path = QUrl(QString::fromStdString(url)).path().split('/', Qt::SkipEmptyParts);
+    return path.size() >= 2 ? (path[0] + '/' + path[1]).toStdString() : std::string();
+}
+
+}  // namespace
+
+void DownloadController::setHubToken(const QString& token) {
+    std::lock_guard lock(m_shared->mutex);
+    m_shared->hub_token = token.trimmed().toStdString();
+}
 
 DownloadController::DownloadController(powerhouse::store::Store& store, QString libraryFolder, QString endpoint,
                                        QObject* parent)
@@ -355,12 +381,23 @@ void DownloadController::work() {
             task = std::move(m_shared->tasks.front());
             m_shared->tasks.pop_front();
             options = m_shared->options;
+            const std::string& where = task.list ? m_endpoint.toStdString() : task.url;
+            if (onHub(where, m_endpoint)) options.bearer_token = m_shared->hub_token;
         }
         options.cancel = task.cancel.get();
+        const std::string repoId = task.list ? task.repo.org + "/" + task.repo.repo : hubRepoId(task.url);
+        // A refusal from the Hub in words that say what to do.
+        const auto explain = [&](const powerhouse::Error& error) {
+            if (options.bearer_token.empty() && !onHub(task.list ? m_endpoint.toStdString() : task.url, m_endpoint)) {
+                return error;
+            }
+            return lib::explain_hf_refusal(error, repoId, !options.bearer_token.empty(), lib::HubClient::app,
+                                           m_endpoint.toStdString());
+        };
         if (task.list) {
             // Every page of the repository's file list, then its GGUF models by quantization.
             auto listed = lib::list_hf_gguf_files(task.repo, m_endpoint.toStdString(), options);
-            const QString failure = listed ? QString() : QString::fromStdString(listed.error().message);
+            const QString failure = listed ? QString() : QString::fromStdString(explain(listed.error()).message);
             const std::vector<lib::HfFile> files = listed ? std::move(listed).value() : std::vector<lib::HfFile>();
             std::vector<Job::Option> choices;
             for (const lib::QuantizationGroup& group : lib::group_gguf_models(files)) {
@@ -427,7 +464,7 @@ void DownloadController::work() {
                 Qt::QueuedConnection);
             continue;
         }
-        QString failure = result ? QString() : QString::fromStdString(result.error().message);
+        QString failure = result ? QString() : QString::fromStdString(explain(result.error()).message);
         const bool verified = result && result->verified;
         const QString sha = verified ? QString::fromStdString(result->sha256) : QString();
         const QString path = QString::fromStdString(task.target.string());

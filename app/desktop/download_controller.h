@@ -3,7 +3,9 @@
 // speed and time left, pause, resume and cancel. A Hugging Face model page is listed first
 // (its GGUF files grouped by quantization, with sizes) and the user picks one; a file page
 // becomes its download link. Unfinished downloads are remembered in the store and come back
-// paused at the next start, their bytes kept for resuming.
+// paused at the next start, their bytes kept for resuming. The user's Hugging Face token
+// (setHubToken) goes with requests to the Hub's own host only (libcurl drops it on a
+// redirect to another host, the Hub's CDN); a 401/403 from the Hub says what to do.
 //
 // Thread-safety: a QObject of the GUI thread; the worker thread only posts to it.
 #pragma once
@@ -78,6 +80,8 @@ public:
 
     // Test hook: retries and stall detection (defaults: 8 attempts, 1 s backoff, 30 s stall).
     void setRetryTiming(int maxAttempts, int backoffMs, long stallSeconds);
+    // The Hugging Face token sent to the Hub's host ("" for none): HubController's.
+    void setHubToken(const QString& token);
 
 signals:
     void countChanged();

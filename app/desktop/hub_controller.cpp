@@ -94,7 +94,8 @@ QVariant HubFilesModel::data(const QModelIndex& index, int role) const {
         }
         case FitsRole: return r.fit.value("fits").toBool();
         case FitRole: return r.fit.value("text").toString();
-        case EstimateRole: return true;
+        case EstimateRole: return r.shape == nullptr;
+        case CheckingRole: return r.checking;
         default: return {};
     }
 }
@@ -110,7 +111,8 @@ QHash<int, QByteArray> HubFilesModel::roleNames() const {
             {FilesRole, "files"},
             {FitsRole, "fits"},
             {FitRole, "fit"},
-            {EstimateRole, "estimate"}};
+            {EstimateRole, "estimate"},
+            {CheckingRole, "checking"}};
 }
 
 void HubFilesModel::setRows(std::vector<Row> rows, lib::HfRepo repo, QString endpoint) {
@@ -125,7 +127,7 @@ void HubFilesModel::setRows(std::vector<Row> rows, lib::HfRepo repo, QString end
 
 void HubFilesModel::setFits(const std::vector<QVariantMap>& fits) {
     for (size_t i = 0; i < m_rows.size() && i < fits.size(); ++i) m_rows[i].fit = fits[i];
-    if (!m_rows.empty()) emit dataChanged(index(0), index(rowCount() - 1), {FitsRole, FitRole});
+    if (!m_rows.empty()) emit dataChanged(index(0), index(rowCount() - 1), {FitsRole, FitRole, EstimateRole});
 }
 
 // --- HubController ----------------------------------------------------------------------
@@ -228,6 +230,8 @@ void HubController::search(const QString& text, int limit) {
 
 lib::DownloadOptions HubController::requestOptions() const {
     lib::DownloadOptions options;
+    // Every request here goes to the endpoint's host; libcurl keeps the token from others.
+    options.bearer_token = m_token.toStdString();
     options.max_attempts = m_maxAttempts;
     options.initial_backoff = std::chrono::milliseconds(m_backoffMs);
     options.max_backoff = std::chrono::milliseconds(m_backoffMs * 4);
@@ -264,15 +268,25 @@ void HubController::showFiles(const QString& repoId) {
         return std::function<void()>([this, ticket, repo, listed] {
             if (ticket != m_listTicket) return;  // another repository asked for since
             if (!*listed) {
-                setState([this, listed] {
+                setState([this, listed, repo] {
                     m_listing = false;
-                    m_error = QString::fromStdString(listed->error().message);
+                    m_error = QString::fromStdString(lib::explain_hf_refusal(listed->error(),
+                                                                             repo.org + "/" + repo.repo,
+                                                                             !m_token.isEmpty(), lib::HubClient::app,
+                                                                             m_endpoint.toStdString())
+                                                         .message);
                 });
                 return;
             }
             std::vector<HubFilesModel::Row> rows;
             for (lib::QuantizationGroup& group : lib::group_gguf_models(**listed)) {
-                for (lib::GgufModel& model : group.models) rows.push_back({std::move(model), {}});
+                for (lib::GgufModel& model : group.models) {
+                    HubFilesModel::Row row{std::move(model), {}, nullptr, {}, false};
+                    if (auto known = m_shapes.find(shapeKey(repo, row.model)); known != m_shapes.end()) {
+                        row.shape = known->second;
+                    }
+                    rows.push_back(std::move(row));
+                }
             }
             const bool none = rows.empty();
             m_files.setRows(std::move(rows), repo, m_endpoint);
@@ -282,7 +296,7 @@ void HubController::showFiles(const QString& repoId) {
                 m_message = none ? tr("%1 has no GGUF files: Powerhouse runs GGUF models (look for a repository "
                                       "named …-GGUF).")
                                        .arg(m_repository)
-                                 : QString();
+                                 : gatedMessage();
             });
         });
     });
@@ -377,6 +391,133 @@ void HubController::refit() {
         }
     }
     std::vector<QVariantMap> fits;
-    for (const HubFilesModel::Row& row : m_files.rows()) fits.push_back(estimateFit(row.model.total_size, gpus, cpu));
+    for (const HubFilesModel::Row& row : m_files.rows()) {
+        if (row.shape) {
+            // The Models page's answer for the same file on disk.
+            fits.push_back(m_settings.fitFor(*row.shape));
+            continue;
+        }
+        QVariantMap fit = estimateFit(row.model.total_size, gpus, cpu);
+        if (!row.note.isEmpty()) fit["text"] = fit["text"].toString() + QStringLiteral(" (") + row.note + ')';
+        fits.push_back(fit);
+    }
     m_files.setFits(fits);
+}
+
+void HubController::setHeaderLimits(uint64_t firstBytes, uint64_t maxBytes) {
+    m_headerLimits.first_bytes = firstBytes;
+    m_headerLimits.max_bytes = maxBytes;
+}
+
+std::string HubController::shapeKey(const lib::HfRepo& repo, const lib::GgufModel& model) const {
+    std::string key;
+    for (const lib::HfFile& part : model.parts) {
+        key += lib::hf_file_url(repo, part.path, m_endpoint.toStdString()) + '\n';
+    }
+    return key;
+}
+
+QString HubController::gatedMessage() const {
+    if (!m_token.isEmpty()) return {};
+    for (const lib::HfModelSummary& r : m_results.rows()) {
+        if (QString::fromStdString(r.id) == m_repository && !r.gated.empty()) {
+            return QString::fromStdString(
+                lib::hf_access_message(r.id, std::nullopt, false, lib::HubClient::app, m_endpoint.toStdString()));
+        }
+    }
+    return {};
+}
+
+void HubController::checkFit(int model) {
+    HubFilesModel::Row* row = m_files.row(model);
+    if (row == nullptr || row->checking || row->shape || !row->model.complete()) return;
+    const std::string key = shapeKey(m_files.repo(), row->model);
+    if (auto known = m_shapes.find(key); known != m_shapes.end()) {
+        row->shape = known->second;
+        refit();
+        return;
+    }
+    std::vector<lib::RemoteGgufFile> files;
+    for (const lib::HfFile& part : row->model.parts) files.push_back({m_files.fileUrl(part).toStdString(), part.path, part.size});
+    row->checking = true;
+    row->note.clear();
+    m_files.rowChanged(model);
+    lib::DownloadOptions options = requestOptions();
+    auto cancel = m_listCancel;  // a new listing stops it
+    const std::string repoId = m_repository.toStdString();
+    runWorker([this, key, files, options, limits = m_headerLimits, cancel, repoId]() mutable {
+        if (cancel) options.cancel = cancel.get();
+        auto read = std::make_shared<powerhouse::Result<lib::RemoteShape>>(
+            lib::read_remote_model_shape(files, options, limits));
+        return std::function<void()>([this, key, read, repoId, tokenSent = !options.bearer_token.empty()] {
+            std::shared_ptr<const powerhouse::ModelShape> shape;
+            QString note;
+            if (*read) {
+                shape = std::make_shared<const powerhouse::ModelShape>(std::move((*read)->shape));
+                m_shapes[key] = shape;
+            } else if (read->error().code == powerhouse::ErrorCode::cancelled) {
+                note = tr("not read: cancelled");
+            } else {
+                const powerhouse::Error why = lib::explain_hf_refusal(read->error(), repoId, tokenSent,
+                                                                     lib::HubClient::app, m_endpoint.toStdString());
+                note = tr("the header was not read: %1").arg(QString::fromStdString(why.message));
+            }
+            // The rows may have been listed anew meanwhile: the row of this file, if still there.
+            for (int i = 0; i < m_files.rowCount(); ++i) {
+                HubFilesModel::Row* r = m_files.row(i);
+                if (shapeKey(m_files.repo(), r->model) != key) continue;
+                r->checking = false;
+                r->shape = shape;
+                r->note = note;
+                m_files.rowChanged(i);
+            }
+            refit();
+        });
+    });
+}
+
+void HubController::setToken(const QString& token) {
+    const QString trimmed = token.trimmed();
+    if (trimmed == m_token) return;
+    m_token = trimmed;
+    emit tokenStateChanged();
+    emit tokenChanged(m_token);
+    // A gated repository's words depend on it.
+    if (!m_listing && !m_repository.isEmpty() && m_error.isEmpty()) setState([this] { m_message = gatedMessage(); });
+}
+
+void HubController::loadToken() {
+    m_keys.readEntry(KeyStore::hubTokenEntry(), [this](const QString& key, bool found, const QString&) {
+        if (found) setToken(key);
+    });
+}
+
+void HubController::saveToken(const QString& token) {
+    const QString trimmed = token.trimmed();
+    if (trimmed.isEmpty()) {
+        m_tokenError = tr("Paste a token first (huggingface.co → Settings → Access Tokens, a read token).");
+        emit tokenStateChanged();
+        return;
+    }
+    m_tokenBusy = true;
+    m_tokenError.clear();
+    emit tokenStateChanged();
+    m_keys.writeEntry(KeyStore::hubTokenEntry(), trimmed, [this, trimmed](const QString& error) {
+        m_tokenBusy = false;
+        m_tokenError = error;
+        if (error.isEmpty()) setToken(trimmed);  // kept only where the keyring took it
+        emit tokenStateChanged();
+    });
+}
+
+void HubController::clearToken() {
+    m_tokenBusy = true;
+    m_tokenError.clear();
+    emit tokenStateChanged();
+    m_keys.removeEntry(KeyStore::hubTokenEntry(), [this](const QString& error) {
+        m_tokenBusy = false;
+        m_tokenError = error;
+        setToken({});  // not used from now on, whatever the keyring said
+        emit tokenStateChanged();
+    });
 }

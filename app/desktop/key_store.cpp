@@ -22,25 +22,37 @@ QString describe(const QKeychain::Job& job) {
 }
 
 template <class Job>
-Job* makeJob(QObject* parent, const QString& endpoint) {
+Job* makeJob(QObject* parent, const QString& entry) {
     auto* job = new Job(kService, parent);
     job->setAutoDelete(true);
     job->setInsecureFallback(false);
-    job->setKey(KeyStore::entryName(endpoint));
+    job->setKey(entry);
     return job;
 }
 
 }  // namespace
 
 void KeyStore::write(const QString& endpoint, const QString& key, std::function<void(const QString&)> done) {
-    auto* job = makeJob<QKeychain::WritePasswordJob>(this, endpoint);
+    writeEntry(entryName(endpoint), key, std::move(done));
+}
+
+void KeyStore::read(const QString& endpoint, std::function<void(const QString&, bool, const QString&)> done) {
+    readEntry(entryName(endpoint), std::move(done));
+}
+
+void KeyStore::remove(const QString& endpoint, std::function<void(const QString&)> done) {
+    removeEntry(entryName(endpoint), std::move(done));
+}
+
+void KeyStore::writeEntry(const QString& entry, const QString& key, std::function<void(const QString&)> done) {
+    auto* job = makeJob<QKeychain::WritePasswordJob>(this, entry);
     job->setTextData(key);
     connect(job, &QKeychain::Job::finished, this, [done = std::move(done)](QKeychain::Job* j) { done(describe(*j)); });
     job->start();
 }
 
-void KeyStore::read(const QString& endpoint, std::function<void(const QString&, bool, const QString&)> done) {
-    auto* job = makeJob<QKeychain::ReadPasswordJob>(this, endpoint);
+void KeyStore::readEntry(const QString& entry, std::function<void(const QString&, bool, const QString&)> done) {
+    auto* job = makeJob<QKeychain::ReadPasswordJob>(this, entry);
     connect(job, &QKeychain::Job::finished, this, [done = std::move(done)](QKeychain::Job* j) {
         auto* read = static_cast<QKeychain::ReadPasswordJob*>(j);
         if (read->error() == QKeychain::EntryNotFound) {
@@ -53,8 +65,8 @@ void KeyStore::read(const QString& endpoint, std::function<void(const QString&, 
     job->start();
 }
 
-void KeyStore::remove(const QString& endpoint, std::function<void(const QString&)> done) {
-    auto* job = makeJob<QKeychain::DeletePasswordJob>(this, endpoint);
+void KeyStore::removeEntry(const QString& entry, std::function<void(const QString&)> done) {
+    auto* job = makeJob<QKeychain::DeletePasswordJob>(this, entry);
     connect(job, &QKeychain::Job::finished, this, [done = std::move(done)](QKeychain::Job* j) { done(describe(*j)); });
     job->start();
 }

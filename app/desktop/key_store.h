@@ -1,6 +1,7 @@
 // API keys of remote engines in the system keyring (QtKeychain: the Secret Service on Linux,
 // i.e. gnome-keyring or KWallet), under the service "Powerhouse" and the key
-// "remote-engine:<endpoint name>". Keys are never written to the store, a file or a log: when
+// "remote-engine:<endpoint name>", and the user's Hugging Face token under "huggingface-token"
+// (the *Entry calls take the whole key name). Keys are never written to the store, a file or a log: when
 // no keyring is reachable the call fails with kNoKeyringMessage and nothing is kept
 // (QtKeychain's plain-text fallback stays off).
 //
@@ -31,4 +32,10 @@ public:
     void remove(const QString& endpoint, std::function<void(const QString& error)> done);
 
     static QString entryName(const QString& endpoint) { return QStringLiteral("remote-engine:") + endpoint; }
+    static QString hubTokenEntry() { return QStringLiteral("huggingface-token"); }
+
+    // The same under a whole key name.
+    void writeEntry(const QString& entry, const QString& key, std::function<void(const QString& error)> done);
+    void readEntry(const QString& entry, std::function<void(const QString& key, bool found, const QString& error)> done);
+    void removeEntry(const QString& entry, std::function<void(const QString& error)> done);
 };

@@ -1,6 +1,8 @@
 // Find models on Hugging Face (the Models page's second tab): search GGUF repositories by
-// name, open one to see its models by quantization with their size and a fit estimate, and
-// download one into the library (every part, each checked against the sha256 the Hub lists).
+// name (gated ones marked), open one to see its models by quantization with their size and a
+// fit estimate, which "Exact fit" replaces with the planner's answer from the file's header,
+// and download one into the library (every part, each checked against the sha256 the Hub
+// lists).
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -102,12 +104,22 @@ ColumnLayout {
                 }
                 contentItem: ColumnLayout {
                     spacing: 2
-                    Label {
-                        text: result.repoId
-                        color: Theme.text
-                        font.weight: Font.DemiBold
-                        elide: Text.ElideMiddle
+                    RowLayout {
+                        spacing: Theme.space2
                         Layout.fillWidth: true
+                        Label {
+                            text: result.repoId
+                            color: Theme.text
+                            font.weight: Font.DemiBold
+                            elide: Text.ElideMiddle
+                            Layout.fillWidth: true
+                        }
+                        Chip {
+                            objectName: "hubGated" + result.index
+                            visible: result.gated.length > 0
+                            text: "gated"
+                            Accessible.name: "Gated: accept its terms on Hugging Face and add your token in Settings"
+                        }
                     }
                     Label {
                         text: root.formatCount(result.downloads) + " downloads · " + root.formatCount(result.likes)
@@ -159,6 +171,8 @@ ColumnLayout {
                 required property bool complete
                 required property bool fits
                 required property string fit
+                required property bool estimate
+                required property bool checking
                 objectName: "hubFile" + index
                 width: ListView.view.width
                 implicitHeight: fileRow.implicitHeight + 2 * Theme.space2
@@ -190,12 +204,24 @@ ColumnLayout {
                             Layout.fillWidth: true
                         }
                         Label {
-                            text: file.complete ? file.fit : "Parts are missing from the repository."
+                            objectName: "hubFit" + file.index
+                            text: !file.complete ? "Parts are missing from the repository."
+                                  : file.checking ? "Reading the file's header…" : file.fit
                             color: file.complete && file.fits ? Theme.success : Theme.warning
                             font.pixelSize: Theme.captionSize
                             wrapMode: Text.Wrap
                             Layout.fillWidth: true
                         }
+                    }
+                    Button {
+                        objectName: "hubCheckFit" + file.index
+                        text: "Exact fit"
+                        visible: file.complete && file.estimate
+                        enabled: !file.checking
+                        Accessible.name: "Plan " + file.name + " from its header"
+                        ToolTip.visible: hovered
+                        ToolTip.text: "Reads the model's header (a few MiB) from Hugging Face and plans it on your devices, as the Models page does for a downloaded file."
+                        onClicked: root.hub.checkFit(file.index)
                     }
                     Button {
                         objectName: "hubDownload" + file.index

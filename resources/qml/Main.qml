@@ -100,6 +100,7 @@ ApplicationWindow {
         power: window.power
         server: window.server
         engines: window.engines
+        hub: window.hub
     }
 
     Binding {

@@ -2,7 +2,8 @@
 // the planner's live preview of where the model would go and whether it fits, before
 // anything is loaded (a GPU that failed in this run shown unticked, with why). General:
 // context length, KV cache type and size, conversations generated at once, CPU threads,
-// theme, electricity price, what to do when a GPU fails, data folder. Apply saves and
+// theme, electricity price, what to do when a GPU fails, data folder, the Hugging Face
+// token (saved in the system keyring at once, never in the database). Apply saves and
 // reloads the model; Close forgets what was not applied (the theme applies at once).
 // Server: the OpenAI API server (ServerSettings.qml), whose settings apply at once.
 // Engines: remote OpenAI-compatible servers (EnginesSettings.qml), also at once.
@@ -21,6 +22,8 @@ Dialog {
     property ServerController server: null
     // Remote engines' controller; null where there is none.
     property EnginesController engines: null
+    // The Hugging Face search, whose token the General tab sets; null where there is none.
+    property HubController hub: null
     property alias tab: tabs.currentIndex
 
     title: "Settings"
@@ -300,6 +303,47 @@ Dialog {
                 ToolTip.text: "Continue: the answer goes on from its last word on the GPUs left, else the CPU and RAM. Load again: the same GPUs, for a fault a reload clears. Stop: the answer ends with the error."
                 onActivated: dialog.settings.recoveryPolicy = values[currentIndex]
                 Layout.preferredWidth: 280
+            }
+
+            Label { text: "Hugging Face token"; color: Theme.text; visible: dialog.hub !== null }
+            RowLayout {
+                visible: dialog.hub !== null
+                spacing: Theme.spacing / 2
+                Layout.fillWidth: true
+                TextField {
+                    id: hubToken
+                    objectName: "hubTokenField"
+                    echoMode: TextInput.Password
+                    placeholderText: dialog.hub && dialog.hub.tokenSaved ? "A token is saved in the keyring" : "hf_…, for gated and private models"
+                    Accessible.name: "Hugging Face token"
+                    Layout.fillWidth: true
+                }
+                Button {
+                    objectName: "hubTokenSave"
+                    text: "Save"
+                    enabled: hubToken.text.trim().length > 0 && dialog.hub !== null && !dialog.hub.tokenBusy
+                    onClicked: { dialog.hub.saveToken(hubToken.text); hubToken.text = "" }
+                }
+                Button {
+                    objectName: "hubTokenClear"
+                    text: "Forget"
+                    enabled: dialog.hub !== null && dialog.hub.tokenSaved && !dialog.hub.tokenBusy
+                    Accessible.name: "Forget the Hugging Face token"
+                    onClicked: dialog.hub.clearToken()
+                }
+            }
+            Item { width: 1; height: 1; visible: hubTokenNote.visible }
+            Label {
+                id: hubTokenNote
+                objectName: "hubTokenStatus"
+                visible: dialog.hub !== null
+                text: !dialog.hub ? "" : dialog.hub.tokenError.length > 0 ? dialog.hub.tokenError
+                      : dialog.hub.tokenSaved ? "Saved in the system keyring; sent to Hugging Face only."
+                      : "No token: gated and private repositories cannot be listed or downloaded."
+                color: dialog.hub && dialog.hub.tokenError.length > 0 ? Theme.error : Theme.textMuted
+                font.pixelSize: Theme.smallFontSize
+                wrapMode: Text.Wrap
+                Layout.fillWidth: true
             }
 
             Label { text: "Data folder"; color: Theme.text }

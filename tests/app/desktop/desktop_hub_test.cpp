@@ -1,19 +1,25 @@
 // HubController (finding models on Hugging Face) against the loopback Hub
 // (hub_test_server.py): searches across pages, a slow answer overtaken by a newer search and
 // dropped, a repository's models by quantization with their fit estimates on a simulated
-// GPU, errors as text, and a listed file handed to DownloadController and verified.
+// GPU, errors as text, and a listed file handed to DownloadController and verified. The
+// exact fit from a file's header equal to the Models page's fit of the same file on disk
+// (and kept for the session, and the estimate kept with its reason when the header is too
+// long); the token: gated repositories' words without one, sent to the Hub and with the
+// downloads, refused, and the keyring's refusal when there is none.
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QTest>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
 #include "desktop_test_support.h"
 #include "download_controller.h"
 #include "hub_controller.h"
+#include "key_store.h"
 #include "hub_test_server.h"
 #include "settings_controller.h"
 #include "store/store.h"
@@ -240,6 +246,162 @@ TEST_F(HubControllerTest, AListedModelDownloadsVerified) {
         << "verified against the listing's hash";
     EXPECT_EQ(std::filesystem::file_size(library / powerhouse::test::kHubSmolFile),
               std::filesystem::file_size(powerhouse::test::test_model_path()));
+}
+
+TEST_F(HubControllerTest, ExactFitFromTheHeaderEqualsTheLocalFilesFit) {
+    if (!std::filesystem::exists(powerhouse::test::test_model_path())) GTEST_SKIP() << "no test model";
+    HubController& c = *controller_;
+    QAbstractItemModelTester tester(c.files(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    oneGpu("Small:5");
+    c.showFiles(powerhouse::test::kHubSmolRepo);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait)) << c.error().toStdString();
+    int q41 = -1;
+    for (int row = 0; row < c.files()->rowCount(); ++row) {
+        if (file(c, row, HubFilesModel::QuantizationRole).toString() == "Q4_1") q41 = row;
+    }
+    ASSERT_GE(q41, 0);
+    EXPECT_TRUE(file(c, q41, HubFilesModel::EstimateRole).toBool());
+    hub_->requests(/*clear=*/true);
+    c.checkFit(q41);
+    EXPECT_TRUE(file(c, q41, HubFilesModel::CheckingRole).toBool()) << "read off the GUI thread";
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !file(c, q41, HubFilesModel::CheckingRole).toBool(); }, kWait));
+    EXPECT_FALSE(file(c, q41, HubFilesModel::EstimateRole).toBool())
+        << file(c, q41, HubFilesModel::FitRole).toString().toStdString();
+    // What the Models page says of the same file on disk, word for word.
+    auto local = powerhouse::read_model_shape(powerhouse::test::test_model_path());
+    ASSERT_TRUE(local) << local.error().message;
+    const QVariantMap expected = settings_->fitFor(*local);
+    EXPECT_EQ(file(c, q41, HubFilesModel::FitRole).toString(), expected.value("text").toString());
+    EXPECT_EQ(file(c, q41, HubFilesModel::FitsRole).toBool(), expected.value("fits").toBool());
+    EXPECT_TRUE(file(c, q41, HubFilesModel::FitRole).toString().contains("tokens/s"))
+        << file(c, q41, HubFilesModel::FitRole).toString().toStdString();
+    const auto ranges = hub_->requests();
+    EXPECT_FALSE(ranges.empty());
+    for (const std::string& r : ranges) EXPECT_NE(r.find("/resolve/main/"), std::string::npos) << r;
+
+    // It follows the settings, as the Models page does.
+    settings_->setGpuUse(0, false);
+    EXPECT_EQ(file(c, q41, HubFilesModel::FitRole).toString(), settings_->fitFor(*local).text);
+
+    // Listed again: the shape read this session is used at once, nothing fetched.
+    hub_->requests(/*clear=*/true);
+    c.showFiles(powerhouse::test::kHubSmolRepo);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait));
+    EXPECT_FALSE(file(c, q41, HubFilesModel::EstimateRole).toBool());
+    for (const std::string& r : hub_->requests()) EXPECT_EQ(r.find("/resolve/"), std::string::npos) << r;
+}
+
+TEST_F(HubControllerTest, AHeaderPastTheCapKeepsTheEstimateWithTheReason) {
+    if (!std::filesystem::exists(powerhouse::test::test_model_path())) GTEST_SKIP() << "no test model";
+    HubController& c = *controller_;
+    c.setHeaderLimits(32 << 10, 64 << 10);
+    c.showFiles(powerhouse::test::kHubSmolRepo);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait)) << c.error().toStdString();
+    int q41 = -1;
+    for (int row = 0; row < c.files()->rowCount(); ++row) {
+        if (file(c, row, HubFilesModel::QuantizationRole).toString() == "Q4_1") q41 = row;
+    }
+    ASSERT_GE(q41, 0);
+    c.checkFit(q41);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !file(c, q41, HubFilesModel::CheckingRole).toBool(); }, kWait));
+    EXPECT_TRUE(file(c, q41, HubFilesModel::EstimateRole).toBool());
+    const QString fit = file(c, q41, HubFilesModel::FitRole).toString();
+    EXPECT_TRUE(fit.startsWith("Estimate from the file size")) << fit.toStdString();
+    EXPECT_TRUE(fit.contains("longer than 64 KiB")) << fit.toStdString();
+}
+
+TEST_F(HubControllerTest, GatedRepositoriesAndTheToken) {
+    HubController& c = *controller_;
+    const std::string gated = "gated-org/Gated-Model-GGUF";
+    const QString page = QString::fromStdString(hub_->endpoint() + "/" + gated);
+    c.search("gguf");
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait)) << c.error().toStdString();
+    ASSERT_EQ(result(c, 1, HubSearchModel::RepoIdRole).toString().toStdString(), gated);
+    EXPECT_EQ(result(c, 1, HubSearchModel::GatedRole).toString(), "manual");
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait));
+
+    // Opened without a token: what to do.
+    c.showFiles(QString::fromStdString(gated));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait)) << c.error().toStdString();
+    EXPECT_EQ(c.message(), QString::fromStdString(gated) + " is gated: accept its terms at " + page +
+                               ", then add your Hugging Face token in Settings");
+    // A token (as the keyring gives it): the words go, and the token goes with the API's requests.
+    QSignalSpy tokens(&c, &HubController::tokenChanged);
+    c.setToken(QStringLiteral(" hf_test_accepted "));
+    EXPECT_TRUE(c.tokenSaved());
+    ASSERT_EQ(tokens.count(), 1);
+    EXPECT_EQ(tokens[0][0].toString(), "hf_test_accepted");
+    EXPECT_EQ(c.message(), "");
+    hub_->requests(/*clear=*/true);
+    c.search("smollm2");
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait));
+    const nlohmann::json seen = hub_->get_json("/_requests?auth=1");
+    ASSERT_FALSE(seen.empty());
+    EXPECT_EQ(seen[0]["authorization"], "Bearer hf_test_accepted");
+
+    // The downloads get it for the Hub's host, and a refusal says the token was refused.
+    const std::filesystem::path library = dir_ / "models";
+    std::filesystem::create_directories(library);
+    DownloadController downloads(*store_, QString::fromStdString(library.string()),
+                                 QString::fromStdString(hub_->endpoint()));
+    downloads.setRetryTiming(1, 10, 5);
+    downloads.setHubToken(QStringLiteral("hf_wrong"));
+    const int failed = static_cast<int>(DownloadController::State::Failed);
+    downloads.add(QUrl(QString::fromStdString(hub_->endpoint() + "/" + gated + "/resolve/main/x.gguf")), {});
+    ASSERT_TRUE(QTest::qWaitFor(
+        [&] { return downloads.data(downloads.index(0), DownloadController::StateRole).toInt() == failed; },
+        kWait));
+    const QString status = downloads.data(downloads.index(0), DownloadController::StatusRole).toString();
+    EXPECT_TRUE(status.startsWith(QString::fromStdString("Your Hugging Face token has no access to " + gated)))
+        << status.toStdString();
+    // Another host gets no token (the Hub's host only).
+    hub_->requests(/*clear=*/true);
+    downloads.add(QUrl(QString::fromStdString("http://localhost:" + hub_->endpoint().substr(hub_->endpoint().rfind(':') + 1) +
+                                              "/" + gated + "/resolve/main/y.gguf")),
+                  {});
+    ASSERT_TRUE(QTest::qWaitFor(
+        [&] { return downloads.data(downloads.index(1), DownloadController::StateRole).toInt() == failed; },
+        kWait));
+    for (const auto& r : hub_->get_json("/_requests?auth=1")) EXPECT_TRUE(r["authorization"].is_null()) << r.dump();
+
+    c.saveToken(QStringLiteral("   "));
+    EXPECT_TRUE(c.tokenError().startsWith("Paste a token first")) << c.tokenError().toStdString();
+}
+
+// The keyring (keyring_test.sh): inside a Secret Service the token is saved, read back by
+// another controller at start and forgotten; with none, saving says so and nothing changes.
+TEST_F(HubControllerTest, TheTokenLivesInTheKeyring) {
+    const QString keyring = qEnvironmentVariable("POWERHOUSE_KEYRING_TEST");
+    if (keyring != QLatin1String("secret-service") && keyring != QLatin1String("none")) {
+        GTEST_SKIP() << "needs a Secret Service or none: run through tests/app/desktop/keyring_test.sh";
+    }
+    HubController& c = *controller_;
+    QSignalSpy tokens(&c, &HubController::tokenChanged);
+    c.saveToken(QStringLiteral("hf_test_accepted"));
+    EXPECT_TRUE(c.tokenBusy());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.tokenBusy(); }, 30000));
+    if (keyring == QLatin1String("none")) {
+        EXPECT_TRUE(c.tokenError().startsWith(KeyStore::kNoKeyringMessage)) << c.tokenError().toStdString();
+        EXPECT_FALSE(c.tokenSaved());
+        EXPECT_EQ(tokens.count(), 0) << "a token the keyring did not take is not used";
+        return;
+    }
+    EXPECT_EQ(c.tokenError(), "");
+    EXPECT_TRUE(c.tokenSaved());
+    HubController next(*settings_, QString::fromStdString(hub_->endpoint()));
+    QSignalSpy loaded(&next, &HubController::tokenChanged);
+    next.loadToken();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return loaded.count() == 1; }, 30000));
+    EXPECT_EQ(loaded[0][0].toString(), "hf_test_accepted");
+    EXPECT_TRUE(next.tokenSaved());
+    next.clearToken();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !next.tokenBusy(); }, 30000));
+    EXPECT_FALSE(next.tokenSaved());
+    EXPECT_EQ(next.tokenError(), "");
+    HubController third(*settings_, QString::fromStdString(hub_->endpoint()));
+    third.loadToken();
+    QTest::qWait(1000);
+    EXPECT_FALSE(third.tokenSaved());
 }
 
 }  // namespace

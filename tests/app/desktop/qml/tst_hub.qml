@@ -76,6 +76,26 @@ Item {
             verify(DownloadController.Failed !== DownloadController.Done)
         }
 
+        function test_gated_repositories_are_marked_and_the_token_field_is_in_settings() {
+            const window = mainWindow(1180, 760)
+            mouseClick(findChild(window.contentItem, "hubTab"))
+            testHub.search("gguf")
+            tryVerify(() => !testHub.searching && testHub.results.count > 1, 15000, testHub.error)
+            const results = findChild(window.contentItem, "hubResults")
+            tryVerify(() => findChild(results, "hubGated1") !== null)
+            verify(findChild(results, "hubGated1").visible, "gated-org/Gated-Model-GGUF is marked")
+            verify(!findChild(results, "hubGated0").visible, "an open repository is not")
+            // Settings, General: the token field, nothing saved in this test's run.
+            window.openPanel("settings")
+            const field = findChild(window.contentItem.Window.window.overlay, "hubTokenField")
+                          || findChild(window, "hubTokenField")
+            verify(field, "the Hugging Face token field")
+            compare(field.echoMode, TextInput.Password)
+            const status = findChild(window, "hubTokenStatus")
+            verify(status)
+            verify(status.text.indexOf("No token") === 0 || status.text.indexOf("Saved") === 0, status.text)
+        }
+
         function test_the_page_fits_the_window_from_the_smallest_size_to_4k() {
             for (const size of [[640, 420], [1180, 760], [3840, 2160]]) {
                 const window = mainWindow(size[0], size[1])
