@@ -358,7 +358,7 @@ void ChatController::finishAnswer(qint64 conversationId, QString text, MessageSt
     m_answers.erase(found);
     if (m_answers.empty()) m_saveTimer.stop();
     m_conversations.setGenerating(conversationId, false);
-    if (m_answerFinished) stats.energy_joules = m_answerFinished(answer.request);
+    if (m_answerFinished) m_answerFinished(answer.request, stats);
     if (stats.energy_joules && stats.generated_tokens > 0 && stats.tokens_per_second > 0)
         emit answerMeasured(stats.generated_tokens, stats.tokens_per_second, *stats.energy_joules);
     // The view shows it as saved at once; the final save is queued after the streaming

@@ -124,10 +124,11 @@ public:
     void useRemote(const RemoteTarget& target);
     bool usingRemote() const { return m_remoteTarget.has_value(); }
     // Told when each answer starts and ends, by its request id (answers overlap); the end
-    // gives the energy it used (joules), if measured. main.cpp connects the dashboard's
-    // energy meter here.
+    // fills in what was measured of it: the energy it used, whether the GPUs were slowed
+    // meanwhile (MessageStats::energy_joules, throttle). DesktopApp connects the dashboard's
+    // energy meter and throttling summary here.
     void setAnswerObserver(std::function<void(quint64)> started,
-                           std::function<std::optional<double>(quint64)> finished) {
+                           std::function<void(quint64, powerhouse::store::MessageStats&)> finished) {
         m_answerStarted = std::move(started);
         m_answerFinished = std::move(finished);
     }
@@ -180,7 +181,7 @@ private:
     };
 
     std::function<void(quint64)> m_answerStarted;
-    std::function<std::optional<double>(quint64)> m_answerFinished;
+    std::function<void(quint64, powerhouse::store::MessageStats&)> m_answerFinished;
     // Starts the answer to the open conversation as stored (its last message is the user's),
     // after storing `userText` as its new last message if it is not empty.
     void startAnswer(const QString& userText = {});

@@ -146,9 +146,9 @@ void DashboardController::startMeters() {
     meter(now);
 }
 
-std::optional<double> DashboardController::endAnswer(quint64 id) {
+DashboardController::AnswerEnd DashboardController::endAnswer(quint64 id) {
     const auto found = m_answers.find(id);
-    if (found == m_answers.end()) return std::nullopt;
+    if (found == m_answers.end()) return {};
     if (found->second) meter(m_monitor->sample_now());  // the power at the end, before the load drops
     const std::optional<powerhouse::EnergyMeter> done = found->second;
     updateThrottle();
@@ -157,8 +157,10 @@ std::optional<double> DashboardController::endAnswer(quint64 id) {
         report(false);
         if (!m_modelGpus.empty()) m_monitor->sample_now();  // show the GPUs idle at once
     }
-    if (!done || done->seconds() <= 0) return std::nullopt;
-    return done->joules();
+    AnswerEnd end;
+    end.throttle = m_answerThrottle;
+    if (done && done->seconds() > 0) end.joules = done->joules();
+    return end;
 }
 
 void DashboardController::updateThrottle() {

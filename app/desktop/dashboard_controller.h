@@ -103,9 +103,13 @@ public:
     // An answer starts and ends (answers overlap: each has its request id). The end gives
     // its share of the joules spent meanwhile by the GPUs that hold the model (the power
     // is divided among the answers running at each reading), when there are any and they
-    // report power; nothing otherwise.
+    // report power, and answerThrottle as it stands then (empty when they were not slowed).
+    struct AnswerEnd {
+        std::optional<double> joules;
+        QString throttle;
+    };
     void beginAnswer(quint64 id);
-    std::optional<double> endAnswer(quint64 id);
+    AnswerEnd endAnswer(quint64 id);
     // The engine found this GPU failing: `why` goes on its card.
     void markGpuFailed(const QString& uuid, const QString& why);
 

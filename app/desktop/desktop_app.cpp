@@ -86,7 +86,11 @@ void DesktopApp::wire() {
     });
     connect(&settings, &SettingsController::error, &chat, &ChatController::showError);
     chat.setAnswerObserver([&dashboard](quint64 id) { dashboard.beginAnswer(id); },
-                           [&dashboard](quint64 id) { return dashboard.endAnswer(id); });
+                           [&dashboard](quint64 id, powerhouse::store::MessageStats& stats) {
+                               const DashboardController::AnswerEnd end = dashboard.endAnswer(id);
+                               stats.energy_joules = end.joules;
+                               stats.throttle = end.throttle.toStdString();
+                           });
     const auto price = [this, &chat, &settings] {
         chat.messages()->setElectricityPrice(settings.electricityPrice());
         m_costs->setElectricityPrice(settings.electricityPrice());

@@ -35,6 +35,7 @@ QString MessageListModel::statsText(const powerhouse::store::MessageStats& stats
         }
         text += QLatin1Char(')');
     }
+    if (!stats.throttle.empty()) text += QStringLiteral(" · ") + QString::fromStdString(stats.throttle);
     if (!stats.engine.empty() && stats.engine != "local") {
         text += QStringLiteral(" · %1 at %2").arg(QString::fromStdString(stats.model), QString::fromStdString(stats.engine));
     }

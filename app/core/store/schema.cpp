@@ -136,11 +136,18 @@ constexpr std::string_view kMessageRecoveries = R"sql(
 ALTER TABLE messages ADD COLUMN recoveries_json TEXT NOT NULL DEFAULT '';
 )sql";
 
+// 8: whether the GPUs were slowed while an answer was generated (issue 24), as the dashboard
+// said it at the answer's end; empty for the answers they were not, and for older ones.
+constexpr std::string_view kMessageThrottle = R"sql(
+ALTER TABLE messages ADD COLUMN throttle TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-    static const std::vector<std::string_view> list = {
-        kConversations, kSearchAndSettings, kModels, kReusedTokens, kMessageEngine, kModelSources, kMessageRecoveries};
+    static const std::vector<std::string_view> list = {kConversations,  kSearchAndSettings, kModels,
+                                                       kReusedTokens,   kMessageEngine,     kModelSources,
+                                                       kMessageRecoveries, kMessageThrottle};
     return list;
 }
 

@@ -87,7 +87,7 @@ std::vector<MessageRecovery> parse_recoveries(const std::string& text) {
 const char* kConversationColumns = "id, title, system_prompt, settings_json, created_ms, updated_ms";
 const char* kMessageColumns =
     "id, conversation_id, role, content, state, error, model, prompt_tokens, generated_tokens, ttft_ms, "
-    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine, recoveries_json";
+    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle";
 
 Conversation read_conversation(SQLite::Statement& q) {
     Conversation c;
@@ -139,6 +139,7 @@ Message read_message(SQLite::Statement& q) {
     m.stats.reused_tokens = q.getColumn(14).getInt64();
     m.stats.engine = q.getColumn(15).getString();
     m.stats.recoveries = parse_recoveries(q.getColumn(16).getString());
+    m.stats.throttle = q.getColumn(17).getString();
     return m;
 }
 
@@ -476,7 +477,7 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
                                        "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
                                        "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ?, "
-                                       "recoveries_json = ? WHERE id = ?");
+                                       "recoveries_json = ?, throttle = ? WHERE id = ?");
         q.bind(1, content);
         q.bind(2, message_state_name(state));
         q.bind(3, error);
@@ -494,7 +495,8 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         q.bind(11, stats.reused_tokens);
         q.bind(12, stats.engine);
         q.bind(13, recoveries_json(stats.recoveries));
-        q.bind(14, id);
+        q.bind(14, stats.throttle);
+        q.bind(15, id);
         if (Result<void> r = changed_one(q.exec(), "message", id); !r) return r;
         SQLite::Statement touch(impl_->db, "UPDATE conversations SET updated_ms = ? WHERE id = "
                                            "(SELECT conversation_id FROM messages WHERE id = ?)");
@@ -579,8 +581,8 @@ Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<Conve
         SQLite::Statement message(impl_->db,
                                   "INSERT INTO messages (conversation_id, role, content, state, error, model, "
                                   "prompt_tokens, generated_tokens, ttft_ms, tokens_per_second, energy_joules, "
-                                  "created_ms, updated_ms, reused_tokens, engine, recoveries_json) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                                  "created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         std::vector<int64_t> ids;
         ids.reserve(records.size());
         for (const ConversationRecord& record : records) {
@@ -616,6 +618,7 @@ Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<Conve
                 message.bind(14, m.stats.reused_tokens);
                 message.bind(15, m.stats.engine);
                 message.bind(16, recoveries_json(m.stats.recoveries));
+                message.bind(17, m.stats.throttle);
                 message.exec();
             }
         }

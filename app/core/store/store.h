@@ -73,6 +73,10 @@ struct MessageStats {
     double tokens_per_second = 0;
     std::optional<double> energy_joules;
     std::vector<MessageRecovery> recoveries;  // in the order they happened; usually none
+    // The GPUs were slowed (power cap, thermal) while it was generated, as the dashboard said
+    // it at its end: "GPU 0 throttled (power cap) for 40% of the answer, 18% slower"; empty:
+    // they were not, or nothing was measured.
+    std::string throttle;
 };
 
 // A model file the library knows (app/core/catalog scans and imports them).

@@ -60,7 +60,7 @@ Result<std::vector<Conversation>> chosen(const Store& store, const std::vector<i
 bool has_stats(const MessageStats& s) {
     return !s.model.empty() || !s.engine.empty() || s.prompt_tokens != 0 || s.reused_tokens != 0 ||
            s.generated_tokens != 0 || s.ttft_ms != 0 || s.tokens_per_second != 0 || s.energy_joules.has_value() ||
-           !s.recoveries.empty();
+           !s.recoveries.empty() || !s.throttle.empty();
 }
 
 Json stats_json(const MessageStats& s) {
@@ -72,6 +72,7 @@ Json stats_json(const MessageStats& s) {
                 {"ttft_ms", s.ttft_ms},
                 {"tokens_per_second", s.tokens_per_second}};
     if (s.energy_joules) out["energy_joules"] = *s.energy_joules;
+    if (!s.throttle.empty()) out["throttle"] = s.throttle;
     if (!s.recoveries.empty()) {
         Json list = Json::array();
         for (const MessageRecovery& r : s.recoveries) {
@@ -321,6 +322,7 @@ Result<MessageStats> read_stats(const Json& s, const std::string& place) {
     Result<std::optional<double>> energy = optional_number(s, "energy_joules", place);
     if (!energy) return std::move(energy).error();
     stats.energy_joules = *energy;
+    PH_READ(stats.throttle, optional_string(s, "throttle", place));
     if (const auto list = s.find("recoveries"); list != s.end()) {
         const std::string where = member(place, "recoveries");
         if (!list->is_array()) return wrong_type(where, *list, "an array of recoveries");
@@ -578,6 +580,8 @@ Result<std::string> export_markdown(const Store& store, const std::vector<int64_
                 for (const MessageRecovery& r : m.stats.recoveries) {
                     blocks.push_back(fmt::format("*{}*", inline_text(recovery_text(r))));
                 }
+                // "*GPU 0 throttled (power cap) for 40% of the answer, 18% slower*"
+                if (!m.stats.throttle.empty()) blocks.push_back(fmt::format("*{}*", inline_text(m.stats.throttle)));
             }
         }
     }

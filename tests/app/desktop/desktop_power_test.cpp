@@ -221,10 +221,11 @@ TEST(DesktopPower, ThrottlingDuringAnAnswerIsShownWithItsCost) {
         QTest::qWait(60);
         dashboard.apply(dashboard.monitor().sample_now());
     }
-    dashboard.endAnswer(1);
+    const DashboardController::AnswerEnd end = dashboard.endAnswer(1);
     const std::string text = dashboard.answerThrottle().toStdString();
     EXPECT_NE(text.find("GPU 0 throttled (power cap) for "), std::string::npos) << text;
     EXPECT_NE(text.find("% slower"), std::string::npos) << text;
+    EXPECT_EQ(end.throttle.toStdString(), text) << "the answer keeps what was said of it";
     // The next answer starts with a clean slate, and at the default limit nothing is said.
     ASSERT_TRUE(dashboard.monitor().restore_power_limit(0));
     dashboard.beginAnswer(2);

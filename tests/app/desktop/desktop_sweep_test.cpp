@@ -4,7 +4,8 @@
 // figures as simulated, sets the limits back and keeps its result for the next start; the
 // chosen limit can be applied as the GPU's setting. Each step's limit is in the store while
 // it runs (for a crash), and a cancel, an unload or quitting mid-sweep sets the limits back.
-// Nothing of it reaches the chat's conversations.
+// Nothing of it reaches the chat's conversations. Also the chat's side of heat: an answer
+// the GPUs were slowed under keeps the dashboard's words with it, after a restart too.
 #include <gtest/gtest.h>
 
 #include <QJsonArray>
@@ -219,6 +220,37 @@ TEST_F(DesktopSweepTest, UnloadingOrQuittingMidSweepEndsItWithTheLimitsBack) {
     auto record = store->setting("power_limit_changes");
     ASSERT_TRUE(record.ok() && record->has_value());
     EXPECT_EQ(**record, "[]");
+}
+
+TEST_F(DesktopSweepTest, AnAnswerTheGpusWereSlowedUnderKeepsItsThrottleNote) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    auto app = make(0, {});
+    ASSERT_NE(app, nullptr);
+    ASSERT_TRUE(loadModel(*app));
+    // The stand-in at its lowest limit is held back by its power cap under the answer's load.
+    ASSERT_TRUE(app->power().setLimit(0, 150));
+    ChatController& chat = app->chat();
+    ASSERT_TRUE(chat.setConversationSettings({}, {{"temperature", 0}, {"maxTokens", 24}}));
+    chat.send("Write a Python function that reverses a string.");
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kWait));
+    chat.flushWrites();
+    auto messages = app->store().messages(chat.currentConversationId());
+    ASSERT_TRUE(messages.ok());
+    ASSERT_EQ(messages->size(), 2u);
+    const std::string throttle = (*messages)[1].stats.throttle;
+    EXPECT_EQ(throttle.rfind("GPU 0 throttled (power cap) for ", 0), 0u) << throttle;
+    EXPECT_EQ(QString::fromStdString(throttle), app->dashboard().answerThrottle());
+    const qint64 conversation = chat.currentConversationId();
+    app.reset();
+
+    // After a restart the answer's statistics still say it.
+    auto again = make(0, {});
+    ASSERT_NE(again, nullptr);
+    again->chat().selectConversation(conversation);
+    MessageListModel& shown = *again->chat().messages();
+    ASSERT_EQ(shown.rowCount(), 2);
+    const QString stats = shown.data(shown.index(1), MessageListModel::StatsRole).toString();
+    EXPECT_TRUE(stats.endsWith(QString::fromStdString(throttle))) << stats.toStdString();
 }
 
 }  // namespace

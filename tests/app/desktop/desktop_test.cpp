@@ -126,13 +126,13 @@ TEST(DashboardController, SimulatedGpusHoldTheModelAndMeasureEachAnswersEnergy) 
     dashboard.start();
     // No GPU holds the model yet: no energy.
     dashboard.beginAnswer(1);
-    EXPECT_FALSE(dashboard.endAnswer(1).has_value());
+    EXPECT_FALSE(dashboard.endAnswer(1).joules.has_value());
 
     const uint64_t bytes = 3ull << 30;
     dashboard.setModelGpus({QVariantMap{{"gpu", 1}, {"bytes", static_cast<double>(bytes)}}});
     dashboard.beginAnswer(2);
     QTest::qWait(400);
-    const std::optional<double> joules = dashboard.endAnswer(2);
+    const std::optional<double> joules = dashboard.endAnswer(2).joules;
     ASSERT_TRUE(joules.has_value());
     // GPU 1 was 90% loaded: about 0.9 * 92% of 450 W, for the 0.4 s or a little more.
     EXPECT_GT(*joules, 0.4 * 300.0);
@@ -196,6 +196,11 @@ TEST(MessageListModel, StatisticsShowEnergyPerTokenAndItsCost) {
     stats.reused_tokens = 812;
     EXPECT_EQ(MessageListModel::statsText(stats),
               "50.0 tokens/s · 40 ms to first token · 100 tokens · 812 of 840 prompt tokens from cache");
+    // The GPUs were slowed while it was generated.
+    stats.reused_tokens = 0;
+    stats.throttle = "GPU 0 throttled (power cap) for 40% of the answer, 18% slower";
+    EXPECT_EQ(MessageListModel::statsText(stats), "50.0 tokens/s · 40 ms to first token · 100 tokens · GPU 0 throttled "
+                                                  "(power cap) for 40% of the answer, 18% slower");
 }
 
 TEST(DashboardController, ShowsTheEnginesBatching) {
@@ -239,18 +244,18 @@ TEST(DashboardController, OverlappingAnswersShareTheEnergy) {
     dashboard.setModelGpus({QVariantMap{{"gpu", 0}, {"bytes", static_cast<double>(1ull << 30)}}});
     dashboard.beginAnswer(1);
     QTest::qWait(800);
-    const std::optional<double> alone = dashboard.endAnswer(1);
+    const std::optional<double> alone = dashboard.endAnswer(1).joules;
     dashboard.beginAnswer(2);
     dashboard.beginAnswer(3);
     QTest::qWait(800);
-    const std::optional<double> first = dashboard.endAnswer(2);
-    const std::optional<double> second = dashboard.endAnswer(3);
+    const std::optional<double> first = dashboard.endAnswer(2).joules;
+    const std::optional<double> second = dashboard.endAnswer(3).joules;
     ASSERT_TRUE(alone && first && second);
     EXPECT_GT(*alone, 0.0);
     EXPECT_NEAR(*first / *second, 1.0, 0.1) << *first << " J and " << *second << " J";
     EXPECT_NEAR((*first + *second) / *alone, 1.0, 0.3)
         << *first << " J and " << *second << " J, alone " << *alone << " J";
-    EXPECT_FALSE(dashboard.endAnswer(2).has_value()) << "ended already";
+    EXPECT_FALSE(dashboard.endAnswer(2).joules.has_value()) << "ended already";
 }
 
 TEST(DashboardController, WithoutADriverSaysSoAndListsNoGpu) {

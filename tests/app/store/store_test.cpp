@@ -343,21 +343,24 @@ TEST(Store, AnAnswerKeepsWhereItWentOnAfterADeviceFailed) {
     }
     Store s = open_store(path);
     EXPECT_EQ(s.schema_version(), Store::latest_version());
-    EXPECT_GE(Store::latest_version(), 7);
+    EXPECT_GE(Store::latest_version(), 8);
     EXPECT_EQ(s.backup_path().filename().string(), "p.db.v6.bak");
     const Message before = ok(s.message(old_answer));
     EXPECT_EQ(before.content, "Hi there.");
     EXPECT_TRUE(before.stats.recoveries.empty());
+    EXPECT_TRUE(before.stats.throttle.empty());
 
     const int64_t answer = ok(s.add_message(conversation, "assistant", "", MessageState::streaming)).id;
     MessageStats stats;
     stats.generated_tokens = 80;
     stats.recoveries = {{37, "GPU 1", "Xid 79, fell off the bus", "GPU 0 (NVIDIA H200)"},
                         {52, "GPU 0", "did not answer within 60 s", "CPU (8 threads)"}};
+    stats.throttle = "GPU 0 throttled (power cap) for 40% of the answer, 18% slower";
     ok(s.finish_message(answer, "The whole answer.", MessageState::complete, stats));
     const Message after = ok(s.message(answer));
     EXPECT_EQ(after.content, "The whole answer.");
     EXPECT_EQ(after.stats.recoveries, stats.recoveries);
+    EXPECT_EQ(after.stats.throttle, stats.throttle);
     EXPECT_EQ(recovery_text(after.stats.recoveries[0]),
               "Continued on GPU 0 (NVIDIA H200) after GPU 1 failed at token 37: Xid 79, fell off the bus");
     EXPECT_EQ(recovery_text({0, "CPU", "", "CPU (2 threads)"}), "Continued on CPU (2 threads) after CPU failed before "

@@ -68,6 +68,7 @@ std::vector<ConversationRecord> rich_conversations() {
     Message stopped = message("assistant", "Partial ```py\nprint(", kMay1 + 4000, MessageState::stopped);
     stopped.stats = stats(3, 0);
     stopped.stats.engine = "http://gpu-box:8000/v1";
+    stopped.stats.throttle = "GPU 0 throttled (thermal (software)) for 12% of the answer";
     first.messages.push_back(stopped);
     Message failed = message("assistant", "", kMay1 + 5000, MessageState::failed);
     failed.error = "out of memory on cuda:0 <needs 2 GiB>";
@@ -114,6 +115,8 @@ TEST(Transfer, ExportImportExportGivesTheSameJson) {
     EXPECT_EQ(messages[2].stats.recoveries, rich_conversations()[0].messages[2].stats.recoveries);
     EXPECT_EQ(messages[4].state, MessageState::stopped);
     EXPECT_EQ(messages[4].stats.engine, "http://gpu-box:8000/v1");
+    EXPECT_EQ(messages[4].stats.throttle, "GPU 0 throttled (thermal (software)) for 12% of the answer");
+    EXPECT_TRUE(messages[2].stats.throttle.empty());
     EXPECT_EQ(messages[5].state, MessageState::failed);
     EXPECT_EQ(messages[5].error, "out of memory on cuda:0 <needs 2 GiB>");
     EXPECT_EQ(messages[6].state, MessageState::interrupted);
@@ -152,6 +155,8 @@ TEST(Transfer, JsonFollowsTheDocumentedShape) {
               R"("recoveries":[{"at_token":37,"failed":"GPU 1","cause":"Xid 79, fell off the bus",)"
               R"json("continued_on":"CPU (8 threads)"}]})json");
     EXPECT_FALSE(c["messages"][4]["stats"].contains("recoveries")) << "only where a device failed";
+    EXPECT_EQ(c["messages"][4]["stats"]["throttle"], "GPU 0 throttled (thermal (software)) for 12% of the answer");
+    EXPECT_FALSE(c["messages"][2]["stats"].contains("throttle")) << "only where the GPUs were slowed";
     EXPECT_EQ(c["messages"][5]["error"], "out of memory on cuda:0 <needs 2 GiB>");
     EXPECT_EQ(doc["conversations"][1]["title"], "Empty settings");
 }
@@ -202,6 +207,7 @@ TEST(Transfer, MarkdownReadsAsTheConversation) {
     capitals.messages.push_back(message("user", "And of Italy?", kMay1));
     Message rome = message("assistant", "Rome:\n\n```python\nprint(\"Ro", kMay1, MessageState::stopped);
     rome.stats = stats(5, 0);
+    rome.stats.throttle = "GPU 0 throttled (power cap) for 40% of the answer, 18% slower";
     capitals.messages.push_back(rome);
 
     ConversationRecord fences;
@@ -259,6 +265,8 @@ print("Ro
 *Stopped before the end.*
 
 *SmolLM2-135M-Instruct · 5 tokens*
+
+*GPU 0 throttled (power cap) for 40% of the answer, 18% slower*
 
 ---
 
