@@ -17,13 +17,6 @@ GpuMonitorOptions simulated(const char* spec) {
     return options;
 }
 
-DeviceUsage on(const std::string& uuid) {
-    DeviceUsage u;
-    u.name = uuid.empty() ? "CPU" : "GPU";
-    u.uuid = uuid;
-    return u;
-}
-
 TEST(GpuPower, FindsAGpuByIndexOrUuid) {
     GpuMonitor monitor(simulated("RTX 4090:24;A100:80"));
     const TelemetrySnapshot s = monitor.sample_now();
