@@ -134,6 +134,9 @@ Item {
                    testController.recoveryText)
             const choose = findChild(banner(), "recoverySettings")
             verify(choose.visible)
+            // The banner has just grown: click where the layout puts the button, once it has.
+            waitForItemPolished(choose.parent)
+            waitForRendering(banner())
             mouseClick(choose)
             compare(openSettings.count, 1)
             testController.dismissRecovery()
