@@ -48,6 +48,7 @@ bool ConversationTransfer::exportConversations(const QVariantList& ids, const QS
     }
     std::vector<int64_t> chosen;
     if (!readIds(ids, chosen)) return false;
+    if (m_beforeRead) m_beforeRead();
     const auto text = isMarkdown(format) ? powerhouse::store::export_markdown(m_store, chosen)
                                          : powerhouse::store::export_json(m_store, chosen);
     if (!text) {
@@ -94,6 +95,7 @@ bool ConversationTransfer::importConversations(const QUrl& file) {
         return false;
     }
     const QByteArray bytes = in.readAll();
+    if (m_beforeRead) m_beforeRead();
     const auto report = powerhouse::store::import_json(m_store, std::string_view(bytes.constData(), bytes.size()));
     if (!report) {
         say(tr("Cannot import %1: %2").arg(name, QString::fromStdString(report.error().message)), true);

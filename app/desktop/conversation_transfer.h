@@ -8,7 +8,9 @@
 // the chosen file as it was. Both run on the GUI thread: a conversation history is a few
 // megabytes at most, read or written in milliseconds, and the store is the app's own, which
 // one thread uses (a second connection on a worker would contend with streaming answers for
-// the write lock during a large import).
+// the write lock during a large import). The chat writes on a writer thread of its own
+// (ChatController): before each export or import, `beforeRead` waits for it to drain, so an
+// export holds every answer as the chat shows it, and an import comes after its writes.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -20,6 +22,7 @@
 #include <QVariantList>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "store/store.h"
@@ -45,6 +48,8 @@ public:
     // A file name to offer in the save dialog: the conversation's title for one, else
     // "Powerhouse conversations YYYY-MM-DD", with the format's extension.
     Q_INVOKABLE QString suggestedFileName(const QVariantList& ids, const QString& format) const;
+    // Called before each export or import touches the store (DesktopApp: the chat's flushWrites).
+    void setBeforeRead(std::function<void()> beforeRead) { m_beforeRead = std::move(beforeRead); }
 
 signals:
     void messageChanged();
@@ -59,6 +64,7 @@ private:
     bool readIds(const QVariantList& ids, std::vector<int64_t>& out);
 
     powerhouse::store::Store& m_store;
+    std::function<void()> m_beforeRead;
     QString m_message;
     bool m_failed = false;
 };

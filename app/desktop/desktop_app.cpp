@@ -134,6 +134,8 @@ void DesktopApp::wire() {
     m_hub->loadToken();
 
     // Imported conversations join the list, and the first of them opens.
+    // Exports and imports wait for the chat's writes first (they use the store directly).
+    m_transfer->setBeforeRead([&chat] { chat.flushWrites(); });
     connect(m_transfer.get(), &ConversationTransfer::imported, &chat, [&chat](qint64 firstId) {
         chat.conversations()->reload();
         if (firstId != 0) chat.selectConversation(firstId);

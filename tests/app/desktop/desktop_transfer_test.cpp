@@ -59,6 +59,13 @@ TEST(ConversationTransfer, ExportsAndImportsThroughFilesAndSaysHowItWent) {
     ASSERT_EQ(ids.size(), 2u);
     ConversationTransfer transfer(store);
     ConversationListModel list(store);
+    // The chat's writer, drained before each export or import: here, a write it still held.
+    int drained = 0;
+    transfer.setBeforeRead([&] {
+        if (drained++ == 0) {
+            ASSERT_TRUE(store.rename_conversation(ids[1], "Renamed by the writer"));
+        }
+    });
     // What main.cpp wires: an import reloads the list.
     QObject::connect(&transfer, &ConversationTransfer::imported, &list, &ConversationListModel::reload);
     QSignalSpy messages(&transfer, &ConversationTransfer::messageChanged);
@@ -75,6 +82,7 @@ TEST(ConversationTransfer, ExportsAndImportsThroughFilesAndSaysHowItWent) {
     const auto doc = nlohmann::json::parse(powerhouse::test::read_file(dir / "all.json"));
     EXPECT_EQ(doc["format"], "powerhouse.conversations");
     EXPECT_EQ(doc["conversations"].size(), 2u);
+    EXPECT_EQ(doc["conversations"][1]["title"], "Renamed by the writer") << "the writer drained before the read";
 
     // One, as Markdown, its id as QML passes numbers (a double).
     ASSERT_TRUE(transfer.exportConversations({QVariant(static_cast<double>(ids[0]))}, "md", fileUrl(dir / "one.md")));
@@ -92,6 +100,7 @@ TEST(ConversationTransfer, ExportsAndImportsThroughFilesAndSaysHowItWent) {
     EXPECT_EQ(list.rowCount(), 4);
     EXPECT_EQ(store.conversation(imported[0][0].toLongLong())->title, "Paths/and: names");
     EXPECT_EQ(messages.size(), 3);
+    EXPECT_EQ(drained, 3);
 }
 
 TEST(ConversationTransfer, RefusalsChangeNothing) {
