@@ -21,10 +21,10 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
                                    {"bandwidthGbS", d.bandwidth_gb_s},
                                    {"stepBytes", static_cast<double>(d.step_bytes)}});
     }
-    // The name as a person writes it ("SmolLM2 135M Instruct · Q4_1"), from the file's header
-    // (read again here, on the events thread: a few milliseconds).
+    // The name as a person writes it ("SmolLM2 135M Instruct · Q4_1"), from what the header
+    // the load read says (ModelSummary::info).
     QString displayName = QString::fromStdString(s.name);
-    if (auto info = powerhouse::inspect_model(s.path)) displayName = QString::fromStdString(powerhouse::catalog::model_display_name(*info));
+    if (!s.info.path.empty()) displayName = QString::fromStdString(powerhouse::catalog::model_display_name(s.info));
     return {{"name", QString::fromStdString(s.name)},
             {"displayName", displayName},
             {"architecture", QString::fromStdString(s.architecture)},

@@ -104,6 +104,10 @@ struct ModelSummary {
     double expected_tokens_per_second = 0;  // the planner's estimate from memory bandwidth
     std::vector<DeviceUsage> devices;
     bool has_chat_template = false;
+    // What the file says about itself (inspect_model's answer, made from the header the load
+    // read): its naming fields and file type give the name a person writes
+    // (app/core/catalog's model_display_name) without reading the file again.
+    ModelInfo info;
 };
 
 // Called during load with the share done so far (0..1, increasing) and what is happening.

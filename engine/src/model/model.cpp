@@ -14,6 +14,7 @@
 #include "backend/split_backend.h"
 #include "gguf/gguf_model.h"
 #include "model/model_devices.h"
+#include "model/model_info_internal.h"
 
 #ifdef POWERHOUSE_HAS_CUDA
 #include "backend/cuda/cuda_communicator.h"
@@ -348,6 +349,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     summary.expected_tokens_per_second = plan->tokens_per_second;
     summary.devices = with_uuids(impl->backend->devices(), impl->devices, impl->plan);
     summary.has_chat_template = impl->template_info.chat_template.has_value();
+    if (Result<ModelInfo> info = inspect_gguf(impl->file, path); info) summary.info = std::move(*info);
     if (!report(1.0f, "ready")) return stopped();
     return Model(std::move(impl));
 }

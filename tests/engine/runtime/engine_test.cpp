@@ -143,6 +143,14 @@ TEST(Engine, LoadReportsProgressThenTheModel) {
     EXPECT_GT(m.weight_bytes, 50'000'000u);
     EXPECT_GT(m.file_bytes, m.weight_bytes);
     EXPECT_EQ(m.device, "CPU (2 threads)");
+    // What the file says about itself, as inspect_model reads it, from the load's own header.
+    const Result<ModelInfo> inspected = inspect_model(m.path);
+    ASSERT_TRUE(inspected);
+    EXPECT_EQ(m.info.path, m.path);
+    EXPECT_EQ(m.info.basename, inspected->basename);
+    EXPECT_EQ(m.info.size_label, inspected->size_label);
+    EXPECT_EQ(m.info.file_type, inspected->file_type);
+    EXPECT_EQ(m.info.n_params, inspected->n_params);
     // The hook runs just after each event is queued: the last call may trail the event.
     for (int i = 0; i < 500 && notified.load() < static_cast<int>(events.size()); ++i) std::this_thread::sleep_for(10ms);
     EXPECT_EQ(notified.load(), static_cast<int>(events.size()));
