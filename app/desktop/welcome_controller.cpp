@@ -106,12 +106,17 @@ WelcomeController::WelcomeController(SettingsController& settings, DownloadContr
     std::error_code ec;
     if (!starter.empty() && std::filesystem::is_regular_file(starter, ec)) {
         m_starterPath = QString::fromStdString(starter.string());
-        auto info = powerhouse::inspect_model(starter);
-        m_starterName = info ? QString::fromStdString(powerhouse::catalog::model_display_name(*info))
-                             : QFileInfo(m_starterPath).completeBaseName();
     }
     connect(&m_settings, &SettingsController::changed, this, &WelcomeController::refresh);
     connect(&m_settings, &SettingsController::applied, this, &WelcomeController::refresh);
+}
+
+QString WelcomeController::starterName() const {
+    if (m_starterPath.isEmpty() || !m_starterName.isEmpty()) return m_starterName;
+    auto info = powerhouse::inspect_model(m_starterPath.toStdString());
+    m_starterName = info ? QString::fromStdString(powerhouse::catalog::model_display_name(*info))
+                         : QFileInfo(m_starterPath).completeBaseName();
+    return m_starterName;
 }
 
 void WelcomeController::setActive(bool active) {

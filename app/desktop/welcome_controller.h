@@ -100,7 +100,9 @@ public:
     void setActive(bool active);
     QString message() const { return m_message; }
     QString starterPath() const { return m_starterPath; }
-    QString starterName() const { return m_starterName; }
+    // Read from the starter's header the first time it is asked for (the welcome view shows),
+    // not at every start of the app.
+    QString starterName() const;
 
     // Plans the list again on the devices as they are now (when active: on activation and
     // whenever the GPUs or the settings change; else at the next activation).
@@ -148,7 +150,8 @@ private:
     bool m_active = false;
     bool m_stale = true;  // the plan does not reflect the latest GPUs and settings
     QString m_message;
-    QString m_starterPath, m_starterName;
+    QString m_starterPath;
+    mutable QString m_starterName;  // "" until starterName() first reads it
     std::vector<Pending> m_pending;
     quint64 m_list = 0;  // which list of models: a plan of an older one is dropped
     // One plan at a time: a refresh while one runs plans again when it ends. The destructor
