@@ -1,6 +1,10 @@
-// The right panel: where the model sits on the GPUs (a bar), a card per GPU, remote machines' GPUs by host (with their engines' figures), the NVLink
-// topology, the devices the engine runs the model on now, and the engine's batching (the
-// answers generated together, the KV cache blocks they and the cached conversations hold).
+// The right panel, in sections under headings of the type scale: GPUs (a card per GPU, see
+// GpuCard.qml), Power (the Costs view, the efficiency sweep, "keep my power limits"), Model
+// placement (where the model sits on the GPUs: a bar, and the devices the engine runs it on
+// now), Generation (the engine's batching: the answers generated together, the KV cache
+// blocks they and the cached conversations hold), Interconnect (the NVLink topology) and
+// remote machines' GPUs by host (with their engines' figures). It fits the panel from its
+// narrowest (220 px) up.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -33,62 +37,93 @@ Rectangle {
         return (bytes / 1048576).toFixed(0) + " MiB"
     }
 
+    // A section's heading: small capitals in the muted caption style, as on the welcome view.
+    component SectionHeading: Label {
+        color: Theme.textMuted
+        font.pixelSize: Theme.captionSize
+        font.weight: Font.DemiBold
+        font.capitalization: Font.AllUppercase
+        font.letterSpacing: 0.6
+        elide: Text.ElideRight
+        Layout.fillWidth: true
+        Layout.topMargin: Theme.space3
+    }
+    // A section's box: the surface of a card, its content padded inside.
+    component SectionCard: Rectangle {
+        default property alias content: inner.data
+        radius: Theme.radius
+        color: Theme.surface
+        border.color: Theme.border
+        implicitHeight: inner.implicitHeight + 2 * Theme.space3
+        Layout.fillWidth: true
+        ColumnLayout {
+            id: inner
+            anchors.fill: parent
+            anchors.margins: Theme.space3
+            spacing: Theme.space2
+        }
+    }
+    // Small text in a section: muted, wrapped.
+    component Note: Label {
+        color: Theme.textMuted
+        wrapMode: Text.Wrap
+        font.pixelSize: Theme.captionSize
+        Layout.fillWidth: true
+    }
+
     color: Theme.sidebar
 
     ScrollView {
+        id: scroll
         anchors.fill: parent
         contentWidth: availableWidth
 
         ColumnLayout {
-            width: parent.width
-            spacing: Theme.spacing
+            // The panel's content: padded on both sides, never wider than the panel.
+            x: Theme.space3
+            width: scroll.availableWidth - 2 * Theme.space3
+            spacing: Theme.space2
 
-            Label {
-                text: "GPUs"
-                color: Theme.text
-                font.bold: true
-                font.pixelSize: Theme.fontSize + 2
-                Layout.topMargin: Theme.spacing
-                Layout.leftMargin: Theme.spacing
-            }
-            Label {
-                objectName: "sourceNote"
-                visible: root.dashboard.source.length > 0
-                text: root.dashboard.simulated ? "Simulated GPUs (POWERHOUSE_SIMULATE_GPUS): readings are not real"
-                                               : root.dashboard.source
-                color: root.dashboard.simulated ? "#e0b050" : Theme.textMuted
-                wrapMode: Text.Wrap
-                font.pixelSize: Theme.smallFontSize
+            RowLayout {
+                spacing: Theme.space2
                 Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
+                Layout.topMargin: Theme.space3
+                Label {
+                    text: "GPUs"
+                    color: Theme.text
+                    font.pixelSize: Theme.titleSize
+                    font.weight: Font.DemiBold
+                    Layout.fillWidth: true
+                }
+                Chip {
+                    visible: root.dashboard.gpus.count > 0
+                    text: root.dashboard.gpus.count
+                    Accessible.name: root.dashboard.gpus.count + " GPUs"
+                }
             }
-            Label {
+            Rectangle {
+                visible: root.dashboard.source.length > 0
+                radius: Theme.radiusSmall
+                color: root.dashboard.simulated ? Theme.warningSoft : "transparent"
+                implicitHeight: sourceNote.implicitHeight + (root.dashboard.simulated ? 2 * Theme.space2 : 0)
+                Layout.fillWidth: true
+                Label {
+                    id: sourceNote
+                    objectName: "sourceNote"
+                    anchors.fill: parent
+                    anchors.margins: root.dashboard.simulated ? Theme.space2 : 0
+                    text: root.dashboard.simulated ? "Simulated GPUs (POWERHOUSE_SIMULATE_GPUS): readings are not real"
+                                                   : root.dashboard.source
+                    color: root.dashboard.simulated ? Theme.warning : Theme.textMuted
+                    wrapMode: Text.Wrap
+                    font.pixelSize: Theme.captionSize
+                }
+            }
+            Note {
                 visible: root.dashboard.gpus.count === 0
                 text: "No GPU: " + (root.dashboard.status.length > 0 ? root.dashboard.status : "none found")
                       + ". Models run on the CPU."
-                color: Theme.textMuted
-                wrapMode: Text.Wrap
-                Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
-            }
-
-            Label {
-                visible: root.plan.length > 0
-                text: "The model on the GPUs"
-                color: Theme.text
-                font.bold: true
-                Layout.leftMargin: Theme.spacing
-                Layout.topMargin: Theme.spacing
-            }
-            PlacementBar {
-                visible: root.plan.length > 0
-                plan: root.plan
-                layers: root.layers
-                Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
+                font.pixelSize: Theme.bodySize
             }
 
             Label {
@@ -97,10 +132,8 @@ Rectangle {
                 text: root.dashboard.answerThrottle
                 color: Theme.warning
                 wrapMode: Text.Wrap
-                font.pixelSize: Theme.smallFontSize
+                font.pixelSize: Theme.captionSize
                 Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
             }
 
             Repeater {
@@ -108,37 +141,88 @@ Rectangle {
                 delegate: GpuCard {
                     powerControl: root.power
                     Layout.fillWidth: true
-                    Layout.maximumWidth: root.width - 2 * Theme.spacing
-                    Layout.leftMargin: Theme.spacing
-                    Layout.rightMargin: Theme.spacing
                 }
             }
 
-            Flow {
-                visible: root.costs !== null || root.sweep !== null
-                spacing: Theme.space2
-                Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
-                Button {
-                    objectName: "openCosts"
-                    text: "Costs…"
-                    icon.name: "accessories-calculator-symbolic"
-                    icon.color: Theme.text
-                    Accessible.name: "Costs"
-                    visible: root.costs !== null
-                    onClicked: costsLoader.item.open()
+            // Power: what the answers cost, the sweep for the most efficient limit, and
+            // whether the limits set here outlive the app.
+            SectionHeading {
+                visible: powerCard.visible
+                text: "Power"
+            }
+            SectionCard {
+                id: powerCard
+                visible: root.costs !== null || (root.sweep !== null && root.dashboard.gpus.count > 0)
+                         || (root.power !== null && (root.power.gpus.length > 0 || root.power.startupNote.length > 0))
+
+                Rectangle {
+                    objectName: "powerStartupNote"
+                    visible: root.power !== null && root.power.startupNote.length > 0
+                    radius: Theme.radiusSmall
+                    color: Theme.warningSoft
+                    implicitHeight: noteRow.implicitHeight + 2 * Theme.space2
+                    Layout.fillWidth: true
+                    RowLayout {
+                        id: noteRow
+                        anchors.fill: parent
+                        anchors.margins: Theme.space2
+                        Label {
+                            text: root.power !== null ? root.power.startupNote : ""
+                            color: Theme.warning
+                            wrapMode: Text.Wrap
+                            font.pixelSize: Theme.captionSize
+                            Layout.fillWidth: true
+                        }
+                        IconButton {
+                            iconName: "window-close-symbolic"
+                            text: "Dismiss"
+                            onClicked: root.power.dismissStartupNote()
+                        }
+                    }
                 }
-                Button {
-                    objectName: "openSweep"
-                    text: root.sweep !== null && root.sweep.running ? "Sweep running…" : "Efficiency sweep…"
-                    icon.name: "power-profile-balanced-symbolic"
-                    icon.color: Theme.text
-                    Accessible.name: "Efficiency sweep"
-                    visible: root.sweep !== null && root.dashboard.gpus.count > 0
-                    ToolTip.visible: hovered
-                    ToolTip.text: "Run the model at several power limits and find the most efficient"
-                    onClicked: sweepLoader.item.open()
+                Flow {
+                    visible: root.costs !== null || root.sweep !== null
+                    spacing: Theme.space2
+                    Layout.fillWidth: true
+                    Button {
+                        objectName: "openCosts"
+                        text: "Costs…"
+                        icon.name: "accessories-calculator-symbolic"
+                        icon.color: Theme.text
+                        font.pixelSize: Theme.captionSize
+                        Accessible.name: "Costs"
+                        visible: root.costs !== null
+                        onClicked: costsLoader.item.open()
+                    }
+                    Button {
+                        objectName: "openSweep"
+                        text: root.sweep !== null && root.sweep.running ? "Sweep running…" : "Efficiency sweep…"
+                        icon.name: "power-profile-balanced-symbolic"
+                        icon.color: Theme.text
+                        font.pixelSize: Theme.captionSize
+                        Accessible.name: "Efficiency sweep"
+                        visible: root.sweep !== null && root.dashboard.gpus.count > 0
+                        ToolTip.visible: hovered
+                        ToolTip.text: "Run the model at several power limits and find the most efficient"
+                        onClicked: sweepLoader.item.open()
+                    }
+                }
+                CheckBox {
+                    objectName: "keepPowerLimits"
+                    visible: root.power !== null && root.power.gpus.length > 0
+                    text: "Keep my power limits after quitting"
+                    checked: root.power !== null && root.power.keepLimits
+                    font.pixelSize: Theme.captionSize
+                    onToggled: root.power.keepLimits = checked
+                    Layout.fillWidth: true
+                    contentItem: Label {
+                        leftPadding: parent.indicator.width + parent.spacing
+                        text: parent.text
+                        font: parent.font
+                        color: Theme.text
+                        wrapMode: Text.Wrap
+                        verticalAlignment: Text.AlignVCenter
+                    }
                 }
             }
             Loader {
@@ -156,63 +240,120 @@ Rectangle {
                 }
             }
 
-            Rectangle {
-                objectName: "powerStartupNote"
-                visible: root.power !== null && root.power.startupNote.length > 0
-                radius: Theme.radiusSmall
-                color: Theme.warningSoft
-                implicitHeight: noteRow.implicitHeight + 2 * Theme.space2
-                Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
-                RowLayout {
-                    id: noteRow
-                    anchors.fill: parent
-                    anchors.margins: Theme.space2
-                    Label {
-                        text: root.power !== null ? root.power.startupNote : ""
-                        color: Theme.warning
-                        wrapMode: Text.Wrap
-                        font.pixelSize: Theme.smallFontSize
+            // Model placement: the settings' plan as a bar, and the devices it runs on now.
+            SectionHeading {
+                visible: placementCard.visible
+                text: "Model placement"
+            }
+            SectionCard {
+                id: placementCard
+                visible: root.plan.length > 0 || root.dashboard.placement.length > 0
+
+                PlacementBar {
+                    visible: root.plan.length > 0
+                    plan: root.plan
+                    layers: root.layers
+                    Layout.fillWidth: true
+                }
+                Label {
+                    visible: root.dashboard.placement.length > 0
+                    text: "Where the model runs now"
+                    color: Theme.text
+                    font.pixelSize: Theme.captionSize
+                    font.weight: Font.DemiBold
+                    Layout.topMargin: root.plan.length > 0 ? Theme.space1 : 0
+                }
+                Repeater {
+                    model: root.dashboard.placement
+                    delegate: ColumnLayout {
+                        required property var modelData
+                        spacing: 0
                         Layout.fillWidth: true
-                    }
-                    IconButton {
-                        iconName: "window-close-symbolic"
-                        text: "Dismiss"
-                        onClicked: root.power.dismissStartupNote()
+                        Label {
+                            text: modelData.name + ": " + modelData.part
+                            color: Theme.text
+                            wrapMode: Text.Wrap
+                            font.pixelSize: Theme.captionSize
+                            Layout.fillWidth: true
+                        }
+                        Note {
+                            text: "weights " + root.mib(modelData.weightBytes) + " · KV cache " + root.mib(modelData.kvCacheBytes)
+                                  + (modelData.ramWeightBytes > 0 ? " · experts in system RAM " + root.mib(modelData.ramWeightBytes) : "")
+                        }
                     }
                 }
             }
-            CheckBox {
-                objectName: "keepPowerLimits"
-                visible: root.power !== null && root.power.gpus.length > 0
-                text: "Keep my power limits after quitting"
-                checked: root.power !== null && root.power.keepLimits
-                font.pixelSize: Theme.smallFontSize
-                onToggled: root.power.keepLimits = checked
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
+
+            // Generation: the engine's batching now.
+            SectionHeading {
+                visible: root.dashboard.hasBatching
+                text: "Generation"
+            }
+            SectionCard {
+                visible: root.dashboard.hasBatching
+                Label {
+                    objectName: "batchingSequences"
+                    text: "Answers: " + root.dashboard.sequencesRunning + " generating together · "
+                          + root.dashboard.sequencesWaiting + " waiting"
+                    color: Theme.text
+                    wrapMode: Text.Wrap
+                    font.pixelSize: Theme.captionSize
+                    Layout.fillWidth: true
+                }
+                ProgressBar {
+                    id: kvBar
+                    from: 0
+                    to: Math.max(1, root.dashboard.kvBlocksTotal)
+                    value: root.dashboard.kvBlocksUsed
+                    Accessible.name: "KV cache blocks in use"
+                    Layout.fillWidth: true
+                    implicitHeight: 6
+                    background: Rectangle {
+                        implicitHeight: 6
+                        radius: 3
+                        color: Theme.surfaceSunken
+                    }
+                    contentItem: Item {
+                        implicitHeight: 6
+                        Rectangle {
+                            width: kvBar.visualPosition * parent.width
+                            height: parent.height
+                            radius: 3
+                            color: Theme.accent
+                        }
+                    }
+                }
+                Note {
+                    objectName: "batchingKv"
+                    text: "KV cache: " + root.dashboard.kvBlocksUsed + " of " + root.dashboard.kvBlocksTotal
+                          + " blocks in use (" + root.mib(root.dashboard.kvBytesUsed) + " of "
+                          + root.mib(root.dashboard.kvBytesTotal) + ")"
+                }
+                Note {
+                    objectName: "batchingPrefixes"
+                    text: "Prompt cache: " + root.dashboard.cachedPrefixes
+                          + (root.dashboard.cachedPrefixes === 1 ? " finished answer" : " finished answers") + " kept for reuse"
+                }
             }
 
-            Label {
+            SectionHeading {
+                visible: root.dashboard.topology.length > 0
+                text: "Interconnect"
+            }
+            Note {
                 visible: root.dashboard.topology.length > 0
                 text: root.dashboard.topology
-                color: Theme.textMuted
-                wrapMode: Text.Wrap
-                font.pixelSize: Theme.smallFontSize
-                Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
             }
 
             Label {
                 visible: root.remote !== null && root.remote.count > 0
                 text: "Remote machines"
                 color: Theme.text
-                font.bold: true
-                font.pixelSize: Theme.fontSize + 2
-                Layout.topMargin: Theme.spacing
-                Layout.leftMargin: Theme.spacing
+                font.pixelSize: Theme.titleSize
+                font.weight: Font.DemiBold
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+                Layout.topMargin: Theme.space4
             }
             Repeater {
                 objectName: "remoteHosts"
@@ -226,24 +367,26 @@ Rectangle {
                     required property int gpuCount
                     required property var engines
                     objectName: "remoteHost"
-                    spacing: Theme.spacing / 2
+                    spacing: Theme.space2
                     Layout.fillWidth: true
-                    Layout.leftMargin: Theme.spacing
-                    Layout.rightMargin: Theme.spacing
                     Label {
                         objectName: "remoteHostTitle"
                         text: host.title
-                        color: Theme.text
-                        font.bold: true
+                        color: Theme.textMuted
+                        font.pixelSize: Theme.captionSize
+                        font.weight: Font.DemiBold
+                        font.capitalization: Font.AllUppercase
+                        font.letterSpacing: 0.6
                         wrapMode: Text.Wrap
                         Layout.fillWidth: true
+                        Layout.topMargin: Theme.space2
                     }
                     Label {
                         visible: host.simulated
                         text: "Simulated GPUs on that machine: readings are not real"
-                        color: "#e0b050"
+                        color: Theme.warning
                         wrapMode: Text.Wrap
-                        font.pixelSize: Theme.smallFontSize
+                        font.pixelSize: Theme.captionSize
                         Layout.fillWidth: true
                     }
                     Label {
@@ -252,7 +395,7 @@ Rectangle {
                         text: host.error
                         color: Theme.error
                         wrapMode: Text.Wrap
-                        font.pixelSize: Theme.smallFontSize
+                        font.pixelSize: Theme.captionSize
                         Layout.fillWidth: true
                     }
                     Repeater {
@@ -269,85 +412,14 @@ Rectangle {
                             text: modelData.summary
                             color: Theme.text
                             wrapMode: Text.Wrap
-                            font.pixelSize: Theme.smallFontSize
+                            font.pixelSize: Theme.captionSize
                             Layout.fillWidth: true
                         }
                     }
                 }
             }
-
-            Label {
-                visible: root.dashboard.placement.length > 0
-                text: "Where the model runs now"
-                color: Theme.text
-                font.bold: true
-                Layout.leftMargin: Theme.spacing
-                Layout.topMargin: Theme.spacing
-            }
-            Repeater {
-                model: root.dashboard.placement
-                delegate: ColumnLayout {
-                    required property var modelData
-                    spacing: 0
-                    Layout.fillWidth: true
-                    Layout.leftMargin: Theme.spacing
-                    Layout.rightMargin: Theme.spacing
-                    Label {
-                        text: modelData.name + ": " + modelData.part
-                        color: Theme.text
-                        wrapMode: Text.Wrap
-                        font.pixelSize: Theme.smallFontSize
-                        Layout.fillWidth: true
-                    }
-                    Label {
-                        text: "weights " + root.mib(modelData.weightBytes) + " · KV cache " + root.mib(modelData.kvCacheBytes)
-                              + (modelData.ramWeightBytes > 0 ? " · experts in system RAM " + root.mib(modelData.ramWeightBytes) : "")
-                        color: Theme.textMuted
-                        font.pixelSize: Theme.smallFontSize
-                    }
-                }
-            }
-            Label {
-                visible: root.dashboard.hasBatching
-                text: "Generation"
-                color: Theme.text
-                font.bold: true
-                Layout.leftMargin: Theme.spacing
-                Layout.topMargin: Theme.spacing
-            }
-            ColumnLayout {
-                visible: root.dashboard.hasBatching
-                spacing: 0
-                Layout.fillWidth: true
-                Layout.leftMargin: Theme.spacing
-                Layout.rightMargin: Theme.spacing
-                Label {
-                    objectName: "batchingSequences"
-                    text: "Answers: " + root.dashboard.sequencesRunning + " generating together · "
-                          + root.dashboard.sequencesWaiting + " waiting"
-                    color: Theme.text
-                    font.pixelSize: Theme.smallFontSize
-                }
-                Label {
-                    objectName: "batchingKv"
-                    text: "KV cache: " + root.dashboard.kvBlocksUsed + " of " + root.dashboard.kvBlocksTotal
-                          + " blocks in use (" + root.mib(root.dashboard.kvBytesUsed) + " of "
-                          + root.mib(root.dashboard.kvBytesTotal) + ")"
-                    color: Theme.textMuted
-                    wrapMode: Text.Wrap
-                    font.pixelSize: Theme.smallFontSize
-                    Layout.fillWidth: true
-                }
-                Label {
-                    objectName: "batchingPrefixes"
-                    text: "Prompt cache: " + root.dashboard.cachedPrefixes
-                          + (root.dashboard.cachedPrefixes === 1 ? " finished answer" : " finished answers") + " kept for reuse"
-                    color: Theme.textMuted
-                    font.pixelSize: Theme.smallFontSize
-                }
-            }
             Item {
-                Layout.preferredHeight: Theme.spacing
+                Layout.preferredHeight: Theme.space3
             }
         }
     }

@@ -1,5 +1,5 @@
 // Power and money in the views (issue 24), on the real controllers of desktop_qml_test.cpp:
-// the power limit on each GPU card (the limit, default and range; set from the field; GPU 1
+// the power limit on each GPU card (the limit, and behind its disclosure the default and range; set from the field; GPU 1
 // refusing with the nvidia-smi command and its copy button; "Restore default"), the "keep my
 // power limits" box, and the Costs view's figures, at the app's smallest window (the dashboard
 // at its narrowest) and at 4K. The functions run in name order.
@@ -51,6 +51,12 @@ Item {
             tryVerify(() => visibleOnes("powerLimitNow").length === 2)
             const now = visibleOnes("powerLimitNow")
             compare(now[0].text, "450 W")
+            // The details fold behind each card's "Power limit" line, opened with a click.
+            compare(visibleOnes("powerLimitField").length, 0)
+            root.height = 1400  // the first card's foot in view, to be clicked
+            mouseClick(visibleOnes("powerLimitToggle")[0])
+            tryVerify(() => visibleOnes("powerLimitField").length === 1)
+            root.height = 420
             compare(visibleOnes("powerLimitRange")[0].text, "Default 450 W, range 150 W to 600 W")
             // Typed into the field and confirmed: set, and said to go back when Powerhouse quits.
             const field = visibleOnes("powerLimitField")[0]
