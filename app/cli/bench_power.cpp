@@ -42,13 +42,7 @@ Result<ApplyChoice> parse_apply(const std::string& text) {
     return out;
 }
 
-// "450 W" when every GPU has that limit, else "450 W / 300 W" in the GPUs' order.
-std::string limits_text(const std::vector<double>& limits_w) {
-    const bool same = std::all_of(limits_w.begin(), limits_w.end(), [&](double w) { return w == limits_w.front(); });
-    if (limits_w.empty()) return "-";
-    if (same) return fmt::format("{} W", limits_w.front());
-    return fmt::format("{} W", fmt::join(limits_w, " W / "));
-}
+std::string limits_text(const std::vector<double>& limits_w) { return power_limits_text(limits_w); }
 
 // The GPUs to sweep: those chosen, else those the model runs on (power_sweep_gpus). A model
 // on the CPU is swept only on simulated GPUs standing in for it: a real GPU's limit would not

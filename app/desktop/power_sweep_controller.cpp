@@ -23,15 +23,7 @@ constexpr const char* kPrompt =
 
 QString watts(double w) { return QString::number(std::lround(w)) + QStringLiteral(" W"); }
 
-// "450 W" when every GPU has that limit, else "450 W / 300 W" in the GPUs' order.
-QString limitsText(const std::vector<double>& limits) {
-    if (limits.empty()) return QStringLiteral("-");
-    const bool same = std::all_of(limits.begin(), limits.end(), [&](double w) { return std::lround(w) == std::lround(limits.front()); });
-    if (same) return watts(limits.front());
-    QStringList parts;
-    for (const double w : limits) parts << watts(w);
-    return parts.join(QStringLiteral(" / "));
-}
+QString limitsText(const std::vector<double>& limits) { return QString::fromStdString(powerhouse::power_limits_text(limits)); }
 
 QString gpusText(const std::vector<uint32_t>& gpus) {
     QStringList names;

@@ -99,6 +99,10 @@ struct PowerSweepResult {
 Result<std::vector<std::vector<double>>> power_sweep_limits(const std::vector<PowerLimits>& limits,
                                                             const PowerSweepOptions& options);
 
+// A step's limits in words: "450 W" when every GPU has that limit, else "450 W / 300 W" in
+// the GPUs' order; "-" for none.
+std::string power_limits_text(const std::vector<double>& limits_w);
+
 // One step's figures from what the workload measured (`gpus`: which of each snapshot's GPUs
 // count). Samples where a GPU did not answer, or gave no power, are left out of the power.
 PowerSweepPoint power_sweep_point(const std::vector<uint32_t>& gpus, const std::vector<double>& limits_w,

@@ -26,6 +26,17 @@ std::string limits_text(const std::vector<double>& limits_w) {
     return out;
 }
 
+}  // namespace
+
+std::string power_limits_text(const std::vector<double>& limits_w) {
+    if (limits_w.empty()) return "-";
+    const bool same = std::all_of(limits_w.begin(), limits_w.end(), [&](double w) { return w == limits_w.front(); });
+    if (same) return fmt::format("{} W", limits_w.front());
+    return fmt::format("{} W", fmt::join(limits_w, " W / "));
+}
+
+namespace {
+
 Error sweep_error(ErrorCode code, std::string message) {
     return make_error(code, "power sweep: " + std::move(message));
 }
