@@ -119,6 +119,10 @@ Result<SynthPlan> plan_synth_model(const SynthOptions& options);
 // The shape the planner plans for the file that `plan` lays out: what a real model of that
 // preset and type needs, known without the file (the welcome view plans its suggestions so).
 Result<ModelShape> synth_model_shape(const SynthPlan& plan);
+// The same shape from the options alone: the tensors are laid out, the tokenizer is not.
+// Building a real vocabulary (150k to 260k token strings and their merges) costs tens of MB
+// and most of the time of plan_synth_model(), and no part of a shape depends on it.
+Result<ModelShape> synth_model_shape(const SynthOptions& options);
 
 // Writes the file. Errors: invalid_argument (unknown preset or type, an architecture that
 // is not the preset's, an existing file without `overwrite`), io, cancelled.

@@ -67,6 +67,18 @@ Result<ModelShape> synth_model_shape(const SynthPlan& plan) {
     return m;
 }
 
+Result<ModelShape> synth_model_shape(const SynthOptions& options) {
+    Result<synth::ResolvedOptions> resolved = synth::resolve_options(options);
+    if (!resolved) return std::move(resolved).error();
+    SynthPlan plan;  // as make_plan() but without the GGUF writer, hence without the tokenizer
+    plan.preset = resolved->preset.info;
+    for (const PlannedTensor& t : synth::plan_tensors(resolved->preset, *resolved->type)) {
+        plan.tensors.push_back(
+            SynthTensor{t.spec.name, std::string(type_traits(t.spec.type).name), t.spec.dims, t.spec.n_bytes()});
+    }
+    return synth_model_shape(plan);
+}
+
 Result<SynthResult> synthesize_model(const SynthOptions& options, const SynthProgressFn& progress) {
     const auto start = std::chrono::steady_clock::now();
     if (options.output.empty()) return make_error(ErrorCode::invalid_argument, "no output file given");

@@ -63,6 +63,39 @@ TEST(SuggestedModels, TheShippedListIsValidAndEveryModelHasAShape) {
     }
 }
 
+// The welcome view takes the shapes from the options alone (no tokenizer laid out): they
+// must be the ones of the whole layout, tensor for tensor.
+TEST(SuggestedModels, ShapesFromTheOptionsAloneEqualThoseOfTheWholeLayout) {
+    for (const SuggestedModel& m : builtin()) {
+        SynthOptions o;
+        o.preset = m.like;
+        o.type = m.type;
+        Result<SynthPlan> plan = plan_synth_model(o);
+        ASSERT_TRUE(plan.ok()) << m.name;
+        Result<ModelShape> whole = synth_model_shape(*plan);
+        Result<ModelShape> alone = synth_model_shape(o);
+        ASSERT_TRUE(whole.ok() && alone.ok()) << m.name;
+        EXPECT_EQ(alone->name, whole->name);
+        EXPECT_EQ(alone->architecture, whole->architecture);
+        EXPECT_EQ(alone->n_layer, whole->n_layer) << m.name;
+        EXPECT_EQ(alone->n_vocab, whole->n_vocab) << m.name;
+        EXPECT_EQ(alone->n_expert, whole->n_expert) << m.name;
+        EXPECT_EQ(alone->embedding_bytes, whole->embedding_bytes) << m.name;
+        EXPECT_EQ(alone->output_bytes, whole->output_bytes) << m.name;
+        EXPECT_EQ(alone->tied_output, whole->tied_output) << m.name;
+        EXPECT_EQ(alone->weight_bytes(), whole->weight_bytes()) << m.name;
+        ASSERT_EQ(alone->layers.size(), whole->layers.size()) << m.name;
+        for (size_t i = 0; i < alone->layers.size(); ++i) {
+            EXPECT_EQ(alone->layers[i].total(), whole->layers[i].total()) << m.name << " layer " << i;
+            EXPECT_EQ(alone->layers[i].experts, whole->layers[i].experts) << m.name << " layer " << i;
+            EXPECT_EQ(alone->layers[i].ff_block, whole->layers[i].ff_block) << m.name << " layer " << i;
+        }
+    }
+    SynthOptions unknown;
+    unknown.preset = "llama9-1t";
+    EXPECT_EQ(synth_model_shape(unknown).error().code, ErrorCode::invalid_argument);
+}
+
 TEST(SuggestedModels, TwoGpusOf24GiBSplitA70BAndPutMoeExpertsInRam) {
     PlanOptions options;
     options.n_ctx = 4096;
