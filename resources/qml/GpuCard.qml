@@ -94,10 +94,13 @@ Rectangle {
         anchors.margins: Theme.space3
         spacing: Theme.space2
 
-        // The header: index and name, then the chips.
-        RowLayout {
+        // The header: index and name, then the chips (beside them, or under them where the
+        // card is too narrow for both).
+        GridLayout {
+            columns: card.width < 300 ? 1 : 2
+            columnSpacing: Theme.space2
+            rowSpacing: Theme.space1
             Layout.fillWidth: true
-            spacing: Theme.space2
             ColumnLayout {
                 spacing: 0
                 Layout.fillWidth: true
@@ -119,11 +122,20 @@ Rectangle {
                 }
             }
             Flow {
+                id: chips
+                readonly property real chipsWidth: {
+                    let sum = 0
+                    for (let i = 0; i < children.length; ++i) {
+                        if (children[i].visible) sum += children[i].implicitWidth + (sum > 0 ? spacing : 0)
+                    }
+                    return sum
+                }
+                visible: card.failed || card.simulated || card.throttle.length > 0 || !card.responding
                 spacing: Theme.space1
-                layoutDirection: Qt.RightToLeft
                 Layout.alignment: Qt.AlignRight | Qt.AlignTop
-                Layout.maximumWidth: card.width / 2
-                Layout.preferredWidth: childrenRect.width
+                Layout.fillWidth: card.width < 300
+                Layout.preferredWidth: chipsWidth
+                Layout.maximumWidth: card.width < 300 ? Number.POSITIVE_INFINITY : card.width / 2
                 Chip {
                     objectName: "failedChip"
                     visible: card.failed

@@ -61,6 +61,22 @@ Item {
         }
     }
 
+    Component {
+        id: powerDashboardComponent
+        GpuDashboard {
+            dashboard: testDashboard
+            power: testPower
+            height: parent.height
+        }
+    }
+    Component {
+        id: powerSettingsComponent
+        SettingsDialog {
+            settings: testSettings
+            power: testPower
+        }
+    }
+
     TestCase {
         name: "Views"
         when: windowShown
@@ -217,6 +233,86 @@ Item {
             const note = findChild(dashboard, "sourceNote")
             verify(note.visible)
             verify(note.text.indexOf("Simulated GPUs") === 0, note.text)
+        }
+
+        // Every visible item under `item`, depth first.
+        function visibleItems(item, out) {
+            out = out || []
+            for (let i = 0; i < item.children.length; ++i) {
+                const child = item.children[i]
+                if (!child.visible) continue
+                out.push(child)
+                visibleItems(child, out)
+            }
+            return out
+        }
+        // Whether `item` lies wholly inside `area`, horizontally (not cut off by its edge).
+        function insideWidth(area, item) {
+            const at = item.mapToItem(area, 0, 0)
+            return at.x >= -0.5 && at.x + item.width <= area.width + 0.5
+        }
+
+        function test_dashboard_and_settings_fit_from_the_smallest_window_to_4k() {
+            tryVerify(() => testDashboard.gpus.count === 2 && testPower.gpus.length === 2)
+            // The dashboard at its narrowest (SplitView.minimumWidth in Main.qml) in the smallest
+            // window, and a wide one at 4K.
+            for (const size of [[640, 420, 220], [3840, 2160, 700]]) {
+                root.width = size[0]
+                root.height = size[1]
+                const dashboard = createTemporaryObject(powerDashboardComponent, root, {width: size[2]})
+                const cards = visibleItems(dashboard).filter(c => c instanceof GpuCard)
+                compare(cards.length, 2)
+                // Open the first card's power limit: its slider and field must fit too.
+                const toggle = visibleItems(cards[0]).filter(c => c.objectName === "powerLimitToggle")[0]
+                toggle.toggle()
+                toggle.toggled()
+                tryVerify(() => visibleItems(cards[0]).some(c => c.objectName === "powerLimitField"))
+                // (after the layouts' next polish)
+                for (const item of visibleItems(cards[0]).filter(c => c instanceof PowerLimitControl))
+                    waitForItemPolished(item)
+                waitForRendering(dashboard)
+                for (const card of cards) {
+                    verify(insideWidth(dashboard, card), "card at " + size)
+                    for (const item of visibleItems(card)) {
+                        if (item.width > 0 && (item.objectName.length > 0 || item.text !== undefined))
+                            verify(insideWidth(card, item), (item.objectName || item.text) + " leaves its card at " + size
+                                   + ": x " + item.mapToItem(card, 0, 0).x + " width " + item.width + " of " + card.width)
+                    }
+                }
+                for (const name of ["keepPowerLimits", "sourceNote"]) {
+                    const item = visibleItems(dashboard).filter(c => c.objectName === name)[0]
+                    verify(item && insideWidth(dashboard, item), name + " at " + size)
+                }
+
+                // The settings: the dialog inside the window, its rows inside the dialog, on
+                // the GPUs and General tabs.
+                const dialog = createTemporaryObject(powerSettingsComponent, root)
+                dialog.open()
+                tryVerify(() => dialog.opened)
+                verify(dialog.width <= root.width && dialog.height <= root.height,
+                       "dialog " + dialog.width + "x" + dialog.height + " in " + size)
+                const at = dialog.contentItem.mapToItem(root, 0, 0)
+                verify(at.x >= 0 && at.y >= 0, "dialog at " + at.x + "," + at.y)
+                for (const tab of [0, 1]) {
+                    dialog.tab = tab
+                    waitForItemPolished(dialog.contentItem)
+                    const names = tab === 0 ? ["gpuCard0", "gpuCard1", "useGpu0", "useGpu1", "settingsPowerLimit0",
+                                               "splitMode", "expertsInRam", "planPreview"]
+                                            : ["kvCacheTokens", "maxSequences", "recoveryPolicy", "theme"]
+                    for (const name of names) {
+                        const item = findChild(dialog.contentItem, name)
+                        verify(item && item.visible, name)
+                        verify(insideWidth(dialog.contentItem, item), name + " leaves the dialog at " + size + ": x "
+                               + item.mapToItem(dialog.contentItem, 0, 0).x + " width " + item.width + " of " + dialog.contentItem.width)
+                    }
+                }
+                for (const button of visibleItems(dialog.footer).filter(c => c instanceof Button))
+                    verify(insideWidth(dialog.footer, button), button.text + " at " + size)
+                dialog.reject()
+                tryVerify(() => !dialog.visible)
+            }
+            root.width = 1000
+            root.height = 700
         }
     }
 }
