@@ -44,6 +44,8 @@ Rectangle {
         return null
     }
     readonly property int gpuIndex: powerInfo !== null ? powerInfo.gpu : index
+    // The chips sit beside the name while that leaves the name 120 px, else under it.
+    readonly property bool chipsBeside: width - 2 * Theme.space3 - chips.chipsWidth - Theme.space2 >= 120
 
     function gib(bytes) {
         return (bytes / 1073741824).toFixed(1)
@@ -97,7 +99,7 @@ Rectangle {
         // The header: index and name, then the chips (beside them, or under them where the
         // card is too narrow for both).
         GridLayout {
-            columns: card.width < 300 ? 1 : 2
+            columns: card.chipsBeside ? 2 : 1
             columnSpacing: Theme.space2
             rowSpacing: Theme.space1
             Layout.fillWidth: true
@@ -133,9 +135,8 @@ Rectangle {
                 visible: card.failed || card.simulated || card.throttle.length > 0 || !card.responding
                 spacing: Theme.space1
                 Layout.alignment: Qt.AlignRight | Qt.AlignTop
-                Layout.fillWidth: card.width < 300
+                Layout.fillWidth: !card.chipsBeside
                 Layout.preferredWidth: chipsWidth
-                Layout.maximumWidth: card.width < 300 ? Number.POSITIVE_INFINITY : card.width / 2
                 Chip {
                     objectName: "failedChip"
                     visible: card.failed
