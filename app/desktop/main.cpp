@@ -183,6 +183,13 @@ int main(int argc, char* argv[]) {
         fault = *parsed;
     }
 
+    // Qt Quick packs small images (here, the icons) into one texture atlas sized to the window,
+    // rounded up to powers of two: 2048x1024 (8 MB) for the default window, 4096x4096 (64 MB)
+    // for one opened full-screen at 4K. The views' images are icons of at most 48 px, which
+    // 512x512 (1 MB) holds; an image that does not fit gets a texture of its own, as before.
+    // Without a GPU driver (Mesa's llvmpipe) the atlas is the app's own private memory.
+    if (!qEnvironmentVariableIsSet("QSG_ATLAS_WIDTH")) qputenv("QSG_ATLAS_WIDTH", "512");
+    if (!qEnvironmentVariableIsSet("QSG_ATLAS_HEIGHT")) qputenv("QSG_ATLAS_HEIGHT", "512");
     QGuiApplication app(argc, argv);
     QGuiApplication::setApplicationName(QStringLiteral("Powerhouse"));
     QGuiApplication::setOrganizationName(QStringLiteral("Powerhouse"));
