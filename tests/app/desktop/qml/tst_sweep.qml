@@ -70,8 +70,11 @@ Item {
         function test_b_a_sweep_runs_and_fills_the_table() {
             const input = findAll(composer, "composerInput", [])[0]
             input.text = "Hello"
-            mouseClick(one("startSweep"))
-            verify(testSweep.running)
+            const start = one("startSweep")
+            tryVerify(() => start.enabled, 60000, testSweep.whyNot)
+            waitForItemPolished(start.parent)
+            mouseClick(start)
+            verify(testSweep.running, testSweep.message)
             // The composer refuses to send while the sweep holds the model.
             compare(findAll(composer, "sendButton", [])[0].enabled, false)
             compare(input.placeholderText, "An efficiency sweep is running the model")
@@ -93,8 +96,9 @@ Item {
             compare(one("startSweep").text, "Run again")
             // Everything inside the dialog at the smallest window.
             const dialogItem = one("sweepTable").parent
+            waitForItemPolished(dialogItem)
             for (const item of rows.concat([one("sweepSummary"), one("applyMostEfficient"), one("sweepLabel")]))
-                verify(insideDialog(item, dialogItem), item.objectName + " overflows")
+                tryVerify(() => insideDialog(item, dialogItem), 5000, item.objectName + " overflows")
         }
 
         function test_c_applying_sets_the_limit_on_the_card() {
