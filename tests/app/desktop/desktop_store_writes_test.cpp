@@ -27,11 +27,20 @@ bool wait_for(Done done) {
     return QTest::qWaitFor(done, 120000);
 }
 
-powerhouse::ModelOptions small_model_options() {
+// A chat on the test model with greedy answers of `max_tokens`, loaded; false (with a
+// failure) when the model does not become ready.
+bool load_chat(ChatController& chat, int max_tokens) {
+    powerhouse::GenerationSettings settings;
+    settings.max_tokens = max_tokens;
+    settings.sampling.temperature = 0;
+    chat.setGenerationSettings(settings);
     powerhouse::ModelOptions options;
     options.n_ctx = 1024;
     options.n_threads = 2;
-    return options;
+    chat.loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), options);
+    if (!wait_for([&] { return chat.modelState() != ChatController::ModelState::Loading; })) return false;
+    EXPECT_EQ(chat.modelState(), ChatController::ModelState::Ready) << chat.errorText().toStdString();
+    return chat.modelState() == ChatController::ModelState::Ready;
 }
 
 TEST(ChatStoreWrites, TheChatWritesOnlyThroughItsWriterThread) {
@@ -40,13 +49,7 @@ TEST(ChatStoreWrites, TheChatWritesOnlyThroughItsWriterThread) {
     Store store = powerhouse::test::open_store(dir);
     EngineClient engine;
     ChatController chat(store, engine);
-    powerhouse::GenerationSettings settings;
-    settings.max_tokens = 8;
-    settings.sampling.temperature = 0;
-    chat.setGenerationSettings(settings);
-    chat.loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), small_model_options());
-    ASSERT_TRUE(wait_for([&] { return chat.modelState() != ChatController::ModelState::Loading; }));
-    ASSERT_EQ(chat.modelState(), ChatController::ModelState::Ready) << chat.errorText().toStdString();
+    ASSERT_TRUE(load_chat(chat, 8));
     const auto idle = [&] { return wait_for([&] { return !chat.generatingAny(); }); };
 
     // Every change the GUI's connection makes is counted: the chat's writes must make none
@@ -98,13 +101,7 @@ TEST(ChatStoreWrites, EditsRegenerationsAndDeletesLandInOrder) {
     Store store = powerhouse::test::open_store(dir);
     EngineClient engine;
     ChatController chat(store, engine);
-    powerhouse::GenerationSettings settings;
-    settings.max_tokens = 6;
-    settings.sampling.temperature = 0;
-    chat.setGenerationSettings(settings);
-    chat.loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), small_model_options());
-    ASSERT_TRUE(wait_for([&] { return chat.modelState() != ChatController::ModelState::Loading; }));
-    ASSERT_EQ(chat.modelState(), ChatController::ModelState::Ready) << chat.errorText().toStdString();
+    ASSERT_TRUE(load_chat(chat, 6));
     const auto idle = [&] { return wait_for([&] { return !chat.generatingAny(); }); };
 
     chat.send("What is the capital of France?");
