@@ -39,14 +39,6 @@ std::optional<double> parse_watts(std::string text) {
     return watts;
 }
 
-std::string gpu_list_text(const std::vector<uint32_t>& gpus) {
-    std::string out;
-    for (size_t i = 0; i < gpus.size(); ++i) {
-        out += fmt::format("{}GPU {}", i == 0 ? "" : i + 1 == gpus.size() ? " and " : ", ", gpus[i]);
-    }
-    return out;
-}
-
 MeasuredPower measured_power(GpuPowerMeter& meter, uint64_t tokens, double seconds) {
     MeasuredPower out;
     const PowerSweepRun run = meter.take(tokens, seconds);

@@ -35,8 +35,6 @@ Result<uint32_t> find_gpu(const TelemetrySnapshot& snapshot, const std::string& 
 // is a number of watts above 0.
 std::optional<double> parse_watts(std::string text);
 
-// "GPU 0", "GPU 0 and GPU 1", "GPU 0, GPU 1 and GPU 2".
-std::string gpu_list_text(const std::vector<uint32_t>& gpus);
 
 // What a meter read over a run of generations, in the sweep's terms (power_sweep_point):
 // mean watts, tokens per joule, peak temperature, slowdown seen.

@@ -25,13 +25,7 @@ QString watts(double w) { return QString::number(std::lround(w)) + QStringLitera
 
 QString limitsText(const std::vector<double>& limits) { return QString::fromStdString(powerhouse::power_limits_text(limits)); }
 
-QString gpusText(const std::vector<uint32_t>& gpus) {
-    QStringList names;
-    for (const uint32_t g : gpus) names << QStringLiteral("GPU %1").arg(g);
-    if (names.size() <= 1) return names.join(QString());
-    const QString last = names.takeLast();
-    return names.join(QStringLiteral(", ")) + QStringLiteral(" and ") + last;
-}
+QString gpusText(const std::vector<uint32_t>& gpus) { return QString::fromStdString(powerhouse::gpu_list_text(gpus)); }
 
 QJsonValue orNull(const std::optional<double>& v) { return v ? QJsonValue(*v) : QJsonValue(); }
 
@@ -161,7 +155,6 @@ bool PowerSweepController::start() {
         return false;
     }
     m_steps = static_cast<int>(steps->size());
-    m_standIn = found->stand_in;
     m_cancel = false;
     m_cancelReason.clear();
     m_modelName = m_model.value("displayName").toString();
@@ -174,7 +167,7 @@ bool PowerSweepController::start() {
 
     const powerhouse::ModelGpus metered{gpus, false};  // the dashboard, not the meter, loads stand-ins
     const double seconds = m_options.secondsPerLimit;
-    const bool standIn = m_standIn;
+    const bool standIn = found->stand_in;
     m_thread = std::thread([this, &monitor, options, metered, seconds, standIn] {
         powerhouse::GpuPowerMeter meter(monitor, metered);
         bool warm = false;

@@ -191,7 +191,6 @@ private:
     // The sweep under way.
     std::thread m_thread;
     std::atomic<bool> m_cancel{false};
-    bool m_standIn = false;
     QString m_modelName;
     QString m_cancelReason;          // why the app cancelled it ("" when the user did)
     std::vector<uint32_t> m_sweepGpus;

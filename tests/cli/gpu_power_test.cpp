@@ -1,5 +1,5 @@
 // The CLI's GPU helpers (app/cli/gpu_power.h) on simulated GPUs: a GPU named by index or
-// UUID, a list of GPUs in words, and what a meter read in words and JSON. The meter itself
+// UUID, and what a meter read in words and JSON. The meter itself
 // is the engine's (tests/engine/telemetry/power_meter_test.cpp).
 #include "gpu_power.h"
 
@@ -36,12 +36,6 @@ TEST(GpuPower, FindsAGpuByIndexOrUuid) {
     ASSERT_FALSE(no_gpu);
     EXPECT_EQ(no_gpu.error().message.rfind("no GPU numbered \"0\": no GPU was found (no NVIDIA driver found", 0), 0u)
         << no_gpu.error().message;
-}
-
-TEST(GpuPower, ListsGpusAsASentence) {
-    EXPECT_EQ(gpu_list_text({0}), "GPU 0");
-    EXPECT_EQ(gpu_list_text({0, 2}), "GPU 0 and GPU 2");
-    EXPECT_EQ(gpu_list_text({0, 1, 2}), "GPU 0, GPU 1 and GPU 2");
 }
 
 TEST(GpuPower, WhatAMeterReadIsReportedInWordsAndJson) {

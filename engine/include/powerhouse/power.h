@@ -103,6 +103,10 @@ Result<std::vector<std::vector<double>>> power_sweep_limits(const std::vector<Po
 // the GPUs' order; "-" for none.
 std::string power_limits_text(const std::vector<double>& limits_w);
 
+// GPUs (GpuInfo::index) as a sentence names them: "GPU 0", "GPU 0 and GPU 1", "GPU 0, GPU 1
+// and GPU 2".
+std::string gpu_list_text(const std::vector<uint32_t>& gpus);
+
 // One step's figures from what the workload measured (`gpus`: which of each snapshot's GPUs
 // count). Samples where a GPU did not answer, or gave no power, are left out of the power.
 PowerSweepPoint power_sweep_point(const std::vector<uint32_t>& gpus, const std::vector<double>& limits_w,

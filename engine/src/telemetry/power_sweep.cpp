@@ -35,6 +35,14 @@ std::string power_limits_text(const std::vector<double>& limits_w) {
     return fmt::format("{} W", fmt::join(limits_w, " W / "));
 }
 
+std::string gpu_list_text(const std::vector<uint32_t>& gpus) {
+    std::string out;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+        out += fmt::format("{}GPU {}", i == 0 ? "" : i + 1 == gpus.size() ? " and " : ", ", gpus[i]);
+    }
+    return out;
+}
+
 namespace {
 
 Error sweep_error(ErrorCode code, std::string message) {

@@ -41,6 +41,16 @@ TEST(PowerMeter, TheModelsGpusByUuidAndStandInsForTheCpu) {
     EXPECT_TRUE(found.gpus.empty());
 }
 
+TEST(PowerMeter, GpusAndLimitsInWords) {
+    EXPECT_EQ(gpu_list_text({0}), "GPU 0");
+    EXPECT_EQ(gpu_list_text({0, 2}), "GPU 0 and GPU 2");
+    EXPECT_EQ(gpu_list_text({0, 1, 2}), "GPU 0, GPU 1 and GPU 2");
+    EXPECT_EQ(power_limits_text({450}), "450 W");
+    EXPECT_EQ(power_limits_text({300, 300}), "300 W");
+    EXPECT_EQ(power_limits_text({450, 300}), "450 W / 300 W");
+    EXPECT_EQ(power_limits_text({}), "-");
+}
+
 TEST(PowerMeter, ASweepSaysWhyItHasNoGpuToRunOn) {
     GpuMonitor monitor(simulated("RTX 4090:24;RTX 4090:24"));
     const TelemetrySnapshot s = monitor.sample_now();
