@@ -74,6 +74,7 @@ struct BoundExperts {
     int64_t in = 0, rows = 0;
     uint64_t row_stride = 0;        // bytes of one row
     const float* bias = nullptr;    // [experts][rows] from the stage's first expert; null: none
+    bool interleaved = false;       // CPU: data is a copy in backend/cpu/interleave.h's layout
     uint64_t bytes(uint32_t n_experts) const;
 };
 

@@ -66,6 +66,8 @@ public:
     const std::filesystem::path& path() const { return mapping_.path(); }
     const GgufMetadata& metadata() const { return metadata_; }
     const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+    // The file's mapping (empty when parsed from caller-owned bytes).
+    const MappedFile& mapping() const { return mapping_; }
 
 private:
     friend class GgufParser;

@@ -139,4 +139,10 @@ uint64_t GgufModel::total_tensor_bytes() const {
     return total;
 }
 
+void GgufModel::release_pages(const std::byte* p, uint64_t n) const {
+    for (const GgufFile& part : parts_) {
+        if (part.mapping().contains(p, n)) return part.mapping().release_pages(p, n);
+    }
+}
+
 }  // namespace powerhouse

@@ -43,6 +43,9 @@ public:
     const std::vector<GgufFile>& parts() const { return parts_; }
     uint64_t total_file_size() const;
     uint64_t total_tensor_bytes() const;
+    // MappedFile::release_pages for weights inside one part's file mapping; nothing for
+    // bytes that are not (a model parsed from memory).
+    void release_pages(const std::byte* p, uint64_t n) const;
 
 private:
     std::vector<GgufFile> parts_;

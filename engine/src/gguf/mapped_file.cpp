@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -71,6 +72,19 @@ void MappedFile::release() {
         data_ = nullptr;
         size_ = 0;
     }
+}
+
+bool MappedFile::contains(const std::byte* p, uint64_t n) const {
+    return data_ != nullptr && p >= data_ && n <= size_ && static_cast<uint64_t>(p - data_) <= size_ - n;
+}
+
+void MappedFile::release_pages(const std::byte* p, uint64_t n) const {
+    if (!contains(p, n)) return;
+    const auto page = static_cast<uintptr_t>(std::max(4096L, sysconf(_SC_PAGESIZE)));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+    // A read-only private file mapping: dropped pages come back from the file unchanged.
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace powerhouse

@@ -29,6 +29,13 @@ public:
     std::span<const std::byte> bytes() const { return {data_, static_cast<size_t>(size_)}; }
     const std::filesystem::path& path() const { return path_; }
 
+    // Whether [p, p + n) lies inside the mapping.
+    bool contains(const std::byte* p, uint64_t n) const;
+    // Gives the whole pages inside [p, p + n) (inside the mapping) back to the kernel: they
+    // leave the process's resident memory and stay in the page cache, read again from there
+    // if touched (for weights that were copied elsewhere, e.g. interleaved).
+    void release_pages(const std::byte* p, uint64_t n) const;
+
 private:
     void release();
 

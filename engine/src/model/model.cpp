@@ -295,6 +295,11 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     if (!devices) return devices.error();
     Result<DevicePlan> plan = plan_model(path, options, n_ctx, *devices);
     if (!plan) return plan.error();
+    // The CPU reads the weights in place, or copies them interleaved while its stages are made
+    // (backend/cpu/interleave.h), giving the file's pages of the copies back: read them all
+    // now, rather than page fault by page fault during the first prompt or the copying. (A
+    // GPU reads its copy from the file itself.)
+    if (!devices->cuda && !read_weights(impl->file, progress, 0.05f, 0.9f)) return stopped();
     Result<std::unique_ptr<Backend>> backend = build_backend(*impl, *plan, *devices, options, n_ctx, progress);
     if (!backend) {
         if (backend.error().code == ErrorCode::cancelled) return stopped();
@@ -303,9 +308,6 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     impl->backend = std::move(backend).value();
     impl->devices = *devices;
     impl->plan = *plan;
-    // The CPU reads the weights in place: read them now rather than during the first prompt.
-    // (The GPU has its copy already.)
-    if (!devices->cuda && !read_weights(impl->file, progress, 0.05f, 1.0f)) return stopped();
 
     const arch::Hparams& hp = impl->hparams;
     ModelSummary& summary = impl->summary;

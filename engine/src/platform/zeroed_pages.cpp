@@ -17,6 +17,11 @@ ZeroedPages::ZeroedPages(size_t bytes) {
 
 ZeroedPages::~ZeroedPages() { release(); }
 
+void ZeroedPages::prefer_huge_pages() {
+    // Advice only: a kernel without transparent huge pages refuses it, and 4 KiB pages serve.
+    if (data_ != nullptr) (void)::madvise(data_, size_, MADV_HUGEPAGE);
+}
+
 ZeroedPages::ZeroedPages(ZeroedPages&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 

@@ -30,6 +30,12 @@ public:
     const std::byte* data() const { return data_; }
     size_t size() const { return size_; }
 
+    // Asks the kernel to back the buffer with 2 MiB pages where it can (transparent huge
+    // pages, in "madvise" mode too): for large buffers written whole and then streamed (copied
+    // weights), fewer page faults while writing and fewer TLB misses while reading. A huge
+    // page is resident whole once touched, so not for buffers meant to stay sparse.
+    void prefer_huge_pages();
+
     template <class T>
     T* as() {
         return reinterpret_cast<T*>(data_);

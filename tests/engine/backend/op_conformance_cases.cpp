@@ -82,9 +82,12 @@ std::vector<OpCase> matmul_cases() {
         // takes a feed-forward width that is a multiple of 8 only), and odd numbers of
         // tokens. Rows of three 32-blocks (54 bytes of Q4_0, 102 of Q8_0) or of Q2_K, Q3_K
         // and Q6_K are not 16-byte aligned, and the GPU then reads them in place, unstaged.
+        // 32 rows: whole groups of sixteen, which the CPU interleaves for Q4_K and Q6_K
+        // (backend/cpu/interleave.h), checked against the product of the file's rows.
         const auto block = static_cast<int64_t>(std::max<uint32_t>(8, type_traits(type).block_size));
         for (const auto& [in, rows] : {std::pair<int64_t, int64_t>{3 * block, 7},
                                        {3 * block, 24},
+                                       {3 * block, 32},
                                        {2048 + block, 37},
                                        {2048 + block, 40}}) {
             for (const int tokens : {1, 3, 8, 33}) {

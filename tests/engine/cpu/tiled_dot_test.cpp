@@ -7,10 +7,12 @@
 // arithmetic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "backend/cpu/interleave.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
@@ -139,6 +141,67 @@ TEST(BatchInvariance, TheTiledProductEqualsDotRowsBitForBit) {
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q4_k, 256));
 }
 
+bool have_avx512() {
+    const auto isas = available_isas();
+    return std::find(isas.begin(), isas.end(), KernelIsa::avx512) != isas.end();
+}
+
+// Row r of an interleaved matrix, back in the file's format, per group.
+std::vector<std::byte> deinterleaved(GgmlType type, int64_t n, int rows, const std::vector<std::byte>& packed) {
+    const size_t w_row = row_bytes(type_traits(type), static_cast<uint64_t>(n));
+    std::vector<std::byte> out(w_row * static_cast<size_t>(rows));
+    for (int r = 0; r < rows; ++r) {
+        deinterleave_row(type, n, packed.data() + static_cast<size_t>(r / kInterleaveRows) * kInterleaveRows * w_row,
+                         r % kInterleaveRows, out.data() + static_cast<size_t>(r) * w_row);
+    }
+    return out;
+}
+
+TEST(Interleave, KeepsEveryByteOfTheRows) {
+    for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k}) {
+        const Problem p(type, 768, 32, 1, KernelIsa::scalar);
+        std::vector<std::byte> packed(p.w.size());
+        interleave_rows(type, p.n, p.rows, p.w.data(), p.w_row, packed.data());
+        EXPECT_NE(packed, p.w);
+        EXPECT_EQ(deinterleaved(type, p.n, p.rows, packed), p.w) << type_traits(type).name;
+    }
+}
+
+TEST(Interleave, OnlyWholeGroupsOfPackedRowsWithAKernel) {
+    const size_t q4 = row_bytes(type_traits(GgmlType::q4_k), 512);
+    EXPECT_TRUE(can_interleave(KernelIsa::avx512, GgmlType::q4_k, 512, 32, q4));
+    EXPECT_TRUE(can_interleave(KernelIsa::avx512, GgmlType::q6_k, 512, 16,
+                               row_bytes(type_traits(GgmlType::q6_k), 512)));
+    EXPECT_FALSE(can_interleave(KernelIsa::avx512, GgmlType::q4_k, 512, 40, q4));       // 2.5 groups
+    EXPECT_FALSE(can_interleave(KernelIsa::avx512, GgmlType::q4_k, 512, 32, 2 * q4));   // a column share
+    EXPECT_FALSE(can_interleave(KernelIsa::avx512, GgmlType::q5_k, 512, 32,
+                                row_bytes(type_traits(GgmlType::q5_k), 512)));
+    EXPECT_FALSE(can_interleave(KernelIsa::avx2, GgmlType::q4_k, 512, 32, q4));
+    EXPECT_FALSE(can_interleave(KernelIsa::scalar, GgmlType::q4_k, 512, 32, q4));
+}
+
+TEST(BatchInvariance, InterleavedRowsGiveDotRowsBitsAtEveryTokenCount) {
+    std::vector<KernelIsa> isas{KernelIsa::scalar};
+    if (have_avx512()) isas.push_back(KernelIsa::avx512);
+    for (KernelIsa isa : isas) {
+        for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k}) {
+            for (int64_t n : {int64_t{256}, int64_t{768}, int64_t{2048}}) {
+                for (int tokens : {1, 2, 5, 8, 9, 20}) {
+                    const Problem p(type, n, 48, tokens, isa);
+                    std::vector<std::byte> packed(p.w.size());
+                    interleave_rows(type, n, p.rows, p.w.data(), p.w_row, packed.data());
+                    std::vector<float> got(static_cast<size_t>(p.rows * tokens), -1.0f);
+                    dot_rows_interleaved(isa, type, n, packed.data(), p.rows / kInterleaveRows, p.act.data(), p.a_row,
+                                         tokens, got.data(), static_cast<size_t>(p.rows));
+                    expect_same_bits(got, p.together(isa),
+                                     std::string(isa_name(isa)) + " " + std::string(type_traits(type).name) + " n " +
+                                         std::to_string(n) + " tokens " + std::to_string(tokens));
+                }
+            }
+        }
+    }
+}
+
 TEST(BatchInvariance, MatmulGivesEachTokenItsAloneResultAtEveryBatchSize) {
     ThreadPool pool(2);
     const int64_t in = 768;
@@ -157,6 +220,32 @@ TEST(BatchInvariance, MatmulGivesEachTokenItsAloneResultAtEveryBatchSize) {
             matmul(pool, best_isa(), MatmulWeights{type, p.w.data(), in, rows}, x.data(), batch.data(), n, buffer);
             expect_same_bits(batch, std::vector<float>(alone.begin(), alone.begin() + rows * n),
                              std::string(type_traits(type).name) + " batch " + std::to_string(n));
+        }
+    }
+}
+
+// matmul over interleaved weights (the CPU stage's copies) gives every batch size the bits
+// of matmul over the file's rows: dot_rows for small batches, the tiled product from eight
+// tokens.
+TEST(BatchInvariance, MatmulOverInterleavedRowsEqualsMatmulOverTheFilesRows) {
+    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 VNNI: nothing is interleaved on this processor";
+    ThreadPool pool(2);
+    const int64_t in = 512;
+    const int rows = 96;
+    for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k}) {
+        const Problem p(type, in, rows, 1, KernelIsa::avx512);
+        ASSERT_TRUE(can_interleave(KernelIsa::avx512, type, in, rows, p.w_row));
+        std::vector<std::byte> packed(p.w.size());
+        interleave_rows(type, in, rows, p.w.data(), p.w_row, packed.data());
+        MatmulWeights interleaved{type, packed.data(), in, rows};
+        interleaved.interleaved = true;
+        const auto x = random_floats(static_cast<size_t>(in * 40), 29);
+        std::vector<std::byte> buffer;
+        for (int n : {1, 2, 7, 8, 16, 33, 40}) {
+            std::vector<float> want(static_cast<size_t>(rows * n)), got(want.size(), -1.0f);
+            matmul(pool, KernelIsa::avx512, MatmulWeights{type, p.w.data(), in, rows}, x.data(), want.data(), n, buffer);
+            matmul(pool, KernelIsa::avx512, interleaved, x.data(), got.data(), n, buffer);
+            expect_same_bits(got, want, std::string(type_traits(type).name) + " batch " + std::to_string(n));
         }
     }
 }

@@ -92,6 +92,7 @@ private:
     float* buffer(Buffer b) { return buffers_[static_cast<size_t>(b)].data(); }
 
     BoundOp to_bound_op(const BoundWeight& w) const;
+    void interleave_weights();
     Result<void> run_op(const BoundOp& bound, uint32_t layer, int n);
     void rope(float* data, int64_t n_heads, uint32_t layer);
     void attention(uint32_t layer, int n, float scale, const float* sinks);
@@ -121,9 +122,11 @@ private:
     std::vector<std::vector<float>> scratch_;  // per thread: attention scores
     std::optional<GeluTable> gelu_;            // only for a program with GeGLU (256 KiB)
     MoeScratch moe_;                           // only for a mixture-of-experts program
+    InterleavedCopies interleaved_;            // weights in interleave.h's layout
     KvCacheType kv_type_;
     KvCache kv_;
     KernelIsa isa_;
+    bool interleave_;
     StageBatch batch_;  // the rows being run
     uint64_t weight_bytes_ = 0;
     uint64_t ram_weight_bytes_ = 0;  // experts in RAM, run by shard_.host_experts
@@ -148,7 +151,8 @@ CpuStage::CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram p
       pool_(options.n_threads > 0 ? options.n_threads
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       kv_type_(options.kv_cache_type),
-      isa_(options.isa.value_or(best_isa())) {}
+      isa_(options.isa.value_or(best_isa())),
+      interleave_(options.interleave) {}
 
 // A bound weight (stage_layout.h) as the CPU kernels take it.
 BoundOp CpuStage::to_bound_op(const BoundWeight& w) const {
@@ -199,6 +203,7 @@ Result<void> CpuStage::bind() {
         head_.push_back(to_bound_op(w));
     }
     if (bound->rope_freqs != nullptr) rope_freqs_ = reinterpret_cast<const float*>(bound->rope_freqs->data);
+    if (interleave_) interleave_weights();
 
     for (size_t i = 0; i < buffers_.size(); ++i) {
         // Row-parallel products write the full width; the logits are one row.
@@ -229,6 +234,36 @@ Result<void> CpuStage::bind() {
     };
     if (uses(OpKind::geglu)) gelu_.emplace();
     return {};
+}
+
+// The weights whose products are faster interleaved (interleave.h) are copied so, and the
+// file's pages of each copy given back, except the token table's (a tied output matrix),
+// which the embedding still reads. Experts in RAM are the host's to copy.
+void CpuStage::interleave_weights() {
+    const auto interleave = [&](BoundOp& b) {
+        if (b.op->kind == OpKind::moe) {
+            if (b.experts.experts_in_ram) {
+                shard_.host_experts->interleave(b.experts, &model_);
+            } else {
+                interleave_experts(pool_, isa_, b.experts, interleaved_, &model_);
+            }
+            return;
+        }
+        MatmulWeights& m = b.matrix;
+        if (b.op->kind != OpKind::matmul || m.data == nullptr) return;
+        const size_t stride = m.row_stride != 0 ? m.row_stride : row_bytes(type_traits(m.type), m.in);
+        const bool token_table = embedding_ != nullptr && m.data == embedding_->data;
+        if (const std::byte* copy = interleaved_.copy(pool_, isa_, m.type, m.in, m.rows, stride, m.data, 1, 0,
+                                                      token_table ? nullptr : &model_)) {
+            m.data = copy;
+            m.interleaved = true;
+        }
+    };
+    for (BoundOp& b : input_) interleave(b);
+    for (auto& layer : layers_) {
+        for (BoundOp& b : layer) interleave(b);
+    }
+    for (BoundOp& b : head_) interleave(b);
 }
 
 Result<void> CpuStage::embed(std::span<const TokenId> tokens) {

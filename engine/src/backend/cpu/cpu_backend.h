@@ -40,6 +40,9 @@ struct CpuBackendOptions {
     // The kernels' instruction set (quant_dot.h); unset: best_isa(). Tests run the scalar
     // variant beside the chosen one; an ISA the processor lacks is refused.
     std::optional<KernelIsa> isa;
+    // Copy the weights that have a faster interleaved layout for the ISA into it
+    // (interleave.h; same results bit for bit). Off: every product reads the file's rows.
+    bool interleave = true;
 };
 
 // What one CPU device of a plan holds (powerhouse/plan.h DeviceAssignment).

@@ -12,6 +12,11 @@ void HostExperts::run(const BoundWeight& w, const float* src, const float* score
     busy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+void HostExperts::interleave(BoundWeight& w, const GgufModel* release_from) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    interleave_experts(pool_, isa_, w, copies_, release_from);
+}
+
 uint64_t HostExperts::scratch_bytes() const {
     const std::lock_guard<std::mutex> lock(mutex_);
     return scratch_.bytes();

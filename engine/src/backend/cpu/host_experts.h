@@ -20,6 +20,10 @@ class HostExperts {
 public:
     HostExperts(int n_threads, KernelIsa isa) : pool_(n_threads), isa_(isa) {}
 
+    // interleave_experts (moe.h) with copies this host keeps: a stage calls it once per
+    // layer whose experts it hands to run.
+    void interleave(BoundWeight& w, const GgufModel* release_from);
+
     // run_moe (moe.h) on the host's threads; src, scores and dst are host memory.
     void run(const BoundWeight& w, const float* src, const float* scores, float* dst, int n, int64_t n_embd);
 
@@ -31,6 +35,7 @@ private:
     ThreadPool pool_;
     KernelIsa isa_;
     MoeScratch scratch_;
+    InterleavedCopies copies_;
     double busy_seconds_ = 0;
 };
 

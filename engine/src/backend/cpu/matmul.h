@@ -7,6 +7,8 @@
 // same code with one token per pass: a matrix-vector product. Quantized weights with eight
 // or more tokens on AVX-512 VNNI take the tiled product instead (quant_dot.h: each decoded
 // weight block against sixteen tokens per instruction), with the same results bit for bit.
+// Weights interleaved by sixteen rows (interleave.h) take that layout's product for every
+// batch size, again with the same results.
 //
 // Thread-safety: one call at a time per `act_buffer`; the pool is used by the caller's
 // thread only.
@@ -28,6 +30,7 @@ struct MatmulWeights {
     int64_t in = 0;                   // elements per row
     int64_t rows = 0;                 // output features
     size_t row_stride = 0;            // bytes from one row to the next; 0: rows are packed
+    bool interleaved = false;         // data is interleave_rows' layout of packed rows
 };
 
 // src: [n][in] f32; dst: [n][rows] f32. `act_buffer` grows to hold the converted

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "backend/cpu/interleave.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/ops.h"
@@ -88,8 +89,12 @@ namespace {
 // token, eight experts' gate and up products are one parallel step rather than sixteen.
 void grouped_products(ThreadPool& pool, KernelIsa isa, const std::vector<ExpertProduct>& jobs,
                       std::vector<std::pair<uint32_t, int64_t>>& chunks) {
-    // Rows per chunk, as matmul takes them: fewer when each row serves several tokens.
-    const auto chunk_of = [&](size_t j) -> int64_t { return jobs[j].m > 1 ? 16 : 32; };
+    // Rows per chunk, as matmul takes them (matmul.cpp's chunk_rows): long runs for one token,
+    // fewer rows when each serves several.
+    const auto chunk_of = [&](size_t j) -> int64_t {
+        if (jobs[j].m == 1) return 128;
+        return jobs[j].matrix->interleaved ? 32 : 16;
+    };
     chunks.clear();
     for (size_t j = 0; j < jobs.size(); ++j) {
         for (int64_t r0 = 0; r0 < jobs[j].matrix->rows; r0 += chunk_of(j)) {
@@ -101,9 +106,15 @@ void grouped_products(ThreadPool& pool, KernelIsa isa, const std::vector<ExpertP
         const ExpertProduct& job = jobs[j];
         const BoundExperts& x = *job.matrix;
         const int rows = static_cast<int>(std::min<int64_t>(chunk_of(j), x.rows - r0));
+        // Chunks start on a multiple of 16 rows: an interleaved group's first byte.
         const std::byte* w = x.data + x.expert_stride * job.local + x.row_stride * static_cast<uint64_t>(r0);
-        dot_rows(isa, x.type, x.in, w, x.row_stride, rows, job.act, job.act_row, job.m, job.dst + r0,
-                 static_cast<size_t>(x.rows));
+        if (x.interleaved) {
+            dot_rows_interleaved(isa, x.type, x.in, w, rows / kInterleaveRows, job.act, job.act_row, job.m,
+                                 job.dst + r0, static_cast<size_t>(x.rows));
+        } else {
+            dot_rows(isa, x.type, x.in, w, x.row_stride, rows, job.act, job.act_row, job.m, job.dst + r0,
+                     static_cast<size_t>(x.rows));
+        }
     });
 }
 
@@ -123,6 +134,19 @@ const std::byte* convert_rows(ThreadPool& pool, KernelIsa isa, GgmlType type, co
 }
 
 }  // namespace
+
+void interleave_experts(ThreadPool& pool, KernelIsa isa, BoundWeight& w, InterleavedCopies& copies,
+                        const GgufModel* release_from) {
+    const uint32_t count = w.expert_end - w.expert_begin;
+    for (BoundExperts& x : w.experts) {
+        if (x.data == nullptr || x.interleaved) continue;
+        if (const std::byte* copy = copies.copy(pool, isa, x.type, x.in, x.rows, x.row_stride, x.data, count,
+                                                x.expert_stride, release_from)) {
+            x.data = copy;
+            x.interleaved = true;
+        }
+    }
+}
 
 void run_moe(ThreadPool& pool, KernelIsa isa, const BoundWeight& w, const float* src, const float* scores,
              float* dst, int n, int64_t n_embd, MoeScratch& s) {

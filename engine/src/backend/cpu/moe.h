@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "arch/step_program.h"
+#include "backend/cpu/interleave.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/stage_layout.h"
@@ -60,6 +61,11 @@ struct MoeScratch {
 // src and dst [n][n_embd] and scores [n][n_expert]. Only the experts the stage holds
 // (w.expert_begin .. w.expert_end) contribute; the caller all-reduces when others hold
 // the rest. `w` is the bound moe op (stage_layout.h).
+// Replaces w's expert matrices that have an interleaved layout for `isa` (interleave.h)
+// with interleaved copies kept in `copies`; the file's pages go back when `release_from`.
+void interleave_experts(ThreadPool& pool, KernelIsa isa, BoundWeight& w, InterleavedCopies& copies,
+                        const GgufModel* release_from);
+
 void run_moe(ThreadPool& pool, KernelIsa isa, const BoundWeight& w, const float* src, const float* scores,
              float* dst, int n, int64_t n_embd, MoeScratch& scratch);
 

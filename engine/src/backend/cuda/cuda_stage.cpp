@@ -31,6 +31,7 @@ Result<DeviceOp> CudaStage::place(const BoundWeight& w) {
         if (w.experts_in_ram) {
             if (!shard_.host_experts) return make_error(ErrorCode::internal, "experts in RAM without a host to run them");
             d.ram_experts = w;
+            shard_.host_experts->interleave(d.ram_experts, model_);
             ram_weight_bytes_ += w.bytes();
             return d;
         }
@@ -81,6 +82,7 @@ int kv_type_of(KvCacheType type) {
 }
 
 Result<void> CudaStage::init(const GgufModel& model) {
+    model_ = &model;
     PH_TRY(cuda_available());
     Result<CudaDeviceInfo> info = cuda_device_info(shard_.device, true);
     if (!info) return info.error();

@@ -190,6 +190,7 @@ private:
     uint64_t step_bytes_ = 0;
     double gpu_seconds_ = 0;
     bool whole_model_ = false;  // embedding, every layer and the head, no partners
+    const GgufModel* model_ = nullptr;  // during init: the file whose RAM experts the host copies
     bool pending_ = false;      // work queued by embed/run_layers not waited for yet
 
     // Weights: one allocation per tensor slice; slices used twice (a tied embedding and

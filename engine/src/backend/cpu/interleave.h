@@ -1,0 +1,98 @@
+// Weight rows regrouped sixteen at a time for the products of decoding (the CPU backend's
+// counterpart of llama.cpp's "repacked" CPU weights). In the file, a row's super-block is
+// one contiguous block, so a matrix-vector product decodes each row on its own and sums
+// its products across a vector's lanes. Interleaved, the same bytes are arranged so that a
+// vector register holds four consecutive weights of sixteen rows: one vpdpbusd multiplies
+// them with four activations broadcast from memory, each lane accumulates its own row, and
+// a super-block's scales are decoded once for sixteen rows. The products are the same
+// exact integers per super-block, scaled in the same float order, so results equal
+// dot_rows' on the file's rows bit for bit (the tiled product's too), and a token gives the
+// same logits whichever layout its weights are in.
+//
+// Layouts, per group of sixteen rows (row r of the group) and super-block b, the groups'
+// super-blocks in order, each the size of sixteen of the file's blocks (a matrix keeps its
+// byte size):
+//
+//   Q4_K (2304 bytes)  d[16], dmin[16]   f16, row r's
+//                      sc_lo[4][16]      (sc[r][j] & 15) | (sc[r][j + 4] & 15) << 4
+//                      m_lo[4][16]       the same for the mins
+//                      hi[4][16]         the top two bits of sc[r][j], sc[r][j + 4], m[r][j],
+//                                        m[r][j + 4] at bits 0, 2, 4, 6
+//                      qs[8][4][64]      unit (j, i), byte 4r + e: element 32j + 4i + e in
+//                                        the low nibble, element 32j + 16 + 4i + e in the high
+//   Q6_K (3360 bytes)  d[16]             f16
+//                      sc[16][16]        int8, sc[s][r] = row r's scale of elements 16s..16s+15
+//                      then per sub-block j of 32 elements (in reading order):
+//                      ql[4][64]         as Q4_K's qs units, the low four bits of the values
+//                      qh[2][64]         unit h, byte 4r + e: the top two bits of element
+//                                        32j + 16h + 4k + e at bits 2k
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/quant_dot.h"
+#include "backend/cpu/thread_pool.h"
+#include "gguf/gguf_model.h"
+#include "platform/zeroed_pages.h"
+#include "tensor/dtype.h"
+
+namespace powerhouse::cpu {
+
+inline constexpr int kInterleaveRows = 16;
+
+// Whether a matrix of `rows` rows of `in` elements of `type`, `row_stride` bytes apart, is
+// interleaved for products on `isa`: Q4_K or Q6_K, whole packed rows (no column share of a
+// split), a multiple of sixteen rows, and an instruction set with the kernel (AVX-512 VNNI).
+bool can_interleave(KernelIsa isa, GgmlType type, int64_t in, int64_t rows, size_t row_stride);
+
+// Whether `type` has an interleaved layout at all (any instruction set, the scalar
+// reference included).
+bool has_interleaved_layout(GgmlType type);
+
+// Writes the `rows` rows (a multiple of sixteen; `src_stride` bytes apart) interleaved to
+// dst, which holds rows * row_bytes(type, in) bytes.
+void interleave_rows(GgmlType type, int64_t in, int64_t rows, const std::byte* src, size_t src_stride,
+                     std::byte* dst);
+
+// Row r (< 16) of an interleaved group, back in the file's format: in / 256 blocks to out.
+void deinterleave_row(GgmlType type, int64_t in, const std::byte* group, int r, std::byte* out);
+
+// dst[t * dst_stride + r] for r < 16 * groups and t < tokens: row r of the interleaved
+// groups at w (as interleave_rows wrote them) times token t's activations (act + t *
+// act_stride, from quantize_activations), equal bit for bit to dot_rows(isa, ...) on the
+// rows before they were interleaved. `isa` is scalar or one can_interleave accepts.
+void dot_rows_interleaved(KernelIsa isa, GgmlType type, int64_t n, const void* w, int groups, const void* act,
+                          size_t act_stride, int tokens, float* dst, size_t dst_stride);
+
+// Interleaved copies of a stage's weights, kept as long as it lives. The file's pages of a
+// copied range are given back (GgufModel::release_pages) unless the caller still reads
+// them, so that a model is not held twice.
+//
+// Thread-safety: one thread at a time.
+class InterleavedCopies {
+public:
+    // The `count` matrices at `data`, `stride` bytes apart (count 1: stride unused), each
+    // `rows` rows of `in` elements of `type` `row_stride` bytes apart, interleaved into one
+    // copy with the same places (matrix i at copy + i * stride); null when can_interleave
+    // says no. The rows are regrouped on the pool's threads.
+    const std::byte* copy(ThreadPool& pool, KernelIsa isa, GgmlType type, int64_t in, int64_t rows, size_t row_stride,
+                          const std::byte* data, uint64_t count, uint64_t stride, const GgufModel* release_from);
+    uint64_t bytes() const { return bytes_; }
+
+private:
+    std::vector<ZeroedPages> copies_;
+    uint64_t bytes_ = 0;
+};
+
+namespace detail {
+#if defined(__x86_64__)
+void dot_rows_interleaved_avx512(GgmlType type, int64_t n, const std::byte* w, int groups, const std::byte* act,
+                                 size_t act_stride, int tokens, float* dst, size_t dst_stride);
+#endif
+}  // namespace detail
+
+}  // namespace powerhouse::cpu
