@@ -288,7 +288,7 @@ TEST(MoeRun, InterleavedExpertsGiveTheFilesBits) {
         GTEST_SKIP() << "no AVX-512 VNNI: nothing is interleaved on this processor";
     }
     ThreadPool pool(2);
-    for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k}) {
+    for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
         SCOPED_TRACE(type_traits(type).name);
         const MoeSpec spec = spec_of(8, 3, 256, ExpertGating::softmax, true);
         const int64_t n_embd = 256;

@@ -158,7 +158,7 @@ std::vector<std::byte> deinterleaved(GgmlType type, int64_t n, int rows, const s
 }
 
 TEST(Interleave, KeepsEveryByteOfTheRows) {
-    for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k}) {
+    for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
         const Problem p(type, 768, 32, 1, KernelIsa::scalar);
         std::vector<std::byte> packed(p.w.size());
         interleave_rows(type, p.n, p.rows, p.w.data(), p.w_row, packed.data());
@@ -174,8 +174,10 @@ TEST(Interleave, OnlyWholeGroupsOfPackedRowsWithAKernel) {
                                row_bytes(type_traits(GgmlType::q6_k), 512)));
     EXPECT_FALSE(can_interleave(KernelIsa::avx512, GgmlType::q4_k, 512, 40, q4));       // 2.5 groups
     EXPECT_FALSE(can_interleave(KernelIsa::avx512, GgmlType::q4_k, 512, 32, 2 * q4));   // a column share
-    EXPECT_FALSE(can_interleave(KernelIsa::avx512, GgmlType::q5_k, 512, 32,
-                                row_bytes(type_traits(GgmlType::q5_k), 512)));
+    EXPECT_TRUE(can_interleave(KernelIsa::avx512, GgmlType::q5_k, 512, 32,
+                               row_bytes(type_traits(GgmlType::q5_k), 512)));
+    EXPECT_FALSE(can_interleave(KernelIsa::avx512, GgmlType::q3_k, 512, 32,
+                                row_bytes(type_traits(GgmlType::q3_k), 512)));
     EXPECT_FALSE(can_interleave(KernelIsa::avx2, GgmlType::q4_k, 512, 32, q4));
     EXPECT_FALSE(can_interleave(KernelIsa::scalar, GgmlType::q4_k, 512, 32, q4));
 }
@@ -184,7 +186,7 @@ TEST(BatchInvariance, InterleavedRowsGiveDotRowsBitsAtEveryTokenCount) {
     std::vector<KernelIsa> isas{KernelIsa::scalar};
     if (have_avx512()) isas.push_back(KernelIsa::avx512);
     for (KernelIsa isa : isas) {
-        for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k}) {
+        for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
             for (int64_t n : {int64_t{256}, int64_t{768}, int64_t{2048}}) {
                 for (int tokens : {1, 2, 5, 8, 9, 20}) {
                     const Problem p(type, n, 48, tokens, isa);
@@ -232,7 +234,7 @@ TEST(BatchInvariance, MatmulOverInterleavedRowsEqualsMatmulOverTheFilesRows) {
     ThreadPool pool(2);
     const int64_t in = 512;
     const int rows = 96;
-    for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k}) {
+    for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
         const Problem p(type, in, rows, 1, KernelIsa::avx512);
         ASSERT_TRUE(can_interleave(KernelIsa::avx512, type, in, rows, p.w_row));
         std::vector<std::byte> packed(p.w.size());

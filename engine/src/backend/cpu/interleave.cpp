@@ -1,5 +1,6 @@
 #include "backend/cpu/interleave.h"
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -12,17 +13,23 @@ namespace {
 constexpr int kR = kInterleaveRows;
 
 // Offsets within an interleaved super-block (interleave.h).
+// Q4_K and Q5_K share the header; Q5_K's sub-blocks carry 64 bytes of fifth bits each.
 namespace q4k {
 constexpr size_t kD = 0, kDmin = 32, kScLo = 64, kMLo = 128, kHi = 192, kQs = 256, kBytes = 2304;
+}
+namespace q5k {
+constexpr size_t kSub = 320, kBytes = 2816;
 }
 namespace q6k {
 // Sub-block j's low bits at kQ + 384j, its high bits 256 bytes further: in reading order.
 constexpr size_t kD = 0, kSc = 32, kQ = 288, kSub = 384, kBytes = 3360;
 }
-static_assert(q4k::kBytes == kR * sizeof(BlockQ4_K) && q6k::kBytes == kR * sizeof(BlockQ6_K));
+static_assert(q4k::kBytes == kR * sizeof(BlockQ4_K) && q5k::kBytes == kR * sizeof(BlockQ5_K) &&
+              q6k::kBytes == kR * sizeof(BlockQ6_K));
+static_assert(offsetof(BlockQ4_K, scales) == offsetof(BlockQ5_K, scales));
 
 size_t block_bytes(GgmlType type) {
-    return type == GgmlType::q4_k ? sizeof(BlockQ4_K) : sizeof(BlockQ6_K);
+    return type == GgmlType::q4_k ? sizeof(BlockQ4_K) : type == GgmlType::q5_k ? sizeof(BlockQ5_K) : sizeof(BlockQ6_K);
 }
 
 uint32_t load_u32(const uint8_t* p) {
@@ -35,33 +42,48 @@ void store_u32(uint8_t* p, uint32_t v) {
     std::memcpy(p, &v, 4);
 }
 
-constexpr uint32_t kNibbles = 0x0F0F0F0Fu, kTwoBits = 0x03030303u;
+constexpr uint32_t kNibbles = 0x0F0F0F0Fu, kTwoBits = 0x03030303u, kOneBit = 0x01010101u;
 
 // Row r's block (file format) into the interleaved super-block `out`, four bytes at a time:
 // byte e of a word is element 4i + e.
 void put_block(GgmlType type, const std::byte* block, int r, uint8_t* out) {
-    if (type == GgmlType::q4_k) {
-        BlockQ4_K x;
-        std::memcpy(&x, block, sizeof x);
-        std::memcpy(out + q4k::kD + 2 * r, &x.d, 2);
-        std::memcpy(out + q4k::kDmin + 2 * r, &x.dmin, 2);
+    if (type == GgmlType::q4_k || type == GgmlType::q5_k) {
+        // d, dmin and the scales at the same offsets in both (quant_blocks.h).
+        BlockQ4_K head;
+        std::memcpy(&head, block, offsetof(BlockQ4_K, qs));
+        std::memcpy(out + q4k::kD + 2 * r, &head.d, 2);
+        std::memcpy(out + q4k::kDmin + 2 * r, &head.dmin, 2);
         int sc[8], m[8];
-        unpack_k4_scales(x.scales, sc, m);
+        unpack_k4_scales(head.scales, sc, m);
         for (int j = 0; j < 4; ++j) {
             out[q4k::kScLo + 16 * j + r] = static_cast<uint8_t>((sc[j] & 15) | (sc[j + 4] & 15) << 4);
             out[q4k::kMLo + 16 * j + r] = static_cast<uint8_t>((m[j] & 15) | (m[j + 4] & 15) << 4);
             out[q4k::kHi + 16 * j + r] =
                 static_cast<uint8_t>(sc[j] >> 4 | (sc[j + 4] >> 4) << 2 | (m[j] >> 4) << 4 | (m[j + 4] >> 4) << 6);
         }
-        // Elements 32j .. 32j + 31 are nibble j % 2 of qs[32 (j / 2) ..].
+        const bool q5 = type == GgmlType::q5_k;
+        BlockQ5_K x5;
+        if (q5) std::memcpy(&x5, block, sizeof x5);
+        const uint8_t* qs = q5 ? x5.qs : reinterpret_cast<const uint8_t*>(block) + offsetof(BlockQ4_K, qs);
+        const size_t sub_bytes = q5 ? q5k::kSub : 256;
+        // Elements 32j .. 32j + 31 are nibble j % 2 of qs[32 (j / 2) ..]; Q5_K's fifth bit of
+        // element 32j + x is bit j of qh[x].
         for (int j = 0; j < 8; ++j) {
-            const uint8_t* q = x.qs + 32 * (j / 2);
+            const uint8_t* q = qs + 32 * (j / 2);
             const int shift = 4 * (j % 2);
+            uint8_t* sub = out + q4k::kQs + sub_bytes * j;
             for (int i = 0; i < 4; ++i) {
                 const uint32_t lo = (load_u32(q + 4 * i) >> shift) & kNibbles;
                 const uint32_t hi = (load_u32(q + 16 + 4 * i) >> shift) & kNibbles;
-                store_u32(out + q4k::kQs + 256 * j + 64 * i + 4 * r, lo | hi << 4);
+                store_u32(sub + 64 * i + 4 * r, lo | hi << 4);
             }
+            if (!q5) continue;
+            uint32_t bits = 0;
+            for (int k = 0; k < 4; ++k) {
+                bits |= ((load_u32(x5.qh + 4 * k) >> j) & kOneBit) << k;
+                bits |= ((load_u32(x5.qh + 16 + 4 * k) >> j) & kOneBit) << (4 + k);
+            }
+            store_u32(sub + 256 + 4 * r, bits);
         }
         return;
     }
@@ -118,8 +140,8 @@ void get_high_bits(const uint8_t* units, int r, uint8_t* u) {
 // The inverse: row r of the interleaved super-block `in` as a block of the file's format.
 void get_block(GgmlType type, const uint8_t* in, int r, std::byte* block) {
     uint8_t u[QK_K] = {};
-    if (type == GgmlType::q4_k) {
-        BlockQ4_K x;
+    if (type == GgmlType::q4_k || type == GgmlType::q5_k) {
+        BlockQ5_K x{};  // Q4_K's fields at the same offsets up to qs (written at the end)
         std::memcpy(&x.d, in + q4k::kD + 2 * r, 2);
         std::memcpy(&x.dmin, in + q4k::kDmin + 2 * r, 2);
         int sc[8], m[8];
@@ -131,9 +153,25 @@ void get_block(GgmlType type, const uint8_t* in, int r, std::byte* block) {
             m[j + 4] = (ml >> 4) | ((hi >> 6) & 3) << 4;
         }
         pack_k4_scales(sc, m, x.scales);
-        get_nibbles(in + q4k::kQs, r, u, 256);
+        const bool q5 = type == GgmlType::q5_k;
+        get_nibbles(in + q4k::kQs, r, u, q5 ? q5k::kSub : 256);
         for (int h = 0; h < 4; ++h) {
             for (int j = 0; j < 32; ++j) x.qs[32 * h + j] = static_cast<uint8_t>(u[64 * h + j] | u[64 * h + 32 + j] << 4);
+        }
+        if (!q5) {
+            std::memcpy(block, &x, offsetof(BlockQ4_K, qs));
+            std::memcpy(block + offsetof(BlockQ4_K, qs), x.qs, sizeof x.qs);
+            return;
+        }
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* bits = in + q4k::kQs + q5k::kSub * j + 256;
+            for (int g = 0; g < 8; ++g) {
+                for (int e = 0; e < 4; ++e) {
+                    // Bit g: element 4g + e for g < 4, else 16 + 4(g - 4) + e (interleave.h).
+                    const int x_at = g < 4 ? 4 * g + e : 16 + 4 * (g - 4) + e;
+                    x.qh[x_at] = static_cast<uint8_t>(x.qh[x_at] | ((bits[4 * r + e] >> g) & 1) << j);
+                }
+            }
         }
         std::memcpy(block, &x, sizeof x);
         return;
@@ -157,7 +195,7 @@ void get_block(GgmlType type, const uint8_t* in, int r, std::byte* block) {
 }  // namespace
 
 bool has_interleaved_layout(GgmlType type) {
-    return type == GgmlType::q4_k || type == GgmlType::q6_k;
+    return type == GgmlType::q4_k || type == GgmlType::q5_k || type == GgmlType::q6_k;
 }
 
 bool can_interleave(KernelIsa isa, GgmlType type, int64_t in, int64_t rows, size_t row_stride) {

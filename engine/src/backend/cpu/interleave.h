@@ -20,6 +20,9 @@
 //                                        m[r][j + 4] at bits 0, 2, 4, 6
 //                      qs[8][4][64]      unit (j, i), byte 4r + e: element 32j + 4i + e in
 //                                        the low nibble, element 32j + 16 + 4i + e in the high
+//   Q5_K (2816 bytes)  Q4_K's, with 64 bytes after each sub-block j's four units: byte
+//                      4r + e holds the fifth bits of elements 32j + 4k + e (bit k) and
+//                      32j + 16 + 4k + e (bit 4 + k), k < 4
 //   Q6_K (3360 bytes)  d[16]             f16
 //                      sc[16][16]        int8, sc[s][r] = row r's scale of elements 16s..16s+15
 //                      then per sub-block j of 32 elements (in reading order):
@@ -45,7 +48,7 @@ namespace powerhouse::cpu {
 inline constexpr int kInterleaveRows = 16;
 
 // Whether a matrix of `rows` rows of `in` elements of `type`, `row_stride` bytes apart, is
-// interleaved for products on `isa`: Q4_K or Q6_K, whole packed rows (no column share of a
+// interleaved for products on `isa`: Q4_K, Q5_K or Q6_K, whole packed rows (no column share of a
 // split), a multiple of sixteen rows, and an instruction set with the kernel (AVX-512 VNNI).
 bool can_interleave(KernelIsa isa, GgmlType type, int64_t in, int64_t rows, size_t row_stride);
 

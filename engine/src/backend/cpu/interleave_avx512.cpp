@@ -76,16 +76,34 @@ PH_TARGET inline void unpack_nibbles(const std::byte* units, __m512i* g) {
     }
 }
 
-// --- Q4_K ------------------------------------------------------------------------------
+// --- Q4_K and Q5_K ---------------------------------------------------------------------
+// Q5_K: Q4_K's super-block with each sub-block's 256 bytes of nibbles followed by 64 bytes
+// of fifth bits (bit k of byte 4r + e: that of vector k's element e of row r).
 constexpr size_t kQ4D = 0, kQ4Dmin = 32, kQ4ScLo = 64, kQ4MLo = 128, kQ4Hi = 192, kQ4Qs = 256, kQ4Bytes = 2304;
+constexpr size_t kQ5Sub = 320, kQ5Bytes = 2816;
 
-template <int T>
+// The fifth bits of a Q5_K sub-block into bit 4 of g[0..7].
+PH_TARGET inline void add_fifth_bits(const std::byte* unit, __m512i* g) {
+    const __m512i h = load512(unit);
+    const __m512i bit4 = bytes(0x10);
+    // g | (h moved so that bit k lands on bit 4, masked): vpternlog with the mask.
+    g[0] = _mm512_ternarylogic_epi32(g[0], _mm512_slli_epi16(h, 4), bit4, 0xF8);
+    g[1] = _mm512_ternarylogic_epi32(g[1], _mm512_slli_epi16(h, 3), bit4, 0xF8);
+    g[2] = _mm512_ternarylogic_epi32(g[2], _mm512_slli_epi16(h, 2), bit4, 0xF8);
+    g[3] = _mm512_ternarylogic_epi32(g[3], _mm512_slli_epi16(h, 1), bit4, 0xF8);
+    g[4] = _mm512_ternarylogic_epi32(g[4], h, bit4, 0xF8);
+    g[5] = _mm512_ternarylogic_epi32(g[5], _mm512_srli_epi16(h, 1), bit4, 0xF8);
+    g[6] = _mm512_ternarylogic_epi32(g[6], _mm512_srli_epi16(h, 2), bit4, 0xF8);
+    g[7] = _mm512_ternarylogic_epi32(g[7], _mm512_srli_epi16(h, 3), bit4, 0xF8);
+}
+
+template <int T, bool kFifth>
 PH_TARGET void q4k_group(const std::byte* w, int64_t nb, const std::byte* act, size_t act_stride, float* dst,
                          size_t dst_stride) {
     __m512 acc[T];
     PH_UNROLL for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const std::byte* blk = w + static_cast<size_t>(b) * kQ4Bytes;
+        const std::byte* blk = w + static_cast<size_t>(b) * (kFifth ? kQ5Bytes : kQ4Bytes);
         // Bytes 16j + r: sc[r][j] (sc_a, j < 4) and sc[r][j + 4] (sc_b); the mins alike.
         const __m512i lo = load512(blk + kQ4ScLo), ml = load512(blk + kQ4MLo), hi = load512(blk + kQ4Hi);
         const __m512i sc_a = _mm512_or_si512(_mm512_and_si512(lo, bytes(0x0F)),
@@ -99,7 +117,9 @@ PH_TARGET void q4k_group(const std::byte* w, int64_t nb, const std::byte* act, s
         PH_UNROLL for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
         PH_UNROLL for (int j = 0; j < 8; ++j) {
             __m512i g[8];
-            unpack_nibbles(blk + kQ4Qs + 256 * j, g);
+            const std::byte* sub = blk + kQ4Qs + (kFifth ? kQ5Sub : 256) * j;
+            unpack_nibbles(sub, g);
+            if constexpr (kFifth) add_fifth_bits(sub + 256, g);
             const __m512i sc = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(j < 4 ? sc_a : sc_b, j % 4));
             PH_UNROLL for (int t = 0; t < T; ++t) {
                 const std::byte* y = act + static_cast<size_t>(t) * act_stride +
@@ -201,7 +221,9 @@ template <int T>
 PH_TARGET void group_tokens(GgmlType type, const std::byte* w, int64_t nb, const std::byte* act, size_t act_stride,
                             float* dst, size_t dst_stride) {
     if (type == GgmlType::q4_k) {
-        q4k_group<T>(w, nb, act, act_stride, dst, dst_stride);
+        q4k_group<T, false>(w, nb, act, act_stride, dst, dst_stride);
+    } else if (type == GgmlType::q5_k) {
+        q4k_group<T, true>(w, nb, act, act_stride, dst, dst_stride);
     } else {
         q6k_group<T>(w, nb, act, act_stride, dst, dst_stride);
     }
@@ -213,7 +235,8 @@ PH_TARGET void dot_rows_interleaved_avx512(GgmlType type, int64_t n, const std::
                                            const std::byte* act, size_t act_stride, int tokens, float* dst,
                                            size_t dst_stride) {
     const int64_t nb = n / QK_K;
-    const size_t group_bytes = static_cast<size_t>(nb) * (type == GgmlType::q4_k ? kQ4Bytes : kQ6Bytes);
+    const size_t group_bytes =
+        static_cast<size_t>(nb) * (type == GgmlType::q4_k ? kQ4Bytes : type == GgmlType::q5_k ? kQ5Bytes : kQ6Bytes);
     for (int g = 0; g < groups; ++g) {
         const std::byte* wg = w + static_cast<size_t>(g) * group_bytes;
         for (int t0 = 0; t0 < tokens; t0 += kMaxTokens) {
