@@ -300,6 +300,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     // now, rather than page fault by page fault during the first prompt or the copying. (A
     // GPU reads its copy from the file itself.)
     if (!devices->cuda && !read_weights(impl->file, progress, 0.05f, 0.9f)) return stopped();
+    if (!devices->cuda && !report(0.9f, "arranging the weights for the CPU")) return stopped();
     Result<std::unique_ptr<Backend>> backend = build_backend(*impl, *plan, *devices, options, n_ctx, progress);
     if (!backend) {
         if (backend.error().code == ErrorCode::cancelled) return stopped();
