@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -280,39 +281,42 @@ TEST(MoeRun, ExpertSharesAddUpToTheWhole) {
     EXPECT_LE(worst, 1e-5);
 }
 
-// Interleaved experts (what a CPU stage runs on AVX-512) give the bits of the file's rows,
-// for one token, a few, and a batch, for all the experts and for a share of them.
+// Interleaved experts (what a CPU stage runs on AVX2 and AVX-512) give the bits of the
+// file's rows, for one token, a few, and a batch, for all the experts and for a share of them.
 TEST(MoeRun, InterleavedExpertsGiveTheFilesBits) {
-    const auto isas = available_isas();
-    if (std::find(isas.begin(), isas.end(), KernelIsa::avx512) == isas.end()) {
-        GTEST_SKIP() << "no AVX-512 VNNI: nothing is interleaved on this processor";
+    std::vector<KernelIsa> isas;
+    for (KernelIsa isa : available_isas()) {
+        if (isa != KernelIsa::scalar) isas.push_back(isa);
     }
+    if (isas.empty()) GTEST_SKIP() << "no AVX2: nothing is interleaved on this processor";
     ThreadPool pool(2);
-    for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
-        SCOPED_TRACE(type_traits(type).name);
-        const MoeSpec spec = spec_of(8, 3, 256, ExpertGating::softmax, true);
-        const int64_t n_embd = 256;
-        const MoeFixture f = make_fixture(type, spec, n_embd, false, 13);
-        for (const auto& [begin, end] : {std::pair<uint32_t, uint32_t>{0, 8}, {3, 8}}) {
-            BoundWeight packed = f.bound(begin, end);
-            InterleavedCopies copies;
-            interleave_experts(pool, KernelIsa::avx512, packed, copies, nullptr);
-            uint64_t bytes = 0;
-            for (const BoundExperts& x : packed.experts) {
-                EXPECT_TRUE(x.interleaved);
-                bytes += x.expert_stride * (end - begin);
-            }
-            EXPECT_EQ(copies.bytes(), bytes);
-            for (const int n : {1, 5, 33}) {
-                SCOPED_TRACE(n);
-                const std::vector<float> x = normal(static_cast<size_t>(n * n_embd), 300 + n, 1.0f);
-                const std::vector<float> scores = normal(static_cast<size_t>(n) * spec.n_expert, 400 + n, 2.0f);
-                std::vector<float> want(x.size()), got(x.size(), -1.0f);
-                MoeScratch s1, s2;
-                run_moe(pool, KernelIsa::avx512, f.bound(begin, end), x.data(), scores.data(), want.data(), n, n_embd,
-                        s1);
-                run_moe(pool, KernelIsa::avx512, packed, x.data(), scores.data(), got.data(), n, n_embd, s2);
-                EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+    for (KernelIsa isa : isas) {
+        for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
+            if (!can_interleave(isa, type, 256, 256, row_bytes(type_traits(type), 256))) continue;  // AVX2's Q6_K
+            SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(type_traits(type).name));
+            const MoeSpec spec = spec_of(8, 3, 256, ExpertGating::softmax, true);
+            const int64_t n_embd = 256;
+            const MoeFixture f = make_fixture(type, spec, n_embd, false, 13);
+            for (const auto& [begin, end] : {std::pair<uint32_t, uint32_t>{0, 8}, {3, 8}}) {
+                BoundWeight packed = f.bound(begin, end);
+                InterleavedCopies copies;
+                interleave_experts(pool, isa, packed, copies, nullptr);
+                uint64_t bytes = 0;
+                for (const BoundExperts& x : packed.experts) {
+                    EXPECT_TRUE(x.interleaved);
+                    bytes += x.expert_stride * (end - begin);
+                }
+                EXPECT_EQ(copies.bytes(), bytes);
+                for (const int n : {1, 5, 33}) {
+                    SCOPED_TRACE(n);
+                    const std::vector<float> x = normal(static_cast<size_t>(n * n_embd), 300 + n, 1.0f);
+                    const std::vector<float> scores = normal(static_cast<size_t>(n) * spec.n_expert, 400 + n, 2.0f);
+                    std::vector<float> want(x.size()), got(x.size(), -1.0f);
+                    MoeScratch s1, s2;
+                    run_moe(pool, isa, f.bound(begin, end), x.data(), scores.data(), want.data(), n, n_embd, s1);
+                    run_moe(pool, isa, packed, x.data(), scores.data(), got.data(), n, n_embd, s2);
+                    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+                }
             }
         }
     }

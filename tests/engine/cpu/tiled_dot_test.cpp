@@ -141,9 +141,13 @@ TEST(BatchInvariance, TheTiledProductEqualsDotRowsBitForBit) {
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q4_k, 256));
 }
 
-bool have_avx512() {
-    const auto isas = available_isas();
-    return std::find(isas.begin(), isas.end(), KernelIsa::avx512) != isas.end();
+// The instruction sets with interleaved kernels that this processor runs (all but scalar).
+std::vector<KernelIsa> interleaving_isas() {
+    std::vector<KernelIsa> isas;
+    for (KernelIsa isa : available_isas()) {
+        if (isa != KernelIsa::scalar) isas.push_back(isa);
+    }
+    return isas;
 }
 
 // Row r of an interleaved matrix, back in the file's format, per group.
@@ -167,6 +171,31 @@ TEST(Interleave, KeepsEveryByteOfTheRows) {
     }
 }
 
+TEST(Interleave, CopiesKeepTheirPlacesAndTheSameBytesAreCopiedOnce) {
+    if (interleaving_isas().empty()) GTEST_SKIP() << "no AVX2: nothing is interleaved on this processor";
+    const KernelIsa isa = best_isa();
+    ThreadPool pool(2);
+    // Three "experts" of 32 rows, 48 rows apart (as a stage's share of a 3D tensor would not
+    // be, but copy keeps whatever places it is given).
+    const Problem p(GgmlType::q4_k, 512, 48 * 3, 1, isa);
+    const uint64_t stride = 48 * p.w_row;
+    InterleavedCopies copies;
+    const std::byte* copy =
+        copies.copy(pool, isa, GgmlType::q4_k, 512, 32, p.w_row, p.w.data(), 3, stride, nullptr);
+    ASSERT_NE(copy, nullptr);
+    EXPECT_EQ(copies.bytes(), 2 * stride + 32 * p.w_row);
+    for (int e = 0; e < 3; ++e) {
+        std::vector<std::byte> packed(copy + e * stride, copy + e * stride + 32 * p.w_row);
+        const std::vector<std::byte> rows = deinterleaved(GgmlType::q4_k, 512, 32, packed);
+        EXPECT_TRUE(std::equal(rows.begin(), rows.end(), p.w.begin() + static_cast<std::ptrdiff_t>(e * stride)))
+            << "expert " << e;
+    }
+    EXPECT_EQ(copies.copy(pool, isa, GgmlType::q4_k, 512, 32, p.w_row, p.w.data(), 3, stride, nullptr), copy);
+    EXPECT_EQ(copies.bytes(), 2 * stride + 32 * p.w_row);
+    EXPECT_EQ(copies.copy(pool, isa, GgmlType::q4_k, 512, 40, p.w_row, p.w.data(), 1, 0, nullptr),
+              nullptr);  // not whole groups
+}
+
 TEST(Interleave, OnlyWholeGroupsOfPackedRowsWithAKernel) {
     const size_t q4 = row_bytes(type_traits(GgmlType::q4_k), 512);
     EXPECT_TRUE(can_interleave(KernelIsa::avx512, GgmlType::q4_k, 512, 32, q4));
@@ -178,15 +207,20 @@ TEST(Interleave, OnlyWholeGroupsOfPackedRowsWithAKernel) {
                                row_bytes(type_traits(GgmlType::q5_k), 512)));
     EXPECT_FALSE(can_interleave(KernelIsa::avx512, GgmlType::q3_k, 512, 32,
                                 row_bytes(type_traits(GgmlType::q3_k), 512)));
-    EXPECT_FALSE(can_interleave(KernelIsa::avx2, GgmlType::q4_k, 512, 32, q4));
+    EXPECT_TRUE(can_interleave(KernelIsa::avx2, GgmlType::q4_k, 512, 32, q4));
+    EXPECT_FALSE(can_interleave(KernelIsa::avx2, GgmlType::q6_k, 512, 32, row_bytes(type_traits(GgmlType::q6_k), 512)));
     EXPECT_FALSE(can_interleave(KernelIsa::scalar, GgmlType::q4_k, 512, 32, q4));
 }
 
 TEST(BatchInvariance, InterleavedRowsGiveDotRowsBitsAtEveryTokenCount) {
-    std::vector<KernelIsa> isas{KernelIsa::scalar};
-    if (have_avx512()) isas.push_back(KernelIsa::avx512);
+    std::vector<KernelIsa> isas = interleaving_isas();
+    isas.insert(isas.begin(), KernelIsa::scalar);
     for (KernelIsa isa : isas) {
         for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
+            // The scalar reference reads every layout; a vector variant, those it has a kernel for.
+            if (isa != KernelIsa::scalar && !can_interleave(isa, type, 256, 16, row_bytes(type_traits(type), 256))) {
+                continue;
+            }
             for (int64_t n : {int64_t{256}, int64_t{768}, int64_t{2048}}) {
                 for (int tokens : {1, 2, 5, 8, 9, 20}) {
                     const Problem p(type, n, 48, tokens, isa);
@@ -230,24 +264,28 @@ TEST(BatchInvariance, MatmulGivesEachTokenItsAloneResultAtEveryBatchSize) {
 // of matmul over the file's rows: dot_rows for small batches, the tiled product from eight
 // tokens.
 TEST(BatchInvariance, MatmulOverInterleavedRowsEqualsMatmulOverTheFilesRows) {
-    if (!have_avx512()) GTEST_SKIP() << "no AVX-512 VNNI: nothing is interleaved on this processor";
+    if (interleaving_isas().empty()) GTEST_SKIP() << "no AVX2: nothing is interleaved on this processor";
     ThreadPool pool(2);
     const int64_t in = 512;
     const int rows = 96;
-    for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
-        const Problem p(type, in, rows, 1, KernelIsa::avx512);
-        ASSERT_TRUE(can_interleave(KernelIsa::avx512, type, in, rows, p.w_row));
-        std::vector<std::byte> packed(p.w.size());
-        interleave_rows(type, in, rows, p.w.data(), p.w_row, packed.data());
-        MatmulWeights interleaved{type, packed.data(), in, rows};
-        interleaved.interleaved = true;
-        const auto x = random_floats(static_cast<size_t>(in * 40), 29);
-        std::vector<std::byte> buffer;
-        for (int n : {1, 2, 7, 8, 16, 33, 40}) {
-            std::vector<float> want(static_cast<size_t>(rows * n)), got(want.size(), -1.0f);
-            matmul(pool, KernelIsa::avx512, MatmulWeights{type, p.w.data(), in, rows}, x.data(), want.data(), n, buffer);
-            matmul(pool, KernelIsa::avx512, interleaved, x.data(), got.data(), n, buffer);
-            expect_same_bits(got, want, std::string(type_traits(type).name) + " batch " + std::to_string(n));
+    for (KernelIsa isa : interleaving_isas()) {
+        for (GgmlType type : {GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
+            const Problem p(type, in, rows, 1, isa);
+            if (!can_interleave(isa, type, in, rows, p.w_row)) continue;  // AVX2's Q6_K
+            std::vector<std::byte> packed(p.w.size());
+            interleave_rows(type, in, rows, p.w.data(), p.w_row, packed.data());
+            MatmulWeights interleaved{type, packed.data(), in, rows};
+            interleaved.interleaved = true;
+            const auto x = random_floats(static_cast<size_t>(in * 40), 29);
+            std::vector<std::byte> buffer;
+            for (int n : {1, 2, 7, 8, 16, 33, 40}) {
+                std::vector<float> want(static_cast<size_t>(rows * n)), got(want.size(), -1.0f);
+                matmul(pool, isa, MatmulWeights{type, p.w.data(), in, rows}, x.data(), want.data(), n, buffer);
+                matmul(pool, isa, interleaved, x.data(), got.data(), n, buffer);
+                expect_same_bits(got, want,
+                                 std::string(isa_name(isa)) + " " + std::string(type_traits(type).name) + " batch " +
+                                     std::to_string(n));
+            }
         }
     }
 }

@@ -199,7 +199,11 @@ bool has_interleaved_layout(GgmlType type) {
 }
 
 bool can_interleave(KernelIsa isa, GgmlType type, int64_t in, int64_t rows, size_t row_stride) {
-    if (isa != KernelIsa::avx512 || !has_interleaved_layout(type)) return false;
+    // AVX2 has no Q6_K kernel: measured no faster than the file's rows (interleave_avx2.cpp).
+    const bool kernel = isa == KernelIsa::avx512 ? has_interleaved_layout(type)
+                        : isa == KernelIsa::avx2 ? type == GgmlType::q4_k || type == GgmlType::q5_k
+                                                 : false;
+    if (!kernel) return false;
     if (in <= 0 || in % QK_K != 0 || rows <= 0 || rows % kR != 0) return false;
     return row_stride == static_cast<size_t>(in / QK_K) * block_bytes(type);
 }
@@ -233,6 +237,10 @@ void dot_rows_interleaved(KernelIsa isa, GgmlType type, int64_t n, const void* w
     const auto* bytes = static_cast<const std::byte*>(w);
     const size_t group_bytes = static_cast<size_t>(n / QK_K) * kR * block_bytes(type);
 #if defined(__x86_64__)
+    if (isa == KernelIsa::avx2) {
+        return detail::dot_rows_interleaved_avx2(type, n, bytes, groups, static_cast<const std::byte*>(act), act_stride,
+                                                 tokens, dst, dst_stride);
+    }
     if (isa == KernelIsa::avx512) {
         return detail::dot_rows_interleaved_avx512(type, n, bytes, groups, static_cast<const std::byte*>(act),
                                                    act_stride, tokens, dst, dst_stride);
@@ -258,7 +266,9 @@ const std::byte* InterleavedCopies::copy(ThreadPool& pool, KernelIsa isa, GgmlTy
     const uint64_t matrix = static_cast<uint64_t>(rows) * row_stride;
     if (count == 1) stride = matrix;
     if (stride < matrix) return nullptr;
-    ZeroedPages out(static_cast<size_t>(stride * (count - 1) + matrix));
+    const uint64_t bytes = stride * (count - 1) + matrix;
+    if (const auto it = by_source_.find({data, bytes}); it != by_source_.end()) return it->second;
+    ZeroedPages out(static_cast<size_t>(bytes));
     out.prefer_huge_pages();
     const int64_t groups = rows / kR;
     std::byte* dst = out.data();
@@ -271,6 +281,7 @@ const std::byte* InterleavedCopies::copy(ThreadPool& pool, KernelIsa isa, GgmlTy
     if (release_from != nullptr) release_from->release_pages(data, out.size());
     bytes_ += out.size();
     copies_.push_back(std::move(out));
+    by_source_[{data, bytes}] = copies_.back().data();
     return copies_.back().data();
 }
 

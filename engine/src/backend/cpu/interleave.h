@@ -4,7 +4,8 @@
 // its products across a vector's lanes. Interleaved, the same bytes are arranged so that a
 // vector register holds four consecutive weights of sixteen rows: one vpdpbusd multiplies
 // them with four activations broadcast from memory, each lane accumulates its own row, and
-// a super-block's scales are decoded once for sixteen rows. The products are the same
+// a super-block's scales are decoded once for sixteen rows (AVX2: two halves of eight rows,
+// vpmaddubsw and vpmaddwd). The products are the same
 // exact integers per super-block, scaled in the same float order, so results equal
 // dot_rows' on the file's rows bit for bit (the tiled product's too), and a token gives the
 // same logits whichever layout its weights are in.
@@ -35,6 +36,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/quant_dot.h"
@@ -48,8 +51,9 @@ namespace powerhouse::cpu {
 inline constexpr int kInterleaveRows = 16;
 
 // Whether a matrix of `rows` rows of `in` elements of `type`, `row_stride` bytes apart, is
-// interleaved for products on `isa`: Q4_K, Q5_K or Q6_K, whole packed rows (no column share of a
-// split), a multiple of sixteen rows, and an instruction set with the kernel (AVX-512 VNNI).
+// interleaved for products on `isa`: whole packed rows (no column share of a split), a
+// multiple of sixteen rows, and an instruction set with the type's kernel: AVX-512 VNNI for
+// Q4_K, Q5_K and Q6_K, AVX2 for Q4_K and Q5_K.
 bool can_interleave(KernelIsa isa, GgmlType type, int64_t in, int64_t rows, size_t row_stride);
 
 // Whether `type` has an interleaved layout at all (any instruction set, the scalar
@@ -81,18 +85,22 @@ public:
     // The `count` matrices at `data`, `stride` bytes apart (count 1: stride unused), each
     // `rows` rows of `in` elements of `type` `row_stride` bytes apart, interleaved into one
     // copy with the same places (matrix i at copy + i * stride); null when can_interleave
-    // says no. The rows are regrouped on the pool's threads.
+    // says no. The rows are regrouped on the pool's threads. The same bytes asked for again
+    // (two stages handing the host the same experts) get the first copy.
     const std::byte* copy(ThreadPool& pool, KernelIsa isa, GgmlType type, int64_t in, int64_t rows, size_t row_stride,
                           const std::byte* data, uint64_t count, uint64_t stride, const GgufModel* release_from);
     uint64_t bytes() const { return bytes_; }
 
 private:
     std::vector<ZeroedPages> copies_;
+    std::map<std::pair<const std::byte*, uint64_t>, const std::byte*> by_source_;  // (data, bytes) -> copy
     uint64_t bytes_ = 0;
 };
 
 namespace detail {
 #if defined(__x86_64__)
+void dot_rows_interleaved_avx2(GgmlType type, int64_t n, const std::byte* w, int groups, const std::byte* act,
+                               size_t act_stride, int tokens, float* dst, size_t dst_stride);
 void dot_rows_interleaved_avx512(GgmlType type, int64_t n, const std::byte* w, int groups, const std::byte* act,
                                  size_t act_stride, int tokens, float* dst, size_t dst_stride);
 #endif

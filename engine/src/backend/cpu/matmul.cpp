@@ -13,19 +13,22 @@ namespace {
 // with the rest of its last tile empty.
 constexpr int kMinTiledTokens = 8;
 
-// Rows per chunk: enough work per chunk to hide the hand-out, small enough that the
-// chunk's rows stay in L1/L2 across the token passes and that threads finish together.
-// One token makes one pass: then longer runs, which stream from memory faster (each chunk
-// restarts the prefetchers' streams; on two cores 128 rows against 32 measured 20 to 100%
-// more bytes per second, matmul/.../all-cores in cpu_kernel_bench).
+// Rows per chunk: product_chunk_rows, and at least four chunks per thread when the matrix
+// is small, so that threads finish together.
 int64_t chunk_rows(int64_t rows, int n, int threads, bool interleaved) {
-    const int64_t base = n == 1 ? 128 : interleaved ? 32 : 16;
-    // At least four chunks per thread when the matrix is small.
     const int64_t fair = std::max<int64_t>(1, rows / (4 * std::max(1, threads)));
-    return std::max<int64_t>(1, std::min(base, fair));
+    return std::max<int64_t>(1, std::min(product_chunk_rows(n, interleaved), fair));
 }
 
 }  // namespace
+
+int64_t product_chunk_rows(int tokens, bool interleaved) {
+    // Each chunk restarts the prefetchers' streams: for one token on two cores, 128 rows
+    // against 32 measured 20 to 100% more bytes per second (matmul/.../all-cores in
+    // cpu_kernel_bench). With several tokens the chunk's rows stay in L1/L2 across the passes.
+    if (tokens == 1) return 128;
+    return interleaved ? 32 : 16;
+}
 
 void matmul(ThreadPool& pool, KernelIsa isa, const MatmulWeights& w, const float* src, float* dst, int n,
             std::vector<std::byte>& act_buffer) {

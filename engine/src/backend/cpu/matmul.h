@@ -33,6 +33,12 @@ struct MatmulWeights {
     bool interleaved = false;         // data is interleave_rows' layout of packed rows
 };
 
+// Rows a pool thread takes at a time from a product with `tokens` tokens (before the cap
+// that leaves each thread several chunks of a small matrix): one token makes one pass, so
+// long runs, which stream from memory faster; several tokens reuse the chunk's rows from
+// L1/L2 on every pass, so fewer. Interleaved rows (interleave.h) go by groups of sixteen.
+int64_t product_chunk_rows(int tokens, bool interleaved);
+
 // src: [n][in] f32; dst: [n][rows] f32. `act_buffer` grows to hold the converted
 // activations.
 void matmul(ThreadPool& pool, KernelIsa isa, const MatmulWeights& w, const float* src, float* dst, int n,

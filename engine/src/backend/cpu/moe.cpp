@@ -89,11 +89,9 @@ namespace {
 // token, eight experts' gate and up products are one parallel step rather than sixteen.
 void grouped_products(ThreadPool& pool, KernelIsa isa, const std::vector<ExpertProduct>& jobs,
                       std::vector<std::pair<uint32_t, int64_t>>& chunks) {
-    // Rows per chunk, as matmul takes them (matmul.cpp's chunk_rows): long runs for one token,
-    // fewer rows when each serves several.
+    // Rows per chunk, as matmul takes them.
     const auto chunk_of = [&](size_t j) -> int64_t {
-        if (jobs[j].m == 1) return 128;
-        return jobs[j].matrix->interleaved ? 32 : 16;
+        return product_chunk_rows(jobs[j].m, jobs[j].matrix->interleaved);
     };
     chunks.clear();
     for (size_t j = 0; j < jobs.size(); ++j) {
