@@ -6,6 +6,11 @@
 
 #include <chrono>
 
+namespace {
+// What the API server's refused requests are told to wait while a sweep runs (a sweep of
+// five limits is about a minute a limit on a big model).
+constexpr int kSweepRetryAfterSeconds = 60;
+}  // namespace
 
 powerhouse::Result<std::unique_ptr<DesktopApp>> DesktopApp::create(const Options& options) {
     auto store = powerhouse::store::Store::open((options.dataDir + "/powerhouse.db").toStdString());
@@ -109,6 +114,17 @@ void DesktopApp::wire() {
     connect(&engine, &EngineClient::unloaded, m_sweep.get(), [this] { m_sweep->setModel({}); });
     connect(&engine, &EngineClient::recovery, m_sweep.get(), [this](const EngineRecovery& r) {
         if (r.phase == EngineRecovery::Phase::Recovered) m_sweep->setModel(r.model);
+    });
+    // The sweep measures the model alone: the API server's new requests wait it out (503 with
+    // the reason and Retry-After), as the chat's composer does.
+    connect(m_sweep.get(), &PowerSweepController::stateChanged, m_server.get(), [this] {
+        if (m_sweep->running() && m_server->heldReason().isEmpty()) {
+            m_server->holdRequests(tr("the desktop app is measuring the GPUs at several power limits (an efficiency "
+                                      "sweep), which other requests would skew; try again when it ends"),
+                                   kSweepRetryAfterSeconds);
+        } else if (!m_sweep->running() && !m_server->heldReason().isEmpty()) {
+            m_server->releaseRequests();
+        }
     });
     dashboard.start();
     m_power->applySettings();

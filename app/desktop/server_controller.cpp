@@ -385,6 +385,7 @@ void ServerController::start() {
     run.id = m_nextRun++;
     run.config = config();
     run.server = std::make_shared<ApiServer>(m_engine.engine(), m_nCtx, std::move(options));
+    if (!m_held.isEmpty()) run.server->hold(m_held.toStdString(), std::chrono::seconds(m_heldRetrySeconds));
     {
         const std::lock_guard lock(m_shared->mutex);
         m_shared->server = run.server;
@@ -415,6 +416,17 @@ void ServerController::retryStop() {
     m_run->server->stop();
     m_run->stopDelayMs = std::min(m_run->stopDelayMs * 2, 2000);
     m_stopTimer.start(m_run->stopDelayMs);
+}
+
+void ServerController::holdRequests(const QString& reason, int retryAfterSeconds) {
+    m_held = reason;
+    m_heldRetrySeconds = retryAfterSeconds;
+    if (m_run) m_run->server->hold(reason.toStdString(), std::chrono::seconds(retryAfterSeconds));
+}
+
+void ServerController::releaseRequests() {
+    m_held.clear();
+    if (m_run) m_run->server->release();
 }
 
 void ServerController::onListening(quint64 run, int port) {

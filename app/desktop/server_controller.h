@@ -100,6 +100,12 @@ public:
     // Where /metrics takes each GPU's telemetry (the dashboard's monitor); called on the
     // server's threads. Takes effect at the next start.
     void setTelemetry(std::function<powerhouse::TelemetrySnapshot()> source) { m_telemetry = std::move(source); }
+    // New requests get 503 with `reason` (and Retry-After) until releaseRequests(), a server
+    // started meanwhile too; requests in flight go on (ApiServer::hold). For work that other
+    // requests on the engine would skew: the efficiency sweep.
+    void holdRequests(const QString& reason, int retryAfterSeconds);
+    void releaseRequests();
+    QString heldReason() const { return m_held; }
     // A new key replaces the old one (clients must then use the new one).
     Q_INVOKABLE void generateApiKey();
     Q_INVOKABLE void removeApiKey();
@@ -165,6 +171,8 @@ private:
     Model m_model = Model::none;
     QString m_modelPath;  // the model loaded or loading
     QString m_modelId;
+    QString m_held;  // holdRequests' reason; empty: not held
+    int m_heldRetrySeconds = 0;
     uint32_t m_nCtx = 0;
     QString m_error;  // why the last start failed; cleared by a change of settings or model
     std::unique_ptr<Run> m_run;

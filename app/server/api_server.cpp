@@ -206,6 +206,17 @@ struct ApiServer::State {
     // (time, tokens generated in all) of recent scheduler events: the generation rate.
     std::deque<std::pair<Clock::time_point, uint64_t>> rate_window;
     ServerHealth health;  // after a device failure: /health, /metrics, and requests while none can answer
+    // hold(): the reason new requests are refused, and the Retry-After to send (0: none).
+    struct Hold {
+        std::string reason;
+        std::chrono::seconds retry_after{0};
+    };
+    mutable std::mutex hold_mutex;
+    std::optional<Hold> held;
+    std::optional<Hold> current_hold() const {
+        const std::lock_guard lock(hold_mutex);
+        return held;
+    }
 
     // A finished request's tokens, for /metrics.
     void count_tokens(const DoneEvent& d) {
@@ -265,6 +276,12 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     if (std::optional<ApiError> refused = health.refusal()) {  // no model can answer: say why
         ++errors;
         send_error(res, *refused);
+        return;
+    }
+    if (const std::optional<Hold> hold = current_hold()) {  // the owner's exclusive work
+        ++errors;
+        send_error(res, ApiError{503, hold->reason, "server_error", std::nullopt, std::string("busy")});
+        if (hold->retry_after.count() > 0) res.set_header("Retry-After", std::to_string(hold->retry_after.count()));
         return;
     }
     if (req.body.size() > options.max_body_bytes) {  // a chunked body is only measured once read
@@ -543,7 +560,11 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
             res.set_content(R"({"status":"stopping"})", "application/json");
             return;
         }
-        const auto [status, body] = s.health.report();
+        auto [status, body] = s.health.report();
+        if (const std::optional<State::Hold> hold = s.current_hold(); hold && body.value("status", "") == "ok") {
+            body["status"] = "busy";
+            body["message"] = hold->reason;
+        }
         res.status = status;
         res.set_content(to_text(body), "application/json");
     });
@@ -613,6 +634,16 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
     s.accepting = false;
     s.running = false;
     return {};
+}
+
+void ApiServer::hold(std::string reason, std::chrono::seconds retry_after) {
+    const std::lock_guard lock(state_->hold_mutex);
+    state_->held = State::Hold{std::move(reason), retry_after};
+}
+
+void ApiServer::release() {
+    const std::lock_guard lock(state_->hold_mutex);
+    state_->held.reset();
 }
 
 bool ApiServer::deliver(const EngineEvent& event) {

@@ -9,7 +9,8 @@
 // When a device fails mid-answer the engine recovers by itself (its RecoveryPolicy): the
 // answers in flight pause while the model loads again and then go on, streams kept open by
 // SSE comments; /health and /metrics say what happened, and while no model can answer,
-// requests get 503 with the reason (server_health.h).
+// requests get 503 with the reason (server_health.h). The owner may hold new requests off
+// for a while (hold()), with the reason in the 503 and in /health.
 //
 // Safe by default: serve() refuses a non-loopback address without an API key; keys are
 // compared in constant time and never logged; bodies are limited; every field the server
@@ -80,6 +81,13 @@ public:
     // finish for `grace`; then they are cancelled and end at their next step. serve()
     // returns once every request has been answered.
     void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
+
+    // While held, new completion requests get 503 with `reason` (and Retry-After when
+    // `retry_after` is positive) and /health says "busy" with the reason; requests already in
+    // flight go on. For the owner's exclusive work on the same engine: the desktop app's
+    // efficiency sweep, which other requests sharing the GPUs would skew. Any thread.
+    void hold(std::string reason, std::chrono::seconds retry_after = std::chrono::seconds(0));
+    void release();
 
     // The server's request ids are kFirstRequestId and up; an owner that submits its own
     // generations to the same engine keeps its ids below.

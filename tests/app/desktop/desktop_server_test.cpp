@@ -58,6 +58,7 @@ std::string reference_answer(const std::string& name) {
 struct Reply {
     int status = 0;  // 0: no answer (the connection failed)
     std::string body;
+    std::string retry_after;  // the Retry-After header, if any
 };
 
 class Request {
@@ -75,6 +76,7 @@ public:
               if (r) {
                   reply_.status = r->status;
                   reply_.body = r->body;
+                  reply_.retry_after = r->get_header_value("Retry-After");
               }
               done_ = true;
           }) {}
@@ -262,6 +264,43 @@ TEST_F(ServerControllerTest, QuittingWithARequestInFlightDoesNotHang) {
         EXPECT_LT(json::parse(cut.body).at("usage").at("completion_tokens").get<int>(), 900);
     }
     for (quint64 id : appIds_) EXPECT_LT(id, kFirstServerId) << "the app saw a server request's event";
+}
+
+// Held (the app's efficiency sweep holds it): new requests get 503 with the reason and
+// Retry-After and /health says busy, a server started while held is held too; released,
+// requests are answered again.
+TEST_F(ServerControllerTest, HeldRequestsGetTheReasonUntilReleased) {
+    server_->setPort(0);
+    server_->holdRequests("the GPUs are being measured", 60);
+    server_->setEnabled(true);
+    ASSERT_NO_FATAL_FAILURE(load());
+    ASSERT_TRUE(wait_running()) << server_->error().toStdString();
+    const int port = server_->boundPort();
+    const std::string body = json{{"model", "SmolLM2-135M-Instruct.Q4_1"},
+                                  {"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                                  {"max_tokens", 4},
+                                  {"temperature", 0}}
+                                 .dump();
+    const Reply held = Request(port, "POST", "/v1/chat/completions", body).wait();
+    ASSERT_EQ(held.status, 503) << held.body;
+    const json error = json::parse(held.body).at("error");
+    EXPECT_EQ(error.at("message"), "the GPUs are being measured");
+    EXPECT_EQ(error.at("code"), "busy");
+    EXPECT_EQ(held.retry_after, "60");
+    const Reply busy = get(port, "/health");
+    EXPECT_EQ(busy.status, 200);
+    EXPECT_EQ(json::parse(busy.body).at("status"), "busy") << busy.body;
+    EXPECT_EQ(json::parse(busy.body).at("message"), "the GPUs are being measured");
+
+    server_->releaseRequests();
+    const Reply answered = Request(port, "POST", "/v1/chat/completions", body).wait();
+    EXPECT_EQ(answered.status, 200) << answered.body;
+    EXPECT_EQ(json::parse(get(port, "/health").body).at("status"), "ok");
+
+    server_->holdRequests("again", 0);  // held while it runs; no Retry-After asked for
+    const Reply again = Request(port, "POST", "/v1/chat/completions", body).wait();
+    EXPECT_EQ(again.status, 503);
+    EXPECT_TRUE(again.retry_after.empty());
 }
 
 // Any address but loopback needs a key: refused, with the reason shown, until one is made;

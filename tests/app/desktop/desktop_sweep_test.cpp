@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "desktop_app.h"
+#include "server_controller.h"
 #include "desktop_test_support.h"
 #include "support/test_support.h"
 
@@ -100,8 +101,11 @@ TEST_F(DesktopSweepTest, ASweepMarksTheBestLimitSetsTheLimitsBackAndIsKept) {
     ASSERT_TRUE(sweep.start()) << sweep.message().toStdString();
     EXPECT_TRUE(sweep.running());
     EXPECT_FALSE(sweep.start()) << "one sweep at a time";
+    // The API server's new requests wait the sweep out (desktop_server_test: what they get).
+    EXPECT_TRUE(app->server().heldReason().contains("efficiency sweep"));
     ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kWait));
     ASSERT_EQ(sweep.state(), PowerSweepController::State::Done) << sweep.message().toStdString();
+    EXPECT_TRUE(app->server().heldReason().isEmpty());
 
     ASSERT_EQ(sweep.rows().size(), 3);
     for (int i = 0; i < 3; ++i) {
