@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -93,6 +94,7 @@ private:
 
     BoundOp to_bound_op(const BoundWeight& w) const;
     void interleave_weights();
+    void prefault_in_place() const;
     Result<void> run_op(const BoundOp& bound, uint32_t layer, int n);
     void rope(float* data, int64_t n_heads, uint32_t layer);
     void attention(uint32_t layer, int n, float scale, const float* sinks);
@@ -204,6 +206,7 @@ Result<void> CpuStage::bind() {
     }
     if (bound->rope_freqs != nullptr) rope_freqs_ = reinterpret_cast<const float*>(bound->rope_freqs->data);
     if (interleave_) interleave_weights();
+    prefault_in_place();
 
     for (size_t i = 0; i < buffers_.size(); ++i) {
         // Row-parallel products write the full width; the logits are one row.
@@ -264,6 +267,37 @@ void CpuStage::interleave_weights() {
         for (BoundOp& b : layer) interleave(b);
     }
     for (BoundOp& b : head_) interleave(b);
+}
+
+// The weights used in place from the mapping, each page touched once now rather than page
+// fault by page fault during the first prompt (the loader reads the files into the page cache
+// meanwhile, so these are mostly minor faults). Norms and biases are a few pages: left.
+void CpuStage::prefault_in_place() const {
+    const auto page = static_cast<size_t>(std::max(4096L, sysconf(_SC_PAGESIZE)));
+    volatile unsigned char sink = 0;
+    const auto touch = [&](const std::byte* data, uint64_t bytes) {
+        const auto* p = reinterpret_cast<const unsigned char*>(data);
+        for (uint64_t at = 0; at < bytes; at += page) sink = static_cast<unsigned char>(sink + p[at]);
+    };
+    const auto in_place = [&](const BoundOp& b) {
+        if (b.op->kind == OpKind::matmul && b.matrix.data != nullptr && !b.matrix.interleaved) {
+            const size_t row = b.matrix.row_stride != 0 ? b.matrix.row_stride
+                                                        : row_bytes(type_traits(b.matrix.type), b.matrix.in);
+            touch(b.matrix.data, row * static_cast<uint64_t>(b.matrix.rows));
+        }
+        if (b.op->kind == OpKind::moe && !b.experts.experts_in_ram) {
+            for (const BoundExperts& x : b.experts.experts) {
+                if (x.data == nullptr || x.interleaved) continue;
+                touch(x.data, x.expert_stride * (b.experts.expert_end - b.experts.expert_begin));
+            }
+        }
+    };
+    for (const BoundOp& b : input_) in_place(b);
+    for (const auto& layer : layers_) {
+        for (const BoundOp& b : layer) in_place(b);
+    }
+    for (const BoundOp& b : head_) in_place(b);
+    if (embedding_ != nullptr) touch(embedding_->data, embedding_->n_bytes);
 }
 
 Result<void> CpuStage::embed(std::span<const TokenId> tokens) {
