@@ -53,6 +53,21 @@ PH_TARGET inline __m512i bytes(int v) {
     return _mm512_set1_epi8(static_cast<char>(v));
 }
 
+// 128-bit lane i (0..3) of v: the instruction takes the lane as an immediate, which a loop's
+// counter is not, unrolled or not, for every compiler (clang refuses it).
+PH_TARGET inline __m128i lane128(__m512i v, int i) {
+    switch (i) {
+        case 0:
+            return _mm512_extracti32x4_epi32(v, 0);
+        case 1:
+            return _mm512_extracti32x4_epi32(v, 1);
+        case 2:
+            return _mm512_extracti32x4_epi32(v, 2);
+        default:
+            return _mm512_extracti32x4_epi32(v, 3);
+    }
+}
+
 // Lane r: sixteen f16 of rows 0..15 as floats.
 PH_TARGET inline __m512 f16x16(const std::byte* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -120,7 +135,7 @@ PH_TARGET void q4k_group(const std::byte* w, int64_t nb, const std::byte* act, s
             const std::byte* sub = blk + kQ4Qs + (kFifth ? kQ5Sub : 256) * j;
             unpack_nibbles(sub, g);
             if constexpr (kFifth) add_fifth_bits(sub + 256, g);
-            const __m512i sc = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(j < 4 ? sc_a : sc_b, j % 4));
+            const __m512i sc = _mm512_cvtepu8_epi32(lane128(j < 4 ? sc_a : sc_b, j % 4));
             PH_UNROLL for (int t = 0; t < T; ++t) {
                 const std::byte* y = act + static_cast<size_t>(t) * act_stride +
                                      static_cast<size_t>(b) * sizeof(BlockQ8_K) + kQsAt + 32 * j;
@@ -133,8 +148,7 @@ PH_TARGET void q4k_group(const std::byte* w, int64_t nb, const std::byte* act, s
         const __m512i pairs_lo = _mm512_unpacklo_epi8(m_a, m_b), pairs_hi = _mm512_unpackhi_epi8(m_a, m_b);
         __m512i mins[4];
         PH_UNROLL for (int j = 0; j < 4; ++j) {
-            mins[j] = _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm512_extracti32x4_epi32(pairs_hi, j),
-                                                            _mm512_extracti32x4_epi32(pairs_lo, j)));
+            mins[j] = _mm512_cvtepu8_epi16(_mm256_set_m128i(lane128(pairs_hi, j), lane128(pairs_lo, j)));
         }
         const __m512 d = f16x16(blk + kQ4D), dmin = f16x16(blk + kQ4Dmin);
         PH_UNROLL for (int t = 0; t < T; ++t) {
