@@ -12,20 +12,10 @@ namespace {
 
 constexpr int kR = kInterleaveRows;
 
-// Offsets within an interleaved super-block (interleave.h).
-// Q4_K and Q5_K share the header; Q5_K's sub-blocks carry 64 bytes of fifth bits each.
-namespace q4k {
-constexpr size_t kD = 0, kDmin = 32, kScLo = 64, kMLo = 128, kHi = 192, kQs = 256, kBytes = 2304;
-}
-namespace q5k {
-constexpr size_t kSub = 320, kBytes = 2816;
-}
-namespace q6k {
-// Sub-block j's low bits at kQ + 384j, its high bits 256 bytes further: in reading order.
-constexpr size_t kD = 0, kSc = 32, kQ = 288, kSub = 384, kBytes = 3360;
-}
-static_assert(q4k::kBytes == kR * sizeof(BlockQ4_K) && q5k::kBytes == kR * sizeof(BlockQ5_K) &&
-              q6k::kBytes == kR * sizeof(BlockQ6_K));
+using namespace detail;  // the layouts' offsets (interleave.h)
+
+static_assert(kQ4Bytes == kR * sizeof(BlockQ4_K) && kQ5Bytes == kR * sizeof(BlockQ5_K) &&
+              kQ6Bytes == kR * sizeof(BlockQ6_K));
 static_assert(offsetof(BlockQ4_K, scales) == offsetof(BlockQ5_K, scales));
 
 size_t block_bytes(GgmlType type) {
@@ -51,27 +41,27 @@ void put_block(GgmlType type, const std::byte* block, int r, uint8_t* out) {
         // d, dmin and the scales at the same offsets in both (quant_blocks.h).
         BlockQ4_K head;
         std::memcpy(&head, block, offsetof(BlockQ4_K, qs));
-        std::memcpy(out + q4k::kD + 2 * r, &head.d, 2);
-        std::memcpy(out + q4k::kDmin + 2 * r, &head.dmin, 2);
+        std::memcpy(out + kQ4D + 2 * r, &head.d, 2);
+        std::memcpy(out + kQ4Dmin + 2 * r, &head.dmin, 2);
         int sc[8], m[8];
         unpack_k4_scales(head.scales, sc, m);
         for (int j = 0; j < 4; ++j) {
-            out[q4k::kScLo + 16 * j + r] = static_cast<uint8_t>((sc[j] & 15) | (sc[j + 4] & 15) << 4);
-            out[q4k::kMLo + 16 * j + r] = static_cast<uint8_t>((m[j] & 15) | (m[j + 4] & 15) << 4);
-            out[q4k::kHi + 16 * j + r] =
+            out[kQ4ScLo + 16 * j + r] = static_cast<uint8_t>((sc[j] & 15) | (sc[j + 4] & 15) << 4);
+            out[kQ4MLo + 16 * j + r] = static_cast<uint8_t>((m[j] & 15) | (m[j + 4] & 15) << 4);
+            out[kQ4Hi + 16 * j + r] =
                 static_cast<uint8_t>(sc[j] >> 4 | (sc[j + 4] >> 4) << 2 | (m[j] >> 4) << 4 | (m[j + 4] >> 4) << 6);
         }
         const bool q5 = type == GgmlType::q5_k;
         BlockQ5_K x5;
         if (q5) std::memcpy(&x5, block, sizeof x5);
         const uint8_t* qs = q5 ? x5.qs : reinterpret_cast<const uint8_t*>(block) + offsetof(BlockQ4_K, qs);
-        const size_t sub_bytes = q5 ? q5k::kSub : 256;
+        const size_t sub_bytes = q5 ? kQ5Sub : 256;
         // Elements 32j .. 32j + 31 are nibble j % 2 of qs[32 (j / 2) ..]; Q5_K's fifth bit of
         // element 32j + x is bit j of qh[x].
         for (int j = 0; j < 8; ++j) {
             const uint8_t* q = qs + 32 * (j / 2);
             const int shift = 4 * (j % 2);
-            uint8_t* sub = out + q4k::kQs + sub_bytes * j;
+            uint8_t* sub = out + kQ4Qs + sub_bytes * j;
             for (int i = 0; i < 4; ++i) {
                 const uint32_t lo = (load_u32(q + 4 * i) >> shift) & kNibbles;
                 const uint32_t hi = (load_u32(q + 16 + 4 * i) >> shift) & kNibbles;
@@ -89,15 +79,15 @@ void put_block(GgmlType type, const std::byte* block, int r, uint8_t* out) {
     }
     BlockQ6_K x;
     std::memcpy(&x, block, sizeof x);
-    std::memcpy(out + q6k::kD + 2 * r, &x.d, 2);
-    for (int s = 0; s < 16; ++s) out[q6k::kSc + 16 * s + r] = static_cast<uint8_t>(x.scales[s]);
+    std::memcpy(out + kQ6D + 2 * r, &x.d, 2);
+    for (int s = 0; s < 16; ++s) out[kQ6Sc + 16 * s + r] = static_cast<uint8_t>(x.scales[s]);
     // Element 128h + 32jj + y: low bits nibble jj / 2 of ql[64h + 32 (jj % 2) + y], high
     // bits bits 2jj of qh[32h + y] (quant_dot_scalar.cpp's decode_k_scalar).
     for (int j = 0; j < 8; ++j) {
         const int h = j / 4, jj = j % 4;
         const uint8_t* ql = x.ql + 64 * h + 32 * (jj % 2);
         const uint8_t* qh = x.qh + 32 * h;
-        uint8_t* sub = out + q6k::kQ + q6k::kSub * j;
+        uint8_t* sub = out + kQ6Q + kQ6Sub * j;
         for (int i = 0; i < 4; ++i) {
             const uint32_t lo = (load_u32(ql + 4 * i) >> (4 * (jj / 2))) & kNibbles;
             const uint32_t hi = (load_u32(ql + 16 + 4 * i) >> (4 * (jj / 2))) & kNibbles;
@@ -130,7 +120,7 @@ void get_high_bits(const uint8_t* units, int r, uint8_t* u) {
     for (int j = 0; j < 8; ++j) {
         for (int h = 0; h < 2; ++h) {
             for (int e = 0; e < 4; ++e) {
-                const uint8_t byte = units[q6k::kSub * j + 64 * h + 4 * r + e];
+                const uint8_t byte = units[kQ6Sub * j + 64 * h + 4 * r + e];
                 for (int k = 0; k < 4; ++k) u[32 * j + 16 * h + 4 * k + e] |= ((byte >> (2 * k)) & 3) << 4;
             }
         }
@@ -142,11 +132,11 @@ void get_block(GgmlType type, const uint8_t* in, int r, std::byte* block) {
     uint8_t u[QK_K] = {};
     if (type == GgmlType::q4_k || type == GgmlType::q5_k) {
         BlockQ5_K x{};  // Q4_K's fields at the same offsets up to qs (written at the end)
-        std::memcpy(&x.d, in + q4k::kD + 2 * r, 2);
-        std::memcpy(&x.dmin, in + q4k::kDmin + 2 * r, 2);
+        std::memcpy(&x.d, in + kQ4D + 2 * r, 2);
+        std::memcpy(&x.dmin, in + kQ4Dmin + 2 * r, 2);
         int sc[8], m[8];
         for (int j = 0; j < 4; ++j) {
-            const int lo = in[q4k::kScLo + 16 * j + r], ml = in[q4k::kMLo + 16 * j + r], hi = in[q4k::kHi + 16 * j + r];
+            const int lo = in[kQ4ScLo + 16 * j + r], ml = in[kQ4MLo + 16 * j + r], hi = in[kQ4Hi + 16 * j + r];
             sc[j] = (lo & 15) | (hi & 3) << 4;
             sc[j + 4] = (lo >> 4) | ((hi >> 2) & 3) << 4;
             m[j] = (ml & 15) | ((hi >> 4) & 3) << 4;
@@ -154,7 +144,7 @@ void get_block(GgmlType type, const uint8_t* in, int r, std::byte* block) {
         }
         pack_k4_scales(sc, m, x.scales);
         const bool q5 = type == GgmlType::q5_k;
-        get_nibbles(in + q4k::kQs, r, u, q5 ? q5k::kSub : 256);
+        get_nibbles(in + kQ4Qs, r, u, q5 ? kQ5Sub : 256);
         for (int h = 0; h < 4; ++h) {
             for (int j = 0; j < 32; ++j) x.qs[32 * h + j] = static_cast<uint8_t>(u[64 * h + j] | u[64 * h + 32 + j] << 4);
         }
@@ -164,7 +154,7 @@ void get_block(GgmlType type, const uint8_t* in, int r, std::byte* block) {
             return;
         }
         for (int j = 0; j < 8; ++j) {
-            const uint8_t* bits = in + q4k::kQs + q5k::kSub * j + 256;
+            const uint8_t* bits = in + kQ4Qs + kQ5Sub * j + 256;
             for (int g = 0; g < 8; ++g) {
                 for (int e = 0; e < 4; ++e) {
                     // Bit g: element 4g + e for g < 4, else 16 + 4(g - 4) + e (interleave.h).
@@ -177,10 +167,10 @@ void get_block(GgmlType type, const uint8_t* in, int r, std::byte* block) {
         return;
     }
     BlockQ6_K x;
-    std::memcpy(&x.d, in + q6k::kD + 2 * r, 2);
-    for (int s = 0; s < 16; ++s) x.scales[s] = static_cast<int8_t>(in[q6k::kSc + 16 * s + r]);
-    get_nibbles(in + q6k::kQ, r, u, q6k::kSub);
-    get_high_bits(in + q6k::kQ + 256, r, u);
+    std::memcpy(&x.d, in + kQ6D + 2 * r, 2);
+    for (int s = 0; s < 16; ++s) x.scales[s] = static_cast<int8_t>(in[kQ6Sc + 16 * s + r]);
+    get_nibbles(in + kQ6Q, r, u, kQ6Sub);
+    get_high_bits(in + kQ6Q + 256, r, u);
     // quant_dot_scalar.cpp's decode_k_scalar, backwards.
     std::memset(x.ql, 0, sizeof x.ql);
     std::memset(x.qh, 0, sizeof x.qh);

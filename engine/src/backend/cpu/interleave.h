@@ -98,6 +98,18 @@ private:
 };
 
 namespace detail {
+// Byte offsets within an interleaved super-block of sixteen rows (the layouts above), for the
+// reference and the kernels.
+inline constexpr size_t kQ4D = 0, kQ4Dmin = 32, kQ4ScLo = 64, kQ4MLo = 128, kQ4Hi = 192, kQ4Qs = 256;
+inline constexpr size_t kQ4Bytes = 2304;
+inline constexpr size_t kQ5Sub = 320, kQ5Bytes = 2816;  // Q4_K's header; sub-blocks of 320 bytes
+inline constexpr size_t kQ6D = 0, kQ6Sc = 32, kQ6Q = 288, kQ6Sub = 384, kQ6Bytes = 3360;
+
+// Bytes of one interleaved super-block of `type` (Q4_K, Q5_K or Q6_K).
+constexpr size_t interleaved_block_bytes(GgmlType type) {
+    return type == GgmlType::q4_k ? kQ4Bytes : type == GgmlType::q5_k ? kQ5Bytes : kQ6Bytes;
+}
+
 #if defined(__x86_64__)
 void dot_rows_interleaved_avx2(GgmlType type, int64_t n, const std::byte* w, int groups, const std::byte* act,
                                size_t act_stride, int tokens, float* dst, size_t dst_stride);

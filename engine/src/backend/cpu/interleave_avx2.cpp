@@ -30,9 +30,6 @@ namespace {
 constexpr int kMaxTokens = 4;  // tokens per pass: their sums and the group's vectors fit 16 registers
 constexpr size_t kQsAt = offsetof(BlockQ8_K, qs), kBsumsAt = offsetof(BlockQ8_K, bsums);
 
-// Offsets within an interleaved super-block (interleave.cpp).
-constexpr size_t kQ4D = 0, kQ4Dmin = 32, kQ4ScLo = 64, kQ4MLo = 128, kQ4Hi = 192, kQ4Qs = 256, kQ4Bytes = 2304;
-constexpr size_t kQ5Sub = 320, kQ5Bytes = 2816;
 
 PH_TARGET inline int32_t load_i32(const std::byte* p) {
     int32_t v;
@@ -203,7 +200,7 @@ PH_TARGET void group_tokens(GgmlType type, const std::byte* w, int64_t nb, const
 PH_TARGET void dot_rows_interleaved_avx2(GgmlType type, int64_t n, const std::byte* w, int groups, const std::byte* act,
                                          size_t act_stride, int tokens, float* dst, size_t dst_stride) {
     const int64_t nb = n / QK_K;
-    const size_t group_bytes = static_cast<size_t>(nb) * (type == GgmlType::q4_k ? kQ4Bytes : kQ5Bytes);
+    const size_t group_bytes = static_cast<size_t>(nb) * interleaved_block_bytes(type);
     for (int g = 0; g < groups; ++g) {
         const std::byte* wg = w + static_cast<size_t>(g) * group_bytes;
         for (int t0 = 0; t0 < tokens; t0 += kMaxTokens) {

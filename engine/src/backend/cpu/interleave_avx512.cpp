@@ -94,8 +94,6 @@ PH_TARGET inline void unpack_nibbles(const std::byte* units, __m512i* g) {
 // --- Q4_K and Q5_K ---------------------------------------------------------------------
 // Q5_K: Q4_K's super-block with each sub-block's 256 bytes of nibbles followed by 64 bytes
 // of fifth bits (bit k of byte 4r + e: that of vector k's element e of row r).
-constexpr size_t kQ4D = 0, kQ4Dmin = 32, kQ4ScLo = 64, kQ4MLo = 128, kQ4Hi = 192, kQ4Qs = 256, kQ4Bytes = 2304;
-constexpr size_t kQ5Sub = 320, kQ5Bytes = 2816;
 
 // The fifth bits of a Q5_K sub-block into bit 4 of g[0..7].
 PH_TARGET inline void add_fifth_bits(const std::byte* unit, __m512i* g) {
@@ -173,7 +171,6 @@ PH_TARGET void q4k_group(const std::byte* w, int64_t nb, const std::byte* act, s
 }
 
 // --- Q6_K ------------------------------------------------------------------------------
-constexpr size_t kQ6D = 0, kQ6Sc = 32, kQ6Q = 288, kQ6Sub = 384, kQ6Bytes = 3360;
 
 template <int T>
 PH_TARGET void q6k_group(const std::byte* w, int64_t nb, const std::byte* act, size_t act_stride, float* dst,
@@ -249,8 +246,7 @@ PH_TARGET void dot_rows_interleaved_avx512(GgmlType type, int64_t n, const std::
                                            const std::byte* act, size_t act_stride, int tokens, float* dst,
                                            size_t dst_stride) {
     const int64_t nb = n / QK_K;
-    const size_t group_bytes =
-        static_cast<size_t>(nb) * (type == GgmlType::q4_k ? kQ4Bytes : type == GgmlType::q5_k ? kQ5Bytes : kQ6Bytes);
+    const size_t group_bytes = static_cast<size_t>(nb) * interleaved_block_bytes(type);
     for (int g = 0; g < groups; ++g) {
         const std::byte* wg = w + static_cast<size_t>(g) * group_bytes;
         for (int t0 = 0; t0 < tokens; t0 += kMaxTokens) {
