@@ -28,9 +28,13 @@
 #include <cuda_runtime.h>
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "dequantize.cuh"
+#include "matvec_lanes.cuh"
+#include "norm.cuh"
 #include "powerhouse_kernels.h"
 
 namespace powerhouse::kernels {
@@ -56,14 +60,34 @@ __device__ __forceinline__ float f16_round(float x) {
     return f16_bits_to_f32(f32_to_f16_bits(x));
 }
 
-// Blocks of 32 (Q8_0, with Q8_1's sum): one warp per block, one value per lane.
-__global__ void quantize_q8_32_kernel(const float* __restrict__ x, int64_t x_stride, int64_t in,
-                                      uint8_t* __restrict__ act, size_t act_stride) {
-    const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-    if (block >= in / 32) return;  // the whole warp
-    const int lane = static_cast<int>(threadIdx.x % 32);
-    const int t = static_cast<int>(blockIdx.y);
-    const float v = x[t * x_stride + block * 32 + lane];
+// Where the values to quantize come from: a row of floats, or a gate computed from two
+// (and written out, as ph_swiglu / ph_geglu would, for whatever else reads it).
+struct RowSource {
+    const float* x;  // no __restrict__: the fused norm reads what its block just wrote
+    int64_t stride;
+    __device__ float operator()(int t, int64_t i) const { return x[t * stride + i]; }
+};
+
+template <int kGate>  // 0: SwiGLU, 1: GeGLU
+struct GateSource {
+    const float* a;
+    const float* b;
+    float* y;
+    int64_t width;
+    __device__ float operator()(int t, int64_t i) const {
+        const int64_t at = t * width + i;
+        const float v = kGate == 0 ? swiglu_value(a[at], b[at]) : geglu_value(a[at], b[at]);
+        y[at] = v;
+        return v;
+    }
+};
+
+// Blocks of 32 (Q8_0, with Q8_1's sum): one warp per block, one value per lane; `base` the
+// token's activation bytes.
+template <class Source>
+__device__ __forceinline__ void quantize_q8_32_warp(const Source& src, int t, int64_t block, int lane, int64_t in,
+                                                    uint8_t* base) {
+    const float v = src(t, block * 32 + lane);
     float amax = fabsf(v);
 #pragma unroll
     for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(kFull, amax, o));
@@ -71,7 +95,6 @@ __global__ void quantize_q8_32_kernel(const float* __restrict__ x, int64_t x_str
     const float d = __fdiv_rn(amax, 127.0f);
     const float id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
     const int q = __float2int_rn(__fmul_rn(v, id));
-    uint8_t* base = act + t * act_stride;
     reinterpret_cast<int8_t*>(base)[block * 32 + lane] = static_cast<int8_t>(q);
     int sum16 = q;
 #pragma unroll
@@ -85,16 +108,12 @@ __global__ void quantize_q8_32_kernel(const float* __restrict__ x, int64_t x_str
 }
 
 // Blocks of 256 (Q8_K, ggml's quantize_row_q8_K_ref): one warp per block, 8 values per lane.
-__global__ void quantize_q8_k_kernel(const float* __restrict__ x, int64_t x_stride, int64_t in,
-                                     uint8_t* __restrict__ act, size_t act_stride) {
-    const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-    if (block >= in / 256) return;
-    const int lane = static_cast<int>(threadIdx.x % 32);
-    const int t = static_cast<int>(blockIdx.y);
-    const float* xb = x + t * x_stride + block * 256 + lane * 8;
+template <class Source>
+__device__ __forceinline__ void quantize_q8_k_warp(const Source& src, int t, int64_t block, int lane, int64_t in,
+                                                   uint8_t* base) {
     float v[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = xb[e];
+    for (int e = 0; e < 8; ++e) v[e] = src(t, block * 256 + lane * 8 + e);
     // The first element of the largest magnitude, with its sign.
     float amax = 0.0f, max = 0.0f;
     int at = INT_MAX;
@@ -117,7 +136,6 @@ __global__ void quantize_q8_k_kernel(const float* __restrict__ x, int64_t x_stri
             at = other_at;
         }
     }
-    uint8_t* base = act + t * act_stride;
     int8_t* q = reinterpret_cast<int8_t*>(base) + block * 256 + lane * 8;
     int sum8 = 0;
     float d = 0.0f;
@@ -139,6 +157,41 @@ __global__ void quantize_q8_k_kernel(const float* __restrict__ x, int64_t x_stri
     if (lane < 8) {
         reinterpret_cast<float*>(base + in)[block * 8 + lane] = d;
         reinterpret_cast<float*>(base + in + in / 8)[block * 8 + lane] = 0.0f;
+    }
+}
+
+template <bool kPer256, class Source>
+__device__ __forceinline__ void quantize_warp(const Source& src, int t, int64_t block, int lane, int64_t in,
+                                              uint8_t* base) {
+    if constexpr (kPer256) {
+        quantize_q8_k_warp(src, t, block, lane, in, base);
+    } else {
+        quantize_q8_32_warp(src, t, block, lane, in, base);
+    }
+}
+
+// Grid (warp groups, tokens): one warp per activation block.
+template <bool kPer256, class Source>
+__global__ void quantize_kernel(Source src, int64_t in, uint8_t* __restrict__ act, size_t act_stride) {
+    const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+    if (block >= in / (kPer256 ? 256 : 32)) return;  // the whole warp
+    const int t = static_cast<int>(blockIdx.y);
+    quantize_warp<kPer256>(src, t, block, static_cast<int>(threadIdx.x % 32), in, act + t * act_stride);
+}
+
+// One block per row (norm_threads(in) threads, as ph_rms_norm): the row normalized into y,
+// then quantized from y by the block's warps.
+template <bool kPer256>
+__global__ void __launch_bounds__(kNormThreads)
+    rms_norm_quantize_kernel(const float* x, float* y, const float* __restrict__ weight, int64_t in, float eps,
+                             uint8_t* __restrict__ act, size_t act_stride) {
+    const int t = static_cast<int>(blockIdx.x);
+    rms_norm_row(x + t * in, y + t * in, weight, in, eps);
+    __syncthreads();  // the row's values in y, for every warp of the block
+    const RowSource src{y, in};
+    const int warps = static_cast<int>(blockDim.x / 32);
+    for (int64_t block = threadIdx.x / 32; block < in / (kPer256 ? 256 : 32); block += warps) {
+        quantize_warp<kPer256>(src, t, block, static_cast<int>(threadIdx.x % 32), in, act + t * act_stride);
     }
 }
 
@@ -511,14 +564,56 @@ struct Q6_KDot {
     }
 };
 
+// The products of one launch: up to kMaxSet matrices that read the same activations (Q, K
+// and V; gate and up), each with its own rows and output, the warps of the grid dealt out
+// to them in order.
+constexpr int kMaxSet = PH_MAX_PRODUCTS;
+
+struct SetEntry {
+    const uint8_t* w;
+    size_t row_stride;
+    int64_t rows;
+    float* y;
+    int64_t y_stride;
+    const float* residual;  // added to the product where not null (may be y)
+};
+
+struct ProductSet {
+    SetEntry p[kMaxSet];
+    int64_t first_warp[kMaxSet + 1];  // product m has warps first_warp[m] .. first_warp[m + 1] - 1
+    int count;
+};
+
+// The product that warp `warp` works on and its first row there, for rows_per_warp rows a
+// warp; false for the warps past the last.
+__device__ __forceinline__ bool locate(const ProductSet& set, int64_t warp, int rows_per_warp, SetEntry& e,
+                                       int64_t& row0) {
+#pragma unroll
+    for (int m = 0; m < kMaxSet; ++m) {
+        if (m < set.count && warp < set.first_warp[m + 1]) {
+            e = set.p[m];
+            row0 = (warp - set.first_warp[m]) * rows_per_warp;
+            return true;
+        }
+    }
+    return false;
+}
+
+// y[t][row] = sum (+ residual[t][row] where there is one: the residual add of the layer,
+// in the product's launch).
+__device__ __forceinline__ void store_row(const SetEntry& e, int t, int64_t row, float sum) {
+    const int64_t at = t * e.y_stride + row;
+    e.y[at] = e.residual != nullptr ? e.residual[at] + sum : sum;
+}
+
 template <class T, int kTokens>
 __global__ void __launch_bounds__(kRowsPerBlock * 32)
-    matmul_q8_kernel(const uint8_t* __restrict__ w, size_t row_stride, int64_t rows, int64_t in,
-                     const uint8_t* __restrict__ act, size_t act_stride, float* __restrict__ y, int64_t y_stride) {
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-    if (row >= rows) return;  // the whole warp
+    matmul_q8_kernel(ProductSet set, int64_t in, const uint8_t* __restrict__ act, size_t act_stride) {
+    SetEntry e;
+    int64_t row = 0;
+    if (!locate(set, static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32, 1, e, row)) return;
     const int lane = static_cast<int>(threadIdx.x % 32);
-    const uint8_t* weights = w + static_cast<size_t>(row) * row_stride;
+    const uint8_t* weights = e.w + static_cast<size_t>(row) * e.row_stride;
     const int64_t chunks = in / 32;
     float acc[kTokens];
 #pragma unroll
@@ -541,7 +636,54 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32)
         float s = acc[t];
 #pragma unroll
         for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(kFull, s, o);
-        if (lane == 0) y[t * y_stride + row] = s;
+        if (lane == 0) store_row(e, t, row, s);
+    }
+}
+
+// The wide products (matvec_lanes.cuh: Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q4_1): each warp takes
+// two rows (the activations it loads serve both), eight lanes a span of 256 weights, four
+// spans of each row at a step, the weight bytes read by 16-byte loads that the neighbours'
+// loads continue. The per-chunk kernel above needs eight 4-byte (Q8_0: sixteen 2-byte)
+// loads per 32 weights, spread over the row: 25 to 50% of the memory bandwidth on an H200.
+constexpr int kWideWarps = 4;
+constexpr int kWideRows = 2;  // rows per warp
+
+template <class T, int kTokens>
+__global__ void __launch_bounds__(kWideWarps * 32)
+    wide_kernel(ProductSet set, int64_t in, const uint8_t* __restrict__ act, size_t act_stride) {
+    SetEntry e;
+    int64_t row0 = 0;
+    if (!locate(set, static_cast<int64_t>(blockIdx.x) * kWideWarps + threadIdx.x / 32, kWideRows, e, row0)) return;
+    const bool second = row0 + 1 < e.rows;
+    const int lane = static_cast<int>(threadIdx.x % 32);
+    const int j = lane % 8;
+    const uint8_t* w0 = e.w + static_cast<size_t>(row0) * e.row_stride;
+    const uint8_t* w1 = second ? w0 + e.row_stride : w0;  // a lone last row reads itself twice
+    const int64_t blocks = in / 256;
+    float acc[kWideRows][kTokens];
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) acc[0][t] = acc[1][t] = 0.0f;
+#pragma unroll 2
+    for (int64_t b = lane / 8; b < blocks; b += 4) {
+        const lanes::LaneWeights l0 = T::load(w0 + b * T::kBlockBytes, j);
+        const lanes::LaneWeights l1 = T::load(w1 + b * T::kBlockBytes, j);
+#pragma unroll
+        for (int t = 0; t < kTokens; ++t) {
+            const lanes::LaneAct la = lanes::load_act<T>(act + t * act_stride, in, b, j);
+            acc[0][t] += T::dot(l0, la);
+            acc[1][t] += T::dot(l1, la);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+        float s0 = acc[0][t], s1 = acc[1][t];
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) {
+            s0 += __shfl_xor_sync(kFull, s0, o);
+            s1 += __shfl_xor_sync(kFull, s1, o);
+        }
+        if (lane == 0) store_row(e, t, row0, s0);
+        if (lane == 1 && second) store_row(e, t, row0 + 1, s1);
     }
 }
 
@@ -565,12 +707,132 @@ int with_q8_type(uint32_t type_id, Fn&& fn) {
     }
 }
 
-template <class T, int kTokens>
-int launch_q8(const uint8_t* w, size_t row_stride, int64_t rows, int64_t in, const uint8_t* act, size_t act_stride,
-              float* y, int64_t y_stride, cudaStream_t stream) {
-    const int64_t grid = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-    matmul_q8_kernel<T, kTokens><<<static_cast<unsigned>(grid), kRowsPerBlock * 32, 0, stream>>>(
-        w, row_stride, rows, in, act, act_stride, y, y_stride);
+// The wide kernel's lanes of a type, where it has them and every matrix of the set suits
+// its loads (16-byte aligned rows for Q4_K/Q5_K; the others' loads shift, the 2 bytes that
+// ph_matmul_q8_usable asks do) and `in` is whole spans of 256; else fn(nullptr): the
+// per-chunk kernel.
+template <class Fn>
+int with_wide_type(uint32_t type_id, const PhProduct* products, int count, int64_t in, Fn&& fn) {
+    bool aligned16 = true;
+    for (int m = 0; m < count; ++m) {
+        aligned16 = aligned16 && reinterpret_cast<uintptr_t>(products[m].w) % 16 == 0 &&
+                    products[m].row_stride % 16 == 0;
+    }
+    if (in % 256 != 0) return fn(nullptr);
+    switch (static_cast<TypeId>(type_id)) {
+        case TypeId::q4_k: return aligned16 ? fn(static_cast<lanes::Q4_KLanes*>(nullptr)) : fn(nullptr);
+        case TypeId::q5_k: return aligned16 ? fn(static_cast<lanes::Q5_KLanes*>(nullptr)) : fn(nullptr);
+        case TypeId::q6_k: return fn(static_cast<lanes::Q6_KLanes*>(nullptr));
+        case TypeId::q8_0: return fn(static_cast<lanes::Q8_0Lanes*>(nullptr));
+        case TypeId::q4_0: return fn(static_cast<lanes::Q4_0Lanes*>(nullptr));
+        case TypeId::q4_1: return fn(static_cast<lanes::Q4_1Lanes*>(nullptr));
+        default: return fn(nullptr);
+    }
+}
+
+// One launch over every row of the set for kTokens tokens (token t0 on): the wide kernel
+// where the type has lanes (L not nullptr_t), else the per-chunk kernel of T.
+template <class T, class L, int kTokens>
+int launch_q8(const PhProduct* products, int count, int t0, int64_t in, const uint8_t* act, size_t act_stride,
+              cudaStream_t stream) {
+    constexpr bool kWide = !std::is_same_v<L, std::nullptr_t>;
+    constexpr int kRowsPerWarp = kWide ? kWideRows : 1;
+    constexpr int kWarpsPerBlock = kWide ? kWideWarps : kRowsPerBlock;
+    ProductSet set{};
+    set.count = count;
+    set.first_warp[0] = 0;
+    for (int m = 0; m < count; ++m) {
+        const PhProduct& p = products[m];
+        const int64_t shift = static_cast<int64_t>(t0) * p.y_stride;
+        set.p[m] = SetEntry{static_cast<const uint8_t*>(p.w), p.row_stride, p.rows, p.y + shift, p.y_stride,
+                            p.residual != nullptr ? p.residual + shift : nullptr};
+        set.first_warp[m + 1] = set.first_warp[m] + (p.rows + kRowsPerWarp - 1) / kRowsPerWarp;
+    }
+    const int64_t warps = set.first_warp[count];
+    const auto grid = static_cast<unsigned>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    const uint8_t* at = act + static_cast<size_t>(t0) * act_stride;
+    if constexpr (kWide) {
+        wide_kernel<std::remove_pointer_t<L>, kTokens><<<grid, kWarpsPerBlock * 32, 0, stream>>>(set, in, at,
+                                                                                                 act_stride);
+    } else {
+        matmul_q8_kernel<T, kTokens><<<grid, kWarpsPerBlock * 32, 0, stream>>>(set, in, at, act_stride);
+    }
+    return static_cast<int>(cudaGetLastError());
+}
+
+int activation_arguments_ok(int64_t in, const void* act, size_t act_stride) {
+    return in > 0 && act != nullptr && act_stride >= ph_q8_activation_bytes(in) && act_stride % 16 == 0 &&
+           (reinterpret_cast<uintptr_t>(act) & 15u) == 0;
+}
+
+int matmul_q8_set(uint32_t ggml_type_id, const PhProduct* products, int count, int64_t in, const void* act,
+                  size_t act_stride, int n_tokens, cudaStream_t stream) {
+    if (products == nullptr || count < 1 || count > kMaxSet || n_tokens < 0 ||
+        !activation_arguments_ok(in, act, act_stride)) {
+        return cudaErrorInvalidValue;
+    }
+    int64_t total_rows = 0;
+    for (int m = 0; m < count; ++m) {
+        const PhProduct& p = products[m];
+        if (p.w == nullptr || p.y == nullptr || p.rows < 0 || p.y_stride < p.rows ||
+            !ph_matmul_q8_usable(ggml_type_id, p.w, p.row_stride)) {
+            return cudaErrorInvalidValue;
+        }
+        total_rows += p.rows;
+    }
+    if (total_rows > int64_t{INT_MAX} * kRowsPerBlock) return cudaErrorInvalidValue;
+    if (total_rows == 0 || n_tokens == 0) return cudaSuccess;
+    return with_q8_type(ggml_type_id, [&](auto dot, bool per_256) -> int {
+        using T = decltype(dot);
+        if (in % (per_256 ? 256 : 32) != 0) return cudaErrorInvalidValue;
+        return with_wide_type(ggml_type_id, products, count, in, [&](auto lanes_of) -> int {
+            using L = decltype(lanes_of);
+            const auto* a = static_cast<const uint8_t*>(act);
+            // Groups of 8 tokens, then 4, 2 and 1: each weight is read ceil(n / 8) times.
+            int t = 0;
+            while (t < n_tokens) {
+                const int left = n_tokens - t;
+                int status = 0;
+                int step = 1;
+                if (left >= 8) {
+                    status = launch_q8<T, L, 8>(products, count, t, in, a, act_stride, stream);
+                    step = 8;
+                } else if (left >= 4) {
+                    status = launch_q8<T, L, 4>(products, count, t, in, a, act_stride, stream);
+                    step = 4;
+                } else if (left >= 2) {
+                    status = launch_q8<T, L, 2>(products, count, t, in, a, act_stride, stream);
+                    step = 2;
+                } else {
+                    status = launch_q8<T, L, 1>(products, count, t, in, a, act_stride, stream);
+                }
+                if (status != 0) return status;
+                t += step;
+            }
+            return cudaSuccess;
+        });
+    });
+}
+
+// Activations of a type: per_256 (Q8_K) or blocks of 32; cudaErrorInvalidValue when `in`
+// is not a whole number of them.
+template <class Fn>
+int with_activation_blocks(uint32_t ggml_type_id, int64_t in, Fn&& fn) {
+    return with_q8_type(ggml_type_id, [&](auto, bool per_256) -> int {
+        if (in % (per_256 ? 256 : 32) != 0) return cudaErrorInvalidValue;
+        return per_256 ? fn(std::true_type{}) : fn(std::false_type{});
+    });
+}
+
+constexpr int kQuantizeWarps = 8;
+
+template <bool kPer256, class Source>
+int launch_quantize(const Source& src, int64_t in, int n_tokens, void* act, size_t act_stride, cudaStream_t stream) {
+    const int64_t warps = in / (kPer256 ? 256 : 32);
+    const dim3 grid(static_cast<unsigned>((warps + kQuantizeWarps - 1) / kQuantizeWarps),
+                    static_cast<unsigned>(n_tokens));
+    quantize_kernel<kPer256><<<grid, kQuantizeWarps * 32, 0, stream>>>(src, in, static_cast<uint8_t*>(act),
+                                                                         act_stride);
     return static_cast<int>(cudaGetLastError());
 }
 
@@ -595,64 +857,62 @@ extern "C" int ph_matmul_q8_usable(uint32_t ggml_type_id, const void* w, size_t 
 
 extern "C" int ph_quantize_activations(uint32_t ggml_type_id, const float* x, int64_t x_stride, int64_t in,
                                        int n_tokens, void* act, size_t act_stride, cudaStream_t stream) {
-    if (x == nullptr || act == nullptr || in <= 0 || n_tokens < 0 || n_tokens > 65535 || x_stride < in ||
-        act_stride < ph_q8_activation_bytes(in) || act_stride % 16 != 0 ||
-        (reinterpret_cast<uintptr_t>(act) & 15u) != 0) {
+    if (x == nullptr || n_tokens < 0 || n_tokens > 65535 || x_stride < in ||
+        !activation_arguments_ok(in, act, act_stride)) {
         return cudaErrorInvalidValue;
     }
     if (n_tokens == 0) return cudaSuccess;
-    return with_q8_type(ggml_type_id, [&](auto, bool per_256) -> int {
-        const int64_t block = per_256 ? 256 : 32;
-        if (in % block != 0) return cudaErrorInvalidValue;
-        const int64_t warps = in / block;
-        constexpr int kWarpsPerBlock = 8;
-        const dim3 grid(static_cast<unsigned>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                        static_cast<unsigned>(n_tokens));
-        auto* out = static_cast<uint8_t*>(act);
-        if (per_256) {
-            quantize_q8_k_kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(x, x_stride, in, out, act_stride);
-        } else {
-            quantize_q8_32_kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(x, x_stride, in, out, act_stride);
-        }
+    return with_activation_blocks(ggml_type_id, in, [&](auto per_256) -> int {
+        return launch_quantize<decltype(per_256)::value>(RowSource{x, x_stride}, in, n_tokens, act, act_stride, stream);
+    });
+}
+
+extern "C" int ph_rms_norm_quantize(uint32_t ggml_type_id, const float* x, float* y, const float* weight, int64_t in,
+                                    int n_tokens, float eps, void* act, size_t act_stride, cudaStream_t stream) {
+    if (x == nullptr || y == nullptr || weight == nullptr || n_tokens < 0 || n_tokens > 65535 ||
+        !activation_arguments_ok(in, act, act_stride)) {
+        return cudaErrorInvalidValue;
+    }
+    if (n_tokens == 0) return cudaSuccess;
+    return with_activation_blocks(ggml_type_id, in, [&](auto per_256) -> int {
+        rms_norm_quantize_kernel<decltype(per_256)::value><<<static_cast<unsigned>(n_tokens), norm_threads(in), 0,
+                                                             stream>>>(x, y, weight, in, eps,
+                                                                       static_cast<uint8_t*>(act), act_stride);
         return static_cast<int>(cudaGetLastError());
+    });
+}
+
+extern "C" int ph_gate_quantize(uint32_t ggml_type_id, int gate, const float* a, const float* b, float* y, int64_t in,
+                                int n_tokens, void* act, size_t act_stride, cudaStream_t stream) {
+    if (a == nullptr || b == nullptr || y == nullptr || (gate != PH_GATE_SILU && gate != PH_GATE_GELU) ||
+        n_tokens < 0 || n_tokens > 65535 || !activation_arguments_ok(in, act, act_stride)) {
+        return cudaErrorInvalidValue;
+    }
+    if (n_tokens == 0) return cudaSuccess;
+    return with_activation_blocks(ggml_type_id, in, [&](auto per_256) -> int {
+        constexpr bool kPer256 = decltype(per_256)::value;
+        return gate == PH_GATE_SILU
+                   ? launch_quantize<kPer256>(GateSource<0>{a, b, y, in}, in, n_tokens, act, act_stride, stream)
+                   : launch_quantize<kPer256>(GateSource<1>{a, b, y, in}, in, n_tokens, act, act_stride, stream);
     });
 }
 
 extern "C" int ph_matmul_q8(uint32_t ggml_type_id, const void* w, size_t row_stride, int64_t rows, int64_t in,
                             const void* act, size_t act_stride, int n_tokens, float* y, int64_t y_stride,
                             cudaStream_t stream) {
-    if (w == nullptr || act == nullptr || y == nullptr || rows < 0 || in <= 0 || n_tokens < 0 ||
-        rows > int64_t{INT_MAX} * kRowsPerBlock || y_stride < rows || act_stride < ph_q8_activation_bytes(in) ||
-        act_stride % 16 != 0 || (reinterpret_cast<uintptr_t>(act) & 15u) != 0) {
-        return cudaErrorInvalidValue;
-    }
-    if (!ph_matmul_q8_usable(ggml_type_id, w, row_stride)) return cudaErrorInvalidValue;
-    if (rows == 0 || n_tokens == 0) return cudaSuccess;
-    return with_q8_type(ggml_type_id, [&](auto dot, bool per_256) -> int {
-        using T = decltype(dot);
-        if (in % (per_256 ? 256 : 32) != 0) return cudaErrorInvalidValue;
-        const auto* weights = static_cast<const uint8_t*>(w);
-        const auto* a = static_cast<const uint8_t*>(act);
-        // Groups of 8 tokens, then 4, 2 and 1: each weight is read ceil(n / 8) times.
-        int t = 0;
-        while (t < n_tokens) {
-            const int left = n_tokens - t;
-            const uint8_t* at = a + static_cast<size_t>(t) * act_stride;
-            float* yt = y + t * y_stride;
-            int status = 0;
-            int step = 1;
-            if (left >= 8) {
-                status = launch_q8<T, 8>(weights, row_stride, rows, in, at, act_stride, yt, y_stride, stream), step = 8;
-            } else if (left >= 4) {
-                status = launch_q8<T, 4>(weights, row_stride, rows, in, at, act_stride, yt, y_stride, stream), step = 4;
-            } else if (left >= 2) {
-                status = launch_q8<T, 2>(weights, row_stride, rows, in, at, act_stride, yt, y_stride, stream), step = 2;
-            } else {
-                status = launch_q8<T, 1>(weights, row_stride, rows, in, at, act_stride, yt, y_stride, stream);
-            }
-            if (status != 0) return status;
-            t += step;
-        }
-        return cudaSuccess;
-    });
+    const PhProduct product{w, row_stride, rows, y, y_stride, nullptr};
+    return matmul_q8_set(ggml_type_id, &product, 1, in, act, act_stride, n_tokens, stream);
+}
+
+extern "C" int ph_matmul_q8_residual(uint32_t ggml_type_id, const void* w, size_t row_stride, int64_t rows, int64_t in,
+                                     const void* act, size_t act_stride, int n_tokens, float* y, int64_t y_stride,
+                                     const float* residual, cudaStream_t stream) {
+    if (residual == nullptr) return cudaErrorInvalidValue;
+    const PhProduct product{w, row_stride, rows, y, y_stride, residual};
+    return matmul_q8_set(ggml_type_id, &product, 1, in, act, act_stride, n_tokens, stream);
+}
+
+extern "C" int ph_matmul_q8_set(uint32_t ggml_type_id, const PhProduct* products, int count, int64_t in,
+                                const void* act, size_t act_stride, int n_tokens, cudaStream_t stream) {
+    return matmul_q8_set(ggml_type_id, products, count, in, act, act_stride, n_tokens, stream);
 }

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "norm.cuh"
 #include "powerhouse_kernels.h"
 #include "rows.cuh"
 #include "type_dispatch.cuh"
@@ -33,58 +34,9 @@ int last_error() {
     return static_cast<int>(cudaGetLastError());
 }
 
-// Sum over the block of one float per thread (blockDim.x a multiple of 32, at most 1024).
-__device__ float block_sum(float v) {
-    __shared__ float warp_sums[32];
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    const int warp = static_cast<int>(threadIdx.x / 32);
-    if (threadIdx.x % 32 == 0) warp_sums[warp] = v;
-    __syncthreads();
-    float total = 0.0f;
-    const int warps = static_cast<int>(blockDim.x / 32);
-    for (int i = 0; i < warps; ++i) total += warp_sums[i];
-    __syncthreads();
-    return total;
-}
-
-// One block per row. Rows of up to kNormThreads * kNormPerThread values (every model's
-// width) are read once, into registers, with all loads in flight at once: a decode step
-// normalizes one row, on one multiprocessor, so the kernel's time is its memory latency.
-// Longer rows loop and read x twice.
-constexpr int kNormThreads = 1024;
-constexpr int kNormPerThread = 8;
-
 __global__ void __launch_bounds__(kNormThreads)
     rms_norm_kernel(const float* x, float* y, const float* __restrict__ weight, int64_t n, float eps) {
-    const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
-    float* yr = y + static_cast<int64_t>(blockIdx.x) * n;
-    const auto stride = static_cast<int64_t>(blockDim.x);
-    if (n <= stride * kNormPerThread) {
-        float v[kNormPerThread];
-        float w[kNormPerThread];
-        float sum = 0.0f;
-#pragma unroll
-        for (int k = 0; k < kNormPerThread; ++k) {
-            const int64_t i = threadIdx.x + k * stride;
-            v[k] = i < n ? xr[i] : 0.0f;
-            w[k] = i < n ? weight[i] : 0.0f;
-        }
-#pragma unroll
-        for (int k = 0; k < kNormPerThread; ++k) sum = fmaf(v[k], v[k], sum);
-        const float scale = 1.0f / sqrtf(block_sum(sum) / static_cast<float>(n) + eps);
-        // y may be x: each thread writes only what it read, after every thread has read.
-#pragma unroll
-        for (int k = 0; k < kNormPerThread; ++k) {
-            const int64_t i = threadIdx.x + k * stride;
-            if (i < n) yr[i] = (v[k] * scale) * w[k];
-        }
-        return;
-    }
-    float sum = 0.0f;
-    for (int64_t i = threadIdx.x; i < n; i += stride) sum = fmaf(xr[i], xr[i], sum);
-    const float mean = block_sum(sum) / static_cast<float>(n);
-    const float scale = 1.0f / sqrtf(mean + eps);
-    for (int64_t i = threadIdx.x; i < n; i += stride) yr[i] = (xr[i] * scale) * weight[i];
+    rms_norm_row(x + static_cast<int64_t>(blockIdx.x) * n, y + static_cast<int64_t>(blockIdx.x) * n, weight, n, eps);
 }
 
 template <class Op>
@@ -101,20 +53,20 @@ int map(int64_t n, cudaStream_t stream, Op op) {
     return last_error();
 }
 
-__device__ __forceinline__ float gelu_tanh(float x) {
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x;
-    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
-}
 
-// One thread per rotated pair; grid (n_heads, n_tokens).
-__global__ void rope_kernel(float* x, int head_dim, int rope_dims, int neox, float theta_scale, float freq_scale,
+// One thread per rotated pair; grid (n_heads + n_heads2, n_tokens): the first n_heads
+// blocks of a token rotate x's heads, the others x2's (Q and K in one launch; n_heads2 0:
+// x alone).
+__global__ void rope_kernel(float* x, int n_heads, float* x2, int head_dim, int rope_dims, int neox, float theta_scale, float freq_scale,
                             const float* __restrict__ freq_factors, float ext_factor, float attn_factor,
                             float corr_low, float corr_high, PhRows rows) {
     const int pair = static_cast<int>(threadIdx.x);
     if (pair >= rope_dims / 2) return;
     const int t = static_cast<int>(blockIdx.y);
-    float* head = x + (static_cast<int64_t>(t) * gridDim.x + blockIdx.x) * head_dim;
+    const int b = static_cast<int>(blockIdx.x);
+    const int n_heads2 = static_cast<int>(gridDim.x) - n_heads;
+    float* head = b < n_heads ? x + (static_cast<int64_t>(t) * n_heads + b) * head_dim
+                              : x2 + (static_cast<int64_t>(t) * n_heads2 + (b - n_heads)) * head_dim;
     // The angle as ggml builds it: the position times theta_scale once per earlier pair, in
     // f32, in that order (the CPU backend's loop).
     float theta = static_cast<float>(row_position(rows, t));
@@ -254,9 +206,7 @@ extern "C" int ph_rms_norm(const float* x, float* y, const float* weight, int64_
     }
     if (rows == 0) return cudaSuccess;
     // Four values a thread where the row allows (a 4096-wide row: 1024 threads), whole warps.
-    const int64_t wanted = (n + 3) / 4;
-    const int threads = static_cast<int>(std::min<int64_t>(kNormThreads, std::max<int64_t>(32, (wanted + 31) / 32 * 32)));
-    rms_norm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, y, weight, n, eps);
+    rms_norm_kernel<<<static_cast<unsigned>(rows), norm_threads(n), 0, stream>>>(x, y, weight, n, eps);
     return last_error();
 }
 
@@ -277,12 +227,12 @@ extern "C" int ph_add_bias(float* y, const float* bias, int64_t width, int64_t r
 
 extern "C" int ph_swiglu(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
     if (a == nullptr || b == nullptr || y == nullptr) return cudaErrorInvalidValue;
-    return map(n, stream, [=] __device__(int64_t i) { y[i] = a[i] / (1.0f + expf(-a[i])) * b[i]; });
+    return map(n, stream, [=] __device__(int64_t i) { y[i] = swiglu_value(a[i], b[i]); });
 }
 
 extern "C" int ph_geglu(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
     if (a == nullptr || b == nullptr || y == nullptr) return cudaErrorInvalidValue;
-    return map(n, stream, [=] __device__(int64_t i) { y[i] = gelu_tanh(a[i]) * b[i]; });
+    return map(n, stream, [=] __device__(int64_t i) { y[i] = geglu_value(a[i], b[i]); });
 }
 
 extern "C" int ph_accumulate(float* dst, const float* src, int64_t n, cudaStream_t stream) {
@@ -307,16 +257,25 @@ extern "C" int ph_rope_yarn(float* x, int64_t n_heads, int n_tokens, int head_di
 extern "C" int ph_rope_rows(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox,
                             float base, float freq_scale, const float* freq_factors, float ext_factor,
                             float attn_factor, float corr_low, float corr_high, PhRows rows, cudaStream_t stream) {
-    if (x == nullptr || !rows_valid(rows) || n_heads < 0 || n_heads > 65535 || n_tokens < 0 || n_tokens > 65535 ||
-        rope_dims <= 0 || rope_dims % 2 != 0 || rope_dims > head_dim || rope_dims > 2048) {
+    return ph_rope_rows_pair(x, n_heads, nullptr, 0, n_tokens, head_dim, rope_dims, neox, base, freq_scale,
+                             freq_factors, ext_factor, attn_factor, corr_low, corr_high, rows, stream);
+}
+
+extern "C" int ph_rope_rows_pair(float* x, int64_t n_heads, float* x2, int64_t n_heads2, int n_tokens, int head_dim,
+                                 int rope_dims, int neox, float base, float freq_scale, const float* freq_factors,
+                                 float ext_factor, float attn_factor, float corr_low, float corr_high, PhRows rows,
+                                 cudaStream_t stream) {
+    if (x == nullptr || (n_heads2 != 0 && x2 == nullptr) || !rows_valid(rows) || n_heads < 0 || n_heads2 < 0 ||
+        n_heads + n_heads2 > 65535 || n_tokens < 0 || n_tokens > 65535 || rope_dims <= 0 || rope_dims % 2 != 0 ||
+        rope_dims > head_dim || rope_dims > 2048) {
         return cudaErrorInvalidValue;
     }
-    if (n_heads == 0 || n_tokens == 0) return cudaSuccess;
+    if (n_heads + n_heads2 == 0 || n_tokens == 0) return cudaSuccess;
     const float theta_scale = powf(base, -2.0f / static_cast<float>(rope_dims));
     const int threads = ((rope_dims / 2 + 31) / 32) * 32;
-    rope_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(n_tokens)), threads, 0, stream>>>(
-        x, head_dim, rope_dims, neox, theta_scale, freq_scale, freq_factors, ext_factor, attn_factor, corr_low,
-        corr_high, rows);
+    rope_kernel<<<dim3(static_cast<unsigned>(n_heads + n_heads2), static_cast<unsigned>(n_tokens)), threads, 0,
+                  stream>>>(x, static_cast<int>(n_heads), x2, head_dim, rope_dims, neox, theta_scale, freq_scale,
+                            freq_factors, ext_factor, attn_factor, corr_low, corr_high, rows);
     return last_error();
 }
 

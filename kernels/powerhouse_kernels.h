@@ -72,6 +72,38 @@ int ph_quantize_activations(uint32_t ggml_type_id, const float* x, int64_t x_str
 int ph_matmul_q8(uint32_t ggml_type_id, const void* w, size_t row_stride, int64_t rows, int64_t in, const void* act,
                  size_t act_stride, int n_tokens, float* y, int64_t y_stride, cudaStream_t stream);
 
+// The decode step's launches, fewer: each of these does in one launch what two do above.
+// The results are the unfused launches' bits (same functions, same order of operations).
+//  - ph_matmul_q8_residual: y = residual + W x (the residual add after a layer's output
+//    products); residual has y's layout and may be y.
+//  - ph_rms_norm_quantize: ph_rms_norm of n_tokens rows of `in` into y, then
+//    ph_quantize_activations of y for the weight type.
+//  - ph_gate_quantize: y = silu(a) * b (PH_GATE_SILU) or gelu(a) * b (PH_GATE_GELU) for
+//    n_tokens rows of `in`, then ph_quantize_activations of y.
+//  - ph_matmul_q8_set: up to PH_MAX_PRODUCTS products of one type that read the same
+//    activations (Q, K and V; gate and up), each with its own matrix, rows and output (and
+//    residual, or null), in one launch: each product's result is ph_matmul_q8's (or
+//    ph_matmul_q8_residual's) bits.
+enum { PH_GATE_SILU = 0, PH_GATE_GELU = 1 };
+enum { PH_MAX_PRODUCTS = 3 };
+typedef struct PhProduct {
+    const void* w;
+    size_t row_stride;
+    int64_t rows;
+    float* y;
+    int64_t y_stride;
+    const float* residual;
+} PhProduct;
+int ph_matmul_q8_set(uint32_t ggml_type_id, const PhProduct* products, int count, int64_t in, const void* act,
+                     size_t act_stride, int n_tokens, cudaStream_t stream);
+int ph_matmul_q8_residual(uint32_t ggml_type_id, const void* w, size_t row_stride, int64_t rows, int64_t in,
+                          const void* act, size_t act_stride, int n_tokens, float* y, int64_t y_stride,
+                          const float* residual, cudaStream_t stream);
+int ph_rms_norm_quantize(uint32_t ggml_type_id, const float* x, float* y, const float* weight, int64_t in,
+                         int n_tokens, float eps, void* act, size_t act_stride, cudaStream_t stream);
+int ph_gate_quantize(uint32_t ggml_type_id, int gate, const float* a, const float* b, float* y, int64_t in,
+                     int n_tokens, void* act, size_t act_stride, cudaStream_t stream);
+
 // f32 -> IEEE binary16 bits, round to nearest even (the GEMM operand of activations).
 int ph_f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
 
@@ -128,6 +160,12 @@ int ph_rope_yarn(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope
 int ph_rope_rows(float* x, int64_t n_heads, int n_tokens, int head_dim, int rope_dims, int neox, float base,
                  float freq_scale, const float* freq_factors, float ext_factor, float attn_factor, float corr_low,
                  float corr_high, PhRows rows, cudaStream_t stream);
+// ph_rope_rows of x ([n_tokens][n_heads][head_dim]) and x2 ([n_tokens][n_heads2][head_dim])
+// in one launch (Q and K): each the bits of its own ph_rope_rows.
+int ph_rope_rows_pair(float* x, int64_t n_heads, float* x2, int64_t n_heads2, int n_tokens, int head_dim,
+                      int rope_dims, int neox, float base, float freq_scale, const float* freq_factors,
+                      float ext_factor, float attn_factor, float corr_low, float corr_high, PhRows rows,
+                      cudaStream_t stream);
 
 // Embedding lookup: y[t] = row ids[t] of `table` (rows of `width` elements of the type,
 // row_bytes apart), decoded to f32. ids are device int32.

@@ -8,6 +8,9 @@
 // section 5). Never asserted; a plain main() because the GPU machine has no Google
 // Benchmark. Without a GPU it prints the reason and exits 0.
 //
+// Rows "q8c": the 8-bit path with the matrix 4 bytes off 16-byte alignment, which Q4_K and
+// Q5_K take with the per-chunk kernel (matmul_q8_kernel) instead of the wide one.
+//
 // Options: --iterations=N (calls timed per matrix, default 200), --peak-gbps=X (default:
 // from the memory clock and bus width).
 //
@@ -30,8 +33,14 @@
 namespace powerhouse {
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::q4_k, GgmlType::q8_0, GgmlType::f16,
-                           GgmlType::q6_k, GgmlType::q4_0, GgmlType::mxfp4};
+const GgmlType kTypes[] = {GgmlType::q4_k, GgmlType::q8_0, GgmlType::f16,  GgmlType::q6_k,
+                           GgmlType::q5_k, GgmlType::q4_0, GgmlType::mxfp4};
+
+// How a call multiplies: f32 activations (ph_matmul), 8-bit (ph_matmul_q8), or 8-bit with
+// the matrix 4 bytes past 16-byte alignment, which sends Q4_K and Q5_K to the per-chunk
+// kernel instead of the wide one: both kernels in one run, on the same GPU.
+enum class Path { f32, q8, q8_chunk };
+constexpr size_t kChunkShift = 4;
 
 struct Shape {
     const char* name;
@@ -59,7 +68,7 @@ Result<Workload> make_workload(GgmlType type, const Shape& shape) {
     w.row_stride = row_bytes(type_traits(type), static_cast<uint64_t>(shape.in));
     w.matrix_bytes = w.row_stride * static_cast<size_t>(shape.rows);
     w.copies = static_cast<int>((kWorkingSet + w.matrix_bytes - 1) / w.matrix_bytes);
-    auto weights = cuda::DeviceBuffer::allocate(w.matrix_bytes * static_cast<size_t>(w.copies));
+    auto weights = cuda::DeviceBuffer::allocate(w.matrix_bytes * static_cast<size_t>(w.copies) + 16);
     if (!weights) return std::move(weights).error();
     auto x = cuda::DeviceBuffer::allocate(static_cast<size_t>(shape.in) * sizeof(float));
     if (!x) return std::move(x).error();
@@ -85,10 +94,11 @@ Result<Workload> make_workload(GgmlType type, const Shape& shape) {
     return Result<Workload>(std::move(w));
 }
 
-Result<void> launch(GgmlType type, const Shape& shape, Workload& w, int call, bool q8) {
-    const auto* matrix =
-        static_cast<const uint8_t*>(w.weights.data()) + static_cast<size_t>(call % w.copies) * w.matrix_bytes;
-    if (q8) {
+Result<void> launch(GgmlType type, const Shape& shape, Workload& w, int call, Path path) {
+    const auto* matrix = static_cast<const uint8_t*>(w.weights.data()) +
+                         static_cast<size_t>(call % w.copies) * w.matrix_bytes +
+                         (path == Path::q8_chunk ? kChunkShift : 0);
+    if (path != Path::f32) {
         const int status = ph_matmul_q8(static_cast<uint32_t>(type), matrix, w.row_stride, shape.rows, shape.in,
                                         w.act.data(), w.act.size(), 1, static_cast<float*>(w.y.data()), shape.rows,
                                         nullptr);
@@ -103,13 +113,13 @@ Result<void> launch(GgmlType type, const Shape& shape, Workload& w, int call, bo
 }
 
 // Microseconds of GPU time per call, over `iterations` back-to-back calls after a warm-up.
-Result<double> time_us(GgmlType type, const Shape& shape, Workload& w, int iterations, bool q8) {
-    for (int i = 0; i < kWarmup; ++i) PH_TRY(launch(type, shape, w, i, q8));
+Result<double> time_us(GgmlType type, const Shape& shape, Workload& w, int iterations, Path path) {
+    for (int i = 0; i < kWarmup; ++i) PH_TRY(launch(type, shape, w, i, path));
     PH_TRY(cuda::cuda_synchronize());
     auto timer = cuda::CudaEventTimer::create();
     if (!timer) return std::move(timer).error();
     PH_TRY(timer->start());
-    for (int i = 0; i < iterations; ++i) PH_TRY(launch(type, shape, w, i, q8));
+    for (int i = 0; i < iterations; ++i) PH_TRY(launch(type, shape, w, i, path));
     auto ms = timer->stop_ms();
     if (!ms) return std::move(ms).error();
     PH_TRY(cuda::cuda_synchronize());  // a kernel's own error, after the events
@@ -166,11 +176,14 @@ int run(int argc, char** argv) {
                 ++failures;
                 continue;
             }
-            for (const bool q8 : {false, true}) {
-                if (q8 && ph_matmul_q8_usable(static_cast<uint32_t>(type), w->weights.data(), w->row_stride) == 0) {
+            const bool wide16 = type == GgmlType::q4_k || type == GgmlType::q5_k;
+            for (const Path path : {Path::f32, Path::q8, Path::q8_chunk}) {
+                if (path != Path::f32 &&
+                    ph_matmul_q8_usable(static_cast<uint32_t>(type), w->weights.data(), w->row_stride) == 0) {
                     continue;
                 }
-                auto us = time_us(type, shape, *w, static_cast<int>(iterations), q8);
+                if (path == Path::q8_chunk && !wide16) continue;
+                auto us = time_us(type, shape, *w, static_cast<int>(iterations), path);
                 if (!us) {
                     std::printf("FAIL %s %s: %s\n", type_name.c_str(), shape.name, us.error().message.c_str());
                     ++failures;
@@ -178,7 +191,8 @@ int run(int argc, char** argv) {
                 }
                 const double gbps = static_cast<double>(w->matrix_bytes) / (*us * 1e-6) / 1e9;
                 const std::string dims = std::to_string(shape.rows) + " x " + std::to_string(shape.in);
-                std::printf("%-6s %-4s %-12s %13s %9.1f %9.1f %9.1f %6.1f%%\n", type_name.c_str(), q8 ? "q8" : "f32",
+                const char* act = path == Path::f32 ? "f32" : (path == Path::q8 ? "q8" : "q8c");
+                std::printf("%-6s %-4s %-12s %13s %9.1f %9.1f %9.1f %6.1f%%\n", type_name.c_str(), act,
                             shape.name, dims.c_str(), static_cast<double>(w->matrix_bytes) / (1 << 20), *us, gbps,
                             peak > 0 ? 100.0 * gbps / peak : 0.0);
             }

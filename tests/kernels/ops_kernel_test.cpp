@@ -502,6 +502,36 @@ TEST_F(RopeKernel, YarnMatchesCpuRope) {
     }
 }
 
+// Q and K in one launch: each buffer the bits of its own launch (a 4-head Q, a 2-head K, as
+// grouped attention has them).
+TEST_F(RopeKernel, PairInOneLaunchEqualsTwoLaunches) {
+    std::mt19937 rng(13);
+    const int head_dim = 64, n_tokens = 3;
+    const std::vector<float> q = uniform(static_cast<size_t>(n_tokens * 4 * head_dim), -1.0f, 1.0f, rng);
+    const std::vector<float> k = uniform(static_cast<size_t>(n_tokens * 2 * head_dim), -1.0f, 1.0f, rng);
+    DeviceArray<int32_t> pos_dev(std::vector<int32_t>{41});
+    const PhRows rows{pos_dev.get(), 0, nullptr, nullptr, 0, 1};
+    DeviceArray<float> q_two(q), k_two(k), q_one(q), k_one(k);
+    for (float* x : {q_two.get(), k_two.get()}) {
+        const int64_t heads = x == q_two.get() ? 4 : 2;
+        ASSERT_TRUE(ran(ph_rope_rows(x, heads, n_tokens, head_dim, head_dim, 1, 10000.0f, 0.5f, nullptr, 1.0f, 0.9f,
+                                     3.0f, 20.0f, rows, nullptr)));
+    }
+    ASSERT_TRUE(ran(ph_rope_rows_pair(q_one.get(), 4, k_one.get(), 2, n_tokens, head_dim, head_dim, 1, 10000.0f, 0.5f,
+                                      nullptr, 1.0f, 0.9f, 3.0f, 20.0f, rows, nullptr)));
+    const auto bits = [](const std::vector<float>& v) {
+        std::vector<uint32_t> out(v.size());
+        std::memcpy(out.data(), v.data(), v.size() * 4);
+        return out;
+    };
+    EXPECT_EQ(bits(q_one.download()), bits(q_two.download()));
+    EXPECT_EQ(bits(k_one.download()), bits(k_two.download()));
+    // A second buffer needs its pointer.
+    EXPECT_NE(ph_rope_rows_pair(q_one.get(), 4, nullptr, 2, n_tokens, head_dim, head_dim, 1, 10000.0f, 0.5f, nullptr,
+                                1.0f, 0.9f, 3.0f, 20.0f, rows, nullptr),
+              0);
+}
+
 // --- ph_get_rows ------------------------------------------------------------------------------
 
 class GetRowsKernel : public GpuTest, public ::testing::WithParamInterface<GgmlType> {};
