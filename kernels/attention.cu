@@ -8,7 +8,9 @@
 // window) costs one early exit, which is what lets one CUDA graph replay the step at any
 // position: the grid depends on n_ctx, never on the position.
 //
-// Inside a block, 4 warps take the chunk's positions in turn; lane l holds elements
+// Inside a block, 4 warps take the chunk's positions four at a time in turn (the four
+// positions' K and V rows all loaded before the first is used: four in flight per warp,
+// where one at a time left each warp waiting on one row's latency); lane l holds elements
 // l, l + 32, ... of the head (at most 8), so a warp reads each cached K or V row with
 // coalesced loads and reduces q.k with shuffles. A head size that is not a multiple of 32
 // (16, 80, 112) leaves the top lanes of the last group idle: they hold zeros and read
@@ -35,6 +37,7 @@ namespace powerhouse::kernels {
 namespace {
 
 constexpr int kWarps = 4;
+constexpr int kKeys = 4;        // positions a warp loads at once
 constexpr int kMaxPerLane = 8;  // head_dim <= 256
 
 // Element i * 32 + lane of a cached row of head_dim elements; 0 past its end.
@@ -95,26 +98,44 @@ __global__ void __launch_bounds__(kWarps * 32)
     float acc[kPerLane];
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) acc[i] = 0.0f;
-    for (int j = j0 + warp; j < j1; j += kWarps) {
-        const auto row = static_cast<size_t>(cache_row(rows, t, j));
-        const uint8_t* k_row = k_cache + row * row_bytes + head_offset;
-        float dot = 0.0f;
+    // Each warp takes kKeys consecutive positions at a time and loads all their K and V
+    // elements before it uses any, so that kKeys rows per warp are in flight instead of one;
+    // the softmax then takes the positions in order, as one at a time would.
+    for (int j = j0 + warp * kKeys; j < j1; j += kWarps * kKeys) {
+        const int count = min(kKeys, j1 - j);
+        float dot[kKeys];
+        float v[kKeys][kPerLane];
 #pragma unroll
-        for (int i = 0; i < kPerLane; ++i) dot = fmaf(qv[i], load_kv<kKvType>(k_row, i, lane, head_dim), dot);
-        for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-        const float s = dot * scale;
-        const float m_new = fmaxf(m, s);
-        // 0 on the first position (m = -inf); a score of -inf (only from infinite activations)
-        // must not make exp(-inf - -inf) a NaN that the combine would then spread.
-        const float correction = m == -INFINITY ? 0.0f : expf(m - m_new);
-        const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
-        l = l * correction + p;
-        const uint8_t* v_row = v_cache + row * row_bytes + head_offset;
+        for (int u = 0; u < kKeys; ++u) {
+            // Positions past the chunk's end repeat its first (loaded, never used).
+            const auto row = static_cast<size_t>(cache_row(rows, t, u < count ? j + u : j));
+            const uint8_t* k_row = k_cache + row * row_bytes + head_offset;
+            const uint8_t* v_row = v_cache + row * row_bytes + head_offset;
+            dot[u] = 0.0f;
 #pragma unroll
-        for (int i = 0; i < kPerLane; ++i) {
-            acc[i] = fmaf(p, load_kv<kKvType>(v_row, i, lane, head_dim), acc[i] * correction);
+            for (int i = 0; i < kPerLane; ++i) {
+                dot[u] = fmaf(qv[i], load_kv<kKvType>(k_row, i, lane, head_dim), dot[u]);
+                v[u][i] = load_kv<kKvType>(v_row, i, lane, head_dim);
+            }
         }
-        m = m_new;
+        for (int offset = 16; offset > 0; offset /= 2) {
+#pragma unroll
+            for (int u = 0; u < kKeys; ++u) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], offset);
+        }
+#pragma unroll
+        for (int u = 0; u < kKeys; ++u) {
+            if (u >= count) break;
+            const float s = dot[u] * scale;
+            const float m_new = fmaxf(m, s);
+            // 0 on the first position (m = -inf); a score of -inf (only from infinite
+            // activations) must not make exp(-inf - -inf) a NaN that the combine would spread.
+            const float correction = m == -INFINITY ? 0.0f : expf(m - m_new);
+            const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
+            l = l * correction + p;
+#pragma unroll
+            for (int i = 0; i < kPerLane; ++i) acc[i] = fmaf(p, v[u][i], acc[i] * correction);
+            m = m_new;
+        }
     }
 
     // Combine the warps: rescale each to the block's maximum.
