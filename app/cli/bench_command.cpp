@@ -65,6 +65,7 @@ struct BenchOptions {
     uint32_t seed = 42;
     DeviceChoice devices;
     bool json = false;
+    bool unfused = false;
     std::vector<uint32_t> parallel;  // --parallel: sequences at once (bench_parallel.h)
     PowerSweepChoice sweep;          // --power-sweep (bench_power.h)
     CostChoice costs;                // --price-per-kwh ... (bench_costs.h)
@@ -201,6 +202,7 @@ int run_bench(const BenchOptions& options) {
     model_options.n_threads = options.threads;
     model_options.n_batch = options.n_batch;
     if (Result<void> r = apply_device_choice(options.devices, model_options); !r) return report_error(r.error());
+    model_options.cuda_fused_ops = !options.unfused;
     if (!options.parallel.empty()) {
         // Every sequence's positions (one more arrives under load), and a block each of slack.
         const uint32_t most = *std::max_element(options.parallel.begin(), options.parallel.end()) + 1;
@@ -421,7 +423,8 @@ int run_bench(const BenchOptions& options) {
                                     {"graphs_note", usage[i].graphs_note},
                                     {"cublas", usage[i].cublas},
                                     {"cublas_gemms", usage[i].cublas_gemms},
-                                    {"cublas_note", usage[i].cublas_note}});
+                                    {"cublas_note", usage[i].cublas_note},
+                                    {"fused_launches", usage[i].fused_launches}});
             }
         }
         return list;
@@ -444,6 +447,7 @@ int run_bench(const BenchOptions& options) {
             {"kv_type", options.devices.kv_type},
             {"devices", options.devices.devices},
             {"split", split_mode_name(model->summary().split)},
+            {"fused_ops", !options.unfused},
             {"kv_cache_bytes", model->kv_cache_bytes()},
             {"n_ctx", model->n_ctx()},
             {"repetitions", options.repetitions},
@@ -517,7 +521,8 @@ int run_bench(const BenchOptions& options) {
         if (!is_gpu(u)) continue;
         const std::string graphs = fast_path(u.cuda_graphs, u.graph_replays, "replays", u.graphs_note);
         const std::string cublas = fast_path(u.cublas, u.cublas_gemms, "GEMMs", u.cublas_note);
-        std::printf("%s: CUDA graphs %s; cuBLAS %s\n", u.name.c_str(), graphs.c_str(), cublas.c_str());
+        std::printf("%s: CUDA graphs %s; cuBLAS %s; fused launches %llu\n", u.name.c_str(), graphs.c_str(),
+                    cublas.c_str(), static_cast<unsigned long long>(u.fused_launches));
     }
     if (options.costs.wanted()) {
         nlohmann::ordered_json unused;
@@ -563,6 +568,9 @@ Command add_bench_command(CLI::App& app) {
         ->check(CLI::Range(1u, 256u));
     add_power_sweep_options(*sub, options->sweep);
     add_cost_options(*sub, options->costs);
+    sub->add_flag("--unfused", options->unfused,
+                  "GPUs: every op its own launch (no norm or gate fused with the quantizing for the next product, "
+                  "no product with the residual add), to measure what fusing saves");
     sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
     return {sub, [options] { return run_bench(*options); }};
 }

@@ -45,6 +45,10 @@ struct DeviceUsage {
     bool cublas = false;
     uint64_t cublas_gemms = 0;
     std::string cublas_note;
+    // GPUs: launches saved by fusing ops (a norm or gate with the next product's quantizing,
+    // a product with the residual add, products of one input in one launch); 0 with
+    // ModelOptions::cuda_fused_ops off.
+    uint64_t fused_launches = 0;
 };
 
 // A device that failed while the model ran (Model::fault(), ARCHITECTURE.md section 7).

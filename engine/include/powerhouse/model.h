@@ -59,6 +59,10 @@ struct ModelOptions {
     std::string devices;
     // CUDA: capture the decode step of an unsplit or layer-split stage as a CUDA graph.
     bool cuda_graphs = true;
+    // CUDA: a norm or gate and the quantizing of its result for the next product, and a
+    // product and the residual add after it, in one launch each (the same bits). false:
+    // every op its own launches (bench --unfused, to measure what fusing saves).
+    bool cuda_fused_ops = true;
     SplitMode split = SplitMode::automatic;
     std::vector<double> ratios;       // one per device; empty: by free memory
     uint32_t main_device = 0;

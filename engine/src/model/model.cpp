@@ -173,6 +173,7 @@ Result<std::unique_ptr<Backend>> build_cuda_backend(const Model::Impl& impl, con
         o.kv_rows = shape.kv_blocks * shape.kv_block_size;
         o.kv_block_size = shape.kv_block_size;
         o.use_graphs = options.cuda_graphs;
+        o.fuse_ops = options.cuda_fused_ops;
         uint64_t mine = 0;
         o.upload_progress = [&](uint64_t done, uint64_t) {
             mine = done;

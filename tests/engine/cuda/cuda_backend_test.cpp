@@ -590,6 +590,36 @@ TEST_F(CudaModel, TheDecodeGraphEqualsPlainLaunchesBitForBit) {
     for (size_t i = 0; i < c.size(); ++i) EXPECT_EQ(c[i], a[i + 5]) << "position " << i + 5;
 }
 
+// The fused launches (backend/cuda/fusion.h) against one op a launch: the same logits bit
+// for bit, on Llama and Qwen 2 (Q4_K: the wide products, Q/K/V and gate/up sets, residual
+// adds; Qwen 2's biases after the products) and Gemma 3 and Llama 3 (Q8_0 of width 64: the
+// per-chunk products; GeGLU; post norms that keep the adds apart), and it did fuse.
+TEST_F(CudaModel, FusedLaunchesEqualOneOpALaunchBitForBit) {
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    for (const char* file : {"llama-q4_k.gguf", "qwen2-q4_k.gguf", "gemma3-q8_0.gguf", "llama3-rope-q8_0.gguf"}) {
+        SCOPED_TRACE(file);
+        std::vector<std::vector<float>> logits[2];
+        uint64_t saved[2] = {0, 0};
+        for (const bool fused : {true, false}) {
+            ModelOptions o;
+            o.n_ctx = 64;
+            o.n_threads = 2;
+            o.devices = "cuda:0";
+            o.reserve_bytes = 0;
+            o.cuda_fused_ops = fused;
+            Result<Model> model = Model::load(arch_dir() / file, o);
+            ASSERT_TRUE(model.ok()) << model.error().message;
+            logits[fused ? 0 : 1] = run_each(*model, tokens);
+            saved[fused ? 0 : 1] = model->device_usage().at(0).fused_launches;
+        }
+        ASSERT_EQ(logits[0].size(), tokens.size());
+        ASSERT_EQ(logits[1].size(), tokens.size());
+        for (size_t i = 0; i < tokens.size(); ++i) EXPECT_EQ(logits[0][i], logits[1][i]) << "position " << i;
+        EXPECT_GT(saved[0], 0u);
+        EXPECT_EQ(saved[1], 0u);
+    }
+}
+
 TEST_F(CudaModel, LayerAndTensorSplitOverTwoShardsOfOneGpuEqualOneGpu) {
     const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
     for (const SplitCase& c : kSplitCases) {

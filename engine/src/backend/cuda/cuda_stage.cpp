@@ -242,6 +242,7 @@ Result<void> CudaStage::init(const GgufModel& model) {
     layers_.resize(layers.size());
     for (size_t l = 0; l < layers.size(); ++l) PH_TRY(place_all(layers[l], layers_[l]));
     PH_TRY(place_all(head, head_));
+    if (options_.fuse_ops) plan_layer_fusions();
     if (rope_freqs != nullptr) {
         Result<DeviceBuffer> f = DeviceBuffer::allocate(rope_freqs->n_bytes);
         if (!f) return f.error();
@@ -374,7 +375,7 @@ Result<void> CudaStage::embed(std::span<const TokenId> tokens) {
 Result<void> CudaStage::enqueue_layers(int n) {
     activations_changed();  // embed, a partner or write_buffer filled x since
     for (uint32_t l = layout_.first_layer; l < layout_.last_layer; ++l) {
-        for (const DeviceOp& op : layers_[l - layout_.first_layer]) PH_TRY(enqueue_op(op, l, n));
+        PH_TRY(enqueue_ops(layers_[l - layout_.first_layer], l, n));
     }
     return {};
 }
@@ -397,7 +398,11 @@ Result<void> CudaStage::run_decode_graph(int n) {
         if (const int began = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal); began != 0) {
             return graphs_failed(began, "starting the capture of the decode step", n);
         }
+        // A capture runs nothing: its fused launches count at each replay.
+        const uint64_t fused_before = fused_launches_;
         Result<void> enqueued = enqueue_layers(n);
+        const uint64_t fused_in_graph = fused_launches_ - fused_before;
+        fused_launches_ = fused_before;
         cudaGraph_t graph = nullptr;
         const int ended = cudaStreamEndCapture(stream_, &graph);
         if (!enqueued || ended != 0) {
@@ -415,9 +420,11 @@ Result<void> CudaStage::run_decode_graph(int n) {
         cudaGraphDestroy(graph);
         if (made != 0) return graphs_failed(made, "instantiating the decode graph", n);
         found = graphs_by_n_.emplace(n, exec).first;
+        graph_fused_launches_[n] = fused_in_graph;
     }
     PH_TRY(check(cudaGraphLaunch(found->second, stream_), "replaying the decode step"));
     ++graph_replays_;
+    fused_launches_ += graph_fused_launches_[n];
     return {};
 }
 
@@ -608,20 +615,34 @@ Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
     return shard_.comm->all_reduce_sum(shard_.rank, dst, static_cast<size_t>(op.rows) * static_cast<size_t>(n));
 }
 
+bool CudaStage::quantized_path(GgmlType type, const void* w, uint64_t row_bytes, int n) const {
+    if (have_cublas_ && n >= kCublasMinTokens) return false;
+    return n <= act_rows_ && ph_matmul_q8_usable(static_cast<uint32_t>(type), w, row_bytes) != 0;
+}
+
+void CudaStage::activations_hold(const float* x, GgmlType type, int n, int64_t in) {
+    act_src_ = x;
+    act_per_256_ = cpu::activation_type(type) == GgmlType::q8_k;
+    act_n_ = n;
+    act_in_ = in;
+}
+
+Result<void> CudaStage::quantize_input(GgmlType type, const float* x, int n, int64_t in, std::string_view what) {
+    const bool per_256 = cpu::activation_type(type) == GgmlType::q8_k;
+    if (act_src_ == x && act_per_256_ == per_256 && act_n_ == n && act_in_ == in) return {};
+    const int status = ph_quantize_activations(static_cast<uint32_t>(type), x, in, in, n, act_.data(), act_stride_,
+                                               stream_);
+    if (status != 0) return check(status, fmt::format("quantizing the activations for '{}'", what));
+    activations_hold(x, type, n, in);
+    return {};
+}
+
 Result<void> CudaStage::product(GgmlType type, const void* w, uint64_t row_bytes, int64_t rows, int64_t in,
                                 const float* x, int n, float* y, std::string_view what) {
     const auto id = static_cast<uint32_t>(type);
     int status = 0;
     if (n <= act_rows_ && ph_matmul_q8_usable(id, w, row_bytes) != 0) {
-        const bool per_256 = cpu::activation_type(type) == GgmlType::q8_k;
-        if (act_src_ != x || act_per_256_ != per_256 || act_n_ != n || act_in_ != in) {
-            status = ph_quantize_activations(id, x, in, in, n, act_.data(), act_stride_, stream_);
-            if (status != 0) return check(status, fmt::format("quantizing the activations for '{}'", what));
-            act_src_ = x;
-            act_per_256_ = per_256;
-            act_n_ = n;
-            act_in_ = in;
-        }
+        PH_TRY(quantize_input(type, x, n, in, what));
         status = ph_matmul_q8(id, w, row_bytes, rows, in, act_.data(), act_stride_, n, y, rows, stream_);
     } else {
         status = ph_matmul(id, w, row_bytes, rows, in, x, in, y, rows, n, stream_);
@@ -631,11 +652,136 @@ Result<void> CudaStage::product(GgmlType type, const void* w, uint64_t row_bytes
     return {};
 }
 
+void CudaStage::plan_layer_fusions() {
+    std::vector<const Op*> head;
+    for (const DeviceOp& d : head_) head.push_back(d.op);
+    for (std::vector<DeviceOp>& ops : layers_) {
+        std::vector<const Op*> layer;
+        for (const DeviceOp& d : ops) layer.push_back(d.op);
+        const FusionPlan plan = plan_fusions(layer, head);
+        const auto takes_q8 = [](const DeviceOp& d) {
+            return d.op->kind == OpKind::matmul && !d.all_reduce && d.weight != nullptr &&
+                   ph_matmul_q8_usable(static_cast<uint32_t>(d.type), d.weight, d.row_bytes) != 0;
+        };
+        for (size_t i = 0; i < ops.size(); ++i) {
+            if (const int k = plan.quantize_for[i]; k >= 0) {
+                const DeviceOp& product = ops[static_cast<size_t>(k)];
+                if (takes_q8(product) && static_cast<uint64_t>(product.in) == width(ops[i].op->dst)) {
+                    ops[i].quantize_next = true;
+                    ops[i].quantize_type = product.type;
+                }
+            }
+            if (plan.residual_next[i] && takes_q8(ops[i]) &&
+                static_cast<uint64_t>(ops[i].rows) == width(ops[i + 1].op->dst)) {
+                ops[i].residual_next = true;
+            }
+            ops[i].rope_pair_next = plan.rope_pair_next[i];
+            if (plan.same_input_next[i] && takes_q8(ops[i]) && takes_q8(ops[i + 1]) &&
+                ops[i].type == ops[i + 1].type && ops[i].in == ops[i + 1].in) {
+                ops[i].set_next = true;
+            }
+        }
+    }
+}
+
+Result<void> CudaStage::enqueue_ops(const std::vector<DeviceOp>& ops, uint32_t layer, int n) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const DeviceOp& d = ops[i];
+        if (d.residual_next && quantized_path(d.type, d.weight, d.row_bytes, n)) {
+            PH_TRY(enqueue_residual_product(d, ops[i + 1], n));
+            ++i;  // the add is done
+            continue;
+        }
+        if (d.set_next && quantized_path(d.type, d.weight, d.row_bytes, n)) {
+            int count = 1;
+            while (count < PH_MAX_PRODUCTS && ops[i + static_cast<size_t>(count) - 1].set_next) ++count;
+            PH_TRY(enqueue_product_set(ops, i, count, n));
+            i += static_cast<size_t>(count) - 1;
+            continue;
+        }
+        if (d.rope_pair_next) {
+            PH_TRY(enqueue_rope(d, &ops[i + 1], layer, n));
+            ++i;  // its partner rotated in the same launch
+            continue;
+        }
+        PH_TRY(enqueue_op(d, layer, n));
+    }
+    return {};
+}
+
+Result<void> CudaStage::enqueue_rope(const DeviceOp& d, const DeviceOp* second, uint32_t layer, int n) {
+    activations_changed();
+    const Op& op = *d.op;
+    const arch::LayerAttention& la = program_.layers[layer];
+    float corr_low = 0.0f, corr_high = 0.0f;
+    if (hp_.yarn.ext_factor != 0.0f) {
+        cpu::yarn_corr_dims(hp_.rope_dims, hp_.yarn.orig_ctx, la.rope_base, hp_.yarn.beta_fast, hp_.yarn.beta_slow,
+                            corr_low, corr_high);
+    }
+    const auto heads = [&](const Op& o) { return static_cast<int64_t>(width(o.dst) / hp_.head_dim); };
+    if (second != nullptr) ++fused_launches_;
+    return check(ph_rope_rows_pair(buffer(op.dst), heads(op), second != nullptr ? buffer(second->op->dst) : nullptr,
+                                   second != nullptr ? heads(*second->op) : 0, n, static_cast<int>(hp_.head_dim),
+                                   static_cast<int>(hp_.rope_dims), hp_.rope_layout == arch::RopeLayout::neox ? 1 : 0,
+                                   la.rope_base, la.rope_freq_scale, rope_freqs_, hp_.yarn.ext_factor,
+                                   hp_.yarn.attn_factor, corr_low, corr_high, rows(), stream_),
+                 "RoPE");
+}
+
+Result<void> CudaStage::enqueue_residual_product(const DeviceOp& d, const DeviceOp& add, int n) {
+    const Op& op = *d.op;
+    const Buffer residual = add.op->a == op.dst ? add.op->b : add.op->a;
+    const float* x = buffer(op.a);
+    PH_TRY(quantize_input(d.type, x, n, d.in, op.weight));
+    float* y = buffer(add.op->dst);
+    const int status = ph_matmul_q8_residual(static_cast<uint32_t>(d.type), d.weight, d.row_bytes, d.rows, d.in,
+                                             act_.data(), act_stride_, n, y, d.rows, buffer(residual), stream_);
+    if (y == act_src_) activations_changed();
+    ++fused_launches_;
+    return check(status, fmt::format("multiplying by '{}' and adding the residual", op.weight));
+}
+
+Result<void> CudaStage::enqueue_product_set(const std::vector<DeviceOp>& ops, size_t first, int count, int n) {
+    const DeviceOp& lead = ops[first];
+    PH_TRY(quantize_input(lead.type, buffer(lead.op->a), n, lead.in, lead.op->weight));
+    std::array<PhProduct, PH_MAX_PRODUCTS> products{};
+    for (int m = 0; m < count; ++m) {
+        const DeviceOp& d = ops[first + static_cast<size_t>(m)];
+        products[static_cast<size_t>(m)] = PhProduct{d.weight, d.row_bytes, d.rows, buffer(d.op->dst), d.rows, nullptr};
+        if (buffer(d.op->dst) == act_src_) activations_changed();
+    }
+    const int status = ph_matmul_q8_set(static_cast<uint32_t>(lead.type), products.data(), count, lead.in,
+                                        act_.data(), act_stride_, n, stream_);
+    fused_launches_ += static_cast<uint64_t>(count - 1);
+    return check(status, fmt::format("multiplying by '{}' and the {} after it", lead.op->weight, count - 1));
+}
+
+Result<void> CudaStage::enqueue_quantizing(const DeviceOp& d, int n) {
+    const Op& op = *d.op;
+    const auto id = static_cast<uint32_t>(d.quantize_type);
+    const auto w = static_cast<int64_t>(width(op.dst));
+    int status = 0;
+    if (op.kind == OpKind::rms_norm) {
+        status = ph_rms_norm_quantize(id, buffer(op.a), buffer(op.dst), static_cast<const float*>(d.weight), w, n,
+                                      hp_.rms_eps, act_.data(), act_stride_, stream_);
+    } else {
+        status = ph_gate_quantize(id, op.kind == OpKind::swiglu ? PH_GATE_SILU : PH_GATE_GELU, buffer(op.a),
+                                  buffer(op.b), buffer(op.dst), w, n, act_.data(), act_stride_, stream_);
+    }
+    PH_TRY(check(status, op.kind == OpKind::rms_norm ? "RMS norm and quantizing" : "gate and quantizing"));
+    activations_hold(buffer(op.dst), d.quantize_type, n, w);
+    ++fused_launches_;
+    return {};
+}
+
 Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
     const Op& op = *d.op;
     if (op.kind != OpKind::matmul) activations_changed();  // any other op may write any buffer
     const int64_t count = static_cast<int64_t>(width(op.dst)) * n;
     const auto* values = static_cast<const float*>(d.weight);
+    if (d.quantize_next && n <= act_rows_ && !(have_cublas_ && n >= kCublasMinTokens)) {
+        return enqueue_quantizing(d, n);
+    }
     switch (op.kind) {
         case OpKind::rms_norm:
             return check(ph_rms_norm(buffer(op.a), buffer(op.dst), values, static_cast<int64_t>(width(op.dst)), n,
@@ -649,20 +795,8 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
             return enqueue_matmul(d, n);
         case OpKind::add_bias:
             return check(ph_add_bias(buffer(op.dst), values, static_cast<int64_t>(width(op.dst)), n, stream_), "bias");
-        case OpKind::rope: {
-            const arch::LayerAttention& la = program_.layers[layer];
-            float corr_low = 0.0f, corr_high = 0.0f;
-            if (hp_.yarn.ext_factor != 0.0f) {
-                cpu::yarn_corr_dims(hp_.rope_dims, hp_.yarn.orig_ctx, la.rope_base, hp_.yarn.beta_fast,
-                                    hp_.yarn.beta_slow, corr_low, corr_high);
-            }
-            return check(ph_rope_rows(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), n,
-                                      static_cast<int>(hp_.head_dim), static_cast<int>(hp_.rope_dims),
-                                      hp_.rope_layout == arch::RopeLayout::neox ? 1 : 0, la.rope_base,
-                                      la.rope_freq_scale, rope_freqs_, hp_.yarn.ext_factor, hp_.yarn.attn_factor,
-                                      corr_low, corr_high, rows(), stream_),
-                         "RoPE");
-        }
+        case OpKind::rope:
+            return enqueue_rope(d, nullptr, layer, n);
         case OpKind::attention: {
             const size_t layer_bytes = size_t{kv_rows_} * kv_row_bytes_;
             auto* k = static_cast<std::byte*>(kv_k_.data()) + (layer - layout_.first_layer) * layer_bytes;
@@ -710,6 +844,7 @@ DeviceUsage CudaStage::usage() const {
         u.graphs_note = "off for a tensor-split stage (its all-reduces wait on the host)";
     u.cublas = have_cublas_;
     u.cublas_gemms = cublas_gemms_;
+    u.fused_launches = fused_launches_;
     u.cublas_note = cublas_note_;
     if (!options_.use_cublas) u.cublas_note = "turned off";
     u.weight_bytes = weight_bytes_;

@@ -44,6 +44,9 @@ struct CudaStageOptions {
     uint32_t kv_block_size = 32;
     bool use_graphs = true;  // capture the decode step as a CUDA graph
     bool use_cublas = true;  // prompts through cuBLAS when it can be loaded
+    // Run a norm or gate and the quantizing of its result, and a product and the residual
+    // add after it, as one launch each (fusion.h); false: every op its own launches.
+    bool fuse_ops = true;
     // Called while the weights upload with the bytes done and the total; false stops.
     std::function<bool(uint64_t done, uint64_t total)> upload_progress;
 };

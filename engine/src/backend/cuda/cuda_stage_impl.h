@@ -24,6 +24,7 @@
 #include "backend/cuda/cuda_libraries.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/dequantize_cuda.h"
+#include "backend/cuda/fusion.h"
 #include "plan/device_limits.h"
 #include "tensor/dtype.h"
 
@@ -68,6 +69,18 @@ struct DeviceOp {
     std::array<Matrix, 3> experts{};
     bool device_experts = false;
     uint32_t expert_begin = 0, expert_end = 0;
+    // Fusions (fusion.h) this op takes part in where the batch takes the 8-bit products:
+    // a norm or gate that quantizes its result for the product after it (of that weight
+    // type and width), and a product that does the residual add after it.
+    bool quantize_next = false;
+    GgmlType quantize_type = GgmlType::f32;
+    bool residual_next = false;
+    // A product whose next op is a product of the same input and weight type: one launch
+    // runs both (and a third after them).
+    bool set_next = false;
+    // A RoPE whose next op is the RoPE of another buffer (K after Q): one launch rotates
+    // both.
+    bool rope_pair_next = false;
 };
 
 // Pinned host memory, freed on destruction.
@@ -158,6 +171,29 @@ private:
     // expert on the host, run each chosen expert over its tokens, sum the slots.
     Result<void> run_device_experts(const DeviceOp& op, int n);
     Result<void> enqueue_op(const DeviceOp& op, uint32_t layer, int n);
+    // A layer's ops in order, each fusion taken where the batch allows it.
+    Result<void> enqueue_ops(const std::vector<DeviceOp>& ops, uint32_t layer, int n);
+    // Marks the ops of each layer that fuse (fusion.h, where the weights suit the 8-bit
+    // products).
+    void plan_layer_fusions();
+    // Whether a product of n tokens by this weight takes the 8-bit path (not cuBLAS, not
+    // the f32 activations).
+    bool quantized_path(GgmlType type, const void* w, uint64_t row_bytes, int n) const;
+    // The 8-bit activations of x (n rows of `in`) for the weight type, in act_: quantized
+    // now unless act_ holds them already.
+    Result<void> quantize_input(GgmlType type, const float* x, int n, int64_t in, std::string_view what);
+    // act_ now holds the activations of x for the weight type.
+    void activations_hold(const float* x, GgmlType type, int n, int64_t in);
+    // The product `op` and the residual add after it, in one launch.
+    Result<void> enqueue_residual_product(const DeviceOp& op, const DeviceOp& add, int n);
+    // The products ops[first] .. ops[first + count - 1] (one input, one weight type) in one
+    // launch.
+    Result<void> enqueue_product_set(const std::vector<DeviceOp>& ops, size_t first, int count, int n);
+    // The RoPE op `d`, and `second`'s (another buffer's, same layer) in the same launch
+    // where it is not null.
+    Result<void> enqueue_rope(const DeviceOp& d, const DeviceOp* second, uint32_t layer, int n);
+    // The norm or gate op `d` with its result quantized for the product after it.
+    Result<void> enqueue_quantizing(const DeviceOp& d, int n);
     Result<void> enqueue_matmul(const DeviceOp& op, int n);
     // y = W x for n rows of x (rows of `in` floats): with 8-bit activations where the type
     // has that path (quantizing x once for the products that read it in a row), else f32.
@@ -257,10 +293,12 @@ private:
     std::string cublas_note_;
 
     std::map<int, cudaGraphExec_t> graphs_by_n_;  // the decode step of n sequences
+    std::map<int, uint64_t> graph_fused_launches_;  // the launches fusing saved in each graph
     bool graphs_ = true;
     std::string graphs_note_;  // why graphs are off
     uint64_t graph_replays_ = 0;
     uint64_t cublas_gemms_ = 0;
+    uint64_t fused_launches_ = 0;  // launches saved by fusing ops
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0, scratch_bytes_ = 0;
     double busy_seconds_ = 0;
 };
