@@ -118,33 +118,14 @@ PH_LANE float half_to_float(uint32_t h) {
 #endif
 }
 
-// Two bytes at a 2-byte aligned address.
-PH_LANE uint32_t load_u16(const uint8_t* p) {
+// A value of type V at an address aligned for it.
+template <class V>
+PH_LANE V load_as(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
-    return *reinterpret_cast<const uint16_t*>(p);
+    return *reinterpret_cast<const V*>(p);
 #else
-    uint16_t v = 0;
-    std::memcpy(&v, p, 2);
-    return v;
-#endif
-}
-
-// A 4-byte int or float at a 4-byte aligned address.
-PH_LANE int load_i32(const uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-    return *reinterpret_cast<const int*>(p);
-#else
-    int v = 0;
-    std::memcpy(&v, p, 4);
-    return v;
-#endif
-}
-PH_LANE float load_f32(const uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-    return *reinterpret_cast<const float*>(p);
-#else
-    float v = 0;
-    std::memcpy(&v, p, 4);
+    V v{};
+    std::memcpy(&v, p, sizeof v);
     return v;
 #endif
 }
@@ -262,7 +243,7 @@ struct Q6_KLanes {
         const int first = first_value(j);
         w.scale_lo = scales[first / 16];
         w.scale_hi = scales[first / 16 + 4];
-        w.d = half_to_float(load_u16(block + 208));
+        w.d = half_to_float(load_as<uint16_t>(block + 208));
         w.dmin = 0.0f;
         w.min_lo = w.min_hi = 0;
         for (int i = 0; i < 4; ++i) {
@@ -304,7 +285,7 @@ struct Q8_0Lanes {
         const Bytes16 q0 = load16_a2(block + 2);
         const Bytes16 q1 = load16_a2(block + 18);
         LaneWeights w{};
-        w.d = half_to_float(load_u16(block));
+        w.d = half_to_float(load_as<uint16_t>(block));
         for (int i = 0; i < 4; ++i) {
             w.lo[i] = static_cast<int>(q0.w[i]);
             w.hi[i] = static_cast<int>(q1.w[i]);
@@ -333,7 +314,7 @@ struct Q4_0Lanes {
     PH_LANE static LaneWeights load(const uint8_t* span, int j) {
         const uint8_t* block = span + 18 * j;
         LaneWeights w{};
-        w.d = half_to_float(load_u16(block));
+        w.d = half_to_float(load_as<uint16_t>(block));
         split_nibbles(load16_a2(block + 2), w);
         return w;
     }
@@ -352,8 +333,8 @@ struct Q4_1Lanes {
     PH_LANE static LaneWeights load(const uint8_t* span, int j) {
         const uint8_t* block = span + 20 * j;
         LaneWeights w{};
-        w.d = half_to_float(load_u16(block));
-        w.dmin = half_to_float(load_u16(block + 2));  // the minimum m
+        w.d = half_to_float(load_as<uint16_t>(block));
+        w.dmin = half_to_float(load_as<uint16_t>(block + 2));  // the minimum m
         split_nibbles(load16_a2(block + 4), w);
         return w;
     }
@@ -377,12 +358,12 @@ PH_LANE LaneAct load_act(const uint8_t* act, int64_t in, int64_t span, int j) {
         a.hi[i] = static_cast<int>(hi.w[i]);
     }
     const uint8_t* sum16 = act + in + in / 4;
-    a.sum_lo = load_i32(sum16 + 4 * (16 * span + first / 16));
-    a.sum_hi = load_i32(sum16 + 4 * (16 * span + (first + T::kHighOffset) / 16));
+    a.sum_lo = load_as<int>(sum16 + 4 * (16 * span + first / 16));
+    a.sum_hi = load_as<int>(sum16 + 4 * (16 * span + (first + T::kHighOffset) / 16));
     // The 32-block of the run: d repeats a Q8_K block's scale eight times.
     const int64_t chunk = 8 * span + (T::kPerSpan ? 0 : j);
-    a.d = load_f32(act + in + 4 * chunk);
-    a.s = T::kPerSpan ? 0.0f : load_f32(act + in + in / 8 + 4 * chunk);
+    a.d = load_as<float>(act + in + 4 * chunk);
+    a.s = T::kPerSpan ? 0.0f : load_as<float>(act + in + in / 8 + 4 * chunk);
     return a;
 }
 
