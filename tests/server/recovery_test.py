@@ -167,7 +167,9 @@ class Recovery(unittest.TestCase):
         self.assertEqual(lines[-2:], ["data: [DONE]", ""])
 
     def test_a_device_that_never_answers_is_found_by_the_step_deadline(self):
-        server = Server(*SPLIT, "--fail-device", "1", "--fail-after", "5", "--fail-hangs", "--step-deadline", "1")
+        # 5 s: with 1 s, under AddressSanitizer on two busy cores, a step of the reloaded model
+        # itself missed the deadline and was failed as a hang too (CI, an AVX2-only machine).
+        server = Server(*SPLIT, "--fail-device", "1", "--fail-after", "5", "--fail-hangs", "--step-deadline", "5")
         try:
             with server.client() as api:
                 text = answer(api, server.model, "chat", True, REQUESTS[0][2])
@@ -175,7 +177,7 @@ class Recovery(unittest.TestCase):
             status, h = health(server)
             self.assertEqual((status, h["status"]), (200, "degraded"), h)
             self.assertEqual(h["failed_devices"][0]["name"], "CPU 1")
-            self.assertIn("did not answer within 1 s", h["failed_devices"][0]["cause"])
+            self.assertIn("did not answer within 5 s", h["failed_devices"][0]["cause"])
             self.assertEqual(metrics(server)["powerhouse_recoveries_total"], 1)
         finally:
             log = server_log(server)
