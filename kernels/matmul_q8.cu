@@ -13,10 +13,14 @@
 // a float multiply and add per weight (ph_matmul, the f32-activation path), which is what
 // kept that kernel far below the memory bandwidth on the K-quants.
 //
-// Shape of the work: one warp per output row, four rows per block of 128 threads. Lane l
-// takes the row's 32-weight chunks l, l + 32, ... (a block of the 32-element types, or one
-// eighth of a K-quant super-block); its weight bytes are loaded once and dotted with up to
-// 8 tokens' activations (which stay in L1/L2), and the lanes' sums meet in shuffles.
+// Shape of the work, two kernels. The wide kernel (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q4_1 where
+// the row is whole spans of 256 and aligned for its loads; matvec_lanes.cuh): two rows a
+// warp, eight lanes a span, 16-byte loads. The per-chunk kernel (the other types and rows):
+// one warp per output row, four rows per block of 128 threads; lane l takes the row's
+// 32-weight chunks l, l + 32, ... (a block of the 32-element types, or one eighth of a
+// K-quant super-block). Both dot a weight's bytes, loaded once, with up to 8 tokens'
+// activations (which stay in L1/L2), sum the lanes in shuffles, and run up to three
+// products of one input in one launch, each optionally adding a residual.
 //
 // Activations of one token (ph_q8_activation_bytes(in) bytes, 16-byte aligned):
 //   int8  q[in]          the quantized values
