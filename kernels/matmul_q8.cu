@@ -722,14 +722,19 @@ int with_wide_type(uint32_t type_id, const PhProduct* products, int count, int64
         aligned16 = aligned16 && reinterpret_cast<uintptr_t>(products[m].w) % 16 == 0 &&
                     products[m].row_stride % 16 == 0;
     }
+    // The lanes of L where the rows suit its loads, else the per-chunk kernel.
+    const auto wide = [&](auto* lanes_of) -> int {
+        using L = std::remove_pointer_t<decltype(lanes_of)>;
+        return L::kNeeds16 && !aligned16 ? fn(nullptr) : fn(lanes_of);
+    };
     if (in % 256 != 0) return fn(nullptr);
     switch (static_cast<TypeId>(type_id)) {
-        case TypeId::q4_k: return aligned16 ? fn(static_cast<lanes::Q4_KLanes*>(nullptr)) : fn(nullptr);
-        case TypeId::q5_k: return aligned16 ? fn(static_cast<lanes::Q5_KLanes*>(nullptr)) : fn(nullptr);
-        case TypeId::q6_k: return fn(static_cast<lanes::Q6_KLanes*>(nullptr));
-        case TypeId::q8_0: return fn(static_cast<lanes::Q8_0Lanes*>(nullptr));
-        case TypeId::q4_0: return fn(static_cast<lanes::Q4_0Lanes*>(nullptr));
-        case TypeId::q4_1: return fn(static_cast<lanes::Q4_1Lanes*>(nullptr));
+        case TypeId::q4_k: return wide(static_cast<lanes::Q4_KLanes*>(nullptr));
+        case TypeId::q5_k: return wide(static_cast<lanes::Q5_KLanes*>(nullptr));
+        case TypeId::q6_k: return wide(static_cast<lanes::Q6_KLanes*>(nullptr));
+        case TypeId::q8_0: return wide(static_cast<lanes::Q8_0Lanes*>(nullptr));
+        case TypeId::q4_0: return wide(static_cast<lanes::Q4_0Lanes*>(nullptr));
+        case TypeId::q4_1: return wide(static_cast<lanes::Q4_1Lanes*>(nullptr));
         default: return fn(nullptr);
     }
 }

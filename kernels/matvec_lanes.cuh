@@ -164,6 +164,15 @@ struct LaneWeights {
     float d, dmin;
 };
 
+// Sixteen bytes of nibbles as the two runs: the low nibbles and the high ones (Q4_K's
+// sub-blocks 2p and 2p + 1; Q4_0's and Q4_1's values 0..15 and 16..31).
+PH_LANE void split_nibbles(const Bytes16& qs, LaneWeights& w) {
+    for (int i = 0; i < 4; ++i) {
+        w.lo[i] = static_cast<int>(qs.w[i] & 0x0F0F0F0Fu);
+        w.hi[i] = static_cast<int>((qs.w[i] >> 4) & 0x0F0F0F0Fu);
+    }
+}
+
 struct Q4_KLanes {
     static constexpr bool kPerSpan = true;  // one activation scale per 256 (Q8_K)
     static constexpr int kBlockBytes = 144;
@@ -179,10 +188,7 @@ struct Q4_KLanes {
         const uint32_t scales[3] = {head.w[1], head.w[2], head.w[3]};
         k4_scale_min(scales, 2 * (j / 2), w.scale_lo, w.min_lo);
         k4_scale_min(scales, 2 * (j / 2) + 1, w.scale_hi, w.min_hi);
-        for (int i = 0; i < 4; ++i) {
-            w.lo[i] = static_cast<int>(qs.w[i] & 0x0F0F0F0Fu);
-            w.hi[i] = static_cast<int>((qs.w[i] >> 4) & 0x0F0F0F0Fu);
-        }
+        split_nibbles(qs, w);
         return w;
     }
     // The super-block's share of the product, before the activations' scale.
@@ -274,12 +280,17 @@ PH_LANE int dot_runs(const LaneWeights& w, const LaneAct& a) {
     return sum;
 }
 
-struct Q8_0Lanes {
-    static constexpr int kBlockBytes = 8 * 34;  // a span: eight blocks
+// What the three types of blocks of 32 share: rows 2-byte aligned (load16_a2), an activation
+// scale per block, lane j's runs the two halves of block j.
+struct Blocks32Lanes {
     static constexpr bool kNeeds16 = false;
     static constexpr bool kPerSpan = false;
     static constexpr int kHighOffset = 16;
     PH_LANE static int first_value(int j) { return 32 * j; }
+};
+
+struct Q8_0Lanes : Blocks32Lanes {
+    static constexpr int kBlockBytes = 8 * 34;  // a span: eight blocks
     PH_LANE static LaneWeights load(const uint8_t* span, int j) {
         const uint8_t* block = span + 34 * j;
         const Bytes16 q0 = load16_a2(block + 2);
@@ -297,20 +308,8 @@ struct Q8_0Lanes {
     }
 };
 
-// Q4_0 and Q4_1: sixteen bytes of nibbles, the low nibbles values 0..15, the high 16..31.
-PH_LANE void split_nibbles(const Bytes16& qs, LaneWeights& w) {
-    for (int i = 0; i < 4; ++i) {
-        w.lo[i] = static_cast<int>(qs.w[i] & 0x0F0F0F0Fu);
-        w.hi[i] = static_cast<int>((qs.w[i] >> 4) & 0x0F0F0F0Fu);
-    }
-}
-
-struct Q4_0Lanes {
+struct Q4_0Lanes : Blocks32Lanes {
     static constexpr int kBlockBytes = 8 * 18;
-    static constexpr bool kNeeds16 = false;
-    static constexpr bool kPerSpan = false;
-    static constexpr int kHighOffset = 16;
-    PH_LANE static int first_value(int j) { return 32 * j; }
     PH_LANE static LaneWeights load(const uint8_t* span, int j) {
         const uint8_t* block = span + 18 * j;
         LaneWeights w{};
@@ -324,12 +323,8 @@ struct Q4_0Lanes {
     }
 };
 
-struct Q4_1Lanes {
+struct Q4_1Lanes : Blocks32Lanes {
     static constexpr int kBlockBytes = 8 * 20;
-    static constexpr bool kNeeds16 = false;
-    static constexpr bool kPerSpan = false;
-    static constexpr int kHighOffset = 16;
-    PH_LANE static int first_value(int j) { return 32 * j; }
     PH_LANE static LaneWeights load(const uint8_t* span, int j) {
         const uint8_t* block = span + 20 * j;
         LaneWeights w{};
