@@ -615,9 +615,12 @@ Result<void> CudaStage::enqueue_matmul(const DeviceOp& op, int n) {
     return shard_.comm->all_reduce_sum(shard_.rank, dst, static_cast<size_t>(op.rows) * static_cast<size_t>(n));
 }
 
+bool CudaStage::batch_takes_q8(int n) const {
+    return n <= act_rows_ && !(have_cublas_ && n >= kCublasMinTokens);
+}
+
 bool CudaStage::quantized_path(GgmlType type, const void* w, uint64_t row_bytes, int n) const {
-    if (have_cublas_ && n >= kCublasMinTokens) return false;
-    return n <= act_rows_ && ph_matmul_q8_usable(static_cast<uint32_t>(type), w, row_bytes) != 0;
+    return batch_takes_q8(n) && ph_matmul_q8_usable(static_cast<uint32_t>(type), w, row_bytes) != 0;
 }
 
 void CudaStage::activations_hold(const float* x, GgmlType type, int n, int64_t in) {
@@ -779,7 +782,7 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
     if (op.kind != OpKind::matmul) activations_changed();  // any other op may write any buffer
     const int64_t count = static_cast<int64_t>(width(op.dst)) * n;
     const auto* values = static_cast<const float*>(d.weight);
-    if (d.quantize_next && n <= act_rows_ && !(have_cublas_ && n >= kCublasMinTokens)) {
+    if (d.quantize_next && batch_takes_q8(n)) {
         return enqueue_quantizing(d, n);
     }
     switch (op.kind) {

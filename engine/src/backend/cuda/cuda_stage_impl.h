@@ -176,6 +176,9 @@ private:
     // Marks the ops of each layer that fuse (fusion.h, where the weights suit the 8-bit
     // products).
     void plan_layer_fusions();
+    // Whether a dense product of n tokens goes to the 8-bit kernels rather than cuBLAS (for
+    // a weight type that has them).
+    bool batch_takes_q8(int n) const;
     // Whether a product of n tokens by this weight takes the 8-bit path (not cuBLAS, not
     // the f32 activations).
     bool quantized_path(GgmlType type, const void* w, uint64_t row_bytes, int n) const;
