@@ -46,4 +46,12 @@ void write_file(const fs::path& path, const std::string& bytes) {
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+int exit_code_after_tests(int result) {
+    const testing::UnitTest& unit = *testing::UnitTest::GetInstance();
+    if (result == 0 && unit.skipped_test_count() > 0 && unit.successful_test_count() == 0) {
+        return 77;
+    }
+    return result;
+}
+
 }  // namespace powerhouse::test

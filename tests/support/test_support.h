@@ -30,4 +30,8 @@ private:
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
 
+// What a test program returns after RUN_ALL_TESTS() gave `result`: 77 (ctest's "skipped",
+// see cmake/PowerhouseTestSuites.cmake) when every test that ran was skipped, else `result`.
+int exit_code_after_tests(int result);
+
 }  // namespace powerhouse::test

@@ -31,13 +31,7 @@ using powerhouse::store::Store;
 
 using powerhouse::test::expect_reference_answer;
 using powerhouse::test::open_store;
-
-// Runs the event loop until `done` or 120 s (sleeping between checks, so that the engine's
-// threads have the cores).
-template <class Done>
-bool wait_for(Done done) {
-    return QTest::qWaitFor(done, 120000);
-}
+using powerhouse::test::wait_for;
 
 TEST(ConversationListModel, PassesTheModelTesterAndFollowsTheStore) {
     powerhouse::test::TempDir dir;
@@ -806,14 +800,6 @@ TEST_F(ChatControllerTest, SettingsSetTheConversationsAtOnceAndTheKvCache) {
     expect_reference_answer(stored()[1].content, "chat_code");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    QCoreApplication app(argc, argv);
-    ::testing::InitGoogleTest(&argc, argv);
-    return RUN_ALL_TESTS();
-}
-
 TEST(ConversationSettings, RoundTripThroughJsonAndQmlAndRefuseBadValues) {
     ConversationSettings defaults;
     defaults.generation.max_tokens = 1024;
@@ -889,4 +875,12 @@ TEST_F(ChatControllerTest, EachConversationKeepsItsSystemPromptAndSampling) {
     controller_->resetConversationSettings();
     EXPECT_TRUE(controller_->systemPrompt().isEmpty());
     EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 32);  // the fixture's default
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    return powerhouse::test::exit_code_after_tests(RUN_ALL_TESTS());
 }
