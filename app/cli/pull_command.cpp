@@ -60,11 +60,6 @@ fs::path default_models_dir() {
     return fs::path(home != nullptr ? home : ".") / ".local" / "share" / "powerhouse" / "models";
 }
 
-std::string endpoint() {
-    const char* e = std::getenv("HF_ENDPOINT");
-    return e != nullptr && e[0] != '\0' ? std::string(e) : std::string(library::kHuggingFaceEndpoint);
-}
-
 std::string format_duration(double seconds) {
     const auto s = static_cast<long long>(seconds + 0.5);
     if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
@@ -129,7 +124,7 @@ private:
 
 // "owner/name" of a URL on the Hub ("<endpoint>/owner/name/resolve/..."); "" for others.
 std::string hub_repo_id(const std::string& url) {
-    std::string hub = endpoint();
+    std::string hub = library::hf_endpoint_from_environment();
     while (!hub.empty() && hub.back() == '/') hub.pop_back();
     if (url.rfind(hub + "/", 0) != 0) return {};
     const std::string path = url.substr(hub.size() + 1);
@@ -145,7 +140,8 @@ int report_download_error(const Error& error, bool on_hugging_face, const std::s
         std::string repo = hub_repo_id(url);
         if (repo.empty()) repo = "this repository";
         return report_error(library::explain_hf_refusal(error, repo, !options.bearer_token.empty(),
-                                                        library::HubClient::cli, endpoint()));
+                                                        library::HubClient::cli,
+                                                        library::hf_endpoint_from_environment()));
     }
     return report_error(error);
 }
@@ -167,11 +163,12 @@ std::vector<std::string> all_part_urls(const std::string& url) {
 }
 
 int list_model_page(const library::HfRepo& repo, const library::DownloadOptions& options) {
-    Result<std::vector<library::HfFile>> listed = library::list_hf_gguf_files(repo, endpoint(), options);
+    Result<std::vector<library::HfFile>> listed =
+        library::list_hf_gguf_files(repo, library::hf_endpoint_from_environment(), options);
     if (!listed) {
         return report_error(library::explain_hf_refusal(listed.error(), fmt::format("{}/{}", repo.org, repo.repo),
                                                         !options.bearer_token.empty(), library::HubClient::cli,
-                                                        endpoint()));
+                                                        library::hf_endpoint_from_environment()));
     }
     const std::vector<library::HfFile>& files = *listed;
     const std::string name = fmt::format("{}/{}", repo.org, repo.repo);
@@ -195,7 +192,9 @@ int list_model_page(const library::HfRepo& repo, const library::DownloadOptions&
                                                        model.expected_parts);
             }
             std::printf("  %10s  %s%s\n", format_bytes(model.total_size).c_str(), model.name.c_str(), parts.c_str());
-            std::printf("  %10s  %s\n", "", library::hf_file_url(repo, model.parts.front().path, endpoint()).c_str());
+            std::printf(
+                "  %10s  %s\n", "",
+                library::hf_file_url(repo, model.parts.front().path, library::hf_endpoint_from_environment()).c_str());
         }
     }
     std::fflush(stdout);
@@ -260,7 +259,7 @@ int pull_one(const std::string& url, const fs::path& folder, library::DownloadOp
 }
 
 int run_pull(const PullOptions& o) {
-    const std::string hf = endpoint();
+    const std::string hf = library::hf_endpoint_from_environment();
     library::DownloadOptions options;
     options.user_agent = "powerhouse-cli";
     options.expected_sha256 = o.sha256;

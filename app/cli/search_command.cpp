@@ -35,18 +35,13 @@ namespace {
 
 struct SearchOptions {
     std::string query;
-    std::string files;  // OWNER/NAME
+    std::string files;       // OWNER/NAME
     std::string token_file;  // --hf-token-file
     int limit = 20;
     bool json = false;
 };
 
 #ifdef POWERHOUSE_HAS_DOWNLOADS
-
-std::string endpoint() {
-    const char* e = std::getenv("HF_ENDPOINT");
-    return e != nullptr && e[0] != '\0' ? std::string(e) : std::string(library::kHuggingFaceEndpoint);
-}
 
 Result<library::DownloadOptions> fetch_options(const SearchOptions& o) {
     library::DownloadOptions options;
@@ -61,7 +56,7 @@ Result<library::DownloadOptions> fetch_options(const SearchOptions& o) {
 }
 
 int search_repositories(const SearchOptions& o) {
-    const std::string hub = endpoint();
+    const std::string hub = library::hf_endpoint_from_environment();
     Result<library::DownloadOptions> options = fetch_options(o);
     if (!options) return report_error(options.error());
     Result<library::HfSearchResult> found = library::search_hf_models(o.query, o.limit, hub, *options);
@@ -107,8 +102,7 @@ int search_repositories(const SearchOptions& o) {
     std::fputs(format_table(header, rows).c_str(), stdout);
     std::fflush(stdout);
     if (found->more) {
-        std::fprintf(stderr, "\nthe first %zu shown; --limit shows more, a longer query fewer\n",
-                     found->models.size());
+        std::fprintf(stderr, "\nthe first %zu shown; --limit shows more, a longer query fewer\n", found->models.size());
     }
     if (gated != nullptr && options->bearer_token.empty()) {
         std::fprintf(stderr, "\nGated repositories want a token: %s\n",
@@ -124,7 +118,7 @@ int list_repository(const SearchOptions& o) {
         std::fprintf(stderr, "error: --files wants a repository as OWNER/NAME, not '%s'\n", o.files.c_str());
         return 2;
     }
-    const std::string hub = endpoint();
+    const std::string hub = library::hf_endpoint_from_environment();
     Result<library::DownloadOptions> options = fetch_options(o);
     if (!options) return report_error(options.error());
     Result<std::vector<library::HfFile>> files = library::list_hf_gguf_files(*repo, hub, *options);
@@ -158,8 +152,7 @@ int list_repository(const SearchOptions& o) {
                                   {"files", parts}});
             }
         }
-        const nlohmann::ordered_json out = {
-            {"repository", o.files}, {"revision", repo->revision}, {"models", models}};
+        const nlohmann::ordered_json out = {{"repository", o.files}, {"revision", repo->revision}, {"models", models}};
         std::puts(out.dump().c_str());
         return 0;
     }

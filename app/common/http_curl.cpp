@@ -4,15 +4,12 @@
 #include <charconv>
 
 namespace powerhouse::http {
-namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_space(std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
     return s;
 }
-
-}  // namespace
 
 CurlGlobal::CurlGlobal() : ok_(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {}
 
@@ -59,7 +56,7 @@ long response_code(CURL* handle) {
 }
 
 HeaderLine parse_header_line(std::string_view raw) {
-    const std::string_view line = trim(raw);
+    const std::string_view line = trim_space(raw);
     HeaderLine out;
     if (line.substr(0, 5) == "HTTP/") {
         out.kind = HeaderLine::Kind::status;
@@ -77,8 +74,8 @@ HeaderLine parse_header_line(std::string_view raw) {
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) return out;
     out.kind = HeaderLine::Kind::field;
-    out.name = trim(line.substr(0, colon));
-    out.value = trim(line.substr(colon + 1));
+    out.name = trim_space(line.substr(0, colon));
+    out.value = trim_space(line.substr(colon + 1));
     return out;
 }
 

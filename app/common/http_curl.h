@@ -84,4 +84,7 @@ struct HeaderLine {
 };
 HeaderLine parse_header_line(std::string_view line);
 
+// `s` without the white space (std::isspace) at either end.
+std::string_view trim_space(std::string_view s);
+
 }  // namespace powerhouse::http

@@ -22,17 +22,19 @@
 
 namespace powerhouse::server {
 
-namespace {
-
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-// A request's events, routed to it by the server's one reader of the engine's events.
-struct Channel {
+// A request's events, routed to it by the server's one reader of the engine's events. Not in
+// the anonymous namespace: ApiServer::State holds these.
+struct ApiServer::Channel {
     std::mutex mutex;
     std::condition_variable ready;
     std::deque<EngineEvent> events;
 };
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using Channel = ApiServer::Channel;
 
 void send_error(httplib::Response& res, const ApiError& e) {
     res.status = e.status;

@@ -100,6 +100,7 @@ public:
     bool deliver(const EngineEvent& event);
 
     struct State;
+    struct Channel;  // one request's events (api_server.cpp)
 
 private:
     std::shared_ptr<State> state_;

@@ -36,13 +36,6 @@ std::optional<SplitPart> split_part(const fs::path& p) {
     return SplitPart{std::stoi(m[1].str()), std::stoi(m[2].str())};
 }
 
-int64_t mtime_ns(const fs::path& p) {
-    std::error_code ec;
-    const auto t = fs::last_write_time(p, ec);
-    if (ec) return 0;
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-
 int64_t size_of(const fs::path& p) {
     std::error_code ec;
     const auto n = fs::file_size(p, ec);
@@ -289,6 +282,13 @@ Result<store::ModelRecord> import_model(store::Store& store, const fs::path& fil
     store::ModelRecord record =
         inspect_file(target, mode == ImportMode::in_place ? std::string() : library.string(), "imported");
     return store.put_model(record);
+}
+
+int64_t mtime_ns(const fs::path& p) {
+    std::error_code ec;
+    const auto t = fs::last_write_time(p, ec);
+    if (ec) return 0;
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 }  // namespace powerhouse::catalog

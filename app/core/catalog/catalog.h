@@ -85,4 +85,7 @@ std::string model_display_name(const ModelInfo& info, const std::string& other_n
 // The name to show for a record: its summary's display_name, else its file name.
 std::string record_display_name(const store::ModelRecord& record);
 
+// When `p` was last written, in nanoseconds since the file clock's epoch; 0 if unknown.
+int64_t mtime_ns(const std::filesystem::path& p);
+
 }  // namespace powerhouse::catalog

@@ -19,13 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int64_t mtime_ns(const fs::path& p) {
-    std::error_code ec;
-    const auto t = fs::last_write_time(p, ec);
-    if (ec) return 0;
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-
 std::string folded(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
     return s;

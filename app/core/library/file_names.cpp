@@ -29,12 +29,11 @@ int hex_value(char c) {
     return -1;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_blanks(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     return s;
 }
-
 
 // A quoted-string's content with its backslash escapes undone.
 std::string unquote(std::string_view value) {
@@ -94,12 +93,12 @@ std::string file_name_from_content_disposition(std::string_view header) {
             if (header[j] == '"' && (j == 0 || header[j - 1] != '\\')) quoted = !quoted;
             if (header[j] == ';' && !quoted) break;
         }
-        const std::string_view part = trim(header.substr(i, j - i));
+        const std::string_view part = trim_blanks(header.substr(i, j - i));
         i = j + 1;
         const size_t eq = part.find('=');
         if (eq == std::string_view::npos) continue;
-        const std::string_view key = trim(part.substr(0, eq));
-        const std::string_view value = trim(part.substr(eq + 1));
+        const std::string_view key = trim_blanks(part.substr(0, eq));
+        const std::string_view value = trim_blanks(part.substr(eq + 1));
         if (iequals(key, "filename")) {
             plain = unquote(value);
         } else if (iequals(key, "filename*")) {
@@ -118,7 +117,7 @@ std::string file_name_from_content_disposition(std::string_view header) {
 std::string safe_file_name(std::string_view name) {
     const size_t slash = name.find_last_of("/\\");
     if (slash != std::string_view::npos) name.remove_prefix(slash + 1);
-    name = trim(name);
+    name = trim_blanks(name);
     if (name.empty() || name.front() == '.' || name.size() > 255) return {};
     for (const char c : name) {
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return {};

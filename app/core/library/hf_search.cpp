@@ -14,11 +14,6 @@ namespace {
 // reads; stopping bounds what a misbehaving server can make us fetch.
 constexpr int kMaxPages = 100;
 
-std::string trim_endpoint(std::string_view endpoint) {
-    while (!endpoint.empty() && endpoint.back() == '/') endpoint.remove_suffix(1);
-    return std::string(endpoint);
-}
-
 // A count the Hub sends as a JSON integer; some encoders write 12.0, which is taken too.
 Result<uint64_t> read_count(const nlohmann::json& entry, const char* field, const std::string& id) {
     if (!entry.contains(field) || entry[field].is_null()) return uint64_t{0};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <regex>
 
@@ -79,11 +80,6 @@ bool is_reserved(std::string_view first) {
         "api",    "datasets", "spaces", "docs",    "models", "organizations", "settings", "blog",  "collections",
         "papers", "login",    "join",   "pricing", "tasks",  "learn",         "chat",     "posts", "new"};
     return std::find(kReserved.begin(), kReserved.end(), first) != kReserved.end();
-}
-
-std::string trim_endpoint(std::string_view endpoint) {
-    while (!endpoint.empty() && endpoint.back() == '/') endpoint.remove_suffix(1);
-    return std::string(endpoint);
 }
 
 
@@ -307,6 +303,16 @@ std::vector<QuantizationGroup> group_gguf_models(const std::vector<HfFile>& file
         return sa != sb ? sa < sb : a.quantization < b.quantization;
     });
     return out;
+}
+
+std::string hf_endpoint_from_environment() {
+    const char* e = std::getenv("HF_ENDPOINT");
+    return e != nullptr && e[0] != '\0' ? std::string(e) : std::string(kHuggingFaceEndpoint);
+}
+
+std::string trim_endpoint(std::string_view endpoint) {
+    while (!endpoint.empty() && endpoint.back() == '/') endpoint.remove_suffix(1);
+    return std::string(endpoint);
 }
 
 }  // namespace powerhouse::library

@@ -33,6 +33,12 @@ namespace powerhouse::library {
 
 inline constexpr std::string_view kHuggingFaceEndpoint = "https://huggingface.co";
 
+// HF_ENDPOINT when it is set and not empty (a mirror, a test server), as huggingface_hub
+// reads it; else kHuggingFaceEndpoint.
+std::string hf_endpoint_from_environment();
+// `endpoint` without its trailing slashes.
+std::string trim_endpoint(std::string_view endpoint);
+
 struct HfRepo {
     std::string org;
     std::string repo;

@@ -17,14 +17,8 @@
 namespace powerhouse::library::detail {
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
 std::optional<uint64_t> parse_u64(std::string_view s) {
-    s = trim(s);
+    s = http::trim_space(s);
     uint64_t value = 0;
     const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
     if (error != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
@@ -157,18 +151,18 @@ int on_transfer_info(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
 }  // namespace
 
 std::optional<ContentRange> parse_content_range(const std::string& value) {
-    std::string_view v = trim(value);
+    std::string_view v = http::trim_space(value);
     if (v.substr(0, 6) != "bytes ") return std::nullopt;
     v.remove_prefix(6);
     const size_t slash = v.find('/');
     if (slash == std::string_view::npos) return std::nullopt;
     ContentRange range;
-    const std::string_view length = trim(v.substr(slash + 1));
+    const std::string_view length = http::trim_space(v.substr(slash + 1));
     if (length != "*") {
         range.complete_length = parse_u64(length);
         if (!range.complete_length) return std::nullopt;
     }
-    const std::string_view span = trim(v.substr(0, slash));
+    const std::string_view span = http::trim_space(v.substr(0, slash));
     if (span != "*") {
         const size_t dash = span.find('-');
         if (dash == std::string_view::npos) return std::nullopt;

@@ -20,12 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxErrorBody = 64 * 1024;
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
                return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
@@ -34,7 +28,7 @@ bool iequals(std::string_view a, std::string_view b) {
 
 // Retry-After: delay-seconds, or an HTTP date.
 std::optional<double> parse_retry_after(std::string_view value) {
-    value = trim(value);
+    value = http::trim_space(value);
     double seconds = 0;
     const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), seconds);
     if (error == std::errc() && end == value.data() + value.size() && seconds >= 0) return seconds;
@@ -76,7 +70,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
             break;
         case http::HeaderLine::Kind::field:
             if (iequals(line.name, "Content-Type")) {
-                std::string type(trim(line.value.substr(0, line.value.find(';'))));
+                std::string type(http::trim_space(line.value.substr(0, line.value.find(';'))));
                 std::transform(type.begin(), type.end(), type.begin(),
                                [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
                 o.content_type = std::move(type);
@@ -389,7 +383,7 @@ std::string server_message(std::string_view body, std::string_view secret) {
             if (!message.empty()) break;
         }
     } else {
-        const std::string_view text = trim(body);
+        const std::string_view text = http::trim_space(body);
         if (!text.empty() && text.front() != '<') message = std::string(text.substr(0, text.find('\n')));
     }
     if (!secret.empty()) {
@@ -398,7 +392,7 @@ std::string server_message(std::string_view body, std::string_view secret) {
             message.replace(at, secret.size(), kBlank);
         }
     }
-    return printable(trim(message), 400);
+    return printable(http::trim_space(message), 400);
 }
 
 }  // namespace powerhouse::remote::detail

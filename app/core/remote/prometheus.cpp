@@ -16,7 +16,7 @@ bool is_space(char c) {
     return c == ' ' || c == '\t';
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_line(std::string_view s) {
     while (!s.empty() && (is_space(s.front()) || s.front() == '\r')) s.remove_prefix(1);
     while (!s.empty() && (is_space(s.back()) || s.back() == '\r')) s.remove_suffix(1);
     return s;
@@ -140,7 +140,7 @@ std::optional<std::string> read_sample(std::string_view line, MetricSample& samp
     sample.value = *value;
     r.skip_spaces();
     if (r.i < line.size()) {
-        const std::string_view stamp = trim(line.substr(r.i));
+        const std::string_view stamp = trim_line(line.substr(r.i));
         int64_t ms = 0;
         const auto [end, error] = std::from_chars(stamp.data(), stamp.data() + stamp.size(), ms);
         if (error != std::errc() || end != stamp.data() + stamp.size()) {
@@ -201,20 +201,20 @@ PrometheusText parse_prometheus(std::string_view text) {
         size_t end = text.find('\n', start);
         if (end == std::string_view::npos) end = text.size();
         ++line_number;
-        const std::string_view line = trim(text.substr(start, end - start));
+        const std::string_view line = trim_line(text.substr(start, end - start));
         start = end + 1;
         if (line.empty()) continue;
         if (line.front() == '#') {
-            std::string_view rest = trim(line.substr(1));
+            std::string_view rest = trim_line(line.substr(1));
             if (rest == "EOF") break;  // OpenMetrics' end
             const bool is_help = rest.substr(0, 5) == "HELP ";
             const bool is_type = rest.substr(0, 5) == "TYPE ";
             if (!is_help && !is_type) continue;  // a comment
-            rest = trim(rest.substr(5));
+            rest = trim_line(rest.substr(5));
             const size_t space = rest.find_first_of(" \t");
             const std::string name(rest.substr(0, space));
             const std::string_view value =
-                space == std::string_view::npos ? std::string_view() : trim(rest.substr(space));
+                space == std::string_view::npos ? std::string_view() : trim_line(rest.substr(space));
             if (name.empty()) {
                 skip(fmt::format("# {} without a metric name", is_help ? "HELP" : "TYPE"));
             } else if (is_help) {

@@ -14,7 +14,7 @@ namespace powerhouse::arch {
 
 namespace {
 
-Result<void> read(const GgufModel& model, Hparams& hp) {
+Result<void> read_gemma3(const GgufModel& model, Hparams& hp) {
     const GgufMetadata& meta = model.metadata();
     const std::string& a = hp.architecture;
     hp.rope_layout = RopeLayout::neox;
@@ -41,7 +41,7 @@ Result<void> read(const GgufModel& model, Hparams& hp) {
     return {};
 }
 
-StepProgram build(const Hparams& hp) {
+StepProgram build_gemma3(const Hparams& hp) {
     StepProgram p = start_program(hp, hp.embedding_scale);
     add_attention(p, hp, AttentionBlock{.qk_norm = true, .post_norm = true, .query_scale = hp.query_scale});
     add_gated_ffn(p, GateActivation::gelu, /*post_norm=*/true);
@@ -51,6 +51,6 @@ StepProgram build(const Hparams& hp) {
 
 }  // namespace
 
-const Architecture kGemma3{"gemma3", read, build};
+const Architecture kGemma3{"gemma3", read_gemma3, build_gemma3};
 
 }  // namespace powerhouse::arch

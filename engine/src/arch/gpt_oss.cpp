@@ -14,7 +14,7 @@ namespace powerhouse::arch {
 
 namespace {
 
-Result<void> read(const GgufModel& model, Hparams& hp) {
+Result<void> read_gpt_oss(const GgufModel& model, Hparams& hp) {
     const GgufMetadata& meta = model.metadata();
     const std::string& a = hp.architecture;
     hp.rope_layout = RopeLayout::neox;
@@ -38,7 +38,7 @@ Result<void> read(const GgufModel& model, Hparams& hp) {
     return {};
 }
 
-StepProgram build(const Hparams& hp) {
+StepProgram build_gpt_oss(const Hparams& hp) {
     StepProgram p = start_program(hp);
     add_attention(p, hp, AttentionBlock{.qkv_bias = true, .output_bias = true, .sinks = true});
     MoeSpec experts = routed_experts(hp, ExpertGating::softmax_chosen, /*normalize=*/false);
@@ -53,6 +53,6 @@ StepProgram build(const Hparams& hp) {
 
 }  // namespace
 
-const Architecture kGptOss{"gpt-oss", read, build};
+const Architecture kGptOss{"gpt-oss", read_gpt_oss, build_gpt_oss};
 
 }  // namespace powerhouse::arch

@@ -10,9 +10,9 @@ namespace powerhouse::arch {
 
 namespace {
 
-Result<void> read(const GgufModel&, Hparams&) { return {}; }
+Result<void> read_llama(const GgufModel&, Hparams&) { return {}; }
 
-StepProgram build(const Hparams& hp) {
+StepProgram build_llama(const Hparams& hp) {
     StepProgram p = start_program(hp);
     add_attention(p, hp, AttentionBlock{});
     if (hp.is_moe()) {
@@ -26,6 +26,6 @@ StepProgram build(const Hparams& hp) {
 
 }  // namespace
 
-const Architecture kLlama{"llama", read, build};
+const Architecture kLlama{"llama", read_llama, build_llama};
 
 }  // namespace powerhouse::arch

@@ -7,7 +7,7 @@ namespace powerhouse::arch {
 
 namespace {
 
-StepProgram build(const Hparams& hp) {
+StepProgram build_qwen2(const Hparams& hp) {
     StepProgram p = start_program(hp);
     add_attention(p, hp, AttentionBlock{.qkv_bias = true});
     add_gated_ffn(p, GateActivation::silu);
@@ -17,6 +17,6 @@ StepProgram build(const Hparams& hp) {
 
 }  // namespace
 
-const Architecture kQwen2{"qwen2", read_neox_rope, build};
+const Architecture kQwen2{"qwen2", read_neox_rope, build_qwen2};
 
 }  // namespace powerhouse::arch

@@ -7,7 +7,7 @@ namespace powerhouse::arch {
 
 namespace {
 
-StepProgram build(const Hparams& hp) {
+StepProgram build_qwen3(const Hparams& hp) {
     StepProgram p = start_program(hp);
     add_attention(p, hp, AttentionBlock{.qk_norm = true});
     add_gated_ffn(p, GateActivation::silu);
@@ -17,6 +17,6 @@ StepProgram build(const Hparams& hp) {
 
 }  // namespace
 
-const Architecture kQwen3{"qwen3", read_neox_rope, build};
+const Architecture kQwen3{"qwen3", read_neox_rope, build_qwen3};
 
 }  // namespace powerhouse::arch

@@ -10,7 +10,7 @@ namespace powerhouse::arch {
 
 namespace {
 
-Result<void> read(const GgufModel& model, Hparams& hp) {
+Result<void> read_qwen3moe(const GgufModel& model, Hparams& hp) {
     const GgufMetadata& meta = model.metadata();
     hp.rope_layout = RopeLayout::neox;
     if (!hp.is_moe()) {
@@ -29,7 +29,7 @@ Result<void> read(const GgufModel& model, Hparams& hp) {
     return {};
 }
 
-StepProgram build(const Hparams& hp) {
+StepProgram build_qwen3moe(const Hparams& hp) {
     StepProgram p = start_program(hp);
     add_attention(p, hp, AttentionBlock{.qk_norm = true});
     add_moe_ffn(p, routed_experts(hp, ExpertGating::softmax, /*normalize=*/true));
@@ -39,6 +39,6 @@ StepProgram build(const Hparams& hp) {
 
 }  // namespace
 
-const Architecture kQwen3Moe{"qwen3moe", read, build};
+const Architecture kQwen3Moe{"qwen3moe", read_qwen3moe, build_qwen3moe};
 
 }  // namespace powerhouse::arch

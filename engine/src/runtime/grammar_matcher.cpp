@@ -74,6 +74,12 @@ constexpr size_t kCompactConfigs = 1u << 12;
 constexpr size_t kMaxNodes = 1u << 22;  // within one step, past these a transition counts as dead
 constexpr size_t kMaxConfigs = 1u << 16;
 
+}  // namespace
+
+// Named rather than anonymous: GrammarMachine's fields have these types, and GrammarMachine
+// is not in the anonymous namespace (GrammarMatcher::State holds one).
+namespace grammar_machine {
+
 struct StackNode {
     uint32_t pos = 0;     // index of the top element in GrammarImpl::elements
     uint32_t parent = 0;  // the rest of the stack
@@ -92,7 +98,10 @@ struct Config {
     bool must_end = false;
 };
 
-}  // namespace
+}  // namespace grammar_machine
+
+using grammar_machine::Config;
+using grammar_machine::StackNode;
 
 // The automaton of one matcher: stacks, configurations and their transitions.
 class GrammarMachine {

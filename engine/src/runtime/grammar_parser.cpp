@@ -78,7 +78,7 @@ bool is_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
-int hex_value(char c) {
+int hex_digit(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -346,7 +346,7 @@ private:
     uint32_t read_hex(size_t digits, size_t escape_pos) {
         uint32_t value = 0;
         for (size_t i = 0; i < digits; ++i) {
-            const int h = hex_value(peek());
+            const int h = hex_digit(peek());
             if (h < 0) fail(escape_pos, fmt::format("escape needs {} hex digits", digits));
             value = value * 16 + static_cast<uint32_t>(h);
             ++pos_;

@@ -7,12 +7,12 @@
 
 #include "synth/merge_learner.h"
 #include "synth/random.h"
+#include "tokenizer/spm.h"
 
 namespace powerhouse::synth {
 namespace {
 
 constexpr std::string_view kGpt2Space = "\xC4\xA0";     // "Ġ" (U+0120), GPT-2's spelling of " "
-constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // "▁" (U+2581)
 
 // Merges learned from the corpus before the filler takes over; the corpus runs out of
 // pairs seen twice well before this.

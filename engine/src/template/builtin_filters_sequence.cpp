@@ -14,9 +14,6 @@ namespace powerhouse::jinja {
 
 namespace {
 
-const Value kNone = Value::none();
-const Value kFalse = Value(false);
-
 Value generator(Interpreter& interp, std::vector<Value> items) {
     return interp.make_list(std::move(items), SequenceKind::generator);
 }

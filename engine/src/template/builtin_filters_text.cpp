@@ -14,9 +14,6 @@ namespace powerhouse::jinja {
 
 namespace {
 
-const Value kNone = Value::none();
-const Value kFalse = Value(false);
-
 Value filter_trim(Interpreter& interp, const Value& v, Args& args) {
     ArgBinder bound("trim", args, {"chars"}, 0);
     const std::string text = text_of(interp, v);

@@ -14,8 +14,6 @@ namespace powerhouse::jinja {
 
 namespace {
 
-const Value kNone = Value::none();
-
 const std::string& self_string(const FunctionObject& f) {
     return f.self.as_string();
 }

@@ -25,6 +25,10 @@ struct TestEntry {
     TestFunction function;
 };
 
+// None and False, for the defaults of optional arguments that are read by reference.
+inline const Value kNone = Value::none();
+inline const Value kFalse = Value(false);
+
 std::span<const FilterEntry> text_filters();      // builtin_filters_text.cpp
 std::span<const FilterEntry> sequence_filters();  // builtin_filters_sequence.cpp
 std::span<const TestEntry> all_tests();           // builtin_tests.cpp

@@ -3,11 +3,10 @@
 #include <string>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/spm.h"
 
 namespace powerhouse {
 namespace {
-
-constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581
 
 void append_spm_text(std::string_view text, std::string& out) {
     size_t pos = 0;

@@ -14,6 +14,9 @@
 
 namespace powerhouse {
 
+// U+2581, the character SentencePiece spells a space with.
+inline constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
+
 // Appends the ids of `text` (spaces already replaced by U+2581, prefix space already added).
 void spm_tokenize(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out);
 

@@ -12,8 +12,6 @@
 namespace powerhouse {
 namespace {
 
-constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
-
 void encode_spm(const Vocab& vocab, std::string_view text, bool after_special, std::vector<TokenId>& out) {
     std::string escaped;
     escaped.reserve(text.size() + text.size() / 4 + 3);

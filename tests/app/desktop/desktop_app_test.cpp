@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 using powerhouse::test::kHubSmolFile;
 using powerhouse::test::kHubSmolRepo;
 
-constexpr int kWait = 60000;
+constexpr int kAppWait = 60000;
 
 class DesktopAppTest : public ::testing::Test {
 protected:
@@ -95,7 +95,7 @@ TEST_F(DesktopAppTest, FirstRunDownloadsASuggestedModelAndLoadsIt) {
     EXPECT_EQ(welcome.suggestions()->rowCount(), 0);
     welcome.setActive(true);
     welcome.setModels({smol});
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !welcome.planning(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !welcome.planning(); }, kAppWait));
     SuggestionListModel& rows = *welcome.suggestions();
     ASSERT_EQ(rows.rowCount(), 1);
     EXPECT_TRUE(rows.data(rows.index(0), SuggestionListModel::RecommendedRole).toBool())
@@ -104,7 +104,7 @@ TEST_F(DesktopAppTest, FirstRunDownloadsASuggestedModelAndLoadsIt) {
     welcome.download(0);
     EXPECT_EQ(rows.data(rows.index(0), SuggestionListModel::DownloadRole).value<SuggestionListModel::Download>(),
               SuggestionListModel::Download::Downloading);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return app->chat().modelState() == ChatController::ModelState::Ready; }, kWait))
+    ASSERT_TRUE(QTest::qWaitFor([&] { return app->chat().modelState() == ChatController::ModelState::Ready; }, kAppWait))
         << static_cast<int>(app->chat().modelState()) << ": " << app->chat().errorText().toStdString();
     const fs::path downloaded = dir_ / "data" / "models" / kHubSmolFile;
     EXPECT_EQ(fs::file_size(downloaded), fs::file_size(test_model_));
@@ -117,7 +117,7 @@ TEST_F(DesktopAppTest, FirstRunDownloadsASuggestedModelAndLoadsIt) {
     EXPECT_EQ(app->chat().modelName(), "SmolLM2 135M Instruct · Q4_1");
     ModelListModel& library = *app->library().models();
     // The library lists it from its worker thread, maybe after the model loaded.
-    ASSERT_TRUE(QTest::qWaitFor([&] { return library.rowCount() == 1; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return library.rowCount() == 1; }, kAppWait));
     EXPECT_EQ(library.data(library.index(0), ModelListModel::PathRole).toString().toStdString(), downloaded.string());
     EXPECT_TRUE(library.data(library.index(0), ModelListModel::LoadedRole).toBool());
     // The Hub sent the file's sha256 and the download was checked against it.
@@ -137,7 +137,7 @@ TEST_F(DesktopAppTest, AModelFoundOnTheHubArrivesInTheLibrary) {
     ASSERT_NE(app, nullptr);
     HubController& search = app->hub();
     search.showFiles(kHubSmolRepo);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !search.listing(); }, kWait)) << search.error().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !search.listing(); }, kAppWait)) << search.error().toStdString();
     int q41 = -1;
     for (int row = 0; row < search.files()->rowCount(); ++row) {
         if (search.files()->data(search.files()->index(row), HubFilesModel::QuantizationRole).toString() == "Q4_1") {
@@ -148,7 +148,7 @@ TEST_F(DesktopAppTest, AModelFoundOnTheHubArrivesInTheLibrary) {
     ASSERT_TRUE(search.download(kHubSmolRepo, q41));
     EXPECT_EQ(app->downloads().rowCount(), 1);
     ModelListModel& library = *app->library().models();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return library.rowCount() == 1; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return library.rowCount() == 1; }, kAppWait));
     EXPECT_TRUE(library.data(library.index(0), ModelListModel::UsableRole).toBool());
     // Found, not loaded: the chat still waits for a choice.
     EXPECT_EQ(app->chat().modelState(), ChatController::ModelState::None);
@@ -176,11 +176,11 @@ TEST_F(DesktopAppTest, AnAnswerADeviceFailureInterruptsIsCompletedAndStoredWithI
     ASSERT_NE(app, nullptr);
     ChatController& chat = app->chat();
     app->load(QString::fromStdString(test_model_.string()), false);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.modelState() != ChatController::ModelState::Loading; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.modelState() != ChatController::ModelState::Loading; }, kAppWait));
     ASSERT_EQ(chat.modelState(), ChatController::ModelState::Ready) << chat.errorText().toStdString();
     ASSERT_TRUE(chat.setConversationSettings({}, {{"temperature", 0}, {"maxTokens", 32}}));
     chat.send("Write a Python function that reverses a string.");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kAppWait));
 
     EXPECT_EQ(chat.recovery(), ChatController::Recovery::Recovered);
     EXPECT_TRUE(chat.recoveryText().contains("Continuing on")) << chat.recoveryText().toStdString();
@@ -226,10 +226,10 @@ TEST_F(DesktopAppTest, WhenLoadingAgainDoesNotHelpNoModelIsShownAnywhere) {
     app->settings().setRecoveryPolicy("retry");
     ASSERT_TRUE(app->settings().apply());
     app->load(QString::fromStdString(test_model_.string()), false);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.modelState() != ChatController::ModelState::Loading; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.modelState() != ChatController::ModelState::Loading; }, kAppWait));
     ASSERT_EQ(chat.modelState(), ChatController::ModelState::Ready) << chat.errorText().toStdString();
     chat.send("Write a Python function that reverses a string.");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kAppWait));
     EXPECT_EQ(chat.recovery(), ChatController::Recovery::Failed);
     EXPECT_EQ(chat.modelState(), ChatController::ModelState::Failed);
     EXPECT_TRUE(app->dashboard().placement().isEmpty()) << "the dashboard no longer shows a model";

@@ -30,7 +30,7 @@ namespace {
 using powerhouse::store::Store;
 using powerhouse::test::open_store;
 
-constexpr int kWait = 15000;
+constexpr int kHubWait = 15000;
 
 class HubControllerTest : public ::testing::Test {
 protected:
@@ -80,7 +80,7 @@ TEST_F(HubControllerTest, SearchesAcrossPagesOffTheGuiThread) {
     // Asked, not answered: the GUI thread is not blocked by the network.
     EXPECT_TRUE(c.searching());
     EXPECT_EQ(c.query(), "gguf");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait)) << c.error().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kHubWait)) << c.error().toStdString();
     EXPECT_EQ(c.error(), "");
     EXPECT_EQ(c.message(), "");
     ASSERT_EQ(c.results()->rowCount(), 5);
@@ -96,17 +96,17 @@ TEST_F(HubControllerTest, SearchesAcrossPagesOffTheGuiThread) {
 
     // A limit below what the Hub has: the rest is said to be there.
     c.search("gguf", 2);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kHubWait));
     EXPECT_EQ(c.results()->rowCount(), 2);
     EXPECT_TRUE(c.more());
 
     // Nothing found is said; an empty query clears.
     c.search("no such model");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kHubWait));
     EXPECT_EQ(c.results()->rowCount(), 0);
     EXPECT_EQ(c.message(), "No GGUF model on Hugging Face matches “no such model”.");
     c.search("smollm2");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kHubWait));
     EXPECT_EQ(c.results()->rowCount(), 3);
     c.search("");
     EXPECT_FALSE(c.searching());
@@ -118,7 +118,7 @@ TEST_F(HubControllerTest, ANewerSearchDropsTheOlderAnswer) {
     QSignalSpy resets(c.results(), &QAbstractItemModel::modelReset);
     c.search("slow");  // the hub holds this answer back for 1.5 s
     c.search("smollm2");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kHubWait));
     EXPECT_EQ(c.query(), "smollm2");
     ASSERT_EQ(c.results()->rowCount(), 3);
     EXPECT_EQ(resets.count(), 1);
@@ -139,7 +139,7 @@ TEST_F(HubControllerTest, FilesByQuantizationWithAnEstimateOfTheFit) {
     c.showFiles("split-org/Big-Model-GGUF");
     EXPECT_TRUE(c.listing());
     EXPECT_EQ(c.repository(), "split-org/Big-Model-GGUF");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait)) << c.error().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait)) << c.error().toStdString();
     EXPECT_EQ(c.error(), "");
     ASSERT_EQ(c.files()->rowCount(), 3) << "IQ4_XS, Q4_K_M in 2 parts (on both pages), Q8_0 in 3";
     EXPECT_EQ(file(c, 0, HubFilesModel::QuantizationRole).toString(), "IQ4_XS");
@@ -181,7 +181,7 @@ TEST_F(HubControllerTest, DownloadHandsEveryPartWithItsHash) {
     HubController& c = *controller_;
     QSignalSpy requested(&c, &HubController::downloadRequested);
     c.showFiles("split-org/Big-Model-GGUF");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait));
     EXPECT_FALSE(c.download("smol-org/SmolLM2-135M-Instruct-GGUF", 0)) << "not the repository listed";
     EXPECT_FALSE(c.download("split-org/Big-Model-GGUF", 3));
     EXPECT_EQ(requested.count(), 0);
@@ -197,13 +197,13 @@ TEST_F(HubControllerTest, DownloadHandsEveryPartWithItsHash) {
 TEST_F(HubControllerTest, ErrorsAreShownAsText) {
     HubController& c = *controller_;
     c.showFiles("nobody/nothing");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait));
     EXPECT_TRUE(c.error().contains("HTTP 404")) << c.error().toStdString();
     EXPECT_EQ(c.files()->rowCount(), 0);
 
     c.showFiles("plain-org/Model-GGUF-Pending");
     EXPECT_EQ(c.error(), "") << "a new listing clears the old error";
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait));
     EXPECT_TRUE(c.message().startsWith("plain-org/Model-GGUF-Pending has no GGUF files")) << c.message().toStdString();
 
     c.showFiles("not a repository");
@@ -211,13 +211,13 @@ TEST_F(HubControllerTest, ErrorsAreShownAsText) {
     EXPECT_EQ(c.error(), "“not a repository” is not a Hugging Face repository (owner/name).");
 
     c.search("malformed-no-id");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kHubWait));
     EXPECT_EQ(c.error(), "search result 1 has no id");
 
     HubController refused(*settings_, QStringLiteral("http://127.0.0.1:1"));
     refused.setRetryTiming(1, 10);
     refused.search("x");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !refused.searching(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !refused.searching(); }, kHubWait));
     EXPECT_FALSE(refused.error().isEmpty());
 }
 
@@ -233,7 +233,7 @@ TEST_F(HubControllerTest, AListedModelDownloadsVerified) {
                      [&downloads](const QUrl& url, const QString& sha256) { downloads.add(url, sha256.toStdString()); });
     QSignalSpy finished(&downloads, &DownloadController::finished);
     c.showFiles(powerhouse::test::kHubSmolRepo);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait));
     int q41 = -1;
     for (int row = 0; row < c.files()->rowCount(); ++row) {
         if (file(c, row, HubFilesModel::QuantizationRole).toString() == "Q4_1") q41 = row;
@@ -254,7 +254,7 @@ TEST_F(HubControllerTest, ExactFitFromTheHeaderEqualsTheLocalFilesFit) {
     QAbstractItemModelTester tester(c.files(), QAbstractItemModelTester::FailureReportingMode::Fatal);
     oneGpu("Small:5");
     c.showFiles(powerhouse::test::kHubSmolRepo);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait)) << c.error().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait)) << c.error().toStdString();
     int q41 = -1;
     for (int row = 0; row < c.files()->rowCount(); ++row) {
         if (file(c, row, HubFilesModel::QuantizationRole).toString() == "Q4_1") q41 = row;
@@ -264,7 +264,7 @@ TEST_F(HubControllerTest, ExactFitFromTheHeaderEqualsTheLocalFilesFit) {
     hub_->requests(/*clear=*/true);
     c.checkFit(q41);
     EXPECT_TRUE(file(c, q41, HubFilesModel::CheckingRole).toBool()) << "read off the GUI thread";
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !file(c, q41, HubFilesModel::CheckingRole).toBool(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !file(c, q41, HubFilesModel::CheckingRole).toBool(); }, kHubWait));
     EXPECT_FALSE(file(c, q41, HubFilesModel::EstimateRole).toBool())
         << file(c, q41, HubFilesModel::FitRole).toString().toStdString();
     // What the Models page says of the same file on disk, word for word.
@@ -286,7 +286,7 @@ TEST_F(HubControllerTest, ExactFitFromTheHeaderEqualsTheLocalFilesFit) {
     // Listed again: the shape read this session is used at once, nothing fetched.
     hub_->requests(/*clear=*/true);
     c.showFiles(powerhouse::test::kHubSmolRepo);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait));
     EXPECT_FALSE(file(c, q41, HubFilesModel::EstimateRole).toBool());
     for (const std::string& r : hub_->requests()) EXPECT_EQ(r.find("/resolve/"), std::string::npos) << r;
 }
@@ -296,14 +296,14 @@ TEST_F(HubControllerTest, AHeaderPastTheCapKeepsTheEstimateWithTheReason) {
     HubController& c = *controller_;
     c.setHeaderLimits(32 << 10, 64 << 10);
     c.showFiles(powerhouse::test::kHubSmolRepo);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait)) << c.error().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait)) << c.error().toStdString();
     int q41 = -1;
     for (int row = 0; row < c.files()->rowCount(); ++row) {
         if (file(c, row, HubFilesModel::QuantizationRole).toString() == "Q4_1") q41 = row;
     }
     ASSERT_GE(q41, 0);
     c.checkFit(q41);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !file(c, q41, HubFilesModel::CheckingRole).toBool(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !file(c, q41, HubFilesModel::CheckingRole).toBool(); }, kHubWait));
     EXPECT_TRUE(file(c, q41, HubFilesModel::EstimateRole).toBool());
     const QString fit = file(c, q41, HubFilesModel::FitRole).toString();
     EXPECT_TRUE(fit.startsWith("Estimate from the file size")) << fit.toStdString();
@@ -315,14 +315,14 @@ TEST_F(HubControllerTest, GatedRepositoriesAndTheToken) {
     const std::string gated = "gated-org/Gated-Model-GGUF";
     const QString page = QString::fromStdString(hub_->endpoint() + "/" + gated);
     c.search("gguf");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait)) << c.error().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kHubWait)) << c.error().toStdString();
     ASSERT_EQ(result(c, 1, HubSearchModel::RepoIdRole).toString().toStdString(), gated);
     EXPECT_EQ(result(c, 1, HubSearchModel::GatedRole).toString(), "manual");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait));
 
     // Opened without a token: what to do.
     c.showFiles(QString::fromStdString(gated));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kWait)) << c.error().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.listing(); }, kHubWait)) << c.error().toStdString();
     EXPECT_EQ(c.message(), QString::fromStdString(gated) + " is gated: accept its terms at " + page +
                                ", then add your Hugging Face token in Settings");
     // A token (as the keyring gives it): the words go, and the token goes with the API's requests.
@@ -334,7 +334,7 @@ TEST_F(HubControllerTest, GatedRepositoriesAndTheToken) {
     EXPECT_EQ(c.message(), "");
     hub_->requests(/*clear=*/true);
     c.search("smollm2");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.searching(); }, kHubWait));
     const nlohmann::json seen = hub_->get_json("/_requests?auth=1");
     ASSERT_FALSE(seen.empty());
     EXPECT_EQ(seen[0]["authorization"], "Bearer hf_test_accepted");
@@ -350,7 +350,7 @@ TEST_F(HubControllerTest, GatedRepositoriesAndTheToken) {
     downloads.add(QUrl(QString::fromStdString(hub_->endpoint() + "/" + gated + "/resolve/main/x.gguf")), {});
     ASSERT_TRUE(QTest::qWaitFor(
         [&] { return downloads.data(downloads.index(0), DownloadController::StateRole).toInt() == failed; },
-        kWait));
+        kHubWait));
     const QString status = downloads.data(downloads.index(0), DownloadController::StatusRole).toString();
     EXPECT_TRUE(status.startsWith(QString::fromStdString("Your Hugging Face token has no access to " + gated)))
         << status.toStdString();
@@ -361,7 +361,7 @@ TEST_F(HubControllerTest, GatedRepositoriesAndTheToken) {
                   {});
     ASSERT_TRUE(QTest::qWaitFor(
         [&] { return downloads.data(downloads.index(1), DownloadController::StateRole).toInt() == failed; },
-        kWait));
+        kHubWait));
     for (const auto& r : hub_->get_json("/_requests?auth=1")) EXPECT_TRUE(r["authorization"].is_null()) << r.dump();
 
     c.saveToken(QStringLiteral("   "));

@@ -32,7 +32,7 @@ using powerhouse::store::Store;
 using powerhouse::test::open_store;
 
 constexpr int kModels = 200;
-constexpr int kWait = 120000;  // ms: 200 headers on a loaded machine
+constexpr int kScanWait = 120000;  // ms: 200 headers on a loaded machine
 
 class LibraryScanTest : public ::testing::Test {
 protected:
@@ -96,7 +96,7 @@ TEST_F(LibraryScanTest, TheWindowKeepsTickingWhileTwoHundredModelsAreScanned) {
     EXPECT_TRUE(controller->scanning());
     EXPECT_EQ(scanning.count(), 1);
     EXPECT_EQ(controller->models()->rowCount(), 0);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 1; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 1; }, kScanWait));
     const qint64 scanMs = took.elapsed();
     timer.stop();
     EXPECT_FALSE(controller->scanning());
@@ -128,7 +128,7 @@ TEST_F(LibraryScanTest, TheWindowKeepsTickingWhileTwoHundredModelsAreScanned) {
     EXPECT_TRUE(suggestion.startsWith("It fits with a context of ")) << suggestion.toStdString() << " / "
         << models.data(models.index(0), ModelListModel::FitRole).toString().toStdString();
     controller->rescan();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 2; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 2; }, kScanWait));
     EXPECT_EQ(models.rowCount(), kModels - 1);
     EXPECT_NE(models.data(models.index(0), ModelListModel::PathRole).toString(), first);
 }
@@ -139,13 +139,13 @@ TEST_F(LibraryScanTest, ARescanAskedForDuringAScanGivesExactlyOneMore) {
     QSignalSpy scanning(controller.get(), &LibraryController::scanningChanged);
     controller->rescan();
     // Under way: the worker has written a first record.
-    ASSERT_TRUE(QTest::qWaitFor([&] { return recorded() > 0; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return recorded() > 0; }, kScanWait));
     ASSERT_EQ(finished.count(), 0) << "the scan ended before it could be asked again";
     controller->rescan();
     controller->rescan();
     controller->rescan();
     EXPECT_TRUE(controller->scanning());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->scanning(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->scanning(); }, kScanWait));
     QTest::qWait(100);  // a third scan, were there one, would have started by now
     EXPECT_EQ(finished.count(), 2) << "the scan running, and one more for the three asked meanwhile";
     EXPECT_EQ(scanning.count(), 2) << "scanning from the first request to the last scan's end";
@@ -158,7 +158,7 @@ TEST_F(LibraryScanTest, ARescanAskedForDuringAScanGivesExactlyOneMore) {
     const std::string arrived = (library() / "model-005.gguf").string();
     const QString sha(64, QLatin1Char('b'));
     controller->addDownloaded(QString::fromStdString(arrived), sha);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->scanning(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->scanning(); }, kScanWait));
     // The two rescans are one scan when the worker had not begun the first before the second
     // was asked, else two (a loaded machine, CI, sees both); the download's is its own.
     EXPECT_TRUE(finished.count() == 4 || finished.count() == 5)
@@ -180,7 +180,7 @@ TEST_F(LibraryScanTest, DestroyingTheControllerBeforeDuringOrAfterAScanIsClean) 
     {
         auto controller = make();
         controller->rescan();
-        ASSERT_TRUE(QTest::qWaitFor([&] { return recorded() > 0; }, kWait));
+        ASSERT_TRUE(QTest::qWaitFor([&] { return recorded() > 0; }, kScanWait));
         controller.reset();
         QTest::qWait(50);  // anything it posted is dropped with it, never run
     }
@@ -189,7 +189,7 @@ TEST_F(LibraryScanTest, DestroyingTheControllerBeforeDuringOrAfterAScanIsClean) 
     {
         auto controller = make();
         controller->rescan();
-        ASSERT_TRUE(QTest::qWaitFor([&] { return recorded() == kModels; }, kWait));
+        ASSERT_TRUE(QTest::qWaitFor([&] { return recorded() == kModels; }, kScanWait));
         std::this_thread::sleep_for(std::chrono::milliseconds(1000));
         controller.reset();
         QTest::qWait(50);
@@ -198,7 +198,7 @@ TEST_F(LibraryScanTest, DestroyingTheControllerBeforeDuringOrAfterAScanIsClean) 
     auto controller = make();
     QSignalSpy finished(controller.get(), &LibraryController::scanFinished);
     controller->rescan();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 1; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 1; }, kScanWait));
     EXPECT_EQ(controller->models()->rowCount(), kModels);
 }
 
@@ -213,7 +213,7 @@ TEST_F(LibraryScanTest, TheWorkersStoreLeavesAStreamingAnswerStreaming) {
     auto controller = make();
     QSignalSpy finished(controller.get(), &LibraryController::scanFinished);
     controller->rescan();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 1; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return finished.count() == 1; }, kScanWait));
     auto now = store_->message(answer->id);
     ASSERT_TRUE(now);
     EXPECT_EQ(now->state, powerhouse::store::MessageState::streaming);

@@ -25,15 +25,15 @@ namespace {
 using powerhouse::store::Store;
 using powerhouse::test::open_store;
 
-constexpr int kWait = 30000;  // ms
+constexpr int kLibraryWait = 30000;  // ms
 
 // The library's scans and imports run on its worker thread: these wait for them with the
 // event loop running, as the window's would.
 void waitForScans(const LibraryController& controller) {
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller.scanning(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller.scanning(); }, kLibraryWait));
 }
 void waitForMessage(QSignalSpy& said) {
-    ASSERT_TRUE(said.count() > 0 || said.wait(kWait)) << "the import has not said how it went";
+    ASSERT_TRUE(said.count() > 0 || said.wait(kLibraryWait)) << "the import has not said how it went";
     said.clear();
 }
 

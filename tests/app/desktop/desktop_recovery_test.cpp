@@ -27,7 +27,7 @@ using powerhouse::store::Store;
 using powerhouse::test::expect_reference_answer;
 using powerhouse::test::open_store;
 
-constexpr int kWait = 120000;
+constexpr int kRecoveryWait = 120000;
 const char* const kQuestion = "Write a Python function that reverses a string.";
 
 // The test model on one CPU device, whose sixth step fails (the prompt is one step, so the
@@ -59,13 +59,13 @@ TEST(EngineClientRecovery, AnAnswerADeviceFailureInterruptsStreamsOnWholeUnderIt
         stats = s;
     });
     client.load(modelPath(), faulty());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return loaded.count() == 1; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return loaded.count() == 1; }, kRecoveryWait));
     powerhouse::GenerateCommand command;
     command.messages = {{"user", kQuestion}};
     command.settings.max_tokens = 32;
     command.settings.sampling.temperature = 0;
     const quint64 id = client.generate(command);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !done.isEmpty(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !done.isEmpty(); }, kRecoveryWait));
 
     // Announced, then done: the same model again on the CPU, the fault gone with the reload.
     ASSERT_EQ(recoveries.count(), 2);
@@ -109,7 +109,7 @@ protected:
               powerhouse::RecoveryPolicy policy = powerhouse::RecoveryPolicy::replan) {
         controller_->loadModel(modelPath(), options, policy);
         ASSERT_TRUE(QTest::qWaitFor([&] { return controller_->modelState() != ChatController::ModelState::Loading; },
-                                    kWait));
+                                    kRecoveryWait));
         ASSERT_EQ(controller_->modelState(), ChatController::ModelState::Ready)
             << controller_->errorText().toStdString();
     }
@@ -117,7 +117,7 @@ protected:
     // Sends the question and waits for the answer to end; the stored messages.
     std::vector<powerhouse::store::Message> ask() {
         controller_->send(kQuestion);
-        EXPECT_TRUE(QTest::qWaitFor([&] { return !controller_->generatingAny(); }, kWait));
+        EXPECT_TRUE(QTest::qWaitFor([&] { return !controller_->generatingAny(); }, kRecoveryWait));
         controller_->flushWrites();  // the controller's writes run on its writer thread
         auto stored = store_->messages(controller_->currentConversationId());
         EXPECT_TRUE(stored);

@@ -38,21 +38,8 @@ using powerhouse::test::open_store;
 
 constexpr uint64_t kFirstServerId = uint64_t{1} << 40;  // ApiServer::kFirstRequestId
 
-template <class Done>
-bool wait_for(Done done) {
-    return QTest::qWaitFor(done, 120000);
-}
-
-// llama.cpp's greedy answer to a chat case of tests/data/generation/smollm2_greedy.json.
-std::string reference_answer(const std::string& name) {
-    const auto fixture =
-        json::parse(powerhouse::test::read_file(powerhouse::test::data_dir() / "generation" / "smollm2_greedy.json"));
-    for (const auto& c : fixture.at("cases")) {
-        if (c.at("name") == name) return c.at("generated_text").get<std::string>();
-    }
-    ADD_FAILURE() << "no case " << name;
-    return {};
-}
+using powerhouse::test::reference_answer;
+using powerhouse::test::wait_for;
 
 // An HTTP exchange on a thread of its own, so that the test's event loop runs meanwhile.
 struct Reply {

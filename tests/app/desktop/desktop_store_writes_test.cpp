@@ -22,10 +22,7 @@ namespace {
 using powerhouse::store::MessageState;
 using powerhouse::store::Store;
 
-template <class Done>
-bool wait_for(Done done) {
-    return QTest::qWaitFor(done, 120000);
-}
+using powerhouse::test::wait_for;
 
 // A chat on the test model with greedy answers of `max_tokens`, loaded; false (with a
 // failure) when the model does not become ready.

@@ -30,7 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kWait = 120000;
+constexpr int kSweepWait = 120000;
 
 class DesktopSweepTest : public ::testing::Test {
 protected:
@@ -66,7 +66,7 @@ protected:
     // Loads the test model; false (with a failure) when it does not become ready.
     bool loadModel(DesktopApp& app) {
         app.load(QString::fromStdString(test_model_.string()), false);
-        if (!QTest::qWaitFor([&] { return app.chat().modelState() != ChatController::ModelState::Loading; }, kWait))
+        if (!QTest::qWaitFor([&] { return app.chat().modelState() != ChatController::ModelState::Loading; }, kSweepWait))
             return false;
         EXPECT_EQ(app.chat().modelState(), ChatController::ModelState::Ready) << app.chat().errorText().toStdString();
         return QTest::qWaitFor([&] { return app.sweep().whyNot().isEmpty(); }, 10000);
@@ -103,7 +103,7 @@ TEST_F(DesktopSweepTest, ASweepMarksTheBestLimitSetsTheLimitsBackAndIsKept) {
     EXPECT_FALSE(sweep.start()) << "one sweep at a time";
     // The API server's new requests wait the sweep out (desktop_server_test: what they get).
     EXPECT_TRUE(app->server().heldReason().contains("efficiency sweep"));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kSweepWait));
     ASSERT_EQ(sweep.state(), PowerSweepController::State::Done) << sweep.message().toStdString();
     EXPECT_TRUE(app->server().heldReason().isEmpty());
 
@@ -169,11 +169,11 @@ TEST_F(DesktopSweepTest, EachStepIsRecordedForACrashAndCancelSetsTheLimitBack) {
     ASSERT_TRUE(sweep.start());
     // Cancelling during the first limit (the default: nothing changed yet), then a second
     // sweep that starts below the default, cancelled there.
-    ASSERT_TRUE(QTest::qWaitFor([&] { return sweep.progressText().startsWith("Limit 1 of 2: 450 W on GPU 0"); }, kWait))
+    ASSERT_TRUE(QTest::qWaitFor([&] { return sweep.progressText().startsWith("Limit 1 of 2: 450 W on GPU 0"); }, kSweepWait))
         << sweep.progressText().toStdString();
     sweep.cancel();
     EXPECT_EQ(sweep.state(), PowerSweepController::State::Cancelling);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kSweepWait));
     EXPECT_EQ(sweep.state(), PowerSweepController::State::Idle) << "no result to show";
     EXPECT_EQ(sweep.message(), "Sweep cancelled; the power limits are back as they were.");
 
@@ -184,14 +184,14 @@ TEST_F(DesktopSweepTest, EachStepIsRecordedForACrashAndCancelSetsTheLimitBack) {
     PowerSweepController& second = longSweep->sweep();
     ASSERT_TRUE(second.start());
     // While a limit below the default runs, the store says what to set back after a crash.
-    ASSERT_TRUE(QTest::qWaitFor([&] { return crashRecord(*longSweep).size() == 1; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return crashRecord(*longSweep).size() == 1; }, kSweepWait));
     const QJsonObject record = crashRecord(*longSweep).at(0).toObject();
     EXPECT_EQ(record.value("before_w").toDouble(), 450);
     EXPECT_EQ(record.value("now_w").toDouble(), 250);
     EXPECT_EQ(currentLimit(*longSweep), 250);
     EXPECT_FALSE(second.whyNot().isEmpty());
     second.cancel();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*longSweep); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*longSweep); }, kSweepWait));
     EXPECT_EQ(currentLimit(*longSweep), 450);
     EXPECT_TRUE(crashRecord(*longSweep).isEmpty());
 }
@@ -203,9 +203,9 @@ TEST_F(DesktopSweepTest, UnloadingOrQuittingMidSweepEndsItWithTheLimitsBack) {
         ASSERT_NE(app, nullptr);
         ASSERT_TRUE(loadModel(*app));
         ASSERT_TRUE(app->sweep().start());
-        ASSERT_TRUE(QTest::qWaitFor([&] { return currentLimit(*app) == 300; }, kWait));
+        ASSERT_TRUE(QTest::qWaitFor([&] { return currentLimit(*app) == 300; }, kSweepWait));
         app->engine().unload();
-        ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kWait));
+        ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kSweepWait));
         EXPECT_EQ(app->sweep().message(), "The sweep stopped: the model was unloaded.");
         EXPECT_TRUE(app->sweep().messageIsError());
         EXPECT_EQ(currentLimit(*app), 450);
@@ -215,7 +215,7 @@ TEST_F(DesktopSweepTest, UnloadingOrQuittingMidSweepEndsItWithTheLimitsBack) {
     ASSERT_NE(app, nullptr);
     ASSERT_TRUE(loadModel(*app));
     ASSERT_TRUE(app->sweep().start());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return crashRecord(*app).size() == 1; }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return crashRecord(*app).size() == 1; }, kSweepWait));
     // Quitting: the sweep's thread ends and the limit goes back before the app is gone;
     // what the store keeps for the next start is nothing to undo.
     app.reset();
@@ -236,7 +236,7 @@ TEST_F(DesktopSweepTest, AnAnswerTheGpusWereSlowedUnderKeepsItsThrottleNote) {
     ChatController& chat = app->chat();
     ASSERT_TRUE(chat.setConversationSettings({}, {{"temperature", 0}, {"maxTokens", 24}}));
     chat.send("Write a Python function that reverses a string.");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kWait));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.generatingAny(); }, kSweepWait));
     chat.flushWrites();
     auto messages = app->store().messages(chat.currentConversationId());
     ASSERT_TRUE(messages.ok());

@@ -2,6 +2,7 @@
 // llama.cpp's greedy answers to the chat cases (tests/data/generation/smollm2_greedy.json).
 #pragma once
 
+#include <QTest>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,6 +14,13 @@
 #include "support/test_support.h"
 
 namespace powerhouse::test {
+
+// Runs the event loop until `done` or `ms` (sleeping between checks, so that the engine's
+// threads have the cores).
+template <class Done>
+bool wait_for(Done done, int ms = 120000) {
+    return QTest::qWaitFor(done, ms);
+}
 
 // The store of a temporary folder; a test that cannot open it stops there.
 inline store::Store open_store(const TempDir& dir) {

@@ -21,11 +21,6 @@
 
 namespace powerhouse::test {
 
-template <class Done>
-inline bool wait_for(Done done, int ms = 120000) {
-    return QTest::qWaitFor(done, ms);
-}
-
 // The fault server on 127.0.0.1, serving the recorded fixtures of tests/data/remote; with
 // `tls_dir`, https with a self-signed certificate made there (cert.pem).
 inline std::unique_ptr<HttpTestServer> fault_server(const std::string& tls_dir = {}) {

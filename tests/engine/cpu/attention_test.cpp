@@ -19,6 +19,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vec.h"
 #include "backend/device_stage.h"
+#include "support/random_data.h"
 #include "tensor/dequantize.h"
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
@@ -26,13 +27,7 @@
 namespace powerhouse::cpu {
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f, float mean = 0.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(mean, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using test::random_floats;
 
 // --- tile kernels ---------------------------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vec.h"
+#include "support/random_data.h"
 #include "tensor/dequantize.h"
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
@@ -23,17 +24,11 @@
 namespace powerhouse::cpu {
 namespace {
 
+using test::random_floats;
+
 const GgmlType kWeightTypes[] = {GgmlType::f32,  GgmlType::f16,  GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
                                  GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
                                  GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4};
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
 
 std::vector<std::byte> encode_rows(GgmlType type, const std::vector<float>& x, int64_t n, int rows) {
     const size_t rb = row_bytes(type_traits(type), static_cast<uint64_t>(n));

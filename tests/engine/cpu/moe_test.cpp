@@ -15,11 +15,14 @@
 
 #include "backend/cpu/moe.h"
 #include "backend/cpu/thread_pool.h"
+#include "support/random_data.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
 namespace powerhouse::cpu {
 namespace {
+
+using test::random_floats;
 
 using arch::ExpertActivation;
 using arch::ExpertGating;
@@ -199,14 +202,6 @@ MoeFixture make_fixture(GgmlType type, MoeSpec spec, int64_t n_embd, bool biases
     return f;
 }
 
-std::vector<float> normal(size_t n, uint32_t seed, float scale) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
-
 struct MoeCase {
     const char* name;
     GgmlType type;
@@ -236,8 +231,8 @@ TEST(MoeRun, AgreesWithAPerTokenEvaluationOfTheChosenExperts) {
         const MoeFixture f = make_fixture(c.type, spec, n_embd, c.biases, 7);
         for (const int n : {1, 5, 33}) {
             SCOPED_TRACE(n);
-            const std::vector<float> x = normal(static_cast<size_t>(n * n_embd), 100 + n, 1.0f);
-            const std::vector<float> scores = normal(static_cast<size_t>(n) * spec.n_expert, 200 + n, 2.0f);
+            const std::vector<float> x = random_floats(static_cast<size_t>(n * n_embd), 100 + n, 1.0f);
+            const std::vector<float> scores = random_floats(static_cast<size_t>(n) * spec.n_expert, 200 + n, 2.0f);
             std::vector<float> out(x.size());
             MoeScratch scratch;
             run_moe(pool, best_isa(), f.bound(0, spec.n_expert), x.data(), scores.data(), out.data(), n, n_embd,
@@ -264,8 +259,8 @@ TEST(MoeRun, ExpertSharesAddUpToTheWhole) {
     const int64_t n_embd = 64;
     const MoeFixture f = make_fixture(GgmlType::q8_0, spec, n_embd, false, 11);
     const int n = 9;
-    const std::vector<float> x = normal(static_cast<size_t>(n * n_embd), 5, 1.0f);
-    const std::vector<float> scores = normal(static_cast<size_t>(n) * spec.n_expert, 6, 2.0f);
+    const std::vector<float> x = random_floats(static_cast<size_t>(n * n_embd), 5, 1.0f);
+    const std::vector<float> scores = random_floats(static_cast<size_t>(n) * spec.n_expert, 6, 2.0f);
     std::vector<float> whole(x.size()), first(x.size()), second(x.size());
     MoeScratch s1, s2, s3;
     run_moe(pool, best_isa(), f.bound(0, 8), x.data(), scores.data(), whole.data(), n, n_embd, s1);
@@ -309,8 +304,8 @@ TEST(MoeRun, InterleavedExpertsGiveTheFilesBits) {
                 EXPECT_EQ(copies.bytes(), bytes);
                 for (const int n : {1, 5, 33}) {
                     SCOPED_TRACE(n);
-                    const std::vector<float> x = normal(static_cast<size_t>(n * n_embd), 300 + n, 1.0f);
-                    const std::vector<float> scores = normal(static_cast<size_t>(n) * spec.n_expert, 400 + n, 2.0f);
+                    const std::vector<float> x = random_floats(static_cast<size_t>(n * n_embd), 300 + n, 1.0f);
+                    const std::vector<float> scores = random_floats(static_cast<size_t>(n) * spec.n_expert, 400 + n, 2.0f);
                     std::vector<float> want(x.size()), got(x.size(), -1.0f);
                     MoeScratch s1, s2;
                     run_moe(pool, isa, f.bound(begin, end), x.data(), scores.data(), want.data(), n, n_embd, s1);

@@ -16,22 +16,17 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
+#include "support/random_data.h"
 #include "tensor/quantize.h"
 
 namespace powerhouse::cpu {
 namespace {
 
+using test::random_floats;
+
 const GgmlType kTiledTypes[] = {GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k,
                                 GgmlType::q6_k, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0,
                                 GgmlType::q5_1, GgmlType::q8_0, GgmlType::mxfp4};
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
 
 struct Problem {
     GgmlType type;

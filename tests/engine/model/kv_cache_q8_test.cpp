@@ -10,6 +10,7 @@
 
 #include "powerhouse/model.h"
 #include "support/test_support.h"
+#include "tensor/argmax.h"
 
 namespace powerhouse {
 namespace {
@@ -22,10 +23,6 @@ Model load(KvCacheType type) {
     Result<Model> loaded = Model::load(test::test_model_path(), options);
     EXPECT_TRUE(loaded.ok()) << loaded.error().message;
     return std::move(loaded).value();
-}
-
-TokenId argmax(std::span<const float> logits) {
-    return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
 TEST(KvCacheQ8, HalfTheBytesAndCloseLogits) {

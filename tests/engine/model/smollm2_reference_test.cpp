@@ -13,6 +13,7 @@
 
 #include "powerhouse/model.h"
 #include "support/test_support.h"
+#include "tensor/argmax.h"
 
 namespace powerhouse {
 namespace {
@@ -53,10 +54,6 @@ constexpr size_t kMaxSteps = 64;
 #else
 constexpr size_t kMaxSteps = 64;
 #endif
-
-TokenId argmax(std::span<const float> logits) {
-    return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
 
 std::vector<float> read_floats(const std::string& name) {
     const std::string bytes = test::read_file(test::data_dir() / "generation" / name);

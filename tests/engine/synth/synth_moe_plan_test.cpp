@@ -11,7 +11,7 @@ namespace {
 
 using namespace synth_test;
 
-std::string blk(int layer, const char* name) {
+std::string blk_weight(int layer, const char* name) {
     return "blk." + std::to_string(layer) + "." + name + ".weight";
 }
 
@@ -81,7 +81,7 @@ TEST(SynthMoeTensors, AreTheConvertersExpertTensors) {
     EXPECT_EQ(q.dims.at("blk.0.attn_output.weight"), (std::vector<int64_t>{4096, 2048}));
     EXPECT_EQ(q.dims.at("blk.0.attn_q_norm.weight"), (std::vector<int64_t>{128}));
     EXPECT_EQ(q.dims.at("output.weight"), (std::vector<int64_t>{2048, 151936}));
-    for (const char* dense : {"ffn_gate", "ffn_up", "ffn_down"}) EXPECT_FALSE(q.has(blk(0, dense))) << dense;
+    for (const char* dense : {"ffn_gate", "ffn_up", "ffn_down"}) EXPECT_FALSE(q.has(blk_weight(0, dense))) << dense;
 
     // 1131 tensors for Qwen3-235B-A22B.
     const Tensors big = tensors_of("qwen3-235b-a22b", "q8_0");
@@ -125,13 +125,13 @@ TEST(SynthMoeMixture, Qwen3_30bA3bQ4KMFollowsLlamaQuant) {
     for (int i = 0; i < 48; ++i) {
         SCOPED_TRACE(i);
         const std::string more = q6_layers.count(i) ? "Q6_K" : "Q4_K";
-        EXPECT_EQ(t.type_of(blk(i, "attn_v")), more);
-        EXPECT_EQ(t.type_of(blk(i, "ffn_down_exps")), more);
+        EXPECT_EQ(t.type_of(blk_weight(i, "attn_v")), more);
+        EXPECT_EQ(t.type_of(blk_weight(i, "ffn_down_exps")), more);
         for (const char* name : {"attn_q", "attn_k", "attn_output", "ffn_gate_exps", "ffn_up_exps"}) {
-            EXPECT_EQ(t.type_of(blk(i, name)), "Q4_K") << name;
+            EXPECT_EQ(t.type_of(blk_weight(i, name)), "Q4_K") << name;
         }
         for (const char* name : {"attn_norm", "attn_q_norm", "attn_k_norm", "ffn_norm", "ffn_gate_inp"}) {
-            EXPECT_EQ(t.type_of(blk(i, name)), "F32") << name;
+            EXPECT_EQ(t.type_of(blk_weight(i, name)), "F32") << name;
         }
         checked += 12;
     }
@@ -147,64 +147,64 @@ TEST(SynthMoeMixture, MixtralsEightExpertsGetLlamaQuantsExtraBits) {
     EXPECT_EQ(t.type_of("output.weight"), "Q6_K");
     for (int i = 0; i < 32; ++i) {
         SCOPED_TRACE(i);
-        EXPECT_EQ(t.type_of(blk(i, "attn_v")), "Q8_0");
-        EXPECT_EQ(t.type_of(blk(i, "attn_k")), "Q8_0");
-        EXPECT_EQ(t.type_of(blk(i, "attn_output")), "Q5_K");
-        EXPECT_EQ(t.type_of(blk(i, "attn_q")), "Q4_K");
-        EXPECT_EQ(t.type_of(blk(i, "ffn_gate_inp")), "F32");
-        EXPECT_EQ(t.type_of(blk(i, "ffn_gate_exps")), "Q4_K");
-        EXPECT_EQ(t.type_of(blk(i, "ffn_up_exps")), "Q4_K");
-        EXPECT_EQ(t.type_of(blk(i, "ffn_down_exps")), more_bits(i, 32) ? "Q6_K" : "Q4_K");
+        EXPECT_EQ(t.type_of(blk_weight(i, "attn_v")), "Q8_0");
+        EXPECT_EQ(t.type_of(blk_weight(i, "attn_k")), "Q8_0");
+        EXPECT_EQ(t.type_of(blk_weight(i, "attn_output")), "Q5_K");
+        EXPECT_EQ(t.type_of(blk_weight(i, "attn_q")), "Q4_K");
+        EXPECT_EQ(t.type_of(blk_weight(i, "ffn_gate_inp")), "F32");
+        EXPECT_EQ(t.type_of(blk_weight(i, "ffn_gate_exps")), "Q4_K");
+        EXPECT_EQ(t.type_of(blk_weight(i, "ffn_up_exps")), "Q4_K");
+        EXPECT_EQ(t.type_of(blk_weight(i, "ffn_down_exps")), more_bits(i, 32) ? "Q6_K" : "Q4_K");
     }
     const Tensors q2 = tensors_of("mixtral-8x7b", "q2_k");
-    EXPECT_EQ(q2.type_of(blk(3, "attn_output")), "Q5_K");  // dense models: Q3_K
-    EXPECT_EQ(q2.type_of(blk(3, "attn_v")), "Q8_0");
-    EXPECT_EQ(q2.type_of(blk(3, "attn_q")), "Q2_K");
-    EXPECT_EQ(q2.type_of(blk(3, "ffn_down_exps")), "Q3_K");
+    EXPECT_EQ(q2.type_of(blk_weight(3, "attn_output")), "Q5_K");  // dense models: Q3_K
+    EXPECT_EQ(q2.type_of(blk_weight(3, "attn_v")), "Q8_0");
+    EXPECT_EQ(q2.type_of(blk_weight(3, "attn_q")), "Q2_K");
+    EXPECT_EQ(q2.type_of(blk_weight(3, "ffn_down_exps")), "Q3_K");
     const Tensors q3 = tensors_of("mixtral-8x7b", "q3_k_m");
-    EXPECT_EQ(q3.type_of(blk(3, "attn_output")), "Q5_K");    // dense models: Q4_K
-    EXPECT_EQ(q3.type_of(blk(0, "attn_v")), "Q8_0");         // dense models: Q5_K in layers 0-1
-    EXPECT_EQ(q3.type_of(blk(1, "ffn_down_exps")), "Q5_K");  // layer < 32 / 16
-    EXPECT_EQ(q3.type_of(blk(2, "ffn_down_exps")), "Q4_K");
-    EXPECT_EQ(tensors_of("mixtral-8x7b", "q4_k_s").type_of(blk(3, "attn_output")), "Q5_K");
+    EXPECT_EQ(q3.type_of(blk_weight(3, "attn_output")), "Q5_K");    // dense models: Q4_K
+    EXPECT_EQ(q3.type_of(blk_weight(0, "attn_v")), "Q8_0");         // dense models: Q5_K in layers 0-1
+    EXPECT_EQ(q3.type_of(blk_weight(1, "ffn_down_exps")), "Q5_K");  // layer < 32 / 16
+    EXPECT_EQ(q3.type_of(blk_weight(2, "ffn_down_exps")), "Q4_K");
+    EXPECT_EQ(tensors_of("mixtral-8x7b", "q4_k_s").type_of(blk_weight(3, "attn_output")), "Q5_K");
     // The other mixtures keep attn_output at their base type, but attn_v/attn_k go to Q8_0.
     const Tensors q5m = tensors_of("mixtral-8x7b", "q5_k_m");
-    EXPECT_EQ(q5m.type_of(blk(3, "attn_output")), "Q5_K");
-    EXPECT_EQ(q5m.type_of(blk(3, "attn_v")), "Q8_0");
-    EXPECT_EQ(q5m.type_of(blk(0, "ffn_down_exps")), "Q6_K");
+    EXPECT_EQ(q5m.type_of(blk_weight(3, "attn_output")), "Q5_K");
+    EXPECT_EQ(q5m.type_of(blk_weight(3, "attn_v")), "Q8_0");
+    EXPECT_EQ(q5m.type_of(blk_weight(0, "ffn_down_exps")), "Q6_K");
     const Tensors q40 = tensors_of("mixtral-8x7b", "q4_0");
-    EXPECT_EQ(q40.type_of(blk(3, "attn_output")), "Q4_0");
-    EXPECT_EQ(q40.type_of(blk(3, "attn_k")), "Q8_0");
-    EXPECT_EQ(q40.type_of(blk(3, "ffn_down_exps")), "Q4_0");
-    EXPECT_EQ(tensors_of("mixtral-8x7b", "q6_k").type_of(blk(3, "attn_v")), "Q8_0");
+    EXPECT_EQ(q40.type_of(blk_weight(3, "attn_output")), "Q4_0");
+    EXPECT_EQ(q40.type_of(blk_weight(3, "attn_k")), "Q8_0");
+    EXPECT_EQ(q40.type_of(blk_weight(3, "ffn_down_exps")), "Q4_0");
+    EXPECT_EQ(tensors_of("mixtral-8x7b", "q6_k").type_of(blk_weight(3, "attn_v")), "Q8_0");
 }
 
 TEST(SynthMoeMixture, OtherTypesAndUnquantizedFiles) {
     // 128 experts: the dense rules. Q2_K: attn_v Q4_K (8 query heads per KV head),
     // attn_output and ffn_down_exps Q3_K.
     const Tensors q2 = tensors_of("qwen3-30b-a3b", "q2_k");
-    EXPECT_EQ(q2.type_of(blk(7, "attn_v")), "Q4_K");
-    EXPECT_EQ(q2.type_of(blk(7, "attn_k")), "Q2_K");
-    EXPECT_EQ(q2.type_of(blk(7, "attn_output")), "Q3_K");
-    EXPECT_EQ(q2.type_of(blk(7, "ffn_down_exps")), "Q3_K");
-    EXPECT_EQ(q2.type_of(blk(7, "ffn_gate_exps")), "Q2_K");
-    EXPECT_EQ(q2.type_of(blk(7, "ffn_gate_inp")), "F32");
+    EXPECT_EQ(q2.type_of(blk_weight(7, "attn_v")), "Q4_K");
+    EXPECT_EQ(q2.type_of(blk_weight(7, "attn_k")), "Q2_K");
+    EXPECT_EQ(q2.type_of(blk_weight(7, "attn_output")), "Q3_K");
+    EXPECT_EQ(q2.type_of(blk_weight(7, "ffn_down_exps")), "Q3_K");
+    EXPECT_EQ(q2.type_of(blk_weight(7, "ffn_gate_exps")), "Q2_K");
+    EXPECT_EQ(q2.type_of(blk_weight(7, "ffn_gate_inp")), "F32");
     const Tensors q4s = tensors_of("qwen3-30b-a3b", "q4_k_s");
-    EXPECT_EQ(q4s.type_of(blk(5, "ffn_down_exps")), "Q5_K");  // layer < 48 / 8
-    EXPECT_EQ(q4s.type_of(blk(6, "ffn_down_exps")), "Q4_K");
-    EXPECT_EQ(q4s.type_of(blk(3, "attn_v")), "Q5_K");
-    EXPECT_EQ(q4s.type_of(blk(4, "attn_v")), "Q4_K");
+    EXPECT_EQ(q4s.type_of(blk_weight(5, "ffn_down_exps")), "Q5_K");  // layer < 48 / 8
+    EXPECT_EQ(q4s.type_of(blk_weight(6, "ffn_down_exps")), "Q4_K");
+    EXPECT_EQ(q4s.type_of(blk_weight(3, "attn_v")), "Q5_K");
+    EXPECT_EQ(q4s.type_of(blk_weight(4, "attn_v")), "Q4_K");
 
     // F16 / BF16 conversions: every matrix in the one type, the router and vectors F32.
     for (const char* type : {"f16", "bf16"}) {
         const Tensors t = tensors_of("qwen3-30b-a3b", type, 1);
         const std::string base = std::string(type) == "f16" ? "F16" : "BF16";
-        EXPECT_EQ(t.type_of(blk(0, "ffn_gate_exps")), base);
-        EXPECT_EQ(t.type_of(blk(0, "ffn_down_exps")), base);
-        EXPECT_EQ(t.type_of(blk(0, "ffn_gate_inp")), "F32");
-        EXPECT_EQ(t.type_of(blk(0, "attn_norm")), "F32");
+        EXPECT_EQ(t.type_of(blk_weight(0, "ffn_gate_exps")), base);
+        EXPECT_EQ(t.type_of(blk_weight(0, "ffn_down_exps")), base);
+        EXPECT_EQ(t.type_of(blk_weight(0, "ffn_gate_inp")), "F32");
+        EXPECT_EQ(t.type_of(blk_weight(0, "attn_norm")), "F32");
     }
-    EXPECT_EQ(tensors_of("mixtral-8x7b", "f32", 1).type_of(blk(0, "ffn_up_exps")), "F32");
+    EXPECT_EQ(tensors_of("mixtral-8x7b", "f32", 1).type_of(blk_weight(0, "ffn_up_exps")), "F32");
 }
 
 // --layers N: llama-quant's counters run over the file it quantizes, so the layers that get
@@ -212,16 +212,16 @@ TEST(SynthMoeMixture, OtherTypesAndUnquantizedFiles) {
 TEST(SynthMoeMixture, FewerLayersMoveTheExtraBits) {
     const Tensors t = tensors_of("qwen3-30b-a3b", "q4_k_m", 8);
     EXPECT_EQ(t.count, 1u + 8 * 12 + 2);
-    EXPECT_FALSE(t.has(blk(8, "attn_q")));
+    EXPECT_FALSE(t.has(blk_weight(8, "attn_q")));
     for (int i = 0; i < 8; ++i) {
         const std::string more = (i == 0 || i == 3 || i == 6 || i == 7) ? "Q6_K" : "Q4_K";
-        EXPECT_EQ(t.type_of(blk(i, "attn_v")), more) << i;
-        EXPECT_EQ(t.type_of(blk(i, "ffn_down_exps")), more) << i;
+        EXPECT_EQ(t.type_of(blk_weight(i, "attn_v")), more) << i;
+        EXPECT_EQ(t.type_of(blk_weight(i, "ffn_down_exps")), more) << i;
     }
     // One layer: 0 >= 7 * 1 / 8, so the only layer gets Q6_K.
-    EXPECT_EQ(tensors_of("qwen3-30b-a3b", "q4_k_m", 1).type_of(blk(0, "ffn_down_exps")), "Q6_K");
+    EXPECT_EQ(tensors_of("qwen3-30b-a3b", "q4_k_m", 1).type_of(blk_weight(0, "ffn_down_exps")), "Q6_K");
     // Mixtral keeps its 8-expert rules at any layer count (they depend on the expert count).
-    EXPECT_EQ(tensors_of("mixtral-8x7b", "q4_k_m", 2).type_of(blk(1, "attn_v")), "Q8_0");
+    EXPECT_EQ(tensors_of("mixtral-8x7b", "q4_k_m", 2).type_of(blk_weight(1, "attn_v")), "Q8_0");
 
     Result<SynthPlan> plan = plan_synth_model(small_options("qwen3-235b-a22b", "q4_k_m", 3));
     ASSERT_TRUE(plan.ok()) << plan.error().message;

@@ -2,6 +2,7 @@
 // {%+ +%}), comments, raw blocks, newline normalization, and errors with their position.
 #include <gtest/gtest.h>
 
+#include "engine/template/template_test_support.h"
 #include "powerhouse/chat_template.h"
 #include "template/lexer.h"
 #include "template/limits.h"
@@ -56,10 +57,7 @@ std::string lex(std::string_view source) {
     return kinds(tokenize(normalize_source(source)));
 }
 
-std::string render(std::string_view source) {
-    Result<std::string> out = render_template(source, nlohmann::ordered_json::object());
-    return out.ok() ? *out : "ERROR: " + out.error().message;
-}
+using test::render_empty;
 
 TEST(TemplateLexer, SplitsTextExpressionsAndBlocks) {
     EXPECT_EQ(lex("a{{ x.y[0] }}b{% if not z %}c{% endif %}"),
@@ -107,11 +105,11 @@ TEST(TemplateLexer, RawBlocksAreText) {
 TEST(TemplateLexer, NormalizesNewlinesAndDropsOneTrailingNewline) {
     EXPECT_EQ(normalize_source("a\r\nb\rc\n"), "a\nb\nc");
     EXPECT_EQ(normalize_source("a\n\n"), "a\n");
-    EXPECT_EQ(render("x\r\n{% if true %}\r\ny{% endif %}\r\n"), "x\ny");
+    EXPECT_EQ(render_empty("x\r\n{% if true %}\r\ny{% endif %}\r\n"), "x\ny");
 }
 
 TEST(TemplateLexer, DecodesPythonStringEscapes) {
-    EXPECT_EQ(render("{{ '\\n\\t\\\\\\x41\\u00e9\\U0001F600\\101\\q' }}"),
+    EXPECT_EQ(render_empty("{{ '\\n\\t\\\\\\x41\\u00e9\\U0001F600\\101\\q' }}"),
               "\n\t\\A\xC3\xA9\xF0\x9F\x98\x80"
               "A\\q");
 }

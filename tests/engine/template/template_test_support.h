@@ -22,6 +22,12 @@ inline RenderOptions fixture_options() {
 // Shows where two texts first differ, with escaped context on both sides.
 std::string describe_difference(std::string_view expected, std::string_view actual);
 
+// `source` rendered with an empty context and default options, or "ERROR: " and the message.
+inline std::string render_empty(std::string_view source) {
+    Result<std::string> out = render_template(source, nlohmann::ordered_json::object());
+    return out.ok() ? *out : "ERROR: " + out.error().message;
+}
+
 // Parses the JSON text of a context (keys keep their order).
 inline nlohmann::ordered_json context_from(std::string_view json_text) {
     return nlohmann::ordered_json::parse(json_text);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "engine/template/template_test_support.h"
 #include "powerhouse/chat_template.h"
 #include "template/text.h"
 #include "template/value.h"
@@ -13,10 +14,7 @@
 namespace powerhouse::jinja {
 namespace {
 
-std::string render(std::string_view source) {
-    Result<std::string> out = render_template(source, nlohmann::ordered_json::object());
-    return out.ok() ? *out : "ERROR: " + out.error().message;
-}
+using test::render_empty;
 
 TEST(TemplateValues, FloatReprIsPythons) {
     const std::pair<double, const char*> cases[] = {
@@ -46,7 +44,7 @@ TEST(TemplateValues, FloatReprIsPythons) {
 }
 
 TEST(TemplateValues, StrAndReprFollowPython) {
-    EXPECT_EQ(render("{{ [1, 'a', none, true, 1.5, (2,), {'k': [()]}] }}"),
+    EXPECT_EQ(render_empty("{{ [1, 'a', none, true, 1.5, (2,), {'k': [()]}] }}"),
               "[1, 'a', None, True, 1.5, (2,), {'k': [()]}]");
     std::string repr;
     append_py_string_repr(repr, "it's");
@@ -89,32 +87,32 @@ TEST(TemplateValues, CaseMappingBeyondAscii) {
 
 TEST(TemplateValues, CodePointsNotBytes) {
     EXPECT_EQ(code_point_count("h\xC3\xA9llo \xE2\x9C\x93"), 7u);
-    EXPECT_EQ(render("{{ 'h\xC3\xA9llo'|length }} {{ 'h\xC3\xA9llo'[1] }} {{ 'h\xC3\xA9llo'[::-1] }} {{ "
+    EXPECT_EQ(render_empty("{{ 'h\xC3\xA9llo'|length }} {{ 'h\xC3\xA9llo'[1] }} {{ 'h\xC3\xA9llo'[::-1] }} {{ "
                      "'h\xC3\xA9llo'.find('l') }}"),
               "5 \xC3\xA9 oll\xC3\xA9h 2");
 }
 
 TEST(TemplateValues, DictKeysArePythonHashable) {
     // 1, 1.0 and True are one key; the first key object stays, the last value wins.
-    EXPECT_EQ(render("{{ {1: 'a', 1.0: 'b', true: 'c'} }}"), "{1: 'c'}");
-    EXPECT_EQ(render("{{ {(1, 2): 'tuple key'}[(1, 2)] }}"), "tuple key");
-    EXPECT_EQ(render("{{ {'a': 1} == {'a': 1.0} }} {{ [1, 2] == (1, 2) }}"), "True False");
-    EXPECT_TRUE(render("{{ {[1]: 2} }}").starts_with("ERROR: 1:5: unhashable type: 'list'"));
+    EXPECT_EQ(render_empty("{{ {1: 'a', 1.0: 'b', true: 'c'} }}"), "{1: 'c'}");
+    EXPECT_EQ(render_empty("{{ {(1, 2): 'tuple key'}[(1, 2)] }}"), "tuple key");
+    EXPECT_EQ(render_empty("{{ {'a': 1} == {'a': 1.0} }} {{ [1, 2] == (1, 2) }}"), "True False");
+    EXPECT_TRUE(render_empty("{{ {[1]: 2} }}").starts_with("ERROR: 1:5: unhashable type: 'list'"));
 }
 
 TEST(TemplateValues, IntegerOverflowIsAnErrorNotWraparound) {
-    EXPECT_EQ(render("{{ 2 ** 62 }}"), "4611686018427387904");
-    EXPECT_TRUE(render("{{ 2 ** 63 }}").starts_with("ERROR: 1:6: integer overflow")) << render("{{ 2 ** 63 }}");
-    EXPECT_TRUE(render("{{ 9223372036854775807 + 1 }}").starts_with("ERROR:"));
-    EXPECT_TRUE(render("{{ 99999999999999999999 }}").starts_with("ERROR: 1:4: integer literal larger than 64 bits"));
-    EXPECT_EQ(render("{{ 2 ** 63.0 }}"), "9.223372036854776e+18");
+    EXPECT_EQ(render_empty("{{ 2 ** 62 }}"), "4611686018427387904");
+    EXPECT_TRUE(render_empty("{{ 2 ** 63 }}").starts_with("ERROR: 1:6: integer overflow")) << render_empty("{{ 2 ** 63 }}");
+    EXPECT_TRUE(render_empty("{{ 9223372036854775807 + 1 }}").starts_with("ERROR:"));
+    EXPECT_TRUE(render_empty("{{ 99999999999999999999 }}").starts_with("ERROR: 1:4: integer literal larger than 64 bits"));
+    EXPECT_EQ(render_empty("{{ 2 ** 63.0 }}"), "9.223372036854776e+18");
 }
 
 TEST(TemplateValues, TojsonMatchesJsonDumps) {
-    EXPECT_EQ(render("{{ {'a': [1, 2.0, none, true], 'b': {}}|tojson }}"), "{\"a\": [1, 2.0, null, true], \"b\": {}}");
-    EXPECT_EQ(render("{{ {'a': [1]}|tojson(indent=2) }}"), "{\n  \"a\": [\n    1\n  ]\n}");
-    EXPECT_EQ(render("{{ '\xC3\xA9\\u0001\x7f'|tojson }}"), "\"\xC3\xA9\\u0001\x7f\"");  // non-ASCII kept
-    EXPECT_EQ(render("{{ '\xC3\xA9'|tojson(true) }}"), "\"\\u00e9\"");
+    EXPECT_EQ(render_empty("{{ {'a': [1, 2.0, none, true], 'b': {}}|tojson }}"), "{\"a\": [1, 2.0, null, true], \"b\": {}}");
+    EXPECT_EQ(render_empty("{{ {'a': [1]}|tojson(indent=2) }}"), "{\n  \"a\": [\n    1\n  ]\n}");
+    EXPECT_EQ(render_empty("{{ '\xC3\xA9\\u0001\x7f'|tojson }}"), "\"\xC3\xA9\\u0001\x7f\"");  // non-ASCII kept
+    EXPECT_EQ(render_empty("{{ '\xC3\xA9'|tojson(true) }}"), "\"\\u00e9\"");
 }
 
 }  // namespace
