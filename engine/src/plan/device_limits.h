@@ -19,6 +19,12 @@ namespace powerhouse {
 inline constexpr uint32_t kCudaMaxHeadDim = 256;
 // Tokens one CUDA stage call takes (its activation buffers are sized for them).
 inline constexpr uint32_t kCudaMaxBatch = 4096;
+// Prompts of at least this many tokens go through cuBLAS on a CUDA stage: below it the fused
+// kernels read the weights ceil(n / 8) times, less than decoding them to f32 and reading
+// that back. (A first guess: the device check's prompt figures are where to tune it.) A
+// stage whose batch reaches it keeps its largest matrix but the head decoded to f32 (the
+// planner counts that buffer).
+inline constexpr uint32_t kCudaCublasMinTokens = 32;
 
 struct StageShape {
     uint32_t head_dim = 0;

@@ -121,6 +121,15 @@ struct Planner {
         }
         return bytes;
     }
+    // What a CUDA device adds for prompts through cuBLAS (plan/device_limits.h): its largest
+    // matrix but the head (the experts never take cuBLAS) decoded to f32, `share` of its
+    // columns, when its batch reaches kCudaCublasMinTokens. The CUDA stage allocates it.
+    uint64_t prompt_operand(uint32_t device, double share, uint32_t batch) const {
+        if (devices[device].kind != DeviceKind::cuda || batch < kCudaCublasMinTokens) return 0;
+        const double q_width = static_cast<double>(m.n_head) * m.head_dim;
+        const double ff = m.n_expert > 0 ? 0.0 : static_cast<double>(m.n_ff);
+        return static_cast<uint64_t>(share * std::max(q_width, ff) * m.n_embd * 4.0);
+    }
     uint32_t micro_batch(uint32_t n) const { return (std::max<uint32_t>(1, o.n_batch) + n - 1) / n; }
     bool devices_run_experts() const { return ram_layers < m.n_layer; }
 
@@ -195,7 +204,7 @@ DevicePlan Planner::single() const {
     a.embedding = a.output = true;
     a.weight_bytes = device_weight_bytes();
     a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * kv_positions()) * m.n_layer;
-    a.scratch_bytes = scratch(true, 1.0, o.n_batch, devices_run_experts());
+    a.scratch_bytes = scratch(true, 1.0, o.n_batch, devices_run_experts()) + prompt_operand(a.device, 1.0, o.n_batch);
     a.budget_bytes = budget(a.device);
     plan.devices.push_back(a);
     return plan;
@@ -257,8 +266,9 @@ DevicePlan Planner::layer() const {
         // A tied output matrix is the embedding: the last device needs its own copy.
         if (a.output && !a.embedding && m.tied_output) a.weight_bytes += m.embedding_bytes;
         a.kv_cache_bytes = kv_layer * a.n_layers;
-        a.scratch_bytes = scratch(a.output, 1.0, active > 1 ? micro_batch(active) : o.n_batch,
-                                  std::max(begin, ram_layers) < ends[d]);
+        const uint32_t batch = active > 1 ? micro_batch(active) : o.n_batch;
+        a.scratch_bytes = scratch(a.output, 1.0, batch, std::max(begin, ram_layers) < ends[d]) +
+                          prompt_operand(a.device, 1.0, batch);
         if (active > 1) a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;  // send and receive
         a.budget_bytes = budget(a.device);
         plan.devices.push_back(a);
@@ -341,7 +351,8 @@ Result<DevicePlan> Planner::tensor() const {
         a.embedding = a.output = a.device == o.main_device;
         if (a.embedding) a.weight_bytes += m.embedding_bytes + m.output_bytes;
         a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, heads[d], o.kv_type) * kv_positions()) * m.n_layer;
-        a.scratch_bytes = scratch(a.output, std::max(head_share, ff_share), o.n_batch, devices_run_experts());
+        a.scratch_bytes = scratch(a.output, std::max(head_share, ff_share), o.n_batch, devices_run_experts()) +
+                          prompt_operand(a.device, std::max(head_share, ff_share), o.n_batch);
         a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;
         a.budget_bytes = budget(a.device);
         plan.devices.push_back(a);

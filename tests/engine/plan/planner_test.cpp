@@ -251,6 +251,47 @@ TEST(Planner, TheReserveIsKeptFree) {
     EXPECT_TRUE(plan_devices(m, gpus({8}), o));
 }
 
+// A CUDA device's prompts go through cuBLAS, which reads the largest matrix but the head
+// decoded to f32: the CUDA stage allocates that buffer when its batch reaches 32 tokens, and
+// the plan counts it (Llama 3 8B's gate, up and down: 14336 x 4096 floats, 224 MiB).
+TEST(Planner, ACudaDeviceCountsTheF32MatrixOfItsPrompts) {
+    const ModelShape m = uniform_model(32, 135 * kMiB);  // n_embd 4096, n_ff 14336
+    const uint64_t operand = uint64_t{14336} * 4096 * 4;
+    std::vector<DeviceDesc> cpu = gpus({24});
+    cpu[0].kind = DeviceKind::cpu;
+    PlanOptions o;
+    o.mode = SplitMode::single;
+    const auto scratch = [&](const std::vector<DeviceDesc>& devices, uint32_t n_batch, size_t device = 0) {
+        PlanOptions with = o;
+        with.n_batch = n_batch;
+        Result<DevicePlan> plan = plan_devices(m, devices, with);
+        EXPECT_TRUE(plan) << plan.error().message;
+        return plan ? plan->devices.at(device).scratch_bytes : 0;
+    };
+    EXPECT_EQ(scratch(gpus({24}), 512) - scratch(cpu, 512), operand);
+    EXPECT_EQ(scratch(gpus({24}), 32) - scratch(cpu, 32), operand);
+    EXPECT_EQ(scratch(gpus({24}), 31), scratch(cpu, 31)) << "below 32 tokens the fused kernels take prompts";
+
+    // Tensor split: each device decodes its share of the columns.
+    o.mode = SplitMode::tensor;
+    std::vector<DeviceDesc> two_cpus = gpus({24, 24});
+    for (DeviceDesc& d : two_cpus) d.kind = DeviceKind::cpu;
+    EXPECT_EQ(scratch(gpus({24, 24}), 512, 1) - scratch(two_cpus, 512, 1), operand / 2);
+
+    // The buffer counts towards the fit: a GPU with 100 MiB more than the plan on a CPU needs.
+    o.mode = SplitMode::single;
+    o.n_batch = 512;
+    Result<DevicePlan> on_cpu = plan_devices(m, cpu, o);
+    ASSERT_TRUE(on_cpu) << on_cpu.error().message;
+    std::vector<DeviceDesc> tight = gpus({24});
+    tight[0].free_bytes = on_cpu->devices[0].total_bytes() + o.reserve_bytes + 100 * kMiB;
+    Result<DevicePlan> on_gpu = plan_devices(m, tight, o);
+    ASSERT_FALSE(on_gpu);
+    EXPECT_EQ(on_gpu.error().code, ErrorCode::out_of_memory);
+    tight[0].free_bytes += operand;
+    EXPECT_TRUE(plan_devices(m, tight, o));
+}
+
 TEST(Planner, BadOptionsAreExplained) {
     const ModelShape m = uniform_model(8, 100 * kMiB);
     const auto message = [&](PlanOptions o) {

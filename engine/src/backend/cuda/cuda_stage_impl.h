@@ -36,10 +36,8 @@ using arch::Op;
 using arch::OpKind;
 using Clock = std::chrono::steady_clock;
 
-// Prompts of at least this many tokens go through cuBLAS: below it the fused kernels read
-// the weights ceil(n / 8) times, less than decoding them to f32 and reading that back.
-// (A first guess: the device check's prompt figures are where to tune it.)
-constexpr int kCublasMinTokens = 32;
+// Prompts of at least this many tokens go through cuBLAS (plan/device_limits.h says why).
+constexpr int kCublasMinTokens = static_cast<int>(kCudaCublasMinTokens);
 
 inline std::string gib(uint64_t bytes) {
     return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
