@@ -42,6 +42,7 @@
 #include "bench_costs.h"
 #include "bench_parallel.h"
 #include "bench_power.h"
+#include "bench_roofline.h"
 #include "commands.h"
 #include "format.h"
 #include "generation.h"
@@ -360,21 +361,26 @@ int run_bench(const BenchOptions& options) {
         }
     }
     // GPUs: the decode roofline. A step must read step_bytes on each device at its peak
-    // bandwidth, one device after the other (layer split; shards of one GPU share it), so
-    // the fastest possible step takes the sum of step_bytes / bandwidth; the share is that
-    // time over the measured one. GPU time per token (CUDA events) against wall time shows
-    // what is spent outside the kernels: launches, synchronization, sampling, the host.
-    double roofline_seconds = 0;
+    // bandwidth; the fastest possible step adds those times up as bench_roofline.h says
+    // (parts on one GPU and GPUs taking turns add, GPUs of a tensor split overlap); the share
+    // is that time over the measured one. GPU time per token (CUDA events), added up the same
+    // way, against wall time shows what is spent outside the kernels: launches,
+    // synchronization, sampling, the host.
+    const SplitMode split = model->summary().split;
+    std::vector<double> device_roofline(usage.size(), 0.0), device_gpu_ms(usage.size(), 0.0);
     uint64_t step_bytes = 0;
-    double tg_gpu_ms = 0;
-    for (const DeviceUsage& u : usage) {
-        if (u.bandwidth_gb_s <= 0) continue;
-        roofline_seconds += static_cast<double>(u.step_bytes) / (u.bandwidth_gb_s * 1e9);
-        step_bytes += u.step_bytes;
+    for (size_t i = 0; i < usage.size(); ++i) {
+        if (usage[i].bandwidth_gb_s <= 0) continue;
+        device_roofline[i] = static_cast<double>(usage[i].step_bytes) / (usage[i].bandwidth_gb_s * 1e9);
+        step_bytes += usage[i].step_bytes;
     }
     for (const Sample& s : samples) {
-        for (double g : s.tg_gpu) tg_gpu_ms += g * per_token_ms / reps;
+        for (size_t i = 0; i < s.tg_gpu.size() && i < device_gpu_ms.size(); ++i) {
+            device_gpu_ms[i] += s.tg_gpu[i] * per_token_ms / reps;
+        }
     }
+    const double roofline_seconds = step_time_over_gpus(usage, device_roofline, split);
+    const double tg_gpu_ms = step_time_over_gpus(usage, device_gpu_ms, split);
     const double roofline_share = roofline_seconds * tg.mean;
     const double tg_wall_ms = tg.mean > 0 ? 1e3 / tg.mean : 0.0;
 
