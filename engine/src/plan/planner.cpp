@@ -93,10 +93,10 @@ struct Planner {
         return devices[device].bandwidth_gb_s > 0 ? devices[device].bandwidth_gb_s
                                                   : guess_bandwidth_gb_s(devices[device].name);
     }
-    // The work buffers of a device that takes `batch` tokens at a time (a layer split
+    // The work buffers of `device` when it takes `batch` tokens at a time (a layer split
     // cuts the batch into one micro-batch per device) holding `share` of the heads and
     // columns, its own layers' experts when `experts` (not all in RAM).
-    uint64_t scratch(bool output, double share, uint32_t batch, bool experts) const {
+    uint64_t scratch(uint32_t device, bool output, double share, uint32_t batch, bool experts) const {
         const uint64_t q_width = uint64_t{m.n_head} * m.head_dim;
         const uint64_t kv_width = uint64_t{m.n_head_kv} * m.head_dim;
         // A mixture of experts splits experts, not the (unused) dense columns: those stay whole.
@@ -119,7 +119,7 @@ struct Planner {
             const double moe = m.n_expert_used * ((e + 2.0) + (2.0 * e + 2.0 * f) + (e + std::max(e, f)));
             bytes += static_cast<uint64_t>(batch * moe * 4.0);
         }
-        return bytes;
+        return bytes + prompt_operand(device, share, batch);
     }
     // What a CUDA device adds for prompts through cuBLAS (plan/device_limits.h): its largest
     // matrix but the head (the experts never take cuBLAS) decoded to f32, `share` of its
@@ -204,7 +204,7 @@ DevicePlan Planner::single() const {
     a.embedding = a.output = true;
     a.weight_bytes = device_weight_bytes();
     a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, m.n_head_kv, o.kv_type) * kv_positions()) * m.n_layer;
-    a.scratch_bytes = scratch(true, 1.0, o.n_batch, devices_run_experts()) + prompt_operand(a.device, 1.0, o.n_batch);
+    a.scratch_bytes = scratch(a.device, true, 1.0, o.n_batch, devices_run_experts());
     a.budget_bytes = budget(a.device);
     plan.devices.push_back(a);
     return plan;
@@ -266,9 +266,8 @@ DevicePlan Planner::layer() const {
         // A tied output matrix is the embedding: the last device needs its own copy.
         if (a.output && !a.embedding && m.tied_output) a.weight_bytes += m.embedding_bytes;
         a.kv_cache_bytes = kv_layer * a.n_layers;
-        const uint32_t batch = active > 1 ? micro_batch(active) : o.n_batch;
-        a.scratch_bytes = scratch(a.output, 1.0, batch, std::max(begin, ram_layers) < ends[d]) +
-                          prompt_operand(a.device, 1.0, batch);
+        a.scratch_bytes = scratch(a.device, a.output, 1.0, active > 1 ? micro_batch(active) : o.n_batch,
+                                  std::max(begin, ram_layers) < ends[d]);
         if (active > 1) a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;  // send and receive
         a.budget_bytes = budget(a.device);
         plan.devices.push_back(a);
@@ -351,8 +350,7 @@ Result<DevicePlan> Planner::tensor() const {
         a.embedding = a.output = a.device == o.main_device;
         if (a.embedding) a.weight_bytes += m.embedding_bytes + m.output_bytes;
         a.kv_cache_bytes = static_cast<uint64_t>(kv_bytes_per_position(m, heads[d], o.kv_type) * kv_positions()) * m.n_layer;
-        a.scratch_bytes = scratch(a.output, std::max(head_share, ff_share), o.n_batch, devices_run_experts()) +
-                          prompt_operand(a.device, std::max(head_share, ff_share), o.n_batch);
+        a.scratch_bytes = scratch(a.device, a.output, std::max(head_share, ff_share), o.n_batch, devices_run_experts());
         a.comm_bytes = uint64_t{2} * o.n_batch * m.n_embd * 4;
         a.budget_bytes = budget(a.device);
         plan.devices.push_back(a);
