@@ -1,7 +1,6 @@
 #include "engine/backend/op_conformance_cases.h"
 
 #include <algorithm>
-#include <random>
 #include <string>
 
 namespace powerhouse::test {
@@ -12,9 +11,10 @@ using arch::Buffer;
 using arch::Op;
 using arch::OpKind;
 
-// The tensor an op reads, f32 `values`, named as the op names it for layer 0.
-TensorData weight_of(const Op& op, GgmlType type, std::vector<int64_t> dims, std::vector<float> values) {
-    return TensorData{arch::weight_name(op, 0), type, std::move(dims), std::move(values)};
+// The tensor an op reads, named as the op names it for layer 0: values uniform in [lo, hi)
+// from std::mt19937(seed).
+TensorData weight_of(const Op& op, GgmlType type, std::vector<int64_t> dims, float lo, float hi, uint32_t seed) {
+    return TensorData{arch::weight_name(op, 0), type, std::move(dims), lo, hi, seed};
 }
 
 // Element-wise ops see single tokens, a few, a group of eight and a prompt of 33 (odd, past
@@ -48,11 +48,10 @@ std::vector<OpCase> rms_norm_cases() {
     std::vector<OpCase> cases;
     for (const uint32_t width : {7u, 64u, 577u, 584u, 4099u, 4104u}) {
         Op op{OpKind::rms_norm, Buffer::norm, Buffer::x, Buffer::x, "blk.{}.attn_norm.weight"};
-        std::mt19937 rng(width);
         OpCase c =
             elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width, width);
         if (width == 577 || width == 584) c.hp.rms_eps = 1e-6f;
-        c.tensors.push_back(weight_of(op, GgmlType::f32, {width}, uniform(width, 0.5f, 1.5f, rng)));
+        c.tensors.push_back(weight_of(op, GgmlType::f32, {width}, 0.5f, 1.5f, width));
         cases.push_back(std::move(c));
     }
     return cases;
@@ -62,10 +61,9 @@ std::vector<OpCase> head_rms_norm_cases() {
     std::vector<OpCase> cases;
     for (const uint32_t head_dim : {16u, 64u, 80u, 128u}) {
         Op op{OpKind::head_rms_norm, Buffer::q, Buffer::q, Buffer::x, "blk.{}.attn_q_norm.weight"};
-        std::mt19937 rng(head_dim);
         OpCase c =
             elementwise_case("head_" + std::to_string(head_dim), tiny_hparams(64, 3, 1, head_dim, 64), op, head_dim, 64);
-        c.tensors.push_back(weight_of(op, GgmlType::f32, {head_dim}, uniform(head_dim, 0.5f, 1.5f, rng)));
+        c.tensors.push_back(weight_of(op, GgmlType::f32, {head_dim}, 0.5f, 1.5f, head_dim));
         cases.push_back(std::move(c));
     }
     return cases;
@@ -92,14 +90,13 @@ std::vector<OpCase> matmul_cases() {
                                        {2048 + block, 40}}) {
             for (const int tokens : {1, 3, 8, 33}) {
                 Op op{OpKind::matmul, Buffer::gate, Buffer::x, Buffer::x, "blk.{}.ffn_gate.weight"};
-                std::mt19937 rng(++seed);
+                ++seed;
                 OpCase c;
                 c.name = std::string(type_traits(type).name) + "_in_" + std::to_string(in) + "_rows_" +
                          std::to_string(rows) + "_tokens_" + std::to_string(tokens);
                 c.hp = tiny_hparams(static_cast<uint32_t>(in), 1, 1, 32, static_cast<uint32_t>(rows));
                 c.op = op;
-                c.tensors.push_back(
-                    weight_of(op, type, {in, rows}, uniform(static_cast<size_t>(in * rows), -1.0f, 1.0f, rng)));
+                c.tensors.push_back(weight_of(op, type, {in, rows}, -1.0f, 1.0f, seed));
                 c.steps = {{tokens, 0}};
                 c.seed = seed;
                 c.gpu_shape = gpu_width(rows);
@@ -114,10 +111,9 @@ std::vector<OpCase> add_bias_cases() {
     std::vector<OpCase> cases;
     for (const uint32_t width : {7u, 67u, 72u, 4099u, 4104u}) {
         Op op{OpKind::add_bias, Buffer::x, Buffer::x, Buffer::x, "blk.{}.attn_q.bias"};
-        std::mt19937 rng(width + 1);
         OpCase c = elementwise_case("width_" + std::to_string(width), tiny_hparams(width, 1, 1, 32, 32), op, width + 1,
                                     width);
-        c.tensors.push_back(weight_of(op, GgmlType::f32, {width}, uniform(width, -1.0f, 1.0f, rng)));
+        c.tensors.push_back(weight_of(op, GgmlType::f32, {width}, -1.0f, 1.0f, width + 1));
         cases.push_back(std::move(c));
     }
     return cases;
@@ -147,13 +143,9 @@ std::vector<OpCase> rope_cases() {
                 c.hp.layers[0].rope_freq_scale = s.freq_scale;
                 c.hp.has_rope_freqs = freqs;
                 c.op = op;
-                std::mt19937 rng(++seed);
-                if (freqs) {
-                    c.tensors.push_back({"rope_freqs.weight",
-                                         GgmlType::f32,
-                                         {s.rope_dims / 2},
-                                         uniform(s.rope_dims / 2, 1.0f, 32.0f, rng)});
-                }
+                ++seed;
+                if (freqs)
+                    c.tensors.push_back({"rope_freqs.weight", GgmlType::f32, {s.rope_dims / 2}, 1.0f, 32.0f, seed});
                 // Positions far from 0 too, where the angles are large (ggml's f32 recurrence).
                 c.n_ctx = 1100;
                 c.steps = {{8, 0}, {1, 8}, {3, 1000}, {33, 1040}};

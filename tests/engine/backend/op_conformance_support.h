@@ -31,12 +31,21 @@
 
 namespace powerhouse::test {
 
-// A weight of the one-op model, written in `type` from f32 `values`.
+// A weight of the one-op model, written in `type` from f32 values drawn uniformly from
+// [lo, hi) by std::mt19937(seed). They are drawn when the model is written, not when the case
+// is made: every start of the program makes all the cases (to list them, and each ctest case
+// is a start of its own), and drawing the matrices' values then took 4 s a start under
+// AddressSanitizer.
 struct TensorData {
     std::string name;
     GgmlType type = GgmlType::f32;
     std::vector<int64_t> dims;  // dims[0]: the row length
-    std::vector<float> values;  // [n_elements] f32 before quantization
+    float lo = -1.0f;
+    float hi = 1.0f;
+    uint32_t seed = 1;
+
+    int64_t n_elements() const;
+    std::vector<float> values() const;  // [n_elements] f32 before quantization
 };
 
 // One call of the stage's layer: n tokens at positions pos .. pos + n - 1.
