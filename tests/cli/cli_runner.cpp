@@ -13,6 +13,10 @@ std::string quoted(const std::filesystem::path& path) {
     return "'" + path.string() + "'";
 }
 
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
 CliRun run_cli(const std::string& args, const std::optional<std::string>& input) {
     TempDir dir;
     std::string command = std::string(POWERHOUSE_CLI_PATH) + " " + args;

@@ -20,4 +20,7 @@ CliRun run_cli(const std::string& args, const std::optional<std::string>& input 
 // A path in single quotes, for the shell.
 std::string quoted(const std::filesystem::path& path);
 
+// Whether `text` (a run's output) contains `part`.
+bool contains(const std::string& text, const std::string& part);
+
 }  // namespace powerhouse::test

@@ -13,11 +13,10 @@ namespace {
 
 using test::CliRun;
 using test::quoted;
-
-CliRun cli(const std::string& args) { return test::run_cli(args); }
+using test::run_cli;
 
 TEST(CliInfo, JsonReportsSmolLM2Shape) {
-    const CliRun run = cli("info --json " + quoted(test::test_model_path()));
+    const CliRun run = run_cli("info --json " + quoted(test::test_model_path()));
     ASSERT_EQ(run.status, 0) << run.err;
     const auto json = nlohmann::json::parse(run.out);
     EXPECT_EQ(json["architecture"], "llama");
@@ -38,7 +37,7 @@ TEST(CliInfo, JsonReportsSmolLM2Shape) {
 }
 
 TEST(CliInfo, ContextAndKvTypeChangeTheEstimate) {
-    const CliRun run = cli("info --json --ctx 1024 --kv-type q8_0 " + quoted(test::test_model_path()));
+    const CliRun run = run_cli("info --json --ctx 1024 --kv-type q8_0 " + quoted(test::test_model_path()));
     ASSERT_EQ(run.status, 0) << run.err;
     const auto json = nlohmann::json::parse(run.out);
     EXPECT_EQ(json["memory"]["n_ctx"], 1024);
@@ -47,7 +46,7 @@ TEST(CliInfo, ContextAndKvTypeChangeTheEstimate) {
 }
 
 TEST(CliInfo, TextOutputNamesTheEssentials) {
-    const CliRun run = cli("info " + quoted(test::test_model_path()));
+    const CliRun run = run_cli("info " + quoted(test::test_model_path()));
     ASSERT_EQ(run.status, 0) << run.err;
     for (const char* fragment : {"architecture       llama", "layers             30", "quantization       Q4_1",
                                  "49152 tokens, tokenizer gpt2 / smollm", "chat template      yes", "Q4_1      210"}) {
@@ -57,7 +56,7 @@ TEST(CliInfo, TextOutputNamesTheEssentials) {
 
 TEST(CliInfo, MissingFileIsAClearErrorOnStderr) {
     test::TempDir dir;
-    const CliRun run = cli("info " + quoted(dir / "missing.gguf"));
+    const CliRun run = run_cli("info " + quoted(dir / "missing.gguf"));
     EXPECT_EQ(run.status, 1);
     EXPECT_TRUE(run.out.empty());
     EXPECT_NE(run.err.find("error: cannot open"), std::string::npos) << run.err;
@@ -69,21 +68,21 @@ TEST(CliInfo, MalformedFileNamesFieldAndOffset) {
     std::string bytes = test::read_file(test::data_dir() / "gguf/all_types.gguf");
     bytes[4] = 7;  // version 7
     test::write_file(dir / "bad.gguf", bytes);
-    const CliRun run = cli("info " + quoted(dir / "bad.gguf"));
+    const CliRun run = run_cli("info " + quoted(dir / "bad.gguf"));
     EXPECT_EQ(run.status, 1);
     EXPECT_NE(run.err.find("bad.gguf: header: GGUF version 7 is not supported"), std::string::npos) << run.err;
     EXPECT_NE(run.err.find("(at byte 4)"), std::string::npos) << run.err;
 }
 
 TEST(CliUsage, BadUsageExitsWithTwo) {
-    EXPECT_EQ(cli("info").status, 2);
-    EXPECT_EQ(cli("info --ctx 0 x.gguf").status, 2);
-    EXPECT_EQ(cli("info --kv-type q4 x.gguf").status, 2);
-    EXPECT_EQ(cli("no-such-command").status, 2);
+    EXPECT_EQ(run_cli("info").status, 2);
+    EXPECT_EQ(run_cli("info --ctx 0 x.gguf").status, 2);
+    EXPECT_EQ(run_cli("info --kv-type q4 x.gguf").status, 2);
+    EXPECT_EQ(run_cli("no-such-command").status, 2);
 }
 
 TEST(CliUsage, VersionAndHelp) {
-    const CliRun version = cli("--version");
+    const CliRun version = run_cli("--version");
     EXPECT_EQ(version.status, 0);
     EXPECT_EQ(version.out.rfind("powerhouse-cli 0.", 0), 0u) << version.out;
     EXPECT_NE(version.out.find("commit"), std::string::npos);
@@ -91,7 +90,7 @@ TEST(CliUsage, VersionAndHelp) {
     EXPECT_NE(version.out.find("\nCUDA: "), std::string::npos) << version.out;
     EXPECT_NE(version.out.find("\nNVIDIA driver: "), std::string::npos) << version.out;
     EXPECT_NE(version.out.find("\nNCCL: "), std::string::npos) << version.out;
-    const CliRun help = cli("--help");
+    const CliRun help = run_cli("--help");
     EXPECT_EQ(help.status, 0);
     EXPECT_NE(help.out.find("info"), std::string::npos);
     EXPECT_NE(help.out.find("synth"), std::string::npos);

@@ -29,7 +29,7 @@ const json& fixture_case(const std::string& name) {
     throw std::runtime_error("no fixture case " + name);
 }
 
-std::string model() {
+std::string smollm2_on_two_threads() {
     return "-m " + quoted(test::test_model_path()) + " -t 2 --ctx 512";
 }
 
@@ -39,8 +39,8 @@ TEST(CliGenerate, ChatPromptIdsEqualLlamaCppForEveryTemplatedCase) {
         if (!c.at("templated").get<bool>() || c.at("messages").size() != 1) continue;
         test::TempDir dir;
         test::write_file(dir / "prompt.txt", c.at("messages").at(0).at("content").get<std::string>());
-        const test::CliRun run =
-            test::run_cli("generate " + model() + " --json -n 1 --temp 0 --prompt-file " + quoted(dir / "prompt.txt"));
+        const test::CliRun run = test::run_cli("generate " + smollm2_on_two_threads() +
+                                               " --json -n 1 --temp 0 --prompt-file " + quoted(dir / "prompt.txt"));
         ASSERT_EQ(run.status, 0) << run.err;
         const json out = json::parse(run.out);
         EXPECT_EQ(out.at("prompt_ids"), c.at("prompt_ids")) << c.at("name");
@@ -52,7 +52,7 @@ TEST(CliGenerate, ChatPromptIdsEqualLlamaCppForEveryTemplatedCase) {
 TEST(CliGenerate, RawGreedyContinuationEqualsLlamaCpp) {
     // Every step of this case is at least 2.99 logits clear of the runner-up in llama.cpp.
     const json& c = fixture_case("raw_counting");
-    const test::CliRun run = test::run_cli("generate " + model() + " --raw --json --temp 0 -n 64 -p " +
+    const test::CliRun run = test::run_cli("generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 64 -p " +
                                            test::quoted(c.at("text").get<std::string>()));
     ASSERT_EQ(run.status, 0) << run.err;
     const json out = json::parse(run.out);
@@ -78,14 +78,14 @@ TEST(CliGenerate, RawPromptsParseTheSpecialTokensWrittenInThem) {
     ASSERT_NE(special, plain);
     ASSERT_LT(special.size(), plain.size()) << "<|im_start|> and <|im_end|> are one token each";
     const test::CliRun run =
-        test::run_cli("generate " + model() + " --raw --json --temp 0 -n 1 -p " + test::quoted(text));
+        test::run_cli("generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 1 -p " + test::quoted(text));
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(json::parse(run.out).at("prompt_ids"), special);
-    const test::CliRun literal =
-        test::run_cli("generate " + model() + " --raw --no-special --json --temp 0 -n 1 -p " + test::quoted(text));
+    const test::CliRun literal = test::run_cli("generate " + smollm2_on_two_threads() +
+                                               " --raw --no-special --json --temp 0 -n 1 -p " + test::quoted(text));
     ASSERT_EQ(literal.status, 0) << literal.err;
     EXPECT_EQ(json::parse(literal.out).at("prompt_ids"), plain);
-    const test::CliRun without_raw = test::run_cli("generate " + model() + " --no-special -n 1 -p hi");
+    const test::CliRun without_raw = test::run_cli("generate " + smollm2_on_two_threads() + " --no-special -n 1 -p hi");
     EXPECT_NE(without_raw.status, 0) << "--no-special needs --raw";
 }
 
@@ -96,30 +96,33 @@ TEST(CliGenerate, SplitOverDevicesStillEqualsLlamaCpp) {
     ASSERT_GE(want.size(), 16u);
     for (const char* devices : {"--devices cpu:3 --split layer", "--devices cpu:2 --split tensor"}) {
         SCOPED_TRACE(devices);
-        const test::CliRun run = test::run_cli("generate " + model() + " --raw --json --temp 0 -n 16 " + devices +
-                                               " -p " + test::quoted(c.at("text").get<std::string>()));
+        const test::CliRun run =
+            test::run_cli("generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 16 " + devices + " -p " +
+                          test::quoted(c.at("text").get<std::string>()));
         ASSERT_EQ(run.status, 0) << run.err;
         const json out = json::parse(run.out);
         EXPECT_EQ(out.at("generated_ids"), json(std::vector<json>(want.begin(), want.begin() + 16)));
     }
-    const test::CliRun bad = test::run_cli("generate " + model() + " --raw -n 4 --devices gpu:7 -p hi");
+    const test::CliRun bad =
+        test::run_cli("generate " + smollm2_on_two_threads() + " --raw -n 4 --devices gpu:7 -p hi");
     EXPECT_EQ(bad.status, 1);
     EXPECT_NE(bad.err.find("cpu:N"), std::string::npos) << bad.err;
 }
 
 TEST(CliGenerate, SameSeedSameTextAndStopStrings) {
-    const std::string args = "generate " + model() + " --raw --json -n 24 --temp 1.0 --seed 42 -p 'Once upon a time'";
+    const std::string args =
+        "generate " + smollm2_on_two_threads() + " --raw --json -n 24 --temp 1.0 --seed 42 -p 'Once upon a time'";
     const test::CliRun a = test::run_cli(args);
     const test::CliRun b = test::run_cli(args);
     ASSERT_EQ(a.status, 0) << a.err;
     EXPECT_EQ(a.out, b.out);
-    const test::CliRun other = test::run_cli("generate " + model() +
+    const test::CliRun other = test::run_cli("generate " + smollm2_on_two_threads() +
                                              " --raw --json -n 24 --temp 1.0 --seed 43 -p 'Once upon a time'");
     EXPECT_NE(json::parse(other.out).at("generated_ids"), json::parse(a.out).at("generated_ids"));
 
     // Greedy "1, 2, 3, 4," continues " 5, 6, ...": stop at "7" and show nothing of it.
-    const test::CliRun stopped =
-        test::run_cli("generate " + model() + " --raw --json --temp 0 -n 64 --stop 7 -p '1, 2, 3, 4,'");
+    const test::CliRun stopped = test::run_cli("generate " + smollm2_on_two_threads() +
+                                               " --raw --json --temp 0 -n 64 --stop 7 -p '1, 2, 3, 4,'");
     ASSERT_EQ(stopped.status, 0) << stopped.err;
     const json out = json::parse(stopped.out);
     EXPECT_EQ(out.at("stop_reason"), "stop");
@@ -130,9 +133,9 @@ TEST(CliGenerate, BadInputIsReported) {
     const test::CliRun missing = test::run_cli("generate -m /nonexistent.gguf -p hi");
     EXPECT_EQ(missing.status, 1);
     EXPECT_NE(missing.err.find("/nonexistent.gguf"), std::string::npos) << missing.err;
-    const test::CliRun no_prompt = test::run_cli("generate " + model());
+    const test::CliRun no_prompt = test::run_cli("generate " + smollm2_on_two_threads());
     EXPECT_EQ(no_prompt.status, 2);
-    const test::CliRun bad_temp = test::run_cli("generate " + model() + " -p hi --temp -1");
+    const test::CliRun bad_temp = test::run_cli("generate " + smollm2_on_two_threads() + " -p hi --temp -1");
     EXPECT_EQ(bad_temp.status, 1);
     EXPECT_NE(bad_temp.err.find("temperature"), std::string::npos) << bad_temp.err;
     const test::CliRun vocab_only = test::run_cli(
@@ -142,7 +145,7 @@ TEST(CliGenerate, BadInputIsReported) {
 }
 
 TEST(CliChat, AnswersEachLineAndResets) {
-    const test::CliRun run = test::run_cli("chat " + model() + " --temp 0 -n 24",
+    const test::CliRun run = test::run_cli("chat " + smollm2_on_two_threads() + " --temp 0 -n 24",
                                            std::string("What is 2+2?\nAnd 3+3?\n/reset\nName a colour.\n"));
     ASSERT_EQ(run.status, 0) << run.err;
     std::istringstream lines(run.out);

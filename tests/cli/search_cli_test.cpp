@@ -16,10 +16,9 @@ namespace powerhouse {
 namespace {
 
 namespace fs = std::filesystem;
+using test::contains;
 using test::quoted;
 using test::run_cli;
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 class CliSearch : public ::testing::Test {
 protected:

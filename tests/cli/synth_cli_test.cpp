@@ -13,11 +13,8 @@ namespace powerhouse {
 namespace {
 
 using test::CliRun;
+using test::contains;
 using test::quoted;
-
-bool contains(const std::string& text, const std::string& fragment) {
-    return text.find(fragment) != std::string::npos;
-}
 
 TEST(SynthCli, ListShowsTheExperts) {
     const CliRun run = test::run_cli("synth --list");

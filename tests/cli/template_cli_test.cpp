@@ -20,8 +20,7 @@ using nlohmann::ordered_json;
 
 using test::CliRun;
 using test::quoted;
-
-CliRun cli(const std::string& args) { return test::run_cli(args); }
+using test::run_cli;
 
 const ordered_json& fixture(const char* file) {
     static std::map<std::string, ordered_json> cache;
@@ -52,7 +51,8 @@ TEST(CliTemplate, RendersSmolLM2sOwnTemplateLikeJinja2) {
         SCOPED_TRACE(name);
         const auto context_path = dir / (name + ".json");
         test::write_file(context_path, fixture("contexts.json").at(name).dump());
-        const CliRun run = cli("template -m " + quoted(test::test_model_path()) + " --context " + quoted(context_path));
+        const CliRun run =
+            run_cli("template -m " + quoted(test::test_model_path()) + " --context " + quoted(context_path));
         if (expected.is_string()) {
             EXPECT_EQ(run.status, 0) << run.err;
             EXPECT_EQ(run.out, expected.get<std::string>());  // exactly: no newline added
@@ -77,7 +77,7 @@ TEST(CliTemplate, TokensRecogniseOnlyTheTemplatesSpecialTokens) {
                      ordered_json{{"messages", {{{"role", "user"}, {"content", user}}}}, {"add_generation_prompt", true}}
                          .dump());
     const CliRun run =
-        cli("template -m " + quoted(test::test_model_path()) + " --context " + quoted(context_path) + " --tokens");
+        run_cli("template -m " + quoted(test::test_model_path()) + " --context " + quoted(context_path) + " --tokens");
     ASSERT_EQ(run.status, 0) << run.err;
     const ordered_json line = ordered_json::parse(run.out);
     const auto ids = line.at("ids").get<std::vector<int>>();
@@ -90,7 +90,7 @@ TEST(CliTemplate, TokensRecogniseOnlyTheTemplatesSpecialTokens) {
     EXPECT_EQ(ranges[0].second - ranges[0].first, 4u);
     EXPECT_EQ(ranges[1].second - ranges[1].first, user.size());
 
-    const CliRun no_model = cli("template --builtin chatml --context " + quoted(context_path) + " --tokens");
+    const CliRun no_model = run_cli("template --builtin chatml --context " + quoted(context_path) + " --tokens");
     EXPECT_NE(no_model.status, 0);
     EXPECT_NE(no_model.err.find("--tokens"), std::string::npos) << no_model.err;
 }
@@ -100,7 +100,8 @@ TEST(CliTemplate, TemplateFileMatchesJinja2) {
     const auto context_path = dir / "context.json";
     test::write_file(context_path, fixture("contexts.json").at("tool_calls").dump());
     const auto template_path = test::shared_testdata_dir() / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja";
-    const CliRun run = cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
+    const CliRun run =
+        run_cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, fixture("expected.json").at("Qwen-Qwen2.5-7B-Instruct").at("tool_calls").get<std::string>());
 }
@@ -113,11 +114,11 @@ TEST(CliTemplate, TokensDefaultToTheModelsUnlessTheContextSetsThem) {
     test::write_file(context_path, R"({"messages": [{"role": "user", "content": "hi"}]})");
     const std::string base =
         "template -m " + quoted(test::test_model_path()) + " --template-file " + quoted(template_path) + " --context ";
-    CliRun run = cli(base + quoted(context_path));
+    CliRun run = run_cli(base + quoted(context_path));
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, "<|im_start|>|<|im_end|>|1");
     test::write_file(context_path, R"({"messages": [], "bos_token": "B"})");
-    run = cli(base + quoted(context_path));
+    run = run_cli(base + quoted(context_path));
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, "B|<|im_end|>|0");
 }
@@ -128,14 +129,14 @@ TEST(CliTemplate, ModelWithoutTemplateFallsBackWithANote) {
     const auto context_path = dir / "context.json";
     test::write_file(context_path,
                      R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true})");
-    const CliRun run = cli("template -m " + quoted(model) + " --context " + quoted(context_path));
+    const CliRun run = run_cli("template -m " + quoted(model) + " --context " + quoted(context_path));
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
     EXPECT_EQ(run.err,
               "note: the model has no chat template: using the built-in gemma template (chosen from the model's "
               "metadata)\n");
 
-    const CliRun strict = cli("template --no-fallback -m " + quoted(model) + " --context " + quoted(context_path));
+    const CliRun strict = run_cli("template --no-fallback -m " + quoted(model) + " --context " + quoted(context_path));
     EXPECT_EQ(strict.status, 1);
     EXPECT_TRUE(strict.out.empty());
     EXPECT_NE(strict.err.find("has no chat template"), std::string::npos) << strict.err;
@@ -147,7 +148,7 @@ TEST(CliTemplate, BrokenModelTemplateFallsBackAndSaysWhy) {
     const auto model = write_model(dir, "broken.gguf", &broken);
     const auto context_path = dir / "context.json";
     test::write_file(context_path, R"({"messages": [{"role": "user", "content": "Hi"}]})");
-    const CliRun run = cli("template -m " + quoted(model) + " --context " + quoted(context_path));
+    const CliRun run = run_cli("template -m " + quoted(model) + " --context " + quoted(context_path));
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, "<bos><start_of_turn>user\nHi<end_of_turn>\n");
     EXPECT_NE(run.err.find("note: the model's chat template cannot be used (1:37: unexpected '}')"), std::string::npos)
@@ -159,7 +160,7 @@ TEST(CliTemplate, BuiltinTemplates) {
     const auto context_path = dir / "context.json";
     test::write_file(context_path, R"({"messages": [{"role": "user", "content": "Hi"}], "bos_token": "<s>",
                                        "eos_token": "</s>", "add_generation_prompt": true})");
-    const CliRun run = cli("template --builtin chatml --context " + quoted(context_path));
+    const CliRun run = run_cli("template --builtin chatml --context " + quoted(context_path));
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
@@ -174,10 +175,10 @@ TEST(CliTemplate, GptOssTemplateAndBuiltinHarmony) {
     const std::string expected = fixture("expected.json").at("gpt-oss").at(name).get<std::string>();
     const std::string tail = " --context " + quoted(context_path) + " --now 2024-07-26T14:05:09";
     const auto template_path = test::data_dir() / "templates" / "gpt-oss.jinja";
-    CliRun run = cli("template --template-file " + quoted(template_path) + tail);
+    CliRun run = run_cli("template --template-file " + quoted(template_path) + tail);
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, expected);
-    run = cli("template --builtin harmony" + tail);
+    run = run_cli("template --builtin harmony" + tail);
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, expected);
 }
@@ -187,7 +188,8 @@ TEST(CliTemplate, RaiseExceptionIsAnErrorWithTheTemplatesMessage) {
     const auto context_path = dir / "context.json";
     test::write_file(context_path, fixture("contexts.json").at("alternation_error").dump());
     const auto template_path = test::shared_testdata_dir() / "templates" / "mistralai-Mistral-Nemo-Instruct-2407.jinja";
-    const CliRun run = cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
+    const CliRun run =
+        run_cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
     EXPECT_EQ(run.status, 1);
     EXPECT_TRUE(run.out.empty());
     EXPECT_EQ(run.err,
@@ -202,10 +204,10 @@ TEST(CliTemplate, NowSetsStrftimeNow) {
     const auto context_path = dir / "context.json";
     test::write_file(context_path, "{}");
     const std::string base = "template --template-file " + quoted(template_path) + " --context " + quoted(context_path);
-    CliRun run = cli(base + " --now 2024-07-26T14:05:09");
+    CliRun run = run_cli(base + " --now 2024-07-26T14:05:09");
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(run.out, "26 Jul 2024 14:05");
-    run = cli(base + " --now 2024-02-30");
+    run = run_cli(base + " --now 2024-02-30");
     EXPECT_EQ(run.status, 1);
     EXPECT_NE(run.err.find("--now"), std::string::npos);
 }
@@ -216,19 +218,19 @@ TEST(CliTemplate, BadInputAndUsage) {
     test::write_file(context_path, "{not json");
     const auto template_path = dir / "t.jinja";
     test::write_file(template_path, "{% if x %}");
-    CliRun run = cli("template --builtin chatml --context " + quoted(context_path));
+    CliRun run = run_cli("template --builtin chatml --context " + quoted(context_path));
     EXPECT_EQ(run.status, 1);
     EXPECT_NE(run.err.find("is not valid JSON"), std::string::npos) << run.err;
 
     test::write_file(context_path, "{}");
-    run = cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
+    run = run_cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
     EXPECT_EQ(run.status, 1);
     EXPECT_NE(run.err.find("t.jinja:1:4: unexpected end of template"), std::string::npos) << run.err;
 
-    EXPECT_EQ(cli("template --context " + quoted(context_path)).status, 2);  // no template
-    EXPECT_EQ(cli("template --builtin chatml").status, 2);                   // no context
-    EXPECT_EQ(cli("template --builtin nope --context " + quoted(context_path)).status, 2);
-    EXPECT_EQ(cli("template -m " + quoted(dir / "missing.gguf") + " --context " + quoted(context_path)).status, 1);
+    EXPECT_EQ(run_cli("template --context " + quoted(context_path)).status, 2);  // no template
+    EXPECT_EQ(run_cli("template --builtin chatml").status, 2);                   // no context
+    EXPECT_EQ(run_cli("template --builtin nope --context " + quoted(context_path)).status, 2);
+    EXPECT_EQ(run_cli("template -m " + quoted(dir / "missing.gguf") + " --context " + quoted(context_path)).status, 1);
 }
 
 }  // namespace
