@@ -14,16 +14,16 @@
 namespace powerhouse {
 namespace {
 
-using nlohmann::json;
 using test::quoted;
 
-const json& fixture() {
-    static const json data = json::parse(test::read_file(test::data_dir() / "generation" / "smollm2_greedy.json"));
+const nlohmann::json& fixture() {
+    static const nlohmann::json data =
+        nlohmann::json::parse(test::read_file(test::data_dir() / "generation" / "smollm2_greedy.json"));
     return data;
 }
 
-const json& fixture_case(const std::string& name) {
-    for (const json& c : fixture().at("cases")) {
+const nlohmann::json& fixture_case(const std::string& name) {
+    for (const nlohmann::json& c : fixture().at("cases")) {
         if (c.at("name") == name) return c;
     }
     throw std::runtime_error("no fixture case " + name);
@@ -35,14 +35,14 @@ std::string smollm2_on_two_threads() {
 
 TEST(CliGenerate, ChatPromptIdsEqualLlamaCppForEveryTemplatedCase) {
     int compared = 0;
-    for (const json& c : fixture().at("cases")) {
+    for (const nlohmann::json& c : fixture().at("cases")) {
         if (!c.at("templated").get<bool>() || c.at("messages").size() != 1) continue;
         test::TempDir dir;
         test::write_file(dir / "prompt.txt", c.at("messages").at(0).at("content").get<std::string>());
         const test::CliRun run = test::run_cli("generate " + smollm2_on_two_threads() +
                                                " --json -n 1 --temp 0 --prompt-file " + quoted(dir / "prompt.txt"));
         ASSERT_EQ(run.status, 0) << run.err;
-        const json out = json::parse(run.out);
+        const nlohmann::json out = nlohmann::json::parse(run.out);
         EXPECT_EQ(out.at("prompt_ids"), c.at("prompt_ids")) << c.at("name");
         ++compared;
     }
@@ -51,11 +51,11 @@ TEST(CliGenerate, ChatPromptIdsEqualLlamaCppForEveryTemplatedCase) {
 
 TEST(CliGenerate, RawGreedyContinuationEqualsLlamaCpp) {
     // Every step of this case is at least 2.99 logits clear of the runner-up in llama.cpp.
-    const json& c = fixture_case("raw_counting");
+    const nlohmann::json& c = fixture_case("raw_counting");
     const test::CliRun run = test::run_cli("generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 64 -p " +
                                            test::quoted(c.at("text").get<std::string>()));
     ASSERT_EQ(run.status, 0) << run.err;
-    const json out = json::parse(run.out);
+    const nlohmann::json out = nlohmann::json::parse(run.out);
     EXPECT_EQ(out.at("prompt_ids"), c.at("prompt_ids"));
     EXPECT_EQ(out.at("generated_ids"), c.at("generated_ids"));
     EXPECT_EQ(out.at("text"), c.at("generated_text"));
@@ -66,33 +66,33 @@ TEST(CliGenerate, RawGreedyContinuationEqualsLlamaCpp) {
 // (as the tokenizer's --special gives them), or stay text with --no-special.
 TEST(CliGenerate, RawPromptsParseTheSpecialTokensWrittenInThem) {
     const std::string text = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
-    const json line = {{"text", text}};
+    const nlohmann::json line = {{"text", text}};
     const auto ids_of = [&](const std::string& flags) {
         const test::CliRun run =
             test::run_cli("tokenize -m " + quoted(test::test_model_path()) + " " + flags, line.dump() + "\n");
         EXPECT_EQ(run.status, 0) << run.err;
-        return json::parse(run.out).at("ids");
+        return nlohmann::json::parse(run.out).at("ids");
     };
-    const json special = ids_of("--special");
-    const json plain = ids_of("");
+    const nlohmann::json special = ids_of("--special");
+    const nlohmann::json plain = ids_of("");
     ASSERT_NE(special, plain);
     ASSERT_LT(special.size(), plain.size()) << "<|im_start|> and <|im_end|> are one token each";
     const test::CliRun run =
         test::run_cli("generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 1 -p " + test::quoted(text));
     ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(json::parse(run.out).at("prompt_ids"), special);
+    EXPECT_EQ(nlohmann::json::parse(run.out).at("prompt_ids"), special);
     const test::CliRun literal = test::run_cli("generate " + smollm2_on_two_threads() +
                                                " --raw --no-special --json --temp 0 -n 1 -p " + test::quoted(text));
     ASSERT_EQ(literal.status, 0) << literal.err;
-    EXPECT_EQ(json::parse(literal.out).at("prompt_ids"), plain);
+    EXPECT_EQ(nlohmann::json::parse(literal.out).at("prompt_ids"), plain);
     const test::CliRun without_raw = test::run_cli("generate " + smollm2_on_two_threads() + " --no-special -n 1 -p hi");
     EXPECT_NE(without_raw.status, 0) << "--no-special needs --raw";
 }
 
 // The same case on virtual CPU devices, split by layer and by tensor.
 TEST(CliGenerate, SplitOverDevicesStillEqualsLlamaCpp) {
-    const json& c = fixture_case("raw_counting");
-    const json want = c.at("generated_ids");
+    const nlohmann::json& c = fixture_case("raw_counting");
+    const nlohmann::json want = c.at("generated_ids");
     ASSERT_GE(want.size(), 16u);
     for (const char* devices : {"--devices cpu:3 --split layer", "--devices cpu:2 --split tensor"}) {
         SCOPED_TRACE(devices);
@@ -100,8 +100,9 @@ TEST(CliGenerate, SplitOverDevicesStillEqualsLlamaCpp) {
             test::run_cli("generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 16 " + devices + " -p " +
                           test::quoted(c.at("text").get<std::string>()));
         ASSERT_EQ(run.status, 0) << run.err;
-        const json out = json::parse(run.out);
-        EXPECT_EQ(out.at("generated_ids"), json(std::vector<json>(want.begin(), want.begin() + 16)));
+        const nlohmann::json out = nlohmann::json::parse(run.out);
+        EXPECT_EQ(out.at("generated_ids"),
+                  nlohmann::json(std::vector<nlohmann::json>(want.begin(), want.begin() + 16)));
     }
     const test::CliRun bad =
         test::run_cli("generate " + smollm2_on_two_threads() + " --raw -n 4 --devices gpu:7 -p hi");
@@ -118,13 +119,13 @@ TEST(CliGenerate, SameSeedSameTextAndStopStrings) {
     EXPECT_EQ(a.out, b.out);
     const test::CliRun other = test::run_cli("generate " + smollm2_on_two_threads() +
                                              " --raw --json -n 24 --temp 1.0 --seed 43 -p 'Once upon a time'");
-    EXPECT_NE(json::parse(other.out).at("generated_ids"), json::parse(a.out).at("generated_ids"));
+    EXPECT_NE(nlohmann::json::parse(other.out).at("generated_ids"), nlohmann::json::parse(a.out).at("generated_ids"));
 
     // Greedy "1, 2, 3, 4," continues " 5, 6, ...": stop at "7" and show nothing of it.
     const test::CliRun stopped = test::run_cli("generate " + smollm2_on_two_threads() +
                                                " --raw --json --temp 0 -n 64 --stop 7 -p '1, 2, 3, 4,'");
     ASSERT_EQ(stopped.status, 0) << stopped.err;
-    const json out = json::parse(stopped.out);
+    const nlohmann::json out = nlohmann::json::parse(stopped.out);
     EXPECT_EQ(out.at("stop_reason"), "stop");
     EXPECT_EQ(out.at("text"), " 5, 6, ");
 }

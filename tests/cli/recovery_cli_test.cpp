@@ -14,7 +14,6 @@
 namespace powerhouse {
 namespace {
 
-using nlohmann::json;
 using test::CliRun;
 using test::quoted;
 
@@ -48,7 +47,7 @@ TEST(CliRecovery, GenerateGoesOnWithoutTheFailedDeviceAndEndsAsWithoutTheFault) 
     EXPECT_TRUE(reference.err.empty()) << reference.err;
     const CliRun run = test::run_cli(kCounting + smollm2_over_two_cpus() + " --fail-device 1 --fail-after 5");
     ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(json::parse(run.out), json::parse(reference.out));
+    EXPECT_EQ(nlohmann::json::parse(run.out), nlohmann::json::parse(reference.out));
     EXPECT_NE(run.err.find("CPU 1 failed"), std::string::npos) << run.err;
     EXPECT_NE(run.err.find("Continuing on CPU"), std::string::npos) << run.err;
 
@@ -56,7 +55,7 @@ TEST(CliRecovery, GenerateGoesOnWithoutTheFailedDeviceAndEndsAsWithoutTheFault) 
     const CliRun hung = test::run_cli(kCounting + smollm2_over_two_cpus() +
                                       " --fail-device 1 --fail-after 5 --fail-hangs --step-deadline 1");
     ASSERT_EQ(hung.status, 0) << hung.err;
-    EXPECT_EQ(json::parse(hung.out), json::parse(reference.out));
+    EXPECT_EQ(nlohmann::json::parse(hung.out), nlohmann::json::parse(reference.out));
     EXPECT_NE(hung.err.find("CPU 1 stopped answering: did not answer within 1 s"), std::string::npos) << hung.err;
 }
 
