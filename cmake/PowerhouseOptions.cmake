@@ -16,7 +16,7 @@ option(POWERHOUSE_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSan
 option(POWERHOUSE_FUZZ "Build libFuzzer targets (needs clang)" OFF)
 option(POWERHOUSE_WERROR "Treat warnings as errors" OFF)
 # The GoogleTest programs share one precompiled header (tests/CMakeLists.txt). Worth it with
-# clang (the asan preset): a fifth of each test source's compile time there; gcc gains a few
+# clang (the asan preset): 14% of the test sources' compile time there; gcc gains a few
 # percent, less than making the header costs.
 option(POWERHOUSE_TEST_PCH "Test programs share one precompiled header (clang)" OFF)
 
