@@ -40,6 +40,7 @@
 
 #include "build_info.h"
 #include "desktop_app.h"
+#include "library/hf_url.h"
 #include "version_report.h"
 
 Q_IMPORT_QML_PLUGIN(PowerhousePlugin)
@@ -217,8 +218,9 @@ int main(int argc, char* argv[]) {
     DesktopApp::Options options;
     options.dataDir = dataDir;
     // Downloads go into the library folder; Hugging Face's address can be a mirror
-    // (HF_ENDPOINT, as huggingface_hub reads it).
-    options.hubEndpoint = qEnvironmentVariable("HF_ENDPOINT", QStringLiteral("https://huggingface.co"));
+    // (HF_ENDPOINT, read as powerhouse-cli pull and search read it: unset or empty is
+    // Hugging Face itself).
+    options.hubEndpoint = QString::fromStdString(powerhouse::library::hf_endpoint_from_environment());
     options.contextOverride = parser.value(ctxOption).toUInt();
     options.fault = fault;
     auto created = DesktopApp::create(options);

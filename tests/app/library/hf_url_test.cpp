@@ -3,6 +3,9 @@
 // quantization with multi-part files joined.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "library/hf_url.h"
 
 namespace powerhouse::library {
@@ -74,6 +77,24 @@ TEST(HfUrl, AnotherEndpointWorksLikeHfEndpoint) {
     const auto repo = parse_hf_model_page("http://127.0.0.1:8080/a/b", endpoint + "/");
     ASSERT_TRUE(repo);
     EXPECT_EQ(hf_tree_api_url(*repo, endpoint + "/"), "http://127.0.0.1:8080/api/models/a/b/tree/main?recursive=true");
+}
+
+// HF_ENDPOINT as the CLI and the desktop app read it: a mirror when set, Hugging Face itself
+// when unset or empty (an empty address would make every download and search fail).
+TEST(HfUrl, EndpointFromTheEnvironment) {
+    const char* saved = std::getenv("HF_ENDPOINT");
+    const std::string previous = saved != nullptr ? saved : "";
+    ::unsetenv("HF_ENDPOINT");
+    EXPECT_EQ(hf_endpoint_from_environment(), kHuggingFaceEndpoint);
+    ::setenv("HF_ENDPOINT", "", 1);
+    EXPECT_EQ(hf_endpoint_from_environment(), kHuggingFaceEndpoint);
+    ::setenv("HF_ENDPOINT", "https://hf-mirror.example/", 1);
+    EXPECT_EQ(hf_endpoint_from_environment(), "https://hf-mirror.example/");
+    if (saved != nullptr) {
+        ::setenv("HF_ENDPOINT", previous.c_str(), 1);
+    } else {
+        ::unsetenv("HF_ENDPOINT");
+    }
 }
 
 TEST(HfUrl, NextPageComesFromTheLinkHeader) {
