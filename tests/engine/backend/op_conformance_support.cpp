@@ -56,15 +56,9 @@ arch::Hparams tiny_hparams(uint32_t n_embd, uint32_t n_head, uint32_t n_head_kv,
     return hp;
 }
 
-int64_t TensorData::n_elements() const {
-    int64_t n = 1;
-    for (const int64_t d : dims) n *= d;
-    return n;
-}
-
-std::vector<float> TensorData::values() const {
+std::vector<float> TensorData::values(int64_t n) const {
     std::mt19937 rng(seed);
-    return uniform(static_cast<size_t>(n_elements()), lo, hi, rng);
+    return uniform(static_cast<size_t>(n), lo, hi, rng);
 }
 
 Result<GgufModel> write_model(const std::filesystem::path& path, const std::vector<TensorData>& tensors) {
@@ -72,12 +66,9 @@ Result<GgufModel> write_model(const std::filesystem::path& path, const std::vect
     writer.metadata().set_string("general.architecture", "llama");
     for (const TensorData& t : tensors) PH_TRY(writer.add_tensor({t.name, t.type, t.dims}));
     PH_TRY(writer.write_file(path, [&](size_t index, const GgufTensorSpec& spec, std::span<std::byte> out) {
-        const std::vector<float> values = tensors[index].values();
+        const std::vector<float> values = tensors[index].values(spec.n_elements());
         const int64_t width = spec.dims[0];
         const uint64_t row = row_bytes(type_traits(spec.type), static_cast<uint64_t>(width));
-        if (static_cast<int64_t>(values.size()) != spec.n_elements()) {
-            return Result<void>(make_error(ErrorCode::internal, "tensor values of the wrong size"));
-        }
         for (int64_t r = 0; r < spec.n_elements() / width; ++r) {
             quantize_row(spec.type, values.data() + r * width, out.data() + static_cast<uint64_t>(r) * row, width);
         }

@@ -44,8 +44,9 @@ struct TensorData {
     float hi = 1.0f;
     uint32_t seed = 1;
 
-    int64_t n_elements() const;
-    std::vector<float> values() const;  // [n_elements] f32 before quantization
+    // The first n values (n: the product of dims, as the writer counts them), f32 before
+    // quantization.
+    std::vector<float> values(int64_t n) const;
 };
 
 // One call of the stage's layer: n tokens at positions pos .. pos + n - 1.
