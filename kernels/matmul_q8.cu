@@ -711,17 +711,20 @@ int with_q8_type(uint32_t type_id, Fn&& fn) {
     }
 }
 
+// Whether a product's rows all start on 16 bytes, as the wide lanes of every type but Q6_K
+// need (kNeeds16).
+bool rows_aligned16(const PhProduct& p) {
+    return reinterpret_cast<uintptr_t>(p.w) % 16 == 0 && p.row_stride % 16 == 0;
+}
+
 // The wide kernel's lanes of a type, where it has them and every matrix of the set suits
-// its loads (16-byte aligned rows for Q4_K/Q5_K; the others' loads shift, the 2 bytes that
+// its loads (16-byte aligned rows, except Q6_K's: its loads shift, the 2 bytes that
 // ph_matmul_q8_usable asks do) and `in` is whole spans of 256; else fn(nullptr): the
 // per-chunk kernel.
 template <class Fn>
 int with_wide_type(uint32_t type_id, const PhProduct* products, int count, int64_t in, Fn&& fn) {
     bool aligned16 = true;
-    for (int m = 0; m < count; ++m) {
-        aligned16 = aligned16 && reinterpret_cast<uintptr_t>(products[m].w) % 16 == 0 &&
-                    products[m].row_stride % 16 == 0;
-    }
+    for (int m = 0; m < count; ++m) aligned16 = aligned16 && rows_aligned16(products[m]);
     // The lanes of L where the rows suit its loads, else the per-chunk kernel.
     const auto wide = [&](auto* lanes_of) -> int {
         using L = std::remove_pointer_t<decltype(lanes_of)>;
@@ -923,5 +926,22 @@ extern "C" int ph_matmul_q8_residual(uint32_t ggml_type_id, const void* w, size_
 
 extern "C" int ph_matmul_q8_set(uint32_t ggml_type_id, const PhProduct* products, int count, int64_t in,
                                 const void* act, size_t act_stride, int n_tokens, cudaStream_t stream) {
-    return matmul_q8_set(ggml_type_id, products, count, in, act, act_stride, n_tokens, stream);
+    if (products == nullptr || count < 1 || count > kMaxSet) return cudaErrorInvalidValue;
+    bool mixed = false;
+    for (int m = 1; m < count; ++m) mixed = mixed || rows_aligned16(products[m]) != rows_aligned16(products[0]);
+    if (!mixed) return matmul_q8_set(ggml_type_id, products, count, in, act, act_stride, n_tokens, stream);
+    // One kernel serves a whole set, and alone an aligned product may take another than a
+    // misaligned one (the wide kernel against the per-chunk one, whose sums go in another
+    // order): a launch each keeps every product's ph_matmul_q8 bits. The whole set is checked
+    // first (a call with no tokens checks and launches nothing), so that a bad product
+    // launches none.
+    for (int m = 0; m < count; ++m) {
+        const int status = matmul_q8_set(ggml_type_id, &products[m], 1, in, act, act_stride, 0, stream);
+        if (status != cudaSuccess) return status;
+    }
+    for (int m = 0; m < count; ++m) {
+        const int status = matmul_q8_set(ggml_type_id, &products[m], 1, in, act, act_stride, n_tokens, stream);
+        if (status != cudaSuccess) return status;
+    }
+    return cudaSuccess;
 }

@@ -16,14 +16,20 @@
 // (and Q8_1's d * sum for Q4_1) for the others.
 //
 // Q4_K and Q5_K super-blocks (144 and 176 bytes) keep every 16-byte piece aligned when
-// the row is; Q6_K's (210 bytes) and the blocks of 32 (34, 18, 20 bytes) start at any even
-// byte, so those lanes load the two aligned 16-byte words around their bytes and shift
-// (load16_a2).
+// the row is; Q6_K's (210 bytes) and the blocks of 32 inside a span (34, 18, 20 bytes)
+// start at any even byte, so those lanes load the two aligned 16-byte words around their
+// bytes and shift (load16_a2). Such a load reads whole aligned words: up to 14 bytes before
+// its first byte and after its last. Inside a Q6_K super-block those stay within the block
+// (a lane reads no further than byte 206 of 210) or the row before it; a span of blocks of
+// 32 (272, 144, 160 bytes) ends on a word boundary when it starts on one, so those types
+// take the wide kernel only for 16-byte aligned rows (kNeeds16) and never read past a
+// matrix's last byte.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__CUDACC__)
@@ -44,6 +50,8 @@ PH_LANE Bytes16 load16(const uint8_t* p) {
     const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
     return {{v.x, v.y, v.z, v.w}};
 #else
+    // The host runs this for the tests: a load the GPU could not make fails them here.
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) std::abort();
     Bytes16 b;
     std::memcpy(b.w, p, 16);
     return b;
@@ -60,8 +68,9 @@ PH_LANE uint32_t word_at(const Bytes16& lo, const Bytes16& hi, int k, unsigned w
 }
 
 // Sixteen bytes at a 2-byte aligned address: the aligned sixteen at or below it and, when
-// it is not aligned itself, the next sixteen (never read otherwise: it may be past the
-// allocation), shifted into place.
+// it is not aligned itself, the next sixteen, shifted into place. So it reads the whole
+// aligned words that hold the sixteen bytes (see the top of this file for why those stay
+// inside the matrix).
 PH_LANE Bytes16 load16_a2(const uint8_t* p) {
     const auto at = reinterpret_cast<uintptr_t>(p);
     const unsigned off = static_cast<unsigned>(at & 15u);
@@ -124,6 +133,7 @@ PH_LANE V load_as(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
     return *reinterpret_cast<const V*>(p);
 #else
+    if (reinterpret_cast<uintptr_t>(p) % sizeof(V) != 0) std::abort();  // as load16
     V v{};
     std::memcpy(&v, p, sizeof v);
     return v;
@@ -280,10 +290,11 @@ PH_LANE int dot_runs(const LaneWeights& w, const LaneAct& a) {
     return sum;
 }
 
-// What the three types of blocks of 32 share: rows 2-byte aligned (load16_a2), an activation
-// scale per block, lane j's runs the two halves of block j.
+// What the three types of blocks of 32 share: 16-byte aligned rows (their blocks inside a
+// span start at even bytes: load16_a2), an activation scale per block, lane j's runs the
+// two halves of block j.
 struct Blocks32Lanes {
-    static constexpr bool kNeeds16 = false;
+    static constexpr bool kNeeds16 = true;
     static constexpr bool kPerSpan = false;
     static constexpr int kHighOffset = 16;
     PH_LANE static int first_value(int j) { return 32 * j; }

@@ -82,8 +82,9 @@ int ph_matmul_q8(uint32_t ggml_type_id, const void* w, size_t row_stride, int64_
 //    n_tokens rows of `in`, then ph_quantize_activations of y.
 //  - ph_matmul_q8_set: up to PH_MAX_PRODUCTS products of one type that read the same
 //    activations (Q, K and V; gate and up), each with its own matrix, rows and output (and
-//    residual, or null), in one launch: each product's result is ph_matmul_q8's (or
-//    ph_matmul_q8_residual's) bits.
+//    residual, or null), in one launch (one each where some rows start on 16 bytes and
+//    others do not): each product's result is ph_matmul_q8's (or ph_matmul_q8_residual's)
+//    bits.
 enum { PH_GATE_SILU = 0, PH_GATE_GELU = 1 };
 enum { PH_MAX_PRODUCTS = 3 };
 typedef struct PhProduct {
