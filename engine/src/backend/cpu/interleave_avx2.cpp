@@ -73,7 +73,7 @@ PH_TARGET inline void unpack_nibbles(const std::byte* units, int h, __m256i* g) 
 // (k' = k for k < 4, 16 + 4 (k - 4) bytes on for the high nibbles' vectors).
 PH_TARGET inline __m256i products(const __m256i* g, const std::byte* y, int from, int to) {
     __m256i s = _mm256_setzero_si256();
-    for (int k = from; k < to; ++k) {
+    PH_UNROLL for (int k = from; k < to; ++k) {
         const size_t at = k < 4 ? 4 * static_cast<size_t>(k) : 16 + 4 * static_cast<size_t>(k - 4);
         s = _mm256_add_epi16(s, _mm256_maddubs_epi16(g[k], _mm256_set1_epi32(load_i32(y + at))));
     }
@@ -157,7 +157,7 @@ PH_TARGET void q4k_group(const std::byte* w, int64_t nb, const std::byte* act, s
                 }
             }
             __m256i mins[4];
-            for (int j = 0; j < 4; ++j) {
+            PH_UNROLL for (int j = 0; j < 4; ++j) {
                 const __m256i a = _mm256_cvtepu8_epi32(load64(reinterpret_cast<const std::byte*>(scales.m[j]) + 8 * h));
                 const __m256i c =
                     _mm256_cvtepu8_epi32(load64(reinterpret_cast<const std::byte*>(scales.m[j + 4]) + 8 * h));
