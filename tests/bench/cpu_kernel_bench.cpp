@@ -1,7 +1,8 @@
 // Throughput of the CPU backend's dot-product kernels (backend/cpu/quant_dot.h): a
 // 512 x 2048 weight matrix of each type against 1 token (the matrix-vector product of
 // decoding) and 64 tokens (a prompt), for every variant the machine runs, and the same
-// with the rows interleaved (backend/cpu/interleave.h) where the variant has that kernel.
+// with the rows interleaved (backend/cpu/interleave.h) or the tokens tiled (quant_dot.h's
+// dot_rows_tiled) where the variant has that kernel.
 // One thread: the figure is per core; items are multiply-adds. The "/memory" cases repeat
 // the matrix to 256 copies (150 to 220 MB for the K-quants), so that its bytes stream from
 // RAM as a model's do when decoding: bytes per second there against the machine's memory
@@ -61,6 +62,22 @@ struct Operands {
     }
 };
 
+// The tiled product (quant_dot.h's dot_rows_tiled) of the same operands, regrouping the
+// activations into tiles each time as matmul does.
+void tiled_dots(benchmark::State& state, GgmlType type, KernelIsa isa, int tokens) {
+    const Operands o(type, isa, tokens, false, 1);
+    std::vector<float> out(static_cast<size_t>(o.rows) * static_cast<size_t>(tokens));
+    std::vector<std::byte> tiles(tiled_activation_bytes(type, kIn, tokens));
+    for (auto _ : state) {
+        tile_activations(type, kIn, o.act.data(), o.a_row, tokens, tiles.data());
+        dot_rows_tiled(isa, type, kIn, o.w.data(), o.w_row, o.rows, tiles.data(), tokens, out.data(),
+                       static_cast<size_t>(o.rows));
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kIn * o.rows * tokens);
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * o.w.size()));
+}
+
 void dots(benchmark::State& state, GgmlType type, KernelIsa isa, int tokens, bool interleaved, int copies) {
     const Operands o(type, isa, tokens, interleaved, copies);
     std::vector<float> out(static_cast<size_t>(o.rows) * static_cast<size_t>(tokens));
@@ -111,6 +128,9 @@ const bool registered = [] {
                 benchmark::RegisterBenchmark(name.c_str(), dots, type, isa, tokens, false, 1);
                 if (interleaves) {
                     benchmark::RegisterBenchmark((name + "/interleaved").c_str(), dots, type, isa, tokens, true, 1);
+                }
+                if (tokens > 1 && has_tiled_dot(isa, type, kIn)) {
+                    benchmark::RegisterBenchmark((name + "/tiled").c_str(), tiled_dots, type, isa, tokens);
                 }
                 if (tokens == 1 && isa != KernelIsa::scalar) {
                     benchmark::RegisterBenchmark((name + "/memory").c_str(), dots, type, isa, tokens, false, 256);

@@ -1,10 +1,10 @@
 // The batch invariance of the CPU dot products of quantized weights, which continuous
 // batching relies on (a request gives the same tokens alone and beside others): a token's
 // result is the same bit for bit whether dot_rows sees it alone or among up to eight,
-// whether the tiled product (AVX-512 VNNI, sixteen tokens per vector) or dot_rows computes
-// it, and whatever the batch size matmul gets. The tiled product's accuracy follows from
-// that equality and from cpu_kernel_test.cpp's checks of dot_rows against dequantized
-// arithmetic.
+// whether the tiled product (sixteen tokens per vector with AVX-512 VNNI, eight with AVX2)
+// or dot_rows computes it, and whatever the batch size matmul gets. The tiled product's
+// accuracy follows from that equality and from cpu_kernel_test.cpp's checks of dot_rows
+// against dequantized arithmetic.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -104,36 +104,97 @@ TEST(BatchInvariance, DotRowsGivesATokenTheSameBitsAloneAndAmongOthers) {
     }
 }
 
+// Whether `isa` must have the tiled product of `type`: AVX-512 VNNI for every quantized
+// type, AVX2 for the 32-element ones but Q8_0 (slower tiled there).
+bool tiles_expected(KernelIsa isa, GgmlType type) {
+    return isa == KernelIsa::avx512 ||
+           (isa == KernelIsa::avx2 && type_traits(type).block_size == 32 && type != GgmlType::q8_0);
+}
+
+// The tiled product of p's tokens on `isa`.
+std::vector<float> tiled(KernelIsa isa, const Problem& p) {
+    std::vector<std::byte> tiles(tiled_activation_bytes(p.type, p.n, p.tokens));
+    tile_activations(p.type, p.n, p.act.data(), p.a_row, p.tokens, tiles.data());
+    std::vector<float> got(static_cast<size_t>(p.rows * p.tokens), -1.0f);
+    dot_rows_tiled(isa, p.type, p.n, p.w.data(), p.w_row, p.rows, tiles.data(), p.tokens, got.data(),
+                   static_cast<size_t>(p.rows));
+    return got;
+}
+
 TEST(BatchInvariance, TheTiledProductEqualsDotRowsBitForBit) {
     // has_tiled_dot says whether the ISA has the path, not whether this processor has the ISA.
-    bool avx512 = false;
-    for (KernelIsa isa : available_isas()) avx512 = avx512 || isa == KernelIsa::avx512;
-    if (!avx512) GTEST_SKIP() << "no AVX-512 VNNI on this processor";
-    ASSERT_TRUE(has_tiled_dot(KernelIsa::avx512, GgmlType::q4_k, 256))
-        << "AVX-512 VNNI is here, so the tiled product must be too";
-    for (GgmlType type : kTiledTypes) {
-        // Odd rows (the last pair has one), tokens across tile boundaries, and a width of one
-        // super-block and of several; for the 32-element types also widths whose last blocks
-        // are dot_legacy's tail (3 blocks: all tail; SmolLM2's 576: 18 blocks, 2 in the tail).
-        const bool k_quant = type_traits(type).block_size == 256;
-        for (int64_t n : {int64_t{256}, int64_t{1536}, int64_t{96}, int64_t{576}, int64_t{800}}) {
-            if (k_quant && n % 256 != 0) continue;
-            ASSERT_TRUE(has_tiled_dot(KernelIsa::avx512, type, n)) << type_traits(type).name;
-            for (int tokens : {1, 7, 16, 17, 40}) {
-                const Problem p(type, n, 7, tokens, KernelIsa::avx512);
-                std::vector<std::byte> tiles(tiled_activation_bytes(type, n, tokens));
-                tile_activations(type, n, p.act.data(), p.a_row, tokens, tiles.data());
-                std::vector<float> got(static_cast<size_t>(p.rows * tokens), -1.0f);
-                dot_rows_tiled(KernelIsa::avx512, type, n, p.w.data(), p.w_row, p.rows, tiles.data(), tokens,
-                               got.data(), static_cast<size_t>(p.rows));
-                expect_same_bits(got, p.alone(KernelIsa::avx512),
-                                 std::string(type_traits(type).name) + " n " + std::to_string(n) + " tokens " +
-                                     std::to_string(tokens));
+    int checked = 0;
+    for (KernelIsa isa : available_isas()) {
+        for (GgmlType type : kTiledTypes) {
+            // Odd rows (the last pair has one), tokens across tile boundaries and halves of
+            // tiles, and a width of one super-block and of several; for the 32-element types
+            // also widths whose last blocks are dot_legacy's tail (3 blocks: all tail;
+            // SmolLM2's 576: 18 blocks, 2 in the tail).
+            const bool k_quant = type_traits(type).block_size == 256;
+            for (int64_t n : {int64_t{256}, int64_t{1536}, int64_t{96}, int64_t{576}, int64_t{800}}) {
+                if (k_quant && n % 256 != 0) continue;
+                const std::string what =
+                    std::string(isa_name(isa)) + " " + std::string(type_traits(type).name) + " n " + std::to_string(n);
+                ASSERT_EQ(has_tiled_dot(isa, type, n), tiles_expected(isa, type)) << what;
+                if (!tiles_expected(isa, type)) continue;
+                for (int tokens : {1, 7, 8, 9, 16, 17, 40}) {
+                    const Problem p(type, n, 7, tokens, isa);
+                    expect_same_bits(tiled(isa, p), p.alone(isa), what + " tokens " + std::to_string(tokens));
+                    ++checked;
+                }
             }
         }
     }
+    if (checked == 0) GTEST_SKIP() << "neither AVX2 nor AVX-512 VNNI on this processor";
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx512, GgmlType::f16, 256));
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q4_k, 256));
+    EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::f16, 256));
+    EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q8_0, 256));
+    EXPECT_FALSE(has_tiled_dot(KernelIsa::scalar, GgmlType::q4_0, 256));
+}
+
+// The 16-bit sums of the AVX2 tiles at their bounds: every value of a block at its most
+// negative or most positive (Q8_0's -128 and 127, Q5_0's -16 and 15, Q5_1's 31, ...) against
+// activations all at +127 or all at -127, so that no sum of products cancels. A sum that
+// overflowed would differ from dot_rows.
+TEST(BatchInvariance, TheTiledProductHoldsAtTheExtremesOfItsSums) {
+    const GgmlType legacy[] = {GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0,
+                               GgmlType::q5_1, GgmlType::q8_0, GgmlType::mxfp4};
+    int checked = 0;
+    for (KernelIsa isa : available_isas()) {
+        for (GgmlType type : legacy) {
+            if (!tiles_expected(isa, type)) continue;
+            for (const uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}, uint8_t{0x80}, uint8_t{0x7F}, uint8_t{0x77}}) {
+                for (const float sign : {1.0f, -1.0f}) {
+                    Problem p(type, 576, 3, 17, isa);
+                    // Every byte of every block the fill, then its scales 1.0 (MXFP4: 2^0).
+                    const size_t block = type_traits(type).type_size;
+                    std::fill(p.w.begin(), p.w.end(), std::byte{fill});
+                    for (size_t at = 0; at < p.w.size(); at += block) {
+                        if (type == GgmlType::mxfp4) {
+                            p.w[at] = std::byte{127};
+                            continue;
+                        }
+                        p.w[at] = std::byte{0x00};
+                        p.w[at + 1] = std::byte{0x3C};
+                        if (type == GgmlType::q4_1 || type == GgmlType::q5_1) {
+                            p.w[at + 2] = std::byte{0x00};
+                            p.w[at + 3] = std::byte{0x3C};
+                        }
+                    }
+                    const std::vector<float> x(static_cast<size_t>(p.n), sign);
+                    for (int t = 0; t < p.tokens; ++t) {
+                        quantize_activations(isa, type, x.data(), p.act.data() + p.a_row * static_cast<size_t>(t), p.n);
+                    }
+                    expect_same_bits(tiled(isa, p), p.alone(isa),
+                                     std::string(isa_name(isa)) + " " + std::string(type_traits(type).name) + " fill " +
+                                         std::to_string(fill) + " sign " + std::to_string(sign));
+                    ++checked;
+                }
+            }
+        }
+    }
+    if (checked == 0) GTEST_SKIP() << "neither AVX2 nor AVX-512 VNNI on this processor";
 }
 
 // The instruction sets with interleaved kernels that this processor runs (all but scalar).
@@ -237,7 +298,9 @@ TEST(BatchInvariance, MatmulGivesEachTokenItsAloneResultAtEveryBatchSize) {
     ThreadPool pool(2);
     const int64_t in = 768;
     const int rows = 45;
-    for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k, GgmlType::q8_0, GgmlType::q4_1}) {
+    // Batches of 33 and 40 take the tiled product where the processor has one for the type
+    // (AVX2: from 32 tokens, Q4_1 and Q5_0).
+    for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k, GgmlType::q8_0, GgmlType::q4_1, GgmlType::q5_0}) {
         const Problem p(type, in, rows, 1, best_isa());
         const auto x = random_floats(static_cast<size_t>(in * 40), 23);
         std::vector<std::byte> buffer;
@@ -256,8 +319,8 @@ TEST(BatchInvariance, MatmulGivesEachTokenItsAloneResultAtEveryBatchSize) {
 }
 
 // matmul over interleaved weights (the CPU stage's copies) gives every batch size the bits
-// of matmul over the file's rows: dot_rows for small batches, the tiled product from eight
-// tokens.
+// of matmul over the file's rows: dot_rows for small batches, the tiled product (AVX-512)
+// from eight tokens.
 TEST(BatchInvariance, MatmulOverInterleavedRowsEqualsMatmulOverTheFilesRows) {
     if (interleaving_isas().empty()) GTEST_SKIP() << "no AVX2: nothing is interleaved on this processor";
     ThreadPool pool(2);

@@ -9,9 +9,13 @@ namespace powerhouse::cpu {
 
 namespace {
 
-// From this many tokens the tiled product (sixteen tokens per vector) beats dot_rows even
-// with the rest of its last tile empty.
-constexpr int kMinTiledTokens = 8;
+// From this many tokens the tiled product beats dot_rows even with the rest of its last
+// tile empty: with AVX-512 (sixteen tokens per vector) from 8; with AVX2 (eight, through
+// 16-bit sums) from 32, where dot_rows' four tokens per pass are close below it
+// (cpu_kernel_bench's dot/.../avx2/tN/tiled cases).
+int min_tiled_tokens(KernelIsa isa) {
+    return isa == KernelIsa::avx2 ? 32 : 8;
+}
 
 // Rows per chunk: product_chunk_rows, and at least four chunks per thread when the matrix
 // is small, so that threads finish together.
@@ -59,7 +63,7 @@ void matmul(ThreadPool& pool, KernelIsa isa, const MatmulWeights& w, const float
     }
     const int64_t chunk = chunk_rows(w.rows, n, pool.size(), false);
     const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
-    if (n >= kMinTiledTokens && has_tiled_dot(isa, w.type, w.in)) {
+    if (n >= min_tiled_tokens(isa) && has_tiled_dot(isa, w.type, w.in)) {
         // The tiles follow the rows in the same buffer; each chunk of rows then reads every
         // token of the batch per decoded weight block.
         const size_t rows_bytes = act_row * static_cast<size_t>(n);

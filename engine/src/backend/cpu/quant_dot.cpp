@@ -275,10 +275,11 @@ void quantize_activations(GgmlType weight_type, const float* x, void* out, int64
 
 bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n) {
 #if defined(__x86_64__)
-    if (isa != KernelIsa::avx512) return false;
+    if (isa != KernelIsa::avx512 && isa != KernelIsa::avx2) return false;
+    if (isa == KernelIsa::avx2 && weight_type == GgmlType::q8_0) return false;  // quant_dot_simd.inc says why
     switch (activation_type(weight_type)) {
         case GgmlType::q8_k:
-            return n % QK_K == 0;
+            return isa == KernelIsa::avx512 && n % QK_K == 0;
         case GgmlType::q8_0:
         case GgmlType::q8_1:
             return n % kQK == 0;  // dot_legacy's tail of n / 32 % 4 blocks too (legacy_tail_block)
@@ -368,8 +369,9 @@ void dot_rows_tiled(KernelIsa isa, GgmlType weight_type, int64_t n, const void* 
                     const void* tiles, int tokens, float* dst, size_t dst_stride) {
 #if defined(__x86_64__)
     if (has_tiled_dot(isa, weight_type, n)) {
-        return detail::dot_rows_tiled_avx512(weight_type, n, static_cast<const std::byte*>(w), w_stride, rows,
-                                             static_cast<const std::byte*>(tiles), tokens, dst, dst_stride);
+        const auto tiled = isa == KernelIsa::avx512 ? detail::dot_rows_tiled_avx512 : detail::dot_rows_tiled_avx2;
+        return tiled(weight_type, n, static_cast<const std::byte*>(w), w_stride, rows,
+                     static_cast<const std::byte*>(tiles), tokens, dst, dst_stride);
     }
 #endif
     // A caller that did not ask has_tiled_dot() first: a programming error, not an input's.

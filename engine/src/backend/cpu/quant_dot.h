@@ -81,13 +81,14 @@ void dot_rows(KernelIsa isa, GgmlType weight_type, int64_t n, const void* w, siz
 // Whether dot_rows handles `weight_type`.
 bool has_dot(GgmlType weight_type);
 
-// Batches of tokens against quantized weights (AVX-512 VNNI): the activations, quantized as
-// for dot_rows, are regrouped into tiles of sixteen tokens (tile_activations), and each
-// decoded weight super-block is then used for every token of the batch, sixteen tokens per
-// instruction. The results equal dot_rows' bit for bit (the same exact integers per
-// super-block, the same float order), so that a token gives the same logits alone and in
-// any batch.
-// K-quants, and the 32-element types (Q4_0 .. Q8_0, MXFP4) at any width.
+// Batches of tokens against quantized weights: the activations, quantized as for dot_rows,
+// are regrouped into tiles of sixteen tokens (tile_activations), and each decoded weight
+// block is then used for every token of the batch, sixteen tokens per instruction with
+// AVX-512 VNNI, eight with AVX2. The results equal dot_rows' bit for bit (the same exact
+// integers per block, the same float order), so that a token gives the same logits alone
+// and in any batch.
+// AVX-512 VNNI: the K-quants, and the 32-element types (Q4_0 .. Q8_0, MXFP4) at any width;
+// AVX2: the 32-element types but Q8_0.
 bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n);
 // Bytes of the tiles of `tokens` activation rows of `n` elements.
 size_t tiled_activation_bytes(GgmlType weight_type, int64_t n, int tokens);

@@ -5,6 +5,7 @@
 #define PH_ENTRY dot_rows_avx2
 #define PH_QUANT_ENTRY quantize_activations_avx2
 #define PH_VNNI 0
+#define PH_TILED_ENTRY dot_rows_tiled_avx2
 #define PH_TOKENS 4
 #include "backend/cpu/quant_dot_simd.inc"
 #endif

@@ -67,10 +67,13 @@ void dot_rows_avx2(GgmlType type, int64_t n, const std::byte* w, size_t w_stride
 void dot_rows_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows, const std::byte* act,
                      size_t act_stride, int tokens, float* dst, size_t dst_stride);
 
-// The tiled products of the AVX-512 VNNI variant (quant_dot.h's dot_rows_tiled): tiles
-// [n_tiles][blocks of a row] of TileQ8K (K-quants) or TileQ8 (the others).
+// The tiled products (quant_dot.h's dot_rows_tiled): tiles [n_tiles][blocks of a row] of
+// TileQ8K (K-quants) or TileQ8 (the others). AVX-512 VNNI: every quantized type; AVX2: the
+// 32-element types but Q8_0.
 void dot_rows_tiled_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows,
                            const std::byte* tiles, int tokens, float* dst, size_t dst_stride);
+void dot_rows_tiled_avx2(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows,
+                         const std::byte* tiles, int tokens, float* dst, size_t dst_stride);
 
 // Activations in `act_type` (an activation_type()), same bytes as the plain code.
 void quantize_activations_avx2(GgmlType act_type, const float* x, std::byte* out, int64_t n);
