@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/interleave.h"
@@ -17,6 +19,7 @@
 #include "backend/cpu/quant_dot.h"
 #include "backend/cpu/thread_pool.h"
 #include "support/random_data.h"
+#include "tensor/quant_blocks.h"
 #include "tensor/quantize.h"
 
 namespace powerhouse::cpu {
@@ -105,10 +108,9 @@ TEST(BatchInvariance, DotRowsGivesATokenTheSameBitsAloneAndAmongOthers) {
 }
 
 // Whether `isa` must have the tiled product of `type`: AVX-512 VNNI for every quantized
-// type, AVX2 for the 32-element ones but Q8_0 (slower tiled there).
+// type, AVX2 for all but Q8_0 and Q6_K (no faster tiled there).
 bool tiles_expected(KernelIsa isa, GgmlType type) {
-    return isa == KernelIsa::avx512 ||
-           (isa == KernelIsa::avx2 && type_traits(type).block_size == 32 && type != GgmlType::q8_0);
+    return isa == KernelIsa::avx512 || (isa == KernelIsa::avx2 && type != GgmlType::q8_0 && type != GgmlType::q6_k);
 }
 
 // The tiled product of p's tokens on `isa`.
@@ -147,39 +149,59 @@ TEST(BatchInvariance, TheTiledProductEqualsDotRowsBitForBit) {
     }
     if (checked == 0) GTEST_SKIP() << "neither AVX2 nor AVX-512 VNNI on this processor";
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx512, GgmlType::f16, 256));
-    EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q4_k, 256));
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::f16, 256));
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q8_0, 256));
+    EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q6_k, 256));
     EXPECT_FALSE(has_tiled_dot(KernelIsa::scalar, GgmlType::q4_0, 256));
 }
 
-// The 16-bit sums of the AVX2 tiles at their bounds: every value of a block at its most
-// negative or most positive (Q8_0's -128 and 127, Q5_0's -16 and 15, Q5_1's 31, ...) against
-// activations all at +127 or all at -127, so that no sum of products cancels. A sum that
-// overflowed would differ from dot_rows.
+// Where a block of `type` keeps its f16 scales (d, then dmin where it has one): byte
+// offsets, or -1.
+std::pair<int, int> scale_offsets(GgmlType type) {
+    switch (type) {
+        case GgmlType::q4_1:
+        case GgmlType::q5_1:
+            return {0, 2};
+        case GgmlType::q2_k:
+            return {static_cast<int>(offsetof(BlockQ2_K, d)), static_cast<int>(offsetof(BlockQ2_K, dmin))};
+        case GgmlType::q3_k:
+            return {static_cast<int>(offsetof(BlockQ3_K, d)), -1};
+        case GgmlType::q4_k:
+            return {static_cast<int>(offsetof(BlockQ4_K, d)), static_cast<int>(offsetof(BlockQ4_K, dmin))};
+        case GgmlType::q5_k:
+            return {static_cast<int>(offsetof(BlockQ5_K, d)), static_cast<int>(offsetof(BlockQ5_K, dmin))};
+        case GgmlType::q6_k:
+            return {static_cast<int>(offsetof(BlockQ6_K, d)), -1};
+        default:  // Q4_0, Q5_0, Q8_0: d first
+            return {0, -1};
+    }
+}
+
+// The 16-bit sums of the AVX2 tiles at their bounds: every byte of every block the same
+// (all ones: Q6_K's 63, Q5_K's 31, Q5_1's 31, ...; all zeros: Q5_0's -16, Q4_0's -8; 0x80:
+// Q8_0's -128; ...) and its scales 1.0, against activations all at +127 or all at -127, so
+// that no sum of products cancels. A sum that overflowed would differ from dot_rows.
 TEST(BatchInvariance, TheTiledProductHoldsAtTheExtremesOfItsSums) {
-    const GgmlType legacy[] = {GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0,
-                               GgmlType::q5_1, GgmlType::q8_0, GgmlType::mxfp4};
     int checked = 0;
     for (KernelIsa isa : available_isas()) {
-        for (GgmlType type : legacy) {
+        for (GgmlType type : kTiledTypes) {
             if (!tiles_expected(isa, type)) continue;
             for (const uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}, uint8_t{0x80}, uint8_t{0x7F}, uint8_t{0x77}}) {
                 for (const float sign : {1.0f, -1.0f}) {
-                    Problem p(type, 576, 3, 17, isa);
-                    // Every byte of every block the fill, then its scales 1.0 (MXFP4: 2^0).
+                    const int64_t n = type_traits(type).block_size == 256 ? 768 : 576;
+                    Problem p(type, n, 3, 17, isa);
                     const size_t block = type_traits(type).type_size;
+                    const auto [d_at, dmin_at] = scale_offsets(type);
                     std::fill(p.w.begin(), p.w.end(), std::byte{fill});
                     for (size_t at = 0; at < p.w.size(); at += block) {
                         if (type == GgmlType::mxfp4) {
-                            p.w[at] = std::byte{127};
+                            p.w[at] = std::byte{127};  // 2^0
                             continue;
                         }
-                        p.w[at] = std::byte{0x00};
-                        p.w[at + 1] = std::byte{0x3C};
-                        if (type == GgmlType::q4_1 || type == GgmlType::q5_1) {
-                            p.w[at + 2] = std::byte{0x00};
-                            p.w[at + 3] = std::byte{0x3C};
+                        for (const int off : {d_at, dmin_at}) {
+                            if (off < 0) continue;
+                            p.w[at + static_cast<size_t>(off)] = std::byte{0x00};  // f16 1.0
+                            p.w[at + static_cast<size_t>(off) + 1] = std::byte{0x3C};
                         }
                     }
                     const std::vector<float> x(static_cast<size_t>(p.n), sign);

@@ -276,10 +276,12 @@ void quantize_activations(GgmlType weight_type, const float* x, void* out, int64
 bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n) {
 #if defined(__x86_64__)
     if (isa != KernelIsa::avx512 && isa != KernelIsa::avx2) return false;
-    if (isa == KernelIsa::avx2 && weight_type == GgmlType::q8_0) return false;  // quant_dot_simd.inc says why
+    if (isa == KernelIsa::avx2 && (weight_type == GgmlType::q8_0 || weight_type == GgmlType::q6_k)) {
+        return false;  // no faster than dot_rows there (quant_dot_simd.inc)
+    }
     switch (activation_type(weight_type)) {
         case GgmlType::q8_k:
-            return isa == KernelIsa::avx512 && n % QK_K == 0;
+            return n % QK_K == 0;
         case GgmlType::q8_0:
         case GgmlType::q8_1:
             return n % kQK == 0;  // dot_legacy's tail of n / 32 % 4 blocks too (legacy_tail_block)

@@ -68,8 +68,8 @@ void dot_rows_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stri
                      size_t act_stride, int tokens, float* dst, size_t dst_stride);
 
 // The tiled products (quant_dot.h's dot_rows_tiled): tiles [n_tiles][blocks of a row] of
-// TileQ8K (K-quants) or TileQ8 (the others). AVX-512 VNNI: every quantized type; AVX2: the
-// 32-element types but Q8_0.
+// TileQ8K (K-quants) or TileQ8 (the others). AVX-512 VNNI: every quantized type; AVX2: all
+// but Q8_0 and Q6_K.
 void dot_rows_tiled_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows,
                            const std::byte* tiles, int tokens, float* dst, size_t dst_stride);
 void dot_rows_tiled_avx2(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows,
