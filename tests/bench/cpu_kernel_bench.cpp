@@ -6,8 +6,11 @@
 // One thread: the figure is per core; items are multiply-adds. The "/memory" cases repeat
 // the matrix to 256 copies (150 to 220 MB for the K-quants), so that its bytes stream from
 // RAM as a model's do when decoding: bytes per second there against the machine's memory
-// bandwidth shows whether the product keeps up with it. "matmul/..." is the same product
-// through matmul on every core.
+// bandwidth shows whether the product keeps up with it. "matmul/.../all-cores" is the same
+// product through matmul on every core. "matmul/.../t64/one-core" is a prompt's product as
+// the engine runs it (activations quantized, rows in chunks that stay in L2, the tiled or
+// interleaved kernel where matmul takes it) on one thread: the "dot/" cases above pass
+// all 512 rows per group of tokens, whose bytes then come from L3 for the float types.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -111,6 +114,25 @@ void matmul_all_cores(benchmark::State& state, GgmlType type, bool interleaved) 
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * o.w.size()));
 }
 
+// A 64-token prompt's product through matmul on one thread.
+void matmul_one_core(benchmark::State& state, GgmlType type, bool interleaved) {
+    constexpr int kTokens = 64;
+    const Operands o(type, best_isa(), 1, interleaved, 1);
+    ThreadPool pool(1);
+    std::vector<float> x(static_cast<size_t>(kIn * kTokens)), out(static_cast<size_t>(o.rows) * kTokens);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : x) v = normal(rng);
+    std::vector<std::byte> buffer;
+    MatmulWeights m{type, o.w.data(), kIn, o.rows};
+    m.interleaved = interleaved;
+    for (auto _ : state) {
+        matmul(pool, best_isa(), m, x.data(), out.data(), kTokens, buffer);
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kIn * o.rows * kTokens);
+}
+
 size_t w_row_of(GgmlType type) {
     return row_bytes(type_traits(type), kIn);
 }
@@ -140,6 +162,14 @@ const bool registered = [] {
                     }
                 }
             }
+        }
+    }
+    for (GgmlType type :
+         {GgmlType::f16, GgmlType::q4_0, GgmlType::q8_0, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q6_k}) {
+        const std::string name = std::string("matmul/") + std::string(type_traits(type).name) + "/t64/one-core";
+        benchmark::RegisterBenchmark(name.c_str(), matmul_one_core, type, false);
+        if (can_interleave(best_isa(), type, kIn, kRows, w_row_of(type))) {
+            benchmark::RegisterBenchmark((name + "/interleaved").c_str(), matmul_one_core, type, true);
         }
     }
     for (GgmlType type : {GgmlType::q4_k, GgmlType::q6_k, GgmlType::q8_0}) {

@@ -162,7 +162,13 @@ TEST(CpuKernels, EveryVariantQuantizesActivationsToTheSameBytes) {
 }
 
 TEST(CpuKernels, OddLengthsOfFloatRows) {
-    for (GgmlType type : {GgmlType::f32, GgmlType::f16, GgmlType::bf16}) check_dots({type, 45, 3, 2});
+    for (GgmlType type : {GgmlType::f32, GgmlType::f16, GgmlType::bf16}) {
+        check_dots({type, 45, 3, 2});
+        // Whole passes of tokens take float rows three (AVX2) or two at a time: 5 rows are a
+        // triple and a pair, 4 rows two pairs, each with the odd length's tail.
+        check_dots({type, 45, 5, 9});
+        check_dots({type, 45, 4, 8});
+    }
 }
 
 TEST(CpuKernels, Q8KQuantizesAsGgml) {

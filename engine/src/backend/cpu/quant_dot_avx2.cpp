@@ -7,5 +7,6 @@
 #define PH_VNNI 0
 #define PH_TILED_ENTRY dot_rows_tiled_avx2
 #define PH_TOKENS 4
+#define PH_FLOAT_ROWS 3
 #include "backend/cpu/quant_dot_simd.inc"
 #endif

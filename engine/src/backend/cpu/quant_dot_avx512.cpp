@@ -9,5 +9,6 @@
 #define PH_VNNI 1
 #define PH_TILED_ENTRY dot_rows_tiled_avx512
 #define PH_TOKENS 8
+#define PH_FLOAT_ROWS 2
 #include "backend/cpu/quant_dot_simd.inc"
 #endif
