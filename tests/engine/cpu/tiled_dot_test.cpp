@@ -108,9 +108,9 @@ TEST(BatchInvariance, DotRowsGivesATokenTheSameBitsAloneAndAmongOthers) {
 }
 
 // Whether `isa` must have the tiled product of `type`: AVX-512 VNNI for every quantized
-// type, AVX2 for all but Q8_0 and Q6_K (no faster tiled there).
+// type, AVX2 for all but Q8_0 (no faster tiled there).
 bool tiles_expected(KernelIsa isa, GgmlType type) {
-    return isa == KernelIsa::avx512 || (isa == KernelIsa::avx2 && type != GgmlType::q8_0 && type != GgmlType::q6_k);
+    return isa == KernelIsa::avx512 || (isa == KernelIsa::avx2 && type != GgmlType::q8_0);
 }
 
 // The tiled product of p's tokens on `isa`.
@@ -151,7 +151,6 @@ TEST(BatchInvariance, TheTiledProductEqualsDotRowsBitForBit) {
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx512, GgmlType::f16, 256));
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::f16, 256));
     EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q8_0, 256));
-    EXPECT_FALSE(has_tiled_dot(KernelIsa::avx2, GgmlType::q6_k, 256));
     EXPECT_FALSE(has_tiled_dot(KernelIsa::scalar, GgmlType::q4_0, 256));
 }
 
@@ -179,15 +178,19 @@ std::pair<int, int> scale_offsets(GgmlType type) {
 
 // The 16-bit sums of the AVX2 tiles at their bounds: every byte of every block the same
 // (all ones: Q6_K's 63, Q5_K's 31, Q5_1's 31, ...; all zeros: Q5_0's -16, Q4_0's -8; 0x80:
-// Q8_0's -128; ...) and its scales 1.0, against activations all at +127 or all at -127, so
-// that no sum of products cancels. A sum that overflowed would differ from dot_rows.
+// Q8_0's -128; ...) and its scales 1.0, against activations at +127 or at -127, so that
+// no sum of products cancels. A sum that overflowed would differ from dot_rows.
+// Q8_K takes its scale's sign from the element of largest magnitude and maps that element
+// to -127, so equal inputs give -127 whatever their sign; inputs whose first of every 256
+// has the other sign give +127 for all but that one.
 TEST(BatchInvariance, TheTiledProductHoldsAtTheExtremesOfItsSums) {
     int checked = 0;
     for (KernelIsa isa : available_isas()) {
         for (GgmlType type : kTiledTypes) {
             if (!tiles_expected(isa, type)) continue;
             for (const uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}, uint8_t{0x80}, uint8_t{0x7F}, uint8_t{0x77}}) {
-                for (const float sign : {1.0f, -1.0f}) {
+                for (const auto& [sign, lead] :
+                     {std::pair{1.0f, 1.0f}, std::pair{-1.0f, -1.0f}, std::pair{1.0f, -1.0f}, std::pair{-1.0f, 1.0f}}) {
                     const int64_t n = type_traits(type).block_size == 256 ? 768 : 576;
                     Problem p(type, n, 3, 17, isa);
                     const size_t block = type_traits(type).type_size;
@@ -204,13 +207,15 @@ TEST(BatchInvariance, TheTiledProductHoldsAtTheExtremesOfItsSums) {
                             p.w[at + static_cast<size_t>(off) + 1] = std::byte{0x3C};
                         }
                     }
-                    const std::vector<float> x(static_cast<size_t>(p.n), sign);
+                    std::vector<float> x(static_cast<size_t>(p.n), sign);
+                    for (size_t i = 0; i < x.size(); i += QK_K) x[i] = lead;
                     for (int t = 0; t < p.tokens; ++t) {
                         quantize_activations(isa, type, x.data(), p.act.data() + p.a_row * static_cast<size_t>(t), p.n);
                     }
                     expect_same_bits(tiled(isa, p), p.alone(isa),
                                      std::string(isa_name(isa)) + " " + std::string(type_traits(type).name) + " fill " +
-                                         std::to_string(fill) + " sign " + std::to_string(sign));
+                                         std::to_string(fill) + " sign " + std::to_string(sign) + " lead " +
+                                         std::to_string(lead));
                     ++checked;
                 }
             }

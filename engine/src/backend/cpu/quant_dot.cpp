@@ -276,7 +276,7 @@ void quantize_activations(GgmlType weight_type, const float* x, void* out, int64
 bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n) {
 #if defined(__x86_64__)
     if (isa != KernelIsa::avx512 && isa != KernelIsa::avx2) return false;
-    if (isa == KernelIsa::avx2 && (weight_type == GgmlType::q8_0 || weight_type == GgmlType::q6_k)) {
+    if (isa == KernelIsa::avx2 && weight_type == GgmlType::q8_0) {
         return false;  // no faster than dot_rows there (quant_dot_simd.inc)
     }
     switch (activation_type(weight_type)) {

@@ -88,7 +88,7 @@ bool has_dot(GgmlType weight_type);
 // integers per block, the same float order), so that a token gives the same logits alone
 // and in any batch.
 // The K-quants, and the 32-element types (Q4_0 .. Q8_0, MXFP4) at any width; with AVX2 not
-// Q8_0 or Q6_K.
+// Q8_0.
 bool has_tiled_dot(KernelIsa isa, GgmlType weight_type, int64_t n);
 // Bytes of the tiles of `tokens` activation rows of `n` elements.
 size_t tiled_activation_bytes(GgmlType weight_type, int64_t n, int tokens);

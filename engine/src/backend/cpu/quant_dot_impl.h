@@ -69,7 +69,7 @@ void dot_rows_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stri
 
 // The tiled products (quant_dot.h's dot_rows_tiled): tiles [n_tiles][blocks of a row] of
 // TileQ8K (K-quants) or TileQ8 (the others). AVX-512 VNNI: every quantized type; AVX2: all
-// but Q8_0 and Q6_K.
+// but Q8_0.
 void dot_rows_tiled_avx512(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows,
                            const std::byte* tiles, int tokens, float* dst, size_t dst_stride);
 void dot_rows_tiled_avx2(GgmlType type, int64_t n, const std::byte* w, size_t w_stride, int rows,
