@@ -1,6 +1,7 @@
 // Throughput of the CPU backend's dot-product kernels (backend/cpu/quant_dot.h): a
 // 512 x 2048 weight matrix of each type against 1 token (the matrix-vector product of
-// decoding) and 64 tokens (a prompt), for every variant the machine runs, and the same
+// decoding), 16 tokens (where AVX2 starts to tile) and 64 tokens (a prompt), for every
+// variant the machine runs, and the same
 // with the rows interleaved (backend/cpu/interleave.h) or the tokens tiled (quant_dot.h's
 // dot_rows_tiled) where the variant has that kernel.
 // One thread: the figure is per core; items are multiply-adds. The "/memory" cases repeat
@@ -145,7 +146,7 @@ const bool registered = [] {
                           GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k,
                           GgmlType::q5_k, GgmlType::q6_k, GgmlType::mxfp4}) {
         for (KernelIsa isa : available_isas()) {
-            for (int tokens : {1, 64}) {
+            for (int tokens : {1, 16, 64}) {
                 const std::string name =
                     std::string("dot/") + std::string(type_traits(type).name) + "/" + isa_name(isa) + "/t" +
                     std::to_string(tokens);

@@ -11,10 +11,11 @@ namespace {
 
 // From this many tokens the tiled product beats dot_rows even with the rest of its last
 // tile empty: with AVX-512 (sixteen tokens per vector) from 8; with AVX2 (eight, through
-// 16-bit sums) from 32, where dot_rows' four tokens per pass are close below it
-// (cpu_kernel_bench's dot/.../avx2/tN/tiled cases).
+// 16-bit sums) from 16 (cpu_kernel_bench's dot/.../avx2/t16 against t16/tiled, best of
+// four: 16 tokens 4 to 20% faster tiled for every type but Q4_1, level there; at 8 and 12
+// tokens dot_rows was 15 to 40% faster).
 int min_tiled_tokens(KernelIsa isa) {
-    return isa == KernelIsa::avx2 ? 32 : 8;
+    return isa == KernelIsa::avx2 ? 16 : 8;
 }
 
 // Rows per chunk: product_chunk_rows, and at least four chunks per thread when the matrix
