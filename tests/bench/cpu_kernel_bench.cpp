@@ -1,9 +1,9 @@
 // Throughput of the CPU backend's dot-product kernels (backend/cpu/quant_dot.h): a
 // 512 x 2048 weight matrix of each type against 1 token (the matrix-vector product of
 // decoding), 16 tokens (where AVX2 starts to tile) and 64 tokens (a prompt), for every
-// variant the machine runs, and the same
-// with the rows interleaved (backend/cpu/interleave.h) or the tokens tiled (quant_dot.h's
-// dot_rows_tiled) where the variant has that kernel.
+// variant the machine runs, and the same with the rows interleaved (backend/cpu/
+// interleave.h) or the tokens tiled (quant_dot.h's dot_rows_tiled) where the variant has
+// that kernel.
 // One thread: the figure is per core; items are multiply-adds. The "/memory" cases repeat
 // the matrix to 256 copies (150 to 220 MB for the K-quants), so that its bytes stream from
 // RAM as a model's do when decoding: bytes per second there against the machine's memory
