@@ -179,17 +179,9 @@ void DashboardController::updateThrottle() {
                            .arg(g.gpu)
                            .arg(reasons.join(QStringLiteral(", ")))
                            .arg(std::lround(100.0 * summary.throttled_seconds / summary.seconds));
-        // The tokens/s lost: from the simulated GPUs' speed factor over the slowed samples.
-        double lost = 0;
-        int n = 0;
-        for (size_t i = 1; i < samples.size(); ++i) {
-            if (samples[i].simulated_speed && samples[i].throttle_reasons &&
-                (*samples[i].throttle_reasons & powerhouse::kSlowdownReasons) != 0) {
-                lost += 1.0 - *samples[i].simulated_speed;
-                ++n;
-            }
+        if (summary.simulated_speed_lost && *summary.simulated_speed_lost >= 0.005) {
+            text += tr(", %1% slower").arg(std::lround(100.0 * *summary.simulated_speed_lost));
         }
-        if (n > 0 && lost / n >= 0.005) text += tr(", %1% slower").arg(std::lround(100.0 * lost / n));
         said << text;
     }
     const QString text = said.join(QStringLiteral("; "));

@@ -202,6 +202,9 @@ struct ThrottleSummary {
     // Tokens/s while slowed and while not, where the caller gave per-sample token counts and
     // some time of that kind passed.
     std::optional<double> tokens_per_second_throttled, tokens_per_second_unthrottled;
+    // Simulated GPUs (GpuSample::simulated_speed): the share of speed lost over the slowed
+    // samples, 1 - their mean speed factor; empty where no slowed sample carried one.
+    std::optional<double> simulated_speed_lost;
     bool throttled() const { return throttled_seconds > 0; }
 };
 

@@ -11,7 +11,8 @@ ThrottleSummary summarize_throttling(const std::vector<GpuSample>& samples, cons
     if (samples.empty()) return out;
     out.seconds = std::max(0.0, samples.back().time - samples.front().time);
     const bool counted = tokens.size() == samples.size();
-    double slowed_tokens = 0, free_tokens = 0, free_seconds = 0;
+    double slowed_tokens = 0, free_tokens = 0, free_seconds = 0, speed_lost = 0;
+    int simulated_slowed = 0;
     for (size_t i = 1; i < samples.size(); ++i) {
         const GpuSample& s = samples[i];
         const double dt = std::max(0.0, s.time - samples[i - 1].time);
@@ -21,6 +22,10 @@ ThrottleSummary summarize_throttling(const std::vector<GpuSample>& samples, cons
         if (mask != 0) {
             out.throttled_seconds += dt;
             slowed_tokens += n;
+            if (s.simulated_speed) {
+                speed_lost += 1.0 - *s.simulated_speed;
+                ++simulated_slowed;
+            }
         } else {
             free_seconds += dt;
             free_tokens += n;
@@ -29,6 +34,7 @@ ThrottleSummary summarize_throttling(const std::vector<GpuSample>& samples, cons
     out.reason_names = throttle_reason_names(out.reasons);
     if (counted && out.throttled_seconds > 0) out.tokens_per_second_throttled = slowed_tokens / out.throttled_seconds;
     if (counted && free_seconds > 0) out.tokens_per_second_unthrottled = free_tokens / free_seconds;
+    if (simulated_slowed > 0) out.simulated_speed_lost = speed_lost / simulated_slowed;
     return out;
 }
 

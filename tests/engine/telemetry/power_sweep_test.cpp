@@ -403,6 +403,22 @@ TEST(Throttling, ASimulatedGpuUnderALowLimitIsCappedByPower) {
     EXPECT_TRUE(t.throttled());
     EXPECT_EQ(t.reason_names, std::vector<std::string>{"power cap"});
     EXPECT_DOUBLE_EQ(t.throttled_seconds, t.seconds);
+    ASSERT_TRUE(t.simulated_speed_lost.has_value());
+    EXPECT_GT(*t.simulated_speed_lost, 0.0);
+    EXPECT_LT(*t.simulated_speed_lost, 1.0);
+}
+
+TEST(Throttling, TheSpeedASimulatedGpuLostCountsOnlyItsSlowedSamples) {
+    std::vector<GpuSample> samples = {throttled_at(0, 0x4), throttled_at(1, 0x4), throttled_at(2, 0x4),
+                                      throttled_at(3, 0), throttled_at(4, 0x40)};
+    samples[0].simulated_speed = 0.1;  // opens the window: not counted
+    samples[1].simulated_speed = 0.8;
+    samples[2].simulated_speed = 0.7;
+    samples[3].simulated_speed = 0.5;  // not slowed
+    samples[4].simulated_speed = 0.9;
+    EXPECT_NEAR(summarize_throttling(samples).simulated_speed_lost.value(), (0.2 + 0.3 + 0.1) / 3, 1e-12);
+    for (GpuSample& s : samples) s.simulated_speed.reset();  // a real GPU: no factor to go by
+    EXPECT_FALSE(summarize_throttling(samples).simulated_speed_lost.has_value());
 }
 
 }  // namespace
