@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
@@ -60,6 +61,51 @@ constexpr size_t kMaxHeaderBytes = 64u << 10;
 // long prompt, or the model loading again after a device failed (ARCHITECTURE.md section 7),
 // must not look like a dead connection to a proxy's or a client's idle timeout.
 constexpr auto kKeepAlive = 10s;
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+// The methods whose requests cpp-httplib reads a body for (its expect_content()).
+bool reads_body(const std::string& method) {
+    return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" || method == "PRI";
+}
+
+// A request's body, read through cpp-httplib's ContentReader with at most `limit` bytes kept.
+// The library bounds only a body with a Content-Length: a chunked one it holds whole. Past
+// the limit the rest is read and dropped, so that memory stays bounded and the connection's
+// next request is framed right, and the answer is 413.
+struct Body {
+    std::string text;
+    bool read = true;  // false: the framing was broken, or the client stopped sending
+    bool too_large = false;
+};
+
+Body read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+               size_t limit) {
+    Body body;
+    const auto keep = [&body, limit](const char* data, size_t n) {
+        if (body.text.size() + n <= limit) {
+            body.text.append(data, n);
+        } else {
+            body.too_large = true;
+            body.text.clear();
+            body.text.shrink_to_fit();
+        }
+        return true;
+    };
+    if (req.is_multipart_form_data()) {
+        // Not JSON: its parts are read the same way (dropped), the answer is an error.
+        body.read = reader([](const httplib::MultipartFormData&) { return true; }, keep);
+    } else {
+        body.read = reader(keep);
+    }
+    // The library answers a Content-Length past its limit with 413, having read and dropped it.
+    if (res.status == 413) body.too_large = true;
+    return body;
+}
 
 // `text` as an SSE comment line (": ...", no line breaks inside).
 std::string sse_comment(std::string_view text) {
@@ -245,7 +291,7 @@ struct ApiServer::State {
     }
 
     // POST /v1/chat/completions (chat) or /v1/completions.
-    void answer(const httplib::Request& req, httplib::Response& res, bool chat);
+    void answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader, bool chat);
     void stream(httplib::Response& res, uint64_t id, std::shared_ptr<Channel> channel, std::shared_ptr<Reply> reply,
                 std::shared_ptr<ClientWatch> watch, bool http_1_0);
     std::string metrics();
@@ -264,8 +310,12 @@ std::optional<EngineEvent> next_event(Channel& channel, std::chrono::millisecond
 
 }  // namespace
 
-void ApiServer::State::answer(const httplib::Request& req, httplib::Response& res, bool chat) {
+void ApiServer::State::answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+                              bool chat) {
     ++requests[chat ? 0 : 1];
+    // The body is read (and what is past the limit dropped) before anything is answered:
+    // the next request on the connection starts after it.
+    const Body read = read_body(req, res, reader, options.max_body_bytes);
     if (!authorized(req, res)) {
         ++errors;
         return;
@@ -286,17 +336,37 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
         if (hold->retry_after.count() > 0) res.set_header("Retry-After", std::to_string(hold->retry_after.count()));
         return;
     }
-    if (req.body.size() > options.max_body_bytes) {  // a chunked body is only measured once read
+    if (read.too_large) {
         ++errors;
-        send_error(res, ApiError{413, "the request body is too large", "invalid_request_error", {}, {}});
+        send_error(res,
+                   ApiError{413,
+                            fmt::format("the request body is too large: send at most {} bytes", options.max_body_bytes),
+                            "invalid_request_error",
+                            {},
+                            {}});
         return;
     }
-    if (!json_depth_within(req.body, kMaxJsonDepth)) {
+    if (!read.read) {
+        ++errors;
+        send_error(res, bad("", "the body could not be read: its chunked encoding is broken, or it ended early"));
+        return;
+    }
+    if (req.is_multipart_form_data()) {
+        ++errors;
+        send_error(res, ApiError{415,
+                                 "the body must be JSON (Content-Type: application/json), not multipart form data",
+                                 "invalid_request_error",
+                                 {},
+                                 {}});
+        return;
+    }
+    const std::string& text = read.text;
+    if (!json_depth_within(text, kMaxJsonDepth)) {
         ++errors;
         send_error(res, bad("", fmt::format("the body nests deeper than {} levels", kMaxJsonDepth)));
         return;
     }
-    const json body = json::parse(req.body, nullptr, false);
+    const json body = json::parse(text, nullptr, false);
     if (body.is_discarded()) {
         ++errors;
         send_error(res, bad("", "the body is not valid JSON (or not valid UTF-8)"));
@@ -502,6 +572,34 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
                                      {}});
             return httplib::Server::HandlerResponse::Handled;
         }
+        if (req.method == "PRI") {  // HTTP/2's preface: the library would read a body for it, and nothing serves it
+            send_error(res, ApiError{501, "HTTP/2 is not served here: use HTTP/1.1", "invalid_request_error", {}, {}});
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        // A body's end must be known: cpp-httplib reads one with neither a length nor chunked
+        // encoding until the connection closes, and one in another transfer coding the same.
+        if (reads_body(req.method)) {
+            const auto codings = req.headers.equal_range("Transfer-Encoding");
+            const auto n_codings = std::distance(codings.first, codings.second);
+            if (n_codings > 1 || (n_codings == 1 && !iequals(codings.first->second, "chunked"))) {
+                send_error(res, ApiError{501,
+                                         "the only transfer coding the server reads is 'Transfer-Encoding: chunked' "
+                                         "(or send a Content-Length)",
+                                         "invalid_request_error",
+                                         {},
+                                         {}});
+                return httplib::Server::HandlerResponse::Handled;
+            }
+            if (n_codings == 0 && !req.has_header("Content-Length") && req.method != "DELETE") {
+                send_error(res, ApiError{411,
+                                         "the request has a body of unknown length: send a Content-Length header "
+                                         "(or a chunked body)",
+                                         "invalid_request_error",
+                                         {},
+                                         {}});
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
         const auto [first, last] = req.headers.equal_range("Content-Length");
         std::optional<std::string> length;
         for (auto it = first; it != last; ++it) {
@@ -579,10 +677,22 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
                                                  {"owned_by", "powerhouse"}}})}};
         res.set_content(to_text(out), "application/json");
     });
-    http.Post("/v1/chat/completions",
-              [&s](const httplib::Request& req, httplib::Response& res) { s.answer(req, res, true); });
-    http.Post("/v1/completions",
-              [&s](const httplib::Request& req, httplib::Response& res) { s.answer(req, res, false); });
+    using httplib::ContentReader;
+    http.Post("/v1/chat/completions", [&s](const httplib::Request& req, httplib::Response& res,
+                                           const ContentReader& reader) { s.answer(req, res, reader, true); });
+    http.Post("/v1/completions", [&s](const httplib::Request& req, httplib::Response& res,
+                                      const ContentReader& reader) { s.answer(req, res, reader, false); });
+    // A body sent anywhere else is read the same bounded way (the library would hold it
+    // whole), then the path is refused: 404 from the error handler.
+    const size_t limit = s.options.max_body_bytes;
+    const auto elsewhere = [limit](const httplib::Request& req, httplib::Response& res, const ContentReader& reader) {
+        read_body(req, res, reader, limit);
+        res.status = 404;
+    };
+    http.Post(R"(.*)", elsewhere);
+    http.Put(R"(.*)", elsewhere);
+    http.Patch(R"(.*)", elsewhere);
+    http.Delete(R"(.*)", elsewhere);
     http.Get("/metrics", [&s](const httplib::Request& req, httplib::Response& res) {
         if (!s.authorized(req, res)) return;
         res.set_content(s.metrics(), "text/plain; version=0.0.4");

@@ -490,6 +490,58 @@ class Framing(RawHttpCase):
                 sender.join()
         self.assertApiError(r, 413)
 
+    def test_a_chunked_body_is_not_held_past_the_limit(self):
+        # cpp-httplib 0.11 bounds only a body with a Content-Length: a chunked one was held
+        # whole before the 413 (256 MiB sent, 256 MiB more memory), to any path. The server
+        # reads it through a bounded receiver instead: what is past the limit is dropped.
+        chunk = b" " * (1 << 20)
+        for path, status in [("/v1/chat/completions", 413), ("/v1/completions", 413), ("/nowhere", 404),
+                             ("/health", 404)]:
+            with self.subTest(path=path):
+                SERVER.reset_peak_rss()
+                before = SERVER.rss_kib()
+                with SERVER.connect(120 * ARGS.slow) as s:
+                    def send():
+                        try:
+                            s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+                                      b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                                      b"Connection: close\r\n\r\n2\r\n{}\r\n")
+                            for _ in range(256):
+                                s.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                            s.sendall(b"0\r\n\r\n")
+                        except OSError:
+                            pass
+                    sender = threading.Thread(target=send)
+                    sender.start()
+                    try:
+                        with s.makefile("rb") as rfile:
+                            r = read_response(rfile)
+                    finally:
+                        sender.join()
+                grown = SERVER.rss_kib("VmHWM") - before
+                self.assertApiError(r, status, what=path)
+                self.assertLess(grown, 96 << 10, f"{path}: a 256 MiB chunked body cost {grown >> 10} MiB more memory")
+
+    def test_bodies_without_a_length_are_refused_at_once(self):
+        # A POST with neither Content-Length nor chunked encoding has no end but the closed
+        # connection: cpp-httplib read it until then (the client waited out the 30 s I/O
+        # timeout for a 400, and the bytes were held without a bound). 411 at once instead
+        # (RFC 9110 15.5.12), and 501 for a transfer coding the server cannot read (RFC 9112 6.1).
+        body = json.dumps(chat(SERVER.model)).encode()
+        head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        for what, headers, status in [
+                ("no length", b"", 411),
+                ("Transfer-Encoding: gzip, chunked", b"Transfer-Encoding: gzip, chunked\r\n", 501),
+                ("Transfer-Encoding: identity", b"Transfer-Encoding: identity\r\n", 501)]:
+            with self.subTest(what):
+                start = time.monotonic()
+                try:
+                    r = exchange(SERVER, head + headers + b"\r\n" + body, "POST", timeout=10)  # no generation
+                except (Closed, socket.timeout, ConnectionError) as e:
+                    self.fail(f"{what}: no answer ({e!r}) after {time.monotonic() - start:.1f} s")
+                err = self.assertApiError(r, status, what=what)
+                self.assertIn("Content-Length" if status == 411 else "chunked", err["message"], what)
+
     def test_bad_content_lengths_are_refused_at_once(self):
         # A length that is not a number: refused on reading the header (400), not after waiting
         # 30 s for bytes that will not come. Two lengths that differ: 400 (RFC 9112 6.3: a
