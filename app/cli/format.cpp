@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -14,8 +17,13 @@ namespace powerhouse::cli {
 
 Result<std::string> read_file_text(const std::string& path) {
     if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+    // A folder opens like a file and then reads as nothing: it would pass for an empty file.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("'{}' is a folder: name a file", path));
+    }
     std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorCode::io, fmt::format("cannot open '{}'", path));
+    if (!in) return make_error(ErrorCode::io, fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) return make_error(ErrorCode::io, fmt::format("cannot read '{}'", path));

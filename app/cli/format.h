@@ -15,7 +15,7 @@ std::string format_count(uint64_t count);     // "134.5 M", "8.03 B"
 // A plain-text table with a header row; columns are left-aligned unless numeric.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 
-// The whole content of a file ("-": standard input).
+// The whole content of a file ("-": standard input); a folder is an error, not an empty file.
 Result<std::string> read_file_text(const std::string& path);
 
 // The API key in a file (--api-key-file), surrounding whitespace removed: an error when the

@@ -74,6 +74,26 @@ TEST(CliInfo, MalformedFileNamesFieldAndOffset) {
     EXPECT_NE(run.err.find("(at byte 4)"), std::string::npos) << run.err;
 }
 
+// A folder opens like a file and reads as nothing: --prompt-file generated from an empty
+// prompt, --context said "not valid JSON". Both read the file before any model is loaded.
+TEST(CliFiles, AFolderGivenForATextFileIsNamed) {
+    test::TempDir dir;
+    const CliRun prompt =
+        run_cli("generate -m " + quoted(test::test_model_path()) + " -t 1 -n 1 --prompt-file " + quoted(dir.path()));
+    EXPECT_EQ(prompt.status, 1);
+    EXPECT_TRUE(prompt.out.empty()) << prompt.out;
+    EXPECT_NE(prompt.err.find("is a folder: name a file"), std::string::npos) << prompt.err;
+
+    const CliRun context = run_cli("template --builtin chatml --context " + quoted(dir.path()));
+    EXPECT_EQ(context.status, 1);
+    EXPECT_NE(context.err.find("is a folder: name a file"), std::string::npos) << context.err;
+
+    // A missing file says why.
+    const CliRun missing = run_cli("template --builtin chatml --context " + quoted(dir / "missing.json"));
+    EXPECT_EQ(missing.status, 1);
+    EXPECT_NE(missing.err.find("missing.json': No such file or directory"), std::string::npos) << missing.err;
+}
+
 TEST(CliUsage, BadUsageExitsWithTwo) {
     EXPECT_EQ(run_cli("info").status, 2);
     EXPECT_EQ(run_cli("info --ctx 0 x.gguf").status, 2);
