@@ -59,6 +59,27 @@ TEST(SynthCli, DryRunPrintsThePlannedSizeAndWritesNothing) {
     EXPECT_EQ(test::run_cli("synth --like mixtral-8x7b").status, 2);
 }
 
+// The model is written beside the output and renamed onto it, which over a device would
+// put the model in the device node's place (as root, -o /dev/null --force replaced
+// /dev/null) and over a folder failed only once the whole model was written.
+TEST(SynthCli, RefusesToReplaceAFolderOrADeviceEvenWithForce) {
+    test::TempDir dir;
+    std::filesystem::create_directory(dir / "folder.gguf");
+    const CliRun folder =
+        test::run_cli("synth --like smollm2-135m --layers 1 --threads 1 --force -o " + quoted(dir / "folder.gguf"));
+    EXPECT_EQ(folder.status, 1);
+    EXPECT_TRUE(contains(folder.err, "folder.gguf is a folder, not a file")) << folder.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "folder.gguf.part"));
+
+    // A link to the device stands for it (the link, not /dev/null, is what a rename replaces).
+    std::filesystem::create_symlink("/dev/null", dir / "null.gguf");
+    const CliRun device =
+        test::run_cli("synth --like smollm2-135m --layers 1 --threads 1 --force -o " + quoted(dir / "null.gguf"));
+    EXPECT_EQ(device.status, 1);
+    EXPECT_TRUE(contains(device.err, "null.gguf is a device or other special file")) << device.err;
+    EXPECT_TRUE(std::filesystem::is_symlink(dir / "null.gguf"));
+}
+
 // gpt-oss at full size, in the published files' type: MXFP4 experts, Q8_0 elsewhere.
 TEST(SynthCli, DryRunOfGptOss120b) {
     const CliRun list = test::run_cli("synth --list");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <span>
 #include <system_error>
 #include <thread>
@@ -83,7 +84,17 @@ Result<SynthResult> synthesize_model(const SynthOptions& options, const SynthPro
     const auto start = std::chrono::steady_clock::now();
     if (options.output.empty()) return make_error(ErrorCode::invalid_argument, "no output file given");
     std::error_code ec;
-    if (std::filesystem::exists(options.output, ec) && !options.overwrite) {
+    // The file is written beside the output and renamed onto it: over a folder that fails
+    // only after the whole model is written, and over a device (/dev/null) it would replace
+    // the device node with the model, so neither is overwritten, --force or not.
+    const std::filesystem::file_status status = std::filesystem::status(options.output, ec);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+        return make_error(
+            ErrorCode::invalid_argument,
+            fmt::format("{} is {}, not a file: name the model file to write", options.output.string(),
+                        std::filesystem::is_directory(status) ? "a folder" : "a device or other special file"));
+    }
+    if (std::filesystem::exists(status) && !options.overwrite) {
         return make_error(
             ErrorCode::invalid_argument,
             fmt::format("{} already exists; choose another name or allow overwriting it", options.output.string()));
