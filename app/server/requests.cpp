@@ -325,6 +325,13 @@ std::optional<ApiError> read_response_format(const json& body, GenRequest& r) {
 // The sampling, length, stop and stream fields both endpoints share.
 std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t default_max_tokens, GenRequest& r) {
     if (present(body, "n") && body["n"] != 1) return bad("n", "'n' must be 1");
+    // The sampler has no per-token bias: a bias ignored would change the answer unannounced.
+    if (present(body, "logit_bias")) {
+        if (!body["logit_bias"].is_object()) return bad("logit_bias", "'logit_bias' must be an object");
+        if (!body["logit_bias"].empty()) {
+            return bad("logit_bias", "logit_bias is not supported by this server: leave it out (or send {})");
+        }
+    }
     int64_t max_tokens = default_max_tokens;
     for (const char* name : {"max_tokens", "max_completion_tokens"}) {
         if (!present(body, name)) continue;
@@ -391,6 +398,19 @@ std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedMode
     GenRequest r;
     if (auto e = read_messages(body, r)) return *e;
     if (auto e = parse_options(body, model.n_ctx, 512, r)) return *e;
+    // The deprecated function-calling fields: ignored, the answer would be text where the
+    // client waits for a call.
+    if (present(body, "functions")) {
+        if (!body["functions"].is_array()) return bad("functions", "'functions' must be an array");
+        if (!body["functions"].empty()) {
+            return bad("functions",
+                       "'functions' is not supported by this server: send them as 'tools' "
+                       "({\"type\": \"function\", \"function\": {...}})");
+        }
+    }
+    if (present(body, "function_call") && body["function_call"] != "none" && body["function_call"] != "auto") {
+        return bad("function_call", "'function_call' is not supported by this server: use 'tool_choice'");
+    }
     if (auto e = read_tools(body, model, r)) return *e;
     if (auto e = read_response_format(body, r)) return *e;
     // logprobs: true, with top_logprobs 0..20.
@@ -422,7 +442,10 @@ std::variant<GenRequest, ApiError> parse_completion(const json& body, const Serv
         return bad("prompt", "'prompt' must be a string (one prompt; token arrays are not supported)");
     }
     if (r.prompt->empty()) return bad("prompt", "'prompt' is empty");
-    if (body.contains("echo") && body["echo"] == true) return bad("echo", "echo is not supported by this server");
+    if (present(body, "echo")) {
+        if (!body["echo"].is_boolean()) return bad("echo", "'echo' must be true or false");
+        if (body["echo"].get<bool>()) return bad("echo", "echo is not supported by this server");
+    }
     if (present(body, "suffix")) return bad("suffix", "suffix (fill in the middle) is not supported by this server");
     if (present(body, "best_of") && body["best_of"] != 1) return bad("best_of", "'best_of' must be 1");
     // logprobs: the number of likeliest tokens to list at each place, 0..5 (OpenAI's legacy form).

@@ -331,6 +331,13 @@ class WrongTypes(RawHttpCase):
             ("response_format", {"type": "json_schema"}, "response_format.json_schema"),
             ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": 5}},
              "response_format.json_schema"),
+            # What the server cannot do is refused, never ignored: a bias the sampler does not
+            # apply, or the legacy function-calling fields (the answer would be plain text).
+            ("logit_bias", {"50256": -100}, "logit_bias"), ("logit_bias", "x", "logit_bias"),
+            ("logit_bias", [1], "logit_bias"),
+            ("functions", [{"name": "f", "parameters": {"type": "object"}}], "functions"),
+            ("functions", "x", "functions"), ("function_call", {"name": "f"}, "function_call"),
+            ("function_call", 5, "function_call"),
         ]
         for field, value, param in cases:
             with self.subTest(field=field, value=value):
@@ -357,7 +364,8 @@ class WrongTypes(RawHttpCase):
                                     ("max_tokens", "x", "max_tokens"), ("echo", True, "echo"),
                                     ("best_of", 2, "best_of"), ("logprobs", "x", "logprobs"),
                                     ("logprobs", 6, "logprobs"), ("logprobs", -1, "logprobs"), ("suffix", "x", "suffix"),
-                                    ("model", 5, "model")]:
+                                    ("model", 5, "model"), ("echo", "yes", "echo"), ("echo", 1, "echo"),
+                                    ("logit_bias", {"1": 5}, "logit_bias")]:
             with self.subTest(field=field, value=value):
                 body = {"model": m, "prompt": "Once", "max_tokens": 2}
                 if value is ...:
@@ -373,6 +381,8 @@ class WrongTypes(RawHttpCase):
                       dict(seed=2**64 - 1), dict(stop=[]), dict(stop=["a", "b", "c", "d"]), dict(stop=None),
                       dict(stream=False), dict(stream=None), dict(n=1), dict(n=None), dict(logprobs=False),
                       dict(tools=[]), dict(response_format={"type": "text"}), dict(user="someone"),
+                      dict(logit_bias={}), dict(logit_bias=None), dict(functions=[]), dict(function_call="none"),
+                      dict(function_call="auto"),
                       dict(unknown_field={"a": [1, 2]})]:
             with self.subTest(extra=extra):
                 self.assertCompletion(post(SERVER, chat(m, **{"max_tokens": 2, **extra})), extra)
