@@ -221,6 +221,13 @@ int pull_one(const std::string& url, const fs::path& folder, library::DownloadOp
 
     std::error_code error;
     if (fs::exists(target, error)) {
+        if (!fs::is_regular_file(target, error)) {
+            return report_error(make_error(
+                ErrorCode::invalid_argument,
+                fmt::format("{} already exists and is {}, not the model file: move it away or choose another folder "
+                            "with -o",
+                            target.string(), fs::is_directory(target, error) ? "a folder" : "not a regular file")));
+        }
         if (expected.empty()) {
             std::printf("%s already exists; not downloaded again (no sha256 to check it against)\n", target.c_str());
             return 0;

@@ -84,6 +84,21 @@ TEST_F(CliPull, AWrongHashLeavesNothing) {
     EXPECT_NE(bad.err.find("not a sha256"), std::string::npos) << bad.err;
 }
 
+// A folder under the file's name is not the model: without a hash to check, it passed for
+// the file already downloaded ("not downloaded again", status 0), leaving no model; with
+// one, hashing it failed with "cannot read ...: Is a directory".
+TEST_F(CliPull, AFolderUnderTheFileNameIsAnError) {
+    for (const std::string path : {"/ok", "/org/repo/resolve/main/tiny-model-Q4_K_M.gguf"}) {
+        const std::string name = fs::path(path).filename().string();
+        fs::create_directory(dir_ / name);
+        const test::CliRun run = run_cli("pull " + server_->url(path) + " -o " + quoted(dir_.path()));
+        EXPECT_EQ(run.status, 1) << path << ": " << run.out;
+        EXPECT_NE(run.err.find(name + " already exists and is a folder"), std::string::npos) << run.err;
+        EXPECT_NE(run.err.find("choose another folder with -o"), std::string::npos) << run.err;
+        EXPECT_TRUE(fs::is_directory(dir_ / name));
+    }
+}
+
 TEST_F(CliPull, HuggingFaceFilePagesAreDownloadedFromTheirResolveUrl) {
     setenv("HF_ENDPOINT", server_->url("").c_str(), 1);
     const test::CliRun run =
