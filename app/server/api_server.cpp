@@ -348,7 +348,22 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     }
     if (!read.read) {
         ++errors;
-        send_error(res, bad("", "the body could not be read: its chunked encoding is broken, or it ended early"));
+        const std::string encoding = req.get_header_value("Content-Encoding");
+        if (res.status == 415) {
+            send_error(res, ApiError{415,
+                                     fmt::format("the body's Content-Encoding '{}' is not supported: send it "
+                                                 "uncompressed, or as gzip, deflate or br",
+                                                 encoding),
+                                     "invalid_request_error",
+                                     {},
+                                     {}});
+        } else if (!encoding.empty()) {
+            send_error(res, bad("", fmt::format("the body could not be decompressed as its Content-Encoding, '{}', "
+                                                "says: send it as that encoding makes it, or uncompressed",
+                                                encoding)));
+        } else {
+            send_error(res, bad("", "the body could not be read: its chunked encoding is broken, or it ended early"));
+        }
         return;
     }
     if (req.is_multipart_form_data()) {
@@ -594,6 +609,21 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
                 send_error(res, ApiError{411,
                                          "the request has a body of unknown length: send a Content-Length header "
                                          "(or a chunked body)",
+                                         "invalid_request_error",
+                                         {},
+                                         {}});
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
+        // The library inflates gzip, deflate and br bodies and reads any other encoding as if
+        // there were none: that is refused before the body is read.
+        if (req.has_header("Content-Encoding")) {
+            const std::string encoding = req.get_header_value("Content-Encoding");
+            if (encoding != "identity" && encoding != "gzip" && encoding != "deflate" && encoding != "br") {
+                send_error(res, ApiError{415,
+                                         fmt::format("the body's Content-Encoding '{}' is not supported: send it "
+                                                     "uncompressed, or as gzip, deflate or br",
+                                                     encoding),
                                          "invalid_request_error",
                                          {},
                                          {}});
