@@ -698,14 +698,30 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
         res.status = status;
         res.set_content(to_text(body), "application/json");
     });
-    http.Get("/v1/models", [&s](const httplib::Request& req, httplib::Response& res) {
+    const auto model_object = [&s] {
+        return json{{"id", s.model.id},
+                    {"object", "model"},
+                    {"created", static_cast<int64_t>(std::time(nullptr))},
+                    {"owned_by", "powerhouse"}};
+    };
+    http.Get("/v1/models", [&s, model_object](const httplib::Request& req, httplib::Response& res) {
         if (!s.authorized(req, res)) return;
-        const json out = {{"object", "list"},
-                          {"data", json::array({{{"id", s.model.id},
-                                                 {"object", "model"},
-                                                 {"created", static_cast<int64_t>(std::time(nullptr))},
-                                                 {"owned_by", "powerhouse"}}})}};
+        const json out = {{"object", "list"}, {"data", json::array({model_object()})}};
         res.set_content(to_text(out), "application/json");
+    });
+    // OpenAI's "retrieve model": the served model, or 404 naming the one served. An id may
+    // hold slashes ("org/name").
+    http.Get(R"(/v1/models/(.+))", [&s, model_object](const httplib::Request& req, httplib::Response& res) {
+        if (!s.authorized(req, res)) return;
+        const std::string id = req.matches[1].str();
+        if (id != s.model.id) {
+            send_error(
+                res,
+                ApiError{404, fmt::format("the model '{}' does not exist; this server serves '{}'", id, s.model.id),
+                         "invalid_request_error", std::string("model"), std::string("model_not_found")});
+            return;
+        }
+        res.set_content(to_text(model_object()), "application/json");
     });
     using httplib::ContentReader;
     http.Post("/v1/chat/completions", [&s](const httplib::Request& req, httplib::Response& res,

@@ -48,6 +48,17 @@ class OpenAiClient(ServedTestCase):
         ids = [m.id for m in self.api.models.list()]
         self.assertEqual(ids, [self.server.model])
 
+    def test_a_model_is_retrieved_by_its_id(self):
+        # GET /v1/models/{model} (OpenAI's "retrieve model"), which clients call to check that a
+        # model exists; it was a 404 "no such endpoint" for the served model too.
+        m = self.api.models.retrieve(self.server.model)
+        self.assertEqual((m.id, m.object, m.owned_by), (self.server.model, "model", "powerhouse"))
+        with self.assertRaises(openai.NotFoundError) as e:
+            self.api.models.retrieve("no-such-model")
+        self.assertEqual(e.exception.code, "model_not_found")
+        self.assertIn("no-such-model", e.exception.message)
+        self.assertIn(self.server.model, e.exception.message)
+
     def test_a_completion_with_its_usage(self):
         r = self.greedy("What is the capital of France?", n=8)
         self.assertEqual(r.object, "chat.completion")
