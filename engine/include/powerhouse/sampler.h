@@ -1,7 +1,8 @@
 // The token sampler: picks the next token from the logits of one position.
 //
 // The chain is llama.cpp's default order:
-//   penalties (repeat, presence, frequency over the last repeat_last_n tokens)
+//   logit biases (added to the named tokens' logits; -inf bans a token)
+//   -> penalties (repeat, presence, frequency over the last repeat_last_n tokens)
 //   -> top-k -> top-p -> min-p -> temperature -> softmax -> random draw.
 // top-p and min-p judge probabilities at temperature 1 (before scaling), as llama.cpp does;
 // top-p renormalizes over what top-k kept. temperature == 0 is greedy: the exact argmax of
@@ -42,6 +43,14 @@ namespace powerhouse {
 // What sample() returns when no token can be picked.
 inline constexpr TokenId kNoToken = -1;
 
+// A bias added to one token's logit before anything else (OpenAI's logit_bias, llama.cpp's
+// --logit-bias). -inf bans the token; +inf makes it certain.
+struct LogitBias {
+    TokenId id = 0;
+    float bias = 0.0f;
+    bool operator==(const LogitBias&) const = default;
+};
+
 // A token still in the running while the sampler filters; `logit` becomes its weight at the end.
 struct TokenCandidate {
     float logit = 0.0f;
@@ -58,6 +67,9 @@ struct SamplingParams {
     float presence_penalty = 0.0f;   // OpenAI: logit -= presence_penalty if the token is in the window
     float frequency_penalty = 0.0f;  // OpenAI: logit -= frequency_penalty * times in the window
     uint64_t seed = 0;               // same seed + same logits => same tokens
+    // Added to those tokens' logits first; ids outside the vocabulary change nothing. A token
+    // named twice gets both biases. NaN is refused.
+    std::vector<LogitBias> logit_bias;
 
     // An invalid_argument error naming the first field out of range and its value.
     Result<void> validate() const;
@@ -82,7 +94,8 @@ public:
     // A new sequence: forgets the accepted tokens and reseeds the random generator.
     void reset();
 
-    // The first step of sample(): applies the penalties of the current window to `logits`.
+    // The first steps of sample(): adds the logit biases, then applies the penalties of the
+    // current window to `logits`.
     void apply_penalties(std::span<float> logits);
 
     const SamplingParams& params() const { return params_; }
@@ -90,7 +103,7 @@ public:
     // GPU can pick itself (Model::decode_argmax).
     bool plain_greedy() const {
         return params_.temperature == 0.0f && params_.repeat_penalty == 1.0f && params_.presence_penalty == 0.0f &&
-               params_.frequency_penalty == 0.0f;
+               params_.frequency_penalty == 0.0f && params_.logit_bias.empty();
     }
 
 private:

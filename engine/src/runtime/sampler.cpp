@@ -50,6 +50,12 @@ Result<void> SamplingParams::validate() const {
     if (!std::isfinite(frequency_penalty)) {
         return out_of_range("frequency_penalty", "a finite number (0 = off)", frequency_penalty);
     }
+    for (const LogitBias& b : logit_bias) {
+        if (b.id < 0) return out_of_range("logit_bias", "for token ids >= 0", fmt::format("token {}", b.id));
+        if (std::isnan(b.bias)) {
+            return out_of_range("logit_bias", "a number (-inf bans a token)", fmt::format("NaN for token {}", b.id));
+        }
+    }
     return {};
 }
 
@@ -67,6 +73,7 @@ Sampler::Sampler(SamplingParams params) : params_(params), rng_(params.seed) {
     if (params_.repeat_last_n < 0) params_.repeat_last_n = 0;
     if (!std::isfinite(params_.presence_penalty)) params_.presence_penalty = 0.0f;
     if (!std::isfinite(params_.frequency_penalty)) params_.frequency_penalty = 0.0f;
+    std::erase_if(params_.logit_bias, [](const LogitBias& b) { return b.id < 0 || std::isnan(b.bias); });
 }
 
 void Sampler::accept(TokenId id) {
@@ -88,6 +95,9 @@ void Sampler::reset() {
 }
 
 void Sampler::apply_penalties(std::span<float> logits) {
+    for (const LogitBias& b : params_.logit_bias) {
+        if (static_cast<size_t>(b.id) < logits.size()) logits[static_cast<size_t>(b.id)] += b.bias;
+    }
     const bool off =
         params_.repeat_penalty == 1.0f && params_.presence_penalty == 0.0f && params_.frequency_penalty == 0.0f;
     if (off || window_.empty()) return;

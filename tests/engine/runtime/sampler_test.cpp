@@ -131,6 +131,14 @@ TEST(SamplingParams, BadValuesAreRejectedNamingTheField) {
         {"repeat_last_n", [](SamplingParams& p) { p.repeat_last_n = -1; }},
         {"presence_penalty", [](SamplingParams& p) { p.presence_penalty = kNan; }},
         {"frequency_penalty", [](SamplingParams& p) { p.frequency_penalty = -kInf; }},
+        {"logit_bias",
+         [](SamplingParams& p) {
+             p.logit_bias = {{3, 1.0f}, {-1, 1.0f}};
+         }},
+        {"logit_bias",
+         [](SamplingParams& p) {
+             p.logit_bias = {{3, kNan}};
+         }},
     };
     for (const Case& c : cases) {
         SamplingParams params;
@@ -377,6 +385,38 @@ TEST(Sampler, PenaltiesChangeTheGreedyChoice) {
     EXPECT_EQ(sample_copy(sampler, logits), 0);
     sampler.accept(0);  // both penalized: 1.933 vs 2
     EXPECT_EQ(sample_copy(sampler, logits), 1);
+}
+
+// --- logit biases ---------------------------------------------------------------------------
+
+TEST(Sampler, LogitBiasesComeBeforeThePenalties) {
+    SamplingParams params = plain(0.0f);
+    params.repeat_penalty = 2.0f;
+    params.logit_bias = {{0, 2.0f}, {2, -0.5f}, {2, -0.25f}, {99, 5.0f}};  // 99: outside this vocabulary
+    EXPECT_TRUE(params.validate().ok());
+    Sampler sampler(params);
+    EXPECT_FALSE(sampler.plain_greedy());  // the raw argmax is not the answer any more
+    sampler.accept(0);
+    std::vector<float> logits = {2.0f, 1.0f, 3.0f};
+    sampler.apply_penalties(logits);
+    EXPECT_FLOAT_EQ(logits[0], (2.0f + 2.0f) / 2.0f);  // biased, then penalized: not 2 / 2 + 2
+    EXPECT_FLOAT_EQ(logits[1], 1.0f);
+    EXPECT_FLOAT_EQ(logits[2], 3.0f - 0.75f);  // named twice: both biases
+}
+
+TEST(Sampler, ABiasOfMinusInfinityBansATokenAndPlusInfinityForcesIt) {
+    const std::vector<float> logits = {1.0f, 4.0f, 2.0f, 3.0f};
+    SamplingParams ban = plain(0.0f);
+    ban.logit_bias = {{1, -kInf}};
+    Sampler greedy(ban);
+    EXPECT_EQ(sample_copy(greedy, logits), 3);
+    ban.temperature = 5.0f;  // a hot draw, with no filter, never picks it either
+    Sampler hot(ban);
+    for (int i = 0; i < 200; ++i) EXPECT_NE(sample_copy(hot, logits), 1);
+    SamplingParams force = plain(1.0f);
+    force.logit_bias = {{0, kInf}};
+    Sampler forced(force);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_copy(forced, logits), 0);
 }
 
 TEST(Sampler, ZeroWindowTurnsThePenaltiesOff) {
