@@ -217,6 +217,20 @@ std::optional<ApiError> read_messages(const json& body, GenRequest& r) {
     return std::nullopt;
 }
 
+// Whether a client's JSON schema becomes a grammar that parses: json_schema_to_grammar
+// accepts a $ref that leads back to itself before anything is written, which no grammar can
+// follow (left recursion). A 400 about `param` when it does not.
+std::optional<ApiError> check_schema(const json& schema, const std::string& param) {
+    Result<std::string> text = json_schema_to_grammar(schema);
+    if (!text) return bad(param, "the schema cannot be enforced: " + text.error().message);
+    if (Result<Grammar> grammar = Grammar::parse(*text); !grammar) {
+        return bad(param, fmt::format("the schema cannot be enforced: {} (a $ref that leads back to itself "
+                                      "before anything is written loops forever: put a value in between)",
+                                      grammar.error().message));
+    }
+    return std::nullopt;
+}
+
 // tools and tool_choice. The tools go to the template; with "required" or a named function
 // the answer is constrained to a call in the model's format.
 std::optional<ApiError> read_tools(const json& body, const ServedModel& model, GenRequest& r) {
@@ -271,6 +285,14 @@ std::optional<ApiError> read_tools(const json& body, const ServedModel& model, G
         return bad("tool_choice", fmt::format("tool_choice names '{}', which is not among the tools", r.tool_name));
     }
     if (r.tool_choice == ToolChoice::required || r.tool_choice == ToolChoice::named) {
+        // Each function's parameters on their own first: a schema that compiles into no valid
+        // grammar is the client's to fix (400 naming it), so that a failure of the whole
+        // call grammar below is the server's own.
+        for (size_t i = 0; i < r.tools.size(); ++i) {
+            const json& f = r.tools[i]["function"];
+            if (!present(f, "parameters")) continue;
+            if (auto e = check_schema(f["parameters"], fmt::format("tools[{}].function.parameters", i))) return e;
+        }
         Result<std::string> text = tool_call_grammar(model.tool_format, r.tools,
                                                      r.tool_choice == ToolChoice::named ? r.tool_name : std::string());
         if (!text) return bad("tools", "the tools cannot be turned into a constraint: " + text.error().message);
@@ -303,10 +325,8 @@ std::optional<ApiError> read_response_format(const json& body, GenRequest& r) {
             return bad("response_format.json_schema",
                        "response_format json_schema needs {\"json_schema\": {\"name\": ..., \"schema\": {...}}}");
         }
+        if (auto e = check_schema(f["json_schema"]["schema"], "response_format.json_schema.schema")) return e;
         text = json_schema_to_grammar(f["json_schema"]["schema"]);
-        if (!text) {
-            return bad("response_format.json_schema.schema", "the schema cannot be enforced: " + text.error().message);
-        }
     } else {
         return bad("response_format.type", "response_format's type must be text, json_object or json_schema");
     }

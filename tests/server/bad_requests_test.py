@@ -30,6 +30,8 @@ import unittest
 from raw_http import (ARGS, Closed, Server, build, chat, exchange, metrics, post, read_head, read_response, request,
                       sse_events)
 
+# A JSON schema whose $ref leads back to itself before anything is written.
+LOOPING_SCHEMA = {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}
 IO_TIMEOUT = 8  # the stalled clients' server's --io-timeout
 SERVER = None    # the corpus's server (started again if a case kills it: see RawHttpCase)
 CRASHES = []     # how it died, and in which case
@@ -332,6 +334,13 @@ class WrongTypes(RawHttpCase):
             ("response_format", {"type": "json_schema"}, "response_format.json_schema"),
             ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": 5}},
              "response_format.json_schema"),
+            # A schema whose $ref leads back to itself before anything is written cannot become
+            # a grammar: the client's mistake (400 naming the schema), not the server's (500).
+            ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": LOOPING_SCHEMA}},
+             "response_format.json_schema.schema"),
+            ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+                "$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}}}},
+             "response_format.json_schema.schema"),
             # What the server cannot do is refused, never ignored: a bias the sampler does not
             # apply, or the legacy function-calling fields (the answer would be plain text).
             ("logit_bias", {"50256": -100}, "logit_bias"), ("logit_bias", "x", "logit_bias"),
@@ -340,6 +349,9 @@ class WrongTypes(RawHttpCase):
             ("functions", "x", "functions"), ("function_call", {"name": "f"}, "function_call"),
             ("function_call", 5, "function_call"),
         ]
+        looping_tool = [{"type": "function", "function": {"name": "f", "parameters": LOOPING_SCHEMA}}]
+        cases += [("tool_choice", "required", "tools[0].function.parameters"),
+                  ("tool_choice", {"type": "function", "function": {"name": "f"}}, "tools[0].function.parameters")]
         for field, value, param in cases:
             with self.subTest(field=field, value=value):
                 body = {"model": m, "messages": [user], "max_tokens": 2, "stream": True,
@@ -350,6 +362,8 @@ class WrongTypes(RawHttpCase):
                     body.pop(field, None)
                 else:
                     body[field] = value
+                if field == "tool_choice" and param.startswith("tools"):
+                    body["tools"] = looping_tool
                 if field == "temperature" and param is None:  # infinity: JSON has no literal, 1e999 parses as inf
                     raw = json.dumps(body).replace("Infinity", "1e999").encode()
                     self.assertApiError(post(SERVER, raw), 400, param="temperature", what=(field, "1e999"))
