@@ -15,7 +15,8 @@
 // (--hf-token-file FILE, else HF_TOKEN) is sent to that host only, never after a redirect to
 // another (the CDN), never printed; a gated repository's 401/403 says what to do.
 //
-// Progress goes to stderr: a one-line bar on a terminal, a line every few seconds otherwise.
+// Progress goes to stderr: a one-line bar on a terminal, a line every few seconds otherwise;
+// a failed attempt that will be retried is said there at once, with the wait.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -121,6 +122,14 @@ private:
     bool drawn_ = false;
     std::chrono::steady_clock::time_point last_line_;  // a log gets its first line after 5 s
 };
+
+// A failed attempt about to be retried: said at once, or the backoff (up to about two
+// minutes in all) passes in silence.
+void print_retry(const library::RetryNotice& notice) {
+    const double seconds = std::chrono::duration<double>(notice.wait).count();
+    std::fprintf(stderr, "%s: trying again in %.0f s (Ctrl-C to stop)\n", notice.reason.c_str(), seconds);
+    std::fflush(stderr);
+}
 
 // "owner/name" of a URL on the Hub ("<endpoint>/owner/name/resolve/..."); "" for others.
 std::string hub_repo_id(const std::string& url) {
@@ -252,6 +261,10 @@ int pull_one(const std::string& url, const fs::path& folder, library::DownloadOp
         return true;
     };
     options.progress_interval = std::chrono::milliseconds(printer.terminal() ? 100 : 500);
+    options.on_retry = [&printer](const library::RetryNotice& notice) {
+        printer.finish();  // the bar's line ends first
+        print_retry(notice);
+    };
     Result<library::DownloadResult> result = library::download_file(url, target, options);
     printer.finish();
     if (!result) return report_download_error(result.error(), on_hugging_face, url, options);
@@ -270,6 +283,7 @@ int run_pull(const PullOptions& o) {
     library::DownloadOptions options;
     options.user_agent = "powerhouse-cli";
     options.expected_sha256 = o.sha256;
+    options.on_retry = print_retry;
     const auto page = library::parse_hf_model_page(o.url, hf);
     const auto resolved = library::hf_resolve_url(o.url, hf);
     if (page || resolved) {

@@ -99,6 +99,26 @@ TEST_F(CliPull, AFolderUnderTheFileNameIsAnError) {
     }
 }
 
+// A failed attempt is said when it happens: the backoff doubles from 1 s, and a server
+// that kept failing meant about two minutes of silence before the error.
+TEST_F(CliPull, RetriesAreSaidWhenTheyHappen) {
+    // The first request (the probe before the download) gets 503.
+    const std::string flaky = server_->url("/flaky?fail=1&id=cli-retry");
+    const test::CliRun probe = run_cli("pull '" + flaky + "' -o " + quoted(dir_.path()));
+    ASSERT_EQ(probe.status, 0) << probe.err;
+    EXPECT_NE(probe.err.find("HTTP 503 (Service Unavailable) from " + flaky + ": trying again in 1 s"),
+              std::string::npos)
+        << probe.err;
+    EXPECT_EQ(test::read_file(dir_ / "flaky"), payload());
+
+    // The download's request (the second) drops the connection after 1000 bytes.
+    const std::string dropped = server_->url("/ok?drop=999999999,1000&id=cli-drop");
+    const test::CliRun download = run_cli("pull '" + dropped + "' -o " + quoted(dir_.path()));
+    ASSERT_EQ(download.status, 0) << download.err;
+    EXPECT_NE(download.err.find(dropped + "): trying again in 1 s"), std::string::npos) << download.err;
+    EXPECT_EQ(test::read_file(dir_ / "ok"), payload());
+}
+
 TEST_F(CliPull, HuggingFaceFilePagesAreDownloadedFromTheirResolveUrl) {
     setenv("HF_ENDPOINT", server_->url("").c_str(), 1);
     const test::CliRun run =

@@ -500,6 +500,7 @@ Result<DownloadResult> Download::run() {
                                                       : std::string()));
         }
         if (abort_ == Abort::restart) continue;  // nothing to wait for
+        if (options_.on_retry) options_.on_retry(RetryNotice{last_failure, backoff, result_.attempts});
         if (!sleep_unless_cancelled(backoff, options_.cancel)) return cancelled_error();
         backoff = std::min(backoff * 2, options_.max_backoff);
     }

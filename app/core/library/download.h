@@ -56,6 +56,16 @@ struct DownloadProgress {
 // false stops the download like `cancel` does.
 using ProgressCallback = std::function<bool(const DownloadProgress&)>;
 
+// A failed attempt about to be retried, after `wait`: what went wrong (with the URL), and how
+// many HTTP requests this call has made. Without it a server that keeps failing means minutes
+// of backoff in silence.
+struct RetryNotice {
+    std::string reason;
+    std::chrono::milliseconds wait{0};
+    int attempt = 1;
+};
+using RetryCallback = std::function<void(const RetryNotice&)>;
+
 struct DownloadOptions {
     // The file's sha256 (64 hex digits, any case, quotes or a "sha256:" prefix allowed).
     // Empty: the server's hash when it sends one.
@@ -79,6 +89,8 @@ struct DownloadOptions {
 
     ProgressCallback on_progress;
     std::chrono::milliseconds progress_interval{250};
+    // Called before each wait between attempts (probes and fetches too).
+    RetryCallback on_retry;
     // Set from any thread to stop: the .part is kept for a later call, the result is
     // ErrorCode::cancelled. Pausing is cancelling and calling again later.
     const std::atomic<bool>* cancel = nullptr;

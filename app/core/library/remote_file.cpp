@@ -51,6 +51,7 @@ Result<TransferOutcome> with_retries(const std::string& url, const DownloadOptio
             return make_error(ErrorCode::io,
                               fmt::format("failed after {} attempts: {}", tries, describe_failure(outcome, url)));
         }
+        if (options.on_retry) options.on_retry(RetryNotice{describe_failure(outcome, url), backoff, tries});
         if (!sleep_unless_cancelled(backoff, options.cancel)) {
             return make_error(ErrorCode::cancelled, fmt::format("cancelled ({})", url));
         }
