@@ -499,8 +499,14 @@ void ApiServer::State::stream(httplib::Response& res, uint64_t id, std::shared_p
         in_flight.fetch_sub(1);
     };
     // HTTP/1.0 has no chunked encoding: its clients get the stream until the connection closes.
+    // cpp-httplib would keep the connection for a keep-alive client's next request, whose
+    // answer the client would then read as part of the stream: the connection closes instead.
     if (http_1_0) {
-        res.set_content_provider("text/event-stream", provider, releaser);
+        res.set_header("Connection", "close");
+        res.set_content_provider("text/event-stream", provider, [=](bool success) {
+            releaser(success);
+            watch->end_response();
+        });
     } else {
         res.set_chunked_content_provider("text/event-stream", provider, releaser);
     }

@@ -65,4 +65,8 @@ bool ClientWatch::gone() const {
     return false;  // bytes waiting (a pipelined request): still there
 }
 
+void ClientWatch::end_response() const {
+    if (fd_ >= 0) shutdown(fd_, SHUT_WR);
+}
+
 }  // namespace powerhouse::server

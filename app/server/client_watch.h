@@ -18,6 +18,10 @@ public:
     // True once the client has closed or reset the connection. False when unknown (its
     // socket was not found): the writes then tell.
     bool gone() const;
+    // Ends the response: no more bytes go to the client, which reads the end of the stream
+    // (a body with neither a length nor chunks, to an HTTP/1.0 client, ends only so).
+    // Nothing when the socket was not found.
+    void end_response() const;
 
 private:
     int fd_ = -1;

@@ -710,6 +710,34 @@ class Framing(RawHttpCase):
         self.assertIn(b"data: [DONE]", rest)
 
 
+    def test_an_http_1_0_keep_alive_stream_ends_with_the_connection(self):
+        # A stream to an HTTP/1.0 client has no length and no chunks: only the closed
+        # connection ends it, whatever keep-alive the client asked for. The server kept such a
+        # connection open for its next request, so the client could not tell where the stream
+        # ended, and a request it sent next was answered inside the same body.
+        raw = build("POST", "/v1/chat/completions", json.dumps(chat(SERVER.model, stream=True)).encode(),
+                    {"Connection": "Keep-Alive"}, version="HTTP/1.0", host=False)
+        with SERVER.connect(60 * ARGS.slow) as s, s.makefile("rb") as rfile:
+            s.sendall(raw)
+            version, status, _, headers = read_head(rfile)
+            self.assertEqual(status, 200)
+            body = b""
+            while b"data: [DONE]\n\n" not in body:
+                piece = rfile.read1(65536)
+                self.assertTrue(piece, f"closed before [DONE]: {body[-300:]!r}")
+                body += piece
+            try:
+                s.sendall(b"GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
+            except OSError:
+                pass  # the server may have closed already
+            try:
+                rest = rfile.read()
+            except ConnectionError:
+                rest = b""
+        self.assertEqual(rest, b"", "the stream's body must end with the connection, not carry the next answer")
+        self.assertEqual(headers.get("connection", "").lower(), "close", headers)
+
+
 class MisbehavingClients(RawHttpCase):
     def test_slowloris_clients_do_not_hold_the_server(self):
         # 20 clients send their headers one byte a second; meanwhile another client's /health
