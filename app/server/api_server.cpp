@@ -238,10 +238,15 @@ struct ApiServer::State {
     bool authorized(const httplib::Request& req, httplib::Response& res) const {
         if (options.api_key.empty()) return true;
         const std::string header = req.get_header_value("Authorization");
-        const std::string prefix = "Bearer ";
-        if (header.rfind(prefix, 0) == 0 && same_key(header.substr(prefix.size()), options.api_key)) return true;
+        // The scheme is case-insensitive (RFC 9110 11.1): "bearer KEY" is the same key.
+        const std::string_view prefix = "Bearer ";
+        if (header.size() >= prefix.size() && iequals(std::string_view(header).substr(0, prefix.size()), prefix) &&
+            same_key(header.substr(prefix.size()), options.api_key)) {
+            return true;
+        }
         send_error(res, ApiError{401, "a valid API key is needed: send 'Authorization: Bearer <key>'",
                                  "invalid_request_error", std::nullopt, std::string("invalid_api_key")});
+        res.set_header("WWW-Authenticate", "Bearer");  // the scheme a 401 asks for (RFC 9110 11.6.1)
         return false;
     }
 

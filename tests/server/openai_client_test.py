@@ -225,6 +225,22 @@ class ApiKeys(unittest.TestCase):
                 status, err = server.post("/v1/chat/completions", b"{}")
                 self.assertEqual(status, 401)
                 self.assertNotIn("s3cret", json.dumps(err))
+                # The scheme is case-insensitive (RFC 9110 11.1): "bearer KEY" is the same key.
+                # A 401 says which scheme it wants (WWW-Authenticate, RFC 9110 11.6.1).
+                for auth, status in [("bearer s3cret-key", 200), ("BEARER s3cret-key", 200),
+                                     ("Bearer s3cret-key", 200), ("bearer wrong", 401), ("Basic czNjcmV0LWtleQ==", 401),
+                                     ("s3cret-key", 401), ("Bearers3cret-key", 401)]:
+                    with self.subTest(auth=auth):
+                        req = urllib.request.Request(server.base + "/v1/models", headers={"Authorization": auth})
+                        try:
+                            with urllib.request.urlopen(req, timeout=30) as r:
+                                got, challenge = r.status, None
+                        except urllib.error.HTTPError as e:
+                            got, challenge = e.code, e.headers.get("WWW-Authenticate")
+                            e.close()
+                        self.assertEqual(got, status)
+                        if status == 401:
+                            self.assertEqual(challenge, "Bearer")
             finally:
                 self.assertEqual(server.stop(), 0)
             self.assertNotIn("s3cret", server.proc.stderr.read())
