@@ -241,7 +241,7 @@ int run_bench(const BenchOptions& options) {
                                 options.n_batch,  options.seed,     options.json,  out};
         if (!options.json) std::printf("%s\n", model->summary().device.c_str());
         const int status = run_parallel_bench(*model, po);
-        if (status == 0 && options.json) std::puts(out.dump(2).c_str());
+        if (status == 0 && options.json) std::puts(json_text(out, 2).c_str());
         return status;
     }
 
@@ -481,7 +481,7 @@ int run_bench(const BenchOptions& options) {
                 return report_error(costs.error());
             }
         }
-        std::puts(out.dump(2).c_str());
+        std::puts(json_text(out, 2).c_str());
         return 0;
     }
     const std::string name = info->name.empty() ? path->filename().string() : info->name;

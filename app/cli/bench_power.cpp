@@ -260,7 +260,7 @@ int run_bench_power_sweep(const PowerSweepChoice& choice, GpuMonitor& monitor, c
     }
     if (report.json) {
         report.out["power_sweep"] = sweep_json(*result, applied, choice.apply);
-        std::puts(report.out.dump(2).c_str());
+        std::puts(json_text(report.out, 2).c_str());
         return 0;
     }
     print_sweep(*result, report, snapshot);

@@ -15,6 +15,13 @@ std::string format_count(uint64_t count);     // "134.5 M", "8.03 B"
 // A plain-text table with a header row; columns are left-aligned unless numeric.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 
+// JSON as text, any invalid UTF-8 in it (a file name, a model's metadata, a server's answer)
+// written as U+FFFD: nlohmann's dump() throws on it, which ended the program.
+template <class Json>
+std::string json_text(const Json& json, int indent = -1) {
+    return json.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 // The whole content of a file ("-": standard input); a folder is an error, not an empty file.
 Result<std::string> read_file_text(const std::string& path);
 

@@ -86,7 +86,7 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
                                             {"generated_ids", done.generated_ids},
                                             {"text", done.text},
                                             {"stop_reason", stop_reason_name(done.stats.stop_reason)}};
-        std::puts(out.dump().c_str());
+        std::puts(json_text(out).c_str());
     } else {
         std::putchar('\n');
     }

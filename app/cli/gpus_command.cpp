@@ -214,7 +214,7 @@ int run_remote_gpus(const GpusOptions& options) {
                                     {"engines", std::move(engines)}});
                 }
                 out["hosts"] = std::move(list);
-                std::printf("%s\n", out.dump(options.watch > 0 ? -1 : 2).c_str());
+                std::printf("%s\n", json_text(out, options.watch > 0 ? -1 : 2).c_str());
             } else {
                 if (shown > 0) std::printf("\n");
                 if (hosts.empty()) {
@@ -264,7 +264,7 @@ int run_gpus(const GpusOptions& options) {
     for (int shown = 0;; ++shown) {
         const TelemetrySnapshot s = monitor.sample_now();
         if (options.json) {
-            std::printf("%s\n", to_json(s).dump(options.watch > 0 ? -1 : 2).c_str());
+            std::printf("%s\n", json_text(to_json(s), options.watch > 0 ? -1 : 2).c_str());
         } else {
             if (shown > 0) std::printf("\n");
             print_table(s);

@@ -98,7 +98,7 @@ int run_info(const InfoOptions& options) {
     if (n_ctx == 0) n_ctx = info->n_ctx_train > 0 ? std::min<uint32_t>(info->n_ctx_train, 8192) : 4096;
     const MemoryEstimate memory = estimate_memory(*info, n_ctx, kv_types.at(options.kv_type));
     if (options.json) {
-        std::printf("%s\n", to_json(*info, memory).dump(2).c_str());
+        std::printf("%s\n", json_text(to_json(*info, memory), 2).c_str());
     } else {
         print_text(*info, memory);
     }

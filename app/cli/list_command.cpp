@@ -98,7 +98,7 @@ int run_list(const ListOptions& options) {
                            {"usable", e.record.ok},
                            {"problem", e.record.problem}});
         }
-        std::puts(out.dump(2).c_str());
+        std::puts(json_text(out, 2).c_str());
         return 0;
     }
     if (library->models.empty()) {

@@ -37,7 +37,7 @@ int run_models(const ModelsOptions& options) {
     if (!models) return report_error(models.error());
     if (options.json) {
         const nlohmann::ordered_json out = {{"base_url", engine->base_url()}, {"models", *models}};
-        std::puts(out.dump().c_str());
+        std::puts(json_text(out).c_str());
     } else {
         for (const std::string& id : *models) std::puts(id.c_str());
         if (models->empty()) std::fprintf(stderr, "(the server at %s lists no models)\n", engine->base_url().c_str());

@@ -562,7 +562,7 @@ int run_perplexity(const CLI::App& command, PerplexityOptions options) {
             {"saved_logits",
              options.save_logits.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(options.save_logits)},
         };
-        std::puts(out.dump(2).c_str());
+        std::puts(json_text(out, 2).c_str());
         return 0;
     }
     if (kl) print_kl_report(kl_report(evaluation.kl_sums));

@@ -187,7 +187,7 @@ int run_plan(const PlanCommandOptions& options) {
     Result<DevicePlan> plan = plan_devices(*shape, *devices, o);
     if (!plan) return report_error(plan.error());
     if (options.json) {
-        std::printf("%s\n", to_json(*shape, *devices, *plan).dump(2).c_str());
+        std::printf("%s\n", json_text(to_json(*shape, *devices, *plan), 2).c_str());
     } else {
         print_plan(*shape, *devices, *plan, source);
     }

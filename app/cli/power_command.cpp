@@ -76,7 +76,7 @@ void print_limits(GpuMonitor& monitor, bool json) {
         }
         const nlohmann::ordered_json out = {
             {"source", s.source}, {"simulated", s.simulated}, {"status", s.status}, {"gpus", std::move(gpus)}};
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", json_text(out, 2).c_str());
         return;
     }
     if (!s.status.empty()) {

@@ -155,7 +155,7 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
         out["time_to_first_token"] = result->time_to_first_token;
         out["tokens_per_second"] = result->tokens_per_second();
         if (result->interruption) out["error"] = result->interruption->message;
-        std::puts(out.dump().c_str());
+        std::puts(json_text(out).c_str());
     } else {
         std::putchar('\n');
     }

@@ -76,7 +76,7 @@ int search_repositories(const SearchOptions& o) {
                               {"tags", m.tags}});
         }
         const nlohmann::ordered_json out = {{"query", o.query}, {"models", models}, {"more", found->more}};
-        std::puts(out.dump().c_str());
+        std::puts(json_text(out).c_str());
         return 0;
     }
     if (found->models.empty()) {
@@ -153,7 +153,7 @@ int list_repository(const SearchOptions& o) {
             }
         }
         const nlohmann::ordered_json out = {{"repository", o.files}, {"revision", repo->revision}, {"models", models}};
-        std::puts(out.dump().c_str());
+        std::puts(json_text(out).c_str());
         return 0;
     }
     std::vector<std::vector<std::string>> rows;

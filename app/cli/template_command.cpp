@@ -144,7 +144,7 @@ int run_template(const TemplateOptions& options) {
         if (!prompt) return report_error(prompt.error());
         const nlohmann::ordered_json line = {{"ids", tokenizer->tokenize(prompt->segments(), false)},
                                              {"data_ranges", prompt->data_ranges}};
-        std::fputs((line.dump() + "\n").c_str(), stdout);
+        std::fputs((json_text(line) + "\n").c_str(), stdout);
         return std::fflush(stdout) == 0 ? 0 : 1;
     }
     Result<std::string> rendered = chat_template->render(*context, render_options);

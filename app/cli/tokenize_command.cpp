@@ -55,7 +55,7 @@ std::optional<nlohmann::json> parse_object(const std::string& line, std::string&
 }
 
 void write_line(const nlohmann::json& value) {
-    const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string text = json_text(value);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputc('\n', stdout);
 }

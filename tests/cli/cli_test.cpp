@@ -94,6 +94,23 @@ TEST(CliFiles, AFolderGivenForATextFileIsNamed) {
     EXPECT_NE(missing.err.find("missing.json': No such file or directory"), std::string::npos) << missing.err;
 }
 
+// JSON output holding text that is not UTF-8 (a file name, a device name, a model's
+// metadata): nlohmann's dump threw, and the program aborted (status 134). Such bytes are
+// written as U+FFFD.
+TEST(CliJson, TextThatIsNotUtf8IsReplaced) {
+    test::TempDir dir;
+    const std::filesystem::path model = dir / "caf\xe9.gguf";  // Latin-1
+    std::filesystem::create_symlink(test::test_model_path(), model);
+    const CliRun info = run_cli("info --json " + quoted(model));
+    ASSERT_EQ(info.status, 0) << info.err;
+    EXPECT_TRUE(nlohmann::json::accept(info.out)) << info.out;
+
+    const CliRun plan = run_cli("plan --json -m " + quoted(model) + " --devices 'GPU \xe9:8'");
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    const auto json = nlohmann::json::parse(plan.out);
+    EXPECT_NE(json.dump().find("GPU \xef\xbf\xbd"), std::string::npos) << plan.out;
+}
+
 TEST(CliUsage, BadUsageExitsWithTwo) {
     EXPECT_EQ(run_cli("info").status, 2);
     EXPECT_EQ(run_cli("info --ctx 0 x.gguf").status, 2);

@@ -207,5 +207,19 @@ TEST_F(CliList, AnEmptyHomeListsNothingAndSaysWhere) {
     EXPECT_TRUE(fs::is_directory(dir_ / "empty-data" / "models"));
 }
 
+// A file name that is not UTF-8 (Latin-1 from an old archive, say) ended list, and the
+// app's scan with it, with nlohmann's "invalid UTF-8" exception (abort, status 134).
+TEST_F(CliList, AFileNameThatIsNotUtf8IsListed) {
+    fs::create_symlink(model_, data_ / "models" / "caf\xe9-model.gguf");  // SetUp moved HOME
+    setenv("HOME", (dir_ / "empty").c_str(), 1);
+    const test::CliRun run = run_cli("list --data-dir " + quoted(data_));
+    ASSERT_EQ(run.status, 0) << run.err;
+
+    const test::CliRun json = run_cli("list --json --data-dir " + quoted(data_));
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto listed = entries(json.out);
+    EXPECT_EQ(listed.count((data_ / "models" / "caf\xef\xbf\xbd-model.gguf").string()), 1u) << json.out;
+}
+
 }  // namespace
 }  // namespace powerhouse

@@ -77,7 +77,7 @@ std::string model_summary_json(const ModelInfo& info, const std::string& other_n
                         {"has_chat_template", info.has_chat_template},
                         {"parts", info.files.size()},
                         {"weight_bytes", info.weight_bytes}};
-    return j.dump();
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // metadata may not be UTF-8
 }
 
 store::ModelRecord inspect_file(const fs::path& file, const std::string& folder, const std::string& source,
@@ -93,7 +93,8 @@ store::ModelRecord inspect_file(const fs::path& file, const std::string& folder,
     NameFacts facts;
     facts.file_name = file.filename().string();
     facts.other_name = source_name;
-    r.info_json = nlohmann::json{{"display_name", display_name(facts)}}.dump();
+    r.info_json = nlohmann::json{{"display_name", display_name(facts)}}.dump(-1, ' ', false,
+                                                                             nlohmann::json::error_handler_t::replace);
     if (const auto part = split_part(file); part && part->index != 1) {
         r.problem = fmt::format("part {} of {} of a split model: open its first part ({})", part->index, part->count,
                                 fmt::format("-00001-of-{:05}.gguf", part->count));
