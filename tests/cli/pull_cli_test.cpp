@@ -119,6 +119,17 @@ TEST_F(CliPull, RetriesAreSaidWhenTheyHappen) {
     EXPECT_EQ(test::read_file(dir_ / "ok"), payload());
 }
 
+// The server's ETag is kept in the .part.json beside the download, for If-Range: one that
+// is not UTF-8 made nlohmann's dump throw there, and pull aborted (status 134) with a
+// .part.json.tmp left behind.
+TEST_F(CliPull, AnEtagThatIsNotUtf8IsNoCrash) {
+    const std::string url = server_->url("/latin1-etag?drop=999999999,1000&id=cli-latin1");
+    const test::CliRun run = run_cli("pull '" + url + "' -o " + quoted(dir_.path()));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(test::read_file(dir_ / "latin1-etag"), payload());
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_.path()), fs::directory_iterator()), 1) << run.err;
+}
+
 TEST_F(CliPull, HuggingFaceFilePagesAreDownloadedFromTheirResolveUrl) {
     setenv("HF_ENDPOINT", server_->url("").c_str(), 1);
     const test::CliRun run =

@@ -48,7 +48,9 @@ void write_part_info(const fs::path& path, const PartInfo& info) {
     const fs::path temporary = fs::path(path.string() + ".tmp");
     {
         std::ofstream out(temporary, std::ios::trunc);
-        out << j.dump(2) << '\n';
+        // A validator or URL that is not UTF-8 is kept with U+FFFD in its place: the If-Range
+        // of a later resume then does not match, and the download starts over, safely.
+        out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
         if (!out) return;
     }
     std::error_code ignored;

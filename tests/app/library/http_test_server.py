@@ -10,6 +10,7 @@ same bytes) and misbehaves as the path asks:
                     If-Range against a strong ETag "v1" and a Last-Modified date
   /hf               as /ok, plus X-Linked-Etag: "<sha256>" and X-Linked-Size (Hugging Face)
   /etag-hash        as /ok, with the ETag being the quoted sha256 of the payload
+  /latin1-etag      as /ok, with an ETag holding a byte that is not UTF-8 ("v1" and 0xE9)
   /named            as /hf, plus Content-Disposition: attachment; filename="named-model.gguf"
   /drop?at=A,B      request k (per id, from 0) drops the connection when it has sent the
                     payload up to absolute offset at[k]; later requests behave
@@ -162,7 +163,7 @@ class Handler(loopback_http.Handler):
 
         parts = path.strip("/").split("/")
         is_resolve = len(parts) >= 5 and parts[2] == "resolve"
-        routes = {"/ok", "/hf", "/etag-hash", "/named", "/drop", "/stall", "/ignore-range", "/416",
+        routes = {"/ok", "/hf", "/etag-hash", "/latin1-etag", "/named", "/drop", "/stall", "/ignore-range", "/416",
                   "/etag-changes", "/corrupt", "/flaky"}
         if path not in routes and not is_resolve:
             state.record(key, 404)
@@ -189,6 +190,8 @@ class Handler(loopback_http.Handler):
             headers["X-Linked-Size"] = str(len(payload))
         if path == "/etag-hash" or hash_kind == "etag":
             headers["ETag"] = f'"{sha}"'
+        if path == "/latin1-etag":
+            headers["ETag"] = '"v1\xe9"'  # http.server writes headers as Latin-1: the byte 0xE9
         if path == "/named":
             headers["Content-Disposition"] = 'attachment; filename="named-model.gguf"'
 
