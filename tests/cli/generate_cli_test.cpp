@@ -167,5 +167,18 @@ TEST(CliChat, DropsTheOldestTurnsWhenTheContextIsFull) {
     EXPECT_NE(run.err.find("outgrew the context"), std::string::npos) << run.err;
 }
 
+// A system prompt that leaves no room: the error said "the last message alone makes a
+// prompt of N tokens ... shorten the message" about a one-word message.
+TEST(CliChat, ASystemPromptTooLongIsNamed) {
+    std::string system;
+    for (int i = 0; i < 40; ++i) system += "Answer briefly. ";
+    const test::CliRun run = test::run_cli(
+        "chat -m " + quoted(test::test_model_path()) + " -t 1 --ctx 32 --temp 0 -n 4 --system '" + system + "'",
+        std::string("Hi\n"));
+    EXPECT_NE(run.err.find("the system prompt and the last message alone make a prompt of"), std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("shorten them"), std::string::npos) << run.err;
+}
+
 }  // namespace
 }  // namespace powerhouse

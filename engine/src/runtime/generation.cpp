@@ -141,11 +141,15 @@ Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const
                                           prompt->size(), reserve, n_ctx, longer_context_hint(model)));
         }
         if (kept.size() <= first + 1) {
+            // With a system prompt, it is kept too, and may be what is too long.
             return make_error(
                 ErrorCode::context_full,
-                fmt::format("the last message alone makes a prompt of {} tokens, and {} more are kept for "
-                            "the answer, but the context holds {}: shorten the message or {}",
-                            prompt->size(), reserve, n_ctx, longer_context_hint(model)));
+                fmt::format(
+                    "{} a prompt of {} tokens, and {} more are kept for the answer, but the "
+                    "context holds {}: {} or {}",
+                    first == 1 ? "the system prompt and the last message alone make" : "the last message alone makes",
+                    prompt->size(), reserve, n_ctx, first == 1 ? "shorten them" : "shorten the message",
+                    longer_context_hint(model)));
         }
         // Drop the oldest message, and the answers that followed it (tool calls and their
         // results with them), so that what is left still starts with a user's message.
