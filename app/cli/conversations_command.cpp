@@ -80,13 +80,14 @@ Error os_error(const std::string& what, const fs::path& path, int error) {
 Result<void> write_atomically(const fs::path& path, const std::string& text) {
     fs::path temporary = path;
     temporary += fmt::format(".tmp-{}", ::getpid());
+    // Errors name the file asked for: the temporary name is ours, not the user's.
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) return os_error("write", temporary, errno);
+    if (fd < 0) return os_error("write", path, errno);
     const auto fail = [&](const char* what) {
         const int error = errno;
         ::close(fd);
         ::unlink(temporary.c_str());
-        return os_error(what, temporary, error);
+        return os_error(what, path, error);
     };
     for (size_t done = 0; done < text.size();) {
         const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -98,7 +99,7 @@ Result<void> write_atomically(const fs::path& path, const std::string& text) {
     if (::close(fd) != 0) {
         const int error = errno;
         ::unlink(temporary.c_str());
-        return os_error("write", temporary, error);
+        return os_error("write", path, error);
     }
     if (::rename(temporary.c_str(), path.c_str()) != 0) {
         const int error = errno;
