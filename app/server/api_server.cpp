@@ -313,6 +313,26 @@ std::optional<EngineEvent> next_event(Channel& channel, std::chrono::millisecond
     return e;
 }
 
+// How long a stream's start waits for the engine to take or refuse its request (it takes
+// commands between steps, a few milliseconds apart; a long prompt's step takes longer, and
+// its refusals then come in the stream as before).
+constexpr auto kFirstEventWait = 1s;
+
+// Waits until a request's first event comes (or kFirstEventWait has passed, or the client
+// has gone, or the server stops): the event when it is an ErrorEvent, taken off the channel;
+// nothing otherwise, the events left for the stream.
+std::optional<EngineEvent> first_error(Channel& channel, const ClientWatch& watch, const std::atomic<bool>& running) {
+    const auto deadline = Clock::now() + kFirstEventWait;
+    std::unique_lock lock(channel.mutex);
+    while (channel.events.empty() && Clock::now() < deadline && running && !watch.gone()) {
+        channel.ready.wait_for(lock, 50ms);
+    }
+    if (channel.events.empty() || !std::holds_alternative<ErrorEvent>(channel.events.front())) return std::nullopt;
+    EngineEvent e = std::move(channel.events.front());
+    channel.events.pop_front();
+    return e;
+}
+
 }  // namespace
 
 void ApiServer::State::answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
@@ -422,6 +442,18 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port);
 
     if (request.stream) {
+        // A request the engine refuses at once (a prompt past the context: the engine checks
+        // it as it takes the command) gets its error with its status, as OpenAI answers it,
+        // not a stream that starts with 200 and carries the error as an event. The stream
+        // starts with the first event, or after kFirstEventWait at the latest: a request queued
+        // behind others, or a long prompt, still sees its answer start.
+        if (std::optional<EngineEvent> refused = first_error(*channel, *watch, running)) {
+            ++errors;
+            send_error(res, request_error(std::get<ErrorEvent>(*refused).error));
+            close(id);
+            in_flight.fetch_sub(1);
+            return;
+        }
         stream(res, id, std::move(channel), std::move(reply), std::move(watch), req.version == "HTTP/1.0");
         return;
     }

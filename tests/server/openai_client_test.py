@@ -151,6 +151,24 @@ class OpenAiClient(ServedTestCase):
         self.assertGreater(values['powerhouse_kv_blocks{state="total"}'], 0)
         self.assertIn("# TYPE powerhouse_requests_in_flight gauge", text)
 
+    def test_a_prompt_past_the_context_is_a_400_streamed_or_not(self):
+        # OpenAI refuses a prompt longer than the context with 400 context_length_exceeded,
+        # before any stream starts. The server started the stream (200) and sent the error as
+        # an event: the openai package then raised a bare APIError, not the BadRequestError
+        # with the code that clients catch to shorten the conversation.
+        long = "hello world " * 3000  # ~6000 tokens; the context is 2048
+        for stream in (False, True):
+            with self.subTest(stream=stream), self.assertRaises(openai.BadRequestError) as e:
+                r = self.api.chat.completions.create(model=self.server.model, messages=ask(long), max_tokens=8,
+                                                     stream=stream)
+                if stream:
+                    list(r)
+            self.assertEqual(e.exception.code, "context_length_exceeded")
+            self.assertIn("context", e.exception.message)
+        with self.assertRaises(openai.BadRequestError) as e:
+            list(self.api.completions.create(model=self.server.model, prompt=long, max_tokens=8, stream=True))
+        self.assertEqual(e.exception.code, "context_length_exceeded")
+
     def test_bad_requests_get_openai_errors(self):
         m = self.server.model
         with self.assertRaises(openai.NotFoundError) as e:
