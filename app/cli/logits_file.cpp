@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <system_error>
 
@@ -126,6 +127,16 @@ Result<LogitsWriter> LogitsWriter::create(const std::filesystem::path& path, con
                                           std::span<const TokenId> tokens) {
     if (tokens.size() != uint64_t{info.n_chunks} * info.n_ctx) {
         return make_error(ErrorCode::internal, "the logits file's tokens do not match its chunks");
+    }
+    // Written to PATH.part and renamed onto PATH at the end: over a folder that would fail only
+    // after the whole run, and over a device (/dev/null) it would replace the device node.
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+        return make_error(
+            ErrorCode::invalid_argument,
+            fmt::format("'{}' is {}, not a file: name the file to write the logits to", path.string(),
+                        std::filesystem::is_directory(status) ? "a folder" : "a device or other special file"));
     }
     auto state = std::make_unique<State>();
     state->path = path;

@@ -372,7 +372,10 @@ int run_perplexity(const CLI::App& command, PerplexityOptions options) {
     if (!options.kl_base.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_regular_file(options.kl_base, ec)) {
-            return report_error(usage(fmt::format("--kl-base '{}': no such file", options.kl_base)));
+            const bool folder = std::filesystem::is_directory(options.kl_base, ec);
+            return report_error(
+                usage(fmt::format("--kl-base '{}': {}", options.kl_base,
+                                  folder ? "is a folder: name a GGUF file or a --save-logits file" : "no such file")));
         }
         if (is_logits_file(options.kl_base)) {
             Result<LogitsReader> reader = LogitsReader::open(options.kl_base);

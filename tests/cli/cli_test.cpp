@@ -111,6 +111,34 @@ TEST(CliJson, TextThatIsNotUtf8IsReplaced) {
     EXPECT_NE(json.dump().find("GPU \xef\xbf\xbd"), std::string::npos) << plan.out;
 }
 
+// --save-logits is written to FILE.part and renamed onto FILE: as root, --save-logits
+// /dev/null replaced the device node with the logits, and a folder failed only at the end
+// of the run. --kl-base of a folder said "no such file".
+TEST(CliPerplexity, SaveLogitsRefusesAFolderOrADevice) {
+    test::TempDir dir;
+    std::string text;
+    for (int i = 0; i < 20; ++i) text += "The quick brown fox jumps over the lazy dog. ";
+    test::write_file(dir / "text.txt", text);
+    std::filesystem::create_directory(dir / "folder");
+    std::filesystem::create_symlink("/dev/null", dir / "null.bin");  // the link is what a rename replaces
+    const std::string run =
+        "perplexity -m " + quoted(test::test_model_path()) + " -t 1 --ctx 16 --chunks 2 -f " + quoted(dir / "text.txt");
+
+    const CliRun folder = run_cli(run + " --save-logits " + quoted(dir / "folder"));
+    EXPECT_EQ(folder.status, 1);
+    EXPECT_NE(folder.err.find("folder' is a folder, not a file"), std::string::npos) << folder.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "folder.part"));
+
+    const CliRun device = run_cli(run + " --save-logits " + quoted(dir / "null.bin"));
+    EXPECT_EQ(device.status, 1);
+    EXPECT_NE(device.err.find("null.bin' is a device or other special file"), std::string::npos) << device.err;
+    EXPECT_TRUE(std::filesystem::is_symlink(dir / "null.bin"));
+
+    const CliRun base = run_cli(run + " --kl-base " + quoted(dir / "folder"));
+    EXPECT_NE(base.status, 0);
+    EXPECT_NE(base.err.find("folder': is a folder"), std::string::npos) << base.err;
+}
+
 TEST(CliUsage, BadUsageExitsWithTwo) {
     EXPECT_EQ(run_cli("info").status, 2);
     EXPECT_EQ(run_cli("info --ctx 0 x.gguf").status, 2);
