@@ -796,8 +796,18 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
             send_error(res, ApiError{404, fmt::format("no such endpoint: {} {}", req.method, req.path),
                                      "invalid_request_error", std::nullopt, std::nullopt});
         } else if (res.status != 204) {
-            send_error(res, ApiError{res.status, "the request could not be handled", "invalid_request_error",
-                                     std::nullopt, std::nullopt});
+            // The library's own refusals come before any handler: say what it could not read.
+            std::string message = "the request could not be handled";
+            if (res.status == 400) {
+                message =
+                    "the request is not valid HTTP/1.1: check its request line (METHOD /path HTTP/1.1), "
+                    "its header lines (Name: value, each ending in CRLF) and its body's framing";
+            } else if (res.status == 414) {
+                message = "the request's path is too long";
+            } else if (res.status == 416) {
+                message = "the Range header cannot be read or satisfied: leave it out";
+            }
+            send_error(res, ApiError{res.status, message, "invalid_request_error", std::nullopt, std::nullopt});
         }
     });
     // cpp-httplib's default sets SO_REUSEPORT too, which lets a second server take the same

@@ -437,6 +437,22 @@ class Routing(RawHttpCase):
                 self.survived((method, path))
                 self.assertApiError(r, 404, what=(method, path))
 
+    def test_requests_the_library_cannot_read_say_what_is_wrong(self):
+        # cpp-httplib refuses these before any handler; the error said only "the request could
+        # not be handled".
+        for what, raw, status, says in [
+                ("HTTP/9.9", b"GET /health HTTP/9.9\r\nHost: x\r\n\r\n", 400, "HTTP/1.1"),
+                ("no method", b"/health HTTP/1.1\r\nHost: x\r\n\r\n", 400, "request line"),
+                ("a bad range", b"GET /metrics HTTP/1.1\r\nHost: x\r\nRange: pages=1\r\nConnection: close\r\n\r\n",
+                 416, "Range")]:
+            with self.subTest(what):
+                try:
+                    r = exchange(SERVER, raw, timeout=10)
+                except (Closed, ConnectionError) as e:
+                    self.fail(f"{what}: no answer ({e!r})")
+                err = self.assertApiError(r, status, what=what)
+                self.assertIn(says, err["message"], what)
+
     def test_a_long_path_is_refused(self):
         r = request(SERVER, "GET", "/" + "a" * 20000)
         self.assertIn(r.status, (404, 414), r)
