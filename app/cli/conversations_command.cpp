@@ -11,7 +11,8 @@
 // the store is safe for several processes.
 //
 // -o FILE is written beside itself under a temporary name and renamed when complete, so a
-// failed export leaves no half-written file (and an existing FILE stays as it was). Without
+// failed export leaves no half-written file (and an existing FILE stays as it was); a device
+// or a pipe (/dev/stdout, a FIFO) is written to directly, never replaced. Without
 // --format, a FILE ending in .md or .markdown gets Markdown, anything else JSON.
 //
 // The GPU machine's profile has no SQLite (no powerhouse_core): there the command says so.
@@ -75,9 +76,35 @@ Error os_error(const std::string& what, const fs::path& path, int error) {
     return make_error(ErrorCode::io, fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(error)));
 }
 
+// Writes all of `text` to `fd`.
+Result<void> write_all(int fd, const fs::path& path, const std::string& text) {
+    for (size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return os_error("write", path, errno);
+        done += static_cast<size_t>(n);
+    }
+    return {};
+}
+
 // Writes `text` to `path` through a temporary file beside it, flushed to the disk and then
-// renamed over it: readers see the old file or the whole new one, never a part.
+// renamed over it: readers see the old file or the whole new one, never a part. A device or
+// a pipe (/dev/stdout, a link to /dev/null, a FIFO) is written to as it is: renaming onto it
+// would replace it (as root, /dev/stdout itself) with a file.
 Result<void> write_atomically(const fs::path& path, const std::string& text) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (fs::is_directory(status)) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("cannot write {}: it is a folder (-o names the file to write)", path.string()));
+    }
+    if (fs::exists(status) && !fs::is_regular_file(status)) {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) return os_error("write", path, errno);
+        Result<void> written = write_all(fd, path, text);
+        if (::close(fd) != 0 && written) return os_error("write", path, errno);
+        return written;
+    }
     fs::path temporary = path;
     temporary += fmt::format(".tmp-{}", ::getpid());
     // Errors name the file asked for: the temporary name is ours, not the user's.
@@ -89,11 +116,10 @@ Result<void> write_atomically(const fs::path& path, const std::string& text) {
         ::unlink(temporary.c_str());
         return os_error(what, path, error);
     };
-    for (size_t done = 0; done < text.size();) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return fail("write");
-        done += static_cast<size_t>(n);
+    if (Result<void> written = write_all(fd, path, text); !written) {
+        ::close(fd);
+        ::unlink(temporary.c_str());
+        return written;
     }
     if (::fsync(fd) != 0) return fail("flush");
     if (::close(fd) != 0) {

@@ -223,6 +223,20 @@ TEST_F(CliConversations, AFailedExportLeavesNoFileBehind) {
     EXPECT_EQ(run.err.find(".tmp-"), std::string::npos) << run.err;
     EXPECT_FALSE(fs::exists(dir_ / "nowhere"));
 
+    // A folder: said so.
+    run = run_cli("conversations export -o " + quoted(dir_ / "out") + data());
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("it is a folder"), std::string::npos) << run.err;
+    EXPECT_EQ(files_in(dir_ / "out"), 1u);
+
+    // A device is written to, not replaced by a file (renamed onto /dev/stdout as root, the
+    // temporary file took the device's place): here a link to /dev/null, which stays.
+    fs::create_symlink("/dev/null", dir_ / "out" / "null.json");
+    run = run_cli("conversations export -o " + quoted(dir_ / "out" / "null.json") + data());
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_TRUE(fs::is_symlink(dir_ / "out" / "null.json"));
+    EXPECT_EQ(files_in(dir_ / "out"), 2u);
+
     // A data folder without the app's file: said so, and no database made there.
     run = run_cli("conversations export --data-dir " + quoted(dir_ / "empty"));
     EXPECT_EQ(run.status, 1);
