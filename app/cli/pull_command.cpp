@@ -4,7 +4,8 @@
 // ${XDG_DATA_HOME:-~/.local/share}/powerhouse/models) with app/core/library's downloads:
 // resumable (run the same command again after a failure or Ctrl-C), verified against
 // --sha256 or the server's hash (Hugging Face's X-Linked-Etag), and never leaving a partial
-// or unverified file under the final name. The name is the server's Content-Disposition,
+// or unverified file under the final name; a web page answered instead of the file (a code
+// host's page about it) is removed and said. The name is the server's Content-Disposition,
 // else the URL's last path segment.
 //
 // URLs: any http(s) URL; a Hugging Face file page (".../blob/<rev>/<path>") is downloaded
@@ -20,6 +21,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -214,6 +217,21 @@ int list_model_page(const library::HfRepo& repo, const library::DownloadOptions&
     return 2;
 }
 
+// Whether a downloaded file is a web page (a code host's page about the file, a login page)
+// rather than the file: its first bytes, after white space, open an HTML document.
+bool is_web_page(const fs::path& file) {
+    std::FILE* in = std::fopen(file.c_str(), "rb");
+    if (in == nullptr) return false;
+    char head[256];
+    const size_t n = std::fread(head, 1, sizeof(head), in);
+    std::fclose(in);
+    std::string text(head, n);
+    if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte order mark
+    text.erase(0, std::min(text.find_first_not_of(" \t\r\n"), text.size()));
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text.rfind("<!doctype html", 0) == 0 || text.rfind("<html", 0) == 0;
+}
+
 // One file into `folder`. Returns the process status.
 int pull_one(const std::string& url, const fs::path& folder, library::DownloadOptions options, bool on_hugging_face) {
     Result<library::RemoteFile> remote = library::probe_remote_file(url, options);
@@ -268,6 +286,15 @@ int pull_one(const std::string& url, const fs::path& folder, library::DownloadOp
     Result<library::DownloadResult> result = library::download_file(url, target, options);
     printer.finish();
     if (!result) return report_download_error(result.error(), on_hugging_face, url, options);
+    if (!result->verified && is_web_page(target)) {
+        std::error_code removed;
+        fs::remove(target, removed);
+        return report_error(make_error(
+            ErrorCode::invalid_argument,
+            fmt::format("{} answered with a web page, not the file (nothing kept): give the file's download link "
+                        "(on Hugging Face .../resolve/..., on GitHub .../raw/...)",
+                        url)));
+    }
     if (result->verified) {
         std::printf("saved %s (%s), sha256 %s verified (%s)\n", target.c_str(), format_bytes(result->size).c_str(),
                     result->sha256.c_str(), library::hash_source_name(result->hash_source));

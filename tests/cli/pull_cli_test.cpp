@@ -130,6 +130,16 @@ TEST_F(CliPull, AnEtagThatIsNotUtf8IsNoCrash) {
     EXPECT_EQ(std::distance(fs::directory_iterator(dir_.path()), fs::directory_iterator()), 1) << run.err;
 }
 
+// A code host's page about a file (GitHub's .../blob/... URL) answers 200 with HTML: pull
+// saved the page under the model's name and exited 0 ("NOT verified").
+TEST_F(CliPull, AWebPageIsNotKeptAsTheModel) {
+    const std::string url = server_->url("/blob/model-Q4_K_M.gguf");
+    const test::CliRun run = run_cli("pull " + url + " -o " + quoted(dir_.path()));
+    EXPECT_EQ(run.status, 1) << run.out;
+    EXPECT_NE(run.err.find(url + " answered with a web page, not the file"), std::string::npos) << run.err;
+    EXPECT_TRUE(fs::is_empty(dir_.path()));
+}
+
 TEST_F(CliPull, HuggingFaceFilePagesAreDownloadedFromTheirResolveUrl) {
     setenv("HF_ENDPOINT", server_->url("").c_str(), 1);
     const test::CliRun run =

@@ -22,6 +22,7 @@ same bytes) and misbehaves as the path asks:
   /corrupt          the right length with wrong bytes, X-Linked-Etag of the right bytes
   /flaky?fail=N     the first N requests get 503, then as /hf
   /404, /500, /203  those statuses, always (203: a success that is not the file)
+  /blob/<file>      200 with a small HTML page, as a code host's page about a file is
   /redirect?to=P    302 to path P (the other query parameters are passed on); with
                     linked=1 the 302 carries X-Linked-Etag, as Hugging Face's does
   /<org>/<repo>/resolve/<rev>/<file>     as /hf
@@ -134,6 +135,9 @@ class Handler(loopback_http.Handler):
                                {"Content-Type": "application/json"})
         if path.startswith("/api/models/"):
             return self.tree_listing(path)
+        if path.startswith("/blob/"):
+            return self.simple(200, b"\n<!DOCTYPE html>\n<html><body>a page about the file</body></html>\n",
+                               {"Content-Type": "text/html; charset=utf-8"})
 
         rng = parse_range(self.headers.get("Range"), state.size)
         if_range = self.headers.get("If-Range")
