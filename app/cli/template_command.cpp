@@ -95,7 +95,10 @@ int run_template(const TemplateOptions& options) {
 
     std::optional<ChatTemplate> chat_template;
     std::string origin;  // for parse errors: which template
+    // For render errors, which come with a line and a column only: which template they are in.
+    std::string where;
     if (!options.model.empty()) {
+        where = fmt::format("the chat template of '{}': ", options.model);
         Result<ModelTemplateInfo> info = read_model_template_info(options.model);
         if (!info) return report_error(info.error());
         add_default_tokens(*context, *info);
@@ -114,7 +117,10 @@ int run_template(const TemplateOptions& options) {
                 chat_template = std::move(own).value();
             } else {
                 ResolvedTemplate resolved = resolve_chat_template(*info);
-                if (resolved.is_fallback) std::fprintf(stderr, "note: %s\n", resolved.note.c_str());
+                if (resolved.is_fallback) {
+                    std::fprintf(stderr, "note: %s\n", resolved.note.c_str());
+                    where = fmt::format("the built-in template standing in for that of '{}': ", options.model);
+                }
                 chat_template = std::move(resolved.chat_template);
             }
         }
@@ -123,6 +129,7 @@ int run_template(const TemplateOptions& options) {
         Result<std::string> source = read_file_text(options.template_file);
         if (!source) return report_error(source.error());
         origin = options.template_file;
+        where = origin + ":";
         Result<ChatTemplate> parsed = ChatTemplate::parse(*source);
         if (!parsed) {
             return report_error(make_error(parsed.error().code, fmt::format("{}:{}", origin, parsed.error().message)));
@@ -135,20 +142,24 @@ int run_template(const TemplateOptions& options) {
         Result<ChatTemplate> parsed = ChatTemplate::parse(builtin_template(*family));
         if (!parsed) return report_error(parsed.error());
         chat_template = std::move(parsed).value();
+        where = fmt::format("the built-in {} template: ", options.builtin);
     }
+    const auto render_error = [&](const Error& error) {
+        return report_error(make_error(error.code, where + error.message));
+    };
 
     if (options.tokens) {
         Result<Tokenizer> tokenizer = Tokenizer::load(options.model);
         if (!tokenizer) return report_error(tokenizer.error());
         Result<RenderedPrompt> prompt = chat_template->render_prompt(*context, render_options);
-        if (!prompt) return report_error(prompt.error());
+        if (!prompt) return render_error(prompt.error());
         const nlohmann::ordered_json line = {{"ids", tokenizer->tokenize(prompt->segments(), false)},
                                              {"data_ranges", prompt->data_ranges}};
         std::fputs((json_text(line) + "\n").c_str(), stdout);
         return std::fflush(stdout) == 0 ? 0 : 1;
     }
     Result<std::string> rendered = chat_template->render(*context, render_options);
-    if (!rendered) return report_error(rendered.error());
+    if (!rendered) return render_error(rendered.error());
     std::fwrite(rendered->data(), 1, rendered->size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -192,9 +192,34 @@ TEST(CliTemplate, RaiseExceptionIsAnErrorWithTheTemplatesMessage) {
         run_cli("template --template-file " + quoted(template_path) + " --context " + quoted(context_path));
     EXPECT_EQ(run.status, 1);
     EXPECT_TRUE(run.out.empty());
-    EXPECT_EQ(run.err,
-              "error: 18:17: After the optional system message, conversation roles must alternate "
-              "user/assistant/user/assistant/...\n");
+    EXPECT_EQ(run.err, "error: " + template_path.string() +
+                           ":18:17: After the optional system message, conversation roles must alternate "
+                           "user/assistant/user/assistant/...\n");
+}
+
+// A render error came with a line and a column only ("error: 1:19: 'int' object is not
+// iterable"), leaving the user to guess whether the template or the context was wrong, and
+// which template: it now names the template.
+TEST(CliTemplate, RenderErrorsNameTheTemplate) {
+    test::TempDir dir;
+    const auto context_path = dir / "context.json";
+    test::write_file(context_path, R"({"messages": 5})");
+    const std::string context = " --context " + quoted(context_path);
+    const std::string model = test::test_model_path().string();
+
+    CliRun run = run_cli("template -m " + quoted(test::test_model_path()) + context);
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("error: the chat template of '" + model + "': 1:"), std::string::npos) << run.err;
+
+    run = run_cli("template --builtin chatml" + context);
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("error: the built-in chatml template: 1:"), std::string::npos) << run.err;
+
+    const auto template_path = dir / "t.jinja";
+    test::write_file(template_path, "{{ raise_exception('boom') }}");
+    run = run_cli("template --template-file " + quoted(template_path) + context);
+    EXPECT_EQ(run.status, 1);
+    EXPECT_EQ(run.err, "error: " + template_path.string() + ":1:4: boom\n");
 }
 
 TEST(CliTemplate, NowSetsStrftimeNow) {
