@@ -31,6 +31,7 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
             {"path", QString::fromStdString(s.path.string())},
             {"device", QString::fromStdString(s.device)},
             {"nCtx", s.n_ctx},
+            {"nVocab", s.n_vocab},
             {"weightBytes", static_cast<double>(s.weight_bytes)},
             {"kvCacheBytes", static_cast<double>(s.kv_cache_bytes)},
             {"expectedTokensPerSecond", s.expected_tokens_per_second},

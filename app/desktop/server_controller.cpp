@@ -113,6 +113,7 @@ ServerController::ServerController(powerhouse::store::Store& store, EngineClient
         m_modelId = next.isEmpty() ? QString()
                                    : QString::fromStdString(std::filesystem::path(next.toStdString()).stem().string());
         m_nCtx = 0;
+        m_nVocab = 0;
         m_error.clear();  // the next model gets a fresh start
         update();
     });
@@ -122,6 +123,7 @@ ServerController::ServerController(powerhouse::store::Store& store, EngineClient
         // The file's name without .gguf, as `powerhouse-cli serve` names it.
         m_modelId = QString::fromStdString(std::filesystem::path(m_modelPath.toStdString()).stem().string());
         m_nCtx = summary.value("nCtx").toUInt();
+        m_nVocab = summary.value("nVocab").toUInt();
         m_error.clear();  // a new model: try again
         update();
     });
@@ -377,6 +379,7 @@ void ServerController::start() {
     options.port = m_port;
     options.api_key = m_apiKey.toStdString();
     options.model_id = m_modelId.toStdString();
+    options.n_vocab = m_nVocab;
     options.tool_format = powerhouse::server::tool_format_of(m_modelPath.toStdString());
     options.telemetry = m_telemetry;
     options.read_engine_events = false;  // EngineClient reads them and hands them over (the hook)

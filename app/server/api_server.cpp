@@ -152,6 +152,7 @@ struct ApiServer::State {
     State(Engine& e, uint32_t n_ctx, ServerOptions o) : engine(e), options(std::move(o)) {
         model.id = options.model_id;
         model.n_ctx = n_ctx;
+        model.n_vocab = options.n_vocab;
         model.tool_format = options.tool_format;
     }
 

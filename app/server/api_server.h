@@ -40,6 +40,7 @@ struct ServerOptions {
     int port = 8080;                   // 0: any free port (port() says which)
     std::string api_key;               // empty: none (only on a loopback address)
     std::string model_id;              // the name /v1/models lists and requests must use
+    uint32_t n_vocab = 0;              // the model's vocabulary size: logit_bias's ids are checked against it
     size_t max_body_bytes = 8u << 20;  // 413 past this
     int max_waiting = 64;              // requests in flight beyond which new ones get 429
     int io_timeout_seconds = 30;       // a client that sends or reads nothing for this long is dropped

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "powerhouse/grammar.h"
 
@@ -343,15 +344,38 @@ std::optional<ApiError> read_response_format(const json& body, GenRequest& r) {
 }
 
 // The sampling, length, stop and stream fields both endpoints share.
-std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t default_max_tokens, GenRequest& r) {
-    if (present(body, "n") && body["n"] != 1) return bad("n", "'n' must be 1");
-    // The sampler has no per-token bias: a bias ignored would change the answer unannounced.
-    if (present(body, "logit_bias")) {
-        if (!body["logit_bias"].is_object()) return bad("logit_bias", "'logit_bias' must be an object");
-        if (!body["logit_bias"].empty()) {
-            return bad("logit_bias", "logit_bias is not supported by this server: leave it out (or send {})");
-        }
+// logit_bias: {"token id": bias in [-100, 100]}, added to those tokens' logits before
+// sampling (-100 all but bans a token, 100 all but forces it).
+std::optional<ApiError> read_logit_bias(const json& body, uint32_t n_vocab, SamplingParams& p) {
+    if (!present(body, "logit_bias")) return std::nullopt;
+    const json& biases = body["logit_bias"];
+    if (!biases.is_object()) {
+        return bad("logit_bias", "'logit_bias' must be an object from token ids to biases, e.g. {\"1234\": -100}");
     }
+    for (const auto& [key, value] : biases.items()) {
+        TokenId id = -1;
+        const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+        if (ec != std::errc() || end != key.data() + key.size() || key.empty() || id < 0) {
+            return bad("logit_bias", "logit_bias's keys must be token ids: whole numbers >= 0, written as strings");
+        }
+        if (n_vocab > 0 && static_cast<uint32_t>(id) >= n_vocab) {
+            return bad(
+                "logit_bias",
+                fmt::format("logit_bias names token {}, but this model's token ids go from 0 to {}", id, n_vocab - 1));
+        }
+        if (!value.is_number() || !(value.get<double>() >= -100.0 && value.get<double>() <= 100.0)) {
+            return bad("logit_bias",
+                       fmt::format("logit_bias's bias for token {} must be a number between -100 and 100", id));
+        }
+        p.logit_bias.push_back(LogitBias{id, static_cast<float>(value.get<double>())});
+    }
+    return std::nullopt;
+}
+
+std::optional<ApiError> parse_options(const json& body, const ServedModel& model, int64_t default_max_tokens,
+                                      GenRequest& r) {
+    const uint32_t n_ctx = model.n_ctx;
+    if (present(body, "n") && body["n"] != 1) return bad("n", "'n' must be 1");
     int64_t max_tokens = default_max_tokens;
     for (const char* name : {"max_tokens", "max_completion_tokens"}) {
         if (!present(body, name)) continue;
@@ -378,6 +402,7 @@ std::optional<ApiError> parse_options(const json& body, uint32_t n_ctx, int64_t 
     }
     if (auto e = read_number(body, "presence_penalty", -2.0, 2.0, p.presence_penalty)) return *e;
     if (auto e = read_number(body, "frequency_penalty", -2.0, 2.0, p.frequency_penalty)) return *e;
+    if (auto e = read_logit_bias(body, model.n_vocab, p)) return *e;
     if (present(body, "seed")) {
         if (!body["seed"].is_number_integer()) return bad("seed", "'seed' must be an integer");
         p.seed = body["seed"].is_number_unsigned() ? body["seed"].get<uint64_t>()
@@ -417,7 +442,7 @@ std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedMode
     if (auto e = check_model(body, model.id)) return *e;
     GenRequest r;
     if (auto e = read_messages(body, r)) return *e;
-    if (auto e = parse_options(body, model.n_ctx, 512, r)) return *e;
+    if (auto e = parse_options(body, model, 512, r)) return *e;
     // The deprecated function-calling fields: ignored, the answer would be text where the
     // client waits for a call.
     if (present(body, "functions")) {
@@ -477,7 +502,7 @@ std::variant<GenRequest, ApiError> parse_completion(const json& body, const Serv
         r.settings.logprobs = true;
         r.settings.top_logprobs = static_cast<int32_t>(body["logprobs"].get<int64_t>());
     }
-    if (auto e = parse_options(body, model.n_ctx, 16, r)) return *e;  // OpenAI's default for completions
+    if (auto e = parse_options(body, model, 16, r)) return *e;  // OpenAI's default for completions
     return r;
 }
 

@@ -69,6 +69,7 @@ struct GenRequest {
 struct ServedModel {
     std::string id;  // the name /v1/models lists and requests must use
     uint32_t n_ctx = 0;
+    uint32_t n_vocab = 0;  // logit_bias's token ids are below it (0: not checked)
     ToolCallFormat tool_format = ToolCallFormat::generic;
 };
 

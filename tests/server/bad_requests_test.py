@@ -341,10 +341,16 @@ class WrongTypes(RawHttpCase):
             ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": {
                 "$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}}}},
              "response_format.json_schema.schema"),
-            # What the server cannot do is refused, never ignored: a bias the sampler does not
-            # apply, or the legacy function-calling fields (the answer would be plain text).
+            # Biases for tokens this model does not have (SmolLM2: ids 0 to 49151), out of range,
+            # or not keyed by token ids.
             ("logit_bias", {"50256": -100}, "logit_bias"), ("logit_bias", "x", "logit_bias"),
-            ("logit_bias", [1], "logit_bias"),
+            ("logit_bias", [1], "logit_bias"), ("logit_bias", {"12": 101}, "logit_bias"),
+            ("logit_bias", {"12": "x"}, "logit_bias"), ("logit_bias", {"12": None}, "logit_bias"),
+            ("logit_bias", {"abc": 1}, "logit_bias"), ("logit_bias", {"-3": 1}, "logit_bias"),
+            ("logit_bias", {"1.5": 1}, "logit_bias"), ("logit_bias", {"": 1}, "logit_bias"),
+            ("logit_bias", {"99999999999999999999": 1}, "logit_bias"),
+            # What the server cannot do is refused, never ignored: the legacy function-calling
+            # fields (the answer would be plain text).
             ("functions", [{"name": "f", "parameters": {"type": "object"}}], "functions"),
             ("functions", "x", "functions"), ("function_call", {"name": "f"}, "function_call"),
             ("function_call", 5, "function_call"),
@@ -380,7 +386,7 @@ class WrongTypes(RawHttpCase):
                                     ("best_of", 2, "best_of"), ("logprobs", "x", "logprobs"),
                                     ("logprobs", 6, "logprobs"), ("logprobs", -1, "logprobs"), ("suffix", "x", "suffix"),
                                     ("model", 5, "model"), ("echo", "yes", "echo"), ("echo", 1, "echo"),
-                                    ("logit_bias", {"1": 5}, "logit_bias")]:
+                                    ("logit_bias", {"1": 500}, "logit_bias")]:
             with self.subTest(field=field, value=value):
                 body = {"model": m, "prompt": "Once", "max_tokens": 2}
                 if value is ...:
@@ -396,7 +402,8 @@ class WrongTypes(RawHttpCase):
                       dict(seed=2**64 - 1), dict(stop=[]), dict(stop=["a", "b", "c", "d"]), dict(stop=None),
                       dict(stream=False), dict(stream=None), dict(n=1), dict(n=None), dict(logprobs=False),
                       dict(tools=[]), dict(response_format={"type": "text"}), dict(user="someone"),
-                      dict(logit_bias={}), dict(logit_bias=None), dict(functions=[]), dict(function_call="none"),
+                      dict(logit_bias={}), dict(logit_bias=None), dict(logit_bias={"0": 100, "49151": -100}),
+                      dict(logit_bias={"7": 0.5}), dict(functions=[]), dict(function_call="none"),
                       dict(function_call="auto"),
                       dict(unknown_field={"a": [1, 2]})]:
             with self.subTest(extra=extra):

@@ -69,6 +69,41 @@ class Features(ServedTestCase):
         kw.setdefault("temperature", 0)
         return self.api.chat.completions.create(model=self.server.model, messages=messages, **kw)
 
+    # ---- logit_bias ----
+
+    def token_id(self, piece):
+        out = subprocess.run([ARGS.cli, "tokenize", "-m", ARGS.model, "--no-bos"], input=json.dumps({"text": piece}),
+                             capture_output=True, text=True, check=True).stdout
+        ids = json.loads(out)["ids"]
+        self.assertEqual(len(ids), 1, f"{piece!r} is one token of this model")
+        return ids[0]
+
+    def test_logit_bias_bans_and_forces_tokens(self):
+        # Banned: the greedy answer's first token gives way to the runner-up of the same step.
+        first = self.chat(ask("Name a fruit."), max_tokens=1, logprobs=True, top_logprobs=2)
+        top = first.choices[0].logprobs.content[0].top_logprobs
+        banned = self.token_id(top[0].token)
+        again = self.chat(ask("Name a fruit."), max_tokens=1, logit_bias={str(banned): -100})
+        self.assertEqual(again.choices[0].message.content, top[1].token)
+        # Forced: +100 makes one token the whole answer, streamed or not.
+        banana = self.token_id(" banana")
+        forced = self.chat(ask("Name a colour."), max_tokens=3, logit_bias={str(banana): 100})
+        self.assertEqual(forced.choices[0].message.content, " banana banana banana")
+        streamed = "".join(c.choices[0].delta.content or "" for c in self.chat(
+            ask("Name a colour."), max_tokens=3, logit_bias={str(banana): 100}, stream=True) if c.choices)
+        self.assertEqual(streamed, " banana banana banana")
+        # Sampled (temperature 1) too, and on the legacy completions endpoint.
+        hot = self.chat(ask("Name a colour."), max_tokens=2, temperature=1, seed=3, logit_bias={str(banana): 100})
+        self.assertEqual(hot.choices[0].message.content, " banana banana")
+        legacy = self.api.completions.create(model=self.server.model, prompt="Once upon", max_tokens=2, temperature=0,
+                                             logit_bias={str(banana): 100})
+        self.assertEqual(legacy.choices[0].text, " banana banana")
+        # Ids past the vocabulary, and biases outside [-100, 100], are the client's mistake.
+        for bad in [{"49152": 1}, {str(banana): 100.5}, {"x": 1}, {"-1": 1}]:
+            with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError) as raised:
+                self.chat(ask("hi"), logit_bias=bad)
+            self.assertIn("logit_bias", str(raised.exception))
+
     # ---- logprobs ----
 
     def test_logprobs_of_a_greedy_answer(self):
