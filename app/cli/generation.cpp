@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 
 namespace powerhouse::cli {
@@ -130,6 +132,27 @@ Result<ModelToLoad> resolve_model(const ModelChoice& choice) {
     return ModelToLoad{std::move(path).value(), options, *recovery};
 }
 
+Result<LogitBias> parse_logit_bias(std::string_view text) {
+    const auto refuse = [&text] {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("--logit-bias '{}' is not TOKEN_ID+BIAS, TOKEN_ID-BIAS or TOKEN_ID=BIAS "
+                                      "(e.g. 15043+1, or 15043-inf to ban token 15043; `tokenize` gives the ids)",
+                                      text));
+    };
+    const size_t sign = text.find_first_of("+-=");
+    if (sign == 0 || sign == std::string_view::npos || sign + 1 == text.size()) return refuse();
+    LogitBias out;
+    const std::string_view id = text.substr(0, sign);
+    const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), out.id);
+    if (ec != std::errc() || end != id.data() + id.size() || out.id < 0) return refuse();
+    // strtof reads "inf" and "1e3" (from_chars for float needs GCC 11+ and is not in every libc++).
+    const std::string number(text.substr(text[sign] == '=' ? sign + 1 : sign));
+    char* number_end = nullptr;
+    out.bias = std::strtof(number.c_str(), &number_end);
+    if (number_end != number.c_str() + number.size() || number.front() == ' ' || std::isnan(out.bias)) return refuse();
+    return out;
+}
+
 void add_sampling_options(CLI::App& command, SamplingChoice& choice) {
     SamplingParams& p = choice.params;
     command.add_option("--temp", p.temperature, "Sampling temperature; 0: greedy")->capture_default_str();
@@ -142,6 +165,20 @@ void add_sampling_options(CLI::App& command, SamplingChoice& choice) {
         ->capture_default_str();
     command.add_option("--presence-penalty", p.presence_penalty, "OpenAI presence penalty; 0: off");
     command.add_option("--frequency-penalty", p.frequency_penalty, "OpenAI frequency penalty; 0: off");
+    command
+        .add_option_function<std::vector<std::string>>(
+            "--logit-bias",
+            [&p](const std::vector<std::string>& values) {
+                for (const std::string& v : values) p.logit_bias.push_back(*parse_logit_bias(v));
+            },
+            "Add BIAS to a token's logit: TOKEN_ID+BIAS or TOKEN_ID-BIAS, e.g. 15043-inf bans token 15043 "
+            "(repeatable; `tokenize` gives the ids)")
+        ->check(
+            [](const std::string& v) {
+                const Result<LogitBias> b = parse_logit_bias(v);
+                return b ? std::string() : b.error().message;
+            },
+            "TOKEN_ID+BIAS");
     command.add_option("--seed", p.seed, "Random seed: the same seed gives the same output");
     command.add_option("--stop", choice.stop, "Stop when the text contains this string (repeatable)");
 }

@@ -77,5 +77,8 @@ struct SamplingChoice {
     std::vector<std::string> stop;  // stop strings (not shown when hit)
 };
 void add_sampling_options(CLI::App& command, SamplingChoice& choice);
+// One --logit-bias value: TOKEN_ID+BIAS, TOKEN_ID-BIAS (llama.cpp's form) or TOKEN_ID=BIAS;
+// BIAS may be inf ("-inf" bans the token).
+Result<LogitBias> parse_logit_bias(std::string_view text);
 
 }  // namespace powerhouse::cli

@@ -75,6 +75,13 @@ void apply_sampling(const CLI::App& command, const SamplingChoice& sampling, rem
     request.stop = sampling.stop;
 }
 
+// Token ids are the local model's: a remote server's vocabulary is its own.
+Result<void> local_only(const SamplingChoice& sampling) {
+    if (sampling.params.logit_bias.empty()) return {};
+    return make_error(ErrorCode::invalid_argument,
+                      "--logit-bias names token ids of a local model's vocabulary: it is not sent with --remote");
+}
+
 // -m when given, else the server's only model.
 Result<std::string> choose_model(const remote::RemoteEngine& engine, const std::string& model) {
     if (!model.empty()) return model;
@@ -126,6 +133,7 @@ Result<remote::ConnectionOptions> connection_options(const RemoteChoice& choice,
 
 int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, const RemoteGenerateOptions& options,
                         const SamplingChoice& sampling) {
+    if (Result<void> r = local_only(sampling); !r) return report_error(r.error());
     Result<remote::RemoteEngine> engine = make_engine(choice);
     if (!engine) return report_error(engine.error());
     Result<std::string> model = choose_model(*engine, options.model);
@@ -170,6 +178,7 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
 
 int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const RemoteChatOptions& options,
                     const SamplingChoice& sampling) {
+    if (Result<void> r = local_only(sampling); !r) return report_error(r.error());
     Result<remote::RemoteEngine> engine = make_engine(choice);
     if (!engine) return report_error(engine.error());
     Result<std::string> model = choose_model(*engine, options.model);

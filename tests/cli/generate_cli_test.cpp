@@ -130,6 +130,34 @@ TEST(CliGenerate, SameSeedSameTextAndStopStrings) {
     EXPECT_EQ(out.at("text"), " 5, 6, ");
 }
 
+TEST(CliGenerate, LogitBiasBansAndForcesTokens) {
+    const std::string greedy = "generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 1 -p '1, 2, 3, 4,'";
+    const test::CliRun plain = test::run_cli(greedy);
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    const int first = nlohmann::json::parse(plain.out).at("generated_ids").at(0).get<int>();
+    const test::CliRun banned = test::run_cli(greedy + " --logit-bias " + std::to_string(first) + "-inf");
+    ASSERT_EQ(banned.status, 0) << banned.err;
+    EXPECT_NE(nlohmann::json::parse(banned.out).at("generated_ids").at(0).get<int>(), first);
+
+    // 21285 is " banana" in SmolLM2's vocabulary: +100 makes it the whole answer, greedy or sampled.
+    for (const char* sampling : {"--temp 0", "--temp 1 --seed 5"}) {
+        const test::CliRun forced = test::run_cli("generate " + smollm2_on_two_threads() + " --raw --json -n 3 " +
+                                                  sampling + " -p 'Once upon a time' --logit-bias 21285=100");
+        ASSERT_EQ(forced.status, 0) << forced.err;
+        EXPECT_EQ(nlohmann::json::parse(forced.out).at("text"), " banana banana banana") << sampling;
+    }
+
+    for (const char* bad : {"12", "x+1", "12+", "-3+1", "12+abc", "12=nan"}) {
+        const test::CliRun refused =
+            test::run_cli("generate " + smollm2_on_two_threads() + " -p hi -n 1 --logit-bias " + quoted(bad));
+        EXPECT_NE(refused.status, 0) << bad;
+        EXPECT_NE(refused.err.find("TOKEN_ID+BIAS"), std::string::npos) << bad << ": " << refused.err;
+    }
+    const test::CliRun remote = test::run_cli("generate --remote http://127.0.0.1:9 -p hi --logit-bias 5+1");
+    EXPECT_EQ(remote.status, 1);
+    EXPECT_NE(remote.err.find("--remote"), std::string::npos) << remote.err;
+}
+
 TEST(CliGenerate, BadInputIsReported) {
     const test::CliRun missing = test::run_cli("generate -m /nonexistent.gguf -p hi");
     EXPECT_EQ(missing.status, 1);
