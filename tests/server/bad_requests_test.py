@@ -62,6 +62,23 @@ def restart_if_dead(case):
     return True
 
 
+def send_while_reading(s, *pieces):
+    """Sends `pieces` on socket `s` from a thread while this one reads the answer (a server may
+    answer, and close, before the request's end: the sender then stops quietly)."""
+    def send():
+        try:
+            for piece in pieces:
+                s.sendall(piece)
+        except OSError:
+            pass
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        with s.makefile("rb") as rfile:
+            return read_response(rfile)
+    finally:
+        sender.join()
+
 class RawHttpCase(unittest.TestCase):
     def setUp(self):
         restart_if_dead(f"before {self.id()}")
@@ -505,13 +522,7 @@ class Framing(RawHttpCase):
                 body = head[:-1] + b" " * (size - len(head)) + b"}"
                 self.assertEqual(len(body), size)
                 with SERVER.connect(60 * ARGS.slow) as s:
-                    sender = threading.Thread(target=lambda: s.sendall(build("POST", "/v1/chat/completions", body)))
-                    sender.start()
-                    try:
-                        with s.makefile("rb") as rfile:
-                            r = read_response(rfile)
-                    finally:
-                        sender.join()
+                    r = send_while_reading(s, build("POST", "/v1/chat/completions", body))
                 err = self.assertApiError(r, status)
                 if status == 413:
                     self.assertIn("too large", err["message"])
@@ -519,23 +530,9 @@ class Framing(RawHttpCase):
     def test_a_chunked_body_past_the_limit_is_413(self):
         chunk = b" " * (1 << 20)
         with SERVER.connect(60 * ARGS.slow) as s:
-            def send():
-                try:
-                    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                              b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
-                    s.sendall(b"2\r\n{}\r\n")
-                    for _ in range(12):
-                        s.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
-                    s.sendall(b"0\r\n\r\n")
-                except OSError:
-                    pass  # the server may answer and close before the end
-            sender = threading.Thread(target=send)
-            sender.start()
-            try:
-                with s.makefile("rb") as rfile:
-                    r = read_response(rfile)
-            finally:
-                sender.join()
+            r = send_while_reading(s, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                   b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n", b"2\r\n{}\r\n",
+                                   *[b"%x\r\n" % len(chunk) + chunk + b"\r\n"] * 12, b"0\r\n\r\n")
         self.assertApiError(r, 413)
 
     def test_a_chunked_body_is_not_held_past_the_limit(self):
@@ -549,23 +546,10 @@ class Framing(RawHttpCase):
                 SERVER.reset_peak_rss()
                 before = SERVER.rss_kib()
                 with SERVER.connect(120 * ARGS.slow) as s:
-                    def send():
-                        try:
-                            s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n"
-                                      b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
-                                      b"Connection: close\r\n\r\n2\r\n{}\r\n")
-                            for _ in range(256):
-                                s.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
-                            s.sendall(b"0\r\n\r\n")
-                        except OSError:
-                            pass
-                    sender = threading.Thread(target=send)
-                    sender.start()
-                    try:
-                        with s.makefile("rb") as rfile:
-                            r = read_response(rfile)
-                    finally:
-                        sender.join()
+                    r = send_while_reading(s, b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+                                           b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                                           b"Connection: close\r\n\r\n2\r\n{}\r\n",
+                                           *[b"%x\r\n" % len(chunk) + chunk + b"\r\n"] * 256, b"0\r\n\r\n")
                 grown = SERVER.rss_kib("VmHWM") - before
                 self.assertApiError(r, status, what=path)
                 self.assertLess(grown, 96 << 10, f"{path}: a 256 MiB chunked body cost {grown >> 10} MiB more memory")
@@ -653,21 +637,11 @@ class Framing(RawHttpCase):
                 SERVER.reset_peak_rss()
                 before = SERVER.rss_kib()
                 with SERVER.connect(60 * ARGS.slow) as s:
-                    def send():
-                        try:
-                            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n" + headers + b"Connection: close\r\n\r\n")
-                        except OSError:
-                            pass
-                    sender = threading.Thread(target=send)
-                    sender.start()
                     try:
-                        with s.makefile("rb") as rfile:
-                            r = read_response(rfile)
-                        status = r.status
+                        status = send_while_reading(s, b"GET /health HTTP/1.1\r\nHost: x\r\n" + headers +
+                                                    b"Connection: close\r\n\r\n").status
                     except (Closed, ConnectionError):
                         status = "closed"
-                    finally:
-                        sender.join()
                 grown = SERVER.rss_kib("VmHWM") - before
                 self.assertIn(status, (400, 413, 431, "closed"), f"{what}: answered {status}, with a peak of "
                                                                  f"{grown >> 10} MiB more memory")
