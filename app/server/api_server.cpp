@@ -619,8 +619,9 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
     const size_t workers = static_cast<size_t>(std::max(s.options.max_waiting, 1)) + 32;
     http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
     // Framing the library takes as it comes is refused before a body is read: conflicting or
-    // malformed lengths (400), oversized headers (431).
-    http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    // malformed lengths (400), oversized headers (431), unknown body lengths (411), other
+    // transfer codings (501), encodings the library does not inflate (415). Counted as errors.
+    const auto framing = [](const httplib::Request& req, httplib::Response& res) {
         size_t header_bytes = 0;
         for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
         if (header_bytes > kMaxHeaderBytes) {
@@ -696,6 +697,11 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
             // instead of a broken pipe.
         }
         return httplib::Server::HandlerResponse::Unhandled;
+    };
+    http.set_pre_routing_handler([&s, framing](const httplib::Request& req, httplib::Response& res) {
+        const httplib::Server::HandlerResponse handled = framing(req, res);
+        if (handled == httplib::Server::HandlerResponse::Handled) ++s.errors;
+        return handled;
     });
     // A handler that throws answers 500 with a JSON body, and nothing of the exception's text.
     http.set_exception_handler([&s](const httplib::Request&, httplib::Response& res, std::exception_ptr) {

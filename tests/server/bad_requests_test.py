@@ -596,6 +596,7 @@ class Framing(RawHttpCase):
                 ("Transfer-Encoding: gzip, chunked", b"Transfer-Encoding: gzip, chunked\r\n", 501),
                 ("Transfer-Encoding: identity", b"Transfer-Encoding: identity\r\n", 501)]:
             with self.subTest(what):
+                errors = metrics(SERVER)["powerhouse_request_errors_total"]
                 start = time.monotonic()
                 try:
                     r = exchange(SERVER, head + headers + b"\r\n" + body, "POST", timeout=10)  # no generation
@@ -603,6 +604,8 @@ class Framing(RawHttpCase):
                     self.fail(f"{what}: no answer ({e!r}) after {time.monotonic() - start:.1f} s")
                 err = self.assertApiError(r, status, what=what)
                 self.assertIn("Content-Length" if status == 411 else "chunked", err["message"], what)
+                # Refused before routing, and still counted in /metrics.
+                self.assertEqual(metrics(SERVER)["powerhouse_request_errors_total"], errors + 1, what)
 
     def test_bad_content_lengths_are_refused_at_once(self):
         # A length that is not a number: refused on reading the header (400), not after waiting
