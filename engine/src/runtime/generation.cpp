@@ -136,8 +136,8 @@ Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const
         if (policy == ContextOverflow::fail) {
             return make_error(ErrorCode::context_full,
                               fmt::format("the conversation is {} tokens long and {} more are kept for the answer, but "
-                                          "the context holds {}: start a new conversation, allow dropping the oldest "
-                                          "messages, or {}",
+                                          "the context holds {}: send fewer or shorter messages, ask for a shorter "
+                                          "answer, or {}",
                                           prompt->size(), reserve, n_ctx, longer_context_hint(model)));
         }
         if (kept.size() <= first + 1) {

@@ -397,6 +397,11 @@ TEST(Engine, AConversationTooLongForTheContext) {
     EXPECT_EQ(refused.error->error.code, ErrorCode::context_full);
     EXPECT_NE(refused.error->error.message.find("the context holds 160"), std::string::npos)
         << refused.error->error.message;
+    // What the caller can change: not "allow dropping the oldest messages", which an API client
+    // or `generate` has no way to ask for.
+    EXPECT_NE(refused.error->error.message.find("send fewer or shorter messages, ask for a shorter answer"),
+              std::string::npos)
+        << refused.error->error.message;
 
     GenerateCommand drop = ask(2, conversation, 16);
     drop.overflow = ContextOverflow::drop_oldest;
