@@ -69,7 +69,7 @@ int run_chat(ChatOptions options) {
         if (answer.quit) return ChatReply::quit_chat();
         if (answer.error) {
             report_error(*answer.error);
-            return ChatReply::taken_back();  // the message that could not be answered is taken back
+            return ChatReply::failed_turn();  // the message that could not be answered is taken back
         }
         const GenerationStats& stats = answer.done->stats;
         std::putchar('\n');

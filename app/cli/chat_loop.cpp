@@ -38,6 +38,7 @@ int run_chat_loop(const std::string& system, bool interactive, const ChatAnswere
     const size_t first_turn = messages.size();
     std::string line;
     uint64_t turn = 0;
+    bool failed = false;
     for (;;) {
         if (interactive) std::fputs("\n> ", stdout);
         std::fflush(stdout);
@@ -54,6 +55,7 @@ int run_chat_loop(const std::string& system, bool interactive, const ChatAnswere
 
         ChatReply reply = answer(messages, turn);
         if (reply.quit) return 130;
+        failed = failed || reply.failed;
         if (reply.dropped_messages > 0) {
             messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(first_turn),
                            messages.begin() + static_cast<std::ptrdiff_t>(first_turn + reply.dropped_messages));
@@ -64,7 +66,7 @@ int run_chat_loop(const std::string& system, bool interactive, const ChatAnswere
             messages.pop_back();  // the user's message that got no answer: the turn is taken back
         }
     }
-    return 0;
+    return failed && !interactive ? 1 : 0;
 }
 
 }  // namespace powerhouse::cli

@@ -32,9 +32,12 @@ struct ChatReply {
     uint32_t dropped_messages = 0;
     // A second Ctrl+C: the chat ends at once, with exit status 130.
     bool quit = false;
+    // The turn failed with an error (reported already); it is taken back.
+    bool failed = false;
 
     static ChatReply answered(std::string text, uint32_t dropped = 0) { return {std::move(text), dropped, false}; }
     static ChatReply taken_back() { return {std::nullopt, 0, false}; }
+    static ChatReply failed_turn() { return {std::nullopt, 0, false, true}; }
     static ChatReply quit_chat() { return {std::nullopt, 0, true}; }
 };
 
@@ -58,7 +61,8 @@ private:
 using ChatAnswerer = std::function<ChatReply(const std::vector<ChatMessage>& messages, uint64_t turn)>;
 
 // Runs the chat until it ends; `system` (when not empty) opens every conversation. Returns
-// the exit status: 0, or 130 when an answer asked to quit.
+// the exit status: 0, 130 when an answer asked to quit, or 1 when the chat was not
+// interactive (its lines piped in) and a turn failed, so that a script sees the failure.
 int run_chat_loop(const std::string& system, bool interactive, const ChatAnswerer& answer);
 
 }  // namespace powerhouse::cli

@@ -210,7 +210,7 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
         if (InterruptGuard::presses() > 1) return ChatReply::quit_chat();  // a second Ctrl+C: quit
         if (!result) {
             report_error(result.error());
-            return ChatReply::taken_back();  // the message that could not be answered is taken back
+            return ChatReply::failed_turn();  // the message that could not be answered is taken back
         }
         std::putchar('\n');
         std::fflush(stdout);

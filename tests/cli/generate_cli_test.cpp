@@ -206,6 +206,8 @@ TEST(CliChat, ASystemPromptTooLongIsNamed) {
     EXPECT_NE(run.err.find("the system prompt and the last message alone make a prompt of"), std::string::npos)
         << run.err;
     EXPECT_NE(run.err.find("shorten them"), std::string::npos) << run.err;
+    // Its lines piped in, a chat with a failed turn ends with status 1: a script sees it.
+    EXPECT_EQ(run.status, 1) << run.err;
 }
 
 }  // namespace
