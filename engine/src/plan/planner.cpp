@@ -477,7 +477,9 @@ Result<std::vector<DeviceDesc>> parse_device_spec(const std::string& spec) {
         }
         if (!ok) {
             return make_error(ErrorCode::invalid_argument,
-                              fmt::format("device \"{}\" is not NAME:GiB (for example \"RTX 4090:24;A100:80\")", item));
+                              fmt::format("device \"{}\" is not NAME:GiB, with GiB a size above 0 (for example "
+                                          "\"RTX 4090:24;A100:80\")",
+                                          item));
         }
         DeviceDesc d;
         d.name = item.substr(0, colon);

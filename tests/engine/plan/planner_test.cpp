@@ -313,6 +313,11 @@ TEST(Planner, BadOptionsAreExplained) {
     EXPECT_EQ(parse_split_mode("auto").value(), SplitMode::automatic);
     EXPECT_FALSE(parse_device_spec("RTX 4090"));
     EXPECT_FALSE(parse_device_spec("RTX 4090:-3"));
+    for (const char* zero : {"RTX 4090:0", "x:-1"}) {  // the size is what is wrong: say so
+        const Result<std::vector<DeviceDesc>> refused = parse_device_spec(zero);
+        ASSERT_FALSE(refused) << zero;
+        EXPECT_NE(refused.error().message.find("GiB a size above 0"), std::string::npos) << refused.error().message;
+    }
     Result<std::vector<DeviceDesc>> spec = parse_device_spec("RTX 4090:24;A100:80");
     ASSERT_TRUE(spec);
     EXPECT_EQ(spec->at(1).total_bytes, 80 * kGiB);
