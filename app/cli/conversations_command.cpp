@@ -6,9 +6,11 @@
 // writes JSON (the format that import reads back: "powerhouse.conversations" version 1) or
 // Markdown, of the conversations named by --id or all of them, to standard output or to
 // FILE; import adds the conversations of a JSON file (ours, or an OpenAI-style message list)
-// as new ones, all or nothing. DIR is the app's data folder, by default the one the app uses:
-// ${XDG_DATA_HOME:-~/.local/share}/powerhouse, holding powerhouse.db. The app may be running:
-// the store is safe for several processes.
+// as new ones, all or nothing: the file is checked before the store is opened, and a database
+// that did not exist is made under a temporary name and renamed when the import is stored, so
+// a failed import leaves no file (nor folder) behind and never removes one. DIR is the app's
+// data folder, by default the one the app uses: ${XDG_DATA_HOME:-~/.local/share}/powerhouse,
+// holding powerhouse.db. The app may be running: the store is safe for several processes.
 //
 // -o FILE is written beside itself under a temporary name and renamed when complete, so a
 // failed export leaves no half-written file (and an existing FILE stays as it was); a device
@@ -160,6 +162,12 @@ Result<std::string> read_import_file(const std::string& name) {
     return text;
 }
 
+void report_imported(const store::ImportReport& report, const fs::path& db) {
+    std::printf("Imported %d conversation%s (%d message%s) into %s\n", report.conversations,
+                report.conversations == 1 ? "" : "s", report.messages, report.messages == 1 ? "" : "s",
+                db.string().c_str());
+}
+
 int run_export(const ExportCliOptions& options) {
     const fs::path db = database_path(options.data_dir);
     // Exporting from a folder with no data is a mistake worth naming; opening would create it.
@@ -198,17 +206,107 @@ int run_export(const ExportCliOptions& options) {
     return 0;
 }
 
+// Removes `path` and the files SQLite keeps beside it, ignoring those that are not there.
+void remove_database_files(const fs::path& path) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+        fs::path file = path;
+        file += suffix;
+        ::unlink(file.c_str());
+    }
+}
+
+// Gives `from` the name `to` unless `to` exists: false with errno EEXIST when it does.
+bool rename_no_replace(const fs::path& from, const fs::path& to) {
+    if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+    if (errno != EINVAL && errno != ENOSYS) return false;
+    // A file system without RENAME_NOREPLACE: a hard link fails in the same way.
+    if (::link(from.c_str(), to.c_str()) != 0) return false;
+    ::unlink(from.c_str());
+    return true;
+}
+
+// What import_into_new_database did.
+enum class NewDatabase { made, exists_now, failed };
+
+// Stores `records` in a database that does not exist yet: made under a temporary name beside
+// `db`, closed, and given its name only once the import is stored. A failed import leaves no
+// file behind, and a database that another process (the app) makes meanwhile is neither
+// replaced nor removed: then `exists_now`, and the caller imports into that one.
+NewDatabase import_into_new_database(const fs::path& db, const std::vector<store::ConversationRecord>& records,
+                                     Result<store::ImportReport>& report) {
+    fs::path temporary = db;
+    temporary += fmt::format(".import-{}", ::getpid());
+    remove_database_files(temporary);  // left by a process of ours with this id that was killed
+    // Errors name the file asked for: the temporary name is ours, not the user's.
+    const auto named = [&](Error error) {
+        for (size_t at; (at = error.message.find(temporary.string())) != std::string::npos;) {
+            error.message.replace(at, temporary.string().size(), db.string());
+        }
+        return error;
+    };
+    {
+        Result<store::Store> s = store::Store::open(temporary);
+        if (s) {
+            report = store::import_records(*s, records);
+        } else {
+            report = std::move(s).error();
+        }
+    }  // closed: SQLite folds its write-ahead log into the file and removes it
+    if (!report) {
+        report = named(std::move(report).error());
+        remove_database_files(temporary);
+        return NewDatabase::failed;
+    }
+    if (!rename_no_replace(temporary, db)) {
+        const int error = errno;
+        remove_database_files(temporary);
+        if (error == EEXIST) return NewDatabase::exists_now;
+        report = os_error("create", db, error);
+        return NewDatabase::failed;
+    }
+    remove_database_files(temporary);  // a -shm that SQLite kept, if any
+    return NewDatabase::made;
+}
+
 int run_import(const ImportCliOptions& options) {
     Result<std::string> text = read_import_file(options.file);
     if (!text) return report_error(make_error(text.error().code, options.file + ": " + text.error().message));
+    // Everything is checked before the store is opened, which would make it.
+    Result<std::vector<store::ConversationRecord>> records = store::read_import(*text);
+    if (!records) return report_error(make_error(records.error().code, options.file + ": " + records.error().message));
     const fs::path db = database_path(options.data_dir);
+
+    Result<store::ImportReport> report = make_error(ErrorCode::io, "not imported");
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(db, ec))) {
+        // The folders that import makes for a new database, removed again if it fails.
+        std::vector<fs::path> made;
+        for (fs::path dir = db.parent_path(); !dir.empty() && !fs::exists(fs::symlink_status(dir, ec));
+             dir = dir.parent_path()) {
+            made.push_back(dir);
+            if (dir == dir.parent_path()) break;
+        }
+        fs::create_directories(db.parent_path(), ec);
+        if (ec) {
+            for (const fs::path& dir : made) fs::remove(dir, ec);
+            return report_error(make_error(ErrorCode::io, fmt::format("cannot create the data folder {}: {}",
+                                                                      db.parent_path().string(), ec.message())));
+        }
+        const NewDatabase outcome = import_into_new_database(db, *records, report);
+        if (outcome == NewDatabase::failed) {
+            for (const fs::path& dir : made) fs::remove(dir, ec);  // only empty ones go
+            return report_error(make_error(report.error().code, options.file + ": " + report.error().message));
+        }
+        if (outcome == NewDatabase::made) {
+            report_imported(*report, db);
+            return 0;
+        }
+    }
     Result<store::Store> s = store::Store::open(db);
     if (!s) return report_error(s.error());
-    Result<store::ImportReport> report = store::import_json(*s, *text);
+    report = store::import_records(*s, *records);
     if (!report) return report_error(make_error(report.error().code, options.file + ": " + report.error().message));
-    std::printf("Imported %d conversation%s (%d message%s) into %s\n", report->conversations,
-                report->conversations == 1 ? "" : "s", report->messages, report->messages == 1 ? "" : "s",
-                db.string().c_str());
+    report_imported(*report, db);
     return 0;
 }
 

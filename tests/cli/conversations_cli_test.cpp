@@ -202,6 +202,46 @@ TEST_F(CliConversations, RefusalsNameThePlaceAndChangeNothing) {
     EXPECT_EQ(run_cli("conversations import" + data()).status, 2);
 }
 
+// An import refused into a data folder without a database leaves no database (and no folder)
+// behind, and one refused into an existing database leaves that database where it was.
+TEST_F(CliConversations, AFailedImportLeavesNoFileBehind) {
+    test::write_file(dir_ / "robot.json", R"([{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}])");
+    test::write_file(dir_ / "broken.json", "{\"format\": ");
+
+    // The folder does not exist: neither it nor the database appears.
+    CliRun run = run_cli("conversations import " + quoted(dir_ / "broken.json") + " --data-dir " +
+                         quoted(dir_ / "new" / "data"));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("not valid JSON"), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(dir_ / "new"));
+
+    // The folder exists, empty: it stays empty.
+    fs::create_directories(dir_ / "empty");
+    run = run_cli("conversations import " + quoted(dir_ / "robot.json") + " --data-dir " + quoted(dir_ / "empty"));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_NE(run.err.find("[1].role"), std::string::npos) << run.err;
+    EXPECT_EQ(files_in(dir_ / "empty"), 0u);
+    // ... and the export that follows says there is nothing, rather than finding an empty file.
+    run = run_cli("conversations export --data-dir " + quoted(dir_ / "empty"));
+    EXPECT_NE(run.err.find("powerhouse.db does not exist"), std::string::npos) << run.err;
+
+    // A database that existed stays, with what it held, and nothing is made beside it.
+    import_fixture();
+    const size_t files = files_in(dir_ / "data");
+    run = run_cli("conversations import " + quoted(dir_ / "robot.json") + data());
+    EXPECT_EQ(run.status, 1);
+    EXPECT_EQ(files_in(dir_ / "data"), files);
+    run = run_cli("conversations export" + data());
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out)["conversations"].size(), 2u);
+
+    // A successful import into a new folder leaves the database alone, no temporary file.
+    run = run_cli("conversations import " + quoted(dir_ / "in.json") + " --data-dir " + quoted(dir_ / "fresh" / "d"));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(files_in(dir_ / "fresh" / "d"), 1u);
+    EXPECT_TRUE(fs::exists(dir_ / "fresh" / "d" / "powerhouse.db"));
+}
+
 TEST_F(CliConversations, AFailedExportLeavesNoFileBehind) {
     import_fixture();
     // An unknown conversation: the file already there stays as it was.

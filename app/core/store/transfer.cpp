@@ -599,7 +599,7 @@ Result<void> check_import_size(uint64_t bytes, uint64_t max_bytes) {
                                                                size(bytes), size(max_bytes)));
 }
 
-Result<ImportReport> import_json(Store& store, std::string_view text, const ImportOptions& options) {
+Result<std::vector<ConversationRecord>> read_import(std::string_view text, const ImportOptions& options) {
     PH_TRY(check_import_size(text.size(), options.max_bytes));
     Json doc;
     try {
@@ -608,15 +608,23 @@ Result<ImportReport> import_json(Store& store, std::string_view text, const Impo
         return make_error(ErrorCode::format, "not valid JSON: " + parse_problem(e.what()));
     }
     const int64_t now = options.now_ms != 0 ? options.now_ms : clock_ms();
-    Result<std::vector<ConversationRecord>> records = read_document(doc, now);
-    if (!records) return std::move(records).error();
-    Result<std::vector<int64_t>> ids = store.insert_conversations(*records);
+    return read_document(doc, now);
+}
+
+Result<ImportReport> import_records(Store& store, const std::vector<ConversationRecord>& records) {
+    Result<std::vector<int64_t>> ids = store.insert_conversations(records);
     if (!ids) return std::move(ids).error();
     ImportReport report;
-    report.conversations = static_cast<int>(records->size());
-    for (const ConversationRecord& r : *records) report.messages += static_cast<int>(r.messages.size());
+    report.conversations = static_cast<int>(records.size());
+    for (const ConversationRecord& r : records) report.messages += static_cast<int>(r.messages.size());
     report.ids = std::move(ids).value();
     return report;
+}
+
+Result<ImportReport> import_json(Store& store, std::string_view text, const ImportOptions& options) {
+    Result<std::vector<ConversationRecord>> records = read_import(text, options);
+    if (!records) return std::move(records).error();
+    return import_records(store, *records);
 }
 
 }  // namespace powerhouse::store

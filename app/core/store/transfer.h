@@ -100,4 +100,10 @@ Result<void> check_import_size(uint64_t bytes, uint64_t max_bytes = kMaxImportBy
 
 Result<ImportReport> import_json(Store& store, std::string_view text, const ImportOptions& options = {});
 
+// import_json in two steps, for a caller that opens (and so creates) a store only for an
+// import that can succeed: read_import checks everything without a store, import_records
+// stores what it gave in one transaction.
+Result<std::vector<ConversationRecord>> read_import(std::string_view text, const ImportOptions& options = {});
+Result<ImportReport> import_records(Store& store, const std::vector<ConversationRecord>& records);
+
 }  // namespace powerhouse::store
