@@ -21,8 +21,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -217,21 +215,6 @@ int list_model_page(const library::HfRepo& repo, const library::DownloadOptions&
     return 2;
 }
 
-// Whether a downloaded file is a web page (a code host's page about the file, a login page)
-// rather than the file: its first bytes, after white space, open an HTML document.
-bool is_web_page(const fs::path& file) {
-    std::FILE* in = std::fopen(file.c_str(), "rb");
-    if (in == nullptr) return false;
-    char head[256];
-    const size_t n = std::fread(head, 1, sizeof(head), in);
-    std::fclose(in);
-    std::string text(head, n);
-    if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte order mark
-    text.erase(0, std::min(text.find_first_not_of(" \t\r\n"), text.size()));
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text.rfind("<!doctype html", 0) == 0 || text.rfind("<html", 0) == 0;
-}
-
 // One file into `folder`. Returns the process status.
 int pull_one(const std::string& url, const fs::path& folder, library::DownloadOptions options, bool on_hugging_face) {
     Result<library::RemoteFile> remote = library::probe_remote_file(url, options);
@@ -246,15 +229,9 @@ int pull_one(const std::string& url, const fs::path& folder, library::DownloadOp
     const std::string expected =
         !options.expected_sha256.empty() ? options.expected_sha256 : remote->sha256.value_or("");
 
-    std::error_code error;
-    if (fs::exists(target, error)) {
-        if (!fs::is_regular_file(target, error)) {
-            return report_error(make_error(
-                ErrorCode::invalid_argument,
-                fmt::format("{} already exists and is {}, not the model file: move it away or choose another folder "
-                            "with -o",
-                            target.string(), fs::is_directory(target, error) ? "a folder" : "not a regular file")));
-        }
+    Result<bool> exists = library::target_file_exists(target);
+    if (!exists) return report_error(exists.error());
+    if (*exists) {
         if (expected.empty()) {
             std::printf("%s already exists; not downloaded again (no sha256 to check it against)\n", target.c_str());
             return 0;
@@ -286,15 +263,6 @@ int pull_one(const std::string& url, const fs::path& folder, library::DownloadOp
     Result<library::DownloadResult> result = library::download_file(url, target, options);
     printer.finish();
     if (!result) return report_download_error(result.error(), on_hugging_face, url, options);
-    if (!result->verified && is_web_page(target)) {
-        std::error_code removed;
-        fs::remove(target, removed);
-        return report_error(make_error(
-            ErrorCode::invalid_argument,
-            fmt::format("{} answered with a web page, not the file (nothing kept): give the file's download link "
-                        "(on Hugging Face .../resolve/..., on GitHub .../raw/...)",
-                        url)));
-    }
     if (result->verified) {
         std::printf("saved %s (%s), sha256 %s verified (%s)\n", target.c_str(), format_bytes(result->size).c_str(),
                     result->sha256.c_str(), library::hash_source_name(result->hash_source));

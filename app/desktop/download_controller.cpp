@@ -239,8 +239,11 @@ int DownloadController::add(const QUrl& url, const std::string& sha256) {
                            "or a Hugging Face model page to choose one");
         } else {
             j->target = fs::path(m_library.toStdString()) / file.toStdString();
-            std::error_code ec;
-            if (fs::exists(j->target, ec)) {
+            const powerhouse::Result<bool> exists = lib::target_file_exists(j->target);
+            if (!exists) {
+                j->state = State::Failed;
+                j->status = QString::fromStdString(exists.error().message);
+            } else if (*exists) {
                 j->state = State::Done;
                 j->status = tr("Already in the library");
                 j->progress = 1;

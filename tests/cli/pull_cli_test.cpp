@@ -94,7 +94,7 @@ TEST_F(CliPull, AFolderUnderTheFileNameIsAnError) {
         const test::CliRun run = run_cli("pull " + server_->url(path) + " -o " + quoted(dir_.path()));
         EXPECT_EQ(run.status, 1) << path << ": " << run.out;
         EXPECT_NE(run.err.find(name + " already exists and is a folder"), std::string::npos) << run.err;
-        EXPECT_NE(run.err.find("choose another folder with -o"), std::string::npos) << run.err;
+        EXPECT_NE(run.err.find("move it away or download into another folder"), std::string::npos) << run.err;
         EXPECT_TRUE(fs::is_directory(dir_ / name));
     }
 }

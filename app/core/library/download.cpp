@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <deque>
 #include <vector>
@@ -60,7 +61,33 @@ fs::path part_info_path(const fs::path& target) {
     return fs::path(target.string() + ".part.json");
 }
 
+Result<bool> target_file_exists(const fs::path& target) {
+    std::error_code error;
+    const fs::file_status status = fs::status(target, error);
+    if (status.type() == fs::file_type::not_found) return false;
+    if (error) return make_error(ErrorCode::io, fmt::format("cannot look at {}: {}", target.string(), error.message()));
+    if (status.type() == fs::file_type::regular) return true;
+    return make_error(
+        ErrorCode::invalid_argument,
+        fmt::format("{} already exists and is {}, not a model file: move it away or download into "
+                    "another folder",
+                    target.string(), status.type() == fs::file_type::directory ? "a folder" : "not a regular file"));
+}
+
 namespace {
+
+// Whether the bytes at the start of `fd` open an HTML document (after a byte order mark
+// and white space): a code host's page about the file or a login page, not the file.
+bool opens_a_web_page(int fd) {
+    char head[256];
+    const ssize_t n = ::pread(fd, head, sizeof(head), 0);
+    if (n <= 0) return false;
+    std::string text(head, static_cast<size_t>(n));
+    if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+    text.erase(0, std::min(text.find_first_not_of(" \t\r\n"), text.size()));
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text.rfind("<!doctype html", 0) == 0 || text.rfind("<html", 0) == 0;
+}
 
 // If-Range needs a strong validator: a strong ETag, else Last-Modified.
 std::string validator_of(const ResponseHead& head) {
@@ -374,6 +401,16 @@ std::optional<Result<DownloadResult>> Download::finish() {
                 source == HashSource::caller ? "given" : fmt::format("from the server's {}", hash_source_name(source)),
                 actual)));
     }
+    if (expected.empty() && opens_a_web_page(part_.fd())) {
+        // Nothing to check the bytes against, and they are a page about the file.
+        remove_quietly(part_path_);
+        remove_quietly(info_path_);
+        return Result<DownloadResult>(make_error(
+            ErrorCode::invalid_argument,
+            fmt::format("{} answered with a web page, not the file (nothing kept): give the file's download link "
+                        "(on Hugging Face .../resolve/..., on GitHub .../raw/...)",
+                        url_)));
+    }
     std::error_code error;
     fs::rename(part_path_, target_, error);
     if (error) {
@@ -529,6 +566,7 @@ Result<DownloadResult> download_file(const std::string& url, const fs::path& tar
     if (!fs::is_directory(folder, error)) {
         return make_error(ErrorCode::io, fmt::format("the folder {} does not exist", folder.string()));
     }
+    if (Result<bool> exists = target_file_exists(target); !exists) return std::move(exists).error();
     const detail::CurlGlobal curl;
     if (!curl.ok()) return make_error(ErrorCode::internal, "libcurl could not be initialised");
     Result<PartFile> part = PartFile::open_locked(part_path(target), target);

@@ -125,9 +125,14 @@ struct DownloadResult {
 
 // Downloads `url` (http or https) into `target`, whose folder must exist. An existing
 // file at `target` is replaced, atomically, only by a complete file that passed the
-// check (or, without an expected hash, a complete one).
+// check (or, without an expected hash, a complete one that is not a web page: a code
+// host's page about the file is refused and nothing is kept).
 Result<DownloadResult> download_file(const std::string& url, const std::filesystem::path& target,
                                      const DownloadOptions& options = {});
+
+// Whether a file is already at `target`. An error, naming what is there, when the name is
+// taken by something a download cannot replace: a folder, a device, a link to one.
+Result<bool> target_file_exists(const std::filesystem::path& target);
 
 // "<target>.part" and "<target>.part.json".
 std::filesystem::path part_path(const std::filesystem::path& target);

@@ -285,4 +285,24 @@ TEST_F(DownloadControllerTest, CancelDeletesThePartialFileAndBadLinksSayWhy) {
     EXPECT_TRUE(status(*d, 1).contains("404")) << status(*d, 1).toStdString();
 }
 
+// Both came back "done": a folder under the file's name read as "Already in the library",
+// and a code host's page about the file was kept as the model.
+TEST_F(DownloadControllerTest, AFolderUnderTheNameOrAWebPageForTheFileFailsSayingWhy) {
+    auto d = make();
+    std::filesystem::create_directory(library() / "taken.gguf");
+    d->add(QUrl(QString::fromStdString(server_.url("/org/repo/resolve/main/taken.gguf"))));
+    EXPECT_EQ(state(*d, 0), "failed");
+    EXPECT_TRUE(status(*d, 0).contains("taken.gguf already exists and is a folder")) << status(*d, 0).toStdString();
+
+    // Not on the Hub's endpoint (which would take it for a model page): the same server as
+    // "localhost", as a code host's page on another host is.
+    std::string page = server_.url("/blob/page.gguf?id=page");
+    page.replace(page.find("127.0.0.1"), 9, "localhost");
+    d->add(QUrl(QString::fromStdString(page)));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return state(*d, 1) == "failed"; }, 10000)) << status(*d, 1).toStdString();
+    EXPECT_TRUE(status(*d, 1).contains("answered with a web page, not the file")) << status(*d, 1).toStdString();
+    EXPECT_FALSE(std::filesystem::exists(library() / "page.gguf"));
+    EXPECT_FALSE(std::filesystem::exists(powerhouse::library::part_path(library() / "page.gguf")));
+}
+
 }  // namespace

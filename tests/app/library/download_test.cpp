@@ -528,6 +528,50 @@ TEST_F(Download, AnExistingTargetIsReplacedOnlyByAVerifiedFile) {
     EXPECT_EQ(test::read_file(target), *payload_);
 }
 
+// A code host's page about a file (GitHub's .../blob/... link) answers 200 with HTML. With
+// no hash to check, it was kept under the model's name, for the CLI and the desktop alike.
+TEST_F(Download, AWebPageAnsweredForTheFileIsRefusedAndNothingKept) {
+    const fs::path target = dir_ / "model-Q4_K_M.gguf";
+    const auto r = download_file(url("/blob/model-Q4_K_M.gguf"), target, fast());
+    ASSERT_FALSE(r) << "kept: " << test::read_file(target);
+    EXPECT_EQ(r.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(r.error().message.find("answered with a web page, not the file (nothing kept)"), std::string::npos)
+        << r.error().message;
+    EXPECT_TRUE(fs::is_empty(dir_.path()));
+    EXPECT_EQ(stats()["requests"], 1) << "refused, not retried";
+}
+
+// A folder under the file's name: the CLI took it for a finished download and the desktop
+// said "Already in the library". A download can never replace it, so it is refused at once.
+TEST_F(Download, ANameTakenByAFolderOrADeviceIsRefusedBeforeAnyTraffic) {
+    const fs::path target = dir_ / "model.gguf";
+    const auto missing = target_file_exists(target);
+    ASSERT_TRUE(missing) << missing.error().message;
+    EXPECT_FALSE(*missing);
+    test::write_file(target, "a model");
+    const auto present = target_file_exists(target);
+    ASSERT_TRUE(present) << present.error().message;
+    EXPECT_TRUE(*present);
+    fs::remove(target);
+    fs::create_directory(target);
+    const auto folder = target_file_exists(target);
+    ASSERT_FALSE(folder);
+    EXPECT_EQ(folder.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(folder.error().message.find(target.string() + " already exists and is a folder"), std::string::npos)
+        << folder.error().message;
+    const auto r = download_file(url("/hf"), target, fast());
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message, folder.error().message);
+    EXPECT_TRUE(fs::is_empty(target));
+    expect_no_leftovers(target);
+
+    const auto device = target_file_exists("/dev/null");
+    ASSERT_FALSE(device);
+    EXPECT_NE(device.error().message.find("/dev/null already exists and is not a regular file"), std::string::npos)
+        << device.error().message;
+    EXPECT_TRUE(stats().is_object() && stats()["requests"] == 0);
+}
+
 TEST_F(Download, ProbeNamesTheFileAndItsHash) {
     const auto named = probe_remote_file(url("/named"), fast());
     ASSERT_TRUE(named) << named.error().message;

@@ -135,13 +135,15 @@ class Handler(loopback_http.Handler):
                                {"Content-Type": "application/json"})
         if path.startswith("/api/models/"):
             return self.tree_listing(path)
-        if path.startswith("/blob/"):
-            return self.simple(200, b"\n<!DOCTYPE html>\n<html><body>a page about the file</body></html>\n",
-                               {"Content-Type": "text/html; charset=utf-8"})
 
         rng = parse_range(self.headers.get("Range"), state.size)
         if_range = self.headers.get("If-Range")
         k = state.begin(key, rng[0] if rng else None, if_range)
+
+        if path.startswith("/blob/"):
+            state.record(key, 200)
+            return self.simple(200, b"\n<!DOCTYPE html>\n<html><body>a page about the file</body></html>\n",
+                               {"Content-Type": "text/html; charset=utf-8"})
 
         if path == "/404":
             state.record(key, 404)
