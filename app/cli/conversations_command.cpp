@@ -14,12 +14,15 @@
 //
 // -o FILE is written beside itself under a temporary name and renamed when complete, so a
 // failed export leaves no half-written file (and an existing FILE stays as it was); a device
-// or a pipe (/dev/stdout, a FIFO) is written to directly, never replaced. Without
-// --format, a FILE ending in .md or .markdown gets Markdown, anything else JSON.
+// or a pipe (/dev/stdout, a FIFO) is written to directly, never replaced. The line saying
+// what was exported goes to standard output, or to standard error when FILE is standard
+// output itself (so that it never lands in the data). Without --format, a FILE ending in
+// .md or .markdown gets Markdown, anything else JSON.
 //
 // The GPU machine's profile has no SQLite (no powerhouse_core): there the command says so.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -137,6 +140,14 @@ Result<void> write_atomically(const fs::path& path, const std::string& text) {
     return {};
 }
 
+// Whether `path` is the file that standard output writes to (the same inode).
+bool is_standard_output(const fs::path& path) {
+    struct stat out {};
+    struct stat named {};
+    if (::fstat(STDOUT_FILENO, &out) != 0 || ::stat(path.c_str(), &named) != 0) return false;
+    return out.st_dev == named.st_dev && out.st_ino == named.st_ino;
+}
+
 // The whole file ("-": standard input), refused as soon as it is larger than import takes.
 Result<std::string> read_import_file(const std::string& name) {
     if (name != "-") {
@@ -196,13 +207,17 @@ int run_export(const ExportCliOptions& options) {
         }
         return 0;
     }
+    // The line that says what was written goes where the data does not: to standard error
+    // when FILE is standard output itself (/dev/stdout, /proc/self/fd/1, the file that
+    // standard output is redirected to), decided before the file is replaced.
+    std::FILE* status = is_standard_output(options.output) ? stderr : stdout;
     if (Result<void> written = write_atomically(options.output, *text); !written) return report_error(written.error());
     size_t count = options.ids.size();
     if (count == 0) {
         Result<std::vector<store::Conversation>> all = s->conversations();
         count = all ? all->size() : 0;
     }
-    std::printf("Exported %zu conversation%s to %s\n", count, count == 1 ? "" : "s", options.output.c_str());
+    std::fprintf(status, "Exported %zu conversation%s to %s\n", count, count == 1 ? "" : "s", options.output.c_str());
     return 0;
 }
 

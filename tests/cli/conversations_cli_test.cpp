@@ -120,6 +120,29 @@ TEST_F(CliConversations, ImportThenExportGivesTheSameFile) {
     EXPECT_EQ(without_time(nlohmann::json::parse(copies.out)), without_time(nlohmann::json::parse(kExport)));
 }
 
+// -o naming standard output itself: the data alone on standard output, the line that says
+// what was exported on standard error.
+TEST_F(CliConversations, ExportToStandardOutputByNameKeepsTheStatusOutOfTheData) {
+    import_fixture();
+    for (const std::string name : {"/dev/stdout", "/proc/self/fd/1"}) {
+        const CliRun run = run_cli("conversations export -o " + name + data());
+        ASSERT_EQ(run.status, 0) << name << ": " << run.err;
+        const auto doc = nlohmann::json::parse(run.out, nullptr, false);
+        ASSERT_FALSE(doc.is_discarded()) << name << ": standard output is not the JSON alone:\n" << run.out;
+        EXPECT_EQ(without_time(doc), without_time(nlohmann::json::parse(kExport))) << name;
+        EXPECT_EQ(run.err, "Exported 2 conversations to " + name + "\n") << name;
+    }
+    // "-" is standard output too, and says nothing else at all.
+    const CliRun dash = run_cli("conversations export -o -" + data());
+    ASSERT_EQ(dash.status, 0) << dash.err;
+    EXPECT_EQ(nlohmann::json::parse(dash.out)["conversations"].size(), 2u);
+    EXPECT_TRUE(dash.err.empty()) << dash.err;
+    // Another device keeps the line on standard output.
+    const CliRun null = run_cli("conversations export -o /dev/null" + data());
+    ASSERT_EQ(null.status, 0) << null.err;
+    EXPECT_EQ(null.out, "Exported 2 conversations to /dev/null\n");
+}
+
 TEST_F(CliConversations, MarkdownByFlagOrByExtension) {
     import_fixture();
     const CliRun run = run_cli("conversations export --format md --utc --id 2" + data());
