@@ -240,14 +240,14 @@ void ChatController::selectConversation(qint64 id) {
     emit generatingChanged();
 }
 
-void ChatController::send(const QString& text) {
+bool ChatController::send(const QString& text) {
     const QString trimmed = text.trimmed();
-    if (trimmed.isEmpty() || generating()) return;
+    if (trimmed.isEmpty() || generating()) return false;
     if (m_modelState != ModelState::Ready) {
-        if (m_recovery == Recovery::Failed) return;  // the banner says why, and what to do
+        if (m_recovery == Recovery::Failed) return false;  // the banner says why, and what to do
         showError(m_modelState == ModelState::Loading ? tr("The model is still loading; send again when it is ready.")
                                                            : tr("No model is loaded: add one on the Models page."));
-        return;
+        return false;
     }
     if (m_current == 0) {
         // The first words of the first message name the conversation.
@@ -260,16 +260,16 @@ void ChatController::send(const QString& text) {
             if (auto set = store.set_conversation_settings(made->id, prompt, json); !set) return set.error();
             return made;
         });
-        if (!check(created)) return;
+        if (!check(created)) return false;
         m_current = created->id;
         m_currentTitle = title;
         m_messages.setMessages({});
         emit currentConversationChanged();
     }
-    startAnswer(trimmed);
+    return startAnswer(trimmed);
 }
 
-void ChatController::startAnswer(const QString& userText) {
+bool ChatController::startAnswer(const QString& userText) {
     // One job on the writer: the user's message (stored before anything is generated: a
     // crash never loses what the user wrote), the conversation as stored after every write
     // before it, and the answer's message to stream into.
@@ -297,7 +297,7 @@ void ChatController::startAnswer(const QString& userText) {
         s.answer = std::move(answer).value();
         return s;
     });
-    if (!check(started)) return;
+    if (!check(started)) return false;
     if (started->user) {
         m_messages.append(std::move(*started->user));
         m_conversations.reload();
@@ -325,6 +325,7 @@ void ChatController::startAnswer(const QString& userText) {
     if (!m_saveTimer.isActive()) m_saveTimer.start();
     emit generatingChanged();
     if (m_answerStarted) m_answerStarted(request);
+    return true;
 }
 
 qint64 ChatController::conversationOf(quint64 request) const {

@@ -138,7 +138,10 @@ public:
 
     Q_INVOKABLE void newConversation();
     Q_INVOKABLE void selectConversation(qint64 id);
-    Q_INVOKABLE void send(const QString& text);
+    // Starts the answer to `text` in the open conversation (a new one if none is open).
+    // False when it could not (nothing to send, an answer already running, no model ready,
+    // a failed save: the reason is shown), so that the composer keeps the words.
+    Q_INVOKABLE bool send(const QString& text);
     Q_INVOKABLE void stop();
     Q_INVOKABLE void regenerate();
     Q_INVOKABLE void editAndResend(qint64 messageId, const QString& text);
@@ -184,7 +187,8 @@ private:
     std::function<void(quint64, powerhouse::store::MessageStats&)> m_answerFinished;
     // Starts the answer to the open conversation as stored (its last message is the user's),
     // after storing `userText` as its new last message if it is not empty.
-    void startAnswer(const QString& userText = {});
+    // False, with the reason shown, if it could not be started.
+    bool startAnswer(const QString& userText = {});
     void onTokens(quint64 request, const QString& text);
     void onFinished(quint64 request, const QString& text, const QVariantMap& stats);
     void onFailed(quint64 request, const QString& message);

@@ -14,8 +14,9 @@ Rectangle {
     function send() {
         if (input.text.trim().length === 0 || root.controller.generating || root.blockedReason.length > 0)
             return
-        root.controller.send(input.text)
-        input.text = ""
+        // Refused (no model yet, still loading, a failed save): the words stay to send again.
+        if (root.controller.send(input.text))
+            input.text = ""
     }
 
     function forceActiveFocus() {

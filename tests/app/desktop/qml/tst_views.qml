@@ -124,6 +124,8 @@ Item {
             compare(input.text, "hi\n")
             keyClick(Qt.Key_Return)
             verify(testController.errorText.indexOf("No model is loaded") >= 0, testController.errorText)
+            // Not sent: the words stay in the composer, to send once a model is ready.
+            compare(input.text, "hi\n")
             const error = findChild(chat, "errorText")
             verify(error.visible)
             compare(error.text, testController.errorText)
