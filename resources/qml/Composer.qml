@@ -63,7 +63,10 @@ Rectangle {
                     focus: true
                     Accessible.name: "Message"
                     background: null
-                    Keys.onReturnPressed: event => {
+                    // Enter sends from the main keys and the keypad alike.
+                    Keys.onReturnPressed: event => enterPressed(event)
+                    Keys.onEnterPressed: event => enterPressed(event)
+                    function enterPressed(event) {
                         if (event.modifiers & Qt.ShiftModifier) {
                             event.accepted = false
                             return

@@ -115,7 +115,10 @@ Item {
                 visible: root.editing
                 wrapMode: TextEdit.Wrap
                 Accessible.name: "Edit message"
-                Keys.onReturnPressed: event => {
+                // Enter resends from the main keys and the keypad alike.
+                Keys.onReturnPressed: event => enterPressed(event)
+                Keys.onEnterPressed: event => enterPressed(event)
+                function enterPressed(event) {
                     if (event.modifiers & Qt.ShiftModifier) {
                         event.accepted = false
                         return

@@ -133,6 +133,26 @@ Item {
             verify(!error.visible)
         }
 
+        function test_the_keypad_enter_sends_and_resends_too() {
+            const chat = createTemporaryObject(chatViewComponent, root)
+            chat.focusComposer()
+            const input = findChild(chat, "composerInput")
+            input.text = "hi"
+            input.cursorPosition = 2
+            keyClick(Qt.Key_Enter, Qt.KeypadModifier)
+            compare(input.text, "hi", "no line is added")
+            verify(testController.errorText.indexOf("No model is loaded") >= 0, testController.errorText)
+            testController.dismissError()
+            // Editing a message of one's own: the keypad's Enter resends it.
+            const message = createTemporaryObject(messageComponent, root, {role: "user", content: "hello"})
+            mouseClick(findChild(message, "editButton"))
+            const editor = findChild(message, "editor")
+            tryVerify(() => editor.visible && editor.activeFocus)
+            keyClick(Qt.Key_Enter, Qt.KeypadModifier)
+            verify(!message.editing, "the editor closes on resend")
+            compare(editor.text, "hello")
+        }
+
         function test_conversation_settings_are_kept_for_the_new_chat() {
             const chat = createTemporaryObject(chatViewComponent, root)
             chat.openConversationSettings()
