@@ -333,29 +333,70 @@ std::string status_text(long status) {
     return phrase != nullptr ? fmt::format("HTTP {} ({})", status, phrase) : fmt::format("HTTP {}", status);
 }
 
+// The length of the well-formed UTF-8 character at the start of `text` (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF), or 0 when it starts with none.
+size_t utf8_character(std::string_view text, char32_t& code) {
+    const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+    const unsigned char lead = byte(0);
+    size_t length = 0;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        length = 2;
+        code = lead & 0x1F;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        length = 3;
+        code = lead & 0x0F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        length = 4;
+        code = lead & 0x07;
+    } else {
+        return 0;
+    }
+    if (text.size() < length) return 0;
+    for (size_t i = 1; i < length; ++i) {
+        if ((byte(i) & 0xC0) != 0x80) return 0;
+        code = (code << 6) | (byte(i) & 0x3F);
+    }
+    const char32_t least = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+    if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+    return length;
+}
+
 std::string printable(std::string_view text, size_t limit) {
     std::string out;
     size_t i = 0;
-    for (; i < text.size() && out.size() < limit; ++i) {
+    while (i < text.size() && out.size() < limit) {
         const unsigned char c = static_cast<unsigned char>(text[i]);
-        if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\r') {
-            out += "\\r";
-        } else if (c == '\t') {
-            out += ' ';
-        } else if (c < 0x20 || c == 0x7f) {
+        if (c < 0x80) {
+            if (c == '\n') {
+                out += "\\n";
+            } else if (c == '\r') {
+                out += "\\r";
+            } else if (c == '\t') {
+                out += ' ';
+            } else if (c < 0x20 || c == 0x7f) {
+                out += fmt::format("\\x{:02x}", c);
+            } else {
+                out += static_cast<char>(c);
+            }
+            ++i;
+            continue;
+        }
+        // Text is kept as it is; a byte that starts no UTF-8 character (a binary body) is
+        // escaped, and so are the C1 controls (U+0080 to U+009F), which terminals obey.
+        char32_t code = 0;
+        const size_t length = utf8_character(text.substr(i), code);
+        if (length == 0) {
             out += fmt::format("\\x{:02x}", c);
+            ++i;
+        } else if (code <= 0x9F) {
+            out += fmt::format("\\u{:04x}", static_cast<uint32_t>(code));
+            i += length;
         } else {
-            out += static_cast<char>(c);
+            out.append(text.substr(i, length));
+            i += length;
         }
     }
-    if (i < text.size()) {
-        // Cut on a character boundary: drop continuation bytes and the lead byte they follow.
-        while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
-        if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
-        out += "...";
-    }
+    if (i < text.size()) out += "...";
     return out;
 }
 

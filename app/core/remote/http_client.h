@@ -72,8 +72,10 @@ std::string status_text(long status);
 // Truncated; `secret` (the API key) is blanked wherever the server echoed it.
 std::string server_message(std::string_view body, std::string_view secret);
 
-// A piece of untrusted text fit for a message: control characters escaped, at most
-// `limit` bytes (cut on a UTF-8 boundary, "..." added).
+// A piece of untrusted text fit for a message and a terminal: valid UTF-8 kept as it is
+// ("café"), control characters (C0, DEL and C1) and bytes that are not UTF-8 (a binary
+// body) escaped as \n, \xNN or \uNNNN; about `limit` bytes, cut between characters with
+// "..." added.
 std::string printable(std::string_view text, size_t limit = 200);
 
 }  // namespace powerhouse::remote::detail

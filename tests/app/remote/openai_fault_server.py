@@ -37,7 +37,8 @@ Scenarios (N, R: numbers in the name):
               echoes the key it was given (as some servers do)
   status-401, status-403, status-429 (Retry-After: 7), status-500 (an OpenAI error body),
   status-503 (a plain-text body), status-404 (vLLM's body for an unknown model),
-  status-400 (a context-length error)
+  status-400 (a context-length error), status-502 (a body of text and binary: "café", an
+  ANSI escape, bytes that are not UTF-8, a C1 control)
   nostreamopts  400 blaming stream_options when the request has it, else as ok
   replay-NAME   the bytes of <fixtures>/NAME.sse (a recorded exchange) as the stream
 
@@ -60,6 +61,9 @@ import loopback_http  # noqa: E402  (tests/app: the servers' shared plumbing)
 
 ANSWER_PIECES = ["Hello", ",", " wörld", "!", " Ünïcode", " ✓", " and", " more", "."]
 MODELS = ["test-model", "other-model"]
+# status-502's body: UTF-8 text, an ANSI colour, a lone continuation byte, 0xFF and 0xFE, an
+# overlong "/", a UTF-16 surrogate, a C1 control (CSI) and a character cut at the end.
+BINARY_BODY = b"caf\xc3\xa9 \x1b[31mred \x80\xff\xfe \xc0\xaf \xed\xa0\x80 \xc2\x9b2J end \xe2\x9c"
 
 
 def chunk(text, finish=None, model="test-model", role=False):
@@ -89,7 +93,7 @@ class Handler(loopback_http.Handler):
         self.wfile.write(body)
 
     def send_text(self, status, text, content_type="text/plain; charset=utf-8"):
-        body = text.encode()
+        body = text if isinstance(text, bytes) else text.encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -204,6 +208,8 @@ class Handler(loopback_http.Handler):
                                                   "type": "server_error", "param": None, "code": None}})
         if code == 503:
             return self.send_text(503, "upstream connect error or disconnect/reset before headers\n")
+        if code == 502:
+            return self.send_text(502, BINARY_BODY, "application/octet-stream")
         if code == 404:
             return self.send_json(404, {"object": "error", "message": "The model `missing-model` does not exist.",
                                         "type": "NotFoundError", "param": None, "code": 404})

@@ -346,6 +346,22 @@ TEST_F(RemoteEngineTest, HttpErrorsSayWhatToDo) {
     }
 }
 
+// An error body that is partly binary: its text stays readable, and every byte a terminal
+// could act on or could not show (controls, bytes that are not UTF-8) is escaped.
+TEST_F(RemoteEngineTest, AnErrorBodyThatIsNotTextIsShownEscaped) {
+    Result<std::vector<std::string>> listed = engine("status-502").list_models();
+    ASSERT_FALSE(listed.ok());
+    const std::string& message = listed.error().message;
+    EXPECT_NE(message.find("HTTP 502 (Bad Gateway): café \\x1b[31mred \\x80\\xff\\xfe \\xc0\\xaf "
+                           "\\xed\\xa0\\x80 \\u009b2J end \\xe2\\x9c"),
+              std::string::npos)
+        << message;
+    for (const char c : message) {
+        EXPECT_TRUE(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) << message;
+    }
+    EXPECT_NO_THROW((void)nlohmann::json(message).dump()) << "not valid UTF-8: " << message;
+}
+
 TEST_F(RemoteEngineTest, AnUnknownModelListsTheServersModels) {
     Result<ChatResult> result = engine("status-404").chat(request("missing-model"));
     ASSERT_FALSE(result.ok());

@@ -1,0 +1,64 @@
+// powerhouse-cli's remote engine commands (models, generate and chat --remote) against the
+// remote tests' fault-injecting server (tests/app/remote/openai_fault_server.py, 127.0.0.1
+// only): what a user sees on the terminal when a server misbehaves.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "http_test_server.h"
+#include "support/test_support.h"
+
+namespace powerhouse {
+namespace {
+
+using test::run_cli;
+
+class CliRemote : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        server_ =
+            new test::HttpTestServer(POWERHOUSE_REMOTE_TEST_DIR "/openai_fault_server.py",
+                                     std::vector<std::string>{"--fixtures", (test::data_dir() / "remote").string()});
+    }
+    static void TearDownTestSuite() { delete server_; }
+    void SetUp() override { ASSERT_TRUE(server_->running()) << "the fault server did not start"; }
+
+    static std::string url(const std::string& scenario) { return server_->url("/" + scenario + "/v1"); }
+
+    static test::HttpTestServer* server_;
+};
+
+test::HttpTestServer* CliRemote::server_ = nullptr;
+
+TEST_F(CliRemote, ModelsListsTheServersModels) {
+    const test::CliRun run = run_cli("models --remote " + url("ok"));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "test-model\nother-model\n");
+}
+
+// An error body that is partly binary reaches the terminal as text: "café" readable, the
+// ANSI escape and the bytes that are not UTF-8 written as \xNN, the C1 control as \u009b.
+TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {
+    const test::CliRun run = run_cli("models --remote " + url("status-502"));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_TRUE(run.out.empty()) << run.out;
+    EXPECT_NE(run.err.find("HTTP 502 (Bad Gateway): café \\x1b[31mred \\x80\\xff\\xfe \\xc0\\xaf \\xed\\xa0\\x80 "
+                           "\\u009b2J end \\xe2\\x9c"),
+              std::string::npos)
+        << run.err;
+    for (const char c : run.err) {
+        const auto byte = static_cast<unsigned char>(c);
+        EXPECT_TRUE(c == '\n' || (byte >= 0x20 && byte != 0x7f)) << "a control byte reached the terminal: " << run.err;
+    }
+    // Every byte at or above 0x80 left is part of "café".
+    std::string high;
+    for (const char c : run.err) {
+        if (static_cast<unsigned char>(c) >= 0x80) high += c;
+    }
+    EXPECT_EQ(high, "é") << run.err;
+}
+
+}  // namespace
+}  // namespace powerhouse
