@@ -63,6 +63,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
             o.status = line.status;
             o.content_type.clear();
             o.retry_after_seconds.reset();
+            o.location.clear();
             o.head_complete = false;
             break;
         case http::HeaderLine::Kind::end:
@@ -76,6 +77,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
                 o.content_type = std::move(type);
             } else if (iequals(line.name, "Retry-After")) {
                 o.retry_after_seconds = parse_retry_after(line.value);
+            } else if (iequals(line.name, "Location")) {
+                o.location = std::string(http::trim_space(line.value));
             }
             break;
         case http::HeaderLine::Kind::other:
@@ -285,6 +288,21 @@ Error transport_error(const HttpOutcome& o, const ConnectionOptions& options, st
 std::string status_text(long status) {
     const char* phrase = nullptr;
     switch (status) {
+        case 301:
+            phrase = "Moved Permanently";
+            break;
+        case 302:
+            phrase = "Found";
+            break;
+        case 303:
+            phrase = "See Other";
+            break;
+        case 307:
+            phrase = "Temporary Redirect";
+            break;
+        case 308:
+            phrase = "Permanent Redirect";
+            break;
         case 400:
             phrase = "Bad Request";
             break;

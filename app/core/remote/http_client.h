@@ -47,6 +47,7 @@ struct HttpOutcome {
     bool head_complete = false;  // the final response's headers were all read
     std::string content_type;    // lower case, parameters cut: "text/event-stream"
     std::optional<double> retry_after_seconds;
+    std::string location;    // a redirect's Location, as the server wrote it
     std::string error_body;  // the body of a non-2xx answer, at most 64 KiB
     uint64_t body_bytes = 0;
     double seconds = 0;  // from the start of the call to its end

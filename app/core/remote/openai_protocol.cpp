@@ -148,6 +148,16 @@ Result<ChunkDelta> parse_completion(std::string_view body) {
     return d;
 }
 
+Error redirect_error(long status, std::string_view location, std::string_view what) {
+    const std::string where = location.empty() ? std::string("elsewhere, without saying where")
+                                               : fmt::format("to {}", printable(location, 300));
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("{}: the server redirects {} ({}): give the URL it redirects to as the server's "
+                                  "URL (redirects are not followed, so that the API key and the prompts go only "
+                                  "to the server named)",
+                                  what, where, status_text(status)));
+}
+
 bool blames_stream_options(std::string_view body) {
     return body.find("stream_options") != std::string_view::npos;
 }

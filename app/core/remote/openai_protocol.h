@@ -44,6 +44,11 @@ Result<ChunkDelta> parse_completion(std::string_view body);
 Error http_error(long status, std::string_view body, std::optional<double> retry_after, std::string_view what,
                  std::string_view secret, const std::string& model, const std::vector<std::string>* models);
 
+// The Error for a redirect (3xx) to `location` (the Location header, maybe relative or
+// empty). Redirects are never followed: a POST would turn into a GET, and the API key and the
+// prompts would go to a host the user did not name; the message says where to point instead.
+Error redirect_error(long status, std::string_view location, std::string_view what);
+
 // Whether a 400's message blames stream_options (a server older than that field).
 bool blames_stream_options(std::string_view body);
 

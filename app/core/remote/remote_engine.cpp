@@ -54,6 +54,9 @@ bool succeeded(const detail::HttpOutcome& o) {
 // error, else the transport's.
 Error fetch_error(const Fetched& f, const ConnectionOptions& options, std::string_view what) {
     const detail::HttpOutcome& o = f.outcome;
+    if (o.stop == detail::Stop::none && o.head_complete && o.status >= 300 && o.status < 400) {
+        return detail::redirect_error(o.status, o.location, what);
+    }
     if (o.stop == detail::Stop::none && o.head_complete && (o.status < 200 || o.status >= 300)) {
         return detail::http_error(o.status, o.error_body, o.retry_after_seconds, what, options.api_key, "", nullptr);
     }
@@ -171,6 +174,9 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
         const bool answered = outcome.head_complete && outcome.status >= 200 && outcome.status < 300;
         if (!answered) {
             if (!outcome.head_complete || outcome.status == 0) return detail::transport_error(outcome, options_, what);
+            if (outcome.status >= 300 && outcome.status < 400) {
+                return detail::redirect_error(outcome.status, outcome.location, what);
+            }
             if (include_usage && (outcome.status == 400 || outcome.status == 422) &&
                 detail::blames_stream_options(outcome.error_body)) {
                 include_usage = false;  // an older server: ask again without the field

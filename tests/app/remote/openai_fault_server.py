@@ -39,6 +39,8 @@ Scenarios (N, R: numbers in the name):
   status-503 (a plain-text body), status-404 (vLLM's body for an unknown model),
   status-400 (a context-length error), status-502 (a body of text and binary: "café", an
   ANSI escape, bytes that are not UTF-8, a C1 control)
+  moved       308 to the same route under "ok" (/ok/v1/...), for models and chat: followed,
+              it would succeed
   nostreamopts  400 blaming stream_options when the request has it, else as ok
   replay-NAME   the bytes of <fixtures>/NAME.sse (a recorded exchange) as the stream
 
@@ -162,6 +164,8 @@ class Handler(loopback_http.Handler):
                 return self.refuse_key()
             if scenario.startswith("status-") and scenario != "status-404":  # 404: an unknown model's
                 return self.status(scenario)
+            if scenario == "moved":
+                return self.moved()
             return self.send_json(200, {"object": "list", "data": [
                 {"id": i, "object": "model", "created": 1700000000, "owned_by": "test"} for i in MODELS]})
         m = re.fullmatch(r"/([\w.-]+)/last", path)
@@ -197,6 +201,12 @@ class Handler(loopback_http.Handler):
         self.send_json(401, {"error": {"message": f"Incorrect API key provided: {given}.",
                                        "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
 
+    def moved(self):
+        self.send_response(308)
+        self.send_header("Location", "/ok/" + self.path.split("/", 2)[2])
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def status(self, scenario):
         code = int(scenario[len("status-"):])
         if code == 429:
@@ -231,6 +241,8 @@ class Handler(loopback_http.Handler):
         usage = isinstance(body, dict) and (body.get("stream_options") or {}).get("include_usage")
         if name == "status":
             return self.status(scenario)
+        if name == "moved":
+            return self.moved()
         if name == "key" and not self.key_ok(scenario):
             return self.refuse_key()
         if name == "silent":

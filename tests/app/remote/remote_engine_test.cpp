@@ -362,6 +362,22 @@ TEST_F(RemoteEngineTest, AnErrorBodyThatIsNotTextIsShownEscaped) {
     EXPECT_NO_THROW((void)nlohmann::json(message).dump()) << "not valid UTF-8: " << message;
 }
 
+// A redirect is not followed (the key and the prompt go only where the user said): the
+// error names where the server points instead.
+TEST_F(RemoteEngineTest, ARedirectIsNamedNotFollowed) {
+    Result<std::vector<std::string>> listed = engine("moved").list_models();
+    ASSERT_FALSE(listed.ok());
+    EXPECT_EQ(listed.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(listed.error().message.find("redirects to /ok/v1/models (HTTP 308 (Permanent Redirect)): give the URL "
+                                          "it redirects to"),
+              std::string::npos)
+        << listed.error().message;
+    Result<ChatResult> chat = engine("moved").chat(request());
+    ASSERT_FALSE(chat.ok());
+    EXPECT_NE(chat.error().message.find("redirects to /ok/v1/chat/completions"), std::string::npos)
+        << chat.error().message;
+}
+
 TEST_F(RemoteEngineTest, AnUnknownModelListsTheServersModels) {
     Result<ChatResult> result = engine("status-404").chat(request("missing-model"));
     ASSERT_FALSE(result.ok());
