@@ -240,15 +240,17 @@ void ChatController::selectConversation(qint64 id) {
     emit generatingChanged();
 }
 
+bool ChatController::readyToAnswer() {
+    if (m_modelState == ModelState::Ready) return true;
+    if (m_recovery == Recovery::Failed) return false;  // the banner says why, and what to do
+    showError(m_modelState == ModelState::Loading ? tr("The model is still loading; send again when it is ready.")
+                                                  : tr("No model is loaded: add one on the Models page."));
+    return false;
+}
+
 bool ChatController::send(const QString& text) {
     const QString trimmed = text.trimmed();
-    if (trimmed.isEmpty() || generating()) return false;
-    if (m_modelState != ModelState::Ready) {
-        if (m_recovery == Recovery::Failed) return false;  // the banner says why, and what to do
-        showError(m_modelState == ModelState::Loading ? tr("The model is still loading; send again when it is ready.")
-                                                           : tr("No model is loaded: add one on the Models page."));
-        return false;
-    }
+    if (trimmed.isEmpty() || generating() || !readyToAnswer()) return false;
     if (m_current == 0) {
         // The first words of the first message name the conversation.
         QString title = trimmed.section(QLatin1Char('\n'), 0, 0).left(60);
@@ -439,7 +441,8 @@ void ChatController::cancelRequest(const Answer& answer) {
 }
 
 void ChatController::regenerate() {
-    if (generating() || m_current == 0) return;
+    // Without a model to answer, the answer there is kept rather than replaced by an error.
+    if (generating() || m_current == 0 || !readyToAnswer()) return;
     // Drop the last answer (and anything after the last user message), then answer again.
     int lastUser = -1;
     for (int row = m_messages.rowCount() - 1; row >= 0; --row) {
@@ -456,18 +459,20 @@ void ChatController::regenerate() {
     startAnswer();
 }
 
-void ChatController::editAndResend(qint64 messageId, const QString& text) {
+bool ChatController::editAndResend(qint64 messageId, const QString& text) {
     const int row = m_messages.rowOf(messageId);
-    if (row < 0 || m_messages.at(row)->role != "user" || text.trimmed().isEmpty()) return;
+    if (row < 0 || m_messages.at(row)->role != "user" || text.trimmed().isEmpty()) return false;
+    // Checked before anything is deleted: send would refuse once the messages were gone.
+    if (!readyToAnswer()) return false;
     abandonAnswer(m_current);
     // The edited message replaces the original and everything after it.
     if (!check(writeNow([messageId](Store& store) -> powerhouse::Result<void> {
             if (auto after = store.delete_messages_after(messageId); !after) return after.error();
             return store.delete_message(messageId);
         })))
-        return;
+        return false;
     m_messages.removeFrom(row);
-    send(text);
+    return send(text);
 }
 
 void ChatController::deleteMessage(qint64 messageId) {

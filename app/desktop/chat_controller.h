@@ -144,7 +144,9 @@ public:
     Q_INVOKABLE bool send(const QString& text);
     Q_INVOKABLE void stop();
     Q_INVOKABLE void regenerate();
-    Q_INVOKABLE void editAndResend(qint64 messageId, const QString& text);
+    // Replaces a message of the user's, and all after it, with `text`, and answers it. False
+    // when it could not (no model ready: the reason is shown, and nothing is changed).
+    Q_INVOKABLE bool editAndResend(qint64 messageId, const QString& text);
     Q_INVOKABLE void deleteMessage(qint64 messageId);
     Q_INVOKABLE void renameConversation(qint64 id, const QString& title);
     Q_INVOKABLE void deleteConversation(qint64 id);
@@ -189,6 +191,8 @@ private:
     // after storing `userText` as its new last message if it is not empty.
     // False, with the reason shown, if it could not be started.
     bool startAnswer(const QString& userText = {});
+    // Whether a model can answer now; if not, shows why (once the banner does not say it).
+    bool readyToAnswer();
     void onTokens(quint64 request, const QString& text);
     void onFinished(quint64 request, const QString& text, const QVariantMap& stats);
     void onFailed(quint64 request, const QString& message);

@@ -123,8 +123,10 @@ Item {
                         event.accepted = false
                         return
                     }
+                    // Refused (no model ready: the chat says why), the edit stays open to send again.
                     root.editing = false
-                    root.controller.editAndResend(root.messageId, text)
+                    if (!root.controller.editAndResend(root.messageId, text))
+                        root.editing = true
                 }
                 Keys.onEscapePressed: root.editing = false
             }

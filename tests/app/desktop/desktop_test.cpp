@@ -535,6 +535,37 @@ TEST_F(ChatControllerTest, SendingWithoutAModelSaysWhatToDo) {
     EXPECT_EQ(controller_->conversations()->rowCount(), 0) << "nothing is stored";
 }
 
+// Regenerating and editing need a model as sending does: without one (none loaded yet, or
+// one still loading) the conversation stays as it was and the error says what to do; the
+// answer and the messages after the edited one are not deleted first.
+TEST_F(ChatControllerTest, RegenerateAndEditWithoutAModelKeepTheConversation) {
+    auto conversation = store_->create_conversation("Capitals");
+    ASSERT_TRUE(conversation);
+    ASSERT_TRUE(store_->add_message(conversation->id, "user", "What is the capital of France?"));
+    ASSERT_TRUE(store_->add_message(conversation->id, "assistant", "Paris."));
+    controller_->conversations()->reload();
+    controller_->selectConversation(conversation->id);
+    ASSERT_EQ(controller_->messages()->rowCount(), 2);
+    const auto before = stored();
+    ASSERT_EQ(before.size(), 2u);
+    const auto unchanged = [&](const char* after) {
+        ASSERT_TRUE(wait_idle());
+        const auto now = stored();
+        ASSERT_EQ(now.size(), 2u) << after;
+        EXPECT_EQ(now[0].content, "What is the capital of France?") << after;
+        EXPECT_EQ(now[1].id, before[1].id) << after;
+        EXPECT_EQ(now[1].content, "Paris.") << after;
+        EXPECT_EQ(controller_->messages()->rowCount(), 2) << after;
+        EXPECT_TRUE(controller_->errorText().contains("No model is loaded")) << controller_->errorText().toStdString();
+        controller_->dismissError();
+    };
+
+    controller_->regenerate();
+    unchanged("regenerate");
+    EXPECT_FALSE(controller_->editAndResend(before[0].id, "And of Germany?"));
+    unchanged("edit and resend");
+}
+
 TEST_F(ChatControllerTest, AnAnswerStreamsInAndIsStoredWithItsStatistics) {
     load();
     QSignalSpy streamed(controller_->messages(), &QAbstractItemModel::dataChanged);

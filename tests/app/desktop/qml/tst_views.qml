@@ -143,14 +143,18 @@ Item {
             compare(input.text, "hi", "no line is added")
             verify(testController.errorText.indexOf("No model is loaded") >= 0, testController.errorText)
             testController.dismissError()
-            // Editing a message of one's own: the keypad's Enter resends it.
+            // Editing a message of one's own: the keypad's Enter resends it (and adds no line).
             const message = createTemporaryObject(messageComponent, root, {role: "user", content: "hello"})
             mouseClick(findChild(message, "editButton"))
             const editor = findChild(message, "editor")
             tryVerify(() => editor.visible && editor.activeFocus)
+            editor.text = "hello there"
+            editor.cursorPosition = editor.length
             keyClick(Qt.Key_Enter, Qt.KeypadModifier)
-            verify(!message.editing, "the editor closes on resend")
-            compare(editor.text, "hello")
+            compare(editor.text, "hello there")
+            // Without a model it cannot be resent: the edit stays open, with its words.
+            verify(message.editing, "the refused edit stays open")
+            verify(editor.visible)
         }
 
         function test_conversation_settings_are_kept_for_the_new_chat() {
