@@ -178,6 +178,9 @@ void EngineClient::drain() {
             flushTokens();
             const QString message = QString::fromStdString(e->error.message);
             if (e->request_id == 0) {
+                // A load that the next load (or an unload) cancelled: that one reports for
+                // itself, and this is no failure to show.
+                if (e->error.code == powerhouse::ErrorCode::cancelled) continue;
                 emit loadFailed(message);
             } else {
                 // The policy stop: the engine sends no RecoveryEvent, only this error, and the

@@ -87,6 +87,7 @@ signals:
     void loadProgress(double fraction, const QString& stage);
     // summary: name, architecture, device, nCtx, weightBytes, kvCacheBytes, split, devices
     void loaded(const QVariantMap& summary);
+    // The last load failed; never sent for a load cancelled by the next load or unload.
     void loadFailed(const QString& message);
     void tokens(quint64 requestId, const QString& text);
     // stats: promptTokens, reusedTokens, generatedTokens, ttftMs, tokensPerSecond, stopReason,

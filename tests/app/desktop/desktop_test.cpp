@@ -566,6 +566,25 @@ TEST_F(ChatControllerTest, RegenerateAndEditWithoutAModelKeepTheConversation) {
     unchanged("edit and resend");
 }
 
+// Choosing a model again while one loads (the Models page, or applying the settings) cancels
+// the first load: that is no failure, and the model bar and the chat wait for the second.
+TEST_F(ChatControllerTest, ALoadReplacedByAnotherIsNoFailure) {
+    const QString model = QString::fromStdString(powerhouse::test::test_model_path().string());
+    QSignalSpy progress(engine_.get(), &EngineClient::loadProgress);
+    QSignalSpy failed(engine_.get(), &EngineClient::loadFailed);
+    QList<ChatController::ModelState> states;
+    QObject::connect(controller_.get(), &ChatController::modelChanged,
+                     [&] { states.append(controller_->modelState()); });
+    controller_->loadModel(model, model_options());
+    ASSERT_TRUE(wait_for([&] { return progress.count() > 0; }));
+    controller_->loadModel(model, model_options());
+    ASSERT_TRUE(wait_for([&] { return controller_->modelState() == ChatController::ModelState::Ready; }, 60000))
+        << controller_->errorText().toStdString();
+    EXPECT_EQ(failed.count(), 0);
+    EXPECT_FALSE(states.contains(ChatController::ModelState::Failed));
+    EXPECT_TRUE(controller_->errorText().isEmpty()) << controller_->errorText().toStdString();
+}
+
 TEST_F(ChatControllerTest, AnAnswerStreamsInAndIsStoredWithItsStatistics) {
     load();
     QSignalSpy streamed(controller_->messages(), &QAbstractItemModel::dataChanged);
