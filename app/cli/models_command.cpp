@@ -1,8 +1,8 @@
 // powerhouse-cli models --remote URL [--api-key-file FILE] [--ca-file FILE] [--json]
 //
 // The models an OpenAI-compatible server serves (GET /v1/models), one id per line: the
-// names that generate and chat take as -m with --remote. --json prints
-// {"base_url": ..., "models": [...]}.
+// names that generate and chat take as -m with --remote (control characters in an id are
+// shown escaped). --json prints {"base_url": ..., "models": [...]}, the ids as they are.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "remote_cli.h"
 
 #ifdef POWERHOUSE_HAS_REMOTE
+#include "remote/http_client.h"
 #include "remote/remote_url.h"
 #endif
 
@@ -39,7 +40,9 @@ int run_models(const ModelsOptions& options) {
         const nlohmann::ordered_json out = {{"base_url", engine->base_url()}, {"models", *models}};
         std::puts(json_text(out).c_str());
     } else {
-        for (const std::string& id : *models) std::puts(id.c_str());
+        // One id per line, as a terminal should show it: a server's id with a control character
+        // in it (a line break, an escape sequence) is written escaped; --json has it as it is.
+        for (const std::string& id : *models) std::puts(remote::detail::printable(id, std::string::npos).c_str());
         if (models->empty()) std::fprintf(stderr, "(the server at %s lists no models)\n", engine->base_url().c_str());
     }
     return 0;

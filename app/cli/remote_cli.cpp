@@ -10,6 +10,7 @@
 #include "format.h"
 
 #ifdef POWERHOUSE_HAS_REMOTE
+#include "remote/http_client.h"
 #include "remote/remote_url.h"
 #endif
 
@@ -92,9 +93,11 @@ Result<std::string> choose_model(const remote::RemoteEngine& engine, const std::
         return make_error(ErrorCode::invalid_argument,
                           fmt::format("the server at {} lists no models: name one with -m/--model", engine.base_url()));
     }
+    std::vector<std::string> shown;  // a server's ids: control characters escaped
+    for (const std::string& id : *models) shown.push_back(remote::detail::printable(id, std::string::npos));
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("the server at {} has several models: {}; choose one with -m/--model",
-                                  engine.base_url(), fmt::join(*models, ", ")));
+                                  engine.base_url(), fmt::join(shown, ", ")));
 }
 
 Result<remote::RemoteEngine> make_engine(const RemoteChoice& choice) {

@@ -3,6 +3,8 @@
 // only): what a user sees on the terminal when a server misbehaves.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -58,6 +60,25 @@ TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {
         if (static_cast<unsigned char>(c) >= 0x80) high += c;
     }
     EXPECT_EQ(high, "é") << run.err;
+}
+
+// A server's model ids reach the terminal with their control characters escaped (one id per
+// line stays one line), and --json gives them as they are.
+TEST_F(CliRemote, ModelIdsWithControlCharactersAreShownEscaped) {
+    const test::CliRun run = run_cli("models --remote " + url("oddids"));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "test-model\nclear\\x1b[2Jscreen\ntwo\\nlines\ncafé\n");
+    const test::CliRun json = run_cli("models --json --remote " + url("oddids"));
+    ASSERT_EQ(json.status, 0) << json.err;
+    EXPECT_EQ(nlohmann::json::parse(json.out)["models"],
+              nlohmann::json({"test-model", "clear\x1b[2Jscreen", "two\nlines", "café"}));
+
+    // Choosing among them, and naming one the server lacks: the list in the error is escaped too.
+    test::CliRun choose = run_cli("generate -p hi --remote " + url("oddids"));
+    EXPECT_EQ(choose.status, 1);
+    EXPECT_NE(choose.err.find("several models: test-model, clear\\x1b[2Jscreen, two\\nlines, café;"), std::string::npos)
+        << choose.err;
+    EXPECT_EQ(choose.err.find('\x1b'), std::string::npos) << choose.err;
 }
 
 }  // namespace

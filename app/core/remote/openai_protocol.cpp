@@ -182,10 +182,12 @@ Error http_error(long status, std::string_view body, std::optional<double> retry
     }
     if (status == 404) {
         if (models != nullptr && !model.empty() && std::find(models->begin(), models->end(), model) == models->end()) {
+            std::vector<std::string> shown;  // the server's ids: control characters escaped
+            for (const std::string& id : *models) shown.push_back(printable(id, std::string::npos));
             return make_error(
                 ErrorCode::invalid_argument,
                 fmt::format("{}: the server has no model '{}'; it has: {}", what, model,
-                            models->empty() ? std::string("none") : fmt::format("{}", fmt::join(*models, ", "))));
+                            models->empty() ? std::string("none") : fmt::format("{}", fmt::join(shown, ", "))));
         }
         return make_error(
             ErrorCode::invalid_argument,

@@ -39,6 +39,7 @@ Scenarios (N, R: numbers in the name):
   status-503 (a plain-text body), status-404 (vLLM's body for an unknown model),
   status-400 (a context-length error), status-502 (a body of text and binary: "café", an
   ANSI escape, bytes that are not UTF-8, a C1 control)
+  oddids      models: ids with control characters in them (ODD_MODELS); chat as ok
   moved       308 to the same route under "ok" (/ok/v1/...), for models and chat: followed,
               it would succeed
   nostreamopts  400 blaming stream_options when the request has it, else as ok
@@ -63,6 +64,7 @@ import loopback_http  # noqa: E402  (tests/app: the servers' shared plumbing)
 
 ANSWER_PIECES = ["Hello", ",", " wörld", "!", " Ünïcode", " ✓", " and", " more", "."]
 MODELS = ["test-model", "other-model"]
+ODD_MODELS = ["test-model", "clear\x1b[2Jscreen", "two\nlines", "café"]
 # status-502's body: UTF-8 text, an ANSI colour, a lone continuation byte, 0xFF and 0xFE, an
 # overlong "/", a UTF-16 surrogate, a C1 control (CSI) and a character cut at the end.
 BINARY_BODY = b"caf\xc3\xa9 \x1b[31mred \x80\xff\xfe \xc0\xaf \xed\xa0\x80 \xc2\x9b2J end \xe2\x9c"
@@ -167,7 +169,8 @@ class Handler(loopback_http.Handler):
             if scenario == "moved":
                 return self.moved()
             return self.send_json(200, {"object": "list", "data": [
-                {"id": i, "object": "model", "created": 1700000000, "owned_by": "test"} for i in MODELS]})
+                {"id": i, "object": "model", "created": 1700000000, "owned_by": "test"}
+                for i in (ODD_MODELS if scenario == "oddids" else MODELS)]})
         m = re.fullmatch(r"/([\w.-]+)/last", path)
         if m:
             with self.server.lock:
