@@ -168,6 +168,7 @@ Item {
 
         // Statistics and actions; they wrap onto a second line when the column is narrow.
         Flow {
+            id: actions
             Layout.fillWidth: true
             layoutDirection: root.fromUser ? Qt.RightToLeft : Qt.LeftToRight
             visible: !root.streaming
@@ -175,7 +176,11 @@ Item {
 
             Label {
                 objectName: "statsLabel"
-                height: 32
+                // Never wider than the column: in a narrow window the figures wrap instead of
+                // running past its edge ("· stopped" last of all).
+                width: Math.min(implicitWidth, actions.width)
+                height: Math.max(32, implicitHeight)
+                wrapMode: Text.Wrap
                 verticalAlignment: Text.AlignVCenter
                 visible: !root.fromUser && root.stats.length > 0
                 text: root.stats + (root.messageState === MessageListModel.Stopped ? " · stopped" : root.messageState === MessageListModel.Interrupted ? " · interrupted" : "")

@@ -278,6 +278,22 @@ Item {
             return at.x >= -0.5 && at.x + item.width <= area.width + 0.5
         }
 
+        function test_a_narrow_answer_shows_all_of_its_statistics() {
+            // About as wide as the chat column of the smallest window (640 px, the conversations
+            // beside it): the statistics wrap rather than run past the edge, "stopped" included.
+            const message = createTemporaryObject(messageComponent, root, {
+                width: 300, messageState: MessageListModel.Stopped,
+                stats: "22.2 tokens/s · 1963 ms to first token · 134 tokens"
+            })
+            const label = findChild(message, "statsLabel")
+            verify(label.text.indexOf("stopped") > 0, label.text)
+            waitForRendering(message)
+            verify(insideWidth(message, label), "x " + label.mapToItem(message, 0, 0).x + " width " + label.width
+                   + " of " + message.width)
+            // Its lines are all shown, not drawn over the actions beside or below it.
+            verify(label.height >= label.implicitHeight, label.height + " < " + label.implicitHeight)
+        }
+
         function test_dashboard_and_settings_fit_from_the_smallest_window_to_4k() {
             tryVerify(() => testDashboard.gpus.count === 2 && testPower.gpus.length === 2)
             // The dashboard at its narrowest (SplitView.minimumWidth in Main.qml) in the smallest
