@@ -9,6 +9,16 @@ namespace powerhouse::arch {
 using B = Buffer;
 using K = OpKind;
 
+namespace {
+
+// `op` reading its weight's rows from `first` on.
+Op row_view(Op op, uint32_t first) {
+    op.weight_row = first;
+    return op;
+}
+
+}  // namespace
+
 Result<void> read_neox_rope(const GgufModel&, Hparams& hp) {
     hp.rope_layout = RopeLayout::neox;
     return {};
@@ -25,9 +35,16 @@ StepProgram start_program(const Hparams& hp, float embedding_scale) {
 void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& block) {
     auto& l = p.layer;
     l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.attn_norm.weight"});
-    l.push_back({K::matmul, B::q, B::norm, B::x, "blk.{}.attn_q.weight"});
-    l.push_back({K::matmul, B::k, B::norm, B::x, "blk.{}.attn_k.weight"});
-    l.push_back({K::matmul, B::v, B::norm, B::x, "blk.{}.attn_v.weight"});
+    if (block.fused_qkv) {
+        const uint32_t q_rows = hp.n_head * hp.head_dim, kv_rows = hp.n_head_kv * hp.head_dim;
+        l.push_back(row_view({K::matmul, B::q, B::norm, B::x, "blk.{}.attn_qkv.weight"}, 0));
+        l.push_back(row_view({K::matmul, B::k, B::norm, B::x, "blk.{}.attn_qkv.weight"}, q_rows));
+        l.push_back(row_view({K::matmul, B::v, B::norm, B::x, "blk.{}.attn_qkv.weight"}, q_rows + kv_rows));
+    } else {
+        l.push_back({K::matmul, B::q, B::norm, B::x, "blk.{}.attn_q.weight"});
+        l.push_back({K::matmul, B::k, B::norm, B::x, "blk.{}.attn_k.weight"});
+        l.push_back({K::matmul, B::v, B::norm, B::x, "blk.{}.attn_v.weight"});
+    }
     if (block.qkv_bias) {
         l.push_back({K::add_bias, B::q, B::q, B::x, "blk.{}.attn_q.bias"});
         l.push_back({K::add_bias, B::k, B::k, B::x, "blk.{}.attn_k.bias"});
@@ -59,6 +76,16 @@ void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm) {
     l.push_back({activation == GateActivation::gelu ? K::geglu : K::swiglu, B::gate, B::gate, B::up, ""});
     l.push_back({K::matmul, B::tmp, B::gate, B::x, "blk.{}.ffn_down.weight"});
     if (post_norm) l.push_back({K::rms_norm, B::tmp, B::tmp, B::x, "blk.{}.post_ffw_norm.weight"});
+    l.push_back({K::add, B::x, B::x, B::tmp, ""});
+}
+
+void add_fused_gated_ffn(StepProgram& p, const Hparams& hp) {
+    auto& l = p.layer;
+    l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.ffn_norm.weight"});
+    l.push_back(row_view({K::matmul, B::gate, B::norm, B::x, "blk.{}.ffn_up.weight"}, 0));
+    l.push_back(row_view({K::matmul, B::up, B::norm, B::x, "blk.{}.ffn_up.weight"}, hp.n_ff));
+    l.push_back({K::swiglu, B::gate, B::gate, B::up, ""});
+    l.push_back({K::matmul, B::tmp, B::gate, B::x, "blk.{}.ffn_down.weight"});
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
 

@@ -28,6 +28,7 @@ struct AttentionBlock {
     // Q multiplied by this after RoPE, the scores then scaled by 1 (Gemma 3); 0: the scores
     // are scaled by 1/sqrt(head_dim).
     float query_scale = 0.0f;
+    bool fused_qkv = false;  // Q, K and V from one tensor, attn_qkv (Phi-3)
 };
 
 // Pre-norm rotary attention with grouped KV heads and its residual add:
@@ -41,6 +42,10 @@ enum class GateActivation { silu, gelu };
 // x += ffn_down(act(ffn_gate(n)) * ffn_up(n)) with n = ffn_norm(x); `post_norm` RMS-norms the
 // output before the add (post_ffw_norm).
 void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = false);
+
+// The same with the gate and up projections in one tensor, ffn_up (2 n_ff rows: the gate's,
+// then up's), as Phi-3 stores them.
+void add_fused_gated_ffn(StepProgram& p, const Hparams& hp);
 
 // The experts of hp.experts with the tensor names of llama.cpp's converter (ffn_*_exps),
 // SwiGLU, and the given router: what Mixtral and Qwen3-MoE share. Architectures with other

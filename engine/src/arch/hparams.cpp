@@ -118,11 +118,12 @@ Result<Hparams> read_hparams(const GgufModel& model) {
             const float mscale = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
             y.attn_factor = mscale * (1.0f / (1.0f + 0.1f * std::log(factor)));
         }
-        y.attn_factor *= static_cast<float>(meta.get_float(a + ".rope.scaling.attn_factor").value_or(1.0));
         if (y.orig_ctx == 0) return make_error(ErrorCode::format, "YaRN scaling without an original context length");
     } else if (scaling && *scaling != "linear" && *scaling != "none") {
         return make_error(ErrorCode::unsupported, fmt::format("RoPE scaling '{}' is not supported yet", *scaling));
     }
+    // As llama.cpp, with any scaling: cos and sin times this (Phi-3's LongRoPE writes it).
+    hp.yarn.attn_factor *= static_cast<float>(meta.get_float(a + ".rope.scaling.attn_factor").value_or(1.0));
 
     const GgufTensorInfo* embd = model.find_tensor("token_embd.weight");
     if (embd == nullptr) return make_error(ErrorCode::format, "the model has no token_embd.weight");
@@ -149,6 +150,12 @@ Result<Hparams> read_hparams(const GgufModel& model) {
     }
     PH_TRY(architecture->read(model, hp));
     return hp;
+}
+
+void use_context_length(Hparams& hp, uint32_t n_ctx) {
+    if (hp.rope_freqs_long.empty() || n_ctx <= hp.rope_freqs_long_above) return;
+    hp.rope_freqs = hp.rope_freqs_long;
+    hp.rope_freqs_long.clear();
 }
 
 }  // namespace powerhouse::arch

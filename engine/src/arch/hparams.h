@@ -67,7 +67,14 @@ struct Hparams {
     Yarn yarn;
 
     bool tied_output = false;   // no output.weight: the token embedding is the output matrix
-    bool has_rope_freqs = false;  // rope_freqs.weight divides each frequency (Llama 3.1 scaling)
+    bool has_rope_freqs = false;                   // rope_freqs divides each frequency (Llama 3.1 scaling, LongRoPE)
+    std::string rope_freqs = "rope_freqs.weight";  // the tensor of those factors
+    // LongRoPE (Phi-3): the factors for contexts longer than rope_freqs_long_above tokens
+    // (empty: one set for every context). use_context_length picks the set.
+    std::string rope_freqs_long;
+    uint32_t rope_freqs_long_above = 0;
+    // Phi-3: Q, K and V in one tensor (blk.N.attn_qkv.weight, rows in that order).
+    bool fused_qkv = false;
 
     // Gemma 3: the embedding is multiplied by embedding_scale (sqrt(n_embd)); Q is multiplied
     // by query_scale after RoPE and the attention itself then scales by 1 (0: no separate Q
@@ -85,6 +92,10 @@ struct Hparams {
 // Reads and validates the hyper-parameters. Fails for architectures the engine cannot run
 // (named in the message with those it can) and for missing or inconsistent values.
 Result<Hparams> read_hparams(const GgufModel& model);
+
+// Settles what depends on the context length the model runs with: LongRoPE's long factors
+// above their context, the short ones up to it (as llama.cpp chooses them).
+void use_context_length(Hparams& hp, uint32_t n_ctx);
 
 // The metadata value `key`, a count in 1..2^24; an error naming the key otherwise.
 Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key);

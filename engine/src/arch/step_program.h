@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,10 @@ struct Op {
     std::string weight;
     float value = 0.0f;  // the constant of scale and attention
     std::shared_ptr<const MoeSpec> moe = nullptr;  // moe: the experts (their tensors name the weights)
+    // matmul: the weight's first row, when the op uses a run of the tensor's rows rather than
+    // the whole tensor. Phi-3 stores Q, K and V in one tensor (attn_qkv) and the gate and up
+    // projections in another (ffn_up); each op takes its rows.
+    std::optional<uint32_t> weight_row = std::nullopt;
 };
 
 struct StepProgram {

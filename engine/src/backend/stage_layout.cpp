@@ -199,7 +199,17 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
         default:
             break;
     }
-    if (t->ne[0] != want0 || t->n_rows() != want1) {
+    if (op.weight_row && op.kind != OpKind::matmul) {
+        return make_error(ErrorCode::internal, fmt::format("a row view of '{}' outside a product", name));
+    }
+    if (op.weight_row) {
+        // A part of a fused tensor (Phi-3's attn_qkv, ffn_up): its rows must lie inside.
+        if (t->ne[0] != want0 || t->n_rows() < int64_t{*op.weight_row} + want1) {
+            return make_error(ErrorCode::format,
+                              fmt::format("tensor '{}' is {}x{}, too small for {} rows of {} from row {}", name,
+                                          t->n_rows(), t->ne[0], want1, want0, *op.weight_row));
+        }
+    } else if (t->ne[0] != want0 || t->n_rows() != want1) {
         return make_error(ErrorCode::format, fmt::format("tensor '{}' is {}x{}, expected {}x{}", name, t->ne[0],
                                                          t->n_rows(), want0, want1));
     }
@@ -229,7 +239,7 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
                         "values; use layer split",
                         name, traits.name, col, layout.width(op.a), traits.block_size));
     }
-    bound.data = t->data + layout.offset(op.dst) * full_row + row_bytes(traits, col);
+    bound.data = t->data + (op.weight_row.value_or(0) + layout.offset(op.dst)) * full_row + row_bytes(traits, col);
     bound.in = static_cast<int64_t>(layout.width(op.a));
     bound.rows = static_cast<int64_t>(layout.width(op.dst));
     bound.row_stride = full_row;
@@ -277,10 +287,12 @@ Result<BoundProgram> bind_program(const GgufModel& model, const arch::Hparams& h
         for (const Op& op : program.head) PH_TRY(bind(op, 0, bound.head));
     }
     if (hp.has_rope_freqs && !bound.layers.empty()) {
-        const GgufTensorInfo* f = model.find_tensor("rope_freqs.weight");
-        if (f == nullptr) return make_error(ErrorCode::format, "the model has no tensor 'rope_freqs.weight'");
+        const GgufTensorInfo* f = model.find_tensor(hp.rope_freqs);
+        if (f == nullptr)
+            return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", hp.rope_freqs));
         if (f->type != GgmlType::f32 || f->ne[0] != hp.rope_dims / 2) {
-            return make_error(ErrorCode::format, "rope_freqs.weight must be F32 with rope_dims / 2 values");
+            return make_error(ErrorCode::format, fmt::format("{} must be F32 with rope_dims / 2 = {} values",
+                                                             hp.rope_freqs, hp.rope_dims / 2));
         }
         bound.rope_freqs = f;
     }

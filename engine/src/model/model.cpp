@@ -304,6 +304,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
                                             std::move(tokenizer).value(), std::move(template_info).value(), nullptr,
                                             {}, std::max<uint32_t>(1, options.n_batch), {}, {}});
     const uint32_t n_ctx = std::min(options.n_ctx, std::max<uint32_t>(impl->hparams.n_ctx_train, 1));
+    arch::use_context_length(impl->hparams, n_ctx);
     Result<ModelDevices> devices = model_devices(options.devices, options.excluded_gpus);
     if (!devices) return devices.error();
     Result<DevicePlan> plan = plan_model(path, options, n_ctx, *devices);

@@ -629,7 +629,15 @@ Result<void> add_tensor_to_shape(ModelShape& m, std::string_view name, uint64_t 
         const std::string_view part = name.substr(dot + 1);
         const auto is = [&](std::string_view prefix) { return part.rfind(prefix, 0) == 0; };
         if (is("attn_q.")) w.q += n_bytes;
-        else if (is("attn_k.")) w.k += n_bytes;
+        else if (is("attn_qkv.")) {
+            // Phi-3's Q, K and V in one tensor: each part by its heads (rows).
+            const uint64_t heads = uint64_t{m.n_head} + 2 * uint64_t{m.n_head_kv};
+            const uint64_t kv = n_bytes * m.n_head_kv / heads;
+            w.q += n_bytes - 2 * kv;
+            w.k += kv;
+            w.v += kv;
+        } else if (is("attn_k."))
+            w.k += n_bytes;
         else if (is("attn_v.")) w.v += n_bytes;
         else if (is("attn_output.bias")) w.replicated += n_bytes;  // every shard adds it whole
         else if (is("attn_output.")) {

@@ -44,12 +44,18 @@ using test::arch_manifest;
 //                for bit until a float differing in its last bit (the engine's exp, or its
 //                sums of squares, against ggml's) lands a value on the other side of a Q8_0
 //                rounding: one such flip moves the logits by about 0.005 (qwen3moe; the
-//                other models are bit-identical)
+//                other models are bit-identical). phi3-q8_0 has one flip of 0.049 at position
+//                9, and llama.cpp's own batched and single-token paths differ there by the
+//                same 0.049: its two paths fall on either side of that rounding.
 //   mxfp4 0      bit-identical: Q8_0 activations too, and the same integer sums per block
 //   q4_k 0.18    both quantize activations to Q8_K for K-quant weights
 //                (llama.cpp's own batched and single-token Q4_K paths differ by up to 0.18)
 // The tolerances are about twice the larger figures, the near-tie margins twice the
-// tolerances (q4_k: 1.2, else too few positions would be compared). A wrong RoPE base, a
+// tolerances (q4_k: 1.2, else too few positions would be compared). A model whose logits
+// llama.cpp itself computes differently batched and one token at a time
+// (batch_vs_single_max_diff in the manifest) is held to 1.1 times that difference where it is
+// larger: no implementation can be expected to agree with one of llama.cpp's paths more
+// closely than its other path does. A wrong RoPE base, a
 // missing norm or a wrong window moves the logits by whole units.
 struct Tolerance {
     float max_diff;
@@ -77,6 +83,7 @@ protected:
     void SetUp() override {
         const json& e = arch_entry(GetParam());
         type_ = e.at("type").get<std::string>();
+        bound_ = std::max(tolerance(type_).max_diff, 1.1f * e.at("batch_vs_single_max_diff").get<float>());
         n_vocab_ = e.at("n_vocab").get<size_t>();
         tokens_ = arch_manifest().at("tokens").get<std::vector<TokenId>>();
         const std::string bytes = test::read_file(arch_dir() / e.at("logits").get<std::string>());
@@ -110,6 +117,7 @@ protected:
     }
 
     std::string type_;
+    float bound_ = 0.0f;  // the largest |logit difference| allowed
     size_t n_vocab_ = 0;
     std::vector<TokenId> tokens_;
     std::vector<float> want_;
@@ -143,10 +151,11 @@ TEST_P(ArchReference, LogitsAgreeWithLlamaCpp) {
         compare(i, *logits, c);
     }
 
-    std::printf("%-18s max |logit difference| %.6f over %zu positions x %zu logits (tolerance %g), top-1 "
-                "compared at %zu\n",
-                GetParam().c_str(), c.max_diff, c.positions, n_vocab_, tolerance(type_).max_diff, c.top1_checked);
-    EXPECT_LT(c.max_diff, tolerance(type_).max_diff) << GetParam();
+    std::printf(
+        "%-18s max |logit difference| %.6f over %zu positions x %zu logits (tolerance %g), top-1 "
+        "compared at %zu\n",
+        GetParam().c_str(), c.max_diff, c.positions, n_vocab_, bound_, c.top1_checked);
+    EXPECT_LT(c.max_diff, bound_) << GetParam();
     EXPECT_GE(c.top1_checked, c.positions / 4) << "too many near-ties to say anything";
 }
 
@@ -158,7 +167,8 @@ TEST(ArchReferenceFixture, CoversEveryArchitectureAndType) {
         types[m.at("model").get<std::string>()].push_back(m.at("type").get<std::string>());
     }
     const std::vector<std::string> all = {"f32", "f16", "q8_0", "mxfp4", "q4_k"};
-    for (const char* model : {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "mixtral", "qwen3moe", "gpt-oss"}) {
+    for (const char* model :
+         {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "mixtral", "qwen3moe", "gpt-oss", "phi3"}) {
         EXPECT_EQ(types[model], all) << model;
     }
 }
@@ -194,6 +204,35 @@ TEST(ArchReferenceFixture, Gemma3LayerSettings) {
         EXPECT_EQ(hp->layers[1].window, 0u);
         EXPECT_EQ(hp->layers[1].rope_base, 1e6f);
     }
+}
+
+// Phi-3's LongRoPE: the short factors up to the original context, the long ones past it (the
+// fixture's llama.cpp ran with a context of 64 over an original 32: the long ones), and the
+// attention factor on cos and sin. The Q4_K model has neither, as Phi-4.
+TEST(ArchReferenceFixture, Phi3LongRopeFollowsTheContextLength) {
+    Result<GgufModel> file = GgufModel::open(arch_dir() / "phi3-f32.gguf");
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    Result<arch::Hparams> hp = arch::read_hparams(*file);
+    ASSERT_TRUE(hp.ok()) << hp.error().message;
+    EXPECT_TRUE(hp->fused_qkv);
+    EXPECT_EQ(hp->rope_layout, arch::RopeLayout::neox);
+    EXPECT_TRUE(hp->has_rope_freqs);
+    EXPECT_FLOAT_EQ(hp->yarn.attn_factor, 1.2f);
+    EXPECT_EQ(hp->yarn.ext_factor, 0.0f);
+    EXPECT_EQ(hp->rope_freqs_long_above, 32u);
+    arch::Hparams at_32 = *hp;
+    arch::use_context_length(at_32, 32);
+    EXPECT_EQ(at_32.rope_freqs, "rope_factors_short.weight");
+    arch::Hparams at_33 = *hp;
+    arch::use_context_length(at_33, 33);
+    EXPECT_EQ(at_33.rope_freqs, "rope_factors_long.weight");
+
+    Result<GgufModel> plain_file = GgufModel::open(arch_dir() / "phi3-q4_k.gguf");
+    ASSERT_TRUE(plain_file.ok()) << plain_file.error().message;
+    Result<arch::Hparams> plain = arch::read_hparams(*plain_file);
+    ASSERT_TRUE(plain.ok()) << plain.error().message;
+    EXPECT_FALSE(plain->has_rope_freqs);
+    EXPECT_EQ(plain->yarn.attn_factor, 1.0f);
 }
 
 // A Gemma 3 header with no weights but the embedding, for read_hparams alone.

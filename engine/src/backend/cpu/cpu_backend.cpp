@@ -481,9 +481,9 @@ void CpuStage::rope(float* data, int64_t n_heads, uint32_t layer) {
     const arch::LayerAttention& la = program_.layers[layer];
     RopeShape shape{hp_.head_dim, hp_.rope_dims,      hp_.rope_layout == arch::RopeLayout::neox,
                     la.rope_base, la.rope_freq_scale, rope_freqs_};
+    shape.attn_factor = hp_.yarn.attn_factor;  // with or without YaRN (Phi-3's LongRoPE has one)
     if (hp_.yarn.ext_factor != 0.0f) {
         shape.ext_factor = hp_.yarn.ext_factor;
-        shape.attn_factor = hp_.yarn.attn_factor;
         yarn_corr_dims(hp_.rope_dims, hp_.yarn.orig_ctx, la.rope_base, hp_.yarn.beta_fast, hp_.yarn.beta_slow,
                        shape.corr_low, shape.corr_high);
     }
