@@ -102,6 +102,12 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
         const Clock::time_point start = Clock::now();
         Clock::time_point first_text{}, last_text{};
 
+        const auto not_sse = [&] {
+            return make_error(ErrorCode::format,
+                              fmt::format("{}: the stream carries a line that is not a server-sent event: '{}': is "
+                                          "the URL an OpenAI-compatible server (not a proxy's error page)?",
+                                          what, detail::printable(parser.garbage().value_or(""))));
+        };
         // The body's bytes as they come; the headers (read before any byte) say what it is.
         auto on_body = [&](std::string_view bytes, const detail::HttpOutcome& head) -> bool {
             if (!decided) {
@@ -147,13 +153,7 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                     if (callbacks.on_text) callbacks.on_text(chunk->text);
                 }
             }
-            if (!ok) {
-                stream_error = make_error(ErrorCode::format,
-                                          fmt::format("{}: the stream carries a line that is not a server-sent event: "
-                                                      "'{}': is the URL an OpenAI-compatible server (not a proxy's "
-                                                      "error page)?",
-                                                      what, detail::printable(parser.garbage().value_or(""))));
-            }
+            if (!ok) stream_error = not_sse();
             return ok;
         };
 
@@ -214,6 +214,12 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
             result.time_to_first_token = outcome.seconds;
             if (callbacks.on_text && !result.text.empty()) callbacks.on_text(result.text);
             return result;
+        }
+        if (!stream_error && !json_body && !done && outcome.curl_code == 0 && outcome.stop == detail::Stop::none &&
+            !parser.finish()) {
+            // The body ended cleanly on a last line without a line end that is no SSE either
+            // (a page of HTML); a stream cut in the middle of a line is the cut's failure.
+            stream_error = not_sse();
         }
         if (stream_error) {
             result.finish_reason = "interrupted";

@@ -29,6 +29,17 @@ bool SseParser::feed(std::string_view bytes, std::vector<SseEvent>& out) {
     return true;
 }
 
+bool SseParser::finish() {
+    if (garbage_) return false;
+    if (line_.empty()) return true;
+    std::vector<SseEvent> ignored;
+    const std::string line = std::move(line_);
+    line_.clear();
+    const bool ok = take_line(line, ignored);
+    line_ = line;  // still pending: the caller's message may mention it
+    return ok;
+}
+
 bool SseParser::take_line(std::string_view line, std::vector<SseEvent>& out) {
     if (first_line_) {
         first_line_ = false;

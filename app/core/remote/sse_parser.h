@@ -42,6 +42,10 @@ public:
     // The end of the stream: an event whose blank line never came is not dispatched (the
     // standard's rule), but is reported through pending_data() for the caller's message.
     bool has_pending() const { return !line_.empty() || !data_.empty(); }
+    // The end of the stream, for a last line without its line end (an HTML page, a text
+    // that is not SSE): false, with garbage() set, when that line is not SSE. Dispatches
+    // nothing.
+    bool finish();
     const std::string& pending_data() const { return data_; }
 
     // The offending line when feed() returned false.

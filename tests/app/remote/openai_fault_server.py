@@ -40,6 +40,7 @@ Scenarios (N, R: numbers in the name):
   status-400 (a context-length error), status-502 (a body of text and binary: "café", an
   ANSI escape, bytes that are not UTF-8, a C1 control)
   oddids      models: ids with control characters in them (ODD_MODELS); chat as ok
+  page        chat: 200 and an HTML page (a captive portal's) with no line end at its end
   moved       308 to the same route under "ok" (/ok/v1/...), for models and chat: followed,
               it would succeed
   nostreamopts  400 blaming stream_options when the request has it, else as ok
@@ -246,6 +247,8 @@ class Handler(loopback_http.Handler):
             return self.status(scenario)
         if name == "moved":
             return self.moved()
+        if name == "page":
+            return self.send_text(200, "<html><body>Sign in to use this network</body></html>", "text/html")
         if name == "key" and not self.key_ok(scenario):
             return self.refuse_key()
         if name == "silent":

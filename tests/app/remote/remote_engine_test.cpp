@@ -273,6 +273,19 @@ TEST_F(RemoteEngineTest, GarbageInTheStreamIsNamedWithTheLine) {
         << junk->interruption->message;
 }
 
+// A 200 that is a web page (a captive portal, a proxy's sign-in) is named as what it is,
+// also when its last line has no line end: not as a server that crashed mid-answer.
+TEST_F(RemoteEngineTest, AWebPageInsteadOfAStreamIsNamed) {
+    Result<ChatResult> page = engine("page").chat(request());
+    ASSERT_TRUE(page.ok()) << page.error().message;
+    EXPECT_TRUE(page->text.empty());
+    ASSERT_TRUE(page->interruption);
+    EXPECT_EQ(page->interruption->code, ErrorCode::format);
+    EXPECT_NE(page->interruption->message.find("not a server-sent event: '<html><body>Sign in to use this network"),
+              std::string::npos)
+        << page->interruption->message;
+}
+
 TEST_F(RemoteEngineTest, AnErrorEventInTheStreamIsTheServersFailure) {
     Result<ChatResult> result = engine("errevent-3").chat(request());
     ASSERT_TRUE(result.ok()) << result.error().message;

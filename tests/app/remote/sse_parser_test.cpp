@@ -69,6 +69,24 @@ TEST(SseParser, ALineThatIsNoFieldIsGarbage) {
     EXPECT_EQ(events.size(), 1u);
 }
 
+// The end of the stream judges a last line that has no line end: SSE stays pending, and
+// anything else is garbage.
+TEST(SseParser, TheLastLineWithoutItsEndIsJudgedAtTheEnd) {
+    SseParser half;
+    std::vector<SseEvent> events;
+    ASSERT_TRUE(half.feed("data: {\"x\": 1}\n\ndata: {\"half\"", events));
+    EXPECT_TRUE(half.finish());
+    EXPECT_TRUE(half.has_pending());
+    EXPECT_EQ(events.size(), 1u);
+
+    SseParser page;
+    ASSERT_TRUE(page.feed("<html><body>Sign in to use this network</body></html>", events));
+    EXPECT_FALSE(page.finish());
+    ASSERT_TRUE(page.garbage());
+    EXPECT_EQ(*page.garbage(), "<html><body>Sign in to use this network</body></html>");
+    EXPECT_EQ(events.size(), 1u);
+}
+
 TEST(SseParser, AnEndlessLineIsGarbage) {
     SseParser parser;
     std::vector<SseEvent> events;
