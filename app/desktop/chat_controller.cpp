@@ -10,6 +10,11 @@ using powerhouse::store::MessageState;
 using powerhouse::store::MessageStats;
 using powerhouse::store::Store;
 
+namespace {
+// The app setting that keeps the composer's unsent text.
+constexpr const char* kDraftSetting = "composer_draft";
+}  // namespace
+
 ChatController::ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent)
     : QObject(parent), m_store(store), m_engine(engine), m_conversations(store) {
     connect(&m_conversations, &ConversationListModel::error, this, &ChatController::showError);
@@ -53,6 +58,11 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     m_conversations.setBeforeRead([this] { flushWrites(); });
     m_saveTimer.setInterval(1000);
     connect(&m_saveTimer, &QTimer::timeout, this, &ChatController::saveStreaming);
+    // The words left unsent when the app last closed.
+    if (auto draft = m_store.setting(kDraftSetting); draft && *draft) m_draft = QString::fromStdString(**draft);
+    m_draftTimer.setSingleShot(true);
+    m_draftTimer.setInterval(500);
+    connect(&m_draftTimer, &QTimer::timeout, this, &ChatController::saveDraft);
     // Open the most recent conversation, if any.
     if (m_conversations.rowCount() > 0) {
         selectConversation(m_conversations.data(m_conversations.index(0), ConversationListModel::IdRole).toLongLong());
@@ -63,7 +73,20 @@ ChatController::~ChatController() {
     // Quitting mid-answer: what has streamed is saved (the next open marks it interrupted),
     // and the writer runs everything queued before its connection closes.
     saveStreaming();
+    if (m_draftTimer.isActive()) saveDraft();
     m_writer.reset();
+}
+
+void ChatController::setDraft(const QString& text) {
+    if (text == m_draft) return;
+    m_draft = text;
+    emit draftChanged();
+    m_draftTimer.start();  // one write once the typing pauses, not one per key
+}
+
+void ChatController::saveDraft() {
+    m_draftTimer.stop();
+    write([text = m_draft.toStdString()](Store& store) { return store.set_setting(kDraftSetting, text); });
 }
 
 void ChatController::write(powerhouse::store::StoreWriter::Job job, std::function<void()> then) {

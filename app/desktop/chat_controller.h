@@ -82,6 +82,10 @@ class ChatController : public QObject {
     // The device-failure banner: what it says, and its kind (None: not shown).
     Q_PROPERTY(Recovery recovery READ recovery NOTIFY recoveryChanged)
     Q_PROPERTY(QString recoveryText READ recoveryText NOTIFY recoveryChanged)
+    // What the user has written in the composer and not sent yet. It is kept in the store
+    // (the app setting `composer_draft`, saved a moment after the last change and when the
+    // controller goes), so that quitting the app does not lose it.
+    Q_PROPERTY(QString draft READ draft WRITE setDraft NOTIFY draftChanged)
 
 public:
     ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent = nullptr);
@@ -115,6 +119,8 @@ public:
     bool canUndoDelete() const { return m_deleted != 0; }
     QString systemPrompt() const { return m_systemPrompt; }
     QVariantMap sampling() const { return conversation_settings_variant(m_conversationSettings); }
+    QString draft() const { return m_draft; }
+    void setDraft(const QString& text);
 
     void loadModel(const QString& path, const powerhouse::ModelOptions& options,
                    powerhouse::RecoveryPolicy recovery = powerhouse::RecoveryPolicy::replan);
@@ -173,6 +179,7 @@ signals:
     void idle();
     void conversationSettingsChanged();
     void recoveryChanged();
+    void draftChanged();
     // An answer ended whose energy the dashboard measured (the Costs view's figures).
     void answerMeasured(qint64 tokens, double tokensPerSecond, double joules);
 
@@ -242,6 +249,9 @@ private:
     qint64 m_deleted = 0;      // the conversation that undo would restore
     std::map<qint64, Answer> m_answers;  // by conversation id: those generating
     QTimer m_saveTimer;                  // saves the streaming answers every second
+    QString m_draft;                     // the composer's unsent text
+    QTimer m_draftTimer;                 // saves it once the typing pauses
+    void saveDraft();
     // Every write runs on the store's writer thread, in order (without one, here).
     std::unique_ptr<powerhouse::store::StoreWriter> m_writer;
     ConversationSettings m_defaults;              // where a conversation says nothing

@@ -63,6 +63,9 @@ Rectangle {
                     focus: true
                     Accessible.name: "Message"
                     background: null
+                    // The words not sent yet are the controller's, kept across restarts.
+                    Component.onCompleted: text = root.controller.draft
+                    onTextChanged: root.controller.draft = text
                     // Enter sends from the main keys and the keypad alike.
                     Keys.onReturnPressed: event => enterPressed(event)
                     Keys.onEnterPressed: event => enterPressed(event)

@@ -585,6 +585,20 @@ TEST_F(ChatControllerTest, ALoadReplacedByAnotherIsNoFailure) {
     EXPECT_TRUE(controller_->errorText().isEmpty()) << controller_->errorText().toStdString();
 }
 
+// Words written in the composer and not sent are still there when the app starts again.
+TEST_F(ChatControllerTest, AnUnsentDraftIsKeptAcrossARestart) {
+    controller_->setDraft(QStringLiteral("Half a thought, not sent yet"));
+    tester_.reset();
+    controller_.reset();  // quitting at once, before the pause that saves it
+    controller_ = std::make_unique<ChatController>(*store_, *engine_);
+    EXPECT_EQ(controller_->draft().toStdString(), "Half a thought, not sent yet");
+    // Sent (the composer empties): nothing comes back.
+    controller_->setDraft({});
+    controller_.reset();
+    controller_ = std::make_unique<ChatController>(*store_, *engine_);
+    EXPECT_TRUE(controller_->draft().isEmpty()) << controller_->draft().toStdString();
+}
+
 TEST_F(ChatControllerTest, AnAnswerStreamsInAndIsStoredWithItsStatistics) {
     load();
     QSignalSpy streamed(controller_->messages(), &QAbstractItemModel::dataChanged);

@@ -131,6 +131,21 @@ Item {
             compare(error.text, testController.errorText)
             testController.dismissError()
             verify(!error.visible)
+            input.text = ""
+        }
+
+        function test_unsent_words_stay_when_the_chat_is_made_again() {
+            const first = createTemporaryObject(chatViewComponent, root)
+            findChild(first, "composerInput").text = "half a thought"
+            compare(testController.draft, "half a thought")
+            first.destroy()
+            // The app's next start makes its window again; the controller has the words from
+            // the store (ChatControllerTest.AnUnsentDraftIsKeptAcrossARestart).
+            const second = createTemporaryObject(chatViewComponent, root)
+            const input = findChild(second, "composerInput")
+            compare(input.text, "half a thought")
+            input.text = ""
+            compare(testController.draft, "")
         }
 
         function test_the_keypad_enter_sends_and_resends_too() {
