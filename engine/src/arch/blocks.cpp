@@ -68,9 +68,9 @@ void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& bloc
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
 
-void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm) {
+void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm, const char* norm) {
     auto& l = p.layer;
-    l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.ffn_norm.weight"});
+    l.push_back({K::rms_norm, B::norm, B::x, B::x, norm});
     l.push_back({K::matmul, B::gate, B::norm, B::x, "blk.{}.ffn_gate.weight"});
     l.push_back({K::matmul, B::up, B::norm, B::x, "blk.{}.ffn_up.weight"});
     l.push_back({activation == GateActivation::gelu ? K::geglu : K::swiglu, B::gate, B::gate, B::up, ""});

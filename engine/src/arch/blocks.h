@@ -40,8 +40,10 @@ enum class GateActivation { silu, gelu };
 
 // Pre-norm gated feed-forward and its residual add:
 // x += ffn_down(act(ffn_gate(n)) * ffn_up(n)) with n = ffn_norm(x); `post_norm` RMS-norms the
-// output before the add (post_ffw_norm).
-void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = false);
+// output before the add (post_ffw_norm). `norm` names the pre-norm (Seed-OSS calls it
+// post_attention_norm).
+void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = false,
+                   const char* norm = "blk.{}.ffn_norm.weight");
 
 // The same with the gate and up projections in one tensor, ffn_up (2 n_ff rows: the gate's,
 // then up's), as Phi-3 stores them.

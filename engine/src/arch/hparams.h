@@ -26,6 +26,7 @@ struct LayerAttention {
     uint32_t window = 0;           // a query sees the last `window` positions, itself included; 0: all
     float rope_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // positions multiplied by this (linear scaling)
+    bool rope = true;              // false: the layer's Q and K are not rotated (SmolLM3's NoPE layers)
 };
 
 inline constexpr uint32_t kMaxExperts = 512;  // as llama.cpp
@@ -75,6 +76,9 @@ struct Hparams {
     uint32_t rope_freqs_long_above = 0;
     // Phi-3: Q, K and V in one tensor (blk.N.attn_qkv.weight, rows in that order).
     bool fused_qkv = false;
+    // Biases the file may or may not have (SmolLM3, Seed-OSS): attn_q/k/v.bias, attn_output.bias.
+    bool qkv_bias = false;
+    bool output_bias = false;
 
     // Gemma 3: the embedding is multiplied by embedding_scale (sqrt(n_embd)); Q is multiplied
     // by query_scale after RoPE and the attention itself then scales by 1 (0: no separate Q

@@ -167,8 +167,8 @@ TEST(ArchReferenceFixture, CoversEveryArchitectureAndType) {
         types[m.at("model").get<std::string>()].push_back(m.at("type").get<std::string>());
     }
     const std::vector<std::string> all = {"f32", "f16", "q8_0", "mxfp4", "q4_k"};
-    for (const char* model :
-         {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "mixtral", "qwen3moe", "gpt-oss", "phi3"}) {
+    for (const char* model : {"llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "mixtral", "qwen3moe", "gpt-oss",
+                              "phi3", "smollm3", "seed_oss"}) {
         EXPECT_EQ(types[model], all) << model;
     }
 }

@@ -333,7 +333,7 @@ std::vector<std::string> arch_models() {
 
 TEST(SplitModel, EveryArchitectureGivesTheSingleDeviceLogitsOnEverySplitItAllows) {
     const std::vector<std::string> names = arch_models();
-    ASSERT_EQ(names.size(), 45u);
+    ASSERT_EQ(names.size(), 55u);
     int tensor_runs = 0, expert_parallel_runs = 0, fused_tensor_runs = 0;
     for (const std::string& name : names) {
         SCOPED_TRACE(name);
@@ -364,10 +364,11 @@ TEST(SplitModel, EveryArchitectureGivesTheSingleDeviceLogitsOnEverySplitItAllows
             EXPECT_EQ(split->summary().devices.size(), c.split == SplitMode::layer ? std::min(n, n_layer) : n);
             const GreedyRun run = run_greedy(*split, prompt, 6);
             EXPECT_EQ(run.tokens, reference.tokens);
-            // Measured for tensor split: F32 up to 2.2e-4 (summation order), F16 up to 2.7e-3,
-            // Q8_0 exactly 0; layer split exactly 0.
+            // Measured for tensor split: F32 up to 2.2e-4 (summation order) in the 2-layer
+            // models and 1.2e-3 in the 4-layer smollm3, F16 up to 7e-3 (smollm3), Q8_0 exactly
+            // 0 (smollm3 too); layer split exactly 0.
             const bool f16 = name.find("-f16") != std::string::npos;
-            const float tolerance = c.split == SplitMode::layer ? 1e-4f : f16 ? 1e-2f : 1e-3f;
+            const float tolerance = c.split == SplitMode::layer ? 1e-4f : f16 ? 1e-2f : 2e-3f;
             EXPECT_LE(max_diff(run, reference), tolerance);
         }
     }

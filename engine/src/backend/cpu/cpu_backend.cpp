@@ -479,6 +479,7 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
 // RoPE at the batch's positions with the layer's base and scale (ops.h).
 void CpuStage::rope(float* data, int64_t n_heads, uint32_t layer) {
     const arch::LayerAttention& la = program_.layers[layer];
+    if (!la.rope) return;  // a NoPE layer
     RopeShape shape{hp_.head_dim, hp_.rope_dims,      hp_.rope_layout == arch::RopeLayout::neox,
                     la.rope_base, la.rope_freq_scale, rope_freqs_};
     shape.attn_factor = hp_.yarn.attn_factor;  // with or without YaRN (Phi-3's LongRoPE has one)

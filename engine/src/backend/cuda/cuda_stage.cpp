@@ -713,9 +713,10 @@ Result<void> CudaStage::enqueue_ops(const std::vector<DeviceOp>& ops, uint32_t l
 }
 
 Result<void> CudaStage::enqueue_rope(const DeviceOp& d, const DeviceOp* second, uint32_t layer, int n) {
+    const arch::LayerAttention& la = program_.layers[layer];
+    if (!la.rope) return {};  // a NoPE layer
     activations_changed();
     const Op& op = *d.op;
-    const arch::LayerAttention& la = program_.layers[layer];
     float corr_low = 0.0f, corr_high = 0.0f;
     if (hp_.yarn.ext_factor != 0.0f) {
         cpu::yarn_corr_dims(hp_.rope_dims, hp_.yarn.orig_ctx, la.rope_base, hp_.yarn.beta_fast, hp_.yarn.beta_slow,
