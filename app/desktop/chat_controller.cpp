@@ -23,18 +23,23 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
         m_loadStage = stage;
         emit loadProgressChanged();
     });
+    // loadModel forgets the remote engine; one chosen again while the model loaded answers,
+    // and the model bar goes on naming it whatever the load's end.
     connect(&m_engine, &EngineClient::loaded, this, [this](const QVariantMap& summary) {
-        m_modelState = ModelState::Ready;
-        m_modelName = summary.value("displayName").toString();
-        m_modelDevice = summary.value("device").toString();
-        m_localName = m_modelName;
-        emit modelChanged();
+        m_localName = summary.value("displayName").toString();
+        if (!m_remoteTarget) {
+            m_modelState = ModelState::Ready;
+            m_modelName = m_localName;
+            m_modelDevice = summary.value("device").toString();
+            emit modelChanged();
+        }
         emit idle();
     });
     connect(&m_engine, &EngineClient::loadFailed, this, [this](const QString& message) {
-        m_modelState = ModelState::Failed;
-        m_remoteTarget.reset();
-        emit modelChanged();
+        if (!m_remoteTarget) {
+            m_modelState = ModelState::Failed;
+            emit modelChanged();
+        }
         showError(tr("The model could not be loaded: %1").arg(message));
         emit idle();
     });
@@ -154,6 +159,7 @@ void ChatController::onRecovery(const EngineRecovery& r) {
         case EngineRecovery::Phase::Reloading: setRecovery(Recovery::Reloading, r.message); break;
         case EngineRecovery::Phase::Recovered:
             setRecovery(Recovery::Recovered, r.message);
+            if (m_remoteTarget) break;  // the model bar names the remote engine that answers
             // The model bar names where the model runs now.
             m_modelDevice = r.model.value("device").toString();
             emit modelChanged();

@@ -599,6 +599,30 @@ TEST_F(ChatControllerTest, AnUnsentDraftIsKeptAcrossARestart) {
     EXPECT_TRUE(controller_->draft().isEmpty()) << controller_->draft().toStdString();
 }
 
+// A remote engine's model chosen in the model bar while a local model loads answers from
+// then on: the load ending, loaded or failed, does not take the model bar back from it (it
+// named the local model while the answers went to the remote one), nor drop the choice.
+TEST_F(ChatControllerTest, ARemoteModelChosenWhileALocalOneLoadsKeepsAnswering) {
+    const RemoteTarget remote{"lab", "http://127.0.0.1:9", {}, {}, "big-model"};
+    QSignalSpy loaded(engine_.get(), &EngineClient::loaded);
+    controller_->loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), model_options());
+    controller_->useRemote(remote);
+    ASSERT_TRUE(wait_for([&] { return loaded.count() > 0; }));
+    EXPECT_TRUE(controller_->usingRemote());
+    EXPECT_EQ(controller_->modelState(), ChatController::ModelState::Ready);
+    EXPECT_EQ(controller_->modelName().toStdString(), "big-model");
+    EXPECT_TRUE(controller_->modelDevice().contains("lab")) << controller_->modelDevice().toStdString();
+
+    QSignalSpy failed(engine_.get(), &EngineClient::loadFailed);
+    controller_->loadModel(QString::fromStdString((dir_ / "missing.gguf").string()), model_options());
+    controller_->useRemote(remote);
+    ASSERT_TRUE(wait_for([&] { return failed.count() > 0; }));
+    EXPECT_TRUE(controller_->usingRemote());
+    EXPECT_EQ(controller_->modelState(), ChatController::ModelState::Ready);
+    EXPECT_EQ(controller_->modelName().toStdString(), "big-model");
+    EXPECT_TRUE(controller_->errorText().contains("could not be loaded")) << controller_->errorText().toStdString();
+}
+
 TEST_F(ChatControllerTest, AnAnswerStreamsInAndIsStoredWithItsStatistics) {
     load();
     QSignalSpy streamed(controller_->messages(), &QAbstractItemModel::dataChanged);
