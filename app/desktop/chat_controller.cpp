@@ -283,6 +283,9 @@ bool ChatController::send(const QString& text) {
     if (m_current == 0) {
         // The first words of the first message name the conversation.
         QString title = trimmed.section(QLatin1Char('\n'), 0, 0).left(60);
+        // Not between the two halves of a character outside the BMP (an emoji): alone, the
+        // first half would be stored as "?".
+        if (!title.isEmpty() && title.back().isHighSurrogate()) title.chop(1);
         // Its id is needed at once: made on the writer, waited for.
         auto created = writeNow([title = title.toStdString(), prompt = m_systemPrompt.toStdString(),
                                  json = m_settingsJson](Store& store) -> powerhouse::Result<Conversation> {

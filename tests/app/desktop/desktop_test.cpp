@@ -623,6 +623,20 @@ TEST_F(ChatControllerTest, ARemoteModelChosenWhileALocalOneLoadsKeepsAnswering) 
     EXPECT_TRUE(controller_->errorText().contains("could not be loaded")) << controller_->errorText().toStdString();
 }
 
+// The first line of the first message names the conversation, cut at 60 characters, never
+// in the middle of one (an emoji is two UTF-16 units: half of one was stored as U+FFFD).
+TEST_F(ChatControllerTest, TheTitleIsNotCutInsideACharacter) {
+    load();
+    const QString first = QString(59, QLatin1Char('x')) + QString::fromUtf8("\xF0\x9F\x98\x80 and more");
+    ASSERT_TRUE(controller_->send(first));
+    ASSERT_TRUE(wait_idle());
+    EXPECT_EQ(controller_->currentTitle().toStdString(), std::string(59, 'x'));
+    controller_->flushWrites();
+    const auto stored = store_->conversation(controller_->currentConversationId());
+    ASSERT_TRUE(stored);
+    EXPECT_EQ(stored->title, std::string(59, 'x'));
+}
+
 TEST_F(ChatControllerTest, AnAnswerStreamsInAndIsStoredWithItsStatistics) {
     load();
     QSignalSpy streamed(controller_->messages(), &QAbstractItemModel::dataChanged);
