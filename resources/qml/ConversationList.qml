@@ -94,6 +94,8 @@ Rectangle {
             Accessible.name: "Search conversations"
             onTextChanged: root.controller.conversations.filter = text
             Keys.onEscapePressed: text = ""
+            // Esc also stops an answer (the window's shortcut): with words here, it clears them.
+            Keys.onShortcutOverride: event => event.accepted = event.key === Qt.Key_Escape && text.length > 0
             IconImage {
                 anchors.left: parent.left
                 anchors.leftMargin: Theme.space2

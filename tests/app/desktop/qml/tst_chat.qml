@@ -176,5 +176,33 @@ Item {
             const prefixes = findChild(dashboard, "batchingPrefixes").text
             verify(prefixes.indexOf("Prompt cache: " + testDashboard.cachedPrefixes + " finished answer") === 0, prefixes)
         }
+
+        // Esc stops the answer (the window's shortcut), except where a field uses it itself:
+        // in the search, it clears the search and the answer goes on.
+        function test_8_escape_in_the_search_clears_it_and_leaves_the_answer() {
+            const component = Qt.createComponent("qrc:/Powerhouse/Main.qml")
+            verify(component.status === Component.Ready, component.errorString())
+            const window = createTemporaryObject(component, null, {
+                controller: testChat, dashboard: testDashboard, settings: testSettings, library: testLibrary,
+                downloads: testDownloads
+            })
+            tryVerify(() => window.visible)
+            window.requestActivate()
+            tryVerify(() => window.active)
+            testChat.newConversation()
+            verify(testChat.setConversationSettings("", {maxTokens: 2000}))
+            verify(testChat.send("Write a very long story about a dragon who learns to cook."))
+            verify(testChat.generating)
+            const search = findChild(window.contentItem, "searchField")
+            search.forceActiveFocus()
+            search.text = "dragon"
+            keyClick(Qt.Key_Escape)
+            compare(search.text, "", "Esc clears the search")
+            verify(testChat.generating, "the answer goes on")
+            // With nothing to clear, Esc stops the answer.
+            keyClick(Qt.Key_Escape)
+            waitIdle()
+            search.text = ""
+        }
     }
 }
