@@ -1,6 +1,6 @@
 // The architectures the engine runs, one file each (llama.cpp, qwen2.cpp, qwen3.cpp,
-// qwen3moe.cpp, gemma3.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, seed_oss.cpp), and the one table that lists them. An
-// architecture is its GGUF name
+// qwen3moe.cpp, gemma3.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, seed_oss.cpp, glm4.cpp), and the one table that lists
+// them. An architecture is its GGUF name
 // (`general.architecture`), what it reads from the metadata beyond the hyper-parameters all
 // decoders share (read_hparams reads those first), and how it writes its step program from
 // the shared blocks (blocks.h). Adding an architecture: one new file that defines its
@@ -38,6 +38,7 @@ extern const Architecture kGptOss;
 extern const Architecture kPhi3;
 extern const Architecture kSmolLm3;
 extern const Architecture kSeedOss;
+extern const Architecture kGlm4;
 
 // The architecture named `name`, or null when the engine has none by that name.
 const Architecture* find_architecture(std::string_view name);

@@ -1,5 +1,7 @@
 #include "arch/blocks.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -45,7 +47,12 @@ void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& bloc
         l.push_back({K::matmul, B::k, B::norm, B::x, "blk.{}.attn_k.weight"});
         l.push_back({K::matmul, B::v, B::norm, B::x, "blk.{}.attn_v.weight"});
     }
-    if (block.qkv_bias) {
+    if (block.qkv_bias && block.fused_qkv) {
+        const uint32_t q_rows = hp.n_head * hp.head_dim, kv_rows = hp.n_head_kv * hp.head_dim;
+        l.push_back(row_view({K::add_bias, B::q, B::q, B::x, "blk.{}.attn_qkv.bias"}, 0));
+        l.push_back(row_view({K::add_bias, B::k, B::k, B::x, "blk.{}.attn_qkv.bias"}, q_rows));
+        l.push_back(row_view({K::add_bias, B::v, B::v, B::x, "blk.{}.attn_qkv.bias"}, q_rows + kv_rows));
+    } else if (block.qkv_bias) {
         l.push_back({K::add_bias, B::q, B::q, B::x, "blk.{}.attn_q.bias"});
         l.push_back({K::add_bias, B::k, B::k, B::x, "blk.{}.attn_k.bias"});
         l.push_back({K::add_bias, B::v, B::v, B::x, "blk.{}.attn_v.bias"});
@@ -79,13 +86,45 @@ void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm, co
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
 
-void add_fused_gated_ffn(StepProgram& p, const Hparams& hp) {
+namespace {
+
+Result<void> check_rows(const GgufModel& model, const std::string& name, int64_t rows, int64_t columns,
+                        const char* what) {
+    const GgufTensorInfo* t = model.find_tensor(name);
+    if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
+    if (t->ne[0] != columns || t->n_rows() != rows) {
+        return make_error(ErrorCode::format, fmt::format("tensor '{}' is {}x{}, expected {}x{} ({})", name, t->n_rows(),
+                                                         t->ne[0], rows, columns, what));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp) {
+    const int64_t qkv_rows = int64_t{hp.n_head + 2 * hp.n_head_kv} * hp.head_dim;
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        if (hp.fused_qkv) {
+            PH_TRY(check_rows(model, fmt::format("blk.{}.attn_qkv.weight", l), qkv_rows, hp.n_embd,
+                              "the Q, K and V heads together"));
+            const std::string bias = fmt::format("blk.{}.attn_qkv.bias", l);
+            if (model.find_tensor(bias) != nullptr)
+                PH_TRY(check_rows(model, bias, 1, qkv_rows, "the Q, K and V biases"));
+        }
+        PH_TRY(check_rows(model, fmt::format("blk.{}.ffn_up.weight", l), int64_t{2} * hp.n_ff, hp.n_embd,
+                          "the gate and up projections together"));
+    }
+    return {};
+}
+
+void add_fused_gated_ffn(StepProgram& p, const Hparams& hp, bool post_norm) {
     auto& l = p.layer;
     l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.ffn_norm.weight"});
     l.push_back(row_view({K::matmul, B::gate, B::norm, B::x, "blk.{}.ffn_up.weight"}, 0));
     l.push_back(row_view({K::matmul, B::up, B::norm, B::x, "blk.{}.ffn_up.weight"}, hp.n_ff));
     l.push_back({K::swiglu, B::gate, B::gate, B::up, ""});
     l.push_back({K::matmul, B::tmp, B::gate, B::x, "blk.{}.ffn_down.weight"});
+    if (post_norm) l.push_back({K::rms_norm, B::tmp, B::tmp, B::x, "blk.{}.post_ffw_norm.weight"});
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
 

@@ -28,7 +28,8 @@ struct AttentionBlock {
     // Q multiplied by this after RoPE, the scores then scaled by 1 (Gemma 3); 0: the scores
     // are scaled by 1/sqrt(head_dim).
     float query_scale = 0.0f;
-    bool fused_qkv = false;  // Q, K and V from one tensor, attn_qkv (Phi-3)
+    bool fused_qkv = false;  // Q, K and V from one tensor, attn_qkv (Phi-3), and with qkv_bias
+                             // one bias, attn_qkv.bias (GLM-4)
 };
 
 // Pre-norm rotary attention with grouped KV heads and its residual add:
@@ -45,9 +46,13 @@ enum class GateActivation { silu, gelu };
 void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = false,
                    const char* norm = "blk.{}.ffn_norm.weight");
 
+// Checks the fused tensors of every layer against the hyper-parameters: attn_qkv (and its
+// bias, where there is one) when hp.fused_qkv, and ffn_up's 2 n_ff rows.
+Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp);
+
 // The same with the gate and up projections in one tensor, ffn_up (2 n_ff rows: the gate's,
-// then up's), as Phi-3 stores them.
-void add_fused_gated_ffn(StepProgram& p, const Hparams& hp);
+// then up's), as Phi-3 and GLM-4 store them; SwiGLU.
+void add_fused_gated_ffn(StepProgram& p, const Hparams& hp, bool post_norm = false);
 
 // The experts of hp.experts with the tensor names of llama.cpp's converter (ffn_*_exps),
 // SwiGLU, and the given router: what Mixtral and Qwen3-MoE share. Architectures with other

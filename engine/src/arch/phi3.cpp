@@ -4,8 +4,6 @@
 // sets of frequency factors, rope_factors_short and rope_factors_long, the long ones used when
 // the context is longer than rope.scaling.original_context_length, and a rope.scaling.attn_factor
 // on cos and sin. The sliding window some files name is not applied, as llama.cpp does not.
-#include <fmt/format.h>
-
 #include "arch/architecture.h"
 #include "arch/blocks.h"
 
@@ -13,31 +11,12 @@ namespace powerhouse::arch {
 
 namespace {
 
-Result<void> check_rows(const GgufModel& model, const std::string& name, int64_t rows, int64_t columns,
-                        const char* what) {
-    const GgufTensorInfo* t = model.find_tensor(name);
-    if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
-    if (t->ne[0] != columns || t->n_rows() != rows) {
-        return make_error(ErrorCode::format, fmt::format("tensor '{}' is {}x{}, expected {}x{} ({})", name, t->n_rows(),
-                                                         t->ne[0], rows, columns, what));
-    }
-    return {};
-}
-
 Result<void> read_phi3(const GgufModel& model, Hparams& hp) {
     hp.rope_layout = RopeLayout::neox;
     if (hp.is_moe()) return make_error(ErrorCode::unsupported, "Phi-3.5-MoE (phi3 with experts) is not supported yet");
     // Converted files fuse Q, K and V; a file with the three separate tensors also loads.
     hp.fused_qkv = model.find_tensor("blk.0.attn_qkv.weight") != nullptr;
-    const int64_t qkv_rows = int64_t{hp.n_head + 2 * hp.n_head_kv} * hp.head_dim;
-    for (uint32_t l = 0; l < hp.n_layer; ++l) {
-        if (hp.fused_qkv) {
-            PH_TRY(check_rows(model, fmt::format("blk.{}.attn_qkv.weight", l), qkv_rows, hp.n_embd,
-                              "the Q, K and V heads together"));
-        }
-        PH_TRY(check_rows(model, fmt::format("blk.{}.ffn_up.weight", l), int64_t{2} * hp.n_ff, hp.n_embd,
-                          "the gate and up projections together"));
-    }
+    PH_TRY(check_fused_tensors(model, hp));
 
     const GgufTensorInfo* long_factors = model.find_tensor("rope_factors_long.weight");
     const GgufTensorInfo* short_factors = model.find_tensor("rope_factors_short.weight");

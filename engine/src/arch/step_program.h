@@ -77,8 +77,9 @@ struct Op {
     float value = 0.0f;  // the constant of scale and attention
     std::shared_ptr<const MoeSpec> moe = nullptr;  // moe: the experts (their tensors name the weights)
     // matmul: the weight's first row, when the op uses a run of the tensor's rows rather than
-    // the whole tensor. Phi-3 stores Q, K and V in one tensor (attn_qkv) and the gate and up
-    // projections in another (ffn_up); each op takes its rows.
+    // the whole tensor (add_bias: its first value). Phi-3 and GLM-4 store Q, K and V in one
+    // tensor (attn_qkv, and its bias) and the gate and up projections in another (ffn_up); each
+    // op takes its rows.
     std::optional<uint32_t> weight_row = std::nullopt;
 };
 

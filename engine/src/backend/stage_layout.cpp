@@ -199,10 +199,16 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
         default:
             break;
     }
-    if (op.weight_row && op.kind != OpKind::matmul) {
-        return make_error(ErrorCode::internal, fmt::format("a row view of '{}' outside a product", name));
+    if (op.weight_row && op.kind != OpKind::matmul && op.kind != OpKind::add_bias) {
+        return make_error(ErrorCode::internal, fmt::format("a view of '{}' outside a product or a bias", name));
     }
-    if (op.weight_row) {
+    if (op.weight_row && op.kind == OpKind::add_bias) {
+        // A part of a fused bias (attn_qkv.bias): its values must lie inside.
+        if (t->n_rows() != 1 || t->ne[0] < int64_t{*op.weight_row} + want0) {
+            return make_error(ErrorCode::format, fmt::format("tensor '{}' has {} values, too few for {} from {}", name,
+                                                             t->n_elements, want0, *op.weight_row));
+        }
+    } else if (op.weight_row) {
         // A part of a fused tensor (Phi-3's attn_qkv, ffn_up): its rows must lie inside.
         if (t->ne[0] != want0 || t->n_rows() < int64_t{*op.weight_row} + want1) {
             return make_error(ErrorCode::format,
@@ -216,7 +222,7 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
     if (op.kind != OpKind::matmul) {
         if (t->type != GgmlType::f32)
             return make_error(ErrorCode::unsupported, fmt::format("tensor '{}' must be F32", name));
-        size_t skip = layout.offset(op.dst);
+        size_t skip = op.weight_row.value_or(0) + layout.offset(op.dst);
         bound.n_values = layout.width(op.dst);
         if (op.kind == OpKind::head_rms_norm) {
             skip = 0;
