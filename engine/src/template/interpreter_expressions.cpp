@@ -159,6 +159,12 @@ Value Interpreter::eval_call(const CallExpr& expr, Scope& scope) {
 }
 
 Value Interpreter::eval_filter(const FilterExpr& expr, const Value& operand, Scope& scope) {
+    if (expr.function == nullptr) {  // parsed where jinja2 fails only when it gets here
+        if (is_unsupported_filter(expr.name)) {
+            fail_at(ErrorKind::unsupported, expr.pos, fmt::format("the filter '{}' is not supported", expr.name));
+        }
+        fail_at(ErrorKind::syntax, expr.pos, fmt::format("no filter named '{}'", expr.name));
+    }
     Args args;
     eval_args(expr.args, scope, args);
     try {
@@ -171,6 +177,9 @@ Value Interpreter::eval_filter(const FilterExpr& expr, const Value& operand, Sco
 }
 
 Value Interpreter::eval_test(const TestExpr& expr, Scope& scope) {
+    if (expr.function == nullptr) {  // parsed where jinja2 fails only when it gets here
+        fail_at(ErrorKind::syntax, expr.pos, fmt::format("no test named '{}'", expr.name));
+    }
     const Value operand = eval(*expr.operand, scope);
     Args args;
     eval_args(expr.args, scope, args);

@@ -99,8 +99,16 @@ ResolvedTemplate resolve_chat_template(const ModelTemplateInfo& info, const Temp
     std::string reason;
     if (info.chat_template) {
         Result<ChatTemplate> own = ChatTemplate::parse(*info.chat_template, limits);
-        if (own) return ResolvedTemplate{std::move(own).value(), false, family, {}};
-        reason = fmt::format("the model's chat template cannot be used ({})", own.error().message);
+        // A filter that does not exist fails only where it is reached (as in jinja2), so a
+        // template that parses may still fail on every conversation: one plain message tells.
+        nlohmann::ordered_json probe = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                                        {"add_generation_prompt", true}};
+        add_default_tokens(probe, info);
+        RenderOptions options;
+        options.limits = limits;
+        Result<std::string> rendered = own ? own->render(probe, options) : Result<std::string>(own.error());
+        if (rendered) return ResolvedTemplate{std::move(own).value(), false, family, {}};
+        reason = fmt::format("the model's chat template cannot be used ({})", rendered.error().message);
     } else {
         reason = "the model has no chat template";
     }

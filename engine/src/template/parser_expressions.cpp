@@ -66,8 +66,12 @@ ExprPtr Parser::parse_expression(bool with_condition) {
 }
 
 ExprPtr Parser::parse_condition() {
+    const size_t first_unknown = unknown_.size();
     ExprPtr expr = parse_or();
     while (is_name("if")) {
+        // The value before 'if' is evaluated only when the test holds: soft, as what follows.
+        for (size_t i = first_unknown; i < unknown_.size(); ++i) unknown_[i].soft = true;
+        const SoftFrame soft(soft_, true);
         const SourcePos at = pos();
         advance();
         auto cond = std::make_unique<ConditionExpr>(at);
@@ -418,11 +422,10 @@ std::unique_ptr<FilterExpr> Parser::parse_filter(ExprPtr operand) {
         name += "." + expect_name();
     }
     const FilterFunction function = find_filter(name);
-    if (function == nullptr) {
-        if (is_unsupported_filter(name)) {
-            fail_at(ErrorKind::unsupported, at, fmt::format("the filter '{}' is not supported", name));
-        }
-        fail_at(ErrorKind::syntax, at, fmt::format("no filter named '{}'", name));
+    if (function == nullptr && is_unsupported_filter(name)) {
+        note_unknown(at, ErrorKind::unsupported, fmt::format("the filter '{}' is not supported", name));
+    } else if (function == nullptr) {
+        note_unknown(at, ErrorKind::syntax, fmt::format("no filter named '{}'", name));
     }
     auto filter = std::make_unique<FilterExpr>(at, std::move(operand), std::move(name), function);
     if (is_op("(")) parse_call_args(filter->args);
@@ -444,7 +447,7 @@ ExprPtr Parser::parse_test(ExprPtr node) {
         name += "." + expect_name();
     }
     const TestFunction function = find_test(name);
-    if (function == nullptr) fail_at(ErrorKind::syntax, at, fmt::format("no test named '{}'", name));
+    if (function == nullptr) note_unknown(at, ErrorKind::syntax, fmt::format("no test named '{}'", name));
     auto test = std::make_unique<TestExpr>(at, std::move(node), std::move(name), function, negated);
     const Token& t = current();
     const bool starts_argument = t.kind == TokenKind::name || t.kind == TokenKind::string ||

@@ -96,6 +96,37 @@ public:
     uint32_t recursion_ = 0;
     uint32_t loop_depth_ = 0;
     std::vector<MacroStmt*> macros_;  // macros being parsed, innermost last
+
+    // Filters and tests that do not exist (or that jinja2 has and this interpreter lacks). As
+    // jinja2 3 does, one in an if statement's test or bodies, in a conditional expression, or
+    // in an expression evaluated in that frame (a for loop's iterable, a with's values, a call's
+    // arguments) fails only when it is evaluated; one anywhere else fails the parse, once the
+    // whole template has parsed. Loop bodies, macros, call blocks, set blocks, filter blocks and
+    // with bodies are new frames: not soft.
+    struct UnknownName {
+        SourcePos at;
+        ErrorKind kind;
+        std::string message;
+        bool soft = false;
+    };
+    bool soft_ = false;
+    std::vector<UnknownName> unknown_;
+    void note_unknown(SourcePos at, ErrorKind kind, std::string message) {
+        unknown_.push_back({at, kind, std::move(message), soft_});
+    }
+};
+
+// Sets the parser's soft flag for its lifetime (the parser.h comment on unknown_).
+class SoftFrame {
+public:
+    SoftFrame(bool& flag, bool soft) : flag_(flag), saved_(flag) { flag_ = soft; }
+    ~SoftFrame() { flag_ = saved_; }
+    SoftFrame(const SoftFrame&) = delete;
+    SoftFrame& operator=(const SoftFrame&) = delete;
+
+private:
+    bool& flag_;
+    bool saved_;
 };
 
 class RecursionGuard {

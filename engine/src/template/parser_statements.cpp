@@ -29,6 +29,9 @@ TemplateAst parse_template(std::string_view source, const TemplateLimits& limits
 TemplateAst Parser::parse() {
     TemplateAst ast;
     ast.body = parse_body({}, SourcePos{0}, "");
+    for (const UnknownName& u : unknown_) {
+        if (!u.soft) fail_at(u.kind, u.at, u.message);
+    }
     return ast;
 }
 
@@ -201,6 +204,7 @@ StmtPtr Parser::parse_for(SourcePos at) {
     if (!is_name("in")) unexpected("'in'");
     advance();
     stmt->iterable = parse_tuple(false, {"recursive"});
+    const SoftFrame loop_frame(soft_, false);
     if (is_name("if")) {
         advance();
         stmt->condition = parse_expression();
@@ -220,6 +224,7 @@ StmtPtr Parser::parse_for(SourcePos at) {
 }
 
 StmtPtr Parser::parse_if(SourcePos at) {
+    const SoftFrame soft(soft_, true);
     auto stmt = std::make_unique<IfStmt>(at);
     ExprPtr test = parse_tuple(false);
     for (;;) {
@@ -259,6 +264,7 @@ StmtPtr Parser::parse_set(SourcePos at) {
         return stmt;
     }
     if (target.unpack) unexpected("'='");
+    const SoftFrame block_frame(soft_, false);
     auto stmt = std::make_unique<SetBlockStmt>(at);
     stmt->target = std::move(target);
     if (is_op("|")) stmt->filters = parse_filter_chain();
@@ -286,6 +292,7 @@ void Parser::parse_macro_params(MacroParams& params) {
 }
 
 StmtPtr Parser::parse_macro(SourcePos at) {
+    const SoftFrame macro_frame(soft_, false);
     std::string name = expect_name();
     auto macro = std::make_unique<MacroStmt>(at);
     macro->name = std::move(name);
@@ -308,11 +315,15 @@ StmtPtr Parser::parse_call_block(SourcePos at) {
     auto stmt = std::make_unique<CallBlockStmt>(at);
     auto caller = std::make_unique<MacroStmt>(at);
     caller->name = "caller";
-    if (is_op("(")) parse_macro_params(caller->params);
+    if (is_op("(")) {
+        const SoftFrame caller_frame(soft_, false);
+        parse_macro_params(caller->params);
+    }
     ExprPtr call = parse_expression();
     if (call->kind != ExprKind::call) fail_at(ErrorKind::syntax, call->pos, "{% call %} needs a macro call");
     stmt->call.reset(static_cast<CallExpr*>(call.release()));
     expect_block_end();
+    const SoftFrame caller_frame(soft_, false);
     const uint32_t saved_loops = loop_depth_;
     loop_depth_ = 0;
     macros_.push_back(caller.get());
@@ -325,6 +336,7 @@ StmtPtr Parser::parse_call_block(SourcePos at) {
 }
 
 StmtPtr Parser::parse_filter_block(SourcePos at) {
+    const SoftFrame block_frame(soft_, false);
     auto stmt = std::make_unique<FilterBlockStmt>(at);
     stmt->filters = parse_filter_chain();
     expect_block_end();
@@ -342,6 +354,7 @@ StmtPtr Parser::parse_with(SourcePos at) {
         stmt->assignments.emplace_back(std::move(target), parse_expression());
     }
     expect_block_end();
+    const SoftFrame body_frame(soft_, false);
     stmt->body = parse_body({"endwith"}, at, "with");
     expect_end_tag("endwith");
     return stmt;

@@ -116,6 +116,29 @@ TEST(TemplateFallback, ResolveFallsBackWhenTheTemplateIsMissingOrBroken) {
               "chatml template (nothing in the model's metadata points to a family)");
 }
 
+// A filter that does not exist inside an if fails only where it is reached, as in jinja2
+// (DeepSeek-V3.2's template uses from_json on a branch most conversations never take). So a
+// template that parses is tried on one plain message: one that takes such a branch every time
+// would fail every conversation, and the built-in one is used instead.
+TEST(TemplateFallback, ResolveFallsBackWhenTheTemplateParsesButCannotRenderAMessage) {
+    ModelTemplateInfo rare;
+    rare.chat_template =
+        "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}{{ m.content|from_json }}"
+        "{% endif %}{% endfor %}";
+    const ResolvedTemplate kept = resolve_chat_template(rare);
+    EXPECT_FALSE(kept.is_fallback) << kept.note;
+
+    ModelTemplateInfo always;
+    always.chat_template = "{% for m in messages %}{% if true %}{{ m.content|from_json }}{% endif %}{% endfor %}";
+    always.family = TemplateFamily::llama3;
+    const ResolvedTemplate replaced = resolve_chat_template(always);
+    EXPECT_TRUE(replaced.is_fallback);
+    EXPECT_EQ(replaced.chat_template.source(), builtin_template(TemplateFamily::llama3));
+    EXPECT_EQ(replaced.note,
+              "the model's chat template cannot be used (1:50: no filter named 'from_json'): using the built-in "
+              "llama3 template (chosen from the model's metadata)");
+}
+
 TEST(TemplateFallback, ReadsSmolLM2sTemplateAndTokens) {
     Result<ModelTemplateInfo> info = read_model_template_info(test::test_model_path());
     ASSERT_TRUE(info.ok()) << info.error().message;
