@@ -23,6 +23,9 @@ constexpr std::array kPreTokenizers = {
     NamedPreTokenizer{"pixtral", {PreTokenizerKind::llama3, true, true}},
     NamedPreTokenizer{"dbrx", {PreTokenizerKind::llama3, false, false}},
     NamedPreTokenizer{"smaug-bpe", {PreTokenizerKind::llama3, false, false}},
+    // GLM-4: the regex of dbrx and smaug-bpe (llama.cpp's CHATGLM4 type).
+    NamedPreTokenizer{"glm4", {PreTokenizerKind::llama3, false, false}},
+    NamedPreTokenizer{"chatglm-bpe", {PreTokenizerKind::llama3, false, false}},
     NamedPreTokenizer{"qwen2", {PreTokenizerKind::qwen2, false, false}},
     NamedPreTokenizer{"deepseek-r1-qwen", {PreTokenizerKind::qwen2, false, false}},
     NamedPreTokenizer{"stablelm2", {PreTokenizerKind::qwen2, false, false}},
@@ -44,6 +47,7 @@ constexpr std::array kPreTokenizers = {
     NamedPreTokenizer{"kanana2", {PreTokenizerKind::gpt4o, false, false}},
     NamedPreTokenizer{"talkie", {PreTokenizerKind::gpt4o, false, false}},
     NamedPreTokenizer{"minimax-m2", {PreTokenizerKind::gpt4o, false, false}},
+    NamedPreTokenizer{"seed-coder", {PreTokenizerKind::seed_coder, false, false}},
 };
 
 // Out-of-piece positions read as "nothing": code point kNone, flags 0, exactly as the
@@ -189,7 +193,8 @@ void split_gpt2(const SplitText& text, size_t begin, size_t end, PieceSink sink)
     }
 }
 
-void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_digits, PieceSink sink) {
+void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_digits, PieceSink sink,
+                  bool newlines_after_punctuation) {
     const Piece p{text, begin, end};
     Emitter out(begin, sink);
     size_t pos = begin;
@@ -242,7 +247,7 @@ void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_di
         if (!(f2.is_white_space() || f2.is_letter() || f2.is_number()) && flags.present()) {
             if (cpt == ' ') ++pos;
             while (p.is_punct_like(f2)) f2 = p.flags(++pos);
-            while (is_cr_or_lf(p.cpt(pos))) ++pos;
+            while (newlines_after_punctuation && is_cr_or_lf(p.cpt(pos))) ++pos;
             out.emit(pos);
             continue;
         }
@@ -337,6 +342,9 @@ void stage_llama3(const SplitText& t, size_t b, size_t e, PieceSink s) {
 void stage_qwen2(const SplitText& t, size_t b, size_t e, PieceSink s) {
     split_llama3(t, b, e, 1, s);
 }
+void stage_seed_coder(const SplitText& t, size_t b, size_t e, PieceSink s) {
+    split_llama3(t, b, e, 1, s, /*newlines_after_punctuation=*/false);
+}
 
 // Runs stages[0] over [begin, end), feeding each piece to the remaining stages.
 void run_stages(std::span<const Stage> stages, const SplitText& text, size_t begin, size_t end, PieceSink sink) {
@@ -364,6 +372,7 @@ void pre_tokenize(PreTokenizerKind kind, const SplitText& text, PieceSink sink) 
     static constexpr Stage kDefault[] = {split_punctuation_runs_default, stage_gpt2, split_number_runs,
                                          split_ascii_digit_triples};
     static constexpr Stage kGpt4o[] = {split_gpt4o};
+    static constexpr Stage kSeedCoder[] = {stage_seed_coder};
     std::span<const Stage> stages;
     switch (kind) {
         case PreTokenizerKind::gpt2:
@@ -389,6 +398,9 @@ void pre_tokenize(PreTokenizerKind kind, const SplitText& text, PieceSink sink) 
             break;
         case PreTokenizerKind::gpt4o:
             stages = kGpt4o;
+            break;
+        case PreTokenizerKind::seed_coder:
+            stages = kSeedCoder;
             break;
     }
     run_stages(stages, text, 0, n, sink);

@@ -32,6 +32,7 @@ enum class PreTokenizerKind {
     deepseek_llm,  // DeepSeek LLM's six-regex sequence
     default_bpe,   // llama.cpp's "default": punctuation runs, gpt2, \p{N}+, three ASCII digits
     gpt4o,         // o200k (GPT-4o, gpt-oss): cased words with contractions, \p{N}{1,3}, ...
+    seed_coder,    // as qwen2 without the [\r\n]* after punctuation (Seed-Coder, Seed-OSS)
 };
 
 // How a `tokenizer.ggml.pre` name is tokenized.
@@ -72,7 +73,8 @@ void pre_tokenize(PreTokenizerKind kind, const SplitText& text, PieceSink sink);
 // The stages, exposed for tests. Each splits [begin, end) and reports consecutive pieces
 // covering it; code points outside [begin, end) are invisible to it.
 void split_gpt2(const SplitText& text, size_t begin, size_t end, PieceSink sink);
-void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_digits, PieceSink sink);
+void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_digits, PieceSink sink,
+                  bool newlines_after_punctuation = true);
 // The o200k regex as the reference runs it (see pre_tokenizer.cpp): case is ASCII-only.
 void split_gpt4o(const SplitText& text, size_t begin, size_t end, PieceSink sink);
 

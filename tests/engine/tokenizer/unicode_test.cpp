@@ -119,6 +119,22 @@ TEST(PreTokenizer, Llama3AndQwen2) {
     EXPECT_EQ(words(PreTokenizerKind::llama3, "x "), (W{"x", " "}));
 }
 
+// Seed-Coder (Seed-OSS) is qwen2's regex without the [\r\n]* after punctuation. Checked against
+// llama.cpp 0.3.36 on a vocabulary with ".\n", "\n\n", ".\n\n" and ":\n" tokens: qwen2 and glm4
+// give "a" ".\n\n" "b", seed-coder "a" "." "\n\n" "b" (the corpus check cannot see it: GPT-2's
+// vocabulary has no such token): scripts/fixtures/check_punctuation_newline_split.py.
+TEST(PreTokenizer, SeedCoderKeepsNewlinesOffPunctuation) {
+    const auto k = PreTokenizerKind::seed_coder;
+    EXPECT_EQ(words(k, "a.\n\nb"), (W{"a", ".", "\n\n", "b"}));
+    EXPECT_EQ(words(PreTokenizerKind::qwen2, "a.\n\nb"), (W{"a", ".\n\n", "b"}));
+    EXPECT_EQ(words(k, "x:\ny"), (W{"x", ":", "\n", "y"}));
+    EXPECT_EQ(words(k, "a. \n\nb"), (W{"a", ".", " \n\n", "b"}));
+    EXPECT_EQ(words(k, "ab 123"), (W{"ab", " ", "1", "2", "3"}));  // digits one at a time, as qwen2
+    EXPECT_EQ(pre_tokenizer_for_name("seed-coder")->kind, k);
+    EXPECT_EQ(pre_tokenizer_for_name("glm4")->kind, PreTokenizerKind::llama3);
+    EXPECT_EQ(pre_tokenizer_for_name("chatglm-bpe")->kind, PreTokenizerKind::llama3);
+}
+
 TEST(PreTokenizer, MultiStage) {
     EXPECT_EQ(words(PreTokenizerKind::starcoder, "abc123 x"), (W{"abc", "1", "2", "3", " x"}));
     EXPECT_EQ(words(PreTokenizerKind::falcon, "a+=b 12345"), (W{"a", "+=", "b", " ", "123", "45"}));
