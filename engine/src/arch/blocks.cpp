@@ -101,6 +101,11 @@ Result<void> check_rows(const GgufModel& model, const std::string& name, int64_t
 
 }  // namespace
 
+void read_optional_attention_biases(const GgufModel& model, Hparams& hp) {
+    hp.qkv_bias = model.find_tensor("blk.0.attn_q.bias") != nullptr;
+    hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
+}
+
 Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp) {
     const int64_t qkv_rows = int64_t{hp.n_head + 2 * hp.n_head_kv} * hp.head_dim;
     for (uint32_t l = 0; l < hp.n_layer; ++l) {

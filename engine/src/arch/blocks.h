@@ -46,6 +46,10 @@ enum class GateActivation { silu, gelu };
 void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = false,
                    const char* norm = "blk.{}.ffn_norm.weight");
 
+// Sets hp.qkv_bias and hp.output_bias from what layer 0 has (attn_q.bias, attn_output.bias),
+// for architectures whose files may or may not carry them (SmolLM3, Seed-OSS).
+void read_optional_attention_biases(const GgufModel& model, Hparams& hp);
+
 // Checks the fused tensors of every layer against the hyper-parameters: attn_qkv (and its
 // bias, where there is one) when hp.fused_qkv, and ffn_up's 2 n_ff rows.
 Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp);

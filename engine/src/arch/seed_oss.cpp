@@ -11,8 +11,7 @@ namespace {
 Result<void> read_seed_oss(const GgufModel& model, Hparams& hp) {
     if (hp.is_moe()) return make_error(ErrorCode::unsupported, "seed_oss with experts is not supported");
     hp.rope_layout = RopeLayout::neox;
-    hp.qkv_bias = model.find_tensor("blk.0.attn_q.bias") != nullptr;
-    hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
+    read_optional_attention_biases(model, hp);
     return {};
 }
 

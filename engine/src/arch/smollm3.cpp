@@ -15,8 +15,7 @@ Result<void> read_smollm3(const GgufModel& model, Hparams& hp) {
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         if ((il + 1) % kNoRopeStep == 0) hp.layers[il].rope = false;
     }
-    hp.qkv_bias = model.find_tensor("blk.0.attn_q.bias") != nullptr;
-    hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
+    read_optional_attention_biases(model, hp);
     return {};
 }
 
