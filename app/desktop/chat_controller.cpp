@@ -207,13 +207,15 @@ void ChatController::loadModel(const QString& path, const powerhouse::ModelOptio
     m_engine.load(path, options, recovery);
 }
 
-// Switching conversations leaves their answers generating.
+// Switching conversations leaves their answers generating. The new chat has the settings
+// saved for it before (pressing New chat again, or going to another conversation and back,
+// loses none of them) until its first message creates it with them.
 void ChatController::newConversation() {
     m_current = 0;
     m_currentTitle.clear();
     m_messages.setMessages({});
-    m_systemPrompt.clear();
-    readConversationSettings({});
+    m_systemPrompt = m_newSystemPrompt;
+    readConversationSettings(m_newSettingsJson);
     emit currentConversationChanged();
     emit generatingChanged();
 }
@@ -240,6 +242,9 @@ bool ChatController::setConversationSettings(const QString& systemPrompt, const 
         write([id = m_current, p = prompt.toStdString(), json](Store& store) {
             return store.set_conversation_settings(id, p, json);
         });
+    } else {
+        m_newSystemPrompt = prompt;
+        m_newSettingsJson = json;
     }
     m_systemPrompt = prompt;
     readConversationSettings(json);
@@ -295,6 +300,9 @@ bool ChatController::send(const QString& text) {
             return made;
         });
         if (!check(created)) return false;
+        // Made with them: the next new chat starts from the defaults again.
+        m_newSystemPrompt.clear();
+        m_newSettingsJson.clear();
         m_current = created->id;
         m_currentTitle = title;
         m_messages.setMessages({});

@@ -258,5 +258,9 @@ private:
     ConversationSettings m_conversationSettings;  // the open conversation's (or the next new one's)
     std::string m_settingsJson;                   // ... as stored
     QString m_systemPrompt;
+    // Those saved for the new chat before its first message (it is not stored yet): kept
+    // across New chat and switching conversations, given to it when it is created.
+    QString m_newSystemPrompt;
+    std::string m_newSettingsJson;
     void readConversationSettings(const std::string& json);
 };

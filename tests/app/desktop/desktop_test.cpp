@@ -979,6 +979,53 @@ TEST_F(ChatControllerTest, EachConversationKeepsItsSystemPromptAndSampling) {
     EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 32);  // the fixture's default
 }
 
+// Settings saved for a new chat before its first message are the user's for that chat:
+// pressing New chat (Ctrl+N) again, or looking at another conversation and coming back with
+// New chat, keeps them; the first message creates the chat with them, and the chat after it
+// starts from the defaults.
+TEST_F(ChatControllerTest, SettingsOfANewChatSurviveNewChatUntilItIsSent) {
+    auto older = store_->create_conversation("An older chat");
+    ASSERT_TRUE(older);
+    controller_->conversations()->reload();
+    controller_->newConversation();
+    ASSERT_TRUE(controller_->setConversationSettings("You are a pirate.", {{"temperature", 0.5}, {"maxTokens", 8}}));
+    const auto kept = [&](const char* after) {
+        EXPECT_EQ(controller_->currentConversationId(), 0) << after;
+        EXPECT_EQ(controller_->systemPrompt().toStdString(), "You are a pirate.") << after;
+        EXPECT_FLOAT_EQ(controller_->sampling().value("temperature").toFloat(), 0.5f) << after;
+        EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 8) << after;
+    };
+    controller_->newConversation();
+    kept("New chat pressed again");
+    controller_->selectConversation(older->id);
+    EXPECT_TRUE(controller_->systemPrompt().isEmpty()) << "the older chat has its own";
+    controller_->newConversation();
+    kept("another conversation, then New chat");
+
+    load();
+    ASSERT_TRUE(controller_->send("Say something."));
+    ASSERT_TRUE(wait_idle());
+    const qint64 sent = controller_->currentConversationId();
+    ASSERT_NE(sent, 0);
+    EXPECT_LE(stored()[1].stats.generated_tokens, 8);
+    controller_->flushWrites();
+    auto conversation = store_->conversation(sent);
+    ASSERT_TRUE(conversation);
+    EXPECT_EQ(conversation->system_prompt, "You are a pirate.");
+    EXPECT_EQ(parse_conversation_settings(conversation->settings_json, {}).generation.max_tokens, 8);
+
+    // Sent: the next new chat starts from the defaults.
+    controller_->newConversation();
+    EXPECT_TRUE(controller_->systemPrompt().isEmpty());
+    EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 32);  // the fixture's default
+    EXPECT_FLOAT_EQ(controller_->sampling().value("temperature").toFloat(), 0.0f);
+    // "Defaults" on a new chat holds across New chat too.
+    ASSERT_TRUE(controller_->setConversationSettings("Be brief.", {}));
+    controller_->resetConversationSettings();
+    controller_->newConversation();
+    EXPECT_TRUE(controller_->systemPrompt().isEmpty());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
