@@ -40,6 +40,14 @@ TEST_F(CliRemote, ModelsListsTheServersModels) {
     EXPECT_EQ(run.out, "test-model\nother-model\n");
 }
 
+// A base URL with a path of its own (Gemini's ".../v1beta/openai") is used as given, not
+// sent to ".../v1beta/openai/v1".
+TEST_F(CliRemote, ABaseUrlWithAPathIsUsedAsGiven) {
+    const test::CliRun run = run_cli("models --remote " + server_->url("/ok/v1beta/openai"));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "test-model\nother-model\n");
+}
+
 // An error body that is partly binary reaches the terminal as text: "café" readable, the
 // ANSI escape and the bytes that are not UTF-8 written as \xNN, the C1 control as \u009b.
 TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {

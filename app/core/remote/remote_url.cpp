@@ -25,12 +25,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// "v1", "v2", ...: the API version segment a base URL ends with.
-bool is_version_segment(std::string_view segment) {
-    if (segment.size() < 2 || (segment[0] != 'v' && segment[0] != 'V')) return false;
-    return std::all_of(segment.begin() + 1, segment.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 std::string join(const UrlParts& p, std::string_view path) {
     const bool ipv6 = p.host.find(':') != std::string::npos;
     std::string out = p.scheme + "://" + (ipv6 ? "[" + p.host + "]" : p.host);
@@ -111,10 +105,9 @@ Result<std::string> normalize_base_url(std::string_view url) {
         }
     }
     while (!path.empty() && path.back() == '/') path.pop_back();
-    const size_t last = path.rfind('/');
-    const std::string_view segment =
-        last == std::string::npos ? std::string_view() : std::string_view(path).substr(last + 1);
-    if (!is_version_segment(segment)) path += "/v1";
+    // A bare host gets the prefix every OpenAI-compatible server serves; a path is the user's
+    // (or the provider's documented base URL: Gemini's ".../v1beta/openai") and is kept.
+    if (path.empty()) path = "/v1";
     return join(*parts, path);
 }
 

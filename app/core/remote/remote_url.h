@@ -1,9 +1,9 @@
 // The URLs of remote engines and metrics endpoints: checked, normalised, and judged for
 // transport safety before anything is sent.
 //
-// A base URL is the prefix that "/models" and "/chat/completions" follow. People write it
-// with or without "/v1" and sometimes paste a whole endpoint, so it is normalised once, when
-// the engine is made, rather than guessed at each request.
+// A base URL is the prefix that "/models" and "/chat/completions" follow. People write a
+// bare host, a provider's documented base URL, or paste a whole endpoint, so it is normalised
+// once, when the engine is made, rather than guessed at each request.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -30,10 +30,12 @@ struct UrlParts {
 Result<UrlParts> split_url(std::string_view url);
 
 // "http://host:8000", "http://host:8000/", "http://host:8000/v1/",
-// "http://host:8000/v1/chat/completions" -> "http://host:8000/v1". A path whose last segment
-// is a version ("/v1", "/api/v2") is kept; a pasted endpoint ("/chat/completions",
-// "/completions", "/models") is cut off; anything else gets "/v1" added, the prefix every
-// OpenAI-compatible server serves.
+// "http://host:8000/v1/chat/completions" -> "http://host:8000/v1". A pasted endpoint
+// ("/chat/completions", "/completions", "/models") and trailing slashes are cut off; a URL
+// with no path left gets "/v1", the prefix every OpenAI-compatible server serves; any other
+// path is used as given, as OpenAI's clients use a base URL ("/api/v2",
+// "https://generativelanguage.googleapis.com/v1beta/openai", a proxy's "/openai": write
+// ".../openai/v1" if the server behind it answers there). Normalising twice changes nothing.
 Result<std::string> normalize_base_url(std::string_view url);
 
 // A metrics URL as given, with "/metrics" added when it has no path ("http://host:9400").

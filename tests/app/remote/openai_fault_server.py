@@ -8,6 +8,9 @@ this one too. Every route sits under a scenario, so that a test's base URL picks
 
   /<scenario>/v1/models             {"data": [{"id": "test-model"}, {"id": "other-model"}]}
   /<scenario>/v1/chat/completions   POST; the scenario decides the answer (below)
+  /<scenario>/v1beta/openai/...     the same routes under Gemini's prefix (a base URL whose
+                                    path ends in no version)
+  /v1/...                           the same routes as /ok/v1/... (a base URL of a bare host)
   /<scenario>/last                  GET: the last chat request of that scenario:
                                     {"body": ..., "authorization": "Bearer ..." or null}
   /metrics/<name>                   the fixture <fixtures>/<name>.prom as Prometheus text
@@ -83,6 +86,16 @@ def event(obj, crlf=False):
     return ("data: " + data + end + end).encode()
 
 
+# The API prefixes a scenario's routes sit under: OpenAI's, and one like Gemini's.
+API_PREFIX = r"(?:v1|v1beta/openai)"
+
+
+def route_path(raw_path):
+    """The request's path without its query; a bare host's /v1/... is the ok scenario's."""
+    path = raw_path.split("?")[0]
+    return "/ok" + path if path.startswith("/v1/") else path
+
+
 class Handler(loopback_http.Handler):
     server_version = "powerhouse-fault-server"
 
@@ -147,7 +160,7 @@ class Handler(loopback_http.Handler):
 
     # --- routes ---
     def do_GET(self):
-        path = self.path.split("?")[0]
+        path = route_path(self.path)
         m = re.fullmatch(r"(?:/(key-[\w.-]+|silent))?/metrics/([\w.-]+)", path)
         if m:
             if m.group(1) == "silent":
@@ -160,7 +173,7 @@ class Handler(loopback_http.Handler):
                 return self.send_text(404, "no such fixture\n")
             with open(file, encoding="utf-8") as f:
                 return self.send_text(200, f.read(), "text/plain; version=0.0.4; charset=utf-8")
-        m = re.fullmatch(r"/([\w.-]+)/v1/models", path)
+        m = re.fullmatch(r"/([\w.-]+)/" + API_PREFIX + r"/models", path)
         if m:
             scenario = m.group(1)
             if scenario.startswith("key-") and not self.key_ok(scenario):
@@ -179,10 +192,10 @@ class Handler(loopback_http.Handler):
         self.send_json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
 
     def do_POST(self):
-        path = self.path.split("?")[0]
+        path = route_path(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        m = re.fullmatch(r"/([\w.-]+)/v1/chat/completions", path)
+        m = re.fullmatch(r"/([\w.-]+)/" + API_PREFIX + r"/chat/completions", path)
         if not m:
             return self.send_json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
         scenario = m.group(1)

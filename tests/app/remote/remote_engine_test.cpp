@@ -439,17 +439,40 @@ TEST_F(RemoteEngineTest, AnUnreachableServerIsNamed) {
 }
 
 TEST_F(RemoteEngineTest, TheBaseUrlIsNormalised) {
-    for (const std::string& form : {server_->url("/ok"), server_->url("/ok/"), server_->url("/ok/v1/"),
-                                    server_->url("/ok/v1/chat/completions")}) {
+    for (const std::string& form : {server_->url("/ok/v1"), server_->url("/ok/v1/"),
+                                    server_->url("/ok/v1/chat/completions"), server_->url("/ok/v1/models")}) {
         Result<RemoteEngine> e = RemoteEngine::create(form);
         ASSERT_TRUE(e.ok()) << form;
         EXPECT_EQ(e->base_url(), base("ok")) << form;
         Result<std::vector<std::string>> models = e->list_models();
         EXPECT_TRUE(models.ok()) << form << ": " << models.error().message;
     }
+    // A bare host gets /v1.
+    for (const std::string& form : {server_->url(""), server_->url("/")}) {
+        Result<RemoteEngine> e = RemoteEngine::create(form);
+        ASSERT_TRUE(e.ok()) << form;
+        EXPECT_EQ(e->base_url(), server_->url("/v1")) << form;
+        Result<std::vector<std::string>> models = e->list_models();
+        EXPECT_TRUE(models.ok()) << form << ": " << models.error().message;
+    }
     EXPECT_FALSE(RemoteEngine::create("127.0.0.1:8000").ok());
     EXPECT_FALSE(RemoteEngine::create("ftp://127.0.0.1/v1").ok());
     EXPECT_FALSE(RemoteEngine::create("http://user:pw@127.0.0.1/v1").ok());
+}
+
+// A base URL whose path ends in no version (Gemini's ".../v1beta/openai") is used as given:
+// models and chat reach the server under that prefix, not under an added "/v1".
+TEST_F(RemoteEngineTest, ABaseUrlWithAPathIsUsedAsGiven) {
+    const std::string prefix = server_->url("/ok/v1beta/openai");
+    Result<RemoteEngine> e = RemoteEngine::create(prefix);
+    ASSERT_TRUE(e.ok()) << e.error().message;
+    EXPECT_EQ(e->base_url(), prefix);
+    Result<std::vector<std::string>> models = e->list_models();
+    ASSERT_TRUE(models.ok()) << models.error().message;
+    EXPECT_EQ(*models, (std::vector<std::string>{"test-model", "other-model"}));
+    Result<ChatResult> result = e->chat(request());
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result->text, kAnswer);
 }
 
 // https to a server with a self-signed certificate for 127.0.0.1: refused by default, trusted

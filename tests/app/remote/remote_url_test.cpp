@@ -22,8 +22,27 @@ TEST(RemoteUrl, BaseUrlsEndInTheirApiVersion) {
     EXPECT_EQ(base("http://h:8000/v1/chat/completions"), "http://h:8000/v1");
     EXPECT_EQ(base("http://h:8000/v1/models"), "http://h:8000/v1");
     EXPECT_EQ(base("http://h/api/v2"), "http://h/api/v2");
-    EXPECT_EQ(base("http://h/openai"), "http://h/openai/v1");  // a proxy's prefix
     EXPECT_EQ(base("http://[::1]:8080"), "http://[::1]:8080/v1");
+    EXPECT_EQ(base("http://h:8000/chat/completions"), "http://h:8000/v1");
+}
+
+// A base URL with a path is a provider's documented one, or a proxy's: it is used as written
+// (a pasted endpoint cut off), never given a "/v1" the server does not serve.
+TEST(RemoteUrl, ABaseUrlWithAPathIsUsedAsGiven) {
+    const std::string gemini = "https://generativelanguage.googleapis.com/v1beta/openai";
+    EXPECT_EQ(base(gemini), gemini);
+    EXPECT_EQ(base(gemini + "/"), gemini);
+    EXPECT_EQ(base(gemini + "/chat/completions"), gemini);
+    EXPECT_EQ(base(gemini + "/models"), gemini);
+    EXPECT_EQ(base("http://h/openai"), "http://h/openai");  // a proxy's prefix
+    EXPECT_EQ(base("http://h/openai/v1"), "http://h/openai/v1");
+    EXPECT_EQ(base("https://gateway.example/v1/account/gateway/openai"),
+              "https://gateway.example/v1/account/gateway/openai");
+    // Normalising a normalised URL changes nothing (the CLI and RemoteEngine::create both do).
+    for (const std::string& url :
+         {std::string("http://h:8000"), std::string("http://h/openai/"), gemini + "/chat/completions"}) {
+        EXPECT_EQ(base(base(url)), base(url)) << url;
+    }
 }
 
 TEST(RemoteUrl, BadUrlsAreRefusedWithoutEchoingSecrets) {
