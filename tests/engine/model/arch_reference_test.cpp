@@ -291,5 +291,54 @@ TEST(Gemma3Hparams, PerLayerFlagsSoftCappingAndNoWindow) {
     for (const arch::LayerAttention& layer : hp->layers) EXPECT_EQ(layer.window, 0u);
 }
 
+// A Phi-3 or GLM-4 file whose fused tensors do not hold the heads and widths its metadata
+// names is refused at load, naming the tensor and what it should hold, instead of binding
+// views that read the wrong rows.
+TEST(ArchHparams, FusedTensorsOfTheWrongShapeAreRefused) {
+    const auto read = [](const char* arch, int64_t qkv_rows, int64_t up_rows, int64_t qkv_bias) {
+        GgufWriter w;
+        GgufMetadata& m = w.metadata();
+        m.set_string("general.architecture", arch);
+        const std::string a = arch;
+        m.set(a + ".block_count", GgufValue{uint32_t{1}});
+        m.set(a + ".embedding_length", GgufValue{uint32_t{64}});
+        m.set(a + ".feed_forward_length", GgufValue{uint32_t{96}});
+        m.set(a + ".attention.head_count", GgufValue{uint32_t{4}});
+        m.set(a + ".attention.head_count_kv", GgufValue{uint32_t{2}});
+        EXPECT_TRUE(w.add_tensor({"token_embd.weight", GgmlType::f32, {64, 8}}).ok());
+        EXPECT_TRUE(w.add_tensor({"blk.0.attn_qkv.weight", GgmlType::f32, {64, qkv_rows}}).ok());
+        if (qkv_bias > 0) {
+            EXPECT_TRUE(w.add_tensor({"blk.0.attn_qkv.bias", GgmlType::f32, {qkv_bias}}).ok());
+        }
+        EXPECT_TRUE(w.add_tensor({"blk.0.ffn_up.weight", GgmlType::f32, {64, up_rows}}).ok());
+        test::TempDir dir;
+        EXPECT_TRUE(w.write_file(dir / "m.gguf", [](size_t, const GgufTensorSpec&, std::span<std::byte> out) {
+                         std::fill(out.begin(), out.end(), std::byte{0});
+                         return Result<void>{};
+                     }).ok());
+        Result<GgufModel> file = GgufModel::open(dir / "m.gguf");
+        EXPECT_TRUE(file.ok());
+        return arch::read_hparams(*file);
+    };
+    // 4 heads and 2 KV heads of 16: Q, K and V take 64 + 32 + 32 = 128 rows; gate and up 2 x 96.
+    Result<arch::Hparams> good = read("phi3", 128, 192, 0);
+    ASSERT_TRUE(good.ok()) << good.error().message;
+    EXPECT_TRUE(good->fused_qkv);
+    Result<arch::Hparams> qkv = read("phi3", 160, 192, 0);
+    ASSERT_FALSE(qkv.ok());
+    EXPECT_EQ(qkv.error().message,
+              "tensor 'blk.0.attn_qkv.weight' is 160x64, expected 128x64 (the Q, K and V heads together)");
+    Result<arch::Hparams> up = read("phi3", 128, 96, 0);
+    ASSERT_FALSE(up.ok());
+    EXPECT_EQ(up.error().message,
+              "tensor 'blk.0.ffn_up.weight' is 96x64, expected 192x64 (the gate and up projections together)");
+    Result<arch::Hparams> glm = read("glm4", 128, 192, 128);
+    ASSERT_TRUE(glm.ok()) << glm.error().message;
+    EXPECT_TRUE(glm->qkv_bias);
+    Result<arch::Hparams> bias = read("glm4", 128, 192, 96);
+    ASSERT_FALSE(bias.ok());
+    EXPECT_EQ(bias.error().message, "tensor 'blk.0.attn_qkv.bias' is 1x96, expected 1x128 (the Q, K and V biases)");
+}
+
 }  // namespace
 }  // namespace powerhouse
