@@ -29,6 +29,9 @@ Item {
 
     readonly property bool fromUser: role === "user"
     readonly property bool streaming: messageState === MessageListModel.Streaming
+    // How an answer ended short, shown with it: "stopped", "interrupted", or "" (in full).
+    readonly property string cutShort: fromUser ? "" : messageState === MessageListModel.Stopped ? "stopped"
+                                     : messageState === MessageListModel.Interrupted ? "interrupted" : ""
     property bool editing: false
 
     implicitHeight: column.implicitHeight
@@ -76,10 +79,18 @@ Item {
                 visible: !root.fromUser
                 spacing: Theme.spacing * 0.75
 
+                // No text (yet): the dots while it streams; an answer cut short before its
+                // first word says so rather than leaving an empty bubble.
                 Label {
+                    objectName: "emptyAnswer"
                     visible: blockRepeater.count === 0
-                    text: root.streaming ? "…" : ""
-                    color: Theme.text
+                    text: root.streaming ? "…" : root.cutShort.length > 0 && root.content.length === 0
+                          ? root.cutShort.charAt(0).toUpperCase() + root.cutShort.slice(1) + " before any text came."
+                          : ""
+                    color: root.streaming ? Theme.text : Theme.textMuted
+                    font.italic: !root.streaming
+                    wrapMode: Text.Wrap
+                    Layout.fillWidth: true
                 }
                 Repeater {
                     id: blockRepeater
@@ -182,8 +193,11 @@ Item {
                 height: Math.max(32, implicitHeight)
                 wrapMode: Text.Wrap
                 verticalAlignment: Text.AlignVCenter
-                visible: !root.fromUser && root.stats.length > 0
-                text: root.stats + (root.messageState === MessageListModel.Stopped ? " · stopped" : root.messageState === MessageListModel.Interrupted ? " · interrupted" : "")
+                visible: !root.fromUser && text.length > 0
+                // Without figures (nothing generated, or a server that sent no usage), how it
+                // ended alone, unless the empty answer above says it already.
+                text: root.stats.length > 0 ? root.stats + (root.cutShort.length > 0 ? " · " + root.cutShort : "")
+                      : root.content.length > 0 ? root.cutShort : ""
                 color: Theme.textMuted
                 font.pixelSize: Theme.smallFontSize
             }

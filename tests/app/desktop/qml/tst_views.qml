@@ -52,6 +52,7 @@ Item {
             }
         }
     }
+    ListModel { id: noBlocks }
     Component {
         id: dashboardComponent
         GpuDashboard {
@@ -307,6 +308,39 @@ Item {
                    + " of " + message.width)
             // Its lines are all shown, not drawn over the actions beside or below it.
             verify(label.height >= label.implicitHeight, label.height + " < " + label.implicitHeight)
+        }
+
+        // Stopped before its first token: no text and no figures. The answer says how it ended
+        // instead of an empty bubble; with text but no figures (a server that sent no usage),
+        // the statistics line still says "stopped".
+        function test_an_answer_stopped_before_any_text_says_so() {
+            const message = createTemporaryObject(messageComponent, root, {
+                messageState: MessageListModel.Stopped, stats: "", content: "", blocks: noBlocks
+            })
+            const note = findChild(message, "emptyAnswer")
+            verify(note.visible)
+            compare(note.text, "Stopped before any text came.")
+            waitForRendering(message)
+            verify(note.height > 0)
+            message.messageState = MessageListModel.Interrupted
+            compare(note.text, "Interrupted before any text came.")
+            message.messageState = MessageListModel.Complete
+            compare(note.text, "")
+            message.messageState = MessageListModel.Streaming
+            compare(note.text, "…")
+
+            const partial = createTemporaryObject(messageComponent, root, {
+                messageState: MessageListModel.Stopped, stats: "", content: "Once upon"
+            })
+            const label = findChild(partial, "statsLabel")
+            verify(label.visible)
+            compare(label.text, "stopped")
+            partial.stats = "10.0 tokens/s · 5 ms to first token · 3 tokens"
+            compare(label.text, "10.0 tokens/s · 5 ms to first token · 3 tokens · stopped")
+            partial.messageState = MessageListModel.Complete
+            compare(label.text, "10.0 tokens/s · 5 ms to first token · 3 tokens")
+            partial.stats = ""
+            verify(!label.visible)
         }
 
         function test_dashboard_and_settings_fit_from_the_smallest_window_to_4k() {
