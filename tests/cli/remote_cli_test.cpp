@@ -48,6 +48,15 @@ TEST_F(CliRemote, ABaseUrlWithAPathIsUsedAsGiven) {
     EXPECT_EQ(run.out, "test-model\nother-model\n");
 }
 
+// A port past 65535 is refused before anything is sent, saying what a port can be.
+TEST_F(CliRemote, APortOutOfRangeIsRefused) {
+    const test::CliRun run = run_cli("models --remote http://127.0.0.1:70000/v1");
+    EXPECT_EQ(run.status, 1);
+    EXPECT_TRUE(run.out.empty()) << run.out;
+    EXPECT_NE(run.err.find("the port 70000 does not exist: a port is a number from 1 to 65535"), std::string::npos)
+        << run.err;
+}
+
 // An error body that is partly binary reaches the terminal as text: "café" readable, the
 // ANSI escape and the bytes that are not UTF-8 written as \xNN, the C1 control as \u009b.
 TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace powerhouse::remote {
 namespace {
@@ -86,9 +87,20 @@ Result<UrlParts> split_url(std::string_view url) {
         parts.host = lower(host);
     }
     if (parts.host.empty()) return make_error(ErrorCode::invalid_argument, fmt::format("'{}' names no host", url));
-    if (!parts.port.empty() && (parts.port.size() > 5 || !std::all_of(parts.port.begin(), parts.port.end(),
-                                                                      [](char c) { return c >= '0' && c <= '9'; }))) {
-        return make_error(ErrorCode::invalid_argument, fmt::format("'{}': the port must be a number", url));
+    if (!parts.port.empty()) {
+        if (!std::all_of(parts.port.begin(), parts.port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+            return make_error(ErrorCode::invalid_argument, fmt::format("'{}': the port must be a number", url));
+        }
+        // By value, not by its digits: "70000" has five.
+        unsigned long port = 0;
+        const char* end = parts.port.data() + parts.port.size();
+        const auto [stop, failure] = std::from_chars(parts.port.data(), end, port);
+        if (failure != std::errc() || stop != end || port == 0 || port > 65535) {
+            return make_error(ErrorCode::invalid_argument,
+                              fmt::format("'{}': the port {} does not exist: a port is a number from 1 to 65535 "
+                                          "(vLLM and SGLang listen on 8000 by default, llama.cpp's server on 8080)",
+                                          url, parts.port));
+        }
     }
     return parts;
 }

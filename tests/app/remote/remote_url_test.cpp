@@ -50,6 +50,21 @@ TEST(RemoteUrl, BadUrlsAreRefusedWithoutEchoingSecrets) {
     EXPECT_NE(base("ftp://h/v1").find("not an http:// or https:// URL"), std::string::npos);
     EXPECT_NE(base("http:///v1").find("names no host"), std::string::npos);
     EXPECT_NE(base("http://h:80x/v1").find("port must be a number"), std::string::npos);
+    EXPECT_NE(base("http://h:-1/v1").find("port must be a number"), std::string::npos);
+}
+
+// A port is checked by its value, not by its count of digits.
+TEST(RemoteUrl, PortsOutsideTheirRangeAreRefused) {
+    for (const char* url : {"http://h:65536/v1", "http://h:70000/v1", "http://h:99999/v1", "http://[::1]:80000/v1",
+                            "http://h:0/v1", "http://h:123456/v1", "http://h:99999999999999999999/v1"}) {
+        const std::string refused = base(url);
+        EXPECT_NE(refused.find("is a number from 1 to 65535"), std::string::npos) << url << ": " << refused;
+        EXPECT_FALSE(split_url(url).ok()) << url;
+        EXPECT_FALSE(normalize_metrics_url(url).ok()) << url;
+    }
+    EXPECT_EQ(base("http://h:65535/v1"), "http://h:65535/v1");
+    EXPECT_EQ(base("http://h:1"), "http://h:1/v1");
+    EXPECT_EQ(base("http://[::1]:8080/v1"), "http://[::1]:8080/v1");
     EXPECT_NE(base("http://h/v1?key=1").find("query"), std::string::npos);
     const std::string credentials = base("http://alice:s3cret@h/v1");
     EXPECT_NE(credentials.find("holds credentials"), std::string::npos);
