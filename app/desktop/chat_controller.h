@@ -162,6 +162,12 @@ public:
     // Sets the open conversation's system prompt and sampling (keys as `sampling`; missing
     // keys keep the defaults). False, with the reason shown, if a value is out of range.
     Q_INVOKABLE bool setConversationSettings(const QString& systemPrompt, const QVariantMap& sampling);
+    // What the settings dialog shows beside a field before it saves: {field, message} for a
+    // value setConversationSettings would refuse (conversation_settings_problem), empty if
+    // none. Nothing is shown above the chat.
+    Q_INVOKABLE QVariantMap conversationSettingsProblem(const QVariantMap& sampling) const {
+        return conversation_settings_problem(sampling, m_defaults);
+    }
     Q_INVOKABLE void resetConversationSettings();
     void showError(const QString& message);
     // Waits until every write made so far is in the database (before a read elsewhere, and

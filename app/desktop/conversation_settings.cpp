@@ -89,3 +89,23 @@ powerhouse::Result<ConversationSettings> conversation_settings_from_variant(cons
     }
     return s;
 }
+
+QVariantMap conversation_settings_problem(const QVariantMap& map, const ConversationSettings& defaults) {
+    const auto all = conversation_settings_from_variant(map, defaults);
+    if (all) return {};
+    QVariantMap problem;
+    ConversationSettings order = defaults;
+    for_each_number(order, [&](const char*, const char* key, auto&) {
+        const QString name = QString::fromLatin1(key);
+        if (!problem.isEmpty() || !map.contains(name)) return;
+        if (const auto alone = conversation_settings_from_variant({{name, map.value(name)}}, defaults); !alone) {
+            problem = {{QStringLiteral("field"), name},
+                       {QStringLiteral("message"), QString::fromStdString(alone.error().message)}};
+        }
+    });
+    if (problem.isEmpty()) {
+        problem = {{QStringLiteral("field"), QString()},
+                   {QStringLiteral("message"), QString::fromStdString(all.error().message)}};
+    }
+    return problem;
+}

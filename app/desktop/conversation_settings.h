@@ -33,3 +33,8 @@ std::string conversation_settings_json(const ConversationSettings& settings);
 QVariantMap conversation_settings_variant(const ConversationSettings& settings);
 powerhouse::Result<ConversationSettings> conversation_settings_from_variant(const QVariantMap& map,
                                                                             const ConversationSettings& defaults);
+// The refusal of `map` as the settings dialog shows it, beside the field at fault:
+// {field: its QML key, message: why}, the first field (in the dialog's order) refused on its
+// own; field "" if none is refused alone. Empty when conversation_settings_from_variant
+// takes the map.
+QVariantMap conversation_settings_problem(const QVariantMap& map, const ConversationSettings& defaults);

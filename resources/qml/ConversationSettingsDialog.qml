@@ -1,6 +1,8 @@
 // The open conversation's system prompt and sampling settings. Save keeps them with the
 // conversation (a new chat keeps them until its first message creates it); "Defaults"
-// goes back to the app's. Out-of-range values are refused with the reason.
+// goes back to the app's. An out-of-range value is refused with the reason, shown in the
+// dialog under the field's row (the chat behind may be covered) until the next Save, Cancel
+// or opening.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -10,6 +12,14 @@ Dialog {
     id: dialog
 
     required property ChatController controller
+    // The refused field (the controller's sampling key; "" for none or for no one field) and why.
+    property string problemField: ""
+    property string problemText: ""
+
+    function clearProblem() {
+        problemField = ""
+        problemText = ""
+    }
 
     // Reads the controller's values into the fields each time the dialog opens.
     function load() {
@@ -31,17 +41,32 @@ Dialog {
     modal: true
     width: Math.min(parent ? parent.width - 80 : 560, 560)
     anchors.centerIn: Overlay.overlay
-    onAboutToShow: load()
+    onAboutToShow: {
+        clearProblem()
+        load()
+    }
+    onClosed: clearProblem()
 
-    // Keeps the fields; the dialog closes only if the controller took them.
+    // Keeps the fields; the dialog closes only if the controller took them. A refused value's
+    // reason shows beside its field, which takes the focus.
     function save() {
-        const ok = controller.setConversationSettings(prompt.text, {
+        const sampling = {
             temperature: Number(temperature.text), topK: topK.value, topP: Number(topP.text),
             minP: Number(minP.text), repeatPenalty: Number(repeatPenalty.text),
             presencePenalty: Number(presencePenalty.text), frequencyPenalty: Number(frequencyPenalty.text),
             maxTokens: maxTokens.value, seed: fixedSeed.checked ? seed.value : -1
-        })
-        if (ok) close()
+        }
+        const problem = controller.conversationSettingsProblem(sampling)
+        if (problem.message !== undefined) {
+            problemField = problem.field
+            problemText = problem.message
+            const fields = {temperature: temperature, topK: topK, topP: topP, minP: minP, repeatPenalty: repeatPenalty,
+                            presencePenalty: presencePenalty, frequencyPenalty: frequencyPenalty, maxTokens: maxTokens}
+            if (fields[problemField] !== undefined) fields[problemField].forceActiveFocus()
+            return
+        }
+        clearProblem()
+        if (controller.setConversationSettings(prompt.text, sampling)) close()
     }
 
     footer: DialogButtonBox {
@@ -51,6 +76,7 @@ Dialog {
             DialogButtonBox.buttonRole: DialogButtonBox.ResetRole
             onClicked: {
                 dialog.controller.resetConversationSettings()
+                dialog.clearProblem()
                 dialog.load()
             }
         }
@@ -65,6 +91,20 @@ Dialog {
             text: "Cancel"
             DialogButtonBox.buttonRole: DialogButtonBox.RejectRole
         }
+    }
+
+    // The refusal, under the row of the field at fault (hidden, it takes no row of the grid).
+    component FieldProblem: Label {
+        required property var fields
+        objectName: "problem_" + fields.join("_")
+        visible: dialog.problemText.length > 0 && fields.indexOf(dialog.problemField) >= 0
+        text: dialog.problemText
+        color: Theme.error
+        wrapMode: Text.Wrap
+        Accessible.role: Accessible.AlertMessage
+        Accessible.name: text
+        Layout.columnSpan: 4
+        Layout.fillWidth: true
     }
 
     component NumberField: TextField {
@@ -99,21 +139,25 @@ Dialog {
             NumberField { id: temperature; objectName: "temperature"; Accessible.name: "Temperature" }
             Label { text: "Top-k (0: off)"; color: Theme.text }
             SpinBox { id: topK; from: 0; to: 1000; editable: true; Accessible.name: "Top k" }
+            FieldProblem { fields: ["temperature", "topK"] }
 
             Label { text: "Top-p"; color: Theme.text }
             NumberField { id: topP; Accessible.name: "Top p" }
             Label { text: "Min-p"; color: Theme.text }
             NumberField { id: minP; Accessible.name: "Min p" }
+            FieldProblem { fields: ["topP", "minP"] }
 
             Label { text: "Repeat penalty"; color: Theme.text }
             NumberField { id: repeatPenalty; Accessible.name: "Repeat penalty" }
             Label { text: "Presence penalty"; color: Theme.text }
             NumberField { id: presencePenalty; Accessible.name: "Presence penalty" }
+            FieldProblem { fields: ["repeatPenalty", "presencePenalty"] }
 
             Label { text: "Frequency penalty"; color: Theme.text }
             NumberField { id: frequencyPenalty; Accessible.name: "Frequency penalty" }
             Label { text: "Max tokens"; color: Theme.text }
             SpinBox { id: maxTokens; objectName: "maxTokens"; from: 1; to: 131072; stepSize: 256; editable: true; Accessible.name: "Maximum answer tokens" }
+            FieldProblem { fields: ["frequencyPenalty", "maxTokens"] }
 
             CheckBox {
                 id: fixedSeed
@@ -123,6 +167,7 @@ Dialog {
                 ToolTip.text: "The same seed gives the same answer; without one, every answer (and Regenerate) differs."
             }
             SpinBox { id: seed; from: 0; to: 2147483647; editable: true; enabled: fixedSeed.checked; Accessible.name: "Seed" }
+            FieldProblem { fields: [""] }  // no one field at fault
         }
         Label {
             text: "Temperature 0 always picks the most likely token."

@@ -934,6 +934,23 @@ TEST(ConversationSettings, RoundTripThroughJsonAndQmlAndRefuseBadValues) {
     EXPECT_NE(bad.error().message.find("top_p"), std::string::npos) << bad.error().message;
     EXPECT_FALSE(conversation_settings_from_variant(QVariantMap{{"maxTokens", 0}}, defaults));
     EXPECT_FALSE(conversation_settings_from_variant(QVariantMap{{"temperature", "warm"}}, defaults));
+
+    // The settings dialog's refusal names the field to show it beside, and why.
+    EXPECT_TRUE(
+        conversation_settings_problem(QVariantMap{{"temperature", 0.3}, {"maxTokens", 77}}, defaults).isEmpty());
+    const QVariantMap problem =
+        conversation_settings_problem(QVariantMap{{"temperature", 0.3}, {"topP", 1.5}, {"maxTokens", 0}}, defaults);
+    EXPECT_EQ(problem.value("field").toString().toStdString(), "topP");
+    EXPECT_TRUE(problem.value("message").toString().contains("top_p"))
+        << problem.value("message").toString().toStdString();
+    EXPECT_EQ(
+        conversation_settings_problem(QVariantMap{{"maxTokens", 0}}, defaults).value("field").toString().toStdString(),
+        "maxTokens");
+    EXPECT_EQ(conversation_settings_problem(QVariantMap{{"temperature", "warm"}}, defaults)
+                  .value("field")
+                  .toString()
+                  .toStdString(),
+              "temperature");
 }
 
 TEST_F(ChatControllerTest, EachConversationKeepsItsSystemPromptAndSampling) {

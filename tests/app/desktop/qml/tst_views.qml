@@ -186,15 +186,37 @@ Item {
             tryVerify(() => !dialog.visible)
             fuzzyCompare(testController.sampling.temperature, 0.25, 1e-6)
             compare(testController.systemPrompt, "Answer briefly.")
-            // Out of range: refused, and the dialog stays open with the reason shown.
+            // Out of range: refused, and the dialog stays open with the reason in it, under the
+            // field's row (the chat behind may be covered in a small window), not above the chat.
             chat.openConversationSettings()
             tryVerify(() => dialog.opened)
-            findChild(dialog, "temperature").text = "-1"
+            const field = findChild(dialog, "temperature")
+            field.text = "-1"
             dialog.save()
             verify(dialog.opened)
-            verify(testController.errorText.indexOf("temperature") >= 0, testController.errorText)
+            const problem = findChild(dialog, "problem_temperature_topK")
+            verify(problem && problem.visible, "the reason is shown in the dialog")
+            verify(problem.text.indexOf("temperature") >= 0, problem.text)
+            verify(field.activeFocus, "the field at fault has the focus")
+            // (once the grid and the dialog, centred again, have been laid out)
+            const y = item => item.mapToItem(null, 0, 0).y
+            tryVerify(() => y(problem) >= y(field) + field.height - 0.5 && y(problem) < y(field) + 3 * field.height,
+                      2000, "under the field's row: " + y(problem) + " vs " + (y(field) + field.height))
+            const below = findChild(dialog, "maxTokens")
+            verify(y(problem) + problem.height <= y(below), "above the rows below")
+            compare(testController.errorText, "", "nothing above the chat")
+            // Cancel: the reason goes with the dialog, and the settings are as they were.
             dialog.reject()
-            testController.dismissError()
+            tryVerify(() => !dialog.visible)
+            verify(!problem.visible)
+            compare(testController.errorText, "")
+            fuzzyCompare(testController.sampling.temperature, 0.25, 1e-6)
+            chat.openConversationSettings()
+            tryVerify(() => dialog.opened)
+            verify(!problem.visible, "opened again, no old refusal")
+            compare(field.text, "0.25")
+            dialog.reject()
+            tryVerify(() => !dialog.visible)
             testController.resetConversationSettings()
             compare(testController.systemPrompt, "")
         }
