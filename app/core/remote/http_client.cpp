@@ -120,8 +120,7 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
         // (connected, TLS done): PRETRANSFER stays 0 until then.
         curl_off_t pretransfer_us = 0;
         curl_easy_getinfo(t->handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-        if (pretransfer_us > 0 &&
-            now - t->start > std::chrono::microseconds(pretransfer_us) + t->options->first_byte_timeout) {
+        if (pretransfer_us > 0 && now - t->start > std::chrono::microseconds(pretransfer_us) + o.first_byte_timeout) {
             o.stop = Stop::first_byte_timeout;
             return 1;
         }
@@ -143,6 +142,9 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 HttpOutcome perform(const HttpRequest& request, const ConnectionOptions& options, const BodySink& on_body,
                     const std::function<bool()>& cancelled) {
     HttpOutcome outcome;
+    outcome.metadata = request.metadata;
+    outcome.first_byte_timeout =
+        request.metadata ? std::min(options.metadata_timeout, options.first_byte_timeout) : options.first_byte_timeout;
     http::CurlGlobal global;
     http::EasyHandle handle(global.ok() ? curl_easy_init() : nullptr);
     if (!handle) {
@@ -208,10 +210,19 @@ Error transport_error(const HttpOutcome& o, const ConnectionOptions& options, st
         case Stop::cancelled:
             return make_error(ErrorCode::cancelled, fmt::format("{}: cancelled", what));
         case Stop::first_byte_timeout:
+            if (o.metadata) {
+                return make_error(
+                    ErrorCode::io,
+                    fmt::format("{}: no answer came for {} after the request was sent, though the server accepted "
+                                "the connection: a healthy server answers this at once. Check that the server is "
+                                "running and not stuck or overloaded (its log), and that the URL is its address "
+                                "and port, not another program's",
+                                what, seconds_text(o.first_byte_timeout)));
+            }
             return make_error(ErrorCode::io,
                               fmt::format("{}: no answer came for {} after the request was sent (the server may "
                                           "be overloaded, or stuck): try again later, or check the server",
-                                          what, seconds_text(options.first_byte_timeout)));
+                                          what, seconds_text(o.first_byte_timeout)));
         case Stop::idle_timeout:
             return make_error(ErrorCode::io, fmt::format("{}: the server went silent for {} in the middle of its "
                                                          "answer: it may be overloaded or stuck; check the server",

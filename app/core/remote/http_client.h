@@ -1,7 +1,7 @@
 // One HTTP request to a remote engine through libcurl (internal to powerhouse_remote): the
 // options every request shares (http/https only, no redirects, TLS verified, an optional CA
-// file, the API key as a bearer token), the three timeouts, cancellation, and the response's
-// status, headers and body.
+// file, the API key as a bearer token), the timeouts, cancellation, and the response's status,
+// headers and body.
 //
 // Timeouts are measured here rather than left to libcurl's stall detection, because the three
 // waits of a streamed answer differ by orders of magnitude: connecting takes milliseconds, the
@@ -27,13 +27,16 @@ struct HttpRequest {
     std::string url;
     std::string post_body;  // empty: GET; else POST with Content-Type: application/json
     std::string accept = "application/json";
+    // A small request (the model list, metrics): its first byte is waited for
+    // ConnectionOptions::metadata_timeout at most, not a generation's first_byte_timeout.
+    bool metadata = false;
 };
 
 // Why the transfer was stopped by this side.
 enum class Stop {
     none,
     cancelled,           // the caller's cancel callback said so
-    first_byte_timeout,  // no body byte within ConnectionOptions::first_byte_timeout
+    first_byte_timeout,  // no body byte within HttpOutcome::first_byte_timeout
     idle_timeout,        // no byte for ConnectionOptions::idle_timeout after the first
     sink,                // the body sink asked to stop (the stream ended, or it was garbage)
     too_large,           // a body past the limit for its kind
@@ -51,6 +54,9 @@ struct HttpOutcome {
     std::string error_body;  // the body of a non-2xx answer, at most 64 KiB
     uint64_t body_bytes = 0;
     double seconds = 0;  // from the start of the call to its end
+    // The wait for the first byte that applied, and whether it was a small request's.
+    std::chrono::milliseconds first_byte_timeout{0};
+    bool metadata = false;
 };
 
 // Performs the request. `on_body` gets the bytes of a 2xx answer as they arrive, with the

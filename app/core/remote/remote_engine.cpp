@@ -18,7 +18,7 @@ constexpr size_t kMaxListBody = 8 * 1024 * 1024;
 constexpr size_t kMaxCompletionBody = 16 * 1024 * 1024;
 constexpr size_t kMaxMetricsBody = 32 * 1024 * 1024;
 
-// A GET whose whole body is wanted, bounded.
+// A GET of metadata (a model list, metrics) whose whole body is wanted, bounded.
 struct Fetched {
     detail::HttpOutcome outcome;
     std::string body;
@@ -30,6 +30,7 @@ Fetched fetch(const std::string& url, const std::string& accept, size_t limit, c
     detail::HttpRequest request;
     request.url = url;
     request.accept = accept;
+    request.metadata = true;  // a model list or metrics: answered at once by a healthy server
     bool too_large = false;
     f.outcome = detail::perform(
         request, options,

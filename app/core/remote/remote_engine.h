@@ -45,9 +45,13 @@ struct ConnectionOptions {
     std::string api_key;            // empty: none sent
     std::filesystem::path ca_file;  // PEM certificates to trust instead of the system's
     std::chrono::milliseconds connect_timeout{10'000};
-    // From sending a request to the first byte of its answer's body: a busy server queues the
-    // request and reads a long prompt first.
+    // From sending a chat request to the first byte of its answer's body: a busy server queues
+    // the request and reads a long prompt first.
     std::chrono::milliseconds first_byte_timeout{300'000};
+    // The same wait for the small requests a healthy server answers at once (the model list,
+    // metrics), capped by first_byte_timeout: a server that accepts the connection and never
+    // answers is named after this, not after a generation's wait.
+    std::chrono::milliseconds metadata_timeout{15'000};
     // Between bytes after the first (a stream's events; keep-alive comments count).
     std::chrono::milliseconds idle_timeout{60'000};
     std::string user_agent = "powerhouse";

@@ -32,6 +32,8 @@ Scenarios (N, R: numbers in the name):
   headers     the 200 headers, then nothing for 30 s
   empty       the 200 headers, then an empty body (llama-cpp-python's way of failing a stream)
   silent      nothing at all for 30 s (not even headers)
+  stuck       models and chat: the connection accepted, the request read, then nothing at all
+              for 60 s (a hung server; the model list's own wait is what ends it)
   garbage-N   N text events, then "data: <html>...not JSON...</html>" (a long line)
   junk-N      N text events, then a line that is no SSE field at all (a proxy's HTML)
   errevent-N  N text events, then an error object in the stream, then [DONE]
@@ -182,6 +184,9 @@ class Handler(loopback_http.Handler):
                 return self.status(scenario)
             if scenario == "moved":
                 return self.moved()
+            if scenario == "stuck":
+                time.sleep(60)
+                return self.drop()
             return self.send_json(200, {"object": "list", "data": [
                 {"id": i, "object": "model", "created": 1700000000, "owned_by": "test"}
                 for i in (ODD_MODELS if scenario == "oddids" else MODELS)]})
@@ -266,6 +271,9 @@ class Handler(loopback_http.Handler):
             return self.refuse_key()
         if name == "silent":
             time.sleep(30)
+            return self.drop()
+        if name == "stuck":
+            time.sleep(60)
             return self.drop()
         if name == "nostreamopts" and isinstance(body, dict) and "stream_options" in body:
             return self.send_json(400, {"detail": [{"loc": ["body", "stream_options"], "msg": "Extra inputs are not "

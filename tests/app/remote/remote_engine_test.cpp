@@ -252,6 +252,34 @@ TEST_F(RemoteEngineTest, ASilentServerIsNamedAfterTheTimeouts) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
 }
 
+// A server that accepts the connection and never answers is named after the model list's own
+// short wait (metadata_timeout), not after the first byte of a generation's (300 s here).
+TEST_F(RemoteEngineTest, AStuckServerFailsTheModelListAfterItsOwnWait) {
+    ConnectionOptions o;
+    o.metadata_timeout = 1500ms;
+    ASSERT_EQ(o.first_byte_timeout, ConnectionOptions{}.first_byte_timeout);
+    Result<std::vector<std::string>> models = engine("stuck", o).list_models();
+    ASSERT_FALSE(models.ok());
+    const std::string& message = models.error().message;
+    EXPECT_EQ(models.error().code, ErrorCode::io) << message;
+    EXPECT_NE(message.find("listing the models at " + base("stuck") + ": no answer came for 1.5 s"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("the server accepted the connection"), std::string::npos) << message;
+    EXPECT_NE(message.find("Check that the server is running"), std::string::npos) << message;
+
+    // Metrics are such a request too.
+    Result<PrometheusText> metrics = fetch_metrics(server_->url("/silent/metrics/dcgm_exporter"), o);
+    ASSERT_FALSE(metrics.ok());
+    EXPECT_NE(metrics.error().message.find("no answer came for 1.5 s"), std::string::npos) << metrics.error().message;
+
+    // The shorter of the two waits applies: a caller's short first_byte_timeout still holds.
+    ConnectionOptions shorter;
+    shorter.first_byte_timeout = 1200ms;
+    Result<std::vector<std::string>> capped = engine("stuck", shorter).list_models();
+    ASSERT_FALSE(capped.ok());
+    EXPECT_NE(capped.error().message.find("no answer came for 1.2 s"), std::string::npos) << capped.error().message;
+}
+
 TEST_F(RemoteEngineTest, GarbageInTheStreamIsNamedWithTheLine) {
     Result<ChatResult> result = engine("garbage-2").chat(request());
     ASSERT_TRUE(result.ok()) << result.error().message;
