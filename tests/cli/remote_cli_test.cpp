@@ -57,6 +57,17 @@ TEST_F(CliRemote, APortOutOfRangeIsRefused) {
         << run.err;
 }
 
+// A 200 whose body is an error object: the user reads the server's message.
+TEST_F(CliRemote, AnErrorObjectSentWith200IsShown) {
+    const test::CliRun run = run_cli("generate -m test-model -p hi --remote " + url("errjson"));
+    EXPECT_EQ(run.status, 1);
+    EXPECT_TRUE(run.out.empty()) << run.out;
+    EXPECT_NE(run.err.find("the server answered with an error instead of a completion (HTTP 200): The model is "
+                           "overloaded, try again later"),
+              std::string::npos)
+        << run.err;
+}
+
 // An error body that is partly binary reaches the terminal as text: "café" readable, the
 // ANSI escape and the bytes that are not UTF-8 written as \xNN, the C1 control as \u009b.
 TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {

@@ -60,6 +60,14 @@ std::string string_or_empty(const json& object, const char* key) {
                                                                                  : std::string();
 }
 
+// The server's message when `j` (parsed from `body`) is an error object: {"error": ...}.
+std::optional<std::string> error_object(const json& j, std::string_view body, std::string_view secret) {
+    if (j.is_discarded() || !j.is_object() || !j.contains("error") || j["error"].is_null()) return std::nullopt;
+    std::string message = server_message(body, secret);
+    if (message.empty()) message = "an error without a message";
+    return message;
+}
+
 }  // namespace
 
 std::string chat_body(const ChatRequest& r, bool include_usage) {
@@ -81,8 +89,13 @@ std::string chat_body(const ChatRequest& r, bool include_usage) {
     return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Result<std::vector<std::string>> parse_model_list(std::string_view body) {
+Result<std::vector<std::string>> parse_model_list(std::string_view body, std::string_view secret) {
     const json j = json::parse(body, nullptr, false);
+    if (std::optional<std::string> error = error_object(j, body, secret)) {
+        return make_error(
+            ErrorCode::device_failed,
+            fmt::format("the server answered with an error instead of its models (HTTP 200): {}", *error));
+    }
     if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) {
         return make_error(
             ErrorCode::format,
@@ -130,8 +143,13 @@ Result<ChunkDelta> parse_chunk(std::string_view data) {
     return d;
 }
 
-Result<ChunkDelta> parse_completion(std::string_view body) {
+Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secret) {
     const json j = json::parse(body, nullptr, false);
+    if (std::optional<std::string> error = error_object(j, body, secret)) {
+        ChunkDelta d;
+        d.error = std::move(error);
+        return d;
+    }
     if (j.is_discarded() || !j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
         j["choices"].empty()) {
         return make_error(ErrorCode::format,

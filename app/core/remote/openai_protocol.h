@@ -21,8 +21,10 @@ namespace powerhouse::remote::detail {
 // The body of POST /chat/completions, streamed.
 std::string chat_body(const ChatRequest& request, bool include_usage);
 
-// {"data": [{"id": ...}, ...]} -> ids. An error (format) names what was wrong.
-Result<std::vector<std::string>> parse_model_list(std::string_view body);
+// {"data": [{"id": ...}, ...]} -> ids. An error (format) names what was wrong; a 200 whose
+// body is an error object ({"error": {...}}) is the server's failure (device_failed) in its
+// own words, `secret` (the API key) blanked.
+Result<std::vector<std::string>> parse_model_list(std::string_view body, std::string_view secret);
 
 // What one event of the stream said.
 struct ChunkDelta {
@@ -36,8 +38,10 @@ struct ChunkDelta {
 // One event's data (not "[DONE]"). An error (format) quotes the offending data, truncated.
 Result<ChunkDelta> parse_chunk(std::string_view data);
 
-// A whole non-streamed chat.completion (a server that ignored stream=true).
-Result<ChunkDelta> parse_completion(std::string_view body);
+// A whole non-streamed chat.completion (a server that ignored stream=true). A body that is an
+// error object ({"error": {...}}, sent with 200 by some servers and proxies) is no failure
+// here: `error` holds the server's message, `secret` (the API key) blanked.
+Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secret);
 
 // The Error for a non-2xx answer to `what`. `models` is the server's list when it was fetched
 // (for a 404), else empty.

@@ -85,7 +85,7 @@ Result<std::vector<std::string>> RemoteEngine::list_models(const CancelCheck& ca
     const std::string what = fmt::format("listing the models at {}", base_url_);
     const Fetched f = fetch(base_url_ + "/models", "application/json", kMaxListBody, options_, cancelled);
     if (!succeeded(f.outcome)) return fetch_error(f, options_, what);
-    Result<std::vector<std::string>> ids = detail::parse_model_list(f.body);
+    Result<std::vector<std::string>> ids = detail::parse_model_list(f.body, options_.api_key);
     if (!ids) return make_error(ids.error().code, fmt::format("{}: {}", what, ids.error().message));
     return ids;
 }
@@ -205,8 +205,15 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                 result.interruption = detail::transport_error(outcome, options_, what);
                 return result;
             }
-            Result<detail::ChunkDelta> whole = detail::parse_completion(whole_body);
+            Result<detail::ChunkDelta> whole = detail::parse_completion(whole_body, options_.api_key);
             if (!whole) return make_error(whole.error().code, fmt::format("{}: {}", what, whole.error().message));
+            if (whole->error) {
+                // Some servers and proxies answer a failure with 200 and an error object.
+                return make_error(ErrorCode::device_failed,
+                                  fmt::format("{}: the server answered with an error instead of a completion (HTTP "
+                                              "200): {}",
+                                              what, *whole->error));
+            }
             result.model = whole->model;
             result.usage = whole->usage;
             result.finish_reason = whole->finish_reason.empty() ? "stop" : whole->finish_reason;

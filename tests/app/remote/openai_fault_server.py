@@ -38,6 +38,8 @@ Scenarios (N, R: numbers in the name):
   junk-N      N text events, then a line that is no SSE field at all (a proxy's HTML)
   errevent-N  N text events, then an error object in the stream, then [DONE]
   json        ignores stream=true: one chat.completion object (application/json)
+  errjson     models and chat: 200 with an OpenAI error object as the body (application/json),
+              its message naming the key it was given (ERROR_JSON_MESSAGE)
   key-K       needs "Authorization: Bearer K", else 401 with an OpenAI error body that
               echoes the key it was given (as some servers do)
   status-401, status-403, status-429 (Retry-After: 7), status-500 (an OpenAI error body),
@@ -70,6 +72,7 @@ import loopback_http  # noqa: E402  (tests/app: the servers' shared plumbing)
 
 ANSWER_PIECES = ["Hello", ",", " wörld", "!", " Ünïcode", " ✓", " and", " more", "."]
 MODELS = ["test-model", "other-model"]
+ERROR_JSON_MESSAGE = "The model is overloaded, try again later (request for key {key})"
 ODD_MODELS = ["test-model", "clear\x1b[2Jscreen", "two\nlines", "café"]
 # status-502's body: UTF-8 text, an ANSI colour, a lone continuation byte, 0xFF and 0xFE, an
 # overlong "/", a UTF-16 surrogate, a C1 control (CSI) and a character cut at the end.
@@ -187,6 +190,8 @@ class Handler(loopback_http.Handler):
             if scenario == "stuck":
                 time.sleep(60)
                 return self.drop()
+            if scenario == "errjson":
+                return self.error_with_200()
             return self.send_json(200, {"object": "list", "data": [
                 {"id": i, "object": "model", "created": 1700000000, "owned_by": "test"}
                 for i in (ODD_MODELS if scenario == "oddids" else MODELS)]})
@@ -222,6 +227,11 @@ class Handler(loopback_http.Handler):
         given = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
         self.send_json(401, {"error": {"message": f"Incorrect API key provided: {given}.",
                                        "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
+
+    def error_with_200(self):
+        given = (self.headers.get("Authorization") or "").removeprefix("Bearer ") or "none"
+        self.send_json(200, {"error": {"message": ERROR_JSON_MESSAGE.format(key=given), "type": "server_error",
+                                       "param": None, "code": 503}})
 
     def moved(self):
         self.send_response(308)
@@ -275,6 +285,8 @@ class Handler(loopback_http.Handler):
         if name == "stuck":
             time.sleep(60)
             return self.drop()
+        if name == "errjson":
+            return self.error_with_200()
         if name == "nostreamopts" and isinstance(body, dict) and "stream_options" in body:
             return self.send_json(400, {"detail": [{"loc": ["body", "stream_options"], "msg": "Extra inputs are not "
                                                     "permitted (stream_options)", "type": "extra_forbidden"}]})

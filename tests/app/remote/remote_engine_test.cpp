@@ -324,6 +324,35 @@ TEST_F(RemoteEngineTest, AnErrorEventInTheStreamIsTheServersFailure) {
         << result->interruption->message;
 }
 
+// Some servers and proxies answer a failure with 200 and an OpenAI error object: the server's
+// own message is shown (its echo of the key blanked), not "neither a stream nor a chat
+// completion".
+TEST_F(RemoteEngineTest, AnErrorObjectSentWith200IsTheServersMessage) {
+    ConnectionOptions o;
+    o.api_key = "sk-echoed-77";
+    Result<ChatResult> result = engine("errjson", o).chat(request());
+    ASSERT_FALSE(result.ok());
+    const std::string& message = result.error().message;
+    EXPECT_EQ(result.error().code, ErrorCode::device_failed) << message;
+    EXPECT_NE(message.find("asking 'test-model' at " + base("errjson") +
+                           ": the server answered with an error instead of a completion (HTTP 200): The model is "
+                           "overloaded, try again later (request for key [the key])"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("neither a stream nor"), std::string::npos) << message;
+    EXPECT_EQ(message.find("sk-echoed-77"), std::string::npos) << message;
+
+    Result<std::vector<std::string>> models = engine("errjson", o).list_models();
+    ASSERT_FALSE(models.ok());
+    EXPECT_EQ(models.error().code, ErrorCode::device_failed) << models.error().message;
+    EXPECT_NE(models.error().message.find("listing the models at " + base("errjson") +
+                                          ": the server answered with an error instead of its models (HTTP 200): "
+                                          "The model is overloaded"),
+              std::string::npos)
+        << models.error().message;
+    EXPECT_EQ(models.error().message.find("sk-echoed-77"), std::string::npos) << models.error().message;
+}
+
 TEST_F(RemoteEngineTest, CancellingClosesTheStreamAndKeepsTheText) {
     std::atomic<int> pieces{0};
     ChatCallbacks callbacks;
