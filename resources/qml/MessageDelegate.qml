@@ -140,6 +140,10 @@ Item {
                         root.editing = true
                 }
                 Keys.onEscapePressed: root.editing = false
+                // Esc also stops an answer (the window's shortcut): while the edit is open it
+                // cancels the edit, and the answer goes on. (Closed, the editor may keep the
+                // focus: then Esc stops the answer again.)
+                Keys.onShortcutOverride: event => event.accepted = event.key === Qt.Key_Escape && root.editing
             }
         }
 

@@ -204,5 +204,43 @@ Item {
             waitIdle()
             search.text = ""
         }
+
+        // In the editor of a message (opened before Regenerate started an answer), Esc cancels
+        // the edit and the answer goes on; with the editor closed, Esc stops the answer.
+        function test_9_escape_in_the_message_editor_cancels_the_edit_and_leaves_the_answer() {
+            const component = Qt.createComponent("qrc:/Powerhouse/Main.qml")
+            verify(component.status === Component.Ready, component.errorString())
+            const window = createTemporaryObject(component, null, {
+                controller: testChat, dashboard: testDashboard, settings: testSettings, library: testLibrary,
+                downloads: testDownloads
+            })
+            tryVerify(() => window.visible)
+            window.requestActivate()
+            tryVerify(() => window.active)
+            testChat.newConversation()
+            verify(testChat.setConversationSettings("", {maxTokens: 4}))
+            verify(testChat.send("Write a very long story about a dragon who learns to cook."))
+            waitIdle()
+            verify(testChat.setConversationSettings("", {maxTokens: 2000}))
+            let question = null
+            tryVerify(() => (question = findChild(window.contentItem, "message0")) !== null)
+            mouseClick(findChild(question, "editButton"))
+            const editor = findChild(question, "editor")
+            tryVerify(() => editor.visible && editor.activeFocus)
+            testChat.regenerate()  // as the answer's Regenerate button, still enabled
+            verify(testChat.generating)
+            verify(editor.activeFocus)
+            keyClick(Qt.Key_Escape)
+            verify(!question.editing, "Esc cancels the edit")
+            verify(!editor.visible)
+            verify(testChat.generating, "the answer goes on")
+            compare(question.content, "Write a very long story about a dragon who learns to cook.")
+            // With no edit open, Esc stops the answer.
+            keyClick(Qt.Key_Escape)
+            waitIdle()
+            let answer = null
+            tryVerify(() => (answer = findChild(window.contentItem, "message1")) !== null)
+            tryCompare(answer, "messageState", MessageListModel.Stopped)
+        }
     }
 }
