@@ -190,10 +190,12 @@ Item {
             spacing: Theme.space1
 
             Label {
+                id: statsLabel
                 objectName: "statsLabel"
                 // Never wider than the column: in a narrow window the figures wrap instead of
-                // running past its edge ("· stopped" last of all).
-                width: Math.min(implicitWidth, actions.width)
+                // running past its edge ("· stopped" last of all). Measured apart: a wrapped
+                // label's own implicitWidth moves by a pixel with its width (a binding loop).
+                width: Math.min(Math.ceil(statsWidth.advanceWidth) + 1, actions.width)
                 height: Math.max(32, implicitHeight)
                 wrapMode: Text.Wrap
                 verticalAlignment: Text.AlignVCenter
@@ -204,6 +206,11 @@ Item {
                       : root.content.length > 0 ? root.cutShort : ""
                 color: Theme.textMuted
                 font.pixelSize: Theme.smallFontSize
+                TextMetrics {
+                    id: statsWidth
+                    font: statsLabel.font
+                    text: statsLabel.text
+                }
             }
             IconButton {
                 iconName: "edit-copy-symbolic"

@@ -61,6 +61,12 @@ Item {
             tryCompare(testChat, "modelState", ChatController.Ready, 60000)
         }
 
+        // Every function: no binding loop (an answer's statistics once looped on their width
+        // when it stopped).
+        function init() {
+            failOnWarning(/Binding loop detected/)
+        }
+
         function test_1_an_answer_streams_in() {
             streamed.clear()
             type("Write a Python function that reverses a string.")
