@@ -145,15 +145,23 @@ ColumnLayout {
             spacing: Theme.space1
             model: root.hub.files
             ScrollBar.vertical: ScrollBar {}
-            header: Label {
+            // The repository's name, with room under it; no height without one. The label sits
+            // in an item sized from it: a label whose own height is bound to its implicit
+            // height is a binding loop.
+            header: Item {
                 width: files.width
-                visible: root.hub.repository.length > 0
-                height: visible ? implicitHeight + Theme.space2 : 0
-                text: root.hub.repository
-                color: Theme.text
-                font.pixelSize: Theme.subtitleSize
-                font.weight: Font.DemiBold
-                elide: Text.ElideMiddle
+                height: repositoryName.visible ? repositoryName.implicitHeight + Theme.space2 : 0
+                Label {
+                    id: repositoryName
+                    objectName: "hubRepositoryName"
+                    width: parent.width
+                    visible: root.hub.repository.length > 0
+                    text: root.hub.repository
+                    color: Theme.text
+                    font.pixelSize: Theme.subtitleSize
+                    font.weight: Font.DemiBold
+                    elide: Text.ElideMiddle
+                }
             }
             BusyIndicator {
                 anchors.centerIn: parent

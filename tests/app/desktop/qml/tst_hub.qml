@@ -30,6 +30,12 @@ Item {
             return window
         }
 
+        // Every function: no binding loop (the repository's name over its files once looped on
+        // its height).
+        function init() {
+            failOnWarning(/Binding loop detected/)
+        }
+
         // Whether `item` lies wholly inside `area`, horizontally (not cut off by its edge).
         function inside(area, item) {
             const at = item.mapToItem(area, 0, 0)
@@ -55,6 +61,11 @@ Item {
             tryVerify(() => !testHub.listing && testHub.files.count > 0, 15000, testHub.error)
             compare(testHub.repository, "smol-org/SmolLM2-135M-Instruct-GGUF")
             const files = findChild(window.contentItem, "hubFiles")
+            // The repository's name heads its files, whole.
+            const name = findChild(files, "hubRepositoryName")
+            verify(name && name.visible)
+            compare(name.text, testHub.repository)
+            tryVerify(() => name.height > 0 && files.headerItem.height >= name.height)
             let q41 = null
             tryVerify(() => {
                 for (let i = 0; i < testHub.files.count; ++i) {
