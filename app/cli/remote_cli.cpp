@@ -167,8 +167,8 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
         out["tokens_per_second"] = result->tokens_per_second();
         if (result->interruption) out["error"] = result->interruption->message;
         std::puts(json_text(out).c_str());
-    } else {
-        std::putchar('\n');
+    } else if (!result->text.empty()) {
+        std::putchar('\n');  // ends the streamed text's line; nothing streamed, nothing to end
     }
     std::fflush(stdout);
     if (result->interruption) {

@@ -68,6 +68,24 @@ TEST_F(CliRemote, AnErrorObjectSentWith200IsShown) {
         << run.err;
 }
 
+// An answer interrupted before any text arrived leaves stdout empty (no lone newline): a
+// script reading the answer reads nothing, and the reason is on stderr.
+TEST_F(CliRemote, AnAnswerInterruptedBeforeAnyTextPrintsNothing) {
+    for (const std::string scenario : {"empty", "errevent-0"}) {
+        const test::CliRun run = run_cli("generate -m test-model -p hi --remote " + url(scenario));
+        EXPECT_EQ(run.status, 1) << scenario << ": " << run.err;
+        EXPECT_EQ(run.out, "") << scenario;
+        EXPECT_NE(run.err.find("(the answer above is incomplete)"), std::string::npos) << scenario << ": " << run.err;
+    }
+    // With text, the answer still ends its line.
+    const test::CliRun cut = run_cli("generate -m test-model -p hi --remote " + url("cut-3"));
+    EXPECT_EQ(cut.status, 1) << cut.err;
+    EXPECT_EQ(cut.out, "Hello, wörld\n");
+    const test::CliRun ok = run_cli("generate -m test-model -p hi --remote " + url("ok"));
+    EXPECT_EQ(ok.status, 0) << ok.err;
+    EXPECT_EQ(ok.out, "Hello, wörld! Ünïcode ✓ and more.\n");
+}
+
 // An error body that is partly binary reaches the terminal as text: "café" readable, the
 // ANSI escape and the bytes that are not UTF-8 written as \xNN, the C1 control as \u009b.
 TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {
