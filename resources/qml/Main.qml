@@ -30,7 +30,23 @@ ApplicationWindow {
     readonly property bool welcomeVisible: welcome !== null && controller.modelState !== ChatController.Ready
                                            && controller.modelState !== ChatController.Loading && controller.messages.count === 0
     property bool modelsVisible: false
+    // The GPU dashboard, as the user last asked for it in a wide window. Below
+    // `dashboardBesideWidth` the conversations, the chat and the dashboard do not fit side by
+    // side at their minimum widths (the dashboard was squeezed to a sliver): there it folds
+    // away, and showing it (`narrowDashboard`) puts it in the conversation list's place.
     property bool dashboardVisible: true
+    property bool narrowDashboard: false
+    readonly property int dashboardBesideWidth: 190 + 360 + 220 + 20  // minimum widths, handles
+    readonly property bool dashboardShown: width >= dashboardBesideWidth ? dashboardVisible : narrowDashboard
+
+    function toggleDashboard() {
+        if (width >= dashboardBesideWidth) dashboardVisible = !dashboardVisible
+        else narrowDashboard = !narrowDashboard
+    }
+    function showDashboard() {
+        if (width >= dashboardBesideWidth) dashboardVisible = true
+        else narrowDashboard = true
+    }
 
     width: 1180
     height: 760
@@ -59,8 +75,9 @@ ApplicationWindow {
     header: ModelBar {
         controller: window.controller
         engines: window.engines
-        dashboardVisible: window.dashboardVisible
-        onToggleDashboard: window.dashboardVisible = !window.dashboardVisible
+        dashboardVisible: window.dashboardShown
+        dashboardNarrow: window.width < window.dashboardBesideWidth
+        onToggleDashboard: window.toggleDashboard()
         onOpenSettings: window.openSettings()
         modelsVisible: window.modelsVisible
         onToggleModels: window.modelsVisible = !window.modelsVisible
@@ -78,7 +95,7 @@ ApplicationWindow {
             return
         }
         if (name === "costs" || name === "sweep") {
-            window.dashboardVisible = true
+            window.showDashboard()
             gpuDashboard.openPanel(name)
             return
         }
@@ -128,6 +145,9 @@ ApplicationWindow {
 
         ConversationList {
             id: conversationList
+            objectName: "conversationsPanel"
+            // In a narrow window the dashboard, when shown, takes its place.
+            visible: window.width >= window.dashboardBesideWidth || !window.narrowDashboard
             controller: window.controller
             transfer: window.transfer
             SplitView.preferredWidth: 270
@@ -168,14 +188,16 @@ ApplicationWindow {
 
         GpuDashboard {
             id: gpuDashboard
-            visible: window.dashboardVisible
+            objectName: "gpuDashboard"
+            visible: window.dashboardShown
             dashboard: window.dashboard
             power: window.power
             costs: window.costs
             sweep: window.sweep
             plan: window.settings.plannedGpus
             layers: window.settings.modelLayers
-            SplitView.preferredWidth: 300
+            // In a narrow window, no wider than it must be: the chat keeps its minimum beside it.
+            SplitView.preferredWidth: window.width >= window.dashboardBesideWidth ? 300 : 220
             SplitView.minimumWidth: 220
         }
     }
@@ -232,7 +254,7 @@ ApplicationWindow {
     }
     Shortcut {
         sequence: "Ctrl+G"
-        onActivated: window.dashboardVisible = !window.dashboardVisible
+        onActivated: window.toggleDashboard()
     }
     Shortcut {
         sequence: "Esc"

@@ -11,6 +11,9 @@ ToolBar {
     // Remote engines' models, chosen here like a local file; null: none offered.
     property EnginesController engines: null
     property bool dashboardVisible: true
+    // The window is too narrow for the dashboard beside the conversations: shown, it takes
+    // their place.
+    property bool dashboardNarrow: false
 
     property bool modelsVisible: false
 
@@ -148,11 +151,14 @@ ToolBar {
             onClicked: bar.openSettings()
         }
         IconButton {
+            objectName: "dashboardButton"
             iconName: "sidebar-show-symbolic"
             showText: !bar.compact
             text: bar.dashboardVisible ? "Hide GPUs" : "Show GPUs"
-            ToolTip.text: "Show or hide the GPU dashboard (Ctrl+G)"
-            Accessible.name: "Show or hide the GPU dashboard (Ctrl+G)"
+            ToolTip.text: bar.dashboardNarrow
+                          ? "Show or hide the GPU dashboard (Ctrl+G); the window is too narrow for it beside the conversations, so it takes their place"
+                          : "Show or hide the GPU dashboard (Ctrl+G)"
+            Accessible.name: ToolTip.text
             onClicked: bar.toggleDashboard()
         }
     }

@@ -365,6 +365,48 @@ Item {
             verify(!label.visible)
         }
 
+        // At the smallest window the GPU dashboard does not fit beside the conversations and
+        // the chat: it folds away and the toggle says so ("Show GPUs"); shown, it takes the
+        // conversation list's place at no less than its minimum width. Wide again, both show.
+        function test_the_gpu_dashboard_is_shown_or_hidden_honestly_in_a_narrow_window() {
+            const component = Qt.createComponent("qrc:/Powerhouse/Main.qml")
+            verify(component.status === Component.Ready, component.errorString())
+            const window = createTemporaryObject(component, null, {
+                controller: testController, dashboard: testDashboard, settings: testSettings, library: testLibrary,
+                downloads: testDownloads, width: 640, height: 420
+            })
+            tryVerify(() => window.visible)
+            const dashboard = findChild(window.contentItem, "gpuDashboard")
+            const conversations = findChild(window.contentItem, "conversationsPanel")
+            const toggle = findChild(window.header, "dashboardButton")
+            verify(dashboard && conversations && toggle)
+            // Folded: not a sliver at the window's edge (the rest cut off) that the toggle calls shown.
+            const right = () => dashboard.mapToItem(window.contentItem, 0, 0).x + dashboard.width
+            wait(100)  // (the split's layout)
+            verify(!dashboard.visible, "dashboard at x " + dashboard.x + ", " + dashboard.width + " px wide")
+            compare(toggle.text, "Show GPUs")
+            verify(conversations.visible)
+            verify(toggle.Accessible.name.indexOf("too narrow") > 0, toggle.Accessible.name)
+            // Shown: in the conversations' place, whole.
+            mouseClick(toggle)
+            tryVerify(() => dashboard.visible && dashboard.width >= 220, 2000, "dashboard " + dashboard.width + " px wide")
+            verify(!conversations.visible)
+            compare(toggle.text, "Hide GPUs")
+            tryVerify(() => right() <= window.width + 0.5, 2000, "ends at " + right() + " of " + window.width)
+            mouseClick(toggle)
+            tryVerify(() => !dashboard.visible && conversations.visible)
+            compare(toggle.text, "Show GPUs")
+            // Wide: the dashboard beside the conversations, as the wide window's choice says.
+            window.width = 1180
+            tryVerify(() => dashboard.visible && dashboard.width >= 220 && conversations.visible)
+            compare(toggle.text, "Hide GPUs")
+            mouseClick(toggle)
+            tryVerify(() => !dashboard.visible)
+            compare(toggle.text, "Show GPUs")
+            window.width = 640
+            verify(!dashboard.visible)
+        }
+
         function test_dashboard_and_settings_fit_from_the_smallest_window_to_4k() {
             tryVerify(() => testDashboard.gpus.count === 2 && testPower.gpus.length === 2)
             // The dashboard at its narrowest (SplitView.minimumWidth in Main.qml) in the smallest
