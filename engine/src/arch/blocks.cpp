@@ -19,6 +19,24 @@ Op row_view(Op op, uint32_t first) {
     return op;
 }
 
+// Q, K and V's products (from the norm) or biases (in place), from attn_q/k/v.SUFFIX or from
+// runs of one attn_qkv.SUFFIX, whose rows hold Q's heads, then K's, then V's.
+void add_qkv_ops(std::vector<Op>& l, const Hparams& hp, OpKind kind, bool fused, const char* suffix) {
+    const uint32_t q_rows = hp.n_head * hp.head_dim, kv_rows = hp.n_head_kv * hp.head_dim;
+    const struct {
+        Buffer dst;
+        char name;
+        uint32_t first_row;
+    } parts[] = {{B::q, 'q', 0}, {B::k, 'k', q_rows}, {B::v, 'v', q_rows + kv_rows}};
+    for (const auto& part : parts) {
+        const std::string weight =
+            fused ? fmt::format("blk.{{}}.attn_qkv.{}", suffix) : fmt::format("blk.{{}}.attn_{}.{}", part.name, suffix);
+        Op op{kind, part.dst, kind == K::matmul ? B::norm : part.dst, B::x, weight};
+        if (fused) op.weight_row = part.first_row;
+        l.push_back(std::move(op));
+    }
+}
+
 }  // namespace
 
 Result<void> read_neox_rope(const GgufModel&, Hparams& hp) {
@@ -37,26 +55,8 @@ StepProgram start_program(const Hparams& hp, float embedding_scale) {
 void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& block) {
     auto& l = p.layer;
     l.push_back({K::rms_norm, B::norm, B::x, B::x, "blk.{}.attn_norm.weight"});
-    if (block.fused_qkv) {
-        const uint32_t q_rows = hp.n_head * hp.head_dim, kv_rows = hp.n_head_kv * hp.head_dim;
-        l.push_back(row_view({K::matmul, B::q, B::norm, B::x, "blk.{}.attn_qkv.weight"}, 0));
-        l.push_back(row_view({K::matmul, B::k, B::norm, B::x, "blk.{}.attn_qkv.weight"}, q_rows));
-        l.push_back(row_view({K::matmul, B::v, B::norm, B::x, "blk.{}.attn_qkv.weight"}, q_rows + kv_rows));
-    } else {
-        l.push_back({K::matmul, B::q, B::norm, B::x, "blk.{}.attn_q.weight"});
-        l.push_back({K::matmul, B::k, B::norm, B::x, "blk.{}.attn_k.weight"});
-        l.push_back({K::matmul, B::v, B::norm, B::x, "blk.{}.attn_v.weight"});
-    }
-    if (block.qkv_bias && block.fused_qkv) {
-        const uint32_t q_rows = hp.n_head * hp.head_dim, kv_rows = hp.n_head_kv * hp.head_dim;
-        l.push_back(row_view({K::add_bias, B::q, B::q, B::x, "blk.{}.attn_qkv.bias"}, 0));
-        l.push_back(row_view({K::add_bias, B::k, B::k, B::x, "blk.{}.attn_qkv.bias"}, q_rows));
-        l.push_back(row_view({K::add_bias, B::v, B::v, B::x, "blk.{}.attn_qkv.bias"}, q_rows + kv_rows));
-    } else if (block.qkv_bias) {
-        l.push_back({K::add_bias, B::q, B::q, B::x, "blk.{}.attn_q.bias"});
-        l.push_back({K::add_bias, B::k, B::k, B::x, "blk.{}.attn_k.bias"});
-        l.push_back({K::add_bias, B::v, B::v, B::x, "blk.{}.attn_v.bias"});
-    }
+    add_qkv_ops(l, hp, K::matmul, block.fused_qkv, "weight");
+    if (block.qkv_bias) add_qkv_ops(l, hp, K::add_bias, block.fused_qkv, "bias");
     if (block.qk_norm) {
         l.push_back({K::head_rms_norm, B::q, B::q, B::x, "blk.{}.attn_q_norm.weight"});
         l.push_back({K::head_rms_norm, B::k, B::k, B::x, "blk.{}.attn_k_norm.weight"});
