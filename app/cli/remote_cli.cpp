@@ -94,7 +94,9 @@ Result<std::string> choose_model(const remote::RemoteEngine& engine, const std::
                           fmt::format("the server at {} lists no models: name one with -m/--model", engine.base_url()));
     }
     std::vector<std::string> shown;  // a server's ids: control characters escaped
-    for (const std::string& id : *models) shown.push_back(remote::detail::printable(id, std::string::npos));
+    for (const std::string& id : *models) {
+        shown.push_back(remote::detail::quoted(id, engine.options().api_key, std::string::npos));
+    }
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("the server at {} has several models: {}; choose one with -m/--model",
                                   engine.base_url(), fmt::join(shown, ", ")));

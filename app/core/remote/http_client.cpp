@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <ctime>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -456,13 +457,34 @@ std::string server_message(std::string_view body, std::string_view secret) {
         const std::string_view text = http::trim_space(body);
         if (!text.empty() && text.front() != '<') message = std::string(text.substr(0, text.find('\n')));
     }
-    if (!secret.empty()) {
-        static constexpr std::string_view kBlank = "[the key]";
-        for (size_t at = message.find(secret); at != std::string::npos; at = message.find(secret, at + kBlank.size())) {
-            message.replace(at, secret.size(), kBlank);
+    return quoted(http::trim_space(message), secret, 400);
+}
+
+std::string blank_secret(std::string_view text, std::string_view secret) {
+    std::string out(text);
+    if (secret.empty()) return out;
+    static constexpr std::string_view kBlank = "[the key]";
+    // The key as written, as JSON escapes it ('"', '\\' and controls), and with '/' escaped
+    // too, as some JSON writers do.
+    const std::string dumped =
+        nlohmann::json(std::string(secret)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string escaped = dumped.substr(1, dumped.size() - 2);
+    std::string slashed;
+    for (const char c : escaped) slashed += c == '/' ? std::string("\\/") : std::string(1, c);
+    std::vector<std::string> forms{std::string(secret)};
+    for (std::string form : {escaped, slashed}) {
+        if (std::find(forms.begin(), forms.end(), form) == forms.end()) forms.push_back(std::move(form));
+    }
+    for (const std::string& form : forms) {
+        for (size_t at = out.find(form); at != std::string::npos; at = out.find(form, at + kBlank.size())) {
+            out.replace(at, form.size(), kBlank);
         }
     }
-    return printable(http::trim_space(message), 400);
+    return out;
+}
+
+std::string quoted(std::string_view text, std::string_view secret, size_t limit) {
+    return printable(blank_secret(text, secret), limit);
 }
 
 }  // namespace powerhouse::remote::detail

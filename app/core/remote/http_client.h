@@ -79,6 +79,16 @@ std::string status_text(long status);
 // Truncated; `secret` (the API key) is blanked wherever the server echoed it.
 std::string server_message(std::string_view body, std::string_view secret);
 
+// `text` with every occurrence of `secret` (the API key) replaced by "[the key]", both as
+// written and as JSON escapes it (a raw body is quoted as it came). Servers echo the key they
+// were given (in an error, a URL, a page), so every piece of a server's text that reaches a
+// message goes through this, or through quoted() or server_message(), which use it.
+std::string blank_secret(std::string_view text, std::string_view secret);
+
+// A server's text (a body, an event, a header) fit to quote in a message: the key blanked,
+// then printable().
+std::string quoted(std::string_view text, std::string_view secret, size_t limit = 200);
+
 // A piece of untrusted text fit for a message and a terminal: valid UTF-8 kept as it is
 // ("café"), control characters (C0, DEL and C1) and bytes that are not UTF-8 (a binary
 // body) escaped as \n, \xNN or \uNNNN; about `limit` bytes, cut between characters with

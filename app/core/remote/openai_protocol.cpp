@@ -99,7 +99,7 @@ Result<std::vector<std::string>> parse_model_list(std::string_view body, std::st
     if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) {
         return make_error(
             ErrorCode::format,
-            fmt::format("the model list is not an OpenAI list ({{\"data\": [...]}}): '{}'", printable(body)));
+            fmt::format("the model list is not an OpenAI list ({{\"data\": [...]}}): '{}'", quoted(body, secret)));
     }
     std::vector<std::string> ids;
     for (const json& m : j["data"]) {
@@ -109,16 +109,16 @@ Result<std::vector<std::string>> parse_model_list(std::string_view body, std::st
     return ids;
 }
 
-Result<ChunkDelta> parse_chunk(std::string_view data) {
+Result<ChunkDelta> parse_chunk(std::string_view data, std::string_view secret) {
     const json j = json::parse(data, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
         return make_error(ErrorCode::format, fmt::format("the stream carries something that is not a JSON object: "
                                                          "'data: {}'",
-                                                         printable(data)));
+                                                         quoted(data, secret)));
     }
     ChunkDelta d;
     if (j.contains("error") && !j["error"].is_null()) {
-        d.error = server_message(data, "");
+        d.error = server_message(data, secret);
         if (d.error->empty()) d.error = "an error without a message";
         return d;
     }
@@ -128,7 +128,7 @@ Result<ChunkDelta> parse_chunk(std::string_view data) {
         const json& choices = j["choices"];
         if (!choices.is_array()) {
             return make_error(ErrorCode::format,
-                              fmt::format("a chunk's 'choices' is not an array: 'data: {}'", printable(data)));
+                              fmt::format("a chunk's 'choices' is not an array: 'data: {}'", quoted(data, secret)));
         }
         for (const json& c : choices) {
             // One answer was asked for (n = 1): another index is not ours.
@@ -138,7 +138,7 @@ Result<ChunkDelta> parse_chunk(std::string_view data) {
         }
     } else if (!d.usage) {
         return make_error(ErrorCode::format,
-                          fmt::format("a chunk has neither 'choices' nor 'usage': 'data: {}'", printable(data)));
+                          fmt::format("a chunk has neither 'choices' nor 'usage': 'data: {}'", quoted(data, secret)));
     }
     return d;
 }
@@ -152,8 +152,8 @@ Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secr
     }
     if (j.is_discarded() || !j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
         j["choices"].empty()) {
-        return make_error(ErrorCode::format,
-                          fmt::format("the answer is neither a stream nor a chat completion: '{}'", printable(body)));
+        return make_error(ErrorCode::format, fmt::format("the answer is neither a stream nor a chat completion: '{}'",
+                                                         quoted(body, secret)));
     }
     ChunkDelta d;
     d.model = string_or_empty(j, "model");
@@ -166,9 +166,9 @@ Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secr
     return d;
 }
 
-Error redirect_error(long status, std::string_view location, std::string_view what) {
+Error redirect_error(long status, std::string_view location, std::string_view what, std::string_view secret) {
     const std::string where = location.empty() ? std::string("elsewhere, without saying where")
-                                               : fmt::format("to {}", printable(location, 300));
+                                               : fmt::format("to {}", quoted(location, secret, 300));
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("{}: the server redirects {} ({}): give the URL it redirects to as the server's "
                                   "URL (redirects are not followed, so that the API key and the prompts go only "
@@ -201,7 +201,7 @@ Error http_error(long status, std::string_view body, std::optional<double> retry
     if (status == 404) {
         if (models != nullptr && !model.empty() && std::find(models->begin(), models->end(), model) == models->end()) {
             std::vector<std::string> shown;  // the server's ids: control characters escaped
-            for (const std::string& id : *models) shown.push_back(printable(id, std::string::npos));
+            for (const std::string& id : *models) shown.push_back(quoted(id, secret, std::string::npos));
             return make_error(
                 ErrorCode::invalid_argument,
                 fmt::format("{}: the server has no model '{}'; it has: {}", what, model,

@@ -21,9 +21,9 @@ namespace powerhouse::remote::detail {
 // The body of POST /chat/completions, streamed.
 std::string chat_body(const ChatRequest& request, bool include_usage);
 
-// {"data": [{"id": ...}, ...]} -> ids. An error (format) names what was wrong; a 200 whose
-// body is an error object ({"error": {...}}) is the server's failure (device_failed) in its
-// own words, `secret` (the API key) blanked.
+// {"data": [{"id": ...}, ...]} -> ids. An error (format) names what was wrong, quoting the
+// body; a 200 whose body is an error object ({"error": {...}}) is the server's failure
+// (device_failed) in its own words. Either way `secret` (the API key) is blanked.
 Result<std::vector<std::string>> parse_model_list(std::string_view body, std::string_view secret);
 
 // What one event of the stream said.
@@ -35,23 +35,26 @@ struct ChunkDelta {
     std::optional<std::string> error;  // an error event: {"error": {...}} in the stream
 };
 
-// One event's data (not "[DONE]"). An error (format) quotes the offending data, truncated.
-Result<ChunkDelta> parse_chunk(std::string_view data);
+// One event's data (not "[DONE]"). An error (format) quotes the offending data, truncated;
+// it and an error event's message have `secret` (the API key) blanked.
+Result<ChunkDelta> parse_chunk(std::string_view data, std::string_view secret);
 
 // A whole non-streamed chat.completion (a server that ignored stream=true). A body that is an
 // error object ({"error": {...}}, sent with 200 by some servers and proxies) is no failure
-// here: `error` holds the server's message, `secret` (the API key) blanked.
+// here: `error` holds the server's message. A body that is neither is quoted in the error
+// (format). Either way `secret` (the API key) is blanked.
 Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secret);
 
 // The Error for a non-2xx answer to `what`. `models` is the server's list when it was fetched
-// (for a 404), else empty.
+// (for a 404), else empty. The server's words and ids have `secret` (the API key) blanked.
 Error http_error(long status, std::string_view body, std::optional<double> retry_after, std::string_view what,
                  std::string_view secret, const std::string& model, const std::vector<std::string>* models);
 
 // The Error for a redirect (3xx) to `location` (the Location header, maybe relative or
 // empty). Redirects are never followed: a POST would turn into a GET, and the API key and the
-// prompts would go to a host the user did not name; the message says where to point instead.
-Error redirect_error(long status, std::string_view location, std::string_view what);
+// prompts would go to a host the user did not name; the message says where to point instead,
+// `secret` (the API key) blanked in it.
+Error redirect_error(long status, std::string_view location, std::string_view what, std::string_view secret);
 
 // Whether a 400's message blames stream_options (a server older than that field).
 bool blames_stream_options(std::string_view body);

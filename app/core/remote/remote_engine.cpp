@@ -56,7 +56,7 @@ bool succeeded(const detail::HttpOutcome& o) {
 Error fetch_error(const Fetched& f, const ConnectionOptions& options, std::string_view what) {
     const detail::HttpOutcome& o = f.outcome;
     if (o.stop == detail::Stop::none && o.head_complete && o.status >= 300 && o.status < 400) {
-        return detail::redirect_error(o.status, o.location, what);
+        return detail::redirect_error(o.status, o.location, what, options.api_key);
     }
     if (o.stop == detail::Stop::none && o.head_complete && (o.status < 200 || o.status >= 300)) {
         return detail::http_error(o.status, o.error_body, o.retry_after_seconds, what, options.api_key, "", nullptr);
@@ -107,7 +107,7 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
             return make_error(ErrorCode::format,
                               fmt::format("{}: the stream carries a line that is not a server-sent event: '{}': is "
                                           "the URL an OpenAI-compatible server (not a proxy's error page)?",
-                                          what, detail::printable(parser.garbage().value_or(""))));
+                                          what, detail::quoted(parser.garbage().value_or(""), options_.api_key)));
         };
         // The body's bytes as they come; the headers (read before any byte) say what it is.
         auto on_body = [&](std::string_view bytes, const detail::HttpOutcome& head) -> bool {
@@ -130,7 +130,7 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                     done = true;
                     return false;  // nothing after it matters; no need to wait for the close
                 }
-                Result<detail::ChunkDelta> chunk = detail::parse_chunk(event.data);
+                Result<detail::ChunkDelta> chunk = detail::parse_chunk(event.data, options_.api_key);
                 if (!chunk) {
                     stream_error = make_error(chunk.error().code, fmt::format("{}: {}", what, chunk.error().message));
                     return false;
@@ -176,7 +176,7 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
         if (!answered) {
             if (!outcome.head_complete || outcome.status == 0) return detail::transport_error(outcome, options_, what);
             if (outcome.status >= 300 && outcome.status < 400) {
-                return detail::redirect_error(outcome.status, outcome.location, what);
+                return detail::redirect_error(outcome.status, outcome.location, what, options_.api_key);
             }
             if (include_usage && (outcome.status == 400 || outcome.status == 422) &&
                 detail::blames_stream_options(outcome.error_body)) {
@@ -280,10 +280,11 @@ Result<PrometheusText> fetch_metrics(std::string_view url, const ConnectionOptio
     if (!succeeded(f.outcome)) return fetch_error(f, options, what);
     PrometheusText text = parse_prometheus(f.body);
     if (text.samples.empty()) {
-        return make_error(ErrorCode::format,
-                          fmt::format("{}: no Prometheus samples in the answer ({}): is it a metrics endpoint?", what,
-                                      text.problems.empty() ? fmt::format("'{}'", detail::printable(f.body, 120))
-                                                            : text.problems.front()));
+        return make_error(
+            ErrorCode::format,
+            fmt::format("{}: no Prometheus samples in the answer ({}): is it a metrics endpoint?", what,
+                        text.problems.empty() ? fmt::format("'{}'", detail::quoted(f.body, options.api_key, 120))
+                                              : detail::quoted(text.problems.front(), options.api_key, 300)));
     }
     return text;
 }

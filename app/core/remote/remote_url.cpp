@@ -40,6 +40,13 @@ Result<UrlParts> split_url(std::string_view url) {
     url = trim(url);
     const size_t scheme_end = url.find("://");
     if (scheme_end == std::string_view::npos) {
+        if (url.find('@') != std::string_view::npos) {
+            // Not echoed: "user:password@host" without its scheme holds a secret too.
+            return make_error(ErrorCode::invalid_argument,
+                              "the URL has no http:// or https:// and holds credentials (user:password@host): "
+                              "write it with http:// or https://, without them, and give the API key separately, "
+                              "where it is never shown");
+        }
         return make_error(ErrorCode::invalid_argument,
                           fmt::format("'{}' is not a URL: write it with http:// or https://, e.g. "
                                       "http://127.0.0.1:8000/v1",

@@ -52,6 +52,15 @@ Scenarios (N, R: numbers in the name):
               it would succeed
   nostreamopts  400 blaming stream_options when the request has it, else as ok
   replay-NAME   the bytes of <fixtures>/NAME.sse (a recorded exchange) as the stream
+  echo-WHAT     a server that quotes the key it was given (KEY below; "none" without one)
+                back where the client quotes the server: WHAT is "list" (models: a 200 that is
+                no OpenAI list), "completion" (chat: a JSON 200 that is no chat completion),
+                "event" (chat: one text event, then an error event), "chunk" (chat: one text
+                event, then a chunk whose "choices" is no array), "junk" (chat: one text
+                event, then a line that is no SSE field) or "moved" (models and chat: a 308
+                to a Location with the key in its query)
+  /echo/metrics/body   200, a text of comments only that quotes the key (no sample)
+  /echo/metrics/value  200, one sample whose value is the key (no number)
 
 --tls DIR: serve https with a self-signed certificate for 127.0.0.1 made in DIR (cert.pem,
 key.pem), for the TLS tests.
@@ -166,8 +175,12 @@ class Handler(loopback_http.Handler):
     # --- routes ---
     def do_GET(self):
         path = route_path(self.path)
-        m = re.fullmatch(r"(?:/(key-[\w.-]+|silent))?/metrics/([\w.-]+)", path)
+        m = re.fullmatch(r"(?:/(key-[\w.-]+|silent|echo))?/metrics/([\w.-]+)", path)
         if m:
+            if m.group(1) == "echo":
+                key = self.given_key()
+                text = f"# the token {key} is not allowed here\n" if m.group(2) == "body" else f"up {key}\n"
+                return self.send_text(200, text, "text/plain; version=0.0.4; charset=utf-8")
             if m.group(1) == "silent":
                 time.sleep(30)
                 return
@@ -192,6 +205,10 @@ class Handler(loopback_http.Handler):
                 return self.drop()
             if scenario == "errjson":
                 return self.error_with_200()
+            if scenario == "echo-list":
+                return self.send_json(200, {"object": "denied", "detail": f"no models for {self.given_key()} here"})
+            if scenario == "echo-moved":
+                return self.moved_with_key()
             return self.send_json(200, {"object": "list", "data": [
                 {"id": i, "object": "model", "created": 1700000000, "owned_by": "test"}
                 for i in (ODD_MODELS if scenario == "oddids" else MODELS)]})
@@ -219,6 +236,15 @@ class Handler(loopback_http.Handler):
             self.chat(scenario, body)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def given_key(self):
+        return (self.headers.get("Authorization") or "").removeprefix("Bearer ") or "none"
+
+    def moved_with_key(self):
+        self.send_response(308)
+        self.send_header("Location", "/login?next=/ok/v1&token=" + self.given_key())
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def key_ok(self, scenario):
         return self.headers.get("Authorization") == "Bearer " + scenario[len("key-"):]
@@ -298,6 +324,8 @@ class Handler(loopback_http.Handler):
                                                      "finish_reason": "stop"}],
                                         "usage": {"prompt_tokens": 11, "completion_tokens": len(ANSWER_PIECES),
                                                   "total_tokens": 11 + len(ANSWER_PIECES)}})
+        if name == "echo":
+            return self.echo(arg)
         if name == "replay":
             with open(os.path.join(self.server.fixtures, arg + ".sse"), "rb") as f:
                 data = f.read()
@@ -351,6 +379,25 @@ class Handler(loopback_http.Handler):
                                         "total_tokens": 11 + len(pieces)}}, crlf_all))
         if name != "nodone":
             self.write(event("[DONE]", crlf_all))
+        self.end_stream()
+
+
+    def echo(self, what):
+        """A server that quotes the key it was given where the client quotes the server."""
+        key = self.given_key()
+        if what == "completion":
+            return self.send_json(200, {"object": "chat.completion", "note": f"key {key} accepted", "choices": []})
+        if what == "moved":
+            return self.moved_with_key()
+        self.start_stream()
+        self.write(event(chunk(ANSWER_PIECES[0])))
+        if what == "event":
+            self.write(event({"error": {"message": f"the key {key} has no quota left", "type": "server_error"}}))
+            self.write(event("[DONE]"))
+        elif what == "chunk":
+            self.write(event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": f"denied {key}"}))
+        elif what == "junk":
+            self.write(f"<html><body>token {key} is not valid here</body></html>\n\n".encode())
         self.end_stream()
 
 

@@ -69,6 +69,11 @@ TEST(RemoteUrl, PortsOutsideTheirRangeAreRefused) {
     const std::string credentials = base("http://alice:s3cret@h/v1");
     EXPECT_NE(credentials.find("holds credentials"), std::string::npos);
     EXPECT_EQ(credentials.find("s3cret"), std::string::npos);
+    // Without its scheme too: the URL is not echoed, its password with it.
+    const std::string bare = base("alice:s3cret@h:8000/v1");
+    EXPECT_NE(bare.find("holds credentials"), std::string::npos) << bare;
+    EXPECT_NE(bare.find("write it with http:// or https://"), std::string::npos) << bare;
+    EXPECT_EQ(bare.find("s3cret"), std::string::npos) << bare;
 }
 
 TEST(RemoteUrl, MetricsUrlsGetTheirDefaultPath) {
