@@ -53,8 +53,11 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     m_defaults.generation.max_tokens = 1024;
     m_conversationSettings = m_defaults;
     // The writes go to a writer thread of their own connection, so that their fsyncs never
-    // hold up a frame; if it cannot be opened they are made here as before.
-    if (auto writer = powerhouse::store::StoreWriter::open(m_store.path())) {
+    // hold up a frame; if it cannot be opened they are made here as before. It waits for
+    // another program's lock as long as the GUI's connection does.
+    powerhouse::store::StoreOptions writerOptions;
+    writerOptions.busy_timeout_ms = m_store.busy_timeout_ms();
+    if (auto writer = powerhouse::store::StoreWriter::open(m_store.path(), writerOptions)) {
         m_writer = std::move(*writer);
     } else {
         qWarning("store writer: %s; saving on the GUI thread", writer.error().message.c_str());

@@ -166,17 +166,43 @@ const char* message_state_name(MessageState state) {
     return "complete";
 }
 
+namespace {
+
+// SQLITE_BUSY: another connection (another process) holds the lock a statement needs, past
+// the busy timeout; SQLITE_LOCKED: the same, between connections sharing a cache. SQLite's own
+// words for both, "database is locked", say neither who holds it nor what to do.
+bool locked_by_another(const std::exception& e) {
+    const auto* sql = dynamic_cast<const SQLite::Exception*>(&e);
+    if (sql == nullptr) return false;
+    const int code = sql->getErrorCode() & 0xff;  // the primary code of an extended one
+    return code == SQLITE_BUSY || code == SQLITE_LOCKED;
+}
+
+std::string locked_message(const std::filesystem::path& path, int busy_timeout_ms, const std::exception& e) {
+    return fmt::format(
+        "another Powerhouse, or another program (powerhouse-cli, a database browser, a backup tool), "
+        "is using {} and kept it locked for {:g} s, so nothing was changed: close that program and "
+        "try again ({})",
+        path.string(), busy_timeout_ms / 1000.0, e.what());
+}
+
+}  // namespace
+
 struct Store::Impl {
     std::filesystem::path path;
+    int busy_timeout_ms;
     SQLite::Database db;
     int version = 0;
     std::filesystem::path backup;
     int recovered = 0;
 
-    Impl(std::filesystem::path p)
-        : path(std::move(p)), db(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, 5000) {}
+    Impl(std::filesystem::path p, int busy_ms)
+        : path(std::move(p)),
+          busy_timeout_ms(busy_ms),
+          db(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, busy_ms) {}
 
     Error failure(const std::exception& e) const {
+        if (locked_by_another(e)) return make_error(ErrorCode::io, locked_message(path, busy_timeout_ms, e));
         return make_error(ErrorCode::io, fmt::format("{}: {}", path.string(), e.what()));
     }
 
@@ -257,8 +283,9 @@ Result<Store> Store::open(const std::filesystem::path& path, const StoreOptions&
     }
     std::unique_ptr<Impl> impl;
     try {
-        impl = std::make_unique<Impl>(path);
+        impl = std::make_unique<Impl>(path, options.busy_timeout_ms);
     } catch (const std::exception& e) {
+        if (locked_by_another(e)) return make_error(ErrorCode::io, locked_message(path, options.busy_timeout_ms, e));
         return make_error(ErrorCode::io, fmt::format("cannot open {}: {}", path.string(), e.what()));
     }
     const int target = options.target_version > 0 ? std::min(options.target_version, latest_version())
@@ -298,6 +325,9 @@ const std::filesystem::path& Store::path() const { return impl_->path; }
 int Store::schema_version() const { return impl_->version; }
 const std::filesystem::path& Store::backup_path() const { return impl_->backup; }
 int Store::recovered_messages() const { return impl_->recovered; }
+int Store::busy_timeout_ms() const {
+    return impl_->busy_timeout_ms;
+}
 int64_t Store::changes_made() const { return sqlite3_total_changes64(impl_->db.getHandle()); }
 
 Result<Conversation> Store::create_conversation(const std::string& title, const std::string& system_prompt) {

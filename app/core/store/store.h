@@ -11,7 +11,10 @@
 // existing file the store copies it beside itself ("<file>.v<N>.bak"), so an upgrade can
 // always be undone by hand.
 //
-// Errors are values (powerhouse/result.h) that say what failed and on which file.
+// Errors are values (powerhouse/result.h) that say what failed and on which file. A file
+// that another program keeps locked past the busy timeout fails with an io error saying so
+// and what to do (close the other Powerhouse or program, try again); the statement or
+// transaction that failed changed nothing.
 //
 // Thread-safety: a Store is used by one thread at a time; it may be moved between threads.
 // Several Stores (or processes) may open the same file; writers wait for each other.
@@ -129,6 +132,9 @@ struct StoreOptions {
     // Whether open() marks answers left streaming as interrupted (recovery after a crash).
     // A second connection inside a running app passes false: its answers are streaming now.
     bool recover_interrupted = true;
+    // How long a statement waits for another connection's lock (another Powerhouse, or
+    // powerhouse-cli importing) before it fails with words that say so. Tests shorten it.
+    int busy_timeout_ms = 5000;
 };
 
 class Store {
@@ -147,6 +153,8 @@ public:
     const std::filesystem::path& backup_path() const;
     // Answers that were streaming when the app last ended, marked interrupted by open().
     int recovered_messages() const;
+    // StoreOptions::busy_timeout_ms as opened: a second connection to the file waits as long.
+    int busy_timeout_ms() const;
     // Rows this connection has inserted, changed or deleted since it opened (SQLite's
     // total_changes): tests use it to see which connection made a write.
     int64_t changes_made() const;

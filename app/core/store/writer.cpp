@@ -4,8 +4,7 @@
 
 namespace powerhouse::store {
 
-Result<std::unique_ptr<StoreWriter>> StoreWriter::open(const std::filesystem::path& path) {
-    StoreOptions options;
+Result<std::unique_ptr<StoreWriter>> StoreWriter::open(const std::filesystem::path& path, StoreOptions options) {
     options.recover_interrupted = false;  // the app's own answers may be streaming now
     Result<Store> store = Store::open(path, options);
     if (!store) return std::move(store).error();

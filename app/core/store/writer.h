@@ -32,8 +32,10 @@ public:
     using Job = std::function<Result<void>(Store&)>;
 
     // Opens its own connection to the database at `path` (already opened and migrated by the
-    // app's first connection: this one recovers nothing) and starts the thread.
-    static Result<std::unique_ptr<StoreWriter>> open(const std::filesystem::path& path);
+    // app's first connection: this one recovers nothing, whatever `options` say) and starts
+    // the thread. A job that another program's lock holds up past `options.busy_timeout_ms`
+    // fails, and its error is handed back like any other: never dropped.
+    static Result<std::unique_ptr<StoreWriter>> open(const std::filesystem::path& path, StoreOptions options = {});
     // Runs what is queued, then stops the thread: nothing posted is lost.
     ~StoreWriter();
     StoreWriter(const StoreWriter&) = delete;

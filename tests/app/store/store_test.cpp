@@ -375,6 +375,47 @@ TEST(Store, AnAnswerKeepsWhereItWentOnAfterADeviceFailed) {
     EXPECT_TRUE(edited.stats.recoveries.empty());
 }
 
+// Another program (a second Powerhouse, powerhouse-cli, a database browser) holding the
+// file's write lock: a write waits the busy timeout (shortened here), then fails with words
+// that say who holds it and what to do, having changed nothing; once the lock is gone the
+// same writes succeed, and nothing the other program or this one stored is lost.
+TEST(Store, AWriteHeldUpByAnotherProgramSaysWhatToCloseAndChangesNothing) {
+    test::TempDir dir;
+    const auto path = dir / "p.db";
+    StoreOptions options;
+    options.busy_timeout_ms = 50;
+    Store s = open_store(path, options);
+    EXPECT_EQ(s.busy_timeout_ms(), 50);
+    const Conversation c = ok(s.create_conversation("Locked"));
+    ok(s.add_message(c.id, "user", "Before the lock"));
+    for (const char* begin : {"BEGIN IMMEDIATE", "BEGIN EXCLUSIVE"}) {
+        SQLite::Database other(path.string(), SQLite::OPEN_READWRITE);
+        other.exec(begin);
+        other.exec("INSERT OR REPLACE INTO app_settings (key, value) VALUES ('other', 'kept')");
+        Result<Message> added = s.add_message(c.id, "user", "While locked");
+        ASSERT_FALSE(added) << begin;
+        EXPECT_EQ(added.error().code, ErrorCode::io);
+        for (const std::string& words : {path.string(), std::string("another Powerhouse, or another program"),
+                                         std::string("close that program and try again")}) {
+            EXPECT_NE(added.error().message.find(words), std::string::npos) << begin << ": " << added.error().message;
+        }
+        Result<void> renamed = s.rename_conversation(c.id, "Renamed");
+        ASSERT_FALSE(renamed) << begin;
+        EXPECT_NE(renamed.error().message.find("close that program"), std::string::npos) << renamed.error().message;
+        other.exec("COMMIT");
+    }
+    const std::vector<Message> kept = ok(s.messages(c.id));
+    ASSERT_EQ(kept.size(), 1u) << "a failed write left part of itself";
+    EXPECT_EQ(kept[0].content, "Before the lock");
+    EXPECT_EQ(ok(s.conversation(c.id)).title, "Locked");
+    EXPECT_EQ(ok(s.setting("other")), std::optional<std::string>("kept"));
+    // The lock gone, the same writes go through.
+    ok(s.add_message(c.id, "user", "While locked"));
+    ok(s.rename_conversation(c.id, "Renamed"));
+    EXPECT_EQ(ok(s.messages(c.id)).size(), 2u);
+    EXPECT_EQ(ok(s.conversation(c.id)).title, "Renamed");
+}
+
 TEST(Store, RefusesFilesItCannotUseWithoutTouchingThem) {
     test::TempDir dir;
     const auto junk = dir / "junk.db";

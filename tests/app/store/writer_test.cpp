@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include <string>
 #include <thread>
 
@@ -61,6 +63,31 @@ TEST_F(StoreWriterTest, FailedJobsAreReportedOnceByFlush) {
     EXPECT_NE(errors.front().message.find("424242"), std::string::npos) << errors.front().message;
     EXPECT_TRUE((*writer)->flush().empty());
     EXPECT_TRUE((*writer)->take_errors().empty());
+}
+
+// A job held up by another program's lock fails after the busy timeout the writer was given
+// (the app passes its own connection's), and its error comes back from flush() with the
+// words that say what to close: the write is reported, never dropped.
+TEST_F(StoreWriterTest, AJobHeldUpByAnotherProgramIsReportedWithWhatToDo) {
+    StoreOptions options;
+    options.busy_timeout_ms = 50;
+    auto writer = StoreWriter::open(dir / "p.db", options);
+    ASSERT_TRUE(writer.ok()) << writer.error().message;
+    {
+        SQLite::Database other((dir / "p.db").string(), SQLite::OPEN_READWRITE);
+        other.exec("BEGIN IMMEDIATE");
+        (*writer)->post([id = answer_id](Store& s) { return s.update_message(id, "held up"); });
+        const std::vector<Error> errors = (*writer)->flush();
+        ASSERT_EQ(errors.size(), 1u);
+        EXPECT_NE(errors.front().message.find("close that program and try again"), std::string::npos)
+            << errors.front().message;
+        other.exec("ROLLBACK");
+    }
+    (*writer)->post([id = answer_id](Store& s) { return s.update_message(id, "went through"); });
+    EXPECT_TRUE((*writer)->flush().empty());
+    auto saved = store.message(answer_id);
+    ASSERT_TRUE(saved.ok());
+    EXPECT_EQ(saved->content, "went through");
 }
 
 TEST_F(StoreWriterTest, NothingPostedIsLostWhenItGoes) {
