@@ -217,7 +217,9 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
             report_error(result.error());
             return ChatReply::failed_turn();  // the message that could not be answered is taken back
         }
-        std::putchar('\n');
+        // Ends the streamed text's line; a turn without text (only a tool call, an empty
+        // answer, a failure before any text) printed nothing, so it ends nothing.
+        if (!result->text.empty()) std::putchar('\n');
         std::fflush(stdout);
         if (result->cancelled()) std::fputs("(stopped)\n", stderr);
         if (result->finish_reason == "length") std::fputs("(the answer reached its token limit)\n", stderr);

@@ -86,6 +86,21 @@ TEST_F(CliRemote, AnAnswerInterruptedBeforeAnyTextPrintsNothing) {
     EXPECT_EQ(ok.out, "Hello, wörld! Ünïcode ✓ and more.\n");
 }
 
+// A chat turn that brought no text (only a tool call, an answer without text, a stream that
+// failed before any text) prints nothing on stdout, as generate does: no lone newline for a
+// script to read as an empty answer. A turn with text still ends its line.
+TEST_F(CliRemote, AChatTurnWithoutTextPrintsNoNewline) {
+    for (const std::string scenario : {"toolcall", "blank", "empty", "errevent-0"}) {
+        const test::CliRun run = run_cli("chat -m test-model --remote " + url(scenario), std::string("hi\n"));
+        EXPECT_EQ(run.out, "") << scenario << ": " << run.err;
+    }
+    const test::CliRun ok = run_cli("chat -m test-model --remote " + url("ok"), std::string("hi\nand again\n"));
+    EXPECT_EQ(ok.status, 0) << ok.err;
+    EXPECT_EQ(ok.out, "Hello, wörld! Ünïcode ✓ and more.\nHello, wörld! Ünïcode ✓ and more.\n");
+    const test::CliRun cut = run_cli("chat -m test-model --remote " + url("cut-3"), std::string("hi\n"));
+    EXPECT_EQ(cut.out, "Hello, wörld\n") << cut.err;
+}
+
 // An error body that is partly binary reaches the terminal as text: "café" readable, the
 // ANSI escape and the bytes that are not UTF-8 written as \xNN, the C1 control as \u009b.
 TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {

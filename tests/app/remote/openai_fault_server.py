@@ -51,6 +51,8 @@ Scenarios (N, R: numbers in the name):
   moved       308 to the same route under "ok" (/ok/v1/...), for models and chat: followed,
               it would succeed
   nostreamopts  400 blaming stream_options when the request has it, else as ok
+  toolcall    an answer that is only a tool call: no text, finish_reason "tool_calls", [DONE]
+  blank       an answer without text: finish_reason "stop", [DONE]
   replay-NAME   the bytes of <fixtures>/NAME.sse (a recorded exchange) as the stream
   echo-WHAT     a server that quotes the key it was given (KEY below; "none" without one)
                 back where the client quotes the server: WHAT is "list" (models: a 200 that is
@@ -340,6 +342,17 @@ class Handler(loopback_http.Handler):
         if name == "empty":
             return self.end_stream()
         crlf_all = name == "crlf"
+        if name in ("toolcall", "blank"):
+            self.write(event(chunk(None, model=model, role=True)))
+            if name == "toolcall":
+                call = {"index": 0, "id": "call_1", "type": "function",
+                        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}
+                self.write(event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000,
+                                  "model": model, "choices": [{"index": 0, "delta": {"tool_calls": [call]},
+                                                               "logprobs": None, "finish_reason": None}]}))
+            self.write(event(chunk(None, finish="tool_calls" if name == "toolcall" else "stop", model=model)))
+            self.write(event("[DONE]"))
+            return self.end_stream()
         self.write(event(chunk(None, model=model, role=True), crlf_all))
         self.write(b": keep-alive\n\n")
         self.write(event(chunk(""), crlf_all))
