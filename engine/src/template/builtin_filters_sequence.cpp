@@ -241,7 +241,10 @@ Value select_items(Interpreter& interp, const Value& v, Args& args, bool with_at
     if (!rest.empty()) {
         test = text_of(interp, rest.front());
         rest.erase(rest.begin());
-        if (find_test(test) == nullptr) fail(ErrorKind::syntax, fmt::format("no test named '{}'", test));
+        if (find_test(test) == nullptr) {
+            UnknownCallable unknown = unknown_test(test);
+            fail(unknown.kind, std::move(unknown.message));
+        }
     }
     std::vector<Value> out;
     for (const Value& item : items_if_any(interp, v)) {
@@ -295,7 +298,10 @@ Value filter_map(Interpreter& interp, const Value& v, Args& args) {
     }
     if (args.positional.empty()) fail(ErrorKind::type, "map() needs a filter name or attribute=");
     const std::string filter = text_of(interp, args.positional.front());
-    if (find_filter(filter) == nullptr) fail(ErrorKind::syntax, fmt::format("no filter named '{}'", filter));
+    if (find_filter(filter) == nullptr) {
+        UnknownCallable unknown = unknown_filter(filter);
+        fail(unknown.kind, std::move(unknown.message));
+    }
     for (const Value& item : items_if_any(interp, v)) {
         Args filter_args;
         filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());

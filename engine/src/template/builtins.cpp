@@ -79,6 +79,16 @@ bool is_unsupported_filter(std::string_view name) {
     return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 
+UnknownCallable unknown_filter(std::string_view name) {
+    if (is_unsupported_filter(name))
+        return {ErrorKind::unsupported, fmt::format("the filter '{}' is not supported", name)};
+    return {ErrorKind::syntax, fmt::format("no filter named '{}'", name)};
+}
+
+UnknownCallable unknown_test(std::string_view name) {
+    return {ErrorKind::syntax, fmt::format("no test named '{}'", name)};
+}
+
 namespace {
 
 Value global_range(Interpreter& interp, const FunctionObject&, Args& args) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "template/limits.h"
 #include "template/value.h"
 
 namespace powerhouse::jinja {
@@ -24,6 +25,16 @@ FilterFunction find_filter(std::string_view name);
 TestFunction find_test(std::string_view name);
 // jinja2 filters/tests this interpreter knowingly leaves out (for a clearer message).
 bool is_unsupported_filter(std::string_view name);
+
+// Why no filter or test of that name can run, for the parser (which notes it) and the
+// interpreter (which fails there once it gets to it), so both say the same: a filter
+// left out is `unsupported`, any other unknown name a `syntax` error, as in jinja2.
+struct UnknownCallable {
+    ErrorKind kind;
+    std::string message;
+};
+UnknownCallable unknown_filter(std::string_view name);
+UnknownCallable unknown_test(std::string_view name);
 
 // The global function `name` (range, namespace, ...), or undefined.
 Value find_global(std::string_view name);

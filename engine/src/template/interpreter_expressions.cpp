@@ -160,10 +160,8 @@ Value Interpreter::eval_call(const CallExpr& expr, Scope& scope) {
 
 Value Interpreter::eval_filter(const FilterExpr& expr, const Value& operand, Scope& scope) {
     if (expr.function == nullptr) {  // parsed where jinja2 fails only when it gets here
-        if (is_unsupported_filter(expr.name)) {
-            fail_at(ErrorKind::unsupported, expr.pos, fmt::format("the filter '{}' is not supported", expr.name));
-        }
-        fail_at(ErrorKind::syntax, expr.pos, fmt::format("no filter named '{}'", expr.name));
+        UnknownCallable unknown = unknown_filter(expr.name);
+        fail_at(unknown.kind, expr.pos, std::move(unknown.message));
     }
     Args args;
     eval_args(expr.args, scope, args);
@@ -178,7 +176,8 @@ Value Interpreter::eval_filter(const FilterExpr& expr, const Value& operand, Sco
 
 Value Interpreter::eval_test(const TestExpr& expr, Scope& scope) {
     if (expr.function == nullptr) {  // parsed where jinja2 fails only when it gets here
-        fail_at(ErrorKind::syntax, expr.pos, fmt::format("no test named '{}'", expr.name));
+        UnknownCallable unknown = unknown_test(expr.name);
+        fail_at(unknown.kind, expr.pos, std::move(unknown.message));
     }
     const Value operand = eval(*expr.operand, scope);
     Args args;
@@ -385,13 +384,19 @@ Value Interpreter::get_path(const Value& object, std::string_view path) {
 
 Value Interpreter::apply_filter(std::string_view name, const Value& operand, Args& args) {
     const FilterFunction filter = find_filter(name);
-    if (filter == nullptr) fail(ErrorKind::syntax, fmt::format("no filter named '{}'", name));
+    if (filter == nullptr) {
+        UnknownCallable unknown = unknown_filter(name);
+        fail(unknown.kind, std::move(unknown.message));
+    }
     return filter(*this, operand, args);
 }
 
 bool Interpreter::apply_test(std::string_view name, const Value& operand, Args& args) {
     const TestFunction test = find_test(name);
-    if (test == nullptr) fail(ErrorKind::syntax, fmt::format("no test named '{}'", name));
+    if (test == nullptr) {
+        UnknownCallable unknown = unknown_test(name);
+        fail(unknown.kind, std::move(unknown.message));
+    }
     return test(*this, operand, args);
 }
 

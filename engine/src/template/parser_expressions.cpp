@@ -422,10 +422,9 @@ std::unique_ptr<FilterExpr> Parser::parse_filter(ExprPtr operand) {
         name += "." + expect_name();
     }
     const FilterFunction function = find_filter(name);
-    if (function == nullptr && is_unsupported_filter(name)) {
-        note_unknown(at, ErrorKind::unsupported, fmt::format("the filter '{}' is not supported", name));
-    } else if (function == nullptr) {
-        note_unknown(at, ErrorKind::syntax, fmt::format("no filter named '{}'", name));
+    if (function == nullptr) {
+        UnknownCallable unknown = unknown_filter(name);
+        note_unknown(at, unknown.kind, std::move(unknown.message));
     }
     auto filter = std::make_unique<FilterExpr>(at, std::move(operand), std::move(name), function);
     if (is_op("(")) parse_call_args(filter->args);
@@ -447,7 +446,10 @@ ExprPtr Parser::parse_test(ExprPtr node) {
         name += "." + expect_name();
     }
     const TestFunction function = find_test(name);
-    if (function == nullptr) note_unknown(at, ErrorKind::syntax, fmt::format("no test named '{}'", name));
+    if (function == nullptr) {
+        UnknownCallable unknown = unknown_test(name);
+        note_unknown(at, unknown.kind, std::move(unknown.message));
+    }
     auto test = std::make_unique<TestExpr>(at, std::move(node), std::move(name), function, negated);
     const Token& t = current();
     const bool starts_argument = t.kind == TokenKind::name || t.kind == TokenKind::string ||
