@@ -21,6 +21,9 @@ bool wait_loaded(Engine& engine, bool show_progress, ModelSummary& summary) {
         } else if (const auto* loaded = std::get_if<LoadedEvent>(&*event)) {
             if (show_progress) std::fputs("\r\033[K", stderr);
             summary = loaded->model;
+            // A model whose own template is missing or broken still chats, in its family's
+            // format: say so once, as the answers may read differently.
+            if (!summary.template_note.empty()) std::fprintf(stderr, "note: %s\n", summary.template_note.c_str());
             return true;
         } else if (const auto* error = std::get_if<ErrorEvent>(&*event)) {
             if (show_progress) std::fputs("\r\033[K", stderr);

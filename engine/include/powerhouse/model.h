@@ -108,6 +108,9 @@ struct ModelSummary {
     double expected_tokens_per_second = 0;  // the planner's estimate from memory bandwidth
     std::vector<DeviceUsage> devices;
     bool has_chat_template = false;
+    // Why chat prompts use a built-in template instead of the model's own (no template, or
+    // one that cannot be used); empty when the model's own is used.
+    std::string template_note;
     // What the file says about itself (inspect_model's answer, made from the header the load
     // read): its naming fields and file type give the name a person writes
     // (app/core/catalog's model_display_name) without reading the file again.
@@ -131,6 +134,10 @@ public:
 
     const Tokenizer& tokenizer() const;
     const ModelTemplateInfo& template_info() const;
+    // The template chat prompts are rendered with: the model's own, or its family's built-in
+    // one where the model has none or its own cannot be used (resolve_chat_template, run
+    // once at load; the note says why).
+    const ResolvedTemplate& chat_template() const;
     const std::string& architecture() const;
     uint32_t n_vocab() const;
     uint32_t n_ctx() const;

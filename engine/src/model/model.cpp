@@ -29,6 +29,7 @@ struct Model::Impl {
     arch::Hparams hparams;
     Tokenizer tokenizer;
     ModelTemplateInfo template_info;
+    ResolvedTemplate chat_template;    // resolved from template_info once, at load
     std::unique_ptr<Backend> backend;  // reads `file`'s mapping: declared after it
     ModelSummary summary;
     uint32_t n_batch = 0;
@@ -299,10 +300,18 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     }
     Result<ModelTemplateInfo> template_info = read_model_template_info(path);
     if (!template_info) return template_info.error();
+    ResolvedTemplate chat_template = resolve_chat_template(*template_info);
 
-    auto impl = std::make_unique<Impl>(Impl{std::move(file).value(), std::move(hparams).value(),
-                                            std::move(tokenizer).value(), std::move(template_info).value(), nullptr,
-                                            {}, std::max<uint32_t>(1, options.n_batch), {}, {}});
+    auto impl = std::make_unique<Impl>(Impl{std::move(file).value(),
+                                            std::move(hparams).value(),
+                                            std::move(tokenizer).value(),
+                                            std::move(template_info).value(),
+                                            std::move(chat_template),
+                                            nullptr,
+                                            {},
+                                            std::max<uint32_t>(1, options.n_batch),
+                                            {},
+                                            {}});
     const uint32_t n_ctx = std::min(options.n_ctx, std::max<uint32_t>(impl->hparams.n_ctx_train, 1));
     arch::use_context_length(impl->hparams, n_ctx);
     Result<ModelDevices> devices = model_devices(options.devices, options.excluded_gpus);
@@ -373,6 +382,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     summary.expected_tokens_per_second = plan->tokens_per_second;
     summary.devices = with_uuids(impl->backend->devices(), impl->devices, impl->plan);
     summary.has_chat_template = impl->template_info.chat_template.has_value();
+    summary.template_note = impl->chat_template.note;
     if (Result<ModelInfo> info = inspect_gguf(impl->file, path); info) summary.info = std::move(*info);
     if (!report(1.0f, "ready")) return stopped();
     return Model(std::move(impl));
@@ -380,6 +390,9 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
 
 const Tokenizer& Model::tokenizer() const { return impl_->tokenizer; }
 const ModelTemplateInfo& Model::template_info() const { return impl_->template_info; }
+const ResolvedTemplate& Model::chat_template() const {
+    return impl_->chat_template;
+}
 const std::string& Model::architecture() const { return impl_->hparams.architecture; }
 uint32_t Model::n_vocab() const { return impl_->hparams.n_vocab; }
 uint32_t Model::n_ctx() const { return impl_->backend->n_ctx(); }

@@ -93,7 +93,7 @@ nlohmann::ordered_json chat_context(std::span<const ChatMessage> messages, const
 
 Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages,
                                          const nlohmann::ordered_json& tools) {
-    const ResolvedTemplate resolved = resolve_chat_template(model.template_info());
+    const ResolvedTemplate& resolved = model.chat_template();
     nlohmann::ordered_json context;
     if (uses_tools(messages, tools) && !template_mentions_tools(resolved.chat_template.source())) {
         // The template would drop the tools (and print calls as empty turns): the

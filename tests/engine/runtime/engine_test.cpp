@@ -139,6 +139,7 @@ TEST(Engine, LoadReportsProgressThenTheModel) {
     EXPECT_EQ(m.n_ctx, 512u);
     EXPECT_EQ(m.n_ctx_train, 8192u);
     EXPECT_TRUE(m.has_chat_template);
+    EXPECT_EQ(m.template_note, "");                               // its own template is used
     EXPECT_EQ(m.kv_cache_bytes, 2ull * 30 * 512 * (3 * 64) * 2);  // K and V, 30 layers, 3 KV heads of 64, F16
     EXPECT_GT(m.weight_bytes, 50'000'000u);
     EXPECT_GT(m.file_bytes, m.weight_bytes);
@@ -154,6 +155,27 @@ TEST(Engine, LoadReportsProgressThenTheModel) {
     // The hook runs just after each event is queued: the last call may trail the event.
     for (int i = 0; i < 500 && notified.load() < static_cast<int>(events.size()); ++i) std::this_thread::sleep_for(10ms);
     EXPECT_EQ(notified.load(), static_cast<int>(events.size()));
+}
+
+// The template is resolved once, at load: a model without one chats in its family's built-in
+// template, and its summary says so (the CLI prints it).
+TEST(Engine, AModelWithoutATemplateUsesABuiltInOneAndSaysSo) {
+    Result<Model> model = Model::load(test::data_dir() / "arch" / "qwen2-f32.gguf", small_context(64));
+    ASSERT_TRUE(model) << model.error().message;
+    EXPECT_FALSE(model->summary().has_chat_template);
+    EXPECT_TRUE(model->chat_template().is_fallback);
+    EXPECT_EQ(model->summary().template_note, resolve_chat_template(model->template_info()).note);
+    EXPECT_EQ(model->summary().template_note.rfind("the model has no chat template: using the built-in ", 0), 0u)
+        << model->summary().template_note;
+    const std::vector<ChatMessage> conversation = {{"user", "Hello"}};
+    Result<std::vector<TokenId>> prompt = chat_prompt(*model, conversation);
+    ASSERT_TRUE(prompt) << prompt.error().message;
+    nlohmann::ordered_json context = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                                      {"add_generation_prompt", true}};
+    add_default_tokens(context, model->template_info());
+    Result<std::string> expected = model->chat_template().chat_template.render(context);
+    ASSERT_TRUE(expected) << expected.error().message;
+    EXPECT_EQ(model->tokenizer().detokenize(*prompt, true), *expected);
 }
 
 TEST(Engine, StreamsTheSameAnswerAsADirectGeneration) {
