@@ -118,6 +118,7 @@ Rectangle {
                 width: ListView.view.width
                 controller: root.controller
                 isLast: index === ListView.view.count - 1
+                onEditClosed: root.focusComposer()
             }
 
             Label {

@@ -34,6 +34,15 @@ Item {
                                      : messageState === MessageListModel.Interrupted ? "interrupted" : ""
     property bool editing: false
 
+    // The edit ended, sent or cancelled: the view gives the keys back to the composer (the
+    // hidden editor would keep them, and typing would go nowhere).
+    signal editClosed()
+
+    function closeEditor() {
+        root.editing = false
+        root.editClosed()
+    }
+
     implicitHeight: column.implicitHeight
 
     ColumnLayout {
@@ -134,15 +143,19 @@ Item {
                         event.accepted = false
                         return
                     }
-                    // Refused (no model ready: the chat says why), the edit stays open to send again.
-                    root.editing = false
-                    if (!root.controller.editAndResend(root.messageId, text))
+                    // Refused (no model ready: the chat says why), the edit stays open to send
+                    // again. Sent, this delegate is gone before editAndResend returns.
+                    const edited = text
+                    root.closeEditor()
+                    if (!root.controller.editAndResend(root.messageId, edited)) {
                         root.editing = true
+                        editor.forceActiveFocus()
+                    }
                 }
-                Keys.onEscapePressed: root.editing = false
+                Keys.onEscapePressed: root.closeEditor()
                 // Esc also stops an answer (the window's shortcut): while the edit is open it
-                // cancels the edit, and the answer goes on. (Closed, the editor may keep the
-                // focus: then Esc stops the answer again.)
+                // cancels the edit, and the answer goes on. (Closed, the editor has given the
+                // keys back to the composer: there Esc stops the answer again.)
                 Keys.onShortcutOverride: event => event.accepted = event.key === Qt.Key_Escape && root.editing
             }
         }

@@ -107,18 +107,37 @@ Item {
         }
 
         function test_4_edit_and_resend_replaces_the_rest() {
+            const input = findChild(chat, "composerInput")
+            // Cancelled with Esc, the edit gives the keys back to the composer: typing goes
+            // there, not into the hidden editor.
             mouseClick(findChild(message(0), "editButton"))
-            const editor = findChild(message(0), "editor")
+            let editor = findChild(message(0), "editor")
+            tryVerify(() => editor.visible && editor.activeFocus)
+            keyClick(Qt.Key_Escape)
+            verify(!editor.visible)
+            verify(!editor.activeFocus, "the hidden editor kept the keys")
+            verify(input.activeFocus, "the composer has the keys after a cancelled edit")
+            keyClick("h")
+            compare(input.text, "h")
+            input.text = ""
+
+            mouseClick(findChild(message(0), "editButton"))
+            editor = findChild(message(0), "editor")
             tryVerify(() => editor.visible && editor.activeFocus)
             compare(editor.text, "Write a very long story about a dragon who learns to cook.")
             editor.selectAll()
             keyClick(Qt.Key_Delete)
             editor.insert(0, "Say hello in French.")
             keyClick(Qt.Key_Return)
+            // Sent, the edited message's row is made again: the composer has the keys.
+            verify(input.activeFocus, "the composer has the keys after an edit is sent")
             waitIdle()
             tryCompare(testChat.messages, "count", 2)
             compare(message(0).content, "Say hello in French.")
             compare(message(1).messageState, MessageListModel.Complete)
+            keyClick("h")
+            compare(input.text, "h")
+            input.text = ""
         }
 
         function test_5_switch_and_search_conversations() {
