@@ -109,6 +109,12 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                                           "the URL an OpenAI-compatible server (not a proxy's error page)?",
                                           what, detail::quoted(parser.garbage().value_or(""), options_.api_key)));
         };
+        // The server's own failure, reported in the stream (an error object, an error event).
+        const auto reported = [&](const std::string& said) {
+            return make_error(
+                ErrorCode::device_failed,
+                fmt::format("{}: the server reported an error in the middle of the answer: {}", what, said));
+        };
         // The body's bytes as they come; the headers (read before any byte) say what it is.
         auto on_body = [&](std::string_view bytes, const detail::HttpOutcome& head) -> bool {
             if (!decided) {
@@ -130,16 +136,20 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                     done = true;
                     return false;  // nothing after it matters; no need to wait for the close
                 }
+                if (event.event == "error") {
+                    // llama.cpp's "error: {...}", or an event named "error": the server's words.
+                    std::string said = detail::server_message(event.data, options_.api_key);
+                    if (said.empty()) said = fmt::format("'{}'", detail::quoted(event.data, options_.api_key));
+                    stream_error = reported(said);
+                    return false;
+                }
                 Result<detail::ChunkDelta> chunk = detail::parse_chunk(event.data, options_.api_key);
                 if (!chunk) {
                     stream_error = make_error(chunk.error().code, fmt::format("{}: {}", what, chunk.error().message));
                     return false;
                 }
                 if (chunk->error) {
-                    stream_error = make_error(ErrorCode::device_failed,
-                                              fmt::format("{}: the server reported an error in the middle of the "
-                                                          "answer: {}",
-                                                          what, *chunk->error));
+                    stream_error = reported(*chunk->error);
                     return false;
                 }
                 if (!chunk->model.empty()) result.model = chunk->model;

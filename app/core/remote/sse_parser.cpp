@@ -63,6 +63,12 @@ bool SseParser::take_line(std::string_view line, std::vector<SseEvent>& out) {
         if (has_data_) data_ += '\n';
         data_.append(value);
         has_data_ = true;
+    } else if (field == "error") {
+        // llama.cpp's server: the answer's failure as "error: {...}" (see the header).
+        event_ = "error";
+        if (has_data_) data_ += '\n';
+        data_.append(value);
+        has_data_ = true;
     } else if (field == "event") {
         event_ = std::string(value);
     } else if (field == "id") {

@@ -8,10 +8,13 @@
 // kept or ignored as the standard says; lines starting with ':' are comments (keep-alives). A
 // blank line dispatches the event.
 //
-// One departure from the standard, on purpose: a line whose field is none of data, event, id
-// and retry is reported as garbage instead of being ignored. A stream that carries such lines
-// is not an SSE stream (an HTML error page from a proxy, a plain-text log), and saying so beats
-// waiting for an answer that will never parse.
+// Two departures from the standard, on purpose. A line whose field is none of data, event, id,
+// retry and error is reported as garbage instead of being ignored: a stream that carries such
+// lines is not an SSE stream (an HTML error page from a proxy, a plain-text log), and saying so
+// beats waiting for an answer that will never parse. And an "error:" line, which llama.cpp's
+// server writes when an answer fails after its 200 was sent ("error: {...}", a blank line),
+// makes its event an "error" event with that line as its data, as "event: error" and
+// "data: {...}" would: the caller reads the server's message instead of garbage.
 //
 // Thread-safety: one parser per stream, used by one thread.
 #pragma once
@@ -25,7 +28,7 @@
 namespace powerhouse::remote {
 
 struct SseEvent {
-    std::string event;  // "" unless the server named it ("message" is the default type)
+    std::string event;  // "" unless the server named it ("message" is the default type), or "error"
     std::string data;   // the data lines joined with "\n"
     std::string id;
 };

@@ -37,6 +37,8 @@ Scenarios (N, R: numbers in the name):
   garbage-N   N text events, then "data: <html>...not JSON...</html>" (a long line)
   junk-N      N text events, then a line that is no SSE field at all (a proxy's HTML)
   errevent-N  N text events, then an error object in the stream, then [DONE]
+  llamaerr-N  N text events, then llama.cpp's way of failing a stream that has begun: an
+              "error: {...}" line (its context is too small for the prompt), then [DONE]
   json        ignores stream=true: one chat.completion object (application/json)
   errjson     models and chat: 200 with an OpenAI error object as the body (application/json),
               its message naming the key it was given (ERROR_JSON_MESSAGE)
@@ -84,6 +86,9 @@ import loopback_http  # noqa: E402  (tests/app: the servers' shared plumbing)
 ANSWER_PIECES = ["Hello", ",", " wörld", "!", " Ünïcode", " ✓", " and", " more", "."]
 MODELS = ["test-model", "other-model"]
 ERROR_JSON_MESSAGE = "The model is overloaded, try again later (request for key {key})"
+# llama.cpp's server's error for a prompt its context cannot hold.
+LLAMA_CONTEXT_ERROR = {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                       "type": "exceed_context_size_error"}
 ODD_MODELS = ["test-model", "clear\x1b[2Jscreen", "two\nlines", "café"]
 # status-502's body: UTF-8 text, an ANSI colour, a lone continuation byte, 0xFF and 0xFE, an
 # overlong "/", a UTF-16 surrogate, a C1 control (CSI) and a character cut at the end.
@@ -360,7 +365,7 @@ class Handler(loopback_http.Handler):
         if name == "slow":
             pieces = [f" {i}" for i in range(400)]
         for i, piece in enumerate(pieces):
-            if name in ("cut", "eof", "stall", "garbage", "junk", "errevent") and i == n:
+            if name in ("cut", "eof", "stall", "garbage", "junk", "errevent", "llamaerr") and i == n:
                 break
             self.write(event(chunk(piece, model=model), crlf_all or i % 3 == 1))
             if name == "slow":
@@ -382,6 +387,10 @@ class Handler(loopback_http.Handler):
         if name == "errevent":
             self.write(event({"error": {"message": "the engine failed: out of KV cache blocks", "type": "server_error",
                                         "code": 500}}))
+            self.write(event("[DONE]"))
+            return self.end_stream()
+        if name == "llamaerr":
+            self.write(("error: " + json.dumps(LLAMA_CONTEXT_ERROR) + "\n\n").encode())
             self.write(event("[DONE]"))
             return self.end_stream()
         self.write(event(chunk(None, finish="stop", model=model), crlf_all))

@@ -58,6 +58,29 @@ TEST(SseParser, AnEventWithoutItsBlankLineIsPending) {
     EXPECT_TRUE(parser.has_pending());
 }
 
+// llama.cpp's server fails a stream that has begun with an "error:" line: an event of type
+// "error" with that line as its data, as "event: error" would make it, not garbage.
+TEST(SseParser, AnErrorLineIsAnErrorEvent) {
+    const std::string text =
+        "data: {\"x\": 1}\n\n"
+        "error: {\"code\": 400, \"message\": \"too long\"}\n\n"
+        "event: error\ndata: {\"message\": \"named\"}\n\n"
+        "data: [DONE]\n\n";
+    for (size_t piece = 1; piece <= text.size(); ++piece) {
+        bool ok = false;
+        const std::vector<SseEvent> events = parse_in_pieces(text, piece, &ok);
+        ASSERT_TRUE(ok) << piece;
+        ASSERT_EQ(events.size(), 4u) << piece;
+        EXPECT_EQ(events[0].event, "");
+        EXPECT_EQ(events[1].event, "error");
+        EXPECT_EQ(events[1].data, "{\"code\": 400, \"message\": \"too long\"}");
+        EXPECT_EQ(events[2].event, "error");
+        EXPECT_EQ(events[2].data, "{\"message\": \"named\"}");
+        EXPECT_EQ(events[3].event, "");
+        EXPECT_EQ(events[3].data, "[DONE]");
+    }
+}
+
 TEST(SseParser, ALineThatIsNoFieldIsGarbage) {
     SseParser parser;
     std::vector<SseEvent> events;
