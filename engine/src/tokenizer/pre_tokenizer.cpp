@@ -48,6 +48,7 @@ constexpr std::array kPreTokenizers = {
     NamedPreTokenizer{"talkie", {PreTokenizerKind::gpt4o, false, false}},
     NamedPreTokenizer{"minimax-m2", {PreTokenizerKind::gpt4o, false, false}},
     NamedPreTokenizer{"seed-coder", {PreTokenizerKind::seed_coder, false, false}},
+    NamedPreTokenizer{"tekken", {PreTokenizerKind::tekken, true, true}},
 };
 
 // Out-of-piece positions read as "nothing": code point kNone, flags 0, exactly as the
@@ -272,7 +273,9 @@ void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_di
 //  - the contractions are matched in ASCII.
 // E.g. "HelloWORLD" -> "Hello" "WORLD", "DON'T" -> "DON'T", but "ÉCOLE" -> "É" "COLE" (the
 // first alternative's [upper]* gives back "É" to its [lower]+, and wins).
-void split_gpt4o(const SplitText& text, size_t begin, size_t end, PieceSink sink) {
+// Mistral's tekken regex is the same without the two (?i:'s|...)? and with \p{N} for
+// \p{N}{1,3}, and llama.cpp runs it rewritten the same way: "DON'T" -> "DON" "'" "T".
+void split_gpt4o(const SplitText& text, size_t begin, size_t end, PieceSink sink, bool tekken) {
     const Piece p{text, begin, end};
     Emitter out(begin, sink);
     const auto upper = [&](size_t i) { return p.flags(i).is_letter() && !is_ascii_lower(p.cpt(i)); };
@@ -299,15 +302,16 @@ void split_gpt4o(const SplitText& text, size_t begin, size_t end, PieceSink sink
                     }
                 }
             }
-            pos = word_end + ascii_contraction_length(p, word_end);
+            pos = word_end + (tekken ? 0 : ascii_contraction_length(p, word_end));
             out.emit(pos);
             continue;
         }
 
-        // \p{N}{1,3}
+        // \p{N}{1,3} (tekken: \p{N})
         if (flags.is_number()) {
+            const size_t max_digits = tekken ? 1 : 3;
             size_t n = 1;
-            while (n < 3 && p.flags(pos + n).is_number()) ++n;
+            while (n < max_digits && p.flags(pos + n).is_number()) ++n;
             pos += n;
             out.emit(pos);
             continue;
@@ -345,6 +349,12 @@ void stage_qwen2(const SplitText& t, size_t b, size_t e, PieceSink s) {
 void stage_seed_coder(const SplitText& t, size_t b, size_t e, PieceSink s) {
     split_llama3(t, b, e, 1, s, /*newlines_after_punctuation=*/false);
 }
+void stage_gpt4o(const SplitText& t, size_t b, size_t e, PieceSink s) {
+    split_gpt4o(t, b, e, s);
+}
+void stage_tekken(const SplitText& t, size_t b, size_t e, PieceSink s) {
+    split_gpt4o(t, b, e, s, /*tekken=*/true);
+}
 
 // Runs stages[0] over [begin, end), feeding each piece to the remaining stages.
 void run_stages(std::span<const Stage> stages, const SplitText& text, size_t begin, size_t end, PieceSink sink) {
@@ -371,8 +381,9 @@ void pre_tokenize(PreTokenizerKind kind, const SplitText& text, PieceSink sink) 
                                              split_deepseek_cjk,         split_number_runs};
     static constexpr Stage kDefault[] = {split_punctuation_runs_default, stage_gpt2, split_number_runs,
                                          split_ascii_digit_triples};
-    static constexpr Stage kGpt4o[] = {split_gpt4o};
+    static constexpr Stage kGpt4o[] = {stage_gpt4o};
     static constexpr Stage kSeedCoder[] = {stage_seed_coder};
+    static constexpr Stage kTekken[] = {stage_tekken};
     std::span<const Stage> stages;
     switch (kind) {
         case PreTokenizerKind::gpt2:
@@ -401,6 +412,9 @@ void pre_tokenize(PreTokenizerKind kind, const SplitText& text, PieceSink sink) 
             break;
         case PreTokenizerKind::seed_coder:
             stages = kSeedCoder;
+            break;
+        case PreTokenizerKind::tekken:
+            stages = kTekken;
             break;
     }
     run_stages(stages, text, 0, n, sink);

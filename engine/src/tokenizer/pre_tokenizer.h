@@ -33,6 +33,8 @@ enum class PreTokenizerKind {
     default_bpe,   // llama.cpp's "default": punctuation runs, gpt2, \p{N}+, three ASCII digits
     gpt4o,         // o200k (GPT-4o, gpt-oss): cased words with contractions, \p{N}{1,3}, ...
     seed_coder,    // as qwen2 without the [\r\n]* after punctuation (Seed-Coder, Seed-OSS)
+    tekken,        // as gpt4o without the contractions, \p{N} one digit at a time (Mistral Nemo,
+                   // Mistral Small 3, Devstral, Magistral, Ministral)
 };
 
 // How a `tokenizer.ggml.pre` name is tokenized.
@@ -76,6 +78,7 @@ void split_gpt2(const SplitText& text, size_t begin, size_t end, PieceSink sink)
 void split_llama3(const SplitText& text, size_t begin, size_t end, size_t max_digits, PieceSink sink,
                   bool newlines_after_punctuation = true);
 // The o200k regex as the reference runs it (see pre_tokenizer.cpp): case is ASCII-only.
-void split_gpt4o(const SplitText& text, size_t begin, size_t end, PieceSink sink);
+// `tekken`: Mistral's variant of it, without the contractions and with one digit at a time.
+void split_gpt4o(const SplitText& text, size_t begin, size_t end, PieceSink sink, bool tekken = false);
 
 }  // namespace powerhouse

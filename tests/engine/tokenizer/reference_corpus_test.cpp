@@ -94,9 +94,10 @@ TEST(ReferenceCorpus, PreTokenizerVariantsEqualLlamaCpp) {
             << test::ids_to_string(ids_of(record["ids"])) << "\n  ours      " << test::ids_to_string(ids);
         ++checked;
     }
-    EXPECT_EQ(tokenizers.size(), 6u);  // llama-bpe, qwen2, default, gpt-4o, glm4, seed-coder
+    EXPECT_EQ(tokenizers.size(), 7u);  // llama-bpe, qwen2, default, gpt-4o, glm4, seed-coder, tekken
     EXPECT_EQ(tokenizers.count("gpt-4o"), 1u);
-    EXPECT_GE(checked, 6 * 200u);
+    EXPECT_EQ(tokenizers.count("tekken"), 1u);
+    EXPECT_GE(checked, 7 * 200u);
 }
 
 TEST(ReferenceCorpus, SmolLM2DetokenizedTextEqualsLlamaCpp) {

@@ -135,6 +135,27 @@ TEST(PreTokenizer, SeedCoderKeepsNewlinesOffPunctuation) {
     EXPECT_EQ(pre_tokenizer_for_name("chatglm-bpe")->kind, PreTokenizerKind::llama3);
 }
 
+// Mistral's tekken is o200k without the contractions and with digits one at a time. The
+// corpus check (pre_tokenizer_variants_expected.jsonl, "tekken") holds the digits to llama.cpp
+// 0.3.36; GPT-2's merges never cross an apostrophe, so the contractions were checked on a
+// vocabulary whose merges do (scripts/fixtures/check_tekken_split.py: gpt-4o keeps "N'T"
+// whole, tekken gives "N" "'" "T").
+TEST(PreTokenizer, TekkenIsGpt4oWithoutContractionsAndWithSingleDigits) {
+    const auto k = PreTokenizerKind::tekken;
+    EXPECT_EQ(words(k, "DON'T don't it's"), (W{"DON", "'T", " don", "'t", " it", "'s"}));
+    EXPECT_EQ(words(k, "1234567"), (W{"1", "2", "3", "4", "5", "6", "7"}));
+    EXPECT_EQ(words(k, "a 12"), (W{"a", " ", "1", "2"}));
+    // The rest is o200k's: ASCII-only case, punctuation runs with [\r\n/]* after them.
+    EXPECT_EQ(words(k, "camelCaseXMLParser"), (W{"camel", "Case", "XMLParser"}));
+    EXPECT_EQ(words(k, "Ünited ÉCOLE"), (W{"Ünited", " É", "COLE"}));
+    EXPECT_EQ(words(k, "x!!\n/\ny"), (W{"x", "!!\n/\n", "y"}));
+    const std::optional<PreTokenizerSpec> spec = pre_tokenizer_for_name("tekken");
+    ASSERT_TRUE(spec);
+    EXPECT_EQ(spec->kind, k);
+    EXPECT_TRUE(spec->ignore_merges);  // as llama.cpp
+    EXPECT_TRUE(spec->add_bos_default);
+}
+
 TEST(PreTokenizer, MultiStage) {
     EXPECT_EQ(words(PreTokenizerKind::starcoder, "abc123 x"), (W{"abc", "1", "2", "3", " x"}));
     EXPECT_EQ(words(PreTokenizerKind::falcon, "a+=b 12345"), (W{"a", "+=", "b", " ", "123", "45"}));
@@ -184,7 +205,7 @@ TEST(PreTokenizer, NamesAreCheckedNotGuessed) {
     EXPECT_FALSE(pre_tokenizer_for_name("gpt-4o")->add_bos_default);
     EXPECT_EQ(pre_tokenizer_for_name("llama4")->kind, PreTokenizerKind::gpt4o);
     EXPECT_FALSE(pre_tokenizer_for_name("gpt-oss").has_value());  // not a name llama.cpp knows
-    EXPECT_FALSE(pre_tokenizer_for_name("tekken").has_value());
+    EXPECT_FALSE(pre_tokenizer_for_name("viking").has_value());   // known to llama.cpp, not here
     EXPECT_FALSE(pre_tokenizer_for_name("").has_value());
 }
 
