@@ -31,7 +31,10 @@ Reply::Reply(bool chat, std::string id, std::string model, int64_t created, cons
       logprobs_(request.settings.logprobs),
       tools_(chat && request.tool_choice != ToolChoice::none),
       tool_format_(tool_format) {
-    if (tools_) tool_stream_.emplace(tool_format_, id_);
+    if (tools_) {
+        tool_list_ = request.tools;  // types the values of the XML formats' calls
+        tool_stream_.emplace(tool_format_, id_, tool_list_);
+    }
 }
 
 json Reply::usage(const DoneEvent& done) {
@@ -62,7 +65,7 @@ json Reply::complete(const DoneEvent& done) const {
     if (chat_) {
         json message = {{"role", "assistant"}, {"content", done.text}};
         if (tools_) {
-            const ParsedAnswer parsed = parse_answer(tool_format_, done.text, id_);
+            const ParsedAnswer parsed = parse_answer(tool_format_, done.text, id_, tool_list_);
             message["content"] =
                 parsed.content.empty() && !parsed.tool_calls.empty() ? json(nullptr) : json(parsed.content);
             if (!parsed.reasoning.empty()) message["reasoning_content"] = parsed.reasoning;

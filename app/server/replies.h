@@ -45,6 +45,7 @@ private:
     bool logprobs_;
     bool tools_;
     ToolCallFormat tool_format_;
+    json tool_list_;  // the request's tools
     std::optional<ToolCallStream> tool_stream_;
     std::vector<TokenLogprob> pending_logprobs_;  // of text not sent yet
     size_t text_offset_ = 0;                      // text streamed so far (legacy completions' text_offset)

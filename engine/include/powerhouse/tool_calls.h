@@ -17,16 +17,39 @@
 //   harmony  gpt-oss: messages on channels, <|channel|>analysis (reasoning), final (the
 //            answer), commentary to=functions.NAME <|constrain|>json<|message|>{...} (a call;
 //            to=... may also stand before <|channel|>).
-//   none     the template renders tools in a format Powerhouse does not know: answers stay
-//            text, unchanged.
+//   qwen3_coder  Qwen3-Coder (also Qwen3.5, Nemotron Nano 3): XML blocks, a value per
+//            parameter, <tool_call>\n<function=NAME>\n<parameter=ARG>\nVALUE\n</parameter>\n
+//            ...</function>\n</tool_call>.
+//   seed_oss ByteDance Seed-OSS: the same inner XML in <seed:tool_call>...</seed:tool_call>
+//            (values written without the newlines around them); its <seed:think>...
+//            </seed:think> blocks are reasoning, never calls.
+//   glm45    GLM-4.5, 4.6 and 4.7: <tool_call>NAME\n<arg_key>ARG</arg_key>\n<arg_value>VALUE
+//            </arg_value>\n...</tool_call>; <think>...</think> blocks are reasoning.
+//   none     the template renders tools in a format Powerhouse does not know (GLM-4-0414's,
+//            which writes calls as an assistant turn's "metadata"): answers stay text,
+//            unchanged.
+//
+// In the XML formats (qwen3_coder, seed_oss, glm45) a value is text; its type comes from the
+// parameter's schema in `tools`: a parameter that may only be a string keeps the text as it
+// is; any other is read as JSON, else as a Python literal (the templates write True, None
+// and {'a': 1} with Python's str()), else kept as text, and one that may be a string or
+// something else takes the value only when it is of one of the other types. Without a
+// schema (no tools given, an unknown function or parameter) a value that is JSON other than
+// a string is that JSON, anything else text. qwen3_coder drops one newline at each end of
+// a value (its template writes them). A value cannot hold its own closing tag (</parameter>,
+// </arg_value>); a block that does not read as a whole (a missing closing tag, an empty
+// name) is content, tag included. Qwen3.5's reasoning, opened by its template rather than
+// by the model, stays content.
 //
 // Control tokens (<|python_tag|>, [TOOL_CALLS], <|channel|>, ...) are hidden from the text
 // unless GenerationSettings::render_special is set, and the parsers need them: generate with
 // render_special when tools are on. The format's own control tokens never reach the
 // content; Qwen's <tool_call> is an ordinary token and is always in the text.
 //
-// Content is the text outside the calls with its ends trimmed; gpt-oss's final and
-// commentary messages are trimmed one by one and joined by a blank line. A call that does
+// Content is the text outside the calls (and outside reasoning blocks) with its ends
+// trimmed; gpt-oss's final and commentary messages are trimmed one by one and joined by a
+// blank line, and so are reasoning blocks (a block cut off at the end of the answer runs to
+// its end). A call that does
 // not parse (broken JSON, no name, arguments that are not an object) stays in the content:
 // nothing here throws or drops text the model wrote, except the format's control tokens.
 //
@@ -55,7 +78,7 @@
 
 namespace powerhouse {
 
-enum class ToolCallFormat { none, generic, hermes, llama3, mistral, harmony };
+enum class ToolCallFormat { none, generic, hermes, llama3, mistral, harmony, qwen3_coder, seed_oss, glm45 };
 
 std::string_view tool_call_format_name(ToolCallFormat format);  // "none", "generic", "hermes", ...
 
@@ -64,8 +87,9 @@ std::string_view tool_call_format_name(ToolCallFormat format);  // "none", "gene
 bool template_mentions_tools(std::string_view template_source);
 
 // The format a template's model answers in: generic when the template never mentions
-// tools, else by the markers it writes (harmony's channels, [TOOL_CALLS], <tool_call>,
-// Llama 3's headers), else none.
+// tools, else by the markers it writes (harmony's channels, [TOOL_CALLS], <seed:tool_call>,
+// <tool_call> with <function=/<parameter= or with <arg_key>, <tool_call> alone, Llama 3's
+// headers), else none.
 ToolCallFormat detect_tool_call_format(std::string_view template_source);
 // The same for the template chat_prompt() uses with this model (resolve_chat_template: the
 // model's own, or its family's built-in one).
@@ -87,23 +111,26 @@ std::vector<ChatMessage> add_tool_instructions(std::span<const ChatMessage> mess
 
 struct ParsedAnswer {
     std::string content;    // the text to show (trimmed)
-    std::string reasoning;  // gpt-oss's analysis channel; empty for other formats
+    std::string reasoning;  // gpt-oss's analysis channel, seed_oss's and glm45's think blocks
     std::vector<ToolCall> tool_calls;
 };
 
 // Reads a whole answer (generated with render_special). Never fails: what does not parse
-// is content.
-ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::string_view id_salt = {});
+// is content. `tools` (the request's, as for tool_call_grammar) types the XML formats'
+// values; the other formats ignore it.
+ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::string_view id_salt = {},
+                          const nlohmann::ordered_json& tools = {});
 
 // The same, as the answer streams: feed() returns the content that is certain now. It holds
 // back what may be the start of a tool call (a partial "<tool_c", an answer opening with
-// '{' for Llama 3) and everything after a call's marker, and trailing whitespace (content is
-// trimmed). finish() reads the rest: its content is what feed() has not returned yet, so
-// the pieces from feed() followed by finish().content are parse_answer(text).content, and
-// its reasoning and tool_calls are parse_answer's. Call finish() once, after the last feed.
+// '{' for Llama 3) and everything after a call's marker, a reasoning block until it closes,
+// and trailing whitespace (content is trimmed). finish() reads the rest: its content is
+// what feed() has not returned yet, so the pieces from feed() followed by finish().content are
+// parse_answer(text).content, and its reasoning and tool_calls are parse_answer's. Call finish() once, after the last
+// feed.
 class ToolCallStream {
 public:
-    explicit ToolCallStream(ToolCallFormat format, std::string id_salt = {});
+    explicit ToolCallStream(ToolCallFormat format, std::string id_salt = {}, nlohmann::ordered_json tools = {});
     ~ToolCallStream();
     ToolCallStream(ToolCallStream&&) noexcept;
     ToolCallStream& operator=(ToolCallStream&&) noexcept;
@@ -121,9 +148,13 @@ private:
 // exactly one call in the format, to one of `tools` or to `only_function` when it is not
 // empty (tool_choice "required" or a named function). Each function's arguments follow
 // its "parameters" schema (json_schema_to_grammar); parse_answer() reads any text the
-// grammar accepts as that one call. gpt-oss may reason on the analysis channel first.
-// Fails for ToolCallFormat::none, without tools, for an unknown only_function, and for
-// schemas json_schema_to_grammar cannot express.
+// grammar accepts as that one call. gpt-oss may reason on the analysis channel first,
+// Seed-OSS and GLM in a think block. In the XML formats each parameter's value follows its
+// own schema (properties in the schema's order, optional ones may be left out); a
+// parameter that may be a string is free text (up to its closing tag; of string
+// constraints only enum and const are kept). Fails for ToolCallFormat::none, without
+// tools, for an unknown only_function, for schemas json_schema_to_grammar cannot express,
+// and for names the XML formats cannot write (with '>', '<' or a line break).
 Result<std::string> tool_call_grammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
                                       std::string_view only_function = {});
 

@@ -43,8 +43,8 @@ private:
 enum class Opening { no, maybe, yes };
 Opening opens_with_call(ToolCallFormat format, std::string_view text);
 
-// The control tokens and tags that start a call or must not reach the content, per
-// marker format (generic, hermes, llama3, mistral).
+// The control tokens and tags that start a call or a reasoning block, or must not reach the
+// content, per marker format (all but none and harmony).
 std::span<const std::string_view> markers(ToolCallFormat format);
 
 struct FoundMarker {
@@ -66,8 +66,42 @@ std::string compact_json(const nlohmann::ordered_json& value);
 // A call's arguments: an object, or a string holding a JSON object, as compact text.
 std::optional<std::string> arguments_text(const nlohmann::ordered_json& value);
 
-// Reads a whole answer in a marker format into content (one piece) and calls.
-void read_marked(ToolCallFormat format, std::string_view text, ContentJoiner& content, std::vector<ToolCall>& calls);
+// Reads a whole answer in a marker format into content (one piece), reasoning (a piece
+// per think block) and calls; `tools` types the XML formats' values.
+void read_marked(ToolCallFormat format, std::string_view text, const nlohmann::ordered_json& tools,
+                 ContentJoiner& content, ContentJoiner& reasoning, std::vector<ToolCall>& calls);
+
+// ---- the XML formats (qwen3_coder, seed_oss, glm45): tool_call_xml.cpp ----
+
+struct TagPair {
+    std::string_view open;
+    std::string_view close;
+};
+// The tags around a format's call block, and around its reasoning (both empty when the
+// format has none).
+TagPair call_tags(ToolCallFormat format);
+TagPair think_tags(ToolCallFormat format);
+bool is_xml_format(ToolCallFormat format);
+
+// The call block whose opening tag starts at text[pos]: appends its calls and returns where
+// the block ends (its closing tag, or the end of the text when only that is missing), or
+// npos, appending nothing, when the block does not read as a whole.
+size_t read_xml_calls(ToolCallFormat format, std::string_view text, size_t pos, const nlohmann::ordered_json& tools,
+                      std::vector<ToolCall>& calls);
+
+// The JSON types a schema allows, as bits (kind_bit); 0 when it says nothing of them.
+enum class JsonKind : unsigned { string, number, integer, boolean, null, object, array };
+constexpr unsigned kind_bit(JsonKind kind) {
+    return 1u << static_cast<unsigned>(kind);
+}
+unsigned schema_kinds(const nlohmann::ordered_json& schema);
+// The schema of parameter `parameter` of function `function` in `tools`, or nullptr.
+const nlohmann::ordered_json* parameter_schema(const nlohmann::ordered_json& tools, std::string_view function,
+                                               std::string_view parameter);
+// A parameter's text as the value its schema (nullptr: unknown) makes it (tool_calls.h).
+nlohmann::ordered_json typed_value(std::string_view text, const nlohmann::ordered_json* schema);
+// A Python literal (None, True, 1.5, 'text', [..], (..), {..}) as JSON, or nullopt.
+std::optional<nlohmann::ordered_json> python_literal(std::string_view text);
 
 // gpt-oss's harmony messages, read as far as the text allows.
 class HarmonyReader {

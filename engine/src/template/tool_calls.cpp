@@ -1,7 +1,7 @@
 // Which tool-call format a template teaches, the generic format's instructions, and
-// reading calls out of whole answers in the marker formats (generic, hermes, llama3,
-// mistral); gpt-oss's harmony reader is in tool_call_harmony.cpp, streaming in
-// tool_call_stream.cpp.
+// reading calls out of whole answers in the marker formats (all but harmony and none); the
+// XML formats' blocks are read in tool_call_xml.cpp, gpt-oss's harmony in
+// tool_call_harmony.cpp, streaming in tool_call_stream.cpp.
 #include "powerhouse/tool_calls.h"
 
 #include <algorithm>
@@ -22,6 +22,10 @@ constexpr std::array<std::string_view, 1> kTagMarkers = {"<tool_call>"};
 // render_special and are no content.
 constexpr std::array<std::string_view, 3> kLlamaMarkers = {"<|python_tag|>", "<|eom_id|>", "<|eot_id|>"};
 constexpr std::array<std::string_view, 3> kMistralMarkers = {"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"};
+// The XML formats: the call block's opening tag, and the reasoning block's.
+constexpr std::array<std::string_view, 1> kQwenCoderMarkers = {"<tool_call>"};
+constexpr std::array<std::string_view, 2> kSeedMarkers = {"<seed:tool_call>", "<seed:think>"};
+constexpr std::array<std::string_view, 2> kGlmMarkers = {"<tool_call>", "<think>"};
 
 constexpr std::string_view kToolCallOpen = "<tool_call>";
 constexpr std::string_view kToolCallClose = "</tool_call>";
@@ -162,9 +166,25 @@ size_t read_mistral_calls(std::string_view text, size_t pos, std::vector<ToolCal
 }
 
 // After a marker found at `found`: reads what it opens and returns where reading goes on.
-size_t read_after_marker(std::string_view text, const FoundMarker& found, ContentJoiner& content,
+size_t read_after_marker(ToolCallFormat format, std::string_view text, const FoundMarker& found,
+                         const nlohmann::ordered_json& tools, ContentJoiner& content, ContentJoiner& reasoning,
                          std::vector<ToolCall>& calls) {
     const size_t after = found.pos + found.marker.size();
+    if (is_xml_format(format)) {
+        const TagPair think = think_tags(format);
+        if (found.marker == think.open) {
+            // Reasoning to its closing tag, or to the end of an answer cut off while thinking.
+            const size_t close = text.find(think.close, after);
+            reasoning.begin_piece();
+            reasoning.add(text.substr(after, close == std::string_view::npos ? std::string_view::npos : close - after));
+            reasoning.end_piece();
+            return close == std::string_view::npos ? text.size() : close + think.close.size();
+        }
+        const size_t end = read_xml_calls(format, text, found.pos, tools, calls);
+        if (end != std::string_view::npos) return end;
+        content.add(found.marker);  // a block that does not read as calls is text
+        return after;
+    }
     if (found.marker == kToolCallOpen) {
         // The call's object ends where its brackets close (a string inside it may hold
         // "</tool_call>"). A block cut off before its closing tag still counts when the
@@ -245,6 +265,12 @@ std::span<const std::string_view> markers(ToolCallFormat format) {
             return kLlamaMarkers;
         case ToolCallFormat::mistral:
             return kMistralMarkers;
+        case ToolCallFormat::qwen3_coder:
+            return kQwenCoderMarkers;
+        case ToolCallFormat::seed_oss:
+            return kSeedMarkers;
+        case ToolCallFormat::glm45:
+            return kGlmMarkers;
         case ToolCallFormat::none:
         case ToolCallFormat::harmony:
             break;
@@ -327,7 +353,8 @@ std::optional<std::string> arguments_text(const nlohmann::ordered_json& value) {
     return std::nullopt;
 }
 
-void read_marked(ToolCallFormat format, std::string_view text, ContentJoiner& content, std::vector<ToolCall>& calls) {
+void read_marked(ToolCallFormat format, std::string_view text, const nlohmann::ordered_json& tools,
+                 ContentJoiner& content, ContentJoiner& reasoning, std::vector<ToolCall>& calls) {
     const std::span<const std::string_view> list = markers(format);
     content.begin_piece();
     size_t pos = 0;
@@ -344,7 +371,7 @@ void read_marked(ToolCallFormat format, std::string_view text, ContentJoiner& co
             break;
         }
         content.add(text.substr(pos, found.pos - pos));
-        pos = read_after_marker(text, found, content, calls);
+        pos = read_after_marker(format, text, found, tools, content, reasoning, calls);
     }
     content.end_piece();
 }
@@ -412,6 +439,12 @@ std::string_view tool_call_format_name(ToolCallFormat format) {
             return "mistral";
         case ToolCallFormat::harmony:
             return "harmony";
+        case ToolCallFormat::qwen3_coder:
+            return "qwen3_coder";
+        case ToolCallFormat::seed_oss:
+            return "seed_oss";
+        case ToolCallFormat::glm45:
+            return "glm45";
     }
     return "unknown";
 }
@@ -433,8 +466,14 @@ ToolCallFormat detect_tool_call_format(std::string_view source) {
     auto has = [&](std::string_view text) { return source.find(text) != std::string_view::npos; };
     if (has("<|channel|>") && has("<|message|>")) return ToolCallFormat::harmony;
     if (has("[TOOL_CALLS]")) return ToolCallFormat::mistral;
+    if (has("<seed:tool_call>")) return ToolCallFormat::seed_oss;
     // Before Llama 3's headers: Hermes 2 Pro/3 are Llama fine-tunes with <tool_call> blocks.
-    if (has(tool_reading::kToolCallOpen)) return ToolCallFormat::hermes;
+    // The XML formats open their blocks with the same tag.
+    if (has(tool_reading::kToolCallOpen)) {
+        if (has("<function=") && has("<parameter=")) return ToolCallFormat::qwen3_coder;
+        if (has("<arg_key>") && has("<arg_value>")) return ToolCallFormat::glm45;
+        return ToolCallFormat::hermes;
+    }
     if (has("<|start_header_id|>") || has("<|python_tag|>")) return ToolCallFormat::llama3;
     return ToolCallFormat::none;
 }
@@ -506,7 +545,8 @@ std::vector<ChatMessage> add_tool_instructions(std::span<const ChatMessage> mess
     return out;
 }
 
-ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::string_view id_salt) {
+ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::string_view id_salt,
+                          const nlohmann::ordered_json& tools) {
     ParsedAnswer answer;
     if (format == ToolCallFormat::none) {
         answer.content = std::string(text);
@@ -520,8 +560,10 @@ ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::str
         answer.tool_calls = std::move(reader.calls);
     } else {
         ContentJoiner content;
-        tool_reading::read_marked(format, text, content, answer.tool_calls);
+        ContentJoiner reasoning;
+        tool_reading::read_marked(format, text, tools, content, reasoning, answer.tool_calls);
         answer.content = content.text();
+        answer.reasoning = reasoning.text();
     }
     tool_reading::assign_ids(format, id_salt, answer.tool_calls);
     return answer;

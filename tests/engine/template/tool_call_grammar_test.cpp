@@ -2,10 +2,12 @@
 // a call written in each format is accepted, text by text and token by token (GPT-2's
 // vocabulary), wrong calls are not, and every text the grammar accepts, walked at random
 // token by token, reads back through parse_answer() as exactly one call to an offered
-// function with a JSON object of arguments.
+// function with a JSON object of arguments (the XML formats' values typed by the tools).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,7 +38,20 @@ const ordered_json kTools = ordered_json::parse(R"([
   {"type": "function", "function": {"name": "get_time", "description": "No arguments."}}
 ])");
 
-const F kFormats[] = {F::generic, F::hermes, F::llama3, F::mistral, F::harmony};
+const F kFormats[] = {F::generic, F::hermes, F::llama3, F::mistral, F::harmony, F::qwen3_coder, F::seed_oss, F::glm45};
+
+// The XML formats' parameters: strings as they are, other values as JSON.
+std::string xml_parameters(F format, const std::string& arguments) {
+    std::string out;
+    const ordered_json parsed = ordered_json::parse(arguments);
+    for (const auto& [key, value] : parsed.items()) {
+        const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+        if (format == F::qwen3_coder) out += "<parameter=" + key + ">\n" + text + "\n</parameter>\n";
+        if (format == F::seed_oss) out += "<parameter=" + key + ">" + text + "</parameter>\n";
+        if (format == F::glm45) out += "<arg_key>" + key + "</arg_key>\n<arg_value>" + text + "</arg_value>\n";
+    }
+    return out;
+}
 
 // A call as each model writes it.
 std::string call_text(F format, const std::string& name, const std::string& arguments) {
@@ -52,6 +67,15 @@ std::string call_text(F format, const std::string& name, const std::string& argu
             return "<|channel|>analysis<|message|>The user wants it.<|end|><|start|>assistant<|channel|>commentary "
                    "to=functions." +
                    name + " <|constrain|>json<|message|>" + arguments;
+        case F::qwen3_coder:
+            return "<tool_call>\n<function=" + name + ">\n" + xml_parameters(format, arguments) +
+                   "</function>\n</tool_call>";
+        case F::seed_oss:
+            return "<seed:think>The user wants it.</seed:think>\n<seed:tool_call>\n<function=" + name + ">\n" +
+                   xml_parameters(format, arguments) + "</function>\n</seed:tool_call>";
+        case F::glm45:
+            return "\n<think>The user wants it.</think>\n<tool_call>" + name + "\n" +
+                   xml_parameters(format, arguments) + "</tool_call>";
         case F::none:
             break;
     }
@@ -104,7 +128,7 @@ TEST(ToolCallGrammar, AcceptsACallInEachFormatAndReadsItBack) {
                     << tool_call_format_name(format) << ": " << text << " at token " << gpt2().token_text(id);
             }
             EXPECT_TRUE(matcher.can_end());
-            const ParsedAnswer answer = parse_answer(format, text);
+            const ParsedAnswer answer = parse_answer(format, text, {}, kTools);
             ASSERT_EQ(answer.tool_calls.size(), 1u) << text;
             EXPECT_EQ(answer.tool_calls[0].name, name);
             EXPECT_EQ(ordered_json::parse(answer.tool_calls[0].arguments), ordered_json::parse(arguments));
@@ -147,6 +171,67 @@ TEST(ToolCallGrammar, Errors) {
                               R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}])"))
             .ok());
     EXPECT_FALSE(tool_call_grammar(F::hermes, ordered_json::parse(R"([{"type": "function", "function": {}}])")).ok());
+    // Names the XML formats cannot write between their tags.
+    const ordered_json bad_name = ordered_json::parse(R"([{"type": "function", "function": {"name": "a>b"}}])");
+    const ordered_json bad_key = ordered_json::parse(
+        R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+            "properties": {"a\nb": {"type": "string"}}}}}])");
+    for (const F format : {F::qwen3_coder, F::seed_oss, F::glm45}) {
+        EXPECT_FALSE(tool_call_grammar(format, bad_name).ok()) << tool_call_format_name(format);
+        EXPECT_FALSE(tool_call_grammar(format, bad_key).ok()) << tool_call_format_name(format);
+        EXPECT_TRUE(tool_call_grammar(F::hermes, bad_key).ok());
+    }
+    EXPECT_FALSE(
+        tool_call_grammar(F::glm45, ordered_json::parse(R"([{"type": "function", "function": {"name": "a b"}}])"))
+            .ok());
+}
+
+// A string parameter of an XML format is free text up to its closing tag, lines and tags
+// included; the closing tag itself cannot be in it.
+TEST(ToolCallGrammar, XmlStringValuesAreTextWithoutTheirClosingTag) {
+    const Grammar qwen = grammar_for(F::qwen3_coder);
+    const std::string open = "<tool_call>\n<function=get_weather>\n<parameter=city>\n";
+    const std::string close = "\n</parameter>\n</function>\n</tool_call>";
+    for (const std::string value : {"Paris", "two\nlines", "a <b> tag", "<parameter=x>", "</parameter", "x\n<", ""}) {
+        EXPECT_TRUE(accepts(qwen, open + value + close)) << value;
+        const ParsedAnswer answer = parse_answer(F::qwen3_coder, open + value + close, {}, kTools);
+        ASSERT_EQ(answer.tool_calls.size(), 1u) << value;
+        EXPECT_EQ(ordered_json::parse(answer.tool_calls[0].arguments)["city"], value);
+    }
+    EXPECT_FALSE(accepts(qwen, open + "a</parameter>b" + close));
+    const Grammar glm = grammar_for(F::glm45);
+    EXPECT_TRUE(accepts(
+        glm, "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>a\n</arg_key></arg_value>\n</tool_call>"));
+    EXPECT_FALSE(accepts(
+        glm, "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>a</arg_value>b</arg_value>\n</tool_call>"));
+    // A named function only, in an XML format.
+    const Grammar only = grammar_for(F::seed_oss, "get_time");
+    EXPECT_TRUE(accepts(only, call_text(F::seed_oss, "get_time", "{}")));
+    EXPECT_FALSE(accepts(only, call_text(F::seed_oss, "get_weather", R"({"city": "Paris"})")));
+}
+
+// The first token of what closes the XML formats' innermost open tag in `text`, if any.
+std::optional<TokenId> closing_token(const std::string& text) {
+    static const std::pair<std::string, std::string> kTags[] = {{"<parameter=", "</parameter>"},
+                                                                {"<arg_value>", "</arg_value>"},
+                                                                {"<seed:think>", "</seed:think>"},
+                                                                {"<think>", "</think>"}};
+    size_t best = std::string::npos;
+    std::string close;
+    for (const auto& [open, end] : kTags) {
+        const size_t at = text.rfind(open);
+        if (at != std::string::npos && (best == std::string::npos || at > best) &&
+            text.find(end, at) == std::string::npos) {
+            best = at;
+            close = end;
+        }
+    }
+    if (close.empty()) return std::nullopt;
+    size_t done = std::min(close.size() - 1, text.size());
+    while (done > 0 && !text.ends_with(close.substr(0, done))) --done;
+    const std::vector<TokenId> ids = gpt2().tokenize(close.substr(done), false, false);
+    if (ids.empty()) return std::nullopt;
+    return ids.front();
 }
 
 // Random walks through the grammar over GPT-2's tokens: whatever it lets a model write is
@@ -184,13 +269,19 @@ TEST(ToolCallGrammar, EveryAcceptedTextIsExactlyOneCall) {
                 }
                 const std::vector<TokenId>& pool =
                     !closing.empty() && std::uniform_int_distribution<int>(0, 1)(random) == 0 ? closing : allowed;
-                const TokenId id = pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(random)];
+                TokenId id = pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(random)];
+                // In the XML formats' free text, half the time the next token of its closing tag.
+                if (const std::optional<TokenId> close = closing_token(text);
+                    close && std::uniform_int_distribution<int>(0, 1)(random) == 0 &&
+                    std::find(allowed.begin(), allowed.end(), *close) != allowed.end()) {
+                    id = *close;
+                }
                 ASSERT_TRUE(matcher.accept(id));
                 text += gpt2().token_piece(id, false);
             }
             if (!ended) continue;
             ++finished;
-            const ParsedAnswer answer = parse_answer(format, text);
+            const ParsedAnswer answer = parse_answer(format, text, {}, kTools);
             ASSERT_EQ(answer.tool_calls.size(), 1u) << tool_call_format_name(format) << ": " << text;
             const std::string& name = answer.tool_calls[0].name;
             EXPECT_TRUE(name == "get_weather" || name == "set_alarm" || name == "get_time") << name;
