@@ -1,5 +1,5 @@
 // Tool calls in the model's own words: which format a chat template teaches its model,
-// reading the calls (and gpt-oss's reasoning) back out of an answer, whole or as it
+// reading the calls (and the reasoning) back out of an answer, whole or as it
 // streams, and a grammar that makes the model write exactly one call.
 //
 // The formats (ToolCallFormat):
@@ -36,10 +36,11 @@
 // something else takes the value only when it is of one of the other types. Without a
 // schema (no tools given, an unknown function or parameter) a value that is JSON other than
 // a string is that JSON, anything else text. qwen3_coder drops one newline at each end of
-// a value (its template writes them). A value cannot hold its own closing tag (</parameter>,
-// </arg_value>); a block that does not read as a whole (a missing closing tag, an empty
-// name) is content, tag included. Qwen3.5's reasoning, opened by its template rather than
-// by the model, stays content.
+// a value (its template writes them). A string cannot hold its own closing tag
+// (</parameter>, </arg_value>); a JSON object or array can, when the tag follows its
+// brackets. A block that does not read as a whole (a missing closing tag, an empty name)
+// is content, its opening tag included. Qwen3.5's reasoning, opened by its template rather
+// than by the model, stays content.
 //
 // Control tokens (<|python_tag|>, [TOOL_CALLS], <|channel|>, ...) are hidden from the text
 // unless GenerationSettings::render_special is set, and the parsers need them: generate with
@@ -49,9 +50,9 @@
 // Content is the text outside the calls (and outside reasoning blocks) with its ends
 // trimmed; gpt-oss's final and commentary messages are trimmed one by one and joined by a
 // blank line, and so are reasoning blocks (a block cut off at the end of the answer runs to
-// its end). A call that does
-// not parse (broken JSON, no name, arguments that are not an object) stays in the content:
-// nothing here throws or drops text the model wrote, except the format's control tokens.
+// its end). A call that does not parse (broken JSON, no name, arguments that are not an
+// object) stays in the content: nothing here throws or drops text the model wrote, except
+// the format's control tokens.
 //
 // Ids: a model's own id is kept (Mistral's); otherwise each call gets one derived from the
 // answer itself (a hash of `id_salt`, the call's index, name and arguments), so a whole
