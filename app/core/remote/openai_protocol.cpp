@@ -68,6 +68,25 @@ std::optional<std::string> error_object(const json& j, std::string_view body, st
     return message;
 }
 
+// Whether a server's message says that the conversation does not fit the model's context:
+// OpenAI's and vLLM's "maximum context length", llama.cpp's "exceeds the available context
+// size", and others' words for it.
+bool says_context_is_full(std::string_view said) {
+    const std::string l = lower(said);
+    for (std::string_view words :
+         {"context length", "context window", "maximum context", "context size", "too many tokens"}) {
+        if (l.find(words) != std::string::npos) return true;
+    }
+    return false;
+}
+
+Error context_full_error(std::string_view what, std::string_view server) {
+    return make_error(ErrorCode::context_full,
+                      fmt::format("{}: the conversation is too long for the server's model ({}): shorten it or ask "
+                                  "for fewer tokens",
+                                  what, server));
+}
+
 }  // namespace
 
 std::string chat_body(const ChatRequest& r, bool include_usage) {
@@ -166,6 +185,12 @@ Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secr
     return d;
 }
 
+Error reported_error(std::string_view what, const std::string& said) {
+    if (says_context_is_full(said)) return context_full_error(what, said);
+    return make_error(ErrorCode::device_failed,
+                      fmt::format("{}: the server reported an error in the middle of the answer: {}", what, said));
+}
+
 Error redirect_error(long status, std::string_view location, std::string_view what, std::string_view secret) {
     const std::string where = location.empty() ? std::string("elsewhere, without saying where")
                                                : fmt::format("to {}", quoted(location, secret, 300));
@@ -228,14 +253,7 @@ Error http_error(long status, std::string_view body, std::optional<double> retry
                           fmt::format("{}: the server failed ({}){}; its log may say more", what, server, when));
     }
     if (status >= 400) {
-        const std::string l = lower(said);
-        if (l.find("context length") != std::string::npos || l.find("context window") != std::string::npos ||
-            l.find("maximum context") != std::string::npos || l.find("too many tokens") != std::string::npos) {
-            return make_error(ErrorCode::context_full,
-                              fmt::format("{}: the conversation is too long for the server's model ({}): shorten it "
-                                          "or ask for fewer tokens",
-                                          what, server));
-        }
+        if (says_context_is_full(said)) return context_full_error(what, server);
         return make_error(ErrorCode::invalid_argument,
                           fmt::format("{}: the server refused the request ({})", what, server));
     }

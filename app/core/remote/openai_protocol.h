@@ -50,6 +50,11 @@ Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secr
 Error http_error(long status, std::string_view body, std::optional<double> retry_after, std::string_view what,
                  std::string_view secret, const std::string& model, const std::vector<std::string>* models);
 
+// The Error for a failure the server reported in a stream it had begun (an error object, an
+// error event), `said` being its words: device_failed, or context_full (with what to do) when
+// they say the conversation does not fit the model's context.
+Error reported_error(std::string_view what, const std::string& said);
+
 // The Error for a redirect (3xx) to `location` (the Location header, maybe relative or
 // empty). Redirects are never followed: a POST would turn into a GET, and the API key and the
 // prompts would go to a host the user did not name; the message says where to point instead,

@@ -39,6 +39,7 @@ Scenarios (N, R: numbers in the name):
   errevent-N  N text events, then an error object in the stream, then [DONE]
   llamaerr-N  N text events, then llama.cpp's way of failing a stream that has begun: an
               "error: {...}" line (its context is too small for the prompt), then [DONE]
+  ctxsize     chat: 400 with llama.cpp's body for a prompt longer than its context
   json        ignores stream=true: one chat.completion object (application/json)
   errjson     models and chat: 200 with an OpenAI error object as the body (application/json),
               its message naming the key it was given (ERROR_JSON_MESSAGE)
@@ -306,6 +307,8 @@ class Handler(loopback_http.Handler):
         usage = isinstance(body, dict) and (body.get("stream_options") or {}).get("include_usage")
         if name == "status":
             return self.status(scenario)
+        if name == "ctxsize":
+            return self.send_json(400, {"error": dict(LLAMA_CONTEXT_ERROR, n_prompt_tokens=5000, n_ctx=4096)})
         if name == "moved":
             return self.moved()
         if name == "page":

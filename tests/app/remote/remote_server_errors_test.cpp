@@ -56,5 +56,33 @@ TEST_F(RemoteServerErrorsTest, LlamaCppsErrorLineIsTheServersMessage) {
     }
 }
 
+// A prompt longer than the server's context is named as such, with what to do: refused with
+// a 400 in llama.cpp's words ("context size"), or reported in the stream.
+TEST_F(RemoteServerErrorsTest, APromptLongerThanTheContextSaysWhatToDo) {
+    Result<ChatResult> refused = chat("ctxsize");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::context_full) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("the conversation is too long for the server's model (HTTP 400 (Bad "
+                                           "Request): " +
+                                           kLlamaContextMessage + "): shorten it"),
+              std::string::npos)
+        << refused.error().message;
+
+    Result<ChatResult> streamed = chat("llamaerr-0");
+    ASSERT_TRUE(streamed.ok()) << streamed.error().message;
+    ASSERT_TRUE(streamed->interruption);
+    EXPECT_EQ(streamed->interruption->code, ErrorCode::context_full) << streamed->interruption->message;
+    EXPECT_NE(streamed->interruption->message.find("the conversation is too long for the server's model (" +
+                                                   kLlamaContextMessage + "): shorten it"),
+              std::string::npos)
+        << streamed->interruption->message;
+
+    // An error event about something else stays the server's failure.
+    Result<ChatResult> other = chat("errevent-1");
+    ASSERT_TRUE(other.ok()) << other.error().message;
+    ASSERT_TRUE(other->interruption);
+    EXPECT_EQ(other->interruption->code, ErrorCode::device_failed) << other->interruption->message;
+}
+
 }  // namespace
 }  // namespace powerhouse::remote
