@@ -104,8 +104,22 @@ Dialog {
     topPadding: Theme.space4
     bottomPadding: Theme.space2
     standardButtons: Dialog.Apply | Dialog.Close
-    onApplied: if (settings.apply()) close()
+    // Why the last Apply was refused (the store could not keep the settings: another program
+    // holds the file, ...), shown in the dialog: the chat's error line, where the settings'
+    // errors also go, is behind this modal dialog, and Apply looked as if it did nothing.
+    property string applyError: ""
+    onAboutToShow: applyError = ""
+    onApplied: {
+        applyError = ""
+        if (settings.apply()) close()
+    }
     onRejected: settings.revert()
+    Connections {
+        target: dialog.settings
+        function onError(message) {
+            dialog.applyError = message
+        }
+    }
     // A new API key is shown once: not again when the dialog opens next.
     onClosed: if (server) server.hideApiKey()
 
@@ -170,6 +184,22 @@ Dialog {
             SettingsTab { text: "General"; Accessible.name: "General settings" }
             SettingsTab { text: "Server"; Accessible.name: "API server settings" }
             SettingsTab { text: "Engines"; Accessible.name: "Remote engines" }
+        }
+
+        Label {
+            objectName: "applyError"
+            visible: dialog.applyError.length > 0
+            text: "The settings were not applied: " + dialog.applyError
+            color: Theme.error
+            font.pixelSize: Theme.bodySize
+            wrapMode: Text.Wrap
+            leftPadding: Theme.space6
+            rightPadding: Theme.space6
+            topPadding: Theme.space2
+            bottomPadding: Theme.space2
+            Accessible.role: Accessible.AlertMessage
+            Accessible.name: text
+            Layout.fillWidth: true
         }
     }
 

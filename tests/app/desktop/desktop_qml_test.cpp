@@ -6,14 +6,17 @@
 // the API server's controller on testController's engine (no model, so it never listens);
 // testWelcome plans the suggested models on testSettings' GPUs (its downloads would go to
 // a closed port: the QML tests never start one); testHub searches the loopback Hub
-// (tests/app/library/hub_test_server.py) and hands its downloads to testDownloads; testRemote holds remote machines read from the DCGM exporter's and vLLM's sample files
+// (tests/app/library/hub_test_server.py) and hands its downloads to testDownloads;
+// testRemote holds remote machines read from the DCGM exporter's and vLLM's sample files
 // (tests/data/remote) and a source that failed, applied without a network; testEngines is
 // Settings → Engines' controller on its own store, with testFaultServer the base URL of the
 // fault-injecting OpenAI server (tests/app/remote/openai_fault_server.py) on 127.0.0.1.
 // testRecovery stands in for the engine and the GPU monitor in the device-failure views: a
 // recovery phase as testController's engine client reports it, a GPU found failing on
 // testDashboard and testSettings. testPower sets testDashboard's GPUs' power limits (GPU 1
-// refuses, as without root); testCosts holds one measured answer and a model.
+// refuses, as without root); testCosts holds one measured answer and a model. testLocked
+// has settings and a chat on a store of their own that lock() holds from a second
+// connection, as another program would.
 // The setup hands them to the tests as context properties of the test engine (tests only;
 // the app passes them as required properties of its window).
 #include <QCoreApplication>
@@ -25,6 +28,8 @@
 #include <QTemporaryDir>
 #include <QtQml/QQmlExtensionPlugin>
 #include <QtQuickTest>
+
+#include <SQLiteCpp/SQLiteCpp.h>
 
 #include <fstream>
 #include <memory>
@@ -108,6 +113,55 @@ private:
     SettingsController* m_settings = nullptr;
 };
 
+// Another program holding the database's write lock (a second Powerhouse, powerhouse-cli, a
+// database browser), for the views' errors: a store of its own with a short busy timeout,
+// the settings and a chat on it (one conversation, "Before the lock"), and lock()/unlock()
+// taking and dropping the lock from a second connection.
+class LockHelper : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(SettingsController* settings READ settings CONSTANT)
+    Q_PROPERTY(ChatController* chat READ chat CONSTANT)
+
+public:
+    void open(const QString& folder, EngineClient& engine) {
+        m_chat.reset();
+        m_settings.reset();
+        m_store.reset();
+        m_path = (folder + "/locked.db").toStdString();
+        powerhouse::store::StoreOptions options;
+        options.busy_timeout_ms = 100;
+        auto store = powerhouse::store::Store::open(m_path, options);
+        if (!store) qFatal("store: %s", store.error().message.c_str());
+        m_store = std::make_unique<powerhouse::store::Store>(std::move(store).value());
+        if (!m_store->create_conversation("Before the lock")) qFatal("could not create a conversation");
+        m_settings = std::make_unique<SettingsController>(*m_store, folder);
+        m_chat = std::make_unique<ChatController>(*m_store, engine);
+    }
+    void close() {
+        m_lock.reset();
+        m_chat.reset();
+        m_settings.reset();
+        m_store.reset();
+    }
+    SettingsController* settings() const { return m_settings.get(); }
+    ChatController* chat() const { return m_chat.get(); }
+    Q_INVOKABLE void lock() {
+        m_lock = std::make_unique<SQLite::Database>(m_path, SQLite::OPEN_READWRITE);
+        m_lock->exec("BEGIN IMMEDIATE");
+    }
+    Q_INVOKABLE void unlock() {
+        if (m_lock) m_lock->exec("ROLLBACK");
+        m_lock.reset();
+    }
+
+private:
+    std::string m_path;
+    std::unique_ptr<powerhouse::store::Store> m_store;
+    std::unique_ptr<SettingsController> m_settings;
+    std::unique_ptr<ChatController> m_chat;
+    std::unique_ptr<SQLite::Database> m_lock;
+};
+
 class Setup : public QObject {
     Q_OBJECT
 
@@ -122,6 +176,7 @@ public slots:
         m_welcome.reset();  // before the settings and downloads it plans with are replaced
         m_hub.reset();
         m_hubDownloads.reset();
+        m_locked.close();  // before the engine client its chat listens to is replaced
         auto store = powerhouse::store::Store::open((m_dir.path() + "/powerhouse.db").toStdString());
         if (!store) qFatal("store: %s", store.error().message.c_str());
         m_store = std::make_unique<powerhouse::store::Store>(std::move(store).value());
@@ -197,6 +252,8 @@ public slots:
         engine->rootContext()->setContextProperty(QStringLiteral("testDrop"), &m_drop);
         engine->rootContext()->setContextProperty(QStringLiteral("testDownloads"), m_downloads.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testServer"), m_server.get());
+        m_locked.open(m_dir.path(), *m_engine);
+        engine->rootContext()->setContextProperty(QStringLiteral("testLocked"), &m_locked);
         m_recovery.use(m_engine.get(), m_dashboard.get(), m_settings.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testRecovery"), &m_recovery);
         m_engines.reset();
@@ -222,6 +279,7 @@ public slots:
     }
 
     void cleanupTestCase() {
+        m_locked.close();
         m_engines.reset();
         m_enginesStore.reset();
         m_faults.reset();
@@ -286,6 +344,7 @@ private:
     std::unique_ptr<LibraryController> m_library;
     DropHelper m_drop;
     RecoveryHelper m_recovery;
+    LockHelper m_locked;
     std::unique_ptr<DownloadController> m_downloads;
     std::unique_ptr<WelcomeController> m_welcome;
     std::unique_ptr<HubController> m_hub;

@@ -1,0 +1,67 @@
+// Another program holding the database (a second Powerhouse, powerhouse-cli, a database
+// browser), as the views show it, on testLocked's settings and chat (a store of their own
+// with a short busy timeout, and one conversation, "Before the lock"): a refused Apply says
+// why in the settings dialog, which stays open with what was chosen, and goes through once
+// the lock is gone.
+import QtQuick
+import QtQuick.Controls
+import QtTest
+import Powerhouse
+
+Item {
+    id: root
+    width: 1100
+    height: 700
+
+    ConversationList {
+        id: list
+        controller: testLocked.chat
+        width: 260
+        height: parent.height
+    }
+    ChatView {
+        id: chat
+        controller: testLocked.chat
+        x: 260
+        width: 840
+        height: parent.height
+    }
+    Component {
+        id: settingsComponent
+        SettingsDialog {
+            settings: testLocked.settings
+        }
+    }
+
+    TestCase {
+        name: "Locked"
+        when: windowShown
+
+        function cleanup() {
+            testLocked.unlock()
+            testLocked.chat.dismissError()
+        }
+
+        function test_a_refused_apply_says_why_in_the_dialog() {
+            const dialog = createTemporaryObject(settingsComponent, root)
+            dialog.open()
+            dialog.tab = 1
+            tryVerify(() => dialog.opened)
+            testLocked.settings.maxSequences = 8
+            const problem = findChild(dialog.header, "applyError")
+            verify(problem !== null)
+            verify(!problem.visible)
+            testLocked.lock()
+            mouseClick(dialog.standardButton(Dialog.Apply))
+            verify(dialog.opened, "refused, the dialog stays open")
+            verify(problem.visible, "the refusal shows in the dialog, not only in the chat behind it")
+            verify(problem.text.indexOf("close that program and try again") >= 0, problem.text)
+            compare(testLocked.settings.maxSequences, 8, "what was chosen is still there to apply again")
+            testLocked.unlock()
+            mouseClick(dialog.standardButton(Dialog.Apply))
+            verify(!problem.visible)
+            tryVerify(() => !dialog.opened)
+        }
+
+    }
+}
