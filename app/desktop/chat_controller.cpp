@@ -532,12 +532,17 @@ void ChatController::deleteMessage(qint64 messageId) {
 void ChatController::renameConversation(qint64 id, const QString& title) {
     const QString trimmed = title.trimmed();
     if (trimmed.isEmpty()) return;
+    // The window shows the title once it is stored: refused (another program holds the file),
+    // the conversation keeps its title in the window as in the list and the store, and the
+    // error line says why.
     write([id, title = trimmed.toStdString()](Store& store) { return store.rename_conversation(id, title); },
-          [this] { m_conversations.reload(); });
-    if (id == m_current) {
-        m_currentTitle = trimmed;
-        emit currentConversationChanged();
-    }
+          [this, id, trimmed] {
+              m_conversations.reload();
+              if (id == m_current && m_currentTitle != trimmed) {
+                  m_currentTitle = trimmed;
+                  emit currentConversationChanged();
+              }
+          });
 }
 
 void ChatController::deleteConversation(qint64 id) {

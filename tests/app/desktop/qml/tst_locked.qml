@@ -1,8 +1,9 @@
 // Another program holding the database (a second Powerhouse, powerhouse-cli, a database
 // browser), as the views show it, on testLocked's settings and chat (a store of their own
 // with a short busy timeout, and one conversation, "Before the lock"): a refused Apply says
-// why in the settings dialog, which stays open with what was chosen, and goes through once
-// the lock is gone.
+// why in the settings dialog, which stays open with what was chosen; a refused rename leaves
+// the conversation's title as it is stored, in the window and the list alike. Each goes
+// through once the lock is gone.
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -63,5 +64,19 @@ Item {
             tryVerify(() => !dialog.opened)
         }
 
+        function test_a_refused_rename_keeps_the_stored_title() {
+            const id = testLocked.chat.currentConversationId
+            compare(testLocked.chat.currentTitle, "Before the lock")
+            testLocked.lock()
+            testLocked.chat.renameConversation(id, "After the lock")
+            tryVerify(() => testLocked.chat.errorText.length > 0)
+            verify(testLocked.chat.errorText.indexOf("close that program and try again") >= 0, testLocked.chat.errorText)
+            compare(testLocked.chat.currentTitle, "Before the lock", "the window shows a title that was not stored")
+            compare(findChild(list, "conversation0").title, "Before the lock")
+            testLocked.unlock()
+            testLocked.chat.renameConversation(id, "After the lock")
+            tryCompare(testLocked.chat, "currentTitle", "After the lock")
+            tryVerify(() => findChild(list, "conversation0") !== null && findChild(list, "conversation0").title === "After the lock")
+        }
     }
 }
