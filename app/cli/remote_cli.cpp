@@ -225,11 +225,21 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
         if (result->finish_reason == "length") std::fputs("(the answer reached its token limit)\n", stderr);
         if (result->interruption) {
             report_error(result->interruption.value());
-            std::fputs("(the answer was interrupted; what arrived stays in the conversation)\n", stderr);
+            std::fputs(result->text.empty()
+                           ? "(the answer was interrupted before any text came: your message is taken back)\n"
+                           : "(the answer was interrupted; what arrived stays in the conversation)\n",
+                       stderr);
         }
         if (interactive) std::fprintf(stderr, "%s\n", stats_line(*result).c_str());
-        if (result->text.empty()) return ChatReply::taken_back();  // nothing was answered: the turn is taken back
-        return ChatReply::answered(std::move(result->text));
+        // A broken answer is a failed turn, as a failure before the answer is: a chat whose
+        // lines are piped in then ends with exit status 1, as generate --remote does.
+        if (result->text.empty()) {
+            // Nothing was answered: the turn is taken back.
+            return result->interruption ? ChatReply::failed_turn() : ChatReply::taken_back();
+        }
+        ChatReply reply = ChatReply::answered(std::move(result->text));  // what arrived is kept
+        reply.failed = result->interruption.has_value();
+        return reply;
     });
 }
 

@@ -101,6 +101,26 @@ TEST_F(CliRemote, AChatTurnWithoutTextPrintsNoNewline) {
     EXPECT_EQ(cut.out, "Hello, wörld\n") << cut.err;
 }
 
+// A chat whose lines are piped in ends with exit status 1 when an answer broke, as generate
+// --remote does, so that a script sees it: before any text (the message taken back) or after
+// some (kept). An answer without text that did not fail (a tool call) is no failure.
+TEST_F(CliRemote, APipedChatWhoseAnswerBrokeExitsWithStatus1) {
+    for (const std::string scenario : {"errevent-0", "empty"}) {
+        const test::CliRun run = run_cli("chat -m test-model --remote " + url(scenario), std::string("hi\n"));
+        EXPECT_EQ(run.status, 1) << scenario << ": " << run.err;
+        EXPECT_NE(run.err.find("interrupted before any text came: your message is taken back"), std::string::npos)
+            << scenario << ": " << run.err;
+    }
+    const test::CliRun cut = run_cli("chat -m test-model --remote " + url("cut-3"), std::string("hi\n"));
+    EXPECT_EQ(cut.status, 1) << cut.err;
+    EXPECT_EQ(cut.out, "Hello, wörld\n");
+    EXPECT_NE(cut.err.find("what arrived stays in the conversation"), std::string::npos) << cut.err;
+    const test::CliRun tool = run_cli("chat -m test-model --remote " + url("toolcall"), std::string("hi\n"));
+    EXPECT_EQ(tool.status, 0) << tool.err;
+    const test::CliRun ok = run_cli("chat -m test-model --remote " + url("ok"), std::string("hi\n"));
+    EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
 // An error body that is partly binary reaches the terminal as text: "café" readable, the
 // ANSI escape and the bytes that are not UTF-8 written as \xNN, the C1 control as \u009b.
 TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {
