@@ -15,6 +15,10 @@ Rectangle {
     // null in views tested without it.
     property ConversationTransfer transfer: null
 
+    // The user chose a conversation, or New chat: the window shows the chat (from the Models
+    // page too, where the choice would otherwise seem to do nothing).
+    signal conversationChosen()
+
     // Asks where to save `ids` (empty: every conversation) as `format` ("md" or "json").
     function exportConversations(ids, format) {
         saveDialog.ids = ids
@@ -39,6 +43,7 @@ Rectangle {
             Layout.fillWidth: true
             spacing: Theme.space2
             Button {
+                objectName: "newChatButton"
                 text: "New chat"
                 Accessible.name: "New chat"
                 icon.name: "document-new-symbolic"
@@ -47,7 +52,10 @@ Rectangle {
                 ToolTip.visible: hovered
                 ToolTip.text: "New chat (Ctrl+N)"
                 ToolTip.delay: 600
-                onClicked: root.controller.newConversation()
+                onClicked: {
+                    root.controller.newConversation()
+                    root.conversationChosen()
+                }
             }
             IconButton {
                 objectName: "conversationsMenuButton"
@@ -131,7 +139,10 @@ Rectangle {
                 width: ListView.view.width
                 highlighted: conversationId === root.controller.currentConversationId
                 Accessible.name: title + (generating ? ", answering" : "")
-                onClicked: root.controller.selectConversation(conversationId)
+                onClicked: {
+                    root.controller.selectConversation(conversationId)
+                    root.conversationChosen()
+                }
 
                 background: Rectangle {
                     radius: 6

@@ -152,6 +152,7 @@ ApplicationWindow {
             transfer: window.transfer
             SplitView.preferredWidth: 270
             SplitView.minimumWidth: 190
+            onConversationChosen: window.modelsVisible = false
         }
 
         StackLayout {
@@ -206,6 +207,7 @@ ApplicationWindow {
         sequence: StandardKey.New
         onActivated: {
             window.controller.newConversation()
+            window.modelsVisible = false  // the new chat shows, from the Models page too
             chatView.focusComposer()
         }
     }

@@ -1,7 +1,8 @@
 // A chat as a user has it, with the real SmolLM2 model (testChat, greedy, at most 48 tokens
 // an answer): send and watch the answer stream in, stop, regenerate, edit and resend, switch
-// conversations and search them, an answer going on while another conversation is open, and
-// the dashboard's batching. The functions run in name order, on one store.
+// conversations and search them, an answer going on while another conversation is open, the
+// dashboard's batching, Esc in fields, and choosing a conversation from the Models page. The
+// functions run in name order, on one store.
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -266,6 +267,40 @@ Item {
             let answer = null
             tryVerify(() => (answer = findChild(window.contentItem, "message1")) !== null)
             tryCompare(answer, "messageState", MessageListModel.Stopped)
+        }
+
+        // On the Models page, choosing a conversation in the list, New chat or Ctrl+N shows
+        // the chat: the page stayed, and the choice seemed to do nothing.
+        function test_9b_choosing_a_conversation_on_the_models_page_shows_it() {
+            const component = Qt.createComponent("qrc:/Powerhouse/Main.qml")
+            verify(component.status === Component.Ready, component.errorString())
+            const window = createTemporaryObject(component, null, {
+                controller: testChat, dashboard: testDashboard, settings: testSettings, library: testLibrary,
+                downloads: testDownloads
+            })
+            tryVerify(() => window.visible)
+            window.requestActivate()
+            tryVerify(() => window.active)
+            const page = findChild(window.contentItem, "modelsPage")
+            window.modelsVisible = true
+            tryVerify(() => page.visible)
+            let other = null
+            tryVerify(() => (other = findChild(window.contentItem, "conversation1")) !== null)
+            mouseClick(other)
+            compare(testChat.currentConversationId, other.conversationId)
+            verify(!window.modelsVisible, "the chat shows the conversation chosen")
+            tryVerify(() => !page.visible)
+
+            window.modelsVisible = true
+            mouseClick(findChild(window.contentItem, "newChatButton"))
+            compare(testChat.currentConversationId, 0)
+            verify(!window.modelsVisible, "New chat shows the new chat")
+
+            testChat.selectConversation(other.conversationId)
+            window.modelsVisible = true
+            keyClick(Qt.Key_N, Qt.ControlModifier)
+            compare(testChat.currentConversationId, 0)
+            verify(!window.modelsVisible, "Ctrl+N shows the new chat")
         }
     }
 }
