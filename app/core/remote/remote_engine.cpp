@@ -240,8 +240,11 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
             result.interruption = std::move(stream_error);
             return result;
         }
-        if (done || (outcome.curl_code == 0 && outcome.stop == detail::Stop::none && !result.finish_reason.empty())) {
-            // [DONE], or a server that ends with a finish_reason and a clean close.
+        const bool ended_after_finish = !result.finish_reason.empty() && (outcome.stop == detail::Stop::none ||
+                                                                          outcome.stop == detail::Stop::idle_timeout);
+        if (done || ended_after_finish) {
+            // [DONE], or a server that ends with a finish_reason: its close, clean or not, or
+            // its silence after it cost only the usage chunk and [DONE], not the answer.
             if (result.finish_reason.empty()) result.finish_reason = "stop";
             return result;
         }

@@ -10,7 +10,8 @@
 //   - once the answer streams, chat() returns a ChatResult: a stream that breaks (cut, silent
 //     past the idle timeout, garbage, an error event) keeps the text received so far, with
 //     finish_reason "interrupted" and the reason in `interruption`; a cancelled one keeps it
-//     with finish_reason "cancelled".
+//     with finish_reason "cancelled". A stream that breaks after the answer's finish_reason
+//     has lost only the usage chunk and [DONE]: the answer is whole, not interrupted.
 // Error codes: io (the network: unreachable, TLS, timeouts, a cut stream), invalid_argument
 // (the key, the model, a refused request), context_full (a prompt the server's context cannot
 // hold), device_failed (the server failed: 5xx, an error in the stream), format (what it sent

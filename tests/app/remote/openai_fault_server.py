@@ -29,6 +29,9 @@ Scenarios (N, R: numbers in the name):
   cut-N       N text events, then the connection is dropped inside the chunked body
   eof-N       a close-delimited body: N text events, then a clean close (no finish, no [DONE])
   stall-N     N text events, then nothing for 30 s
+  cutend      the whole answer and its finish_reason, then the connection is dropped inside
+              the chunked body (no usage, no [DONE])
+  stallend    the whole answer and its finish_reason, then nothing for 30 s
   headers     the 200 headers, then nothing for 30 s
   empty       the 200 headers, then an empty body (llama-cpp-python's way of failing a stream)
   silent      nothing at all for 30 s (not even headers)
@@ -397,6 +400,11 @@ class Handler(loopback_http.Handler):
             self.write(event("[DONE]"))
             return self.end_stream()
         self.write(event(chunk(None, finish="stop", model=model), crlf_all))
+        if name == "cutend":
+            return self.drop()
+        if name == "stallend":
+            time.sleep(30)
+            return self.drop()
         if usage and name != "nousage":
             self.write(event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000,
                               "model": model, "choices": [],

@@ -207,6 +207,18 @@ TEST_F(RemoteEngineTest, AStreamCutAfterNEventsKeepsThePartialText) {
     EXPECT_NE(result->interruption->message.find("test-model"), std::string::npos);
 }
 
+// A connection that breaks, or a server that goes silent, after the answer's finish_reason
+// loses only the usage chunk and [DONE]: the answer is whole, not interrupted.
+TEST_F(RemoteEngineTest, AStreamBrokenAfterItsFinishReasonIsWhole) {
+    for (const std::string scenario : {"cutend", "stallend"}) {
+        Result<ChatResult> result = engine(scenario, quick()).chat(request());
+        ASSERT_TRUE(result.ok()) << scenario << ": " << result.error().message;
+        EXPECT_EQ(result->text, kAnswer) << scenario;
+        EXPECT_EQ(result->finish_reason, "stop") << scenario;
+        EXPECT_FALSE(result->interruption) << scenario << ": " << result->interruption.value_or(Error{}).message;
+    }
+}
+
 TEST_F(RemoteEngineTest, AStreamClosedBeforeItsEndIsInterrupted) {
     Result<ChatResult> result = engine("eof-4").chat(request());
     ASSERT_TRUE(result.ok()) << result.error().message;
