@@ -110,6 +110,53 @@ Result<remote::RemoteEngine> make_engine(const RemoteChoice& choice) {
     return remote::RemoteEngine::create(*base, std::move(connection).value());
 }
 
+// An answer streamed to stdout. A reasoning model's thinking, which the server sends apart
+// from the text, is shown as the local commands show a reasoning model's think block: between
+// "<think>" and "</think>" lines, before the text (or after it, where a server sends it last).
+class AnswerPrinter {
+public:
+    void reasoning(std::string_view piece) {
+        if (!thinking_) {
+            write(text_open_ ? "\n<think>\n" : "<think>\n");
+            thinking_ = true;
+            text_open_ = false;
+        }
+        write(piece);
+    }
+    void text(std::string_view piece) {
+        if (thinking_) {
+            write("\n</think>\n\n");
+            thinking_ = false;
+        }
+        write(piece);
+        text_open_ = true;
+    }
+    // Ends what was printed: the think block, or the text's line. Nothing printed (a tool
+    // call, an answer without text, a failure before anything came), nothing to end.
+    void end() {
+        if (thinking_) write("\n</think>\n");
+        if (text_open_) write("\n");
+        thinking_ = text_open_ = false;
+    }
+
+private:
+    static void write(std::string_view bytes) {
+        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+        std::fflush(stdout);
+    }
+    bool thinking_ = false;   // inside "<think>"
+    bool text_open_ = false;  // text printed on a line not ended yet
+};
+
+// Said on stderr when the token limit came while the model was still thinking: there is no
+// answer, only the thinking shown above it (in a chat, the turn is taken back).
+void say_cut_while_reasoning(bool in_chat) {
+    std::fprintf(stderr,
+                 "(the answer reached its token limit while the model was still reasoning: no answer came%s; allow "
+                 "more tokens with -n)\n",
+                 in_chat ? ", and your message is taken back" : "");
+}
+
 std::string stats_line(const remote::ChatResult& r) {
     if (r.usage) {
         return fmt::format("[{} tokens, {:.1f} tokens/s, first token after {:.2f} s, prompt {} tokens]",
@@ -117,7 +164,7 @@ std::string stats_line(const remote::ChatResult& r) {
                            r.usage->prompt_tokens);
     }
     return fmt::format("[{} chunks (the server sent no token counts), {:.1f} chunks/s, first token after {:.2f} s]",
-                       r.text_chunks, r.tokens_per_second(), r.time_to_first_token);
+                       r.completion_tokens(), r.tokens_per_second(), r.time_to_first_token);
 }
 
 }  // namespace
@@ -150,11 +197,10 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
     request.max_tokens = options.n_predict;
     apply_sampling(command, sampling, request);
     remote::ChatCallbacks callbacks;
+    AnswerPrinter printer;
     if (!options.json) {
-        callbacks.on_text = [](std::string_view piece) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-        };
+        callbacks.on_text = [&printer](std::string_view piece) { printer.text(piece); };
+        callbacks.on_reasoning = [&printer](std::string_view piece) { printer.reasoning(piece); };
     }
     Result<remote::ChatResult> result = engine->chat(request, callbacks);
     if (!result) return report_error(result.error());
@@ -162,6 +208,7 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
         nlohmann::ordered_json out = {{"model", result->model.empty() ? *model : result->model},
                                       {"text", result->text},
                                       {"stop_reason", result->finish_reason}};
+        if (!result->reasoning.empty()) out["reasoning"] = result->reasoning;
         out["usage"] = result->usage ? nlohmann::ordered_json{{"prompt_tokens", result->usage->prompt_tokens},
                                                               {"completion_tokens", result->usage->completion_tokens}}
                                      : nlohmann::ordered_json(nullptr);
@@ -169,10 +216,11 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
         out["tokens_per_second"] = result->tokens_per_second();
         if (result->interruption) out["error"] = result->interruption->message;
         std::puts(json_text(out).c_str());
-    } else if (!result->text.empty()) {
-        std::putchar('\n');  // ends the streamed text's line; nothing streamed, nothing to end
+    } else {
+        printer.end();
     }
     std::fflush(stdout);
+    if (result->cut_while_reasoning()) say_cut_while_reasoning(false);
     if (result->interruption) {
         report_error(result->interruption.value());
         std::fputs("(the answer above is incomplete)\n", stderr);
@@ -203,10 +251,9 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
         request.messages = messages;
         if (request.seed) *request.seed += turn;
         remote::ChatCallbacks callbacks;
-        callbacks.on_text = [](std::string_view piece) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-        };
+        AnswerPrinter printer;
+        callbacks.on_text = [&printer](std::string_view piece) { printer.text(piece); };
+        callbacks.on_reasoning = [&printer](std::string_view piece) { printer.reasoning(piece); };
         callbacks.cancelled = [] { return InterruptGuard::presses() > 0; };
         Result<remote::ChatResult> result = [&] {
             InterruptGuard guard;
@@ -217,12 +264,16 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
             report_error(result.error());
             return ChatReply::failed_turn();  // the message that could not be answered is taken back
         }
-        // Ends the streamed text's line; a turn without text (only a tool call, an empty
-        // answer, a failure before any text) printed nothing, so it ends nothing.
-        if (!result->text.empty()) std::putchar('\n');
+        // Ends the streamed text's line and any think block; a turn that printed nothing (only
+        // a tool call, an empty answer, a failure before anything came) ends nothing.
+        printer.end();
         std::fflush(stdout);
         if (result->cancelled()) std::fputs("(stopped)\n", stderr);
-        if (result->finish_reason == "length") std::fputs("(the answer reached its token limit)\n", stderr);
+        if (result->cut_while_reasoning()) {
+            say_cut_while_reasoning(true);
+        } else if (result->finish_reason == "length") {
+            std::fputs("(the answer reached its token limit)\n", stderr);
+        }
         if (result->interruption) {
             report_error(result->interruption.value());
             std::fputs(result->text.empty()

@@ -39,9 +39,11 @@ CLI::Option* add_remote_options(CLI::App& command, RemoteChoice& choice, const s
 // Makes each of `names` (options of `command` that exist) exclude `remote`.
 void exclude_with_remote(CLI::App& command, CLI::Option* remote, const std::vector<std::string>& names);
 
-// generate --remote: the prompt as one user message; the answer streams to stdout. --json
-// prints {"model", "text", "stop_reason", "usage", "time_to_first_token", "tokens_per_second"}
-// instead (and "error" when the stream broke).
+// generate --remote: the prompt as one user message; the answer streams to stdout, a reasoning
+// model's thinking (sent apart from the text) first, between "<think>" and "</think>" lines, as
+// a local reasoning model's own think block shows. --json prints {"model", "text",
+// "stop_reason", "usage", "time_to_first_token", "tokens_per_second"} instead (and "reasoning"
+// when the server sent some, "error" when the stream broke).
 struct RemoteGenerateOptions {
     std::string model;
     std::string prompt;
@@ -51,7 +53,9 @@ struct RemoteGenerateOptions {
 int run_remote_generate(const CLI::App& command, const RemoteChoice& remote, const RemoteGenerateOptions& options,
                         const SamplingChoice& sampling);
 
-// chat --remote: the terminal chat of chat_command.cpp against the server.
+// chat --remote: the terminal chat of chat_command.cpp against the server, thinking shown as
+// generate shows it; the conversation keeps only the answers' text (servers want no reasoning
+// sent back).
 struct RemoteChatOptions {
     std::string model;
     std::string system;

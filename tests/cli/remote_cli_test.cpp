@@ -121,6 +121,64 @@ TEST_F(CliRemote, APipedChatWhoseAnswerBrokeExitsWithStatus1) {
     EXPECT_EQ(ok.status, 0) << ok.err;
 }
 
+// A reasoning model's thinking, sent apart from the text (either field), is shown before the
+// answer between "<think>" and "</think>" lines, as a local reasoning model's think block
+// reads; --json gives it as "reasoning". The chat keeps only the answer in the conversation.
+TEST_F(CliRemote, ReasoningIsShownBeforeTheAnswer) {
+    const std::string shown =
+        "<think>\nThe user greets me; greet them back.\n</think>\n\nHello, wörld! Ünïcode ✓ and more.\n";
+    for (const std::string field : {"reasoning_content", "reasoning"}) {
+        for (const std::string kind : {"think-", "thinkjson-"}) {
+            const test::CliRun run = run_cli("generate -m test-model -p hi --remote " + url(kind + field));
+            EXPECT_EQ(run.status, 0) << kind << field << ": " << run.err;
+            EXPECT_EQ(run.out, shown) << kind << field;
+        }
+        const test::CliRun json = run_cli("generate --json -m test-model -p hi --remote " + url("think-" + field));
+        ASSERT_EQ(json.status, 0) << json.err;
+        const nlohmann::json out = nlohmann::json::parse(json.out);
+        EXPECT_EQ(out["text"], "Hello, wörld! Ünïcode ✓ and more.") << field;
+        EXPECT_EQ(out["reasoning"], "The user greets me; greet them back.") << field;
+    }
+    const test::CliRun chat =
+        run_cli("chat -m test-model --remote " + url("think-reasoning_content"), std::string("hi\nand again\n"));
+    EXPECT_EQ(chat.status, 0) << chat.err;
+    EXPECT_EQ(chat.out, shown + shown);
+    const nlohmann::json sent = server_->get_json("/think-reasoning_content/last")["body"]["messages"];
+    ASSERT_EQ(sent.size(), 3u) << sent.dump();
+    EXPECT_EQ(sent[1], nlohmann::json({{"role", "assistant"}, {"content", "Hello, wörld! Ünïcode ✓ and more."}}));
+    // Without reasoning, --json has no "reasoning".
+    const test::CliRun plain = run_cli("generate --json -m test-model -p hi --remote " + url("ok"));
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("reasoning")) << plain.out;
+}
+
+// An answer cut by the token limit while the model was still thinking shows the thinking and
+// says that no answer came, instead of an empty answer without a word; the chat takes the
+// turn back.
+TEST_F(CliRemote, AnAnswerCutWhileReasoningSaysSo) {
+    const std::string shown = "<think>\nThe user greets me; greet them back.\n</think>\n";
+    for (const std::string field : {"reasoning_content", "reasoning"}) {
+        const test::CliRun run = run_cli("generate -m test-model -p hi --remote " + url("thinkcut-" + field));
+        EXPECT_EQ(run.status, 0) << field << ": " << run.err;
+        EXPECT_EQ(run.out, shown) << field;
+        EXPECT_NE(run.err.find("reached its token limit while the model was still reasoning: no answer came; allow "
+                               "more tokens with -n"),
+                  std::string::npos)
+            << field << ": " << run.err;
+        const test::CliRun chat =
+            run_cli("chat -m test-model --remote " + url("thinkcut-" + field), std::string("hi\nagain\n"));
+        EXPECT_EQ(chat.status, 0) << field << ": " << chat.err;
+        EXPECT_EQ(chat.out, shown + shown) << field;
+        EXPECT_NE(chat.err.find("still reasoning: no answer came, and your message is taken back"), std::string::npos)
+            << field << ": " << chat.err;
+        EXPECT_EQ(chat.err.find("(the answer reached its token limit)"), std::string::npos) << chat.err;
+        // The first message got no answer: the second turn is sent without it.
+        const nlohmann::json sent = server_->get_json("/thinkcut-" + field + "/last")["body"]["messages"];
+        ASSERT_EQ(sent.size(), 1u) << sent.dump();
+        EXPECT_EQ(sent[0]["content"], "again");
+    }
+}
+
 // An error body that is partly binary reaches the terminal as text: "café" readable, the
 // ANSI escape and the bytes that are not UTF-8 written as \xNN, the C1 control as \u009b.
 TEST_F(CliRemote, ABinaryErrorBodyIsShownEscaped) {

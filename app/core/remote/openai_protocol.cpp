@@ -60,6 +60,12 @@ std::string string_or_empty(const json& object, const char* key) {
                                                                                  : std::string();
 }
 
+// A delta's or a message's reasoning (see the header): reasoning_content, else reasoning.
+std::string reasoning_of(const json& delta) {
+    std::string reasoning = string_or_empty(delta, "reasoning_content");
+    return reasoning.empty() ? string_or_empty(delta, "reasoning") : reasoning;
+}
+
 // The server's message when `j` (parsed from `body`) is an error object: {"error": ...}.
 std::optional<std::string> error_object(const json& j, std::string_view body, std::string_view secret) {
     if (j.is_discarded() || !j.is_object() || !j.contains("error") || j["error"].is_null()) return std::nullopt;
@@ -152,7 +158,10 @@ Result<ChunkDelta> parse_chunk(std::string_view data, std::string_view secret) {
         for (const json& c : choices) {
             // One answer was asked for (n = 1): another index is not ours.
             if (!c.is_object() || (c.contains("index") && c["index"] != 0)) continue;
-            if (c.contains("delta") && c["delta"].is_object()) d.text += string_or_empty(c["delta"], "content");
+            if (c.contains("delta") && c["delta"].is_object()) {
+                d.text += string_or_empty(c["delta"], "content");
+                d.reasoning += reasoning_of(c["delta"]);
+            }
             d.finish_reason = string_or_empty(c, "finish_reason");
         }
     } else if (!d.usage) {
@@ -179,7 +188,10 @@ Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secr
     d.usage = usage_of(j);
     const json& c = j["choices"][0];
     if (c.is_object()) {
-        if (c.contains("message")) d.text = string_or_empty(c["message"], "content");
+        if (c.contains("message")) {
+            d.text = string_or_empty(c["message"], "content");
+            d.reasoning = reasoning_of(c["message"]);
+        }
         d.finish_reason = string_or_empty(c, "finish_reason");
     }
     return d;

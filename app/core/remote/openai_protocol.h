@@ -4,7 +4,10 @@
 // Servers differ in small ways, all accepted here: vLLM's error body is the error object
 // itself ({"object": "error", "message", ...}), FastAPI's (llama-cpp-python) is
 // {"detail": ...}; llama-cpp-python sends no usage; chunks may carry "usage": null; a role-only
-// first delta and empty deltas carry no text.
+// first delta and empty deltas carry no text. A reasoning model's thinking comes apart from
+// its text, as "reasoning_content" (vLLM, SGLang, llama.cpp's server with --reasoning-format,
+// DeepSeek's API, Powerhouse's `serve`) or "reasoning" (newer vLLM, OpenRouter); a server that
+// sends both sends the same text twice, so one is read: reasoning_content when it is there.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -29,6 +32,7 @@ Result<std::vector<std::string>> parse_model_list(std::string_view body, std::st
 // What one event of the stream said.
 struct ChunkDelta {
     std::string text;                // choices[0].delta.content
+    std::string reasoning;           // choices[0].delta.reasoning_content, else .reasoning
     std::string finish_reason;       // choices[0].finish_reason when set
     std::optional<ChatUsage> usage;  // the usage chunk (include_usage), or usage on any chunk
     std::string model;

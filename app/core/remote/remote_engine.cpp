@@ -101,7 +101,7 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
         bool json_body = false, decided = false, done = false, too_large = false;
         std::optional<Error> stream_error;
         const Clock::time_point start = Clock::now();
-        Clock::time_point first_text{}, last_text{};
+        Clock::time_point first_token{}, last_token{};  // of text or reasoning
 
         const auto not_sse = [&] {
             return make_error(ErrorCode::format,
@@ -151,10 +151,17 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                 if (!chunk->model.empty()) result.model = chunk->model;
                 if (chunk->usage) result.usage = chunk->usage;
                 if (!chunk->finish_reason.empty()) result.finish_reason = chunk->finish_reason;
-                if (!chunk->text.empty()) {
+                if (!chunk->text.empty() || !chunk->reasoning.empty()) {
                     const Clock::time_point now = Clock::now();
-                    if (result.text_chunks == 0) first_text = now;
-                    last_text = now;
+                    if (result.text_chunks + result.reasoning_chunks == 0) first_token = now;
+                    last_token = now;
+                }
+                if (!chunk->reasoning.empty()) {
+                    ++result.reasoning_chunks;
+                    result.reasoning += chunk->reasoning;
+                    if (callbacks.on_reasoning) callbacks.on_reasoning(chunk->reasoning);
+                }
+                if (!chunk->text.empty()) {
                     ++result.text_chunks;
                     result.text += chunk->text;
                     if (callbacks.on_text) callbacks.on_text(chunk->text);
@@ -170,9 +177,9 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
         http.accept = "text/event-stream";
         const detail::HttpOutcome outcome = detail::perform(http, options_, on_body, callbacks.cancelled);
 
-        if (result.text_chunks > 0) {
-            result.time_to_first_token = std::chrono::duration<double>(first_text - start).count();
-            result.generation_seconds = std::chrono::duration<double>(last_text - first_text).count();
+        if (result.text_chunks + result.reasoning_chunks > 0) {
+            result.time_to_first_token = std::chrono::duration<double>(first_token - start).count();
+            result.generation_seconds = std::chrono::duration<double>(last_token - first_token).count();
         }
         if (outcome.stop == detail::Stop::cancelled) {
             result.finish_reason = "cancelled";
@@ -224,8 +231,11 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
             result.usage = whole->usage;
             result.finish_reason = whole->finish_reason.empty() ? "stop" : whole->finish_reason;
             result.text = whole->text;
+            result.reasoning = whole->reasoning;
             result.text_chunks = whole->text.empty() ? 0 : 1;
+            result.reasoning_chunks = whole->reasoning.empty() ? 0 : 1;
             result.time_to_first_token = outcome.seconds;
+            if (callbacks.on_reasoning && !result.reasoning.empty()) callbacks.on_reasoning(result.reasoning);
             if (callbacks.on_text && !result.text.empty()) callbacks.on_text(result.text);
             return result;
         }

@@ -12,6 +12,12 @@
 //     finish_reason "interrupted" and the reason in `interruption`; a cancelled one keeps it
 //     with finish_reason "cancelled". A stream that breaks after the answer's finish_reason
 //     has lost only the usage chunk and [DONE]: the answer is whole, not interrupted.
+// A reasoning model's thinking, which servers send apart from the text (reasoning_content),
+// is kept apart here too: ChatResult::reasoning and ChatCallbacks::on_reasoning, as the local
+// engine's parse_answer (powerhouse/tool_calls.h) keeps gpt-oss's analysis channel and the
+// think blocks apart from the content. It is no part of the answer's text, so a conversation
+// sent back to the server carries only the text (DeepSeek's API refuses reasoning_content in
+// its input).
 // Error codes: io (the network: unreachable, TLS, timeouts, a cut stream), invalid_argument
 // (the key, the model, a refused request), context_full (a prompt the server's context cannot
 // hold), device_failed (the server failed: 5xx, an error in the stream), format (what it sent
@@ -85,6 +91,9 @@ struct ChatRequest {
 struct ChatCallbacks {
     // Each piece of the answer's text as it arrives (whole UTF-8 characters: JSON strings).
     std::function<void(std::string_view text)> on_text;
+    // Each piece of the model's reasoning as it arrives (the same), when the server sends it
+    // apart from the text; on most servers it all comes before the text.
+    std::function<void(std::string_view reasoning)> on_reasoning;
     // Polled several times a second; true closes the stream (finish_reason "cancelled").
     CancelCheck cancelled;
 };
@@ -96,20 +105,28 @@ struct ChatUsage {
 
 struct ChatResult {
     std::string text;
-    std::string model;  // as the server named it in its chunks
+    std::string reasoning;  // the model's thinking, when the server sent it apart from the text
+    std::string model;      // as the server named it in its chunks
     // The server's ("stop", "length", "tool_calls", "content_filter", ...), or this side's:
     // "cancelled", "interrupted".
     std::string finish_reason;
     std::optional<Error> interruption;  // why an "interrupted" stream broke
     std::optional<ChatUsage> usage;     // when the server sent it
-    double time_to_first_token = 0;     // seconds from sending the request to the first text
-    double generation_seconds = 0;      // from the first text to the last
-    uint32_t text_chunks = 0;           // deltas with text (about a token each on most servers)
+    // Seconds from sending the request to the first text or reasoning (a reasoning model's
+    // first tokens are its thinking), and from there to the last.
+    double time_to_first_token = 0;
+    double generation_seconds = 0;
+    uint32_t text_chunks = 0;       // deltas with text (about a token each on most servers)
+    uint32_t reasoning_chunks = 0;  // deltas with reasoning (the same)
 
     bool interrupted() const { return finish_reason == "interrupted"; }
     bool cancelled() const { return finish_reason == "cancelled"; }
-    // The server's count when it sent usage, else the text chunks.
-    uint32_t completion_tokens() const { return usage ? usage->completion_tokens : text_chunks; }
+    // The token limit came while the model was still reasoning: there is no answer to show,
+    // only its thinking.
+    bool cut_while_reasoning() const { return finish_reason == "length" && text.empty() && !reasoning.empty(); }
+    // The server's count when it sent usage (reasoning included), else the chunks of text and
+    // reasoning.
+    uint32_t completion_tokens() const { return usage ? usage->completion_tokens : text_chunks + reasoning_chunks; }
     // Tokens after the first over generation_seconds, as GenerationStats counts them.
     double tokens_per_second() const;
 };

@@ -59,6 +59,13 @@ Scenarios (N, R: numbers in the name):
   nostreamopts  400 blaming stream_options when the request has it, else as ok
   toolcall    an answer that is only a tool call: no text, finish_reason "tool_calls", [DONE]
   blank       an answer without text: finish_reason "stop", [DONE]
+  think-F     a reasoning model's answer: THINKING_PIECES streamed in the delta's field F
+              ("reasoning_content" as vLLM, SGLang, llama.cpp and DeepSeek send it, or
+              "reasoning"), then ANSWER_PIECES as content, finish_reason "stop", usage, [DONE]
+  thinkcut-F  the same cut by max_tokens while thinking: THINKING_PIECES only, finish_reason
+              "length", usage, [DONE]
+  thinkjson-F ignores stream=true: one chat.completion whose message has THINKING_PIECES in
+              its field F and ANSWER_PIECES as content
   replay-NAME   the bytes of <fixtures>/NAME.sse (a recorded exchange) as the stream
   echo-WHAT     a server that quotes the key it was given (KEY below; "none" without one)
                 back where the client quotes the server: WHAT is "list" (models: a 200 that is
@@ -88,6 +95,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import loopback_http  # noqa: E402  (tests/app: the servers' shared plumbing)
 
 ANSWER_PIECES = ["Hello", ",", " wörld", "!", " Ünïcode", " ✓", " and", " more", "."]
+# A reasoning model's thinking, sent apart from its text (the think-F scenarios).
+THINKING_PIECES = ["The user", " greets", " me", ";", " greet", " them", " back", "."]
 MODELS = ["test-model", "other-model"]
 ERROR_JSON_MESSAGE = "The model is overloaded, try again later (request for key {key})"
 # llama.cpp's server's error for a prompt its context cannot hold.
@@ -337,6 +346,16 @@ class Handler(loopback_http.Handler):
                                                      "finish_reason": "stop"}],
                                         "usage": {"prompt_tokens": 11, "completion_tokens": len(ANSWER_PIECES),
                                                   "total_tokens": 11 + len(ANSWER_PIECES)}})
+        if name == "thinkjson":
+            message = {"role": "assistant", "content": "".join(ANSWER_PIECES), arg: "".join(THINKING_PIECES)}
+            tokens = len(THINKING_PIECES) + len(ANSWER_PIECES)
+            return self.send_json(200, {"id": "chatcmpl-test", "object": "chat.completion", "created": 1700000000,
+                                        "model": model,
+                                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                                        "usage": {"prompt_tokens": 11, "completion_tokens": tokens,
+                                                  "total_tokens": 11 + tokens}})
+        if name in ("think", "thinkcut"):
+            return self.think(arg, model, usage, cut=name == "thinkcut")
         if name == "echo":
             return self.echo(arg)
         if name == "replay":
@@ -414,6 +433,28 @@ class Handler(loopback_http.Handler):
             self.write(event("[DONE]", crlf_all))
         self.end_stream()
 
+
+    def think(self, field, model, usage, cut):
+        """A reasoning model's answer: its thinking in the delta's `field` (with "content": null,
+        as some servers write it), then its text, or the token limit before any text."""
+        self.start_stream()
+        self.write(event(chunk(None, model=model, role=True)))
+        for piece in THINKING_PIECES:
+            thought = chunk(None, model=model)
+            thought["choices"][0]["delta"] = {field: piece, "content": None}
+            self.write(event(thought))
+        pieces = [] if cut else ANSWER_PIECES
+        for piece in pieces:
+            self.write(event(chunk(piece, model=model)))
+        self.write(event(chunk(None, finish="length" if cut else "stop", model=model)))
+        if usage:
+            tokens = len(THINKING_PIECES) + len(pieces)
+            self.write(event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000,
+                              "model": model, "choices": [],
+                              "usage": {"prompt_tokens": 11, "completion_tokens": tokens,
+                                        "total_tokens": 11 + tokens}}))
+        self.write(event("[DONE]"))
+        self.end_stream()
 
     def echo(self, what):
         """A server that quotes the key it was given where the client quotes the server."""

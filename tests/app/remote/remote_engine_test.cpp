@@ -181,6 +181,59 @@ TEST_F(RemoteEngineTest, AsksAgainWithoutStreamOptionsWhenTheServerRefusesThem) 
     EXPECT_FALSE(last("nostreamopts").at("body").contains("stream_options"));
 }
 
+// A reasoning model's thinking, sent apart from the text in either field servers use, reaches
+// the caller apart from the text, streamed or not, and is no part of the text.
+TEST_F(RemoteEngineTest, ReasoningIsKeptApartFromTheText) {
+    const std::string thinking = "The user greets me; greet them back.";
+    for (const std::string field : {"reasoning_content", "reasoning"}) {
+        for (const std::string kind : {"think-", "thinkjson-"}) {
+            const std::string scenario = kind + field;
+            std::string streamed, thought, order;
+            ChatCallbacks callbacks;
+            callbacks.on_text = [&](std::string_view piece) {
+                streamed += piece;
+                if (order.empty() || order.back() != 't') order += 't';
+            };
+            callbacks.on_reasoning = [&](std::string_view piece) {
+                thought += piece;
+                if (order.empty() || order.back() != 'r') order += 'r';
+            };
+            Result<ChatResult> result = engine(scenario).chat(request(), callbacks);
+            ASSERT_TRUE(result.ok()) << scenario << ": " << result.error().message;
+            EXPECT_EQ(result->text, kAnswer) << scenario;
+            EXPECT_EQ(streamed, kAnswer) << scenario;
+            EXPECT_EQ(result->reasoning, thinking) << scenario;
+            EXPECT_EQ(thought, thinking) << scenario;
+            EXPECT_EQ(order, "rt") << scenario;  // the thinking first, then the text
+            EXPECT_EQ(result->finish_reason, "stop") << scenario;
+            EXPECT_FALSE(result->cut_while_reasoning()) << scenario;
+            ASSERT_TRUE(result->usage) << scenario;
+            EXPECT_EQ(result->completion_tokens(), 8u + kAnswerPieces) << scenario;
+        }
+        // Streamed, each piece of thinking is a chunk, and the first token is the first thought.
+        Result<ChatResult> streamed = engine("think-" + field).chat(request());
+        ASSERT_TRUE(streamed.ok()) << streamed.error().message;
+        EXPECT_EQ(streamed->reasoning_chunks, 8u) << field;
+        EXPECT_EQ(streamed->text_chunks, kAnswerPieces) << field;
+        EXPECT_GT(streamed->time_to_first_token, 0.0) << field;
+    }
+}
+
+// An answer cut by its token limit while the model was still thinking has no text, only
+// reasoning: the result says so, and the thinking is kept.
+TEST_F(RemoteEngineTest, AnAnswerCutWhileReasoningSaysSo) {
+    for (const std::string field : {"reasoning_content", "reasoning"}) {
+        Result<ChatResult> result = engine("thinkcut-" + field).chat(request());
+        ASSERT_TRUE(result.ok()) << field << ": " << result.error().message;
+        EXPECT_EQ(result->text, "") << field;
+        EXPECT_EQ(result->reasoning, "The user greets me; greet them back.") << field;
+        EXPECT_EQ(result->finish_reason, "length") << field;
+        EXPECT_TRUE(result->cut_while_reasoning()) << field;
+        EXPECT_FALSE(result->interruption) << field;
+        EXPECT_GT(result->time_to_first_token, 0.0) << field;
+    }
+}
+
 TEST_F(RemoteEngineTest, ReplaysARecordedLlamaCppPythonStream) {
     // tests/data/remote/llama_cpp_python_stream.sse: llama-cpp-python 0.3.36's server on
     // SmolLM2, "Name three colours.", max_tokens 48, temperature 0 (its bytes as sent).
