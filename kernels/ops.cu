@@ -94,6 +94,15 @@ __global__ void rope_kernel(float* x, int n_heads, float* x2, int head_dim, int 
     head[i1] = x0 * s + x1 * c;
 }
 
+// One thread block per token: its factor once, then the row.
+__global__ void scale_by_position_kernel(float* x, int64_t width, float temperature, float length, PhRows rows) {
+    const int t = static_cast<int>(blockIdx.x);
+    const float steps = floorf(__fdiv_rn(static_cast<float>(row_position(rows, t)), length));
+    const float factor = static_cast<float>(log(static_cast<double>(steps) + 1.0) * temperature + 1.0);
+    float* row = x + static_cast<int64_t>(t) * width;
+    for (int64_t i = threadIdx.x; i < width; i += blockDim.x) row[i] *= factor;
+}
+
 // One thread block per token; threads over groups of 8 values.
 template <class Traits>
 __global__ void get_rows_kernel(const uint8_t* __restrict__ table, size_t row_bytes, const int32_t* __restrict__ ids,
@@ -276,6 +285,17 @@ extern "C" int ph_rope_rows_pair(float* x, int64_t n_heads, float* x2, int64_t n
     rope_kernel<<<dim3(static_cast<unsigned>(n_heads + n_heads2), static_cast<unsigned>(n_tokens)), threads, 0,
                   stream>>>(x, static_cast<int>(n_heads), x2, head_dim, rope_dims, neox, theta_scale, freq_scale,
                             freq_factors, ext_factor, attn_factor, corr_low, corr_high, rows);
+    return last_error();
+}
+
+extern "C" int ph_scale_by_position(float* x, int64_t width, int n_tokens, float temperature, int length, PhRows rows,
+                                    cudaStream_t stream) {
+    if (x == nullptr || !rows_valid(rows) || width < 0 || n_tokens < 0 || n_tokens > 65535 || length <= 0) {
+        return cudaErrorInvalidValue;
+    }
+    if (width == 0 || n_tokens == 0) return cudaSuccess;
+    scale_by_position_kernel<<<static_cast<unsigned>(n_tokens), 256, 0, stream>>>(x, width, temperature,
+                                                                                  static_cast<float>(length), rows);
     return last_error();
 }
 

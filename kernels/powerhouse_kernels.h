@@ -168,6 +168,12 @@ int ph_rope_rows_pair(float* x, int64_t n_heads, float* x2, int64_t n_heads2, in
                       float ext_factor, float attn_factor, float corr_low, float corr_high, PhRows rows,
                       cudaStream_t stream);
 
+// Llama 4's attention temperature, in place on x: [n_tokens][width]; token t's row times
+// 1 + temperature * ln(floor(p / length) + 1) at its position p from `rows` (the division
+// and floor in f32, the logarithm in double, as the CPU's position_temperature).
+int ph_scale_by_position(float* x, int64_t width, int n_tokens, float temperature, int length, PhRows rows,
+                         cudaStream_t stream);
+
 // Embedding lookup: y[t] = row ids[t] of `table` (rows of `width` elements of the type,
 // row_bytes apart), decoded to f32. ids are device int32.
 int ph_get_rows(uint32_t ggml_type_id, const void* table, size_t row_bytes, const int32_t* ids, int n, int64_t width,

@@ -532,6 +532,31 @@ TEST_F(RopeKernel, PairInOneLaunchEqualsTwoLaunches) {
               0);
 }
 
+// Llama 4's attention temperature (Mistral 3) against the CPU's scale_by_position, at
+// positions on both sides of several steps of the length, read from the device.
+TEST_F(RopeKernel, ScaleByPositionMatchesCpu) {
+    std::mt19937 rng(17);
+    const std::vector<int32_t> positions = {0, 3, 4, 7, 8, 15, 16, 99, 1000, 65535};
+    const int64_t width = 300;  // more than one thread block's width, not a multiple of it
+    const std::vector<float> x = uniform(positions.size() * width, -2.0f, 2.0f, rng);
+    std::vector<float> expected = x;
+    cpu::scale_by_position(expected.data(), width, positions, 0.1f, 4);
+    DeviceArray<int32_t> pos_dev(positions);
+    DeviceArray<float> x_dev(x);
+    const PhRows rows{pos_dev.get(), 1, nullptr, nullptr, 0, 1};
+    ASSERT_TRUE(
+        ran(ph_scale_by_position(x_dev.get(), width, static_cast<int>(positions.size()), 0.1f, 4, rows, nullptr)));
+    // One product by a factor computed the same way: within an ulp of each value (the f32
+    // logarithm's rounding may differ by one unit from the CPU's).
+    std::vector<double> tol(expected.size());
+    for (size_t i = 0; i < tol.size(); ++i) tol[i] = 2.0 * std::abs(expected[i]) * FLT_EPSILON;
+    EXPECT_TRUE(all_close(std::vector<double>(expected.begin(), expected.end()), x_dev.download(), tol));
+    // The first `length` positions are left alone; the step past them is 1 + 0.1 ln 2.
+    EXPECT_EQ(cpu::position_temperature(3, 0.1f, 4), 1.0f);
+    EXPECT_FLOAT_EQ(cpu::position_temperature(4, 0.1f, 4), static_cast<float>(1.0 + 0.1 * std::log(2.0)));
+    EXPECT_NE(ph_scale_by_position(x_dev.get(), width, 1, 0.1f, 0, rows, nullptr), 0) << "length 0";
+}
+
 // --- ph_get_rows ------------------------------------------------------------------------------
 
 class GetRowsKernel : public GpuTest, public ::testing::WithParamInterface<GgmlType> {};

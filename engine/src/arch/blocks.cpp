@@ -61,7 +61,7 @@ void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& bloc
         l.push_back({K::head_rms_norm, B::q, B::q, B::x, "blk.{}.attn_q_norm.weight"});
         l.push_back({K::head_rms_norm, B::k, B::k, B::x, "blk.{}.attn_k_norm.weight"});
     }
-    l.push_back({K::rope, B::q, B::q, B::x, ""});
+    l.push_back({K::rope, B::q, B::q, B::x, "", hp.attn_temperature});
     l.push_back({K::rope, B::k, B::k, B::x, ""});
     float scores_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
     if (block.query_scale != 0.0f) {
@@ -106,7 +106,7 @@ void read_optional_attention_biases(const GgufModel& model, Hparams& hp) {
     hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
 }
 
-Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp) {
+Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp, bool fused_ffn) {
     const int64_t qkv_rows = int64_t{hp.n_head + 2 * hp.n_head_kv} * hp.head_dim;
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         if (hp.fused_qkv) {
@@ -116,8 +116,10 @@ Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp) {
             if (model.find_tensor(bias) != nullptr)
                 PH_TRY(check_rows(model, bias, 1, qkv_rows, "the Q, K and V biases"));
         }
-        PH_TRY(check_rows(model, fmt::format("blk.{}.ffn_up.weight", l), int64_t{2} * hp.n_ff, hp.n_embd,
-                          "the gate and up projections together"));
+        if (fused_ffn) {
+            PH_TRY(check_rows(model, fmt::format("blk.{}.ffn_up.weight", l), int64_t{2} * hp.n_ff, hp.n_embd,
+                              "the gate and up projections together"));
+        }
     }
     return {};
 }

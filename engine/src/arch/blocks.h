@@ -51,8 +51,8 @@ void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = f
 void read_optional_attention_biases(const GgufModel& model, Hparams& hp);
 
 // Checks the fused tensors of every layer against the hyper-parameters: attn_qkv (and its
-// bias, where there is one) when hp.fused_qkv, and ffn_up's 2 n_ff rows.
-Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp);
+// bias, where there is one) when hp.fused_qkv, and with `fused_ffn` ffn_up's 2 n_ff rows.
+Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp, bool fused_ffn = true);
 
 // The same with the gate and up projections in one tensor, ffn_up (2 n_ff rows: the gate's,
 // then up's), as Phi-3 and GLM-4 store them; SwiGLU.

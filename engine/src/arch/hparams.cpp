@@ -110,13 +110,15 @@ Result<Hparams> read_hparams(const GgufModel& model) {
         y.beta_slow = static_cast<float>(meta.get_float(a + ".rope.scaling.yarn_beta_slow").value_or(1.0));
         y.orig_ctx = static_cast<uint32_t>(meta.get_uint(a + ".rope.scaling.original_context_length")
                                                .value_or(hp.n_ctx_train));
-        if (meta.get_float(a + ".rope.scaling.yarn_log_multiplier").value_or(0.0) != 0.0) {
-            return make_error(ErrorCode::unsupported, "YaRN with a log multiplier (DeepSeek) is not supported yet");
-        }
+        // yarn_log_multiplier (mscale_all_dim; Mistral 3 writes 1) divides the magnitude by
+        // its own mscale, as llama.cpp does for every architecture but DeepSeek 2's.
+        const float log_multiplier =
+            static_cast<float>(meta.get_float(a + ".rope.scaling.yarn_log_multiplier").value_or(0.0));
         const float factor = 1.0f / hp.rope_freq_scale;
         if (y.ext_factor != 0.0f) {
-            const float mscale = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
-            y.attn_factor = mscale * (1.0f / (1.0f + 0.1f * std::log(factor)));
+            const auto mscale = [&](float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; };
+            y.attn_factor = log_multiplier != 0.0f ? mscale(1.0f) / mscale(log_multiplier) : mscale(1.0f);
+            y.attn_factor *= 1.0f / (1.0f + 0.1f * std::log(factor));
         }
         if (y.orig_ctx == 0) return make_error(ErrorCode::format, "YaRN scaling without an original context length");
     } else if (scaling && *scaling != "linear" && *scaling != "none") {

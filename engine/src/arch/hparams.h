@@ -86,6 +86,12 @@ struct Hparams {
     float embedding_scale = 1.0f;
     float query_scale = 0.0f;
 
+    // Llama 4's attention temperature (Mistral 3: attention.temperature_scale): the queries of
+    // position p are multiplied by 1 + attn_temperature * ln(floor(p / attn_temperature_length)
+    // + 1) after RoPE, 1 within the first attn_temperature_length positions. 0: none.
+    float attn_temperature = 0.0f;
+    uint32_t attn_temperature_length = 0;
+
     // One entry per layer (n_layer entries): window, RoPE base and scale of that layer.
     std::vector<LayerAttention> layers;
 

@@ -55,7 +55,9 @@ enum class OpKind : uint8_t {
     head_rms_norm,  // a = rms_norm(a) * weight, separately for each head (weight: head_dim)
     matmul,         // dst = a @ weight^T (weight rows are output features)
     add_bias,       // a += weight
-    rope,           // a = rope(a) at each token's position, with the layer's base and scale
+    rope,           // a = rope(a) at each token's position, with the layer's base and scale;
+                    // a nonzero `value` then multiplies each token's row by Llama 4's
+                    // temperature (Hparams::attn_temperature: `value`, over its length)
     attention,      // dst = attention(q, k, v) with scores scaled by `value`, over the layer's
                     // window; k and v are appended to the layer's KV cache. A weight: the
                     // attention sinks, one logit per query head (gpt-oss)
@@ -74,7 +76,7 @@ struct Op {
     Buffer b = Buffer::x;
     // Tensor name; "{}" stands for the layer index ("blk.{}.attn_q.weight"). Empty: none.
     std::string weight;
-    float value = 0.0f;  // the constant of scale and attention
+    float value = 0.0f;                            // the constant of scale, attention and rope
     std::shared_ptr<const MoeSpec> moe = nullptr;  // moe: the experts (their tensors name the weights)
     // matmul: the weight's first row, when the op uses a run of the tensor's rows rather than
     // the whole tensor (add_bias: its first value). Phi-3 and GLM-4 store Q, K and V in one

@@ -161,6 +161,14 @@ std::vector<OpCase> rope_cases() {
     k.hp.n_head_kv = 3;
     k.hp.n_head = 6;
     cases.push_back(std::move(k));
+    // Mistral 3's queries: the rotation, then Llama 4's attention temperature in steps of 16
+    // positions (the steps above cross 0, 1, 62 and 65 of them).
+    OpCase t = cases[0];
+    t.name = "normal_head_128_dims_128_temperature";
+    t.op.value = 0.1f;
+    t.hp.attn_temperature = 0.1f;
+    t.hp.attn_temperature_length = 16;
+    cases.push_back(std::move(t));
     return cases;
 }
 

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -193,6 +194,11 @@ std::vector<float> OpState::cpu_function(const BufferValues& in, const Step& ste
                 c_.hp.head_dim, c_.hp.rope_dims,    c_.hp.rope_layout == arch::RopeLayout::neox,
                 la.rope_base,   la.rope_freq_scale, rope_freqs_.empty() ? nullptr : rope_freqs_.data()};
             cpu::rope(shape, out.data(), static_cast<int64_t>(w / c_.hp.head_dim), n, step.pos);
+            if (c_.op.value != 0.0f) {  // Llama 4's attention temperature
+                std::vector<int32_t> positions(static_cast<size_t>(n));
+                for (int t = 0; t < n; ++t) positions[static_cast<size_t>(t)] = static_cast<int32_t>(step.pos) + t;
+                cpu::scale_by_position(out.data(), w, positions, c_.op.value, c_.hp.attn_temperature_length);
+            }
             break;
         }
         case OpKind::swiglu:
@@ -282,8 +288,14 @@ std::optional<std::vector<double>> OpState::gpu_tolerance(const BufferValues& in
             // off the host's moves the angles further: 1e-5 plus 6e-7 per unit of position
             // for |x| <= 1 (derived in ops_kernel_test.cpp); a wrong pair, frequency or
             // position errs by far more. Values past rope_dims must stay as they were.
-            const double t = 1e-5 + 6e-7 * static_cast<double>(step.pos + static_cast<uint32_t>(step.n) - 1);
-            for (size_t i = 0; i < tol.size(); ++i) tol[i] = i % c_.hp.head_dim < c_.hp.rope_dims ? t : 0.0;
+            // The attention temperature multiplies every value by at most the last position's
+            // factor (the same factor on both sides up to its own rounding: 2 ulp more).
+            const int32_t last = static_cast<int32_t>(step.pos) + step.n - 1;
+            const double factor =
+                c_.op.value != 0.0f ? cpu::position_temperature(last, c_.op.value, c_.hp.attn_temperature_length) : 1.0;
+            const double t = (1e-5 + 6e-7 * static_cast<double>(last)) * factor;
+            const double ulps = c_.op.value != 0.0f ? 2.0 * factor * FLT_EPSILON : 0.0;
+            for (size_t i = 0; i < tol.size(); ++i) tol[i] = i % c_.hp.head_dim < c_.hp.rope_dims ? t : ulps;
             return tol;
         }
         default:

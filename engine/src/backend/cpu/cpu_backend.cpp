@@ -444,6 +444,11 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
             break;
         case OpKind::rope:
             rope(buffer(op.dst), static_cast<int64_t>(width(op.dst) / hp_.head_dim), layer);
+            if (op.value != 0.0f) {  // Llama 4's attention temperature
+                scale_by_position(buffer(op.dst), width(op.dst),
+                                  std::span<const int32_t>(batch_.pos, static_cast<size_t>(n)), op.value,
+                                  hp_.attn_temperature_length);
+            }
             break;
         case OpKind::attention:
             attention(layer, n, op.value, bound.values);

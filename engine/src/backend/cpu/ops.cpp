@@ -31,6 +31,20 @@ void scale(const float* a, float* dst, float value, size_t n) {
     for (size_t i = 0; i < n; ++i) dst[i] = a[i] * value;
 }
 
+float position_temperature(int32_t pos, float temperature, uint32_t length) {
+    const float steps = std::floor(static_cast<float>(pos) / static_cast<float>(length));
+    return static_cast<float>(std::log(static_cast<double>(steps) + 1.0) * temperature + 1.0);
+}
+
+void scale_by_position(float* data, size_t width, std::span<const int32_t> positions, float temperature,
+                       uint32_t length) {
+    for (size_t t = 0; t < positions.size(); ++t) {
+        const float factor = position_temperature(positions[t], temperature, length);
+        float* row = data + t * width;
+        for (size_t i = 0; i < width; ++i) row[i] *= factor;
+    }
+}
+
 void add_bias(float* data, const float* bias, size_t width, int64_t rows) {
     for (int64_t t = 0; t < rows; ++t) {
         float* row = data + static_cast<size_t>(t) * width;

@@ -42,6 +42,15 @@ void geglu(const GeluTable& gelu, const float* gate, const float* up, float* dst
 // dst = a * value over n elements (dst may be a).
 void scale(const float* a, float* dst, float value, size_t n);
 
+// Llama 4's attention temperature (Mistral 3 writes it): the factor a query at position
+// `pos` is multiplied by, 1 + temperature * ln(floor(pos / length) + 1): 1 for the first
+// `length` positions, growing with the log of the position past them. As llama.cpp: the
+// division and floor in f32, the logarithm in double.
+float position_temperature(int32_t pos, float temperature, uint32_t length);
+// data: [positions.size()][width] f32; each row times position_temperature of its position.
+void scale_by_position(float* data, size_t width, std::span<const int32_t> positions, float temperature,
+                       uint32_t length);
+
 // data: [rows][width] f32; every row += bias ([width] f32).
 void add_bias(float* data, const float* bias, size_t width, int64_t rows);
 

@@ -713,6 +713,19 @@ Result<void> CudaStage::enqueue_ops(const std::vector<DeviceOp>& ops, uint32_t l
 }
 
 Result<void> CudaStage::enqueue_rope(const DeviceOp& d, const DeviceOp* second, uint32_t layer, int n) {
+    PH_TRY(enqueue_rotation(d, second, layer, n));
+    // Llama 4's attention temperature, after the rotation (Op::value of Q's rope).
+    for (const DeviceOp* r : {&d, second}) {
+        if (r == nullptr || r->op->value == 0.0f) continue;
+        activations_changed();
+        PH_TRY(check(ph_scale_by_position(buffer(r->op->dst), static_cast<int64_t>(width(r->op->dst)), n, r->op->value,
+                                          static_cast<int>(hp_.attn_temperature_length), rows(), stream_),
+                     "the attention temperature"));
+    }
+    return {};
+}
+
+Result<void> CudaStage::enqueue_rotation(const DeviceOp& d, const DeviceOp* second, uint32_t layer, int n) {
     const arch::LayerAttention& la = program_.layers[layer];
     if (!la.rope) return {};  // a NoPE layer
     activations_changed();

@@ -191,8 +191,10 @@ private:
     // launch.
     Result<void> enqueue_product_set(const std::vector<DeviceOp>& ops, size_t first, int count, int n);
     // The RoPE op `d`, and `second`'s (another buffer's, same layer) in the same launch
-    // where it is not null.
+    // where it is not null (enqueue_rotation); then the attention temperature of each op
+    // that has one (Op::value).
     Result<void> enqueue_rope(const DeviceOp& d, const DeviceOp* second, uint32_t layer, int n);
+    Result<void> enqueue_rotation(const DeviceOp& d, const DeviceOp* second, uint32_t layer, int n);
     // The norm or gate op `d` with its result quantized for the product after it.
     Result<void> enqueue_quantizing(const DeviceOp& d, int n);
     Result<void> enqueue_matmul(const DeviceOp& op, int n);
