@@ -127,6 +127,7 @@ void DesktopApp::wire() {
         }
     });
     dashboard.start();
+    connect(m_power.get(), &PowerController::error, &chat, &ChatController::showError);
     m_power->applySettings();
 
     connect(&library, &LibraryController::error, &chat, &ChatController::showError);

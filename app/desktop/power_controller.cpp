@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QStringList>
+#include <QtGlobal>
 
 #include <cmath>
 
@@ -17,6 +18,14 @@ constexpr const char* kKeepKey = "keep_power_limits";
 double watts(const std::optional<double>& w) { return w ? *w : 0.0; }
 
 QString w(double value) { return QString::number(std::lround(value)) + QStringLiteral(" W"); }
+
+std::string changesJson(const std::vector<powerhouse::PowerLimitChange>& changes) {
+    QJsonArray out;
+    for (const powerhouse::PowerLimitChange& c : changes) {
+        out.append(QJsonObject{{"uuid", QString::fromStdString(c.uuid)}, {"before_w", c.before_w}, {"now_w", c.now_w}});
+    }
+    return QJsonDocument(out).toJson(QJsonDocument::Compact).toStdString();
+}
 
 QJsonObject gpuSettings(const powerhouse::store::Store& store, const std::string& uuid) {
     auto saved = store.gpu_settings(uuid);
@@ -37,12 +46,10 @@ PowerController::PowerController(powerhouse::store::Store& store, powerhouse::Gp
 
 PowerController::~PowerController() {
     if (!m_keep) (void)m_monitor.restore_power_limits();
-    // Kept limits are the user's to keep: nothing for the next start to undo.
-    if (m_keep) {
-        (void)m_store.set_setting(kChangesKey, "[]");
-    } else {
-        saveChanges();
-    }
+    // Kept limits are the user's to keep: nothing for the next start to undo. Nobody is left
+    // to tell of a refusal but the log: the next start then sets back what the record says.
+    const powerhouse::Result<void> saved = m_keep ? m_store.set_setting(kChangesKey, "[]") : saveChanges();
+    if (!saved) qWarning("power limits: the record of changes was not updated: %s", saved.error().message.c_str());
 }
 
 QString PowerController::restoreLeftovers(powerhouse::store::Store& store, powerhouse::GpuMonitorOptions options) {
@@ -51,8 +58,15 @@ QString PowerController::restoreLeftovers(powerhouse::store::Store& store, power
     const QJsonArray changes = QJsonDocument::fromJson(QByteArray::fromStdString(**saved)).array();
     if (changes.isEmpty()) return {};
     auto keep = store.setting(kKeepKey);
-    (void)store.set_setting(kChangesKey, "[]");
-    if (keep && *keep && **keep == "true") return {};
+    const powerhouse::Result<void> cleared = store.set_setting(kChangesKey, "[]");
+    // Not cleared, the record is set back again at the next start: nothing is lost, but say so.
+    const QString notCleared =
+        cleared ? QString()
+                : tr(" The record of them could not be cleared, so they will be set back again at the next start: %1")
+                      .arg(QString::fromStdString(cleared.error().message));
+    if (keep && *keep && **keep == "true") {
+        return notCleared.isEmpty() ? QString() : tr("Power limits kept from last time.") + notCleared;
+    }
     options.keep_power_limits = true;  // what it sets back is meant to stay
     powerhouse::GpuMonitor monitor(options);
     const powerhouse::TelemetrySnapshot snapshot = monitor.sample_now();
@@ -78,14 +92,21 @@ QString PowerController::restoreLeftovers(powerhouse::store::Store& store, power
                         .arg(name, w(before), QString::fromStdString(set.error().message));
         }
     }
-    return tr("Powerhouse did not quit cleanly last time and left power limits changed: %1.").arg(said.join("; "));
+    return tr("Powerhouse did not quit cleanly last time and left power limits changed: %1.").arg(said.join("; ")) +
+           notCleared;
 }
 
 void PowerController::setKeepLimits(bool keep) {
     if (keep == m_keep) return;
+    // Stored first: refused, the choice stays as it is stored (and the box shows it).
+    if (auto saved = m_store.set_setting(kKeepKey, keep ? "true" : "false"); !saved) {
+        emit error(tr("\"Keep my power limits after quitting\" could not be saved, so it stays %1: %2")
+                       .arg(m_keep ? tr("on") : tr("off"), QString::fromStdString(saved.error().message)));
+        emit keepLimitsChanged();
+        return;
+    }
     m_keep = keep;
     m_monitor.keep_power_limits(keep);
-    (void)m_store.set_setting(kKeepKey, keep ? "true" : "false");
     emit keepLimitsChanged();
 }
 
@@ -103,22 +124,59 @@ double PowerController::keptSetting(const std::string& uuid) const {
     return gpuSettings(m_store, uuid).value("power_limit_w").toDouble(0);
 }
 
-void PowerController::keepSetting(const std::string& uuid, double limit) {
+powerhouse::Result<void> PowerController::keepSetting(const std::string& uuid, double limit) {
     QJsonObject o = gpuSettings(m_store, uuid);
     if (limit > 0) {
         o.insert("power_limit_w", limit);
     } else {
         o.remove("power_limit_w");
     }
-    (void)m_store.set_gpu_settings(uuid, QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
+    return m_store.set_gpu_settings(uuid, QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
 }
 
-void PowerController::saveChanges() {
-    QJsonArray out;
-    for (const powerhouse::PowerLimitChange& c : m_monitor.power_limit_changes()) {
-        out.append(QJsonObject{{"uuid", QString::fromStdString(c.uuid)}, {"before_w", c.before_w}, {"now_w", c.now_w}});
+powerhouse::Result<void> PowerController::saveChanges() {
+    return m_store.set_setting(kChangesKey, changesJson(m_monitor.power_limit_changes()));
+}
+
+powerhouse::Result<void> PowerController::recordBefore(const powerhouse::GpuInfo& gpu, double limit) {
+    // The record as it will be once the limit is set: the monitor's, with this GPU now at `limit`.
+    std::vector<powerhouse::PowerLimitChange> changes = m_monitor.power_limit_changes();
+    bool known = false;
+    for (powerhouse::PowerLimitChange& c : changes) {
+        if (c.uuid != gpu.uuid) continue;
+        c.now_w = limit;
+        known = true;
     }
-    (void)m_store.set_setting(kChangesKey, QJsonDocument(out).toJson(QJsonDocument::Compact).toStdString());
+    if (!known) {
+        auto limits = m_monitor.power_limits(gpu.index);
+        if (!limits || !limits->current_w) return {};  // the monitor refuses it anyway
+        changes.push_back({gpu.index, gpu.uuid, *limits->current_w, limit});
+    }
+    return m_store.set_setting(kChangesKey, changesJson(changes));
+}
+
+void PowerController::refuseStore(int gpu, const QString& what, const powerhouse::Error& error) {
+    m_refusals.insert(gpu, Refusal{what.arg(QString::fromStdString(error.message)), {}});
+}
+
+powerhouse::Result<void> PowerController::setRecorded(const powerhouse::GpuInfo& gpu, double limit) {
+    const int index = static_cast<int>(gpu.index);
+    if (auto recorded = recordBefore(gpu, limit); !recorded) {
+        refuseStore(index,
+                    tr("Not set: Powerhouse could not record the change, which it needs to put the limit back if it "
+                       "does not quit cleanly. %1"),
+                    recorded.error());
+        return recorded.error();
+    }
+    auto set = m_monitor.set_power_limit(gpu.index, limit);
+    // The monitor's own record: after a refusal, the one above said more than was done, which
+    // restoring would only set to the limit before Powerhouse again. Refused now, that stays.
+    (void)saveChanges();
+    if (!set) {
+        refuse(index, set.error(), std::round(limit));
+        return set.error();
+    }
+    return {};
 }
 
 void PowerController::refresh() {
@@ -164,17 +222,28 @@ void PowerController::refuse(int gpu, const powerhouse::Error& error, double lim
 bool PowerController::setLimit(int gpu, double limit) {
     if (gpu < 0 || !std::isfinite(limit)) return false;
     m_refusals.remove(gpu);
-    auto set = m_monitor.set_power_limit(static_cast<uint32_t>(gpu), limit);
-    if (!set) {
-        refuse(gpu, set.error(), std::round(limit));
+    const powerhouse::GpuInfo* info = nullptr;
+    const powerhouse::TelemetrySnapshot snapshot = m_monitor.snapshot();
+    for (const auto& g : snapshot.gpus)
+        if (static_cast<int>(g.index) == gpu) info = &g;
+    if (info == nullptr) {
+        auto set = m_monitor.set_power_limit(static_cast<uint32_t>(gpu), limit);  // no such GPU: its words
+        if (!set) refuse(gpu, set.error(), std::round(limit));
         refresh();
-        return false;
+        return static_cast<bool>(set);
     }
-    saveChanges();
-    for (const auto& g : m_monitor.snapshot().gpus)
-        if (static_cast<int>(g.index) == gpu) keepSetting(g.uuid, std::round(limit));
+    bool done = static_cast<bool>(setRecorded(*info, limit));
+    if (done) {
+        if (auto kept = keepSetting(info->uuid, std::round(limit)); !kept) {
+            m_refusals.insert(gpu, Refusal{tr("Set to %1 for now, but it could not be kept as the GPU's setting for "
+                                              "the next start: %2")
+                                               .arg(w(limit), QString::fromStdString(kept.error().message)),
+                                           {}});
+            done = false;
+        }
+    }
     refresh();
-    return true;
+    return done;
 }
 
 bool PowerController::restoreDefault(int gpu) {
@@ -193,11 +262,23 @@ bool PowerController::restoreDefault(int gpu) {
         refresh();
         return false;
     }
-    saveChanges();
-    for (const auto& g : m_monitor.snapshot().gpus)
-        if (static_cast<int>(g.index) == gpu) keepSetting(g.uuid, 0);
+    QStringList refused;
+    if (auto saved = saveChanges(); !saved) {
+        refused
+            << tr("the record of changes could not be updated: %1").arg(QString::fromStdString(saved.error().message));
+    }
+    for (const auto& g : m_monitor.snapshot().gpus) {
+        if (static_cast<int>(g.index) != gpu) continue;
+        if (auto kept = keepSetting(g.uuid, 0); !kept) {
+            refused << tr("the kept limit could not be forgotten, so it will be set again at the next start: %1")
+                           .arg(QString::fromStdString(kept.error().message));
+        }
+    }
+    if (!refused.isEmpty()) {
+        m_refusals.insert(gpu, Refusal{tr("The default is back, but %1").arg(refused.join(tr("; and "))), {}});
+    }
     refresh();
-    return true;
+    return refused.isEmpty();
 }
 
 void PowerController::applySettings() {
@@ -207,9 +288,7 @@ void PowerController::applySettings() {
         auto limits = m_monitor.power_limits(g.index);
         if (limits && limits->current_w && std::abs(*limits->current_w - kept) < 0.5) continue;
         m_refusals.remove(static_cast<int>(g.index));
-        auto set = m_monitor.set_power_limit(g.index, kept);
-        if (!set) refuse(static_cast<int>(g.index), set.error(), kept);
+        (void)setRecorded(g, kept);  // a refusal, the store's or the GPU's, shows on the GPU
     }
-    saveChanges();
     refresh();
 }

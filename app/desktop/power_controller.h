@@ -9,7 +9,10 @@
 // (`keep_power_limits`). A crash skips both, so every change is also written to the store as
 // it is made (`power_limit_changes`: [{uuid, before_w, now_w}]); restoreLeftovers, at the next
 // start and before the app's monitor opens, sets them back through a monitor of its own and
-// says so once (startupNote).
+// says so once (startupNote). A change is recorded before it is made: a limit the store cannot
+// record is not set (the GPU's refusal says why), since a crash would leave it set for good.
+// Other failed writes (the kept limit, "keep my power limits") are shown as well (the GPU's
+// refusal, `error`), and what is shown follows the store.
 //
 // Thread-safety: a QObject of the GUI thread; the monitor is thread-safe.
 #pragma once
@@ -64,19 +67,28 @@ public:
     Q_INVOKABLE void copyText(const QString& text) const;
     // Writes the limits changed so far (by this controller or by anything else on the same
     // monitor, such as the efficiency sweep) to the store, for restoreLeftovers after a crash.
-    void saveChanges();
+    // An error says the store refused it (the limits then cannot be put back after a crash).
+    powerhouse::Result<void> saveChanges();
     Q_INVOKABLE void dismissStartupNote();
 
 signals:
     void changed();
     void keepLimitsChanged();
     void startupNoteChanged();
+    // A write the store refused that no GPU's refusal shows ("keep my power limits", the
+    // record of changes at start): what failed and what to do. DesktopApp shows it above the chat.
+    void error(const QString& message);
 
 private:
     struct Refusal {
         QString error, command;
     };
-    void keepSetting(const std::string& uuid, double watts);  // 0: none
+    powerhouse::Result<void> keepSetting(const std::string& uuid, double watts);  // 0: none
+    // Records `limit` for GPU `gpu` as if it were set (before setting it), then sets it and
+    // records what the monitor says; an error (the record refused, or the GPU's) sets nothing.
+    powerhouse::Result<void> setRecorded(const powerhouse::GpuInfo& gpu, double limit);
+    powerhouse::Result<void> recordBefore(const powerhouse::GpuInfo& gpu, double limit);
+    void refuseStore(int gpu, const QString& what, const powerhouse::Error& error);
     double keptSetting(const std::string& uuid) const;
     void refuse(int gpu, const powerhouse::Error& error, double limit);  // limit: for the command
 

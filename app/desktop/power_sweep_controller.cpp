@@ -4,6 +4,7 @@
 #include <QJsonDocument>
 #include <QLocale>
 #include <QMetaObject>
+#include <QtGlobal>
 
 #include <algorithm>
 #include <cmath>
@@ -70,7 +71,9 @@ PowerSweepController::~PowerSweepController() {
     }
     settle(cancelled());
     m_thread.join();
-    m_power.saveChanges();
+    // Nobody is left to tell but the log; PowerController's own end writes it again.
+    if (auto saved = m_power.saveChanges(); !saved)
+        qWarning("power sweep: the record of power limits was not updated: %s", saved.error().message.c_str());
 }
 
 QString PowerSweepController::whyNot() const {
@@ -242,8 +245,17 @@ void PowerSweepController::startGeneration() {
         return;
     }
     // Each step's limits are in the store before its answer runs: a crash is undone at the
-    // next start (PowerController::restoreLeftovers).
-    m_power.saveChanges();
+    // next start (PowerController::restoreLeftovers). Not recorded, the sweep stops here, and
+    // run_power_sweep sets them back: a crash meanwhile would leave them set for good.
+    if (auto saved = m_power.saveChanges(); !saved) {
+        settle(powerhouse::make_error(
+            saved.error().code,
+            tr("Powerhouse could not record the power limits it set, which it needs to put them back if it does not "
+               "quit cleanly, so the sweep stopped: %1")
+                .arg(QString::fromStdString(saved.error().message))
+                .toStdString()));
+        return;
+    }
     m_power.refresh();
     powerhouse::GenerateCommand command;
     command.messages.push_back({"user", kPrompt});
@@ -322,7 +334,9 @@ void PowerSweepController::onSweepEnded(powerhouse::Result<powerhouse::PowerSwee
         m_previousRequest = 0;
     }
     if (last != 0) (void)m_dashboard.endAnswer(last);
-    m_power.saveChanges();
+    // The limits are back; a record not updated says more was changed than is, which the
+    // next start would only set back to the same limits again.
+    const powerhouse::Result<void> recorded = m_power.saveChanges();
     m_power.refresh();
     m_progress = 1;
     m_progressText.clear();
@@ -365,9 +379,21 @@ void PowerSweepController::onSweepEnded(powerhouse::Result<powerhouse::PowerSwee
         {"most_efficient", r.most_efficient ? static_cast<int>(*r.most_efficient) : -1},
         {"knee", r.knee ? static_cast<int>(*r.knee) : -1},
     };
-    (void)m_store.set_setting(kSavedKey, QJsonDocument(saved).toJson(QJsonDocument::Compact).toStdString());
+    const powerhouse::Result<void> kept =
+        m_store.set_setting(kSavedKey, QJsonDocument(saved).toJson(QJsonDocument::Compact).toStdString());
     showResult(saved);
-    say(tr("The power limits are back at %1, as before the sweep.").arg(limitsText(r.restored_w)), false);
+    QString said = tr("The power limits are back at %1, as before the sweep.").arg(limitsText(r.restored_w));
+    if (!kept) {
+        said +=
+            QLatin1Char(' ') +
+            tr("The result could not be kept for the next start: %1").arg(QString::fromStdString(kept.error().message));
+    }
+    if (!recorded) {
+        said += QLatin1Char(' ') + tr("The record of power limits could not be updated, so the next start will set "
+                                      "them back again: %1")
+                                       .arg(QString::fromStdString(recorded.error().message));
+    }
+    say(said, !kept || !recorded);
     setState(State::Done);
 }
 

@@ -213,7 +213,12 @@ Rectangle {
                     text: "Keep my power limits after quitting"
                     checked: root.power !== null && root.power.keepLimits
                     font.pixelSize: Theme.captionSize
-                    onToggled: root.power.keepLimits = checked
+                    // The box then shows what is stored: a refused write (the error line says why)
+                    // leaves it as it was.
+                    onToggled: {
+                        root.power.keepLimits = checked
+                        checked = Qt.binding(() => root.power !== null && root.power.keepLimits)
+                    }
                     Layout.fillWidth: true
                     contentItem: Label {
                         leftPadding: parent.indicator.width + parent.spacing

@@ -13,6 +13,8 @@
 #include <QJsonObject>
 #include <QTest>
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -194,6 +196,32 @@ TEST_F(DesktopSweepTest, EachStepIsRecordedForACrashAndCancelSetsTheLimitBack) {
     ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*longSweep); }, kSweepWait));
     EXPECT_EQ(currentLimit(*longSweep), 450);
     EXPECT_TRUE(crashRecord(*longSweep).isEmpty());
+}
+
+TEST_F(DesktopSweepTest, AStepTheStoreCannotRecordStopsTheSweep) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    auto app = make(60, {250, 450});
+    ASSERT_NE(app, nullptr);
+    ASSERT_TRUE(loadModel(*app));
+    {
+        // The record of changed limits can no longer be written (a full disk, say).
+        SQLite::Database db((dir_ / "data" / "powerhouse.db").string(), SQLite::OPEN_READWRITE);
+        for (const char* op : {"INSERT", "UPDATE"}) {
+            db.exec(
+                std::string("CREATE TRIGGER refuse_") + op + " BEFORE " + op +
+                " ON app_settings WHEN NEW.key = 'power_limit_changes' BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+        }
+    }
+    PowerSweepController& sweep = app->sweep();
+    ASSERT_TRUE(sweep.start());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kSweepWait));
+    // A limit a crash could not undo is not left to run a minute: the sweep stops, says why,
+    // and sets the limit back.
+    EXPECT_EQ(sweep.state(), PowerSweepController::State::Failed) << sweep.message().toStdString();
+    EXPECT_TRUE(sweep.messageIsError());
+    EXPECT_TRUE(sweep.message().contains("could not record")) << sweep.message().toStdString();
+    EXPECT_TRUE(sweep.message().contains("disk full")) << sweep.message().toStdString();
+    EXPECT_EQ(currentLimit(*app), 450);
 }
 
 TEST_F(DesktopSweepTest, UnloadingOrQuittingMidSweepEndsItWithTheLimitsBack) {
