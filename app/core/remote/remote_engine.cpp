@@ -128,6 +128,9 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
             events.clear();
             const bool ok = parser.feed(bytes, events);
             for (const SseEvent& event : events) {
+                // An event of a type not listened for ("event: ping"): the standard's client
+                // ignores it. The answer comes as "message" (the default), failures as "error".
+                if (!event.event.empty() && event.event != "message" && event.event != "error") continue;
                 if (event.data == "[DONE]") {
                     done = true;
                     return false;  // nothing after it matters; no need to wait for the close

@@ -23,6 +23,9 @@ Scenarios (N, R: numbers in the name):
               (events, lines and UTF-8 characters split across reads), finish_reason "stop",
               a usage chunk, [DONE]
   crlf        as ok, every line ending in CRLF
+  ping        as ok, with named events that are not the answer's between its chunks: "event:
+              ping" with JSON data, "event: keepalive" with a timestamp (the standard's client
+              ignores the types it does not listen for)
   nousage     as ok, without the usage chunk (llama-cpp-python's way)
   nodone      finish_reason and usage, then a clean end of the body without [DONE]
   slow        one piece every 50 ms for 20 s (for cancellation)
@@ -393,6 +396,9 @@ class Handler(loopback_http.Handler):
             if name in ("cut", "eof", "stall", "garbage", "junk", "errevent", "llamaerr") and i == n:
                 break
             self.write(event(chunk(piece, model=model), crlf_all or i % 3 == 1))
+            if name == "ping" and i % 4 == 1:
+                self.write(b'event: ping\ndata: {"type": "ping"}\n\n')
+                self.write(b"event: keepalive\ndata: 2026-01-01T00:00:00Z\nid: 7\n\n")
             if name == "slow":
                 time.sleep(0.05)
         if name == "cut":

@@ -174,6 +174,22 @@ TEST_F(RemoteEngineTest, AcceptsTheProtocolsVariants) {
     }
 }
 
+// Events of a type the client does not listen for ("event: ping" with JSON data, a keep-alive
+// with a timestamp) are ignored, as the SSE standard's client ignores them: they are neither
+// text nor garbage. ("event: error" is listened for: AnErrorEventInTheStreamIsTheServersFailure.)
+TEST_F(RemoteEngineTest, NamedEventsThatAreNotTheAnswerAreIgnored) {
+    uint32_t pieces = 0;
+    ChatCallbacks callbacks;
+    callbacks.on_text = [&](std::string_view) { ++pieces; };
+    Result<ChatResult> result = engine("ping").chat(request(), callbacks);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result->text, kAnswer);
+    EXPECT_EQ(pieces, kAnswerPieces);
+    EXPECT_EQ(result->finish_reason, "stop");
+    EXPECT_FALSE(result->interruption) << result->interruption->message;
+    ASSERT_TRUE(result->usage);
+}
+
 TEST_F(RemoteEngineTest, AsksAgainWithoutStreamOptionsWhenTheServerRefusesThem) {
     Result<ChatResult> result = engine("nostreamopts").chat(request());
     ASSERT_TRUE(result.ok()) << result.error().message;
