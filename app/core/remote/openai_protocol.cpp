@@ -197,10 +197,11 @@ Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secr
     return d;
 }
 
-Error reported_error(std::string_view what, const std::string& said) {
+Error reported_error(std::string_view what, const std::string& said, bool answer_begun) {
     if (says_context_is_full(said)) return context_full_error(what, said);
     return make_error(ErrorCode::device_failed,
-                      fmt::format("{}: the server reported an error in the middle of the answer: {}", what, said));
+                      fmt::format("{}: the server reported an error {}: {}", what,
+                                  answer_begun ? "in the middle of the answer" : "before the answer began", said));
 }
 
 Error redirect_error(long status, std::string_view location, std::string_view what, std::string_view secret) {

@@ -56,8 +56,9 @@ Error http_error(long status, std::string_view body, std::optional<double> retry
 
 // The Error for a failure the server reported in a stream it had begun (an error object, an
 // error event), `said` being its words: device_failed, or context_full (with what to do) when
-// they say the conversation does not fit the model's context.
-Error reported_error(std::string_view what, const std::string& said);
+// they say the conversation does not fit the model's context. `answer_begun`: some of the
+// answer (text or reasoning) had arrived before it, which the message says.
+Error reported_error(std::string_view what, const std::string& said, bool answer_begun);
 
 // The Error for a redirect (3xx) to `location` (the Location header, maybe relative or
 // empty). Redirects are never followed: a POST would turn into a GET, and the API key and the

@@ -110,7 +110,9 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                                           what, detail::quoted(parser.garbage().value_or(""), options_.api_key)));
         };
         // The server's own failure, reported in the stream (an error object, an error event).
-        const auto reported = [&](const std::string& said) { return detail::reported_error(what, said); };
+        const auto reported = [&](const std::string& said) {
+            return detail::reported_error(what, said, result.text_chunks + result.reasoning_chunks > 0);
+        };
         // The body's bytes as they come; the headers (read before any byte) say what it is.
         auto on_body = [&](std::string_view bytes, const detail::HttpOutcome& head) -> bool {
             if (!decided) {

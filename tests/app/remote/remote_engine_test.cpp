@@ -401,8 +401,22 @@ TEST_F(RemoteEngineTest, AnErrorEventInTheStreamIsTheServersFailure) {
     EXPECT_EQ(result->text, "Hello, wörld");
     ASSERT_TRUE(result->interruption);
     EXPECT_EQ(result->interruption->code, ErrorCode::device_failed);
-    EXPECT_NE(result->interruption->message.find("the engine failed: out of KV cache blocks"), std::string::npos)
+    EXPECT_NE(result->interruption->message.find("the server reported an error in the middle of the answer: the "
+                                                 "engine failed: out of KV cache blocks"),
+              std::string::npos)
         << result->interruption->message;
+
+    // Before any text, it is worded as what it was: no answer had begun.
+    Result<ChatResult> first = engine("errevent-0").chat(request());
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    EXPECT_EQ(first->text, "");
+    ASSERT_TRUE(first->interruption);
+    EXPECT_EQ(first->interruption->code, ErrorCode::device_failed);
+    EXPECT_NE(first->interruption->message.find("the server reported an error before the answer began: the engine "
+                                                "failed: out of KV cache blocks"),
+              std::string::npos)
+        << first->interruption->message;
+    EXPECT_EQ(first->interruption->message.find("middle"), std::string::npos) << first->interruption->message;
 }
 
 // Some servers and proxies answer a failure with 200 and an OpenAI error object: the server's
