@@ -7,8 +7,9 @@ namespace powerhouse::arch {
 namespace {
 
 // The registry: every architecture the engine runs.
-const std::array<const Architecture*, 11> kArchitectures = {
-    &kLlama, &kQwen2, &kQwen3, &kQwen3Moe, &kGemma3, &kGptOss, &kPhi3, &kSmolLm3, &kSeedOss, &kGlm4, &kMistral3};
+const std::array<const Architecture*, 12> kArchitectures = {&kLlama,   &kQwen2,  &kQwen3,    &kQwen3Moe,
+                                                            &kGemma3,  &kGptOss, &kPhi3,     &kSmolLm3,
+                                                            &kSeedOss, &kGlm4,   &kMistral3, &kGranite};
 
 }  // namespace
 

@@ -63,7 +63,8 @@ void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& bloc
     }
     l.push_back({K::rope, B::q, B::q, B::x, "", hp.attn_temperature});
     l.push_back({K::rope, B::k, B::k, B::x, ""});
-    float scores_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+    float scores_scale =
+        block.scores_scale != 0.0f ? block.scores_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
     if (block.query_scale != 0.0f) {
         l.push_back({K::scale, B::q, B::q, B::x, "", block.query_scale});
         scores_scale = 1.0f;
@@ -72,10 +73,11 @@ void add_attention(StepProgram& p, const Hparams& hp, const AttentionBlock& bloc
     l.push_back({K::matmul, B::tmp, B::attn, B::x, "blk.{}.attn_output.weight"});
     if (block.output_bias) l.push_back({K::add_bias, B::tmp, B::tmp, B::x, "blk.{}.attn_output.bias"});
     if (block.post_norm) l.push_back({K::rms_norm, B::tmp, B::tmp, B::x, "blk.{}.post_attention_norm.weight"});
+    if (block.residual_scale != 0.0f) l.push_back({K::scale, B::tmp, B::tmp, B::x, "", block.residual_scale});
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
 
-void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm, const char* norm) {
+void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm, const char* norm, float residual_scale) {
     auto& l = p.layer;
     l.push_back({K::rms_norm, B::norm, B::x, B::x, norm});
     l.push_back({K::matmul, B::gate, B::norm, B::x, "blk.{}.ffn_gate.weight"});
@@ -83,6 +85,7 @@ void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm, co
     l.push_back({activation == GateActivation::gelu ? K::geglu : K::swiglu, B::gate, B::gate, B::up, ""});
     l.push_back({K::matmul, B::tmp, B::gate, B::x, "blk.{}.ffn_down.weight"});
     if (post_norm) l.push_back({K::rms_norm, B::tmp, B::tmp, B::x, "blk.{}.post_ffw_norm.weight"});
+    if (residual_scale != 0.0f) l.push_back({K::scale, B::tmp, B::tmp, B::x, "", residual_scale});
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
 
@@ -104,6 +107,17 @@ Result<void> check_rows(const GgufModel& model, const std::string& name, int64_t
 void read_optional_attention_biases(const GgufModel& model, Hparams& hp) {
     hp.qkv_bias = model.find_tensor("blk.0.attn_q.bias") != nullptr;
     hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
+}
+
+Result<void> read_attention_layout(const GgufModel& model, Hparams& hp) {
+    if (model.find_tensor("blk.0.ffn_up.bias") != nullptr || model.find_tensor("blk.0.ffn_down.bias") != nullptr) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("{} with feed-forward biases is not supported yet", hp.architecture));
+    }
+    hp.fused_qkv = model.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+    hp.qkv_bias = model.find_tensor(hp.fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
+    hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
+    return check_fused_tensors(model, hp, /*fused_ffn=*/false);
 }
 
 Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp, bool fused_ffn) {
@@ -156,9 +170,10 @@ void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias, const char* nor
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
 
-void add_output_head(StepProgram& p, const Hparams& hp) {
+void add_output_head(StepProgram& p, const Hparams& hp, float logit_scale) {
     p.head.push_back({K::rms_norm, B::norm, B::x, B::x, "output_norm.weight"});
     p.head.push_back({K::matmul, B::logits, B::norm, B::x, hp.tied_output ? "token_embd.weight" : "output.weight"});
+    if (logit_scale != 1.0f) p.head.push_back({K::scale, B::logits, B::logits, B::x, "", logit_scale});
 }
 
 }  // namespace powerhouse::arch

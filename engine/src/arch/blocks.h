@@ -30,6 +30,10 @@ struct AttentionBlock {
     float query_scale = 0.0f;
     bool fused_qkv = false;  // Q, K and V from one tensor, attn_qkv (Phi-3), and with qkv_bias
                              // one bias, attn_qkv.bias (GLM-4)
+    // The scores scaled by this instead of 1/sqrt(head_dim) (Granite's attention.scale); 0: not.
+    float scores_scale = 0.0f;
+    // The output multiplied by this before the residual add (Granite's residual_scale); 0: not.
+    float residual_scale = 0.0f;
 };
 
 // Pre-norm rotary attention with grouped KV heads and its residual add:
@@ -44,11 +48,17 @@ enum class GateActivation { silu, gelu };
 // output before the add (post_ffw_norm). `norm` names the pre-norm (Seed-OSS calls it
 // post_attention_norm).
 void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = false,
-                   const char* norm = "blk.{}.ffn_norm.weight");
+                   const char* norm = "blk.{}.ffn_norm.weight", float residual_scale = 0.0f);
 
 // Sets hp.qkv_bias and hp.output_bias from what layer 0 has (attn_q.bias, attn_output.bias),
 // for architectures whose files may or may not carry them (SmolLM3, Seed-OSS).
 void read_optional_attention_biases(const GgufModel& model, Hparams& hp);
+
+// For the architectures llama.cpp reads with Q, K and V as one tensor or three, each with or
+// without biases, and an optional output bias (Mistral 3, Granite): sets hp.fused_qkv,
+// hp.qkv_bias and hp.output_bias from layer 0, checks a fused tensor's shape in every layer,
+// and refuses feed-forward biases, which the step program has no place for.
+Result<void> read_attention_layout(const GgufModel& model, Hparams& hp);
 
 // Checks the fused tensors of every layer against the hyper-parameters: attn_qkv (and its
 // bias, where there is one) when hp.fused_qkv, and with `fused_ffn` ffn_up's 2 n_ff rows.
@@ -70,7 +80,8 @@ MoeSpec routed_experts(const Hparams& hp, ExpertGating gating, bool normalize);
 void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias = false,
                  const char* norm = "blk.{}.ffn_norm.weight");
 
-// The final norm and the output projection (the token embedding when the output is tied).
-void add_output_head(StepProgram& p, const Hparams& hp);
+// The final norm and the output projection (the token embedding when the output is tied),
+// the logits multiplied by `logit_scale` where it is not 1 (Granite divides them).
+void add_output_head(StepProgram& p, const Hparams& hp, float logit_scale = 1.0f);
 
 }  // namespace powerhouse::arch

@@ -92,6 +92,14 @@ struct Hparams {
     float attn_temperature = 0.0f;
     uint32_t attn_temperature_length = 0;
 
+    // Granite's multipliers: each layer's attention and feed-forward outputs times
+    // residual_scale before the residual add (0: none), the scores times attention_scale
+    // instead of 1/sqrt(head_dim) (0: not), the logits times logit_scale (1 / the file's
+    // logit_scale).
+    float residual_scale = 0.0f;
+    float attention_scale = 0.0f;
+    float logit_scale = 1.0f;
+
     // One entry per layer (n_layer entries): window, RoPE base and scale of that layer.
     std::vector<LayerAttention> layers;
 

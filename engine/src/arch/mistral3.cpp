@@ -15,13 +15,7 @@ Result<void> read_mistral3(const GgufModel& model, Hparams& hp) {
     const GgufMetadata& meta = model.metadata();
     const std::string& a = hp.architecture;
     if (hp.is_moe()) return make_error(ErrorCode::unsupported, "mistral3 with experts is not supported yet");
-    if (model.find_tensor("blk.0.ffn_up.bias") != nullptr || model.find_tensor("blk.0.ffn_down.bias") != nullptr) {
-        return make_error(ErrorCode::unsupported, "mistral3 with feed-forward biases is not supported yet");
-    }
-    hp.fused_qkv = model.find_tensor("blk.0.attn_qkv.weight") != nullptr;
-    hp.qkv_bias = model.find_tensor(hp.fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
-    hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
-    PH_TRY(check_fused_tensors(model, hp, /*fused_ffn=*/false));
+    PH_TRY(read_attention_layout(model, hp));
     hp.attn_temperature = static_cast<float>(meta.get_float(a + ".attention.temperature_scale").value_or(0.0));
     if (hp.attn_temperature != 0.0f) {
         // As llama.cpp: the temperature's steps are the original (pre-YaRN) context.
