@@ -72,7 +72,11 @@ int run_chat(ChatOptions options) {
             return ChatReply::failed_turn();  // the message that could not be answered is taken back
         }
         const GenerationStats& stats = answer.done->stats;
-        std::putchar('\n');
+        // Ends the streamed text's line; an empty answer (the end-of-generation token first, a
+        // Ctrl+C before the first token) printed nothing, so it ends nothing.
+        const bool empty = answer.done->text.empty();
+        if (!empty) std::putchar('\n');
+        std::fflush(stdout);
         if (stats.stop_reason == StopReason::cancelled) std::fputs("(stopped)\n", stderr);
         if (stats.stop_reason == StopReason::context) {
             std::fputs("(the context is full: the answer was cut; older turns will be dropped)\n", stderr);
@@ -85,6 +89,12 @@ int run_chat(ChatOptions options) {
             std::fprintf(stderr, "[%u tokens, %.1f tokens/s, first token after %.2f s, prompt %u tokens (%u reused)]\n",
                          stats.generated_tokens, stats.tokens_per_second(), stats.time_to_first_token,
                          stats.prompt_tokens, stats.reused_tokens);
+        }
+        if (empty) {
+            // Nothing to keep: the user's message is taken back too (ChatReply), as in chat --remote.
+            ChatReply reply = ChatReply::taken_back();
+            reply.dropped_messages = stats.dropped_messages;
+            return reply;
         }
         return ChatReply::answered(answer.done->text, stats.dropped_messages);
     });

@@ -185,6 +185,16 @@ TEST(CliChat, AnswersEachLineAndResets) {
     EXPECT_NE(run.err.find("new conversation"), std::string::npos) << run.err;
 }
 
+// An empty answer (the end-of-generation token first, forced here with a logit bias) prints
+// nothing on stdout, as chat --remote does: no lone newline for a script to read as an answer.
+TEST(CliChat, AnEmptyAnswerPrintsNoNewline) {
+    // SmolLM2's <|im_end|> (id 2) ends the answer before it begins.
+    const test::CliRun run = test::run_cli("chat " + smollm2_on_two_threads() + " --temp 0 -n 8 --logit-bias 2+inf",
+                                           std::string("hi\nand again\n"));
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "");
+}
+
 TEST(CliChat, DropsTheOldestTurnsWhenTheContextIsFull) {
     std::string input;
     for (int i = 0; i < 4; ++i) input += "Tell me a long story about a dragon, a knight and a castle by the sea.\n";
