@@ -24,12 +24,7 @@ QVariant optional(const std::optional<double>& v) { return v ? QVariant(*v) : QV
 }  // namespace
 
 CostsController::CostsController(powerhouse::store::Store& store, QObject* parent) : QObject(parent), m_store(store) {
-    m_currency = text(store, "cost_currency", QString());
-    m_hoursPerDay = std::clamp(number(store, "cost_hours_per_day", 8), 0.0, 24.0);
-    m_hardwarePrice = number(store, "cost_hardware_price", 0);
-    m_writeOffMonths = number(store, "cost_write_off_months", 36);
-    m_cloudGpu = text(store, "cost_cloud_gpu", QStringLiteral("A100 80GB"));
-    m_cloudPrice = number(store, "cost_cloud_price_per_hour", 1.60);
+    load();
     if (auto recent = store.measured_answers(static_cast<int>(kRecent))) {
         for (const auto& s : *recent) {
             const double tokens = static_cast<double>(s.generated_tokens);
@@ -39,8 +34,26 @@ CostsController::CostsController(powerhouse::store::Store& store, QObject* paren
     recompute();
 }
 
+void CostsController::load() {
+    m_currency = text(m_store, "cost_currency", QString());
+    m_hoursPerDay = std::clamp(number(m_store, "cost_hours_per_day", 8), 0.0, 24.0);
+    m_hardwarePrice = number(m_store, "cost_hardware_price", 0);
+    m_writeOffMonths = number(m_store, "cost_write_off_months", 36);
+    m_cloudGpu = text(m_store, "cost_cloud_gpu", QStringLiteral("A100 80GB"));
+    m_cloudPrice = number(m_store, "cost_cloud_price_per_hour", 1.60);
+}
+
 void CostsController::save(const char* key, const QString& value) {
-    (void)m_store.set_setting(key, value.toStdString());
+    auto saved = m_store.set_setting(key, value.toStdString());
+    // Refused, the figures go back to what the store holds, and the dialog says why.
+    if (!saved) load();
+    const QString error =
+        saved ? QString()
+              : tr("Not saved, so the figures are as before: %1").arg(QString::fromStdString(saved.error().message));
+    if (error != m_error) {
+        m_error = error;
+        emit errorChanged();
+    }
     emit settingsChanged();
     recompute();
 }

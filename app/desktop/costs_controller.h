@@ -50,6 +50,8 @@ class CostsController : public QObject {
     Q_PROPERTY(QVariantList periods READ periods NOTIFY figuresChanged)
     Q_PROPERTY(QString problem READ problem NOTIFY figuresChanged)
     Q_PROPERTY(QString cloudProblem READ cloudProblem NOTIFY figuresChanged)
+    // The last change of a setting the store refused, with its words; empty once one is saved.
+    Q_PROPERTY(QString error READ error NOTIFY errorChanged)
 
 public:
     explicit CostsController(powerhouse::store::Store& store, QObject* parent = nullptr);
@@ -69,6 +71,7 @@ public:
     QVariantList periods() const { return m_periods; }
     QString problem() const { return m_problem; }
     QString cloudProblem() const { return m_cloudProblem; }
+    QString error() const { return m_error; }
 
     void setCurrency(const QString& currency);
     void setHoursPerDay(double hours);
@@ -86,6 +89,7 @@ public:
 signals:
     void settingsChanged();
     void figuresChanged();
+    void errorChanged();
 
 private:
     struct Answer {
@@ -93,6 +97,7 @@ private:
     };
     static constexpr size_t kRecent = 20;
     void save(const char* key, const QString& value);
+    void load();  // the settings, as stored
     void recompute();
 
     powerhouse::store::Store& m_store;
@@ -103,4 +108,5 @@ private:
     double m_tokensPerSecond = 0, m_watts = 0, m_bytesPerToken = 0, m_cloudTokensPerSecond = 0;
     QVariantList m_periods;
     QString m_problem, m_cloudProblem;
+    QString m_error;
 };

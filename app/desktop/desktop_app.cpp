@@ -15,8 +15,17 @@ constexpr int kSweepRetryAfterSeconds = 60;
 powerhouse::Result<std::unique_ptr<DesktopApp>> DesktopApp::create(const Options& options) {
     auto store = powerhouse::store::Store::open((options.dataDir + "/powerhouse.db").toStdString());
     if (!store) return store.error();
-    (void)store->purge_deleted();  // deletions are undoable until the app restarts
-    return std::unique_ptr<DesktopApp>(new DesktopApp(std::move(*store), options));
+    // Deletions are undoable until the app restarts. Not purged, they stay hidden, and the
+    // next start tries again: said once the chat can show it.
+    QString purgeError;
+    if (auto purged = store->purge_deleted(); !purged) {
+        purgeError = tr("The conversations deleted last time could not be removed for good (they stay hidden and "
+                        "are tried again at the next start): %1")
+                         .arg(QString::fromStdString(purged.error().message));
+    }
+    auto app = std::unique_ptr<DesktopApp>(new DesktopApp(std::move(*store), options));
+    if (!purgeError.isEmpty()) app->m_chat->showError(purgeError);
+    return app;
 }
 
 DesktopApp::DesktopApp(powerhouse::store::Store store, const Options& options)
@@ -138,6 +147,7 @@ void DesktopApp::wire() {
             [this](const QUrl& url) { m_downloads->add(url); });
     // A finished download joins the library first, then may be a suggestion to load.
     connect(m_downloads.get(), &DownloadController::finished, &library, &LibraryController::addDownloaded);
+    connect(m_downloads.get(), &DownloadController::error, &chat, &ChatController::showError);
     connect(m_downloads.get(), &DownloadController::finished, m_welcome.get(),
             [this](const QString& path, const QString&) { m_welcome->downloadFinished(path); });
     connect(m_welcome.get(), &WelcomeController::loadRequested, this, [this](const QString& path) { load(path); });
@@ -166,6 +176,7 @@ void DesktopApp::wire() {
     // Choosing a remote model in the model bar sends the next answers there; loading a
     // local model takes them back.
     connect(m_engines.get(), &EnginesController::remoteChosen, &chat, &ChatController::useRemote);
+    connect(m_engines.get(), &EnginesController::error, &chat, &ChatController::showError);
     connect(&engine, &EngineClient::modelGoing, m_engines.get(), &EnginesController::clearChoice);
     m_engines->refreshModels();
 
@@ -203,8 +214,13 @@ void DesktopApp::load(const QString& path, bool fromSettings) {
         if (fault->hangs) options.step_deadline = std::chrono::seconds(2);
     }
     m_current = path;
-    (void)m_store.set_setting("model_path", path.toStdString());
+    const powerhouse::Result<void> remembered = m_store.set_setting("model_path", path.toStdString());
     m_chat->loadModel(path, options, m_settings->recovery());
+    // It loads all the same; only the next start does not know it.
+    if (!remembered) {
+        m_chat->showError(tr("%1 is loading, but it could not be kept as the model to open at the next start: %2")
+                              .arg(QFileInfo(path).fileName(), QString::fromStdString(remembered.error().message)));
+    }
 }
 
 powerhouse::Result<DesktopApp::Options::FaultInjection> DesktopApp::parseFaultInjection(const QString& text) {

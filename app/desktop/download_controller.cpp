@@ -370,7 +370,15 @@ void DownloadController::save() {
                                 {"target", QString::fromStdString(j->target.string())},
                                 {"sha256", QString::fromStdString(j->sha256)}});
     }
-    (void)m_store.set_setting("downloads", QJsonDocument(list).toJson(QJsonDocument::Compact).toStdString());
+    auto saved = m_store.set_setting("downloads", QJsonDocument(list).toJson(QJsonDocument::Compact).toStdString());
+    // The downloads go on; only a restart would not bring them back. Said once per failure
+    // run, and the next change tries again.
+    if (!saved && !m_saveFailed) {
+        emit error(tr("The list of downloads could not be saved, so unfinished downloads will not come back after a "
+                      "restart: %1")
+                       .arg(QString::fromStdString(saved.error().message)));
+    }
+    m_saveFailed = !saved;
 }
 
 void DownloadController::work() {

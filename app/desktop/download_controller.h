@@ -88,6 +88,8 @@ signals:
     // A file is complete (and verified when a hash was known): the library takes it, with
     // its sha256 when it was verified against one ("" otherwise).
     void finished(const QString& path, const QString& verifiedSha256);
+    // The store refused the list of unfinished downloads: what failed and what to do.
+    void error(const QString& message);
 
 private:
     struct Job;
@@ -106,4 +108,5 @@ private:
     int m_nextId = 1;
     std::shared_ptr<Shared> m_shared;  // the queue, shared with the worker thread
     std::thread m_worker;
+    bool m_saveFailed = false;  // the last save() was refused (said once)
 };

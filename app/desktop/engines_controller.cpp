@@ -378,11 +378,18 @@ void EnginesController::choose(const QString& endpoint, const QString& model) {
             say(error, true);
             return;
         }
+        // Stored first: refused, the answers stay where they went, as the store says.
+        const QJsonObject choice{{"endpoint", endpoint}, {"model", model}};
+        auto saved =
+            m_store.set_setting(kChoiceSetting, QJsonDocument(choice).toJson(QJsonDocument::Compact).toStdString());
+        if (!saved) {
+            emit this->error(tr("%1 on %2 was not chosen: the choice could not be saved: %3")
+                                 .arg(model, endpoint, QString::fromStdString(saved.error().message)));
+            return;
+        }
         m_chosen = model + QStringLiteral(" — ") + endpoint;
         m_chosenEndpoint = endpoint;
         m_chosenModel = model;
-        const QJsonObject choice{{"endpoint", endpoint}, {"model", model}};
-        (void)m_store.set_setting(kChoiceSetting, QJsonDocument(choice).toJson(QJsonDocument::Compact).toStdString());
         emit chosenChanged();
         emit remoteChosen(RemoteTarget{now->name, now->url, now->caFile, key, model});
     });
@@ -412,9 +419,14 @@ std::vector<MetricsSource> EnginesController::metricsSources() const {
 
 void EnginesController::clearChoice() {
     if (m_chosen.isEmpty()) return;
+    const QString was = m_chosen;
+    // A local model is loading: the remote one is no longer used, whatever the store says.
     m_chosen.clear();
     m_chosenEndpoint.clear();
     m_chosenModel.clear();
-    (void)m_store.set_setting(kChoiceSetting, "");
     emit chosenChanged();
+    if (auto saved = m_store.set_setting(kChoiceSetting, ""); !saved) {
+        emit error(tr("%1 could not be forgotten as the model to use, so the next start uses it again: %2")
+                       .arg(was, QString::fromStdString(saved.error().message)));
+    }
 }

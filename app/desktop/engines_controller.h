@@ -104,6 +104,9 @@ signals:
     void chosenChanged();
     void remoteChosen(const RemoteTarget& target);
     void metricsSourcesChanged();
+    // The remote model chosen could not be stored (the model bar's choice): what failed and
+    // what to do.
+    void error(const QString& message);
 
 private:
     struct Endpoint {

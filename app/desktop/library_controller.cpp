@@ -4,6 +4,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <filesystem>
+
 #include "catalog/catalog.h"
 #include "catalog/library.h"
 
@@ -118,8 +120,15 @@ void LibraryController::setImportMode(const QString& mode) {
                                  mode != QLatin1String("move"))) {
         return;
     }
+    // Stored first: refused, the mode stays as stored (the choice shows it again) and the
+    // page's message says why.
+    if (auto saved = m_store.set_setting("import_mode", mode.toStdString()); !saved) {
+        emit importModeChanged();
+        say(tr("The way to keep imported files could not be changed: %1")
+                .arg(QString::fromStdString(saved.error().message)));
+        return;
+    }
     m_importMode = mode;
-    (void)m_store.set_setting("import_mode", mode.toStdString());
     emit importModeChanged();
 }
 
@@ -258,7 +267,12 @@ int LibraryController::importUrls(const QList<QUrl>& urls) {
                 const QString path = QString::fromStdString(item.path);
                 if (item.folder) {
                     // A folder: add it to the library's folders and scan it.
-                    (void)store.add_model_folder(item.path);
+                    // Not kept, its models would vanish at the next refresh: not scanned either.
+                    if (auto added = store.add_model_folder(item.path); !added) {
+                        outcome.said << tr("The folder %1 could not be added: %2")
+                                            .arg(path, QString::fromStdString(added.error().message));
+                        continue;
+                    }
                     auto report = powerhouse::catalog::scan_folder(store, item.path);
                     if (!report) {
                         outcome.said << QString::fromStdString(report.error().message);
@@ -292,8 +306,15 @@ void LibraryController::addDownloaded(const QString& path, const QString& verifi
         [places = places(), path = path.toStdString(), sha256 = verifiedSha256.toStdString()](
             powerhouse::store::Store& store, const std::function<bool()>& cancelled) mutable {
             LibraryWorker::Outcome outcome;
-            // Downloaded again after being forgotten: shown again.
-            (void)store.unhide_model(path);
+            // Downloaded again after being forgotten: shown again. Refused, it stays hidden,
+            // which the page says.
+            if (auto shown = store.unhide_model(path); !shown) {
+                outcome.says = true;
+                outcome.said << tr("%1 was downloaded, but it stays hidden in the library, where it was forgotten "
+                                   "before: %2")
+                                    .arg(QString::fromStdString(std::filesystem::path(path).filename().string()),
+                                         QString::fromStdString(shown.error().message));
+            }
             places.cancelled = cancelled;
             auto scanned = powerhouse::catalog::refresh_library(store, places);
             if (!scanned) {

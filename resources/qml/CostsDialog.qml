@@ -136,6 +136,18 @@ Dialog {
                 }
             }
 
+            // A change the store refused: the fields show the stored figures again.
+            Label {
+                objectName: "costsError"
+                visible: text.length > 0
+                text: dialog.costs.error
+                color: Theme.error
+                wrapMode: Text.Wrap
+                Accessible.role: Accessible.AlertMessage
+                Accessible.name: text
+                Layout.fillWidth: true
+            }
+
             Label {
                 objectName: "costCloudSpeed"
                 text: dialog.costs.cloudTokensPerSecond > 0

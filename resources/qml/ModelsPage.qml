@@ -77,7 +77,11 @@ Rectangle {
                     readonly property var values: ["in_place", "copy", "move"]
                     model: ["used where they are", "copied to the library", "moved to the library"]
                     currentIndex: Math.max(0, values.indexOf(root.library.importMode))
-                    onActivated: root.library.importMode = values[currentIndex]
+                    // Then shows what is stored: a refused change (the message says why) leaves it.
+                    onActivated: {
+                        root.library.importMode = values[currentIndex]
+                        currentIndex = Qt.binding(() => Math.max(0, values.indexOf(root.library.importMode)))
+                    }
                     Accessible.name: "How imported files are kept"
                     width: 210
                 }

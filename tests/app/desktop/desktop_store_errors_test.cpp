@@ -17,9 +17,14 @@
 #include <string>
 
 #include "costs_controller.h"
+#include "desktop_app.h"
 #include "desktop_test_support.h"
+#include "download_controller.h"
+#include "engines_controller.h"
+#include "library_controller.h"
 #include "power_controller.h"
 #include "powerhouse/telemetry.h"
+#include "settings_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
 
@@ -143,6 +148,126 @@ TEST(DesktopStoreErrors, KeepMyPowerLimitsRefusedStaysAsStored) {
     EXPECT_EQ(locked.setting("keep_power_limits"), "");
     // Quitting then puts the limit back, as the stored choice says.
     ASSERT_TRUE(power.setLimit(0, 300));
+}
+
+TEST(DesktopStoreErrors, ADownloadListNotSavedIsSaidOnce) {
+    LockedStore locked;
+    powerhouse::test::TempDir library;
+    DownloadController downloads(locked.store(), QString::fromStdString(library.path().string()),
+                                 QStringLiteral("http://127.0.0.1:9"));
+    QSignalSpy errors(&downloads, &DownloadController::error);
+    locked.lock();
+    downloads.add(QUrl("http://127.0.0.1:9/a/model-Q4_K_M.gguf"));
+    downloads.add(QUrl("http://127.0.0.1:9/a/other-Q4_K_M.gguf"));
+    locked.unlock();
+    ASSERT_EQ(errors.size(), 1) << "said once while the store refuses";
+    const QString error = errors[0][0].toString();
+    EXPECT_TRUE(error.contains("will not come back after a restart")) << error.toStdString();
+    EXPECT_TRUE(error.contains("close that program and try again")) << error.toStdString();
+}
+
+TEST(DesktopStoreErrors, ARemoteModelChoiceNotSavedIsNotMade) {
+    LockedStore locked;
+    ASSERT_TRUE(locked.store().set_setting(
+        "remote_endpoints", R"([{"name":"box","url":"http://127.0.0.1:9/v1","ca_file":"","has_key":false}])"));
+    EnginesController engines(locked.store());
+    QSignalSpy errors(&engines, &EnginesController::error);
+    QSignalSpy chosen(&engines, &EnginesController::remoteChosen);
+    locked.lock();
+    engines.choose("box", "tiny");
+    locked.unlock();
+    EXPECT_TRUE(engines.chosen().isEmpty()) << engines.chosen().toStdString();
+    EXPECT_EQ(chosen.size(), 0) << "the answers went to a model the store does not remember";
+    ASSERT_EQ(errors.size(), 1);
+    EXPECT_TRUE(errors[0][0].toString().contains("tiny on box was not chosen"))
+        << errors[0][0].toString().toStdString();
+    engines.choose("box", "tiny");
+    EXPECT_EQ(chosen.size(), 1);
+    EXPECT_FALSE(engines.chosen().isEmpty());
+}
+
+TEST(DesktopStoreErrors, LibraryWritesRefusedAreSaidOnItsPage) {
+    LockedStore locked;
+    powerhouse::test::TempDir dir;
+    SettingsController settings(locked.store(), QString::fromStdString(dir.path().string()));
+    powerhouse::catalog::Environment nowhere;  // no other apps' downloads
+    nowhere.ollama_service_models = dir / "no-ollama";
+    LibraryController library(locked.store(), settings, QString::fromStdString((dir / "models").string()), nullptr,
+                              nowhere);
+    ASSERT_EQ(library.importMode(), "in_place");
+    locked.lock();
+    library.setImportMode("copy");
+    EXPECT_EQ(library.importMode(), "in_place") << "the page claims a mode the store does not hold";
+    EXPECT_TRUE(library.message().contains("could not be changed")) << library.message().toStdString();
+    // A folder the store cannot keep is not added (its models would vanish at the next refresh).
+    std::filesystem::create_directories(dir / "folder");
+    ASSERT_EQ(library.importUrls({QUrl::fromLocalFile(QString::fromStdString((dir / "folder").string()))}), 1);
+    ASSERT_TRUE(powerhouse::test::wait_for([&] { return library.message().contains("folder"); }, 20000));
+    locked.unlock();
+    EXPECT_TRUE(library.message().contains("could not be added")) << library.message().toStdString();
+    auto folders = locked.store().model_folders();
+    ASSERT_TRUE(folders.ok());
+    EXPECT_TRUE(folders->empty());
+
+    // A download of a forgotten model that the store cannot show again says it stays hidden.
+    const std::string model = (dir / "models" / "forgotten.gguf").string();
+    ASSERT_TRUE(locked.store().hide_model(model));
+    {
+        SQLite::Database db(locked.path(), SQLite::OPEN_READWRITE);
+        db.exec(
+            "CREATE TRIGGER refuse_unhide BEFORE DELETE ON hidden_models BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    }
+    library.addDownloaded(QString::fromStdString(model), {});
+    ASSERT_TRUE(powerhouse::test::wait_for([&] { return library.message().contains("forgotten.gguf"); }, 20000))
+        << library.message().toStdString();
+    EXPECT_TRUE(library.message().contains("stays hidden")) << library.message().toStdString();
+    EXPECT_TRUE(library.message().contains("disk full")) << library.message().toStdString();
+}
+
+TEST(DesktopStoreErrors, ACostsSettingRefusedShowsTheStoredFigures) {
+    LockedStore locked;
+    CostsController costs(locked.store());
+    locked.lock();
+    costs.setHoursPerDay(4);
+    locked.unlock();
+    EXPECT_EQ(costs.hoursPerDay(), 8) << "the figures use a setting the store does not hold";
+    EXPECT_TRUE(costs.error().contains("close that program and try again")) << costs.error().toStdString();
+    costs.setHoursPerDay(4);
+    EXPECT_EQ(costs.hoursPerDay(), 4);
+    EXPECT_TRUE(costs.error().isEmpty());
+}
+
+TEST(DesktopStoreErrors, TheAppSaysWhatItCouldNotKeepAtStartAndLoad) {
+    powerhouse::test::TempDir dir;
+    const std::string db = (dir / "data" / "powerhouse.db").string();
+    {
+        auto store = Store::open(db);
+        ASSERT_TRUE(store.ok()) << store.error().message;
+        auto made = store->create_conversation("Deleted");
+        ASSERT_TRUE(made.ok());
+        ASSERT_TRUE(store->delete_conversation(made->id));
+        SQLite::Database refuse(db, SQLite::OPEN_READWRITE);
+        refuse.exec(
+            "CREATE TRIGGER refuse_purge BEFORE DELETE ON conversations BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+        refuse.exec(
+            "CREATE TRIGGER refuse_model BEFORE INSERT ON app_settings WHEN NEW.key = 'model_path' "
+            "BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    }
+    DesktopApp::Options options;
+    options.dataDir = QString::fromStdString((dir / "data").string());
+    options.hubEndpoint = QStringLiteral("http://127.0.0.1:9");
+    options.rescan = false;
+    auto created = DesktopApp::create(options);
+    ASSERT_TRUE(created.ok()) << created.error().message;
+    std::unique_ptr<DesktopApp> app = std::move(*created);
+    EXPECT_TRUE(app->chat().errorText().contains("could not be removed for good"))
+        << app->chat().errorText().toStdString();
+    EXPECT_EQ(app->chat().conversations()->rowCount(), 0) << "still hidden";
+
+    app->load(QString::fromStdString((dir / "missing.gguf").string()), false);
+    const QString error = app->chat().errorText();
+    EXPECT_TRUE(error.contains("could not be kept as the model to open at the next start")) << error.toStdString();
+    EXPECT_TRUE(error.contains("disk full")) << error.toStdString();
 }
 
 }  // namespace
