@@ -4,14 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <ctime>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "http_curl.h"
+#include "remote/http_date.h"
 #include "remote/remote_url.h"
 
 namespace powerhouse::remote::detail {
@@ -25,20 +24,6 @@ bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
                return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
            });
-}
-
-// Retry-After: delay-seconds, or an HTTP date.
-std::optional<double> parse_retry_after(std::string_view value) {
-    value = http::trim_space(value);
-    double seconds = 0;
-    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), seconds);
-    if (error == std::errc() && end == value.data() + value.size() && seconds >= 0) return seconds;
-    std::tm tm{};
-    const std::string text(value);
-    if (strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm) == nullptr) return std::nullopt;
-    const std::time_t when = timegm(&tm);
-    const double delta = std::difftime(when, std::time(nullptr));
-    return std::max(0.0, delta);
 }
 
 // What the curl callbacks share during one transfer.
@@ -77,7 +62,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
                                [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
                 o.content_type = std::move(type);
             } else if (iequals(line.name, "Retry-After")) {
-                o.retry_after_seconds = parse_retry_after(line.value);
+                o.retry_after_seconds = parse_retry_after(
+                    line.value, std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
             } else if (iequals(line.name, "Location")) {
                 o.location = std::string(http::trim_space(line.value));
             }
