@@ -30,8 +30,9 @@ Reply::Reply(bool chat, std::string id, std::string model, int64_t created, cons
       include_usage_(request.include_usage),
       logprobs_(request.settings.logprobs),
       tools_(chat && request.tool_choice != ToolChoice::none),
+      parsed_(tools_ || (chat && format_has_reasoning(tool_format))),
       tool_format_(tool_format) {
-    if (tools_) {
+    if (parsed_) {
         tool_list_ = request.tools;  // types the values of the XML formats' calls
         tool_stream_.emplace(tool_format_, id_, tool_list_);
     }
@@ -64,7 +65,7 @@ json Reply::complete(const DoneEvent& done) const {
     std::string reason = finish_reason(done.stats.stop_reason);
     if (chat_) {
         json message = {{"role", "assistant"}, {"content", done.text}};
-        if (tools_) {
+        if (parsed_) {
             const ParsedAnswer parsed = parse_answer(tool_format_, done.text, id_, tool_list_);
             message["content"] =
                 parsed.content.empty() && !parsed.tool_calls.empty() ? json(nullptr) : json(parsed.content);

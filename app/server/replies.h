@@ -5,7 +5,10 @@
 // With tools, the model's text goes through its family's tool-call parser
 // (powerhouse/tool_calls.h): a call comes back as `tool_calls` with finish_reason
 // "tool_calls", and while streaming, text that may be the start of a call is held back so
-// that a client never sees a call's markup as content.
+// that a client never sees a call's markup as content. Formats whose answers carry reasoning
+// (gpt-oss's analysis channel, Seed-OSS's and GLM's think blocks) go through it for every
+// chat, tools or not: the reasoning comes back as `reasoning_content` (at the end of a
+// stream), never as content.
 //
 // Thread-safety: a Reply belongs to one request, used by one thread at a time.
 #pragma once
@@ -44,6 +47,9 @@ private:
     bool include_usage_;
     bool logprobs_;
     bool tools_;
+    // The answer goes through the format's parser: with tools, and for formats whose answers
+    // carry reasoning (format_has_reasoning: gpt-oss's channels, think blocks), without.
+    bool parsed_;
     ToolCallFormat tool_format_;
     json tool_list_;  // the request's tools
     std::optional<ToolCallStream> tool_stream_;

@@ -302,7 +302,9 @@ std::optional<ApiError> read_tools(const json& body, const ServedModel& model, G
             return ApiError{500, "the tool-call grammar is wrong: " + grammar.error().message, "server_error", {}, {}};
         r.settings.grammar = std::move(grammar).value();
     }
-    if (r.tool_choice != ToolChoice::none) r.settings.render_special = true;  // the models' call markers
+    // The models' call markers; and the channels and think tags that separate reasoning from
+    // the answer (Reply reads them out for every chat in such a format).
+    if (r.tool_choice != ToolChoice::none || format_has_reasoning(model.tool_format)) r.settings.render_special = true;
     return std::nullopt;
 }
 

@@ -96,6 +96,12 @@ ToolCallFormat detect_tool_call_format(std::string_view template_source);
 // model's own, or its family's built-in one).
 ToolCallFormat detect_tool_call_format(const ModelTemplateInfo& info);
 
+// Whether answers in this format carry reasoning that parse_answer() separates from the
+// content (gpt-oss's analysis channel, Seed-OSS's and GLM's think blocks), so that they are
+// worth reading with it even when no tools are offered: harmony's channel markup is not
+// content at all.
+bool format_has_reasoning(ToolCallFormat format);
+
 // Whether `tools` holds any tool (a non-empty array).
 bool has_tools(const nlohmann::ordered_json& tools);
 

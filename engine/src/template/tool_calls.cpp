@@ -478,6 +478,10 @@ ToolCallFormat detect_tool_call_format(std::string_view source) {
     return ToolCallFormat::none;
 }
 
+bool format_has_reasoning(ToolCallFormat format) {
+    return format == ToolCallFormat::harmony || format == ToolCallFormat::seed_oss || format == ToolCallFormat::glm45;
+}
+
 ToolCallFormat detect_tool_call_format(const ModelTemplateInfo& info) {
     return detect_tool_call_format(resolve_chat_template(info).chat_template.source());
 }
