@@ -404,6 +404,9 @@ void SettingsController::updatePreview() {
 }
 
 bool SettingsController::apply() {
+    // All in one transaction: refused partway (another program holding the file, a full
+    // disk), none is saved, and the dialog keeps every choice to apply again.
+    powerhouse::store::Store::SettingValues gpus;
     for (const Gpu& g : m_gpus) {
         // The GPU's other settings (its power limit: PowerController) stay as they are.
         QJsonObject o;
@@ -412,11 +415,7 @@ bool SettingsController::apply() {
         o.insert("use", g.use);
         o.insert("ratio", g.ratio);
         o.insert("reserve_mib", g.reserveMiB);
-        auto saved = m_store.set_gpu_settings(g.desc.uuid, QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
-        if (!saved) {
-            emit error(QString::fromStdString(saved.error().message));
-            return false;
-        }
+        gpus.emplace_back(g.desc.uuid, QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
     }
     const std::pair<const char*, QString> values[] = {{"split_mode", m_splitMode},
                                                       {"experts_in_ram", m_expertsInRam},
@@ -429,12 +428,11 @@ bool SettingsController::apply() {
                                                       {"electricity_price", QString::number(m_price)},
                                                       {"recovery_policy", m_recoveryPolicy},
                                                       {"theme", m_theme}};
-    for (const auto& [key, value] : values) {
-        auto saved = m_store.set_setting(key, value.toStdString());
-        if (!saved) {
-            emit error(QString::fromStdString(saved.error().message));
-            return false;
-        }
+    powerhouse::store::Store::SettingValues settings;
+    for (const auto& [key, value] : values) settings.emplace_back(key, value.toStdString());
+    if (auto saved = m_store.set_settings(settings, gpus); !saved) {
+        emit error(QString::fromStdString(saved.error().message));
+        return false;
     }
     emit applied();
     return true;

@@ -677,6 +677,36 @@ Result<void> Store::set_setting(const std::string& key, const std::string& value
     });
 }
 
+Result<void> Store::set_settings(const SettingValues& app_settings, const SettingValues& gpu_settings) {
+    return impl_->guarded([&]() -> Result<void> {
+        // An exception anywhere leaves the transaction uncommitted: its destructor rolls back.
+        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement app(impl_->db,
+                              "INSERT INTO app_settings (key, value) VALUES (?, ?) "
+                              "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+        for (const auto& [key, value] : app_settings) {
+            app.reset();
+            app.bind(1, key);
+            app.bind(2, value);
+            app.exec();
+        }
+        SQLite::Statement gpu(impl_->db,
+                              "INSERT INTO gpu_settings (uuid, json, updated_ms) VALUES (?, ?, ?) "
+                              "ON CONFLICT (uuid) DO UPDATE SET json = excluded.json, "
+                              "updated_ms = excluded.updated_ms");
+        const int64_t at = now_ms();
+        for (const auto& [uuid, json] : gpu_settings) {
+            gpu.reset();
+            gpu.bind(1, uuid);
+            gpu.bind(2, json);
+            gpu.bind(3, at);
+            gpu.exec();
+        }
+        transaction.commit();
+        return {};
+    });
+}
+
 Result<std::optional<std::string>> Store::gpu_settings(const std::string& uuid) const {
     return impl_->guarded([&]() -> Result<std::optional<std::string>> {
         SQLite::Statement q(impl_->db, "SELECT json FROM gpu_settings WHERE uuid = ?");

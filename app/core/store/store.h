@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "powerhouse/result.h"
@@ -202,6 +203,10 @@ public:
     Result<void> set_setting(const std::string& key, const std::string& value);
     Result<std::optional<std::string>> gpu_settings(const std::string& uuid) const;
     Result<void> set_gpu_settings(const std::string& uuid, const std::string& json);
+    // Several app settings (key, value) and per-GPU settings (uuid, json) in one transaction:
+    // all are written, or on any error none (the settings' Apply).
+    using SettingValues = std::vector<std::pair<std::string, std::string>>;
+    Result<void> set_settings(const SettingValues& app_settings, const SettingValues& gpu_settings = {});
 
     // The model catalog. put_model inserts or replaces by path (keeping id and added_ms).
     Result<ModelRecord> put_model(const ModelRecord& record);

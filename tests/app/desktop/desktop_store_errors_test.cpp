@@ -150,6 +150,29 @@ TEST(DesktopStoreErrors, KeepMyPowerLimitsRefusedStaysAsStored) {
     ASSERT_TRUE(power.setLimit(0, 300));
 }
 
+TEST(DesktopStoreErrors, ApplyRefusedPartwaySavesNothing) {
+    LockedStore locked;
+    powerhouse::test::TempDir dir;
+    SettingsController settings(locked.store(), QString::fromStdString(dir.path().string()));
+    settings.setDevices(powerhouse::test::simulated_gpus("RTX 4090:24"));
+    settings.setGpuReserve(0, 2048);
+    settings.setContextLength(8192);
+    settings.setCpuThreads(3);
+    // The last setting Apply writes is refused (a full disk, say), after the GPU's and the others.
+    locked.refuseWrites("app_settings", "disk full", "theme");
+    QSignalSpy errors(&settings, &SettingsController::error);
+    EXPECT_FALSE(settings.apply());
+    ASSERT_EQ(errors.size(), 1);
+    EXPECT_TRUE(errors[0][0].toString().contains("disk full")) << errors[0][0].toString().toStdString();
+    EXPECT_EQ(locked.setting("context_length"), "") << "saved in part: the next start mixes old and new";
+    EXPECT_EQ(locked.setting("cpu_threads"), "");
+    // Nothing of the GPU's either, and what was chosen is still there to apply again.
+    auto stored = locked.store().gpu_settings(powerhouse::test::simulated_gpus("RTX 4090:24").gpus.at(0).uuid);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_FALSE(stored->has_value()) << **stored;
+    EXPECT_EQ(settings.contextLength(), 8192);
+}
+
 TEST(DesktopStoreErrors, ADownloadListNotSavedIsSaidOnce) {
     LockedStore locked;
     powerhouse::test::TempDir library;

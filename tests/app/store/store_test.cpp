@@ -205,6 +205,28 @@ TEST(Store, SettingsByKeyAndByGpu) {
     EXPECT_FALSE(ok(s.gpu_settings("GPU-1111")).has_value());
 }
 
+TEST(Store, SeveralSettingsAreWrittenAllOrNone) {
+    test::TempDir dir;
+    const auto path = dir / "p.db";
+    Store s = open_store(path);
+    ok(s.set_settings({{"theme", "dark"}, {"split_mode", "layer"}}, {{"GPU-0000", R"({"use":true})"}}));
+    EXPECT_EQ(ok(s.setting("theme")), std::optional<std::string>("dark"));
+    EXPECT_EQ(ok(s.setting("split_mode")), std::optional<std::string>("layer"));
+    EXPECT_EQ(ok(s.gpu_settings("GPU-0000")), std::optional<std::string>(R"({"use":true})"));
+    {
+        // The last write of a batch fails (a full disk, say): the ones before it are not kept.
+        SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+        db.exec("CREATE TRIGGER refuse BEFORE UPDATE ON gpu_settings BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    }
+    Result<void> refused =
+        s.set_settings({{"theme", "light"}, {"split_mode", "row"}}, {{"GPU-0000", R"({"use":false})"}});
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("disk full"), std::string::npos) << refused.error().message;
+    EXPECT_EQ(ok(s.setting("theme")), std::optional<std::string>("dark"));
+    EXPECT_EQ(ok(s.setting("split_mode")), std::optional<std::string>("layer"));
+    EXPECT_EQ(ok(s.gpu_settings("GPU-0000")), std::optional<std::string>(R"({"use":true})"));
+}
+
 TEST(Store, BadRequestsAreErrorsThatSayWhat) {
     test::TempDir dir;
     Store s = open_store(dir / "p.db");
