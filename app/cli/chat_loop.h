@@ -24,15 +24,17 @@ namespace powerhouse::cli {
 
 // What one answer made of its turn.
 struct ChatReply {
-    // The answer, kept in the conversation; none when there is nothing to keep (a failure, an
-    // empty answer): the user's message is then taken back too.
+    // The answer, kept in the conversation; none when there is nothing to keep (a failure before
+    // any text, an empty answer): the user's message is then taken back too.
     std::optional<std::string> answer;
     // The oldest messages after the system prompt that the engine dropped to fit its context;
     // they leave the conversation too.
     uint32_t dropped_messages = 0;
     // A second Ctrl+C: the chat ends at once, with exit status 130.
     bool quit = false;
-    // The turn failed with an error (reported already); it is taken back.
+    // The turn failed (reported already), so that a chat whose lines are piped in ends with
+    // exit status 1. Whether the turn stays is `answer`'s: a failure before any answer has none
+    // and is taken back, while an interrupted remote answer keeps the text that arrived.
     bool failed = false;
 
     static ChatReply answered(std::string text, uint32_t dropped = 0) { return {std::move(text), dropped, false}; }
