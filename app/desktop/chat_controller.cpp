@@ -548,18 +548,24 @@ void ChatController::renameConversation(qint64 id, const QString& title) {
 void ChatController::deleteConversation(qint64 id) {
     // Its answer stops here and is kept as it stands, for undo.
     abandonAnswer(id);
-    if (id == m_current) newConversation();
-    // The previous deletion can no longer be undone: purge it.
+    // The list, the open conversation and Undo follow the store, so each write is waited for
+    // (a user's click, rare): refused (another program holds the file), the conversation
+    // stays where it was, and the error line says why. The previous deletion can no longer
+    // be undone: purged first; refused, it can still be brought back and nothing is deleted.
     if (m_deleted != 0) {
-        write([](Store& store) -> powerhouse::Result<void> {
-            if (auto purged = store.purge_deleted(); !purged) return purged.error();
-            return {};
-        });
+        if (!check(writeNow([](Store& store) -> powerhouse::Result<void> {
+                if (auto purged = store.purge_deleted(); !purged) return purged.error();
+                return {};
+            })))
+            return;
+        m_deleted = 0;
+        emit canUndoDeleteChanged();
     }
-    write([id](Store& store) { return store.delete_conversation(id); });
+    if (!check(writeNow([id](Store& store) { return store.delete_conversation(id); }))) return;
     m_deleted = id;
     emit canUndoDeleteChanged();
-    m_conversations.remove(id);  // the list shows it gone at once
+    m_conversations.remove(id);
+    if (id == m_current) newConversation();
 }
 
 void ChatController::undoDelete() {

@@ -2,8 +2,9 @@
 // browser), as the views show it, on testLocked's settings and chat (a store of their own
 // with a short busy timeout, and one conversation, "Before the lock"): a refused Apply says
 // why in the settings dialog, which stays open with what was chosen; a refused rename leaves
-// the conversation's title as it is stored, in the window and the list alike. Each goes
-// through once the lock is gone.
+// the conversation's title as it is stored, in the window and the list alike; a refused
+// delete leaves the conversation listed and open, with no Undo. Each goes through once the
+// lock is gone.
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -62,6 +63,28 @@ Item {
             mouseClick(dialog.standardButton(Dialog.Apply))
             verify(!problem.visible)
             tryVerify(() => !dialog.opened)
+        }
+
+        function test_a_refused_delete_keeps_the_conversation() {
+            const chatController = testLocked.chat
+            const id = chatController.currentConversationId
+            compare(chatController.conversations.count, 1)
+            testLocked.lock()
+            chatController.deleteConversation(id)
+            verify(chatController.errorText.indexOf("close that program and try again") >= 0, chatController.errorText)
+            compare(chatController.conversations.count, 1, "a refused delete looks done")
+            verify(findChild(list, "conversation0") !== null)
+            verify(!chatController.canUndoDelete, "Undo is offered for a delete that did not happen")
+            compare(chatController.currentConversationId, id, "the conversation stays open")
+            testLocked.unlock()
+            chatController.dismissError()
+            chatController.deleteConversation(id)
+            compare(chatController.errorText, "")
+            compare(chatController.conversations.count, 0)
+            verify(chatController.canUndoDelete)
+            chatController.undoDelete()
+            compare(chatController.conversations.count, 1)
+            compare(chatController.currentConversationId, id)
         }
 
         function test_a_refused_rename_keeps_the_stored_title() {
