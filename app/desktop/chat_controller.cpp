@@ -314,7 +314,7 @@ bool ChatController::send(const QString& text) {
     return startAnswer(trimmed);
 }
 
-bool ChatController::startAnswer(const QString& userText) {
+bool ChatController::startAnswer(const QString& userText, qint64 replaceFrom) {
     // One job on the writer: the user's message (stored before anything is generated: a
     // crash never loses what the user wrote), the conversation as stored after every write
     // before it, and the answer's message to stream into.
@@ -324,25 +324,30 @@ bool ChatController::startAnswer(const QString& userText) {
         std::vector<Message> messages;
         Message answer;
     };
-    auto started = writeNow([id = m_current, text = userText.toStdString()](Store& store) -> powerhouse::Result<Started> {
-        Started s;
-        if (!text.empty()) {
-            auto user = store.add_message(id, "user", text);
-            if (!user) return user.error();
-            s.user = std::move(user).value();
-        }
-        auto conversation = store.conversation(id);
-        if (!conversation) return conversation.error();
-        s.conversation = std::move(conversation).value();
-        auto messages = store.messages(id);
-        if (!messages) return messages.error();
-        s.messages = std::move(messages).value();
-        auto answer = store.add_message(id, "assistant", "", MessageState::streaming);
-        if (!answer) return answer.error();
-        s.answer = std::move(answer).value();
-        return s;
-    });
+    auto started = writeNow(
+        [id = m_current, text = userText.toStdString(), replaceFrom](Store& store) -> powerhouse::Result<Started> {
+            Started s;
+            if (!text.empty()) {
+                auto user = replaceFrom != 0 ? store.replace_messages_from(replaceFrom, "user", text)
+                                             : store.add_message(id, "user", text);
+                if (!user) return user.error();
+                s.user = std::move(user).value();
+            }
+            auto conversation = store.conversation(id);
+            if (!conversation) return conversation.error();
+            s.conversation = std::move(conversation).value();
+            auto messages = store.messages(id);
+            if (!messages) return messages.error();
+            s.messages = std::move(messages).value();
+            auto answer = store.add_message(id, "assistant", "", MessageState::streaming);
+            if (!answer) return answer.error();
+            s.answer = std::move(answer).value();
+            return s;
+        });
     if (!check(started)) return false;
+    if (replaceFrom != 0) {
+        if (const int row = m_messages.rowOf(replaceFrom); row >= 0) m_messages.removeFrom(row);
+    }
     if (started->user) {
         m_messages.append(std::move(*started->user));
         m_conversations.reload();
@@ -508,14 +513,9 @@ bool ChatController::editAndResend(qint64 messageId, const QString& text) {
     // Checked before anything is deleted: send would refuse once the messages were gone.
     if (!readyToAnswer()) return false;
     abandonAnswer(m_current);
-    // The edited message replaces the original and everything after it.
-    if (!check(writeNow([messageId](Store& store) -> powerhouse::Result<void> {
-            if (auto after = store.delete_messages_after(messageId); !after) return after.error();
-            return store.delete_message(messageId);
-        })))
-        return false;
-    m_messages.removeFrom(row);
-    return send(text);
+    // The edited message replaces the original and everything after it, in one write with
+    // storing it: refused, both the original and its answer are still there.
+    return startAnswer(text.trimmed(), messageId);
 }
 
 void ChatController::deleteMessage(qint64 messageId) {

@@ -201,9 +201,10 @@ private:
     std::function<void(quint64)> m_answerStarted;
     std::function<void(quint64, powerhouse::store::MessageStats&)> m_answerFinished;
     // Starts the answer to the open conversation as stored (its last message is the user's),
-    // after storing `userText` as its new last message if it is not empty.
+    // after storing `userText` as its new last message if it is not empty; with `replaceFrom`,
+    // in place of that message and all after it (edit and resend), in the same write.
     // False, with the reason shown, if it could not be started.
-    bool startAnswer(const QString& userText = {});
+    bool startAnswer(const QString& userText = {}, qint64 replaceFrom = 0);
     // Whether a model can answer now; if not, shows why (once the banner does not say it).
     bool readyToAnswer();
     void onTokens(quint64 request, const QString& text);

@@ -594,6 +594,46 @@ Result<int> Store::delete_messages_after(int64_t message_id) {
     });
 }
 
+Result<Message> Store::replace_messages_from(int64_t message_id, const std::string& role, const std::string& content) {
+    if (role != "system" && role != "user" && role != "assistant") {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("a message's role is system, user or assistant, not '{}'", role));
+    }
+    return impl_->guarded([&]() -> Result<Message> {
+        // An exception anywhere leaves the transaction uncommitted: its destructor rolls back.
+        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement owner(impl_->db, "SELECT conversation_id FROM messages WHERE id = ?");
+        owner.bind(1, message_id);
+        if (!owner.executeStep())
+            return make_error(ErrorCode::invalid_argument, fmt::format("no message {}", message_id));
+        const int64_t conversation_id = owner.getColumn(0).getInt64();
+        SQLite::Statement gone(impl_->db, "DELETE FROM messages WHERE conversation_id = ? AND id >= ?");
+        gone.bind(1, conversation_id);
+        gone.bind(2, message_id);
+        gone.exec();
+        const int64_t at = now_ms();
+        SQLite::Statement q(impl_->db,
+                            "INSERT INTO messages (conversation_id, role, content, state, created_ms, "
+                            "updated_ms) VALUES (?, ?, ?, ?, ?, ?)");
+        q.bind(1, conversation_id);
+        q.bind(2, role);
+        q.bind(3, content);
+        q.bind(4, message_state_name(MessageState::complete));
+        q.bind(5, at);
+        q.bind(6, at);
+        q.exec();
+        Message m;
+        m.id = impl_->db.getLastInsertRowid();
+        impl_->touch(conversation_id, at);
+        transaction.commit();
+        m.conversation_id = conversation_id;
+        m.role = role;
+        m.content = content;
+        m.created_ms = m.updated_ms = at;
+        return m;
+    });
+}
+
 Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<ConversationRecord>& records) {
     for (const ConversationRecord& record : records) {
         for (const Message& m : record.messages) {

@@ -191,6 +191,10 @@ public:
     Result<void> delete_message(int64_t id);
     // Deletes the messages after `message_id` in its conversation (regenerate, edit and resend).
     Result<int> delete_messages_after(int64_t message_id);
+    // Edit and resend: message `message_id` and every message after it in its conversation
+    // give way to one new complete message, in one transaction (on any error nothing changes,
+    // so the original is never lost without its replacement). The new message.
+    Result<Message> replace_messages_from(int64_t message_id, const std::string& role, const std::string& content);
 
     // Adds conversations as they were kept elsewhere (an import, transfer.h): title, system
     // prompt, settings and times, and messages with their states, errors, statistics and times,

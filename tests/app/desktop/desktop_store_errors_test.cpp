@@ -16,10 +16,12 @@
 #include <memory>
 #include <string>
 
+#include "chat_controller.h"
 #include "costs_controller.h"
 #include "desktop_app.h"
 #include "desktop_test_support.h"
 #include "download_controller.h"
+#include "engine_client.h"
 #include "engines_controller.h"
 #include "library_controller.h"
 #include "power_controller.h"
@@ -291,6 +293,35 @@ TEST(DesktopStoreErrors, TheAppSaysWhatItCouldNotKeepAtStartAndLoad) {
     const QString error = app->chat().errorText();
     EXPECT_TRUE(error.contains("could not be kept as the model to open at the next start")) << error.toStdString();
     EXPECT_TRUE(error.contains("disk full")) << error.toStdString();
+}
+
+TEST(DesktopStoreErrors, AnEditTheStoreRefusesLosesNothing) {
+    LockedStore locked;
+    auto conversation = locked.store().create_conversation("Capitals");
+    ASSERT_TRUE(conversation.ok());
+    auto question = locked.store().add_message(conversation->id, "user", "What is the capital of France?");
+    ASSERT_TRUE(question.ok());
+    ASSERT_TRUE(locked.store().add_message(conversation->id, "assistant", "Paris.").ok());
+    EngineClient engine;
+    ChatController chat(locked.store(), engine);
+    chat.selectConversation(conversation->id);
+    ASSERT_EQ(chat.messages()->rowCount(), 2);
+    chat.useRemote(RemoteTarget{"box", "http://127.0.0.1:9/v1", {}, {}, "tiny"});  // ready, never reached
+    {
+        // No new message can be stored (a full disk, say); deleting still works.
+        SQLite::Database db(locked.path(), SQLite::OPEN_READWRITE);
+        db.exec("CREATE TRIGGER refuse_new BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    }
+    EXPECT_FALSE(chat.editAndResend(question->id, "What is the capital of Spain?"));
+    EXPECT_TRUE(chat.errorText().contains("disk full")) << chat.errorText().toStdString();
+    chat.flushWrites();
+    auto messages = locked.store().messages(conversation->id);
+    ASSERT_TRUE(messages.ok());
+    ASSERT_EQ(messages->size(), 2u) << "the original and its answer were deleted, their replacement not stored";
+    EXPECT_EQ((*messages)[0].content, "What is the capital of France?");
+    EXPECT_EQ((*messages)[1].content, "Paris.");
+    ASSERT_EQ(chat.messages()->rowCount(), 2) << "the window shows what the store holds";
+    EXPECT_EQ(chat.messages()->at(0)->content, "What is the capital of France?");
 }
 
 }  // namespace
