@@ -63,10 +63,18 @@ QVariantMap conversation_settings_variant(const ConversationSettings& settings) 
 powerhouse::Result<ConversationSettings> conversation_settings_from_variant(const QVariantMap& map,
                                                                             const ConversationSettings& defaults) {
     ConversationSettings s = defaults;
-    QString bad;
+    QString bad, empty;
     for_each_number(s, [&](const char*, const char* key, auto& field) {
         const QVariant v = map.value(QLatin1String(key));
         if (!v.isValid()) return;
+        // An emptied field is no 0 (a temperature of 0 is greedy): refused, with the default.
+        if (v.typeId() == QMetaType::QString && v.toString().trimmed().isEmpty()) {
+            if (bad.isEmpty() && empty.isEmpty()) {
+                empty = QStringLiteral("%1 is empty: give it a number (%2 by default)")
+                            .arg(QString::fromLatin1(key), QString::number(static_cast<double>(field)));
+            }
+            return;
+        }
         bool ok = false;
         const double d = v.toDouble(&ok);
         if (!ok || !std::isfinite(d)) {
@@ -75,6 +83,7 @@ powerhouse::Result<ConversationSettings> conversation_settings_from_variant(cons
         }
         field = static_cast<std::remove_reference_t<decltype(field)>>(d);
     });
+    if (!empty.isEmpty()) return powerhouse::make_error(powerhouse::ErrorCode::invalid_argument, empty.toStdString());
     if (!bad.isEmpty()) {
         return powerhouse::make_error(powerhouse::ErrorCode::invalid_argument, bad.toStdString() + " is not a number");
     }

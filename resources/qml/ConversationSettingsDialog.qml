@@ -50,10 +50,12 @@ Dialog {
     // Keeps the fields; the dialog closes only if the controller took them. A refused value's
     // reason shows beside its field, which takes the focus.
     function save() {
+        // An emptied field goes as "" (Number("") would be 0): refused beside it, with its default.
+        const number = field => field.text.trim().length > 0 ? Number(field.text) : ""
         const sampling = {
-            temperature: Number(temperature.text), topK: topK.value, topP: Number(topP.text),
-            minP: Number(minP.text), repeatPenalty: Number(repeatPenalty.text),
-            presencePenalty: Number(presencePenalty.text), frequencyPenalty: Number(frequencyPenalty.text),
+            temperature: number(temperature), topK: topK.value, topP: number(topP),
+            minP: number(minP), repeatPenalty: number(repeatPenalty),
+            presencePenalty: number(presencePenalty), frequencyPenalty: number(frequencyPenalty),
             maxTokens: maxTokens.value, seed: fixedSeed.checked ? seed.value : -1
         }
         const problem = controller.conversationSettingsProblem(sampling)

@@ -205,6 +205,14 @@ Item {
             const below = findChild(dialog, "maxTokens")
             verify(y(problem) + problem.height <= y(below), "above the rows below")
             compare(testController.errorText, "", "nothing above the chat")
+            // Emptied: not saved as 0 (a temperature of 0 is greedy), refused with the default.
+            field.text = ""
+            dialog.save()
+            verify(dialog.opened, "an emptied field was saved")
+            verify(problem.visible)
+            verify(problem.text.indexOf("temperature is empty") >= 0, problem.text)
+            verify(problem.text.indexOf("0.8") >= 0, problem.text)
+            fuzzyCompare(testController.sampling.temperature, 0.25, 1e-6)
             // Cancel: the reason goes with the dialog, and the settings are as they were.
             dialog.reject()
             tryVerify(() => !dialog.visible)
