@@ -139,6 +139,21 @@ Rectangle {
                 width: ListView.view.width
                 highlighted: conversationId === root.controller.currentConversationId
                 Accessible.name: title + (generating ? ", answering" : "")
+                focusPolicy: Qt.StrongFocus
+                // Rename, export and delete without a mouse: the menu key or Shift+F10 on the
+                // row or its menu button, or the button itself (Tab reaches both).
+                function openMenu(from) {
+                    menu.popup(from, 0, from.height)
+                    menu.currentIndex = 0
+                }
+                function isMenuKey(event) {
+                    return event.key === Qt.Key_Menu || (event.key === Qt.Key_F10 && (event.modifiers & Qt.ShiftModifier))
+                }
+                Keys.onPressed: event => {
+                    if (!isMenuKey(event)) return
+                    openMenu(item)
+                    event.accepted = true
+                }
                 onClicked: {
                     root.controller.selectConversation(conversationId)
                     root.conversationChosen()
@@ -178,6 +193,20 @@ Rectangle {
                         Layout.preferredHeight: 18
                         Accessible.name: "Answering"
                     }
+                    IconButton {
+                        id: menuButton
+                        objectName: "conversationMenuButton"
+                        iconName: "view-more-symbolic"
+                        text: "Rename, export or delete"
+                        Accessible.name: "Menu of " + (item.title.length > 0 ? item.title : "Untitled")
+                        focusPolicy: Qt.StrongFocus
+                        onClicked: item.openMenu(menuButton)
+                        Keys.onPressed: event => {
+                            if (!item.isMenuKey(event)) return
+                            item.openMenu(menuButton)
+                            event.accepted = true
+                        }
+                    }
                 }
 
                 TapHandler {
@@ -186,6 +215,7 @@ Rectangle {
                 }
                 Menu {
                     id: menu
+                    objectName: "conversationMenu"
                     MenuItem {
                         text: "Rename…"
                         onTriggered: {
@@ -239,6 +269,7 @@ Rectangle {
 
     Dialog {
         id: renameDialog
+        objectName: "renameDialog"
 
         property var conversationId: 0
         property string currentTitle: ""

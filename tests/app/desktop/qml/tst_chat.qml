@@ -1,8 +1,8 @@
 // A chat as a user has it, with the real SmolLM2 model (testChat, greedy, at most 48 tokens
 // an answer): send and watch the answer stream in, stop, regenerate, edit and resend, switch
 // conversations and search them, an answer going on while another conversation is open, the
-// dashboard's batching, Esc in fields, and choosing a conversation from the Models page. The
-// functions run in name order, on one store.
+// dashboard's batching, Esc in fields, choosing a conversation from the Models page, and a
+// conversation's menu from the keyboard. The functions run in name order, on one store.
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -301,6 +301,50 @@ Item {
             keyClick(Qt.Key_N, Qt.ControlModifier)
             compare(testChat.currentConversationId, 0)
             verify(!window.modelsVisible, "Ctrl+N shows the new chat")
+        }
+
+        // Rename, export and delete were right-click only: Tab reaches a menu button on each
+        // conversation, and the menu key or Shift+F10 opens the menu from the row.
+        function test_9c_a_conversations_menu_is_reached_from_the_keyboard() {
+            const component = Qt.createComponent("qrc:/Powerhouse/Main.qml")
+            verify(component.status === Component.Ready, component.errorString())
+            const window = createTemporaryObject(component, null, {
+                controller: testChat, dashboard: testDashboard, settings: testSettings, library: testLibrary,
+                downloads: testDownloads
+            })
+            tryVerify(() => window.visible)
+            window.requestActivate()
+            tryVerify(() => window.active)
+            let row = null
+            tryVerify(() => (row = findChild(window.contentItem, "conversation0")) !== null)
+            const button = findChild(row, "conversationMenuButton")
+            verify(button !== null && button.visible, "a menu button on each conversation")
+            const menu = findChild(row, "conversationMenu")
+            verify(menu !== null)
+            row.forceActiveFocus()
+            keyClick(Qt.Key_Tab)
+            verify(button.activeFocus, "Tab goes from the conversation to its menu button")
+            keyClick(Qt.Key_Space)
+            tryVerify(() => menu.opened)
+            keyClick(Qt.Key_Escape)
+            tryVerify(() => !menu.visible)
+
+            row.forceActiveFocus()
+            keyClick(Qt.Key_Menu)
+            tryVerify(() => menu.opened)
+            compare(menu.currentIndex, 0, "on its first entry, for the arrows and Enter")
+            keyClick(Qt.Key_Escape)
+            tryVerify(() => !menu.visible)
+
+            row.forceActiveFocus()
+            keyClick(Qt.Key_F10, Qt.ShiftModifier)
+            tryVerify(() => menu.opened)
+            keyClick(Qt.Key_Return)  // Rename…
+            const rename = findChild(window, "renameDialog")
+            verify(rename !== null)
+            tryVerify(() => rename.opened)
+            rename.reject()
+            tryVerify(() => !rename.visible)
         }
     }
 }
