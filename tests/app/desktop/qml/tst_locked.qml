@@ -68,11 +68,12 @@ Item {
         function test_a_refused_delete_keeps_the_conversation() {
             const chatController = testLocked.chat
             const id = chatController.currentConversationId
-            compare(chatController.conversations.count, 1)
+            const listed = chatController.conversations.count  // one more per test file run before
+            verify(listed >= 1)
             testLocked.lock()
             chatController.deleteConversation(id)
             verify(chatController.errorText.indexOf("close that program and try again") >= 0, chatController.errorText)
-            compare(chatController.conversations.count, 1, "a refused delete looks done")
+            compare(chatController.conversations.count, listed, "a refused delete looks done")
             verify(findChild(list, "conversation0") !== null)
             verify(!chatController.canUndoDelete, "Undo is offered for a delete that did not happen")
             compare(chatController.currentConversationId, id, "the conversation stays open")
@@ -80,10 +81,10 @@ Item {
             chatController.dismissError()
             chatController.deleteConversation(id)
             compare(chatController.errorText, "")
-            compare(chatController.conversations.count, 0)
+            compare(chatController.conversations.count, listed - 1)
             verify(chatController.canUndoDelete)
             chatController.undoDelete()
-            compare(chatController.conversations.count, 1)
+            compare(chatController.conversations.count, listed)
             compare(chatController.currentConversationId, id)
         }
 
