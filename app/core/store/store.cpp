@@ -224,6 +224,39 @@ struct Store::Impl {
         q.exec();
     }
 
+    // Adds a message at `at` and touches its conversation, inside the caller's transaction.
+    Message insert_message(int64_t conversation_id, const std::string& role, const std::string& content,
+                           MessageState state, int64_t at) {
+        SQLite::Statement q(db,
+                            "INSERT INTO messages (conversation_id, role, content, state, created_ms, "
+                            "updated_ms) VALUES (?, ?, ?, ?, ?, ?)");
+        q.bind(1, conversation_id);
+        q.bind(2, role);
+        q.bind(3, content);
+        q.bind(4, message_state_name(state));
+        q.bind(5, at);
+        q.bind(6, at);
+        q.exec();
+        Message m;
+        m.id = db.getLastInsertRowid();
+        touch(conversation_id, at);
+        m.conversation_id = conversation_id;
+        m.role = role;
+        m.content = content;
+        m.state = state;
+        m.created_ms = m.updated_ms = at;
+        return m;
+    }
+
+    // The roles a stored message may have.
+    static Result<void> check_role(const std::string& role) {
+        if (role != "system" && role != "user" && role != "assistant") {
+            return make_error(ErrorCode::invalid_argument,
+                              fmt::format("a message's role is system, user or assistant, not '{}'", role));
+        }
+        return {};
+    }
+
     Result<void> migrate(int target);
 };
 
@@ -455,10 +488,7 @@ Result<std::vector<SearchHit>> Store::search(const std::string& text, int limit)
 
 Result<Message> Store::add_message(int64_t conversation_id, const std::string& role, const std::string& content,
                                    MessageState state) {
-    if (role != "system" && role != "user" && role != "assistant") {
-        return make_error(ErrorCode::invalid_argument,
-                          fmt::format("a message's role is system, user or assistant, not '{}'", role));
-    }
+    PH_TRY(Impl::check_role(role));
     return impl_->guarded([&]() -> Result<Message> {
         SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
         const int64_t at = now_ms();
@@ -467,24 +497,8 @@ Result<Message> Store::add_message(int64_t conversation_id, const std::string& r
         if (!exists.executeStep()) {
             return make_error(ErrorCode::invalid_argument, fmt::format("no conversation {}", conversation_id));
         }
-        SQLite::Statement q(impl_->db, "INSERT INTO messages (conversation_id, role, content, state, created_ms, "
-                                       "updated_ms) VALUES (?, ?, ?, ?, ?, ?)");
-        q.bind(1, conversation_id);
-        q.bind(2, role);
-        q.bind(3, content);
-        q.bind(4, message_state_name(state));
-        q.bind(5, at);
-        q.bind(6, at);
-        q.exec();
-        Message m;
-        m.id = impl_->db.getLastInsertRowid();
-        impl_->touch(conversation_id, at);
+        Message m = impl_->insert_message(conversation_id, role, content, state, at);
         transaction.commit();
-        m.conversation_id = conversation_id;
-        m.role = role;
-        m.content = content;
-        m.state = state;
-        m.created_ms = m.updated_ms = at;
         return m;
     });
 }
@@ -595,10 +609,7 @@ Result<int> Store::delete_messages_after(int64_t message_id) {
 }
 
 Result<Message> Store::replace_messages_from(int64_t message_id, const std::string& role, const std::string& content) {
-    if (role != "system" && role != "user" && role != "assistant") {
-        return make_error(ErrorCode::invalid_argument,
-                          fmt::format("a message's role is system, user or assistant, not '{}'", role));
-    }
+    PH_TRY(Impl::check_role(role));
     return impl_->guarded([&]() -> Result<Message> {
         // An exception anywhere leaves the transaction uncommitted: its destructor rolls back.
         SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
@@ -611,25 +622,8 @@ Result<Message> Store::replace_messages_from(int64_t message_id, const std::stri
         gone.bind(1, conversation_id);
         gone.bind(2, message_id);
         gone.exec();
-        const int64_t at = now_ms();
-        SQLite::Statement q(impl_->db,
-                            "INSERT INTO messages (conversation_id, role, content, state, created_ms, "
-                            "updated_ms) VALUES (?, ?, ?, ?, ?, ?)");
-        q.bind(1, conversation_id);
-        q.bind(2, role);
-        q.bind(3, content);
-        q.bind(4, message_state_name(MessageState::complete));
-        q.bind(5, at);
-        q.bind(6, at);
-        q.exec();
-        Message m;
-        m.id = impl_->db.getLastInsertRowid();
-        impl_->touch(conversation_id, at);
+        Message m = impl_->insert_message(conversation_id, role, content, MessageState::complete, now_ms());
         transaction.commit();
-        m.conversation_id = conversation_id;
-        m.role = role;
-        m.content = content;
-        m.created_ms = m.updated_ms = at;
         return m;
     });
 }
