@@ -1,31 +1,20 @@
+// The store: opening and migrating the file, conversations and search, settings and the
+// model catalog. The queries on messages are store_messages.cpp's; what both share is
+// store_impl.h.
 #include "store/store.h"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
 
-#include <chrono>
-#include <nlohmann/json.hpp>
 #include <system_error>
 
 #include "store/schema.h"
+#include "store/store_impl.h"
 
 namespace powerhouse::store {
 
 namespace {
-
-int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-MessageState parse_state(const std::string& text) {
-    if (text == "streaming") return MessageState::streaming;
-    if (text == "stopped") return MessageState::stopped;
-    if (text == "failed") return MessageState::failed;
-    if (text == "interrupted") return MessageState::interrupted;
-    return MessageState::complete;
-}
 
 // FTS5 query from what the user typed: every word, each as a quoted prefix, so that
 // punctuation and FTS5 syntax in the input are taken literally.
@@ -50,44 +39,7 @@ std::string fts_query(const std::string& text) {
     return query;
 }
 
-// A message's recovery notes as the recoveries_json column holds them: a JSON array, or ''
-// when there are none (migration 7).
-std::string recoveries_json(const std::vector<MessageRecovery>& recoveries) {
-    if (recoveries.empty()) return {};
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const MessageRecovery& r : recoveries) {
-        out.push_back(
-            {{"at_token", r.at_token}, {"failed", r.failed}, {"cause", r.cause}, {"continued_on", r.continued_on}});
-    }
-    return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
-// Only this file writes the column; should it hold something else (edited by hand), the
-// notes that cannot be read are left out rather than the message made unreadable.
-std::vector<MessageRecovery> parse_recoveries(const std::string& text) {
-    std::vector<MessageRecovery> out;
-    if (text.empty()) return out;
-    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-    if (!doc.is_array()) return out;
-    for (const nlohmann::json& r : doc) {
-        if (!r.is_object()) continue;
-        MessageRecovery note;
-        if (const auto at = r.find("at_token"); at != r.end() && at->is_number_integer()) {
-            note.at_token = at->get<int64_t>();
-        }
-        for (auto [key, field] : {std::pair{"failed", &note.failed}, std::pair{"cause", &note.cause},
-                                  std::pair{"continued_on", &note.continued_on}}) {
-            if (const auto v = r.find(key); v != r.end() && v->is_string()) *field = v->get<std::string>();
-        }
-        out.push_back(std::move(note));
-    }
-    return out;
-}
-
 const char* kConversationColumns = "id, title, system_prompt, settings_json, created_ms, updated_ms";
-const char* kMessageColumns =
-    "id, conversation_id, role, content, state, error, model, prompt_tokens, generated_tokens, ttft_ms, "
-    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle";
 
 Conversation read_conversation(SQLite::Statement& q) {
     Conversation c;
@@ -120,54 +72,6 @@ ModelRecord read_model(SQLite::Statement& q) {
     return r;
 }
 
-Message read_message(SQLite::Statement& q) {
-    Message m;
-    m.id = q.getColumn(0).getInt64();
-    m.conversation_id = q.getColumn(1).getInt64();
-    m.role = q.getColumn(2).getString();
-    m.content = q.getColumn(3).getString();
-    m.state = parse_state(q.getColumn(4).getString());
-    m.error = q.getColumn(5).getString();
-    m.stats.model = q.getColumn(6).getString();
-    m.stats.prompt_tokens = q.getColumn(7).getInt64();
-    m.stats.generated_tokens = q.getColumn(8).getInt64();
-    m.stats.ttft_ms = q.getColumn(9).getDouble();
-    m.stats.tokens_per_second = q.getColumn(10).getDouble();
-    if (!q.getColumn(11).isNull()) m.stats.energy_joules = q.getColumn(11).getDouble();
-    m.created_ms = q.getColumn(12).getInt64();
-    m.updated_ms = q.getColumn(13).getInt64();
-    m.stats.reused_tokens = q.getColumn(14).getInt64();
-    m.stats.engine = q.getColumn(15).getString();
-    m.stats.recoveries = parse_recoveries(q.getColumn(16).getString());
-    m.stats.throttle = q.getColumn(17).getString();
-    return m;
-}
-
-}  // namespace
-
-std::string recovery_text(const MessageRecovery& r) {
-    const std::string when =
-        r.at_token > 0 ? fmt::format("at token {}", r.at_token) : std::string("before its first token");
-    std::string text =
-        fmt::format("Continued on {} after {} failed {}", r.continued_on.empty() ? "other devices" : r.continued_on,
-                    r.failed.empty() ? "a device" : r.failed, when);
-    if (!r.cause.empty()) text += ": " + r.cause;
-    return text;
-}
-
-const char* message_state_name(MessageState state) {
-    switch (state) {
-        case MessageState::complete: return "complete";
-        case MessageState::streaming: return "streaming";
-        case MessageState::stopped: return "stopped";
-        case MessageState::failed: return "failed";
-        case MessageState::interrupted: return "interrupted";
-    }
-    return "complete";
-}
-
-namespace {
-
 // SQLITE_BUSY: another connection (another process) holds the lock a statement needs, past
 // the busy timeout; SQLITE_LOCKED: the same, between connections sharing a cache. SQLite's own
 // words for both, "database is locked", say neither who holds it nor what to do.
@@ -188,77 +92,10 @@ std::string locked_message(const std::filesystem::path& path, int busy_timeout_m
 
 }  // namespace
 
-struct Store::Impl {
-    std::filesystem::path path;
-    int busy_timeout_ms;
-    SQLite::Database db;
-    int version = 0;
-    std::filesystem::path backup;
-    int recovered = 0;
-
-    Impl(std::filesystem::path p, int busy_ms)
-        : path(std::move(p)),
-          busy_timeout_ms(busy_ms),
-          db(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, busy_ms) {}
-
-    Error failure(const std::exception& e) const {
-        if (locked_by_another(e)) return make_error(ErrorCode::io, locked_message(path, busy_timeout_ms, e));
-        return make_error(ErrorCode::io, fmt::format("{}: {}", path.string(), e.what()));
-    }
-
-    // Runs `body` and turns SQLite's exceptions into errors naming the file.
-    template <class Body>
-    auto guarded(Body&& body) const -> decltype(body()) {
-        try {
-            return body();
-        } catch (const std::exception& e) {
-            return failure(e);
-        }
-    }
-
-    // Touches a conversation's activity time; fails when there is no such conversation.
-    void touch(int64_t conversation_id, int64_t at) {
-        SQLite::Statement q(db, "UPDATE conversations SET updated_ms = ? WHERE id = ?");
-        q.bind(1, at);
-        q.bind(2, conversation_id);
-        q.exec();
-    }
-
-    // Adds a message at `at` and touches its conversation, inside the caller's transaction.
-    Message insert_message(int64_t conversation_id, const std::string& role, const std::string& content,
-                           MessageState state, int64_t at) {
-        SQLite::Statement q(db,
-                            "INSERT INTO messages (conversation_id, role, content, state, created_ms, "
-                            "updated_ms) VALUES (?, ?, ?, ?, ?, ?)");
-        q.bind(1, conversation_id);
-        q.bind(2, role);
-        q.bind(3, content);
-        q.bind(4, message_state_name(state));
-        q.bind(5, at);
-        q.bind(6, at);
-        q.exec();
-        Message m;
-        m.id = db.getLastInsertRowid();
-        touch(conversation_id, at);
-        m.conversation_id = conversation_id;
-        m.role = role;
-        m.content = content;
-        m.state = state;
-        m.created_ms = m.updated_ms = at;
-        return m;
-    }
-
-    // The roles a stored message may have.
-    static Result<void> check_role(const std::string& role) {
-        if (role != "system" && role != "user" && role != "assistant") {
-            return make_error(ErrorCode::invalid_argument,
-                              fmt::format("a message's role is system, user or assistant, not '{}'", role));
-        }
-        return {};
-    }
-
-    Result<void> migrate(int target);
-};
+Error Store::Impl::failure(const std::exception& e) const {
+    if (locked_by_another(e)) return make_error(ErrorCode::io, locked_message(path, busy_timeout_ms, e));
+    return make_error(ErrorCode::io, fmt::format("{}: {}", path.string(), e.what()));
+}
 
 Result<void> Store::Impl::migrate(int target) {
     const std::vector<std::string_view>& list = migrations();
@@ -403,15 +240,6 @@ Result<Conversation> Store::conversation(int64_t id) const {
     });
 }
 
-namespace {
-
-Result<void> changed_one(int rows, const char* what, int64_t id) {
-    if (rows == 0) return make_error(ErrorCode::invalid_argument, fmt::format("no {} {}", what, id));
-    return {};
-}
-
-}  // namespace
-
 Result<void> Store::rename_conversation(int64_t id, const std::string& title) {
     return impl_->guarded([&]() -> Result<void> {
         SQLite::Statement q(impl_->db, "UPDATE conversations SET title = ?, updated_ms = ? WHERE id = ?");
@@ -483,211 +311,6 @@ Result<std::vector<SearchHit>> Store::search(const std::string& text, int limit)
                                      q.getColumn(3).getInt64()});
         }
         return hits;
-    });
-}
-
-Result<Message> Store::add_message(int64_t conversation_id, const std::string& role, const std::string& content,
-                                   MessageState state) {
-    PH_TRY(Impl::check_role(role));
-    return impl_->guarded([&]() -> Result<Message> {
-        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
-        const int64_t at = now_ms();
-        SQLite::Statement exists(impl_->db, "SELECT 1 FROM conversations WHERE id = ?");
-        exists.bind(1, conversation_id);
-        if (!exists.executeStep()) {
-            return make_error(ErrorCode::invalid_argument, fmt::format("no conversation {}", conversation_id));
-        }
-        Message m = impl_->insert_message(conversation_id, role, content, state, at);
-        transaction.commit();
-        return m;
-    });
-}
-
-Result<void> Store::update_message(int64_t id, const std::string& content) {
-    return impl_->guarded([&]() -> Result<void> {
-        SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, updated_ms = ? WHERE id = ?");
-        q.bind(1, content);
-        q.bind(2, now_ms());
-        q.bind(3, id);
-        return changed_one(q.exec(), "message", id);
-    });
-}
-
-Result<void> Store::finish_message(int64_t id, const std::string& content, MessageState state,
-                                   const MessageStats& stats, const std::string& error) {
-    return impl_->guarded([&]() -> Result<void> {
-        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
-        const int64_t at = now_ms();
-        SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
-                                       "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
-                                       "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ?, "
-                                       "recoveries_json = ?, throttle = ? WHERE id = ?");
-        q.bind(1, content);
-        q.bind(2, message_state_name(state));
-        q.bind(3, error);
-        q.bind(4, stats.model);
-        q.bind(5, stats.prompt_tokens);
-        q.bind(6, stats.generated_tokens);
-        q.bind(7, stats.ttft_ms);
-        q.bind(8, stats.tokens_per_second);
-        if (stats.energy_joules) {
-            q.bind(9, *stats.energy_joules);
-        } else {
-            q.bind(9);
-        }
-        q.bind(10, at);
-        q.bind(11, stats.reused_tokens);
-        q.bind(12, stats.engine);
-        q.bind(13, recoveries_json(stats.recoveries));
-        q.bind(14, stats.throttle);
-        q.bind(15, id);
-        if (Result<void> r = changed_one(q.exec(), "message", id); !r) return r;
-        SQLite::Statement touch(impl_->db, "UPDATE conversations SET updated_ms = ? WHERE id = "
-                                           "(SELECT conversation_id FROM messages WHERE id = ?)");
-        touch.bind(1, at);
-        touch.bind(2, id);
-        touch.exec();
-        transaction.commit();
-        return {};
-    });
-}
-
-Result<std::vector<Message>> Store::messages(int64_t conversation_id) const {
-    return impl_->guarded([&]() -> Result<std::vector<Message>> {
-        SQLite::Statement q(impl_->db,
-                            fmt::format("SELECT {} FROM messages WHERE conversation_id = ? ORDER BY id", kMessageColumns));
-        q.bind(1, conversation_id);
-        std::vector<Message> out;
-        while (q.executeStep()) out.push_back(read_message(q));
-        return out;
-    });
-}
-
-Result<std::vector<MessageStats>> Store::measured_answers(int limit) const {
-    return impl_->guarded([&]() -> Result<std::vector<MessageStats>> {
-        SQLite::Statement q(impl_->db,
-                            "SELECT generated_tokens, tokens_per_second, energy_joules FROM messages "
-                            "WHERE role = 'assistant' AND energy_joules IS NOT NULL AND generated_tokens > 0 "
-                            "AND tokens_per_second > 0 ORDER BY updated_ms DESC, id DESC LIMIT ?");
-        q.bind(1, limit);
-        std::vector<MessageStats> out;
-        while (q.executeStep()) {
-            MessageStats stats;
-            stats.generated_tokens = q.getColumn(0).getInt64();
-            stats.tokens_per_second = q.getColumn(1).getDouble();
-            stats.energy_joules = q.getColumn(2).getDouble();
-            out.push_back(std::move(stats));
-        }
-        return out;
-    });
-}
-
-Result<Message> Store::message(int64_t id) const {
-    return impl_->guarded([&]() -> Result<Message> {
-        SQLite::Statement q(impl_->db, fmt::format("SELECT {} FROM messages WHERE id = ?", kMessageColumns));
-        q.bind(1, id);
-        if (!q.executeStep()) return make_error(ErrorCode::invalid_argument, fmt::format("no message {}", id));
-        return read_message(q);
-    });
-}
-
-Result<void> Store::delete_message(int64_t id) {
-    return impl_->guarded([&]() -> Result<void> {
-        SQLite::Statement q(impl_->db, "DELETE FROM messages WHERE id = ?");
-        q.bind(1, id);
-        return changed_one(q.exec(), "message", id);
-    });
-}
-
-Result<int> Store::delete_messages_after(int64_t message_id) {
-    return impl_->guarded([&]() -> Result<int> {
-        SQLite::Statement q(impl_->db, "DELETE FROM messages WHERE conversation_id = "
-                                       "(SELECT conversation_id FROM messages WHERE id = ?1) AND id > ?1");
-        q.bind(1, message_id);
-        return q.exec();
-    });
-}
-
-Result<Message> Store::replace_messages_from(int64_t message_id, const std::string& role, const std::string& content) {
-    PH_TRY(Impl::check_role(role));
-    return impl_->guarded([&]() -> Result<Message> {
-        // An exception anywhere leaves the transaction uncommitted: its destructor rolls back.
-        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
-        SQLite::Statement owner(impl_->db, "SELECT conversation_id FROM messages WHERE id = ?");
-        owner.bind(1, message_id);
-        if (!owner.executeStep())
-            return make_error(ErrorCode::invalid_argument, fmt::format("no message {}", message_id));
-        const int64_t conversation_id = owner.getColumn(0).getInt64();
-        SQLite::Statement gone(impl_->db, "DELETE FROM messages WHERE conversation_id = ? AND id >= ?");
-        gone.bind(1, conversation_id);
-        gone.bind(2, message_id);
-        gone.exec();
-        Message m = impl_->insert_message(conversation_id, role, content, MessageState::complete, now_ms());
-        transaction.commit();
-        return m;
-    });
-}
-
-Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<ConversationRecord>& records) {
-    for (const ConversationRecord& record : records) {
-        for (const Message& m : record.messages) {
-            if (m.role != "system" && m.role != "user" && m.role != "assistant") {
-                return make_error(ErrorCode::invalid_argument,
-                                  fmt::format("a message's role is system, user or assistant, not '{}'", m.role));
-            }
-        }
-    }
-    return impl_->guarded([&]() -> Result<std::vector<int64_t>> {
-        // An exception anywhere leaves the transaction uncommitted: its destructor rolls back.
-        SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
-        SQLite::Statement conversation(impl_->db, "INSERT INTO conversations (title, system_prompt, settings_json, "
-                                                  "created_ms, updated_ms) VALUES (?, ?, ?, ?, ?)");
-        SQLite::Statement message(impl_->db,
-                                  "INSERT INTO messages (conversation_id, role, content, state, error, model, "
-                                  "prompt_tokens, generated_tokens, ttft_ms, tokens_per_second, energy_joules, "
-                                  "created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        std::vector<int64_t> ids;
-        ids.reserve(records.size());
-        for (const ConversationRecord& record : records) {
-            const Conversation& c = record.conversation;
-            conversation.reset();
-            conversation.bind(1, c.title);
-            conversation.bind(2, c.system_prompt);
-            conversation.bind(3, c.settings_json.empty() ? std::string("{}") : c.settings_json);
-            conversation.bind(4, c.created_ms);
-            conversation.bind(5, c.updated_ms);
-            conversation.exec();
-            const int64_t id = impl_->db.getLastInsertRowid();
-            ids.push_back(id);
-            for (const Message& m : record.messages) {
-                message.reset();
-                message.bind(1, id);
-                message.bind(2, m.role);
-                message.bind(3, m.content);
-                message.bind(4, message_state_name(m.state));
-                message.bind(5, m.error);
-                message.bind(6, m.stats.model);
-                message.bind(7, m.stats.prompt_tokens);
-                message.bind(8, m.stats.generated_tokens);
-                message.bind(9, m.stats.ttft_ms);
-                message.bind(10, m.stats.tokens_per_second);
-                if (m.stats.energy_joules) {
-                    message.bind(11, *m.stats.energy_joules);
-                } else {
-                    message.bind(11);
-                }
-                message.bind(12, m.created_ms);
-                message.bind(13, m.updated_ms);
-                message.bind(14, m.stats.reused_tokens);
-                message.bind(15, m.stats.engine);
-                message.bind(16, recoveries_json(m.stats.recoveries));
-                message.bind(17, m.stats.throttle);
-                message.exec();
-            }
-        }
-        transaction.commit();
-        return ids;
     });
 }
 
