@@ -142,12 +142,19 @@ constexpr std::string_view kMessageThrottle = R"sql(
 ALTER TABLE messages ADD COLUMN throttle TEXT NOT NULL DEFAULT '';
 )sql";
 
+// 9: a reasoning model's thinking, kept apart from the answer's text so that the chat can
+// show it folded above the answer and never send it back to the model; empty for answers
+// without any, and for older ones. Not indexed for search: the words found are the answer's.
+constexpr std::string_view kMessageReasoning = R"sql(
+ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-    static const std::vector<std::string_view> list = {kConversations,  kSearchAndSettings, kModels,
-                                                       kReusedTokens,   kMessageEngine,     kModelSources,
-                                                       kMessageRecoveries, kMessageThrottle};
+    static const std::vector<std::string_view> list = {kConversations,     kSearchAndSettings, kModels,
+                                                       kReusedTokens,      kMessageEngine,     kModelSources,
+                                                       kMessageRecoveries, kMessageThrottle,   kMessageReasoning};
     return list;
 }
 

@@ -107,6 +107,9 @@ struct Message {
     int64_t conversation_id = 0;
     std::string role;  // "system", "user", "assistant"
     std::string content;
+    // An answer's reasoning (a reasoning model's thinking, migration 9), apart from its text:
+    // shown folded, exported, never sent back to the model. Empty when it had none.
+    std::string reasoning;
     MessageState state = MessageState::complete;
     std::string error;  // why generation failed
     MessageStats stats;
@@ -178,11 +181,13 @@ public:
     // Messages of a conversation, in order.
     Result<Message> add_message(int64_t conversation_id, const std::string& role, const std::string& content,
                                 MessageState state = MessageState::complete);
-    // Saves the text of an answer while it streams.
-    Result<void> update_message(int64_t id, const std::string& content);
-    // Saves an answer for good: its text, final state and statistics.
-    Result<void> finish_message(int64_t id, const std::string& content, MessageState state,
-                                const MessageStats& stats, const std::string& error = {});
+    // Saves the text of an answer while it streams, with its reasoning so far (what is
+    // given replaces what was stored: empty, the answer has none).
+    Result<void> update_message(int64_t id, const std::string& content, const std::string& reasoning = {});
+    // Saves an answer for good: its text, final state and statistics, and its reasoning (as
+    // update_message).
+    Result<void> finish_message(int64_t id, const std::string& content, MessageState state, const MessageStats& stats,
+                                const std::string& error = {}, const std::string& reasoning = {});
     Result<std::vector<Message>> messages(int64_t conversation_id) const;
     Result<Message> message(int64_t id) const;
     // The statistics (tokens, tokens/s, joules) of the latest `limit` answers whose energy was
@@ -197,9 +202,9 @@ public:
     Result<Message> replace_messages_from(int64_t message_id, const std::string& role, const std::string& content);
 
     // Adds conversations as they were kept elsewhere (an import, transfer.h): title, system
-    // prompt, settings and times, and messages with their states, errors, statistics and times,
-    // all as given; ids are ignored and new ones made (an existing conversation is never
-    // touched). One transaction: all are added, or on any error none. The new ids, in order.
+    // prompt, settings and times, and messages with their reasoning, states, errors,
+    // statistics and times, all as given; ids are ignored and new ones made (an existing
+    // conversation is never touched). One transaction: all are added, or on any error none. The new ids, in order.
     Result<std::vector<int64_t>> insert_conversations(const std::vector<ConversationRecord>& records);
 
     // App settings and per-GPU settings (JSON text the app defines), by key and by GPU UUID.

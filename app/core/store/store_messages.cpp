@@ -58,7 +58,8 @@ std::vector<MessageRecovery> parse_recoveries(const std::string& text) {
 
 const char* kMessageColumns =
     "id, conversation_id, role, content, state, error, model, prompt_tokens, generated_tokens, ttft_ms, "
-    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle";
+    "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle, "
+    "reasoning";
 
 Message read_message(SQLite::Statement& q) {
     Message m;
@@ -80,6 +81,7 @@ Message read_message(SQLite::Statement& q) {
     m.stats.engine = q.getColumn(15).getString();
     m.stats.recoveries = parse_recoveries(q.getColumn(16).getString());
     m.stats.throttle = q.getColumn(17).getString();
+    m.reasoning = q.getColumn(18).getString();
     return m;
 }
 
@@ -160,18 +162,19 @@ Result<Message> Store::add_message(int64_t conversation_id, const std::string& r
     });
 }
 
-Result<void> Store::update_message(int64_t id, const std::string& content) {
+Result<void> Store::update_message(int64_t id, const std::string& content, const std::string& reasoning) {
     return impl_->guarded([&]() -> Result<void> {
-        SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, updated_ms = ? WHERE id = ?");
+        SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, reasoning = ?, updated_ms = ? WHERE id = ?");
         q.bind(1, content);
-        q.bind(2, now_ms());
-        q.bind(3, id);
+        q.bind(2, reasoning);
+        q.bind(3, now_ms());
+        q.bind(4, id);
         return changed_one(q.exec(), "message", id);
     });
 }
 
 Result<void> Store::finish_message(int64_t id, const std::string& content, MessageState state,
-                                   const MessageStats& stats, const std::string& error) {
+                                   const MessageStats& stats, const std::string& error, const std::string& reasoning) {
     return impl_->guarded([&]() -> Result<void> {
         SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
         const int64_t at = now_ms();
@@ -179,7 +182,7 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
                             "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
                             "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
                             "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ?, "
-                            "recoveries_json = ?, throttle = ? WHERE id = ?");
+                            "recoveries_json = ?, throttle = ?, reasoning = ? WHERE id = ?");
         q.bind(1, content);
         q.bind(2, message_state_name(state));
         q.bind(3, error);
@@ -198,7 +201,8 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         q.bind(12, stats.engine);
         q.bind(13, recoveries_json(stats.recoveries));
         q.bind(14, stats.throttle);
-        q.bind(15, id);
+        q.bind(15, reasoning);
+        q.bind(16, id);
         if (Result<void> r = changed_one(q.exec(), "message", id); !r) return r;
         SQLite::Statement touch(impl_->db,
                                 "UPDATE conversations SET updated_ms = ? WHERE id = "
@@ -303,11 +307,12 @@ Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<Conve
         SQLite::Statement conversation(impl_->db,
                                        "INSERT INTO conversations (title, system_prompt, settings_json, "
                                        "created_ms, updated_ms) VALUES (?, ?, ?, ?, ?)");
-        SQLite::Statement message(impl_->db,
-                                  "INSERT INTO messages (conversation_id, role, content, state, error, model, "
-                                  "prompt_tokens, generated_tokens, ttft_ms, tokens_per_second, energy_joules, "
-                                  "created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        SQLite::Statement message(
+            impl_->db,
+            "INSERT INTO messages (conversation_id, role, content, state, error, model, "
+            "prompt_tokens, generated_tokens, ttft_ms, tokens_per_second, energy_joules, "
+            "created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle, reasoning) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         std::vector<int64_t> ids;
         ids.reserve(records.size());
         for (const ConversationRecord& record : records) {
@@ -344,6 +349,7 @@ Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<Conve
                 message.bind(15, m.stats.engine);
                 message.bind(16, recoveries_json(m.stats.recoveries));
                 message.bind(17, m.stats.throttle);
+                message.bind(18, m.reasoning);
                 message.exec();
             }
         }

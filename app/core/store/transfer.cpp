@@ -85,7 +85,10 @@ Json stats_json(const MessageStats& s) {
 }
 
 Json message_json(const Message& m) {
-    Json out = {{"role", m.role}, {"content", m.content}, {"state", message_state_name(m.state)}};
+    Json out = {{"role", m.role}, {"content", m.content}};
+    // Only where there is some, so that the exports of answers without any read as before.
+    if (!m.reasoning.empty()) out["reasoning"] = m.reasoning;
+    out["state"] = message_state_name(m.state);
     if (!m.error.empty()) out["error"] = m.error;
     out["created_ms"] = m.created_ms;
     out["updated_ms"] = m.updated_ms;
@@ -366,6 +369,8 @@ Result<Message> read_message(const Json& m, const std::string& place, int64_t no
     if (content == m.end()) return bad(place, "no \"content\"");
     if (!content->is_string()) return wrong_type(member(place, "content"), *content, "a string");
     message.content = content->get<std::string>();
+    // Older exports, and OpenAI-style lists, have none.
+    PH_READ(message.reasoning, optional_string(m, "reasoning", place));
     std::optional<std::string> state;
     PH_READ(state, optional_string(m, "state", place));
     if (state) {

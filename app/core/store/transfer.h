@@ -11,6 +11,8 @@
 //       "created_ms": ..., "updated_ms": ...,
 //       "messages": [
 //         {"role": "system" | "user" | "assistant", "content": "...",
+//          "reasoning": "...",          only when there is some: a reasoning model's thinking,
+//                                       apart from the answer's content (Message::reasoning)
 //          "state": "complete" | "streaming" | "stopped" | "failed" | "interrupted",
 //          "error": "...",              only when there is one (failed answers)
 //          "created_ms": ..., "updated_ms": ...,
@@ -79,7 +81,8 @@ Result<std::string> export_json(const Store& store, const std::vector<int64_t>& 
 // off inside a code block gets the block closed), stopped, interrupted and failed answers
 // marked in italics, and with `stats` a line like "*SmolLM2 · 42 tokens · 31.5 tokens/s*"
 // and, for an answer that a device failure interrupted, "*Continued on CPU (8 threads)
-// after GPU 1 failed at token 37: Xid 79, fell off the bus*".
+// after GPU 1 failed at token 37: Xid 79, fell off the bus*". An answer's reasoning is left
+// out, as the chat's Copy leaves it: the document is what was said (the JSON keeps it).
 Result<std::string> export_markdown(const Store& store, const std::vector<int64_t>& ids,
                                     const ExportOptions& options = {});
 

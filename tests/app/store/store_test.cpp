@@ -397,6 +397,54 @@ TEST(Store, AnAnswerKeepsWhereItWentOnAfterADeviceFailed) {
     EXPECT_TRUE(edited.stats.recoveries.empty());
 }
 
+// Migration 9 keeps a reasoning model's thinking apart from the answer's text: answers stored
+// before it have none, and a new answer's reasoning is saved as it streams, replaced by the
+// final save's, read back after a reopen, and never found by search (the words found are
+// the answer's).
+TEST(Store, AnAnswerKeepsItsReasoningApartFromItsText) {
+    test::TempDir dir;
+    const auto path = dir / "p.db";
+    int64_t conversation = 0;
+    int64_t old_answer = 0;
+    {
+        Store old = open_store(path, {.target_version = 8});
+        EXPECT_EQ(old.schema_version(), 8);
+        conversation = ok(old.create_conversation("Before")).id;
+        ok(old.add_message(conversation, "user", "hello"));
+        old_answer = ok(old.add_message(conversation, "assistant", "Hi there.")).id;
+    }
+    int64_t answer = 0;
+    {
+        Store s = open_store(path);
+        EXPECT_EQ(s.schema_version(), Store::latest_version());
+        EXPECT_GE(Store::latest_version(), 9);
+        EXPECT_EQ(s.backup_path().filename().string(), "p.db.v8.bak");
+        const Message before = ok(s.message(old_answer));
+        EXPECT_EQ(before.content, "Hi there.");
+        EXPECT_EQ(before.reasoning, "");
+
+        answer = ok(s.add_message(conversation, "assistant", "", MessageState::streaming)).id;
+        ok(s.update_message(answer, "", "The user greets me;"));
+        Message streaming = ok(s.message(answer));
+        EXPECT_EQ(streaming.content, "");
+        EXPECT_EQ(streaming.reasoning, "The user greets me;");
+        MessageStats stats;
+        stats.generated_tokens = 12;
+        ok(s.finish_message(answer, "Hello!", MessageState::complete, stats, {},
+                            "The user greets me; greet them back."));
+    }
+    Store s = open_store(path);
+    const std::vector<Message> messages = ok(s.messages(conversation));
+    ASSERT_EQ(messages.size(), 3u);
+    EXPECT_EQ(messages[2].id, answer);
+    EXPECT_EQ(messages[2].content, "Hello!");
+    EXPECT_EQ(messages[2].reasoning, "The user greets me; greet them back.");
+    EXPECT_EQ(messages[2].state, MessageState::complete);
+    EXPECT_EQ(messages[1].reasoning, "");
+    EXPECT_TRUE(ok(s.search("greets")).empty()) << "the reasoning is not searched";
+    EXPECT_EQ(ok(s.search("hello")).size(), 1u);
+}
+
 // Another program (a second Powerhouse, powerhouse-cli, a database browser) holding the
 // file's write lock: a write waits the busy timeout (shortened here), then fails with words
 // that say who holds it and what to do, having changed nothing; once the lock is gone the

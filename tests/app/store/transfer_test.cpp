@@ -63,6 +63,7 @@ std::vector<ConversationRecord> rich_conversations() {
     answer.stats = stats(42, 31.5);
     answer.stats.energy_joules = 3.25;
     answer.stats.recoveries = {{37, "GPU 1", "Xid 79, fell off the bus", "CPU (8 threads)"}};
+    answer.reasoning = "They want C++ \"hello world\"; keep it short ✓\n";
     first.messages.push_back(answer);
     first.messages.push_back(message("user", "tabs\tand\nnewlines\r\nand a NUL-free \u00e9", kMay1 + 3000));
     Message stopped = message("assistant", "Partial ```py\nprint(", kMay1 + 4000, MessageState::stopped);
@@ -113,6 +114,8 @@ TEST(Transfer, ExportImportExportGivesTheSameJson) {
     EXPECT_EQ(messages[2].stats.energy_joules, 3.25);
     EXPECT_EQ(messages[2].stats.reused_tokens, 12);
     EXPECT_EQ(messages[2].stats.recoveries, rich_conversations()[0].messages[2].stats.recoveries);
+    EXPECT_EQ(messages[2].reasoning, rich_conversations()[0].messages[2].reasoning);
+    EXPECT_EQ(messages[4].reasoning, "");
     EXPECT_EQ(messages[4].state, MessageState::stopped);
     EXPECT_EQ(messages[4].stats.engine, "http://gpu-box:8000/v1");
     EXPECT_EQ(messages[4].stats.throttle, "GPU 0 throttled (thermal (software)) for 12% of the answer");
@@ -158,6 +161,17 @@ TEST(Transfer, JsonFollowsTheDocumentedShape) {
     EXPECT_EQ(c["messages"][4]["stats"]["throttle"], "GPU 0 throttled (thermal (software)) for 12% of the answer");
     EXPECT_FALSE(c["messages"][2]["stats"].contains("throttle")) << "only where the GPUs were slowed";
     EXPECT_EQ(c["messages"][5]["error"], "out of memory on cuda:0 <needs 2 GiB>");
+    // The reasoning comes after the content, only where there is some.
+    std::vector<std::string> answer_keys;
+    for (const auto& [key, value] : c["messages"][2].items()) answer_keys.push_back(key);
+    EXPECT_EQ(answer_keys,
+              (std::vector<std::string>{"role", "content", "reasoning", "state", "created_ms", "updated_ms", "stats"}));
+    EXPECT_EQ(c["messages"][2]["reasoning"], "They want C++ \"hello world\"; keep it short ✓\n");
+    EXPECT_FALSE(c["messages"][4].contains("reasoning"));
+    // The Markdown is what was said: the answer, not its reasoning.
+    const std::string markdown = ok(export_markdown(s, {}));
+    EXPECT_NE(markdown.find("std::puts"), std::string::npos);
+    EXPECT_EQ(markdown.find("keep it short"), std::string::npos);
     EXPECT_EQ(doc["conversations"][1]["title"], "Empty settings");
 }
 
@@ -348,6 +362,7 @@ TEST(Transfer, AStreamingAnswerComesInInterrupted) {
                                     {"role": "assistant", "content": "half an ans", "state": "streaming"}]}]})";
     const ImportReport report = ok(import_json(s, text));
     EXPECT_EQ(ok(s.messages(report.ids[0]))[1].state, MessageState::interrupted);
+    EXPECT_EQ(ok(s.messages(report.ids[0]))[1].reasoning, "") << "exports from before reasoning have none";
     // A file with a byte-order mark (some editors write one) reads the same.
     EXPECT_TRUE(import_json(s, "\xEF\xBB\xBF" + text));
 }
@@ -397,6 +412,8 @@ TEST(Transfer, RefusesBadInputWithItsPlaceAndLeavesTheStoreAlone) {
         {doc(R"([{"messages": [{"content": "x"}]}])"), "conversations[0].messages[0]: no \"role\""},
         {doc(R"([{"messages": [{"role": "user", "content": 42}]}])"),
          "conversations[0].messages[0].content: 42 is not a string"},
+        {doc(R"([{"messages": [{"role": "assistant", "content": "x", "reasoning": ["a"]}]}])"),
+         "conversations[0].messages[0].reasoning: an array is not a string"},
         {doc(R"([{"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}])"),
          "conversations[0].messages[0].content: an array is not a string"},
         {doc(R"([{"title": "x"}])"), "conversations[0]: no \"messages\""},
