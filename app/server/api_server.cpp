@@ -437,9 +437,10 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     command.raw_prompt = std::move(request.prompt);
     command.settings = request.settings;
     if (request.tool_choice != ToolChoice::none) command.tools = request.tools;
+    command.read_answer = chat;
     engine.submit(std::move(command));
     auto reply = std::make_shared<Reply>(chat, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id), model.id,
-                                         static_cast<int64_t>(std::time(nullptr)), request, model.tool_format);
+                                         static_cast<int64_t>(std::time(nullptr)), request);
     auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port);
 
     if (request.stream) {

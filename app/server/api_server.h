@@ -1,7 +1,8 @@
 // An OpenAI-compatible HTTP API over the engine (issue 19) on cpp-httplib: GET /health,
 // GET /v1/models, POST /v1/chat/completions and /v1/completions (streaming as server-sent
-// events or not; logprobs; tools with the model's own tool-call format; response_format
-// json_object and json_schema by constrained sampling), GET /metrics for Prometheus. Each
+// events or not; logprobs; tools with the model's own tool-call format; a reasoning model's
+// thinking as `reasoning_content`; response_format json_object and json_schema, and
+// llama.cpp's `grammar` field, by constrained sampling), GET /metrics for Prometheus. Each
 // request is a GenerateCommand of the engine, so requests from many clients are batched
 // together (powerhouse/scheduler.h); a client that goes away cancels its generation.
 // Request parsing is in requests.h, the shapes of the answers in replies.h.

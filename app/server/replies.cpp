@@ -21,22 +21,13 @@ json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
 
 }  // namespace
 
-Reply::Reply(bool chat, std::string id, std::string model, int64_t created, const GenRequest& request,
-             ToolCallFormat tool_format)
+Reply::Reply(bool chat, std::string id, std::string model, int64_t created, const GenRequest& request)
     : chat_(chat),
       id_(std::move(id)),
       model_(std::move(model)),
       created_(created),
       include_usage_(request.include_usage),
-      logprobs_(request.settings.logprobs),
-      tools_(chat && request.tool_choice != ToolChoice::none),
-      parsed_(tools_ || (chat && format_has_reasoning(tool_format))),
-      tool_format_(tool_format) {
-    if (parsed_) {
-        tool_list_ = request.tools;  // types the values of the XML formats' calls
-        tool_stream_.emplace(tool_format_, id_, tool_list_);
-    }
-}
+      logprobs_(request.settings.logprobs) {}
 
 json Reply::usage(const DoneEvent& done) {
     const auto prompt = static_cast<int64_t>(done.prompt_ids.size());
@@ -64,17 +55,13 @@ json Reply::complete(const DoneEvent& done) const {
     json choice = {{"index", 0}};
     std::string reason = finish_reason(done.stats.stop_reason);
     if (chat_) {
-        json message = {{"role", "assistant"}, {"content", done.text}};
-        if (parsed_) {
-            const ParsedAnswer parsed = parse_answer(tool_format_, done.text, id_, tool_list_);
-            message["content"] =
-                parsed.content.empty() && !parsed.tool_calls.empty() ? json(nullptr) : json(parsed.content);
-            if (!parsed.reasoning.empty()) message["reasoning_content"] = parsed.reasoning;
-            if (!parsed.tool_calls.empty()) {
-                message["tool_calls"] = tool_calls_json(parsed.tool_calls, false);
-                if (done.stats.stop_reason == StopReason::eos || done.stats.stop_reason == StopReason::stop) {
-                    reason = "tool_calls";
-                }
+        json message = {{"role", "assistant"}};
+        message["content"] = done.text.empty() && !done.tool_calls.empty() ? json(nullptr) : json(done.text);
+        if (!done.reasoning.empty()) message["reasoning_content"] = done.reasoning;
+        if (!done.tool_calls.empty()) {
+            message["tool_calls"] = tool_calls_json(done.tool_calls, false);
+            if (done.stats.stop_reason == StopReason::eos || done.stats.stop_reason == StopReason::stop) {
+                reason = "tool_calls";
             }
         }
         choice["message"] = std::move(message);
@@ -110,10 +97,17 @@ std::string Reply::stream_start() {
 }
 
 std::string Reply::stream_text(const TokenEvent& token) {
-    const std::string text = tool_stream_ ? tool_stream_->feed(token.text) : token.text;
+    const std::string& text = token.text;
     // Logprobs go with the text they belong to; held-back text keeps its logprobs for later.
     pending_logprobs_.insert(pending_logprobs_.end(), token.logprobs.begin(), token.logprobs.end());
-    if (text.empty()) return {};
+    std::string out;
+    if (chat_ && !token.reasoning.empty()) {
+        out += event({{"index", 0},
+                      {"delta", {{"reasoning_content", token.reasoning}}},
+                      {"logprobs", nullptr},
+                      {"finish_reason", nullptr}});
+    }
+    if (text.empty()) return out;
     json choice = {{"index", 0}};
     if (chat_) {
         choice["delta"] = {{"content", text}};
@@ -124,7 +118,7 @@ std::string Reply::stream_text(const TokenEvent& token) {
     choice["finish_reason"] = nullptr;
     text_offset_ += text.size();
     pending_logprobs_.clear();
-    return event(std::move(choice));
+    return out + event(std::move(choice));
 }
 
 std::string Reply::stream_end(const DoneEvent& done) {
@@ -135,28 +129,13 @@ std::string Reply::stream_end(const DoneEvent& done) {
         pending_logprobs_.clear();
         return lp;
     };
-    if (tool_stream_) {
-        const ParsedAnswer parsed = tool_stream_->finish();
-        if (!parsed.content.empty() || logprobs_) {
-            json choice = {{"index", 0}, {"delta", {{"content", parsed.content}}}};
-            choice["logprobs"] = logprobs_ ? unsent() : json(nullptr);
-            choice["finish_reason"] = nullptr;
-            if (!parsed.content.empty() || !choice["logprobs"].is_null()) out += event(std::move(choice));
-        }
-        if (!parsed.reasoning.empty()) {
-            out += event({{"index", 0},
-                          {"delta", {{"reasoning_content", parsed.reasoning}}},
-                          {"logprobs", nullptr},
-                          {"finish_reason", nullptr}});
-        }
-        if (!parsed.tool_calls.empty()) {
-            out += event({{"index", 0},
-                          {"delta", {{"tool_calls", tool_calls_json(parsed.tool_calls, true)}}},
-                          {"logprobs", nullptr},
-                          {"finish_reason", nullptr}});
-            if (done.stats.stop_reason == StopReason::eos || done.stats.stop_reason == StopReason::stop) {
-                reason = "tool_calls";
-            }
+    if (chat_ && !done.tool_calls.empty()) {
+        out += event({{"index", 0},
+                      {"delta", {{"tool_calls", tool_calls_json(done.tool_calls, true)}}},
+                      {"logprobs", nullptr},
+                      {"finish_reason", nullptr}});
+        if (done.stats.stop_reason == StopReason::eos || done.stats.stop_reason == StopReason::stop) {
+            reason = "tool_calls";
         }
     }
     json last = {{"index", 0}};

@@ -2,23 +2,19 @@
 // request that does not stream, and the server-sent events of one that does (a chunk per
 // piece of text, the finish reason, the usage when asked, and "data: [DONE]").
 //
-// With tools, the model's text goes through its family's tool-call parser
-// (powerhouse/tool_calls.h): a call comes back as `tool_calls` with finish_reason
-// "tool_calls", and while streaming, text that may be the start of a call is held back so
-// that a client never sees a call's markup as content. Formats whose answers carry reasoning
-// (gpt-oss's analysis channel, Seed-OSS's and GLM's think blocks) go through it for every
-// chat, tools or not: the reasoning comes back as `reasoning_content` (at the end of a
-// stream), never as content.
+// A chat's answer is read by the engine in the model's own format (GenerateCommand::
+// read_answer, powerhouse/tool_calls.h): its reasoning (think blocks, gpt-oss's analysis
+// channel) comes back as `reasoning_content`, streamed as it comes, never as content; with
+// tools, a call comes back as `tool_calls` with finish_reason "tool_calls" (at the end of a
+// stream), and its markup never reaches the content.
 //
 // Thread-safety: a Reply belongs to one request, used by one thread at a time.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "powerhouse/engine.h"
-#include "powerhouse/tool_calls.h"
 #include "requests.h"
 
 namespace powerhouse::server {
@@ -26,8 +22,7 @@ namespace powerhouse::server {
 class Reply {
 public:
     // `chat`: /v1/chat/completions, else /v1/completions.
-    Reply(bool chat, std::string id, std::string model, int64_t created, const GenRequest& request,
-          ToolCallFormat tool_format);
+    Reply(bool chat, std::string id, std::string model, int64_t created, const GenRequest& request);
 
     // The whole answer (not streaming).
     json complete(const DoneEvent& done) const;
@@ -46,13 +41,6 @@ private:
     int64_t created_;
     bool include_usage_;
     bool logprobs_;
-    bool tools_;
-    // The answer goes through the format's parser: with tools, and for formats whose answers
-    // carry reasoning (format_has_reasoning: gpt-oss's channels, think blocks), without.
-    bool parsed_;
-    ToolCallFormat tool_format_;
-    json tool_list_;  // the request's tools
-    std::optional<ToolCallStream> tool_stream_;
     std::vector<TokenLogprob> pending_logprobs_;  // of text not sent yet
     size_t text_offset_ = 0;                      // text streamed so far (legacy completions' text_offset)
 

@@ -302,9 +302,6 @@ std::optional<ApiError> read_tools(const json& body, const ServedModel& model, G
             return ApiError{500, "the tool-call grammar is wrong: " + grammar.error().message, "server_error", {}, {}};
         r.settings.grammar = std::move(grammar).value();
     }
-    // The models' call markers; and the channels and think tags that separate reasoning from
-    // the answer (Reply reads them out for every chat in such a format).
-    if (r.tool_choice != ToolChoice::none || format_has_reasoning(model.tool_format)) r.settings.render_special = true;
     return std::nullopt;
 }
 
@@ -341,6 +338,20 @@ std::optional<ApiError> read_response_format(const json& body, GenRequest& r) {
         return ApiError{
             500, "the response_format grammar is wrong: " + grammar.error().message, "server_error", {}, {}};
     }
+    r.settings.grammar = std::move(grammar).value();
+    return std::nullopt;
+}
+
+// grammar: a grammar in GBNF (llama.cpp's server takes the same field) that the answer must
+// follow; one constraint per request.
+std::optional<ApiError> read_grammar(const json& body, GenRequest& r) {
+    if (!present(body, "grammar")) return std::nullopt;
+    if (!body["grammar"].is_string()) return bad("grammar", "'grammar' must be a string (a grammar in GBNF)");
+    if (r.settings.grammar) {
+        return bad("grammar", "'grammar' cannot be combined with response_format or a required tool call");
+    }
+    Result<Grammar> grammar = Grammar::parse(body["grammar"].get<std::string>());
+    if (!grammar) return bad("grammar", "the grammar is wrong: " + grammar.error().message);
     r.settings.grammar = std::move(grammar).value();
     return std::nullopt;
 }
@@ -460,6 +471,7 @@ std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedMode
     }
     if (auto e = read_tools(body, model, r)) return *e;
     if (auto e = read_response_format(body, r)) return *e;
+    if (auto e = read_grammar(body, r)) return *e;
     // logprobs: true, with top_logprobs 0..20.
     if (present(body, "logprobs")) {
         if (!body["logprobs"].is_boolean()) return bad("logprobs", "'logprobs' must be true or false");
@@ -505,6 +517,7 @@ std::variant<GenRequest, ApiError> parse_completion(const json& body, const Serv
         r.settings.top_logprobs = static_cast<int32_t>(body["logprobs"].get<int64_t>());
     }
     if (auto e = parse_options(body, model, 16, r)) return *e;  // OpenAI's default for completions
+    if (auto e = read_grammar(body, r)) return *e;
     return r;
 }
 

@@ -3,7 +3,8 @@
 log-probabilities (chat and legacy completions), tools (the model's calls come back as
 `tool_calls`; "required" and a named function force a call whose arguments match the
 function's schema), response_format json_object and json_schema (checked with the
-`jsonschema` package, a validator this project did not write), /metrics with GPU
+`jsonschema` package, a validator this project did not write), a reasoning model's thinking
+as `reasoning_content` (streamed before the content), /metrics with GPU
 telemetry (simulated GPUs, labelled so), CORS, and SIGTERM letting a stream finish.
 
 Usage: openai_features_test.py --cli PATH/powerhouse-cli [--model MODEL.gguf]
@@ -85,16 +86,18 @@ class Features(ServedTestCase):
         banned = self.token_id(top[0].token)
         again = self.chat(ask("Name a fruit."), max_tokens=1, logit_bias={str(banned): -100})
         self.assertEqual(again.choices[0].message.content, top[1].token)
-        # Forced: +100 makes one token the whole answer, streamed or not.
+        # Forced: +100 makes one token the whole answer, streamed or not (a chat's content is
+        # read as an answer, its ends trimmed; legacy completions keep the text as it is).
         banana = self.token_id(" banana")
         forced = self.chat(ask("Name a colour."), max_tokens=3, logit_bias={str(banana): 100})
-        self.assertEqual(forced.choices[0].message.content, " banana banana banana")
+        self.assertEqual(forced.choices[0].message.content, "banana banana banana")
+        self.assertEqual(forced.usage.completion_tokens, 3)
         streamed = "".join(c.choices[0].delta.content or "" for c in self.chat(
             ask("Name a colour."), max_tokens=3, logit_bias={str(banana): 100}, stream=True) if c.choices)
-        self.assertEqual(streamed, " banana banana banana")
+        self.assertEqual(streamed, "banana banana banana")
         # Sampled (temperature 1) too, and on the legacy completions endpoint.
         hot = self.chat(ask("Name a colour."), max_tokens=2, temperature=1, seed=3, logit_bias={str(banana): 100})
-        self.assertEqual(hot.choices[0].message.content, " banana banana")
+        self.assertEqual(hot.choices[0].message.content, "banana banana")
         legacy = self.api.completions.create(model=self.server.model, prompt="Once upon", max_tokens=2, temperature=0,
                                              logit_bias={str(banana): 100})
         self.assertEqual(legacy.choices[0].text, " banana banana")
@@ -242,6 +245,38 @@ class Features(ServedTestCase):
                 self.chat(ask("hi"), **bad)
         with self.assertRaises(openai.BadRequestError):
             self.chat([{"role": "tool", "content": "18 degrees"}])  # no tool_call_id
+
+    # ---- reasoning ----
+
+    def test_reasoning_comes_back_apart_from_the_content(self):
+        # The test model does not think: llama.cpp's `grammar` field makes it write what a
+        # reasoning model writes (Qwen3, DeepSeek-R1), and the server reads it as theirs.
+        grammar = 'root ::= "<think>The user asks for a capital. It is Paris.</think>\\n\\nParis."'
+        thought = "The user asks for a capital. It is Paris."
+        r = self.chat(ask("What is the capital of France?"), max_tokens=60, extra_body={"grammar": grammar})
+        message = r.choices[0].message
+        self.assertEqual(message.content, "Paris.")
+        self.assertEqual((message.model_extra or {}).get("reasoning_content"), thought)
+        # Streamed: the reasoning as it is written, then the content.
+        kinds, reasoning, content = [], "", ""
+        for chunk in self.chat(ask("What is the capital of France?"), max_tokens=60, stream=True,
+                               extra_body={"grammar": grammar}):
+            for c in chunk.choices:
+                piece = (c.delta.model_extra or {}).get("reasoning_content")
+                if piece:
+                    reasoning += piece
+                    kinds.append("reasoning")
+                if c.delta.content:
+                    content += c.delta.content
+                    kinds.append("content")
+        self.assertEqual(reasoning, thought)
+        self.assertEqual(content, "Paris.")
+        self.assertGreater(kinds.index("content"), 3, kinds)
+        self.assertNotIn("reasoning", kinds[kinds.index("content"):], kinds)
+        # A grammar that does not parse is the client's mistake.
+        with self.assertRaises(openai.BadRequestError) as raised:
+            self.chat(ask("hi"), extra_body={"grammar": "root ::= ("})
+        self.assertIn("grammar", str(raised.exception))
 
     # ---- metrics ----
 

@@ -1,8 +1,8 @@
-// The API server's request parsing and answers for a model whose answers carry reasoning
-// (app/server/requests.h, replies.h), without a model or a socket: gpt-oss's channels and
-// Seed-OSS's think blocks never reach `content`, tools or not, and the reasoning comes back
-// as `reasoning_content`, as llama.cpp's server returns it. The whole server, with a real
-// model, is tested through the official `openai` package (openai_client_test.py).
+// The API server's answers from the engine's events (app/server/replies.h), without a model
+// or a socket: a chat's reasoning (read apart by the engine, GenerateCommand::read_answer)
+// comes back as `reasoning_content`, streamed as it arrives and never as content; tool
+// calls come back as `tool_calls`. The whole server, with a real model, is tested through
+// the official `openai` package (openai_client_test.py, openai_features_test.py).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,32 +15,34 @@
 namespace powerhouse::server {
 namespace {
 
-const char* const kHarmonyAnswer =
-    "<|channel|>analysis<|message|>The user asks for a capital. Easy.<|end|><|start|>assistant<|channel|>final"
-    "<|message|>Paris.";
-
-GenRequest chat_request(ToolCallFormat format, bool stream) {
-    const json body = {
+GenRequest chat_request(bool stream, const json& extra = json::object()) {
+    json body = {
         {"model", "m"}, {"messages", {{{"role", "user"}, {"content", "The capital of France?"}}}}, {"stream", stream}};
-    std::variant<GenRequest, ApiError> r = parse_chat(body, ServedModel{"m", 4096, 0, format});
-    EXPECT_TRUE(std::holds_alternative<GenRequest>(r));
-    return std::get<GenRequest>(std::move(r));
+    body.update(extra);
+    std::variant<GenRequest, ApiError> r = parse_chat(body, ServedModel{"m", 4096, 0, ToolCallFormat::hermes});
+    EXPECT_TRUE(std::holds_alternative<GenRequest>(r)) << std::get<ApiError>(r).message;
+    return std::holds_alternative<GenRequest>(r) ? std::get<GenRequest>(std::move(r)) : GenRequest{};
 }
 
-DoneEvent done_with(std::string text) {
+DoneEvent done_with(std::string text, std::string reasoning = {}, std::vector<ToolCall> calls = {}) {
     DoneEvent done;
     done.text = std::move(text);
+    done.reasoning = std::move(reasoning);
+    done.tool_calls = std::move(calls);
     done.stats.stop_reason = StopReason::eos;
     return done;
 }
 
-// The content and reasoning of a stream's events.
-struct Streamed {
-    std::string content, reasoning;
-};
+TokenEvent token(std::string text, std::string reasoning) {
+    TokenEvent t;
+    t.text = std::move(text);
+    t.reasoning = std::move(reasoning);
+    return t;
+}
 
-Streamed read_stream(const std::string& events) {
-    Streamed out;
+// The stream's events' choices, in order.
+std::vector<json> choices_of(const std::string& events) {
+    std::vector<json> out;
     size_t at = 0;
     while ((at = events.find("data: ", at)) != std::string::npos) {
         const size_t end = events.find("\n\n", at);
@@ -48,59 +50,80 @@ Streamed read_stream(const std::string& events) {
         at = end;
         if (data == "[DONE]") break;
         const json chunk = json::parse(data);
-        const json& delta = chunk["choices"][0]["delta"];
-        if (delta.contains("content") && delta["content"].is_string()) out.content += delta["content"];
-        if (delta.contains("reasoning_content")) out.reasoning += delta["reasoning_content"];
+        if (!chunk["choices"].empty()) out.push_back(chunk["choices"][0]);
     }
     return out;
 }
 
-TEST(ServerReasoning, ChatsInAFormatWithReasoningAskForTheMarkersWithoutTools) {
-    EXPECT_TRUE(chat_request(ToolCallFormat::harmony, false).settings.render_special);
-    EXPECT_TRUE(chat_request(ToolCallFormat::seed_oss, false).settings.render_special);
-    EXPECT_TRUE(chat_request(ToolCallFormat::glm45, false).settings.render_special);
-    EXPECT_FALSE(chat_request(ToolCallFormat::hermes, false).settings.render_special);
-    EXPECT_FALSE(chat_request(ToolCallFormat::generic, false).settings.render_special);
-}
-
-TEST(ServerReasoning, GptOssAnswersWithoutToolsKeepTheChannelsOutOfTheContent) {
-    const GenRequest request = chat_request(ToolCallFormat::harmony, false);
-    const Reply reply(true, "chatcmpl-1", "m", 0, request, ToolCallFormat::harmony);
-    const json message = reply.complete(done_with(kHarmonyAnswer))["choices"][0]["message"];
+TEST(ServerReply, AWholeAnswerCarriesItsReasoningApart) {
+    const Reply reply(true, "chatcmpl-1", "m", 0, chat_request(false));
+    const json message =
+        reply.complete(done_with("Paris.", "The user asks for a capital. Easy."))["choices"][0]["message"];
     EXPECT_EQ(message["content"], "Paris.");
     EXPECT_EQ(message["reasoning_content"], "The user asks for a capital. Easy.");
     EXPECT_FALSE(message.contains("tool_calls"));
+    // No reasoning: no field.
+    EXPECT_FALSE(reply.complete(done_with("Paris."))["choices"][0]["message"].contains("reasoning_content"));
 }
 
-TEST(ServerReasoning, AStreamedGptOssAnswerSendsTheFinalChannelAndTheReasoning) {
-    const GenRequest request = chat_request(ToolCallFormat::harmony, true);
-    Reply reply(true, "chatcmpl-2", "m", 0, request, ToolCallFormat::harmony);
+TEST(ServerReply, ReasoningStreamsAsItArrivesBeforeTheContent) {
+    Reply reply(true, "chatcmpl-2", "m", 0, chat_request(true));
     std::string events = reply.stream_start();
-    const std::string answer = kHarmonyAnswer;
-    for (size_t i = 0; i < answer.size(); i += 5) {  // pieces that cut the markers anywhere
-        TokenEvent token;
-        token.text = answer.substr(i, 5);
-        events += reply.stream_text(token);
+    events += reply.stream_text(token("", "The user asks"));
+    events += reply.stream_text(token("", " for a capital."));
+    events += reply.stream_text(token("", ""));  // the reader waits on a possible tag
+    events += reply.stream_text(token("Par", ""));
+    events += reply.stream_text(token("is.", ""));
+    events += reply.stream_end(done_with("Paris.", "The user asks for a capital."));
+    std::vector<std::string> order;
+    std::string content, reasoning;
+    for (const json& c : choices_of(events)) {
+        const json& delta = c["delta"];
+        if (delta.contains("reasoning_content")) {
+            reasoning += delta["reasoning_content"].get<std::string>();
+            order.push_back("reasoning");
+        }
+        if (delta.contains("content") && delta["content"].is_string() && !delta["content"].get<std::string>().empty()) {
+            content += delta["content"].get<std::string>();
+            order.push_back("content");
+        }
     }
-    events += reply.stream_end(done_with(answer));
-    const Streamed s = read_stream(events);
-    EXPECT_EQ(s.content, "Paris.");
-    EXPECT_EQ(s.reasoning, "The user asks for a capital. Easy.");
-    EXPECT_EQ(events.find("<|"), std::string::npos) << events;
+    EXPECT_EQ(reasoning, "The user asks for a capital.");
+    EXPECT_EQ(content, "Paris.");
+    EXPECT_EQ(order, (std::vector<std::string>{"reasoning", "reasoning", "content", "content"}));
 }
 
-TEST(ServerReasoning, SeedOssThinkBlocksAreReasoningAndOtherFormatsStayAsWritten) {
-    const GenRequest seed = chat_request(ToolCallFormat::seed_oss, false);
-    const Reply seed_reply(true, "chatcmpl-3", "m", 0, seed, ToolCallFormat::seed_oss);
-    const json message =
-        seed_reply.complete(done_with("<seed:think>Short question.</seed:think>Paris."))["choices"][0]["message"];
-    EXPECT_EQ(message["content"], "Paris.");
-    EXPECT_EQ(message["reasoning_content"], "Short question.");
-    // A format without reasoning is not parsed without tools: its text is the content.
-    const GenRequest hermes = chat_request(ToolCallFormat::hermes, false);
-    const Reply hermes_reply(true, "chatcmpl-4", "m", 0, hermes, ToolCallFormat::hermes);
-    EXPECT_EQ(hermes_reply.complete(done_with("<tool_call>not parsed</tool_call>"))["choices"][0]["message"]["content"],
-              "<tool_call>not parsed</tool_call>");
+TEST(ServerReply, CallsComeBackAsToolCalls) {
+    const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather"}}])");
+    const GenRequest request = chat_request(false, {{"tools", tools}});
+    const Reply reply(true, "chatcmpl-3", "m", 0, request);
+    const json whole = reply.complete(done_with("", "", {{"call_1", "get_weather", R"({"city":"Paris"})"}}));
+    EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+    EXPECT_TRUE(whole["choices"][0]["message"]["content"].is_null());
+    EXPECT_EQ(whole["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+
+    Reply streamed(true, "chatcmpl-4", "m", 0, chat_request(true, {{"tools", tools}}));
+    std::string events = streamed.stream_start();
+    events += streamed.stream_end(done_with("", "", {{"call_1", "get_weather", R"({"city":"Paris"})"}}));
+    const std::vector<json> choices = choices_of(events);
+    ASSERT_GE(choices.size(), 2u);
+    EXPECT_EQ(choices[choices.size() - 2]["delta"]["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
+    EXPECT_EQ(choices.back()["finish_reason"], "tool_calls");
+}
+
+TEST(ServerRequests, AGrammarConstrainsTheAnswer) {
+    EXPECT_TRUE(chat_request(false, {{"grammar", "root ::= \"yes\" | \"no\""}}).settings.grammar.has_value());
+    const json base = {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+    const ServedModel model{"m", 4096, 0, ToolCallFormat::hermes};
+    for (const json& bad : {json{{"grammar", 3}}, json{{"grammar", "root ::= ("}},
+                            json{{"grammar", "root ::= \"a\""}, {"response_format", {{"type", "json_object"}}}}}) {
+        json body = base;
+        body.update(bad);
+        const std::variant<GenRequest, ApiError> r = parse_chat(body, model);
+        ASSERT_TRUE(std::holds_alternative<ApiError>(r)) << bad.dump();
+        EXPECT_EQ(std::get<ApiError>(r).status, 400) << bad.dump();
+        EXPECT_EQ(std::get<ApiError>(r).param, "grammar") << bad.dump();
+    }
 }
 
 }  // namespace

@@ -78,6 +78,14 @@ struct GenerateCommand {
     nlohmann::ordered_json tools;
     std::optional<std::string> raw_prompt;  // text used as it is (the BOS token added as the model asks)
     bool parse_special = true;  // raw_prompt: special tokens written in it become their ids
+    // Chat (not raw_prompt): read the answer in the model's own format as it streams
+    // (powerhouse/tool_calls.h, the format of the model's chat template). The model's
+    // reasoning (a think block, one the prompt opened included; gpt-oss's analysis channel)
+    // comes apart from the text: TokenEvent::reasoning and DoneEvent::reasoning. With tools
+    // offered, the calls come back in DoneEvent::tool_calls and their markup never reaches
+    // the text. TokenEvent::text and DoneEvent::text are then the answer's content (its ends
+    // trimmed, control tokens hidden). The engine generates with render_special for it.
+    bool read_answer = false;
     GenerationSettings settings;
     ContextOverflow overflow = ContextOverflow::fail;
 };
@@ -117,6 +125,9 @@ struct UnloadedEvent {};
 struct TokenEvent {
     uint64_t request_id = 0;
     std::string text;  // the new text (never half a UTF-8 character)
+    // GenerateCommand::read_answer: the new reasoning (text and reasoning may both be empty
+    // while the reader waits to see what a marker opens).
+    std::string reasoning;
     // When the request asked for them: the tokens generated since the previous TokenEvent.
     std::vector<TokenLogprob> logprobs;
 };
@@ -132,7 +143,11 @@ struct RecoveryNote {
 struct DoneEvent {
     uint64_t request_id = 0;
     std::vector<RecoveryNote> recoveries;  // in the order they happened; usually none
-    std::string text;  // the whole answer
+    std::string text;                      // the whole answer (with read_answer: its content)
+    // GenerateCommand::read_answer: the whole reasoning, and the tool calls the answer made
+    // when tools were offered.
+    std::string reasoning;
+    std::vector<ToolCall> tool_calls;
     std::vector<TokenId> prompt_ids;
     std::vector<TokenId> generated_ids;
     GenerationStats stats;

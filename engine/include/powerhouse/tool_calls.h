@@ -39,13 +39,19 @@
 // a value (its template writes them). A string cannot hold its own closing tag
 // (</parameter>, </arg_value>); a JSON object or array can, when the tag follows its
 // brackets. A block that does not read as a whole (a missing closing tag, an empty name)
-// is content, its opening tag included. Qwen3.5's reasoning, opened by its template rather
-// than by the model, stays content.
+// is content, its opening tag included.
 //
 // Control tokens (<|python_tag|>, [TOOL_CALLS], <|channel|>, ...) are hidden from the text
 // unless GenerationSettings::render_special is set, and the parsers need them: generate with
 // render_special when tools are on. The format's own control tokens never reach the
 // content; Qwen's <tool_call> is an ordinary token and is always in the text.
+//
+// Reasoning: an answer in a marker format that opens with a think block (<think>...</think>;
+// Seed-OSS's <seed:think>; Magistral's [THINK]...[/THINK]) keeps it apart from the content,
+// and so does an answer whose prompt opened the block (prompt_opens_reasoning: DeepSeek-R1's
+// distills, Qwen3.5). Seed-OSS's and GLM's blocks count anywhere in the answer (they think
+// between calls); the other formats' later <think> tags are text. gpt-oss reasons on its
+// analysis channel.
 //
 // Content is the text outside the calls (and outside reasoning blocks) with its ends
 // trimmed; gpt-oss's final and commentary messages are trimmed one by one and joined by a
@@ -96,11 +102,10 @@ ToolCallFormat detect_tool_call_format(std::string_view template_source);
 // model's own, or its family's built-in one).
 ToolCallFormat detect_tool_call_format(const ModelTemplateInfo& info);
 
-// Whether answers in this format carry reasoning that parse_answer() separates from the
-// content (gpt-oss's analysis channel, Seed-OSS's and GLM's think blocks), so that they are
-// worth reading with it even when no tools are offered: harmony's channel markup is not
-// content at all.
-bool format_has_reasoning(ToolCallFormat format);
+// Whether a prompt ending in `prompt_end` (its last tokens, control tokens written out)
+// leaves the model inside a reasoning block of the format: it ends with the block's opening
+// tag, whitespace aside.
+bool prompt_opens_reasoning(ToolCallFormat format, std::string_view prompt_end);
 
 // Whether `tools` holds any tool (a non-empty array).
 bool has_tools(const nlohmann::ordered_json& tools);
@@ -118,31 +123,47 @@ std::vector<ChatMessage> add_tool_instructions(std::span<const ChatMessage> mess
 
 struct ParsedAnswer {
     std::string content;    // the text to show (trimmed)
-    std::string reasoning;  // gpt-oss's analysis channel, seed_oss's and glm45's think blocks
+    std::string reasoning;  // think blocks, gpt-oss's analysis channel (see Reasoning above)
     std::vector<ToolCall> tool_calls;
 };
 
+// How an answer is read.
+struct AnswerOptions {
+    std::string id_salt;           // see Ids above
+    nlohmann::ordered_json tools;  // the request's (as for tool_call_grammar): types the XML formats' values
+    // Read tool calls. Without (no tools were offered) a call's tag is text like any other and
+    // the control tokens that open calls are dropped, as they are when hidden; gpt-oss's
+    // messages to tools are read all the same (they are no text).
+    bool calls = true;
+    // The prompt opened a reasoning block (prompt_opens_reasoning): the answer begins in it.
+    bool in_reasoning = false;
+};
+
 // Reads a whole answer (generated with render_special). Never fails: what does not parse
-// is content. `tools` (the request's, as for tool_call_grammar) types the XML formats'
-// values; the other formats ignore it.
+// is content.
+ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, const AnswerOptions& options);
 ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::string_view id_salt = {},
                           const nlohmann::ordered_json& tools = {});
 
-// The same, as the answer streams: feed() returns the content that is certain now. It holds
-// back what may be the start of a tool call (a partial "<tool_c", an answer opening with
-// '{' for Llama 3) and everything after a call's marker, a reasoning block until it closes,
-// and trailing whitespace (content is trimmed). finish() reads the rest: its content is
-// what feed() has not returned yet, so the pieces from feed() followed by finish().content are
-// parse_answer(text).content, and its reasoning and tool_calls are parse_answer's. Call finish() once, after the last
-// feed.
+// The same, as the answer streams: feed() returns the content that is certain now, and
+// take_reasoning() the reasoning. Each holds back what may still change: the start of a
+// possible tool call (a partial "<tool_c", an answer opening with '{' for Llama 3) and
+// everything after a call's marker, a possible partial closing tag of a reasoning block,
+// an answer's first characters while they may open a reasoning block, and trailing
+// whitespace (both are trimmed). finish() reads the rest: its content and reasoning are
+// what feed() and take_reasoning() have not returned yet, so the pieces returned followed by
+// finish()'s are parse_answer(text)'s content and reasoning; its tool_calls are
+// parse_answer's. Call finish() once, after the last feed.
 class ToolCallStream {
 public:
+    ToolCallStream(ToolCallFormat format, AnswerOptions options);
     explicit ToolCallStream(ToolCallFormat format, std::string id_salt = {}, nlohmann::ordered_json tools = {});
     ~ToolCallStream();
     ToolCallStream(ToolCallStream&&) noexcept;
     ToolCallStream& operator=(ToolCallStream&&) noexcept;
 
     std::string feed(std::string_view text);
+    std::string take_reasoning();
     ParsedAnswer finish();
 
     struct State;

@@ -8,12 +8,14 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 
 #include "powerhouse/scheduler.h"
+#include "runtime/answer_reader.h"
 
 namespace powerhouse {
 
@@ -431,12 +433,26 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
         done.prompt_ids = std::move(prompt).value();
     }
     const uint64_t id = command.request_id;
+    // A chat answer read in the model's format: the reasoning apart, the calls out of the
+    // text. The reader needs the control tokens the model writes.
+    std::shared_ptr<AnswerReader> reader;
+    GenerationSettings settings = command.settings;
+    if (command.read_answer && !command.raw_prompt) {
+        reader = std::make_shared<AnswerReader>(*model, command, done.prompt_ids);
+        settings.render_special = true;
+    }
     PH_TRY(scheduler->submit(
-        id, done.prompt_ids, command.settings,
-        [this](uint64_t rid, std::string_view text, std::span<const TokenLogprob> logprobs) {
-            emit(TokenEvent{rid, std::string(text), {logprobs.begin(), logprobs.end()}});
+        id, done.prompt_ids, settings,
+        [this, reader](uint64_t rid, std::string_view text, std::span<const TokenLogprob> logprobs) {
+            TokenEvent token{rid, std::string(text), {}, {logprobs.begin(), logprobs.end()}};
+            if (reader) {
+                AnswerReader::Delta delta = reader->feed(text);
+                token.text = std::move(delta.text);
+                token.reasoning = std::move(delta.reasoning);
+            }
+            emit(std::move(token));
         },
-        [this](uint64_t rid, Result<GenerationResult> result) {
+        [this, reader](uint64_t rid, Result<GenerationResult> result) {
             auto it = started.find(rid);
             if (it == started.end()) return;
             DoneEvent event = std::move(it->second);
@@ -451,6 +467,17 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
             event.text = std::move(result->text);
             event.generated_ids = std::move(result->ids);
             event.logprobs = std::move(result->logprobs);
+            if (reader) {
+                // What the reader held back until the end streams first, so that the
+                // TokenEvents add up to the DoneEvent's text and reasoning.
+                ParsedAnswer rest = reader->finish();
+                if (!rest.content.empty() || !rest.reasoning.empty()) {
+                    emit(TokenEvent{rid, std::move(rest.content), std::move(rest.reasoning), {}});
+                }
+                event.text = reader->content();
+                event.reasoning = reader->reasoning();
+                event.tool_calls = std::move(rest.tool_calls);
+            }
             emit(std::move(event));
         }));
     started.emplace(id, std::move(done));

@@ -66,10 +66,17 @@ std::string compact_json(const nlohmann::ordered_json& value);
 // A call's arguments: an object, or a string holding a JSON object, as compact text.
 std::optional<std::string> arguments_text(const nlohmann::ordered_json& value);
 
+size_t skip_space(std::string_view text, size_t pos);
+
 // Reads a whole answer in a marker format into content (one piece), reasoning (a piece
-// per think block) and calls; `tools` types the XML formats' values.
-void read_marked(ToolCallFormat format, std::string_view text, const nlohmann::ordered_json& tools,
-                 ContentJoiner& content, ContentJoiner& reasoning, std::vector<ToolCall>& calls);
+// per think block) and calls.
+void read_marked(ToolCallFormat format, std::string_view text, const AnswerOptions& options, ContentJoiner& content,
+                 ContentJoiner& reasoning, std::vector<ToolCall>& calls);
+
+// A marker that opens a call (rather than a control token alone or a reasoning block), and
+// whether it is ordinary text when no calls are read (Qwen's <tool_call> is an ordinary token).
+bool opens_call(std::string_view marker);
+bool is_text_tag(std::string_view marker);
 
 // ---- the XML formats (qwen3_coder, seed_oss, glm45): tool_call_xml.cpp ----
 
@@ -81,6 +88,14 @@ struct TagPair {
 // format has none).
 TagPair call_tags(ToolCallFormat format);
 TagPair think_tags(ToolCallFormat format);
+// The reasoning block an answer in a marker format may open with, or its prompt open:
+// think_tags() for seed_oss and glm45, [THINK] for mistral, <think> for the other marker
+// formats; none for harmony and none.
+TagPair reasoning_tags(ToolCallFormat format);
+// Where the answer goes on after the reasoning block it opens with, read into `reasoning`
+// (0 when there is none).
+size_t read_leading_reasoning(ToolCallFormat format, std::string_view text, bool in_reasoning,
+                              ContentJoiner& reasoning);
 bool is_xml_format(ToolCallFormat format);
 
 // The call block whose opening tag starts at text[pos]: appends its calls and returns where

@@ -56,11 +56,6 @@ bool is_name_char(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.' || c == ':';
 }
 
-size_t skip_space(std::string_view text, size_t pos) {
-    while (pos < text.size() && is_space(text[pos])) ++pos;
-    return pos;
-}
-
 // {"name": ..., "arguments"|"parameters": ...} (or the same inside {"type": "function",
 // "function": {...}}) as a call. Without require_arguments a missing argument list means
 // none ({}): inside <tool_call> tags nothing else is meant, while a bare object may be
@@ -167,9 +162,14 @@ size_t read_mistral_calls(std::string_view text, size_t pos, std::vector<ToolCal
 
 // After a marker found at `found`: reads what it opens and returns where reading goes on.
 size_t read_after_marker(ToolCallFormat format, std::string_view text, const FoundMarker& found,
-                         const nlohmann::ordered_json& tools, ContentJoiner& content, ContentJoiner& reasoning,
+                         const AnswerOptions& options, ContentJoiner& content, ContentJoiner& reasoning,
                          std::vector<ToolCall>& calls) {
     const size_t after = found.pos + found.marker.size();
+    if (!options.calls && opens_call(found.marker)) {
+        if (is_text_tag(found.marker)) content.add(found.marker);
+        return after;
+    }
+    const nlohmann::ordered_json& tools = options.tools;
     if (is_xml_format(format)) {
         const TagPair think = think_tags(format);
         if (found.marker == think.open) {
@@ -212,6 +212,57 @@ size_t read_after_marker(ToolCallFormat format, std::string_view text, const Fou
 }
 
 }  // namespace
+
+size_t skip_space(std::string_view text, size_t pos) {
+    while (pos < text.size() && is_space(text[pos])) ++pos;
+    return pos;
+}
+
+bool opens_call(std::string_view marker) {
+    return marker == kToolCallOpen || marker == "<seed:tool_call>" || marker == "<|python_tag|>" ||
+           marker == "[TOOL_CALLS]";
+}
+
+bool is_text_tag(std::string_view marker) {
+    return marker == kToolCallOpen || marker == "<seed:tool_call>";
+}
+
+TagPair reasoning_tags(ToolCallFormat format) {
+    switch (format) {
+        case ToolCallFormat::seed_oss:
+        case ToolCallFormat::glm45:
+            return think_tags(format);
+        case ToolCallFormat::mistral:
+            return {"[THINK]", "[/THINK]"};
+        case ToolCallFormat::generic:
+        case ToolCallFormat::hermes:
+        case ToolCallFormat::llama3:
+        case ToolCallFormat::qwen3_coder:
+            return {"<think>", "</think>"};
+        case ToolCallFormat::none:
+        case ToolCallFormat::harmony:
+            break;
+    }
+    return {};
+}
+
+size_t read_leading_reasoning(ToolCallFormat format, std::string_view text, bool in_reasoning,
+                              ContentJoiner& reasoning) {
+    const TagPair tags = reasoning_tags(format);
+    if (tags.open.empty()) return 0;
+    size_t begin = 0;
+    if (!in_reasoning) {
+        begin = skip_space(text, 0);
+        if (!text.substr(begin).starts_with(tags.open)) return 0;
+        begin += tags.open.size();
+    }
+    // To its closing tag, or to the end of an answer cut off while thinking.
+    const size_t close = text.find(tags.close, begin);
+    reasoning.begin_piece();
+    reasoning.add(text.substr(begin, close == std::string_view::npos ? std::string_view::npos : close - begin));
+    reasoning.end_piece();
+    return close == std::string_view::npos ? text.size() : close + tags.close.size();
+}
 
 void ContentJoiner::begin_piece() {
     piece_has_text_ = false;
@@ -353,13 +404,13 @@ std::optional<std::string> arguments_text(const nlohmann::ordered_json& value) {
     return std::nullopt;
 }
 
-void read_marked(ToolCallFormat format, std::string_view text, const nlohmann::ordered_json& tools,
-                 ContentJoiner& content, ContentJoiner& reasoning, std::vector<ToolCall>& calls) {
+void read_marked(ToolCallFormat format, std::string_view text, const AnswerOptions& options, ContentJoiner& content,
+                 ContentJoiner& reasoning, std::vector<ToolCall>& calls) {
     const std::span<const std::string_view> list = markers(format);
+    size_t pos = read_leading_reasoning(format, text, options.in_reasoning, reasoning);
     content.begin_piece();
-    size_t pos = 0;
-    if (opens_with_call(format, text) == Opening::yes) {
-        const size_t start = skip_space(text, 0);
+    if (options.calls && opens_with_call(format, text.substr(pos)) == Opening::yes) {
+        const size_t start = skip_space(text, pos);
         const size_t end = format == ToolCallFormat::llama3 ? read_object_calls(text, start, calls)
                                                             : read_call_array(text, start, calls);
         if (end != start) pos = end;
@@ -371,7 +422,7 @@ void read_marked(ToolCallFormat format, std::string_view text, const nlohmann::o
             break;
         }
         content.add(text.substr(pos, found.pos - pos));
-        pos = read_after_marker(format, text, found, tools, content, reasoning, calls);
+        pos = read_after_marker(format, text, found, options, content, reasoning, calls);
     }
     content.end_piece();
 }
@@ -478,8 +529,10 @@ ToolCallFormat detect_tool_call_format(std::string_view source) {
     return ToolCallFormat::none;
 }
 
-bool format_has_reasoning(ToolCallFormat format) {
-    return format == ToolCallFormat::harmony || format == ToolCallFormat::seed_oss || format == ToolCallFormat::glm45;
+bool prompt_opens_reasoning(ToolCallFormat format, std::string_view prompt_end) {
+    const std::string_view open = tool_reading::reasoning_tags(format).open;
+    while (!prompt_end.empty() && tool_reading::is_space(prompt_end.back())) prompt_end.remove_suffix(1);
+    return !open.empty() && prompt_end.ends_with(open);
 }
 
 ToolCallFormat detect_tool_call_format(const ModelTemplateInfo& info) {
@@ -551,6 +604,13 @@ std::vector<ChatMessage> add_tool_instructions(std::span<const ChatMessage> mess
 
 ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::string_view id_salt,
                           const nlohmann::ordered_json& tools) {
+    AnswerOptions options;
+    options.id_salt = std::string(id_salt);
+    options.tools = tools;
+    return parse_answer(format, text, options);
+}
+
+ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, const AnswerOptions& options) {
     ParsedAnswer answer;
     if (format == ToolCallFormat::none) {
         answer.content = std::string(text);
@@ -565,11 +625,11 @@ ParsedAnswer parse_answer(ToolCallFormat format, std::string_view text, std::str
     } else {
         ContentJoiner content;
         ContentJoiner reasoning;
-        tool_reading::read_marked(format, text, tools, content, reasoning, answer.tool_calls);
+        tool_reading::read_marked(format, text, options, content, reasoning, answer.tool_calls);
         answer.content = content.text();
         answer.reasoning = reasoning.text();
     }
-    tool_reading::assign_ids(format, id_salt, answer.tool_calls);
+    tool_reading::assign_ids(format, options.id_salt, answer.tool_calls);
     return answer;
 }
 

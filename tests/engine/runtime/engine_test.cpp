@@ -76,6 +76,9 @@ GenerateCommand endless(uint64_t id) {
 // Text of the token events of a request, and its done event.
 struct Answer {
     std::string streamed;
+    std::string streamed_reasoning;
+    // Token events before the first that carried text: the reasoning came while thinking.
+    size_t reasoning_events_before_text = 0;
     size_t token_events = 0;
     std::optional<DoneEvent> done;
     std::optional<ErrorEvent> error;
@@ -85,7 +88,9 @@ Answer answer_of(const std::vector<EngineEvent>& events, uint64_t id) {
     Answer a;
     for (const EngineEvent& e : events) {
         if (const auto* t = std::get_if<TokenEvent>(&e); t && t->request_id == id) {
+            if (a.streamed.empty() && !t->reasoning.empty()) ++a.reasoning_events_before_text;
             a.streamed += t->text;
+            a.streamed_reasoning += t->reasoning;
             ++a.token_events;
         } else if (const auto* d = std::get_if<DoneEvent>(&e); d && d->request_id == id) {
             a.done = *d;
@@ -206,6 +211,68 @@ TEST(Engine, StreamsTheSameAnswerAsADirectGeneration) {
     EXPECT_EQ(direct->ids, a.done->generated_ids);
     EXPECT_EQ(direct->text, a.done->text);
     EXPECT_EQ(a.done->stats.stop_reason, direct->stats.stop_reason);
+}
+
+// An answer forced by a grammar, so that the test model writes what a reasoning model would.
+GenerateCommand forced(uint64_t id, const std::string& answer, bool read_answer) {
+    GenerateCommand c = ask(id, {{"user", "What is the capital of France?"}}, 80);
+    nlohmann::ordered_json literal = answer;
+    Result<Grammar> grammar = Grammar::parse("root ::= " + literal.dump());
+    EXPECT_TRUE(grammar) << grammar.error().message;
+    if (grammar) c.settings.grammar = std::move(grammar).value();
+    c.read_answer = read_answer;
+    return c;
+}
+
+TEST(Engine, ReadingTheAnswerStreamsTheReasoningApartFromTheText) {
+    const std::string answer = "<think>The user asks for a capital. France's is Paris.</think>\n\nParis.";
+    Engine engine;
+    load(engine);
+    const Answer read = generate(engine, forced(1, answer, true));
+    ASSERT_FALSE(read.error) << read.error->error.message;
+    ASSERT_TRUE(read.done);
+    EXPECT_EQ(read.done->text, "Paris.");
+    EXPECT_EQ(read.done->reasoning, "The user asks for a capital. France's is Paris.");
+    EXPECT_TRUE(read.done->tool_calls.empty());
+    // The events add up to the whole, and the reasoning came as it was written, token by
+    // token, not at the end.
+    EXPECT_EQ(read.streamed, read.done->text);
+    EXPECT_EQ(read.streamed_reasoning, read.done->reasoning);
+    EXPECT_GT(read.reasoning_events_before_text, 5u);
+
+    // Not asked: the text as the model wrote it.
+    const Answer raw = generate(engine, forced(2, answer, false));
+    ASSERT_TRUE(raw.done);
+    EXPECT_EQ(raw.done->text, answer);
+    EXPECT_EQ(raw.streamed, answer);
+    EXPECT_TRUE(raw.done->reasoning.empty());
+    EXPECT_EQ(raw.done->generated_ids, read.done->generated_ids);
+}
+
+TEST(Engine, ReadingTheAnswerTakesOutTheCallsOnlyWhenToolsWereOffered) {
+    const std::string call =
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function":
+        {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+    Engine engine;
+    load(engine);
+    GenerateCommand with_tools = forced(1, call, true);
+    with_tools.tools = tools;
+    const Answer called = generate(engine, with_tools);
+    ASSERT_TRUE(called.done);
+    ASSERT_EQ(called.done->tool_calls.size(), 1u);
+    EXPECT_EQ(called.done->tool_calls[0].name, "get_weather");
+    EXPECT_EQ(called.done->tool_calls[0].arguments, R"({"city":"Paris"})");
+    EXPECT_FALSE(called.done->tool_calls[0].id.empty());
+    EXPECT_EQ(called.done->text, "");
+    EXPECT_EQ(called.streamed, "");
+
+    // No tools: the model's markup is its text.
+    const Answer text = generate(engine, forced(2, call, true));
+    ASSERT_TRUE(text.done);
+    EXPECT_TRUE(text.done->tool_calls.empty());
+    EXPECT_EQ(text.done->text, call);
+    EXPECT_EQ(text.streamed, call);
 }
 
 TEST(Engine, TheNextTurnReusesThePromptCache) {

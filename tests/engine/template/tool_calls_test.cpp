@@ -2,10 +2,10 @@
 // streamed in every split, and the format detected from real templates.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
+#include "answer_stream_check.h"
 #include "powerhouse/chat_template.h"
 #include "powerhouse/tool_calls.h"
 #include "support/test_support.h"
@@ -301,18 +301,6 @@ std::vector<StreamCase> stream_cases() {
     };
 }
 
-void expect_same_answer(const ParsedAnswer& whole, const std::string& streamed, const ParsedAnswer& finished,
-                        const std::string& label) {
-    EXPECT_EQ(streamed + finished.content, whole.content) << label;
-    EXPECT_EQ(finished.reasoning, whole.reasoning) << label;
-    ASSERT_EQ(finished.tool_calls.size(), whole.tool_calls.size()) << label;
-    for (size_t i = 0; i < whole.tool_calls.size(); ++i) {
-        EXPECT_EQ(finished.tool_calls[i].id, whole.tool_calls[i].id) << label;
-        EXPECT_EQ(finished.tool_calls[i].name, whole.tool_calls[i].name) << label;
-        EXPECT_EQ(finished.tool_calls[i].arguments, whole.tool_calls[i].arguments) << label;
-    }
-}
-
 // Streamed content never shows call syntax (it comes, if at all, from finish()).
 void expect_no_call_syntax(F format, const std::string& streamed, const std::string& label) {
     if (format == F::none) return;
@@ -324,32 +312,9 @@ void expect_no_call_syntax(F format, const std::string& streamed, const std::str
 
 TEST(ToolCallStream, EverySplitGivesTheWholeAnswer) {
     for (const StreamCase& c : stream_cases()) {
-        const ParsedAnswer whole = parse_answer(c.format, c.text, "salt");
-        const std::string name = std::string(tool_call_format_name(c.format)) + ": " + c.text;
-        {
-            ToolCallStream stream(c.format, "salt");
-            std::string streamed;
-            for (const char byte : c.text) streamed += stream.feed(std::string_view(&byte, 1));
-            expect_same_answer(whole, streamed, stream.finish(), "byte by byte " + name);
-            expect_no_call_syntax(c.format, streamed, name);
-        }
-        for (size_t split = 0; split <= c.text.size(); ++split) {
-            ToolCallStream stream(c.format, "salt");
-            std::string streamed = stream.feed(std::string_view(c.text).substr(0, split));
-            streamed += stream.feed(std::string_view(c.text).substr(split));
-            expect_same_answer(whole, streamed, stream.finish(), "split at " + std::to_string(split) + " " + name);
-        }
-        std::mt19937 random(7);
-        for (int round = 0; round < 50; ++round) {
-            ToolCallStream stream(c.format, "salt");
-            std::string streamed;
-            for (size_t pos = 0; pos < c.text.size();) {
-                const size_t n = std::uniform_int_distribution<size_t>(0, 9)(random);
-                streamed += stream.feed(std::string_view(c.text).substr(pos, n));
-                pos += n;
-            }
-            expect_same_answer(whole, streamed, stream.finish(), "random chunks " + name);
-        }
+        const test::StreamedAnswer streamed =
+            test::expect_every_split_reads_the_whole(c.format, c.text, test::salted("salt"), 50);
+        expect_no_call_syntax(c.format, streamed.content, std::string(tool_call_format_name(c.format)) + ": " + c.text);
     }
 }
 
