@@ -438,6 +438,7 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     command.settings = request.settings;
     if (request.tool_choice != ToolChoice::none) command.tools = request.tools;
     command.read_answer = chat;
+    command.template_variables = std::move(request.template_variables);
     engine.submit(std::move(command));
     auto reply = std::make_shared<Reply>(chat, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id), model.id,
                                          static_cast<int64_t>(std::time(nullptr)), request);

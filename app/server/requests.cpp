@@ -356,6 +356,30 @@ std::optional<ApiError> read_grammar(const json& body, GenRequest& r) {
     return std::nullopt;
 }
 
+// chat_template_kwargs: {"enable_thinking": false, ...} for the template; reasoning_effort:
+// OpenAI's low/medium/high, which gpt-oss's template reads (it wins over a kwarg of the name).
+std::optional<ApiError> read_template_variables(const json& body, GenRequest& r) {
+    if (present(body, "chat_template_kwargs")) {
+        const json& kwargs = body["chat_template_kwargs"];
+        if (!kwargs.is_object()) {
+            return bad("chat_template_kwargs",
+                       "'chat_template_kwargs' must be an object, such as {\"enable_thinking\": false}");
+        }
+        r.template_variables = kwargs;
+    }
+    if (present(body, "reasoning_effort")) {
+        const json& effort = body["reasoning_effort"];
+        if (!effort.is_string() || (effort != "low" && effort != "medium" && effort != "high")) {
+            return bad("reasoning_effort", "'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
+        }
+        r.template_variables["reasoning_effort"] = effort;
+    }
+    if (Result<void> checked = check_template_variables(r.template_variables); !checked) {
+        return bad("chat_template_kwargs", checked.error().message);
+    }
+    return std::nullopt;
+}
+
 // The sampling, length, stop and stream fields both endpoints share.
 // logit_bias: {"token id": bias in [-100, 100]}, added to those tokens' logits before
 // sampling (-100 all but bans a token, 100 all but forces it).
@@ -472,6 +496,7 @@ std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedMode
     if (auto e = read_tools(body, model, r)) return *e;
     if (auto e = read_response_format(body, r)) return *e;
     if (auto e = read_grammar(body, r)) return *e;
+    if (auto e = read_template_variables(body, r)) return *e;
     // logprobs: true, with top_logprobs 0..20.
     if (present(body, "logprobs")) {
         if (!body["logprobs"].is_boolean()) return bad("logprobs", "'logprobs' must be true or false");

@@ -63,6 +63,9 @@ struct GenRequest {
     // The answer's format: the grammar text of response_format (json_object, json_schema),
     // compiled into settings.grammar by the parser.
     std::string response_format = "text";
+    // More of the chat template's variables: chat_template_kwargs (as vLLM and llama.cpp's
+    // server take them), and reasoning_effort (gpt-oss's template reads it).
+    json template_variables;
 };
 
 // What the model's template and vocabulary mean for a request: where its tool calls go.

@@ -126,5 +126,25 @@ TEST(ServerRequests, AGrammarConstrainsTheAnswer) {
     }
 }
 
+TEST(ServerRequests, TemplateVariablesAndReasoningEffort) {
+    const GenRequest r =
+        chat_request(false, {{"chat_template_kwargs", {{"enable_thinking", false}}}, {"reasoning_effort", "high"}});
+    EXPECT_EQ(r.template_variables, json({{"enable_thinking", false}, {"reasoning_effort", "high"}}));
+    EXPECT_TRUE(chat_request(false).template_variables.is_null());
+    const json base = {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+    const ServedModel model{"m", 4096, 0, ToolCallFormat::hermes};
+    for (const auto& [bad, param] : std::vector<std::pair<json, std::string>>{
+             {{{"chat_template_kwargs", "enable_thinking=false"}}, "chat_template_kwargs"},
+             {{{"chat_template_kwargs", {{"messages", json::array()}}}}, "chat_template_kwargs"},
+             {{{"reasoning_effort", "extreme"}}, "reasoning_effort"},
+             {{{"reasoning_effort", 2}}, "reasoning_effort"}}) {
+        json body = base;
+        body.update(bad);
+        const std::variant<GenRequest, ApiError> refused = parse_chat(body, model);
+        ASSERT_TRUE(std::holds_alternative<ApiError>(refused)) << bad.dump();
+        EXPECT_EQ(std::get<ApiError>(refused).param, param) << bad.dump();
+    }
+}
+
 }  // namespace
 }  // namespace powerhouse::server

@@ -73,9 +73,12 @@ struct GenerateCommand {
     // The conversation, put through the model's chat template; ignored when raw_prompt is set.
     std::vector<ChatMessage> messages;
     // OpenAI tool objects offered to the model, put into the prompt with the conversation
-    // (chat_prompt); null or empty: none. Reading the calls back is the caller's
-    // (powerhouse/tool_calls.h), as the answer's text is the model's own.
+    // (chat_prompt); null or empty: none. The calls come back in DoneEvent::tool_calls with
+    // read_answer; without, reading them is the caller's (powerhouse/tool_calls.h).
     nlohmann::ordered_json tools;
+    // More variables for the chat template (chat_prompt): {"enable_thinking": false},
+    // {"reasoning_effort": "low"}; null: none.
+    nlohmann::ordered_json template_variables;
     std::optional<std::string> raw_prompt;  // text used as it is (the BOS token added as the model asks)
     bool parse_special = true;  // raw_prompt: special tokens written in it become their ids
     // Chat (not raw_prompt): read the answer in the model's own format as it streams

@@ -148,8 +148,18 @@ nlohmann::ordered_json chat_context(std::span<const ChatMessage> messages,
 // them as `tools`; one that never mentions tools (SmolLM2's) would drop them silently, so
 // they are described in the system message instead, with the answer format of
 // ToolCallFormat::generic (powerhouse/tool_calls.h: add_tool_instructions).
+// `variables`: more of the template's variables, beside the conversation (Hugging Face's
+// chat_template_kwargs): {"enable_thinking": false} turns Qwen3's, Qwen3.5's and
+// DeepSeek-R1's thinking off, {"reasoning_effort": "high"} sets gpt-oss's. An object or
+// null; check_template_variables() says which are allowed.
 Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages,
-                                         const nlohmann::ordered_json& tools = nlohmann::ordered_json());
+                                         const nlohmann::ordered_json& tools = nlohmann::ordered_json(),
+                                         const nlohmann::ordered_json& variables = nlohmann::ordered_json());
+
+// Template variables must be an object (or null) and may not set what the conversation
+// sets (messages, tools, add_generation_prompt) or the model's own tokens (bos_token,
+// eos_token); the error names the variable.
+Result<void> check_template_variables(const nlohmann::ordered_json& variables);
 
 // The conversation's prompt, made to leave `reserve` positions free for the answer as the
 // policy says. On success, `dropped` tells how many messages were removed from the front
@@ -157,7 +167,8 @@ Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const Cha
 // the sizes and what to do.
 Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const ChatMessage> messages,
                                              ContextOverflow policy, uint32_t reserve, uint32_t& dropped,
-                                             const nlohmann::ordered_json& tools = nlohmann::ordered_json());
+                                             const nlohmann::ordered_json& tools = nlohmann::ordered_json(),
+                                             const nlohmann::ordered_json& variables = nlohmann::ordered_json());
 
 // Generates after `prompt`, reusing the cached prefix. The cache then holds the prompt and
 // the answer (but its last token), ready for the next turn.

@@ -428,7 +428,7 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
         const uint32_t reserve = std::clamp<uint32_t>(wanted, 1, std::max<uint32_t>(1, model->n_ctx() / 4));
         Result<std::vector<TokenId>> prompt =
             fit_chat_prompt(*model, command.messages, command.overflow, reserve, done.stats.dropped_messages,
-                            command.tools);
+                            command.tools, command.template_variables);
         if (!prompt) return prompt.error();
         done.prompt_ids = std::move(prompt).value();
     }

@@ -91,8 +91,28 @@ nlohmann::ordered_json chat_context(std::span<const ChatMessage> messages, const
     return context;
 }
 
+Result<void> check_template_variables(const nlohmann::ordered_json& variables) {
+    if (variables.is_null()) return {};
+    if (!variables.is_object()) {
+        return make_error(ErrorCode::invalid_argument,
+                          "the chat template's variables must be an object, such as {\"enable_thinking\": false}");
+    }
+    for (const auto& [name, value] : variables.items()) {
+        for (const char* reserved : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"}) {
+            if (name == reserved) {
+                return make_error(ErrorCode::invalid_argument,
+                                  fmt::format("the chat template's variable '{}' is set by Powerhouse itself and "
+                                              "cannot be given",
+                                              name));
+            }
+        }
+    }
+    return {};
+}
+
 Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages,
-                                         const nlohmann::ordered_json& tools) {
+                                         const nlohmann::ordered_json& tools, const nlohmann::ordered_json& variables) {
+    PH_TRY(check_template_variables(variables));
     const ResolvedTemplate& resolved = model.chat_template();
     nlohmann::ordered_json context;
     if (uses_tools(messages, tools) && !template_mentions_tools(resolved.chat_template.source())) {
@@ -101,6 +121,9 @@ Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const Cha
         context = chat_context(add_tool_instructions(messages, tools));
     } else {
         context = chat_context(messages, tools);
+    }
+    if (variables.is_object()) {
+        for (const auto& [name, value] : variables.items()) context[name] = value;
     }
     add_default_tokens(context, model.template_info());
     Result<RenderedPrompt> prompt = resolved.chat_template.render_prompt(context);
@@ -124,13 +147,14 @@ std::string longer_context_hint(const Model& model) {
 
 Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const ChatMessage> messages,
                                              ContextOverflow policy, uint32_t reserve, uint32_t& dropped,
-                                             const nlohmann::ordered_json& tools) {
+                                             const nlohmann::ordered_json& tools,
+                                             const nlohmann::ordered_json& variables) {
     dropped = 0;
     std::vector<ChatMessage> kept(messages.begin(), messages.end());
     const size_t first = !kept.empty() && kept.front().role == "system" ? 1 : 0;
     const uint32_t n_ctx = model.n_ctx();
     for (;;) {
-        Result<std::vector<TokenId>> prompt = chat_prompt(model, kept, tools);
+        Result<std::vector<TokenId>> prompt = chat_prompt(model, kept, tools, variables);
         if (!prompt) return prompt;
         if (prompt->size() + reserve <= n_ctx) return prompt;
         if (policy == ContextOverflow::fail) {

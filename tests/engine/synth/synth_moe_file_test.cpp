@@ -11,8 +11,10 @@
 #include <fstream>
 
 #include "engine/synth/synth_test_support.h"
+#include "powerhouse/generation.h"
 #include "powerhouse/model.h"
 #include "powerhouse/plan.h"
+#include "powerhouse/tokenizer.h"
 
 namespace powerhouse {
 namespace {
@@ -193,6 +195,35 @@ TEST_F(SynthMoeFile, LoadsInTheEngineAndDecodesFiniteLogits) {
         ASSERT_TRUE(id.ok()) << id.error().message;
         ASSERT_LT(static_cast<uint32_t>(*id), 151936u);
         next = *id;
+    }
+}
+
+// Qwen3's template (the synth file carries it) sees the caller's template variables: turning
+// thinking off writes the empty think block, and the prompt no longer opens one.
+TEST_F(SynthMoeFile, TemplateVariablesReachTheChatTemplate) {
+    ASSERT_NE(result_, nullptr);
+    ModelOptions options;
+    options.devices = "cpu";
+    options.n_ctx = 64;
+    options.n_threads = 2;
+    Result<Model> model = Model::load(result_->path, options);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const std::vector<ChatMessage> hi = {{"user", "Hi"}};
+    const auto text_of = [&](const nlohmann::ordered_json& variables) {
+        Result<std::vector<TokenId>> ids = chat_prompt(*model, hi, {}, variables);
+        EXPECT_TRUE(ids.ok()) << ids.error().message;
+        return ids.ok() ? model->tokenizer().detokenize(*ids, true) : std::string();
+    };
+    EXPECT_TRUE(text_of({}).ends_with("<|im_start|>assistant\n"));
+    EXPECT_TRUE(text_of({{"enable_thinking", false}}).ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+    EXPECT_TRUE(text_of({{"enable_thinking", true}}).ends_with("<|im_start|>assistant\n"));
+    // What the conversation sets cannot be given, and variables are an object.
+    for (const nlohmann::ordered_json& bad :
+         {nlohmann::ordered_json{{"messages", nlohmann::ordered_json::array()}},
+          nlohmann::ordered_json{{"add_generation_prompt", false}}, nlohmann::ordered_json::array({1})}) {
+        Result<std::vector<TokenId>> refused = chat_prompt(*model, hi, {}, bad);
+        ASSERT_FALSE(refused.ok()) << bad.dump();
+        EXPECT_NE(refused.error().message.find("variable"), std::string::npos) << refused.error().message;
     }
 }
 
