@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "answer_printer.h"
 #include "chat_loop.h"
 #include "format.h"
 
@@ -108,53 +109,6 @@ Result<remote::RemoteEngine> make_engine(const RemoteChoice& choice) {
     Result<remote::ConnectionOptions> connection = connection_options(choice, *base);
     if (!connection) return connection.error();
     return remote::RemoteEngine::create(*base, std::move(connection).value());
-}
-
-// An answer streamed to stdout. A reasoning model's thinking, which the server sends apart
-// from the text, is shown as the local commands show a reasoning model's think block: between
-// "<think>" and "</think>" lines, before the text (or after it, where a server sends it last).
-class AnswerPrinter {
-public:
-    void reasoning(std::string_view piece) {
-        if (!thinking_) {
-            write(text_open_ ? "\n<think>\n" : "<think>\n");
-            thinking_ = true;
-            text_open_ = false;
-        }
-        write(piece);
-    }
-    void text(std::string_view piece) {
-        if (thinking_) {
-            write("\n</think>\n\n");
-            thinking_ = false;
-        }
-        write(piece);
-        text_open_ = true;
-    }
-    // Ends what was printed: the think block, or the text's line. Nothing printed (a tool
-    // call, an answer without text, a failure before anything came), nothing to end.
-    void end() {
-        if (thinking_) write("\n</think>\n");
-        if (text_open_) write("\n");
-        thinking_ = text_open_ = false;
-    }
-
-private:
-    static void write(std::string_view bytes) {
-        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-        std::fflush(stdout);
-    }
-    bool thinking_ = false;   // inside "<think>"
-    bool text_open_ = false;  // text printed on a line not ended yet
-};
-
-// Said on stderr when the token limit came while the model was still thinking: there is no
-// answer, only the thinking shown above it (in a chat, the turn is taken back).
-void say_cut_while_reasoning(bool in_chat) {
-    std::fprintf(stderr,
-                 "(the answer reached its token limit while the model was still reasoning: no answer came%s; allow "
-                 "more tokens with -n)\n",
-                 in_chat ? ", and your message is taken back" : "");
 }
 
 std::string stats_line(const remote::ChatResult& r) {

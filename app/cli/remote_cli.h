@@ -41,7 +41,7 @@ void exclude_with_remote(CLI::App& command, CLI::Option* remote, const std::vect
 
 // generate --remote: the prompt as one user message; the answer streams to stdout, a reasoning
 // model's thinking (sent apart from the text) first, between "<think>" and "</think>" lines, as
-// a local reasoning model's own think block shows. --json prints {"model", "text",
+// the local commands show it (answer_printer.h). --json prints {"model", "text",
 // "stop_reason", "usage", "time_to_first_token", "tokens_per_second"} instead (and "reasoning"
 // when the server sent some, "error" when the stream broke).
 struct RemoteGenerateOptions {

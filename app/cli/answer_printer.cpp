@@ -1,0 +1,43 @@
+#include "answer_printer.h"
+
+namespace powerhouse::cli {
+
+void AnswerPrinter::reasoning(std::string_view piece) {
+    if (piece.empty()) return;
+    if (!thinking_) {
+        write(text_open_ ? "\n<think>\n" : "<think>\n");
+        thinking_ = true;
+        text_open_ = false;
+    }
+    write(piece);
+}
+
+void AnswerPrinter::text(std::string_view piece) {
+    if (piece.empty()) return;  // an empty piece must not close the think block
+    if (thinking_) {
+        write("\n</think>\n\n");
+        thinking_ = false;
+    }
+    write(piece);
+    text_open_ = true;
+}
+
+void AnswerPrinter::end() {
+    if (thinking_) write("\n</think>\n");
+    if (text_open_) write("\n");
+    thinking_ = text_open_ = false;
+}
+
+void AnswerPrinter::write(std::string_view bytes) {
+    std::fwrite(bytes.data(), 1, bytes.size(), out_);
+    std::fflush(out_);
+}
+
+void say_cut_while_reasoning(bool in_chat) {
+    std::fprintf(stderr,
+                 "(the answer reached its token limit while the model was still reasoning: no answer came%s; allow "
+                 "more tokens with -n)\n",
+                 in_chat ? ", and your message is taken back" : "");
+}
+
+}  // namespace powerhouse::cli
