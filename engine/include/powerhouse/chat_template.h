@@ -120,6 +120,10 @@ private:
     std::shared_ptr<const Impl> impl_;  // immutable, so copies share it
 };
 
+// Whether the template's source uses a variable of this name (a whole identifier, not part
+// of a longer one): what a caller may pass it beside the conversation.
+bool template_uses_variable(std::string_view template_source, std::string_view name);
+
 // Parse and render in one step.
 Result<std::string> render_template(std::string_view source, const nlohmann::ordered_json& context,
                                     const RenderOptions& options = {});

@@ -111,6 +111,11 @@ struct ModelSummary {
     // Why chat prompts use a built-in template instead of the model's own (no template, or
     // one that cannot be used); empty when the model's own is used.
     std::string template_note;
+    // Switches the chat template reads (GenerateCommand::template_variables): enable_thinking
+    // (false: Qwen3, Qwen3.5, GLM-4.5 and SmolLM3 answer without thinking) and
+    // reasoning_effort (gpt-oss: low, medium, high).
+    bool has_thinking_switch = false;
+    bool has_reasoning_effort = false;
     // What the file says about itself (inspect_model's answer, made from the header the load
     // read): its naming fields and file type give the name a person writes
     // (app/core/catalog's model_display_name) without reading the file again.

@@ -383,6 +383,9 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     summary.devices = with_uuids(impl->backend->devices(), impl->devices, impl->plan);
     summary.has_chat_template = impl->template_info.chat_template.has_value();
     summary.template_note = impl->chat_template.note;
+    const std::string_view source = impl->chat_template.chat_template.source();
+    summary.has_thinking_switch = template_uses_variable(source, "enable_thinking");
+    summary.has_reasoning_effort = template_uses_variable(source, "reasoning_effort");
     if (Result<ModelInfo> info = inspect_gguf(impl->file, path); info) summary.info = std::move(*info);
     if (!report(1.0f, "ready")) return stopped();
     return Model(std::move(impl));

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <new>
 
 #include "template/interpreter.h"
@@ -114,6 +115,17 @@ Result<std::string> render_template(std::string_view source, const nlohmann::ord
     Result<ChatTemplate> parsed = ChatTemplate::parse(source, options.limits);
     if (!parsed) return parsed.error();
     return parsed->render(context, options);
+}
+
+bool template_uses_variable(std::string_view source, std::string_view name) {
+    auto is_identifier = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+    for (size_t pos = source.find(name); pos != std::string_view::npos; pos = source.find(name, pos + 1)) {
+        const bool starts = pos == 0 || !is_identifier(source[pos - 1]);
+        const size_t after = pos + name.size();
+        const bool ends = after == source.size() || !is_identifier(source[after]);
+        if (starts && ends) return true;
+    }
+    return false;
 }
 
 }  // namespace powerhouse

@@ -501,15 +501,7 @@ std::string_view tool_call_format_name(ToolCallFormat format) {
 }
 
 bool template_mentions_tools(std::string_view source) {
-    constexpr std::string_view kWord = "tools";
-    auto is_identifier = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
-    for (size_t pos = source.find(kWord); pos != std::string_view::npos; pos = source.find(kWord, pos + 1)) {
-        const bool starts = pos == 0 || !is_identifier(source[pos - 1]);
-        const size_t after = pos + kWord.size();
-        const bool ends = after == source.size() || !is_identifier(source[after]);
-        if (starts && ends) return true;
-    }
-    return false;
+    return template_uses_variable(source, "tools");
 }
 
 ToolCallFormat detect_tool_call_format(std::string_view source) {

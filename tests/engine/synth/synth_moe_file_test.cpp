@@ -208,6 +208,8 @@ TEST_F(SynthMoeFile, TemplateVariablesReachTheChatTemplate) {
     options.n_threads = 2;
     Result<Model> model = Model::load(result_->path, options);
     ASSERT_TRUE(model.ok()) << model.error().message;
+    EXPECT_TRUE(model->summary().has_thinking_switch);
+    EXPECT_FALSE(model->summary().has_reasoning_effort);
     const std::vector<ChatMessage> hi = {{"user", "Hi"}};
     const auto text_of = [&](const nlohmann::ordered_json& variables) {
         Result<std::vector<TokenId>> ids = chat_prompt(*model, hi, {}, variables);

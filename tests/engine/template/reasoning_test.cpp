@@ -177,6 +177,15 @@ TEST(Reasoning, PromptsThatOpenABlockInRealTemplates) {
     EXPECT_FALSE(prompt_opens_reasoning(detect_tool_call_format(qwen3), rendered_prompt(qwen3, true)));
     EXPECT_FALSE(prompt_opens_reasoning(detect_tool_call_format(gpt_oss), rendered_prompt(gpt_oss)));
     EXPECT_FALSE(prompt_opens_reasoning(detect_tool_call_format(smollm2), rendered_prompt(smollm2)));
+    // Which switches each template reads (ModelSummary::has_thinking_switch and
+    // has_reasoning_effort); a longer identifier is not the variable.
+    EXPECT_TRUE(template_uses_variable(qwen3, "enable_thinking"));
+    EXPECT_TRUE(template_uses_variable(qwen35, "enable_thinking"));
+    EXPECT_FALSE(template_uses_variable(r1, "enable_thinking"));
+    EXPECT_TRUE(template_uses_variable(gpt_oss, "reasoning_effort"));
+    EXPECT_FALSE(template_uses_variable(gpt_oss, "enable_thinking"));
+    EXPECT_FALSE(template_uses_variable("{{ enable_thinking_x }}", "enable_thinking"));
+    EXPECT_FALSE(template_uses_variable("{{ my_enable_thinking }}", "enable_thinking"));
     // Magistral opens its [THINK] block itself.
     EXPECT_EQ(detect_tool_call_format(magistral), F::mistral);
     EXPECT_FALSE(prompt_opens_reasoning(F::mistral, rendered_prompt(magistral)));
