@@ -162,9 +162,16 @@ struct ResolvedTemplate {
     ChatTemplate chat_template;
     bool is_fallback = false;
     TemplateFamily fallback_family = TemplateFamily::chatml;  // meaningful when is_fallback
-    std::string note;                                         // empty unless is_fallback
+    std::string note;                                         // why the model's own is not used; empty when it is
 };
 ResolvedTemplate resolve_chat_template(const ModelTemplateInfo& info, const TemplateLimits& limits = {});
+
+// A template given by the user instead of the model's own (`--chat-template FILE`): used
+// when it parses and renders one plain message with the model's tokens, else an error
+// saying why (no fallback: the user asked for this one). The note says it replaces the
+// model's own.
+Result<ResolvedTemplate> resolve_given_template(std::string_view source, const ModelTemplateInfo& info,
+                                                const TemplateLimits& limits = {});
 
 // A context with the model's tokens: sets bos_token and eos_token unless already present.
 void add_default_tokens(nlohmann::ordered_json& context, const ModelTemplateInfo& info);

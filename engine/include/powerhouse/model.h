@@ -70,6 +70,10 @@ struct ModelOptions {
     // Mixture-of-experts models: the experts of the first N layers stay in system RAM and run
     // on the CPU (PlanOptions::experts_in_ram); kExpertsInRamAuto: as few as needed on GPUs.
     int32_t experts_in_ram = kExpertsInRamAuto;
+    // A chat template (Jinja source) to chat with instead of the model's own, for a file whose
+    // template is missing, broken or wrong (`--chat-template FILE`). One that cannot render a
+    // plain message fails the load, saying why.
+    std::optional<std::string> chat_template;
 
     // GPUs set aside (by UUID): a GPU that failed earlier in this session is not used again
     // (ARCHITECTURE.md section 7). "cuda" and "auto" leave them out; naming one is refused.
@@ -108,8 +112,9 @@ struct ModelSummary {
     double expected_tokens_per_second = 0;  // the planner's estimate from memory bandwidth
     std::vector<DeviceUsage> devices;
     bool has_chat_template = false;
-    // Why chat prompts use a built-in template instead of the model's own (no template, or
-    // one that cannot be used); empty when the model's own is used.
+    // Why chat prompts use another template than the model's own (a built-in one: no
+    // template, or one that cannot be used; or the one given in ModelOptions::chat_template);
+    // empty when the model's own is used.
     std::string template_note;
     // Switches the chat template reads (GenerateCommand::template_variables): enable_thinking
     // (false: Qwen3, Qwen3.5, GLM-4.5 and SmolLM3 answer without thinking) and

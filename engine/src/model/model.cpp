@@ -300,13 +300,16 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     }
     Result<ModelTemplateInfo> template_info = read_model_template_info(path);
     if (!template_info) return template_info.error();
-    ResolvedTemplate chat_template = resolve_chat_template(*template_info);
+    Result<ResolvedTemplate> chat_template = options.chat_template
+                                                 ? resolve_given_template(*options.chat_template, *template_info)
+                                                 : Result<ResolvedTemplate>(resolve_chat_template(*template_info));
+    if (!chat_template) return chat_template.error();
 
     auto impl = std::make_unique<Impl>(Impl{std::move(file).value(),
                                             std::move(hparams).value(),
                                             std::move(tokenizer).value(),
                                             std::move(template_info).value(),
-                                            std::move(chat_template),
+                                            std::move(chat_template).value(),
                                             nullptr,
                                             {},
                                             std::max<uint32_t>(1, options.n_batch),

@@ -92,23 +92,49 @@ Result<ModelTemplateInfo> read_model_template_info(const std::filesystem::path& 
     return info;
 }
 
+namespace {
+
+// The template, when it parses and renders one plain message: a filter that does not exist
+// fails only where it is reached (as in jinja2), so a template that parses may still fail
+// on every conversation.
+Result<ChatTemplate> usable_template(std::string_view source, const ModelTemplateInfo& info,
+                                     const TemplateLimits& limits) {
+    Result<ChatTemplate> parsed = ChatTemplate::parse(source, limits);
+    if (!parsed) return parsed.error();
+    nlohmann::ordered_json probe = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                                    {"add_generation_prompt", true}};
+    add_default_tokens(probe, info);
+    RenderOptions options;
+    options.limits = limits;
+    Result<std::string> rendered = parsed->render(probe, options);
+    if (!rendered) return rendered.error();
+    return parsed;
+}
+
+}  // namespace
+
+Result<ResolvedTemplate> resolve_given_template(std::string_view source, const ModelTemplateInfo& info,
+                                                const TemplateLimits& limits) {
+    Result<ChatTemplate> given = usable_template(source, info, limits);
+    if (!given) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("the chat template given cannot be used: {}", given.error().message));
+    }
+    ResolvedTemplate resolved{std::move(given).value(), false, info.family.value_or(TemplateFamily::chatml), {}};
+    resolved.note = info.chat_template ? "using the chat template given instead of the model's own"
+                                       : "using the chat template given (the model has none)";
+    return resolved;
+}
+
 ResolvedTemplate resolve_chat_template(const ModelTemplateInfo& info, const TemplateLimits& limits) {
     const TemplateFamily family = info.family.value_or(TemplateFamily::chatml);
     const std::string why_family =
         info.family ? "chosen from the model's metadata" : "nothing in the model's metadata points to a family";
     std::string reason;
     if (info.chat_template) {
-        Result<ChatTemplate> own = ChatTemplate::parse(*info.chat_template, limits);
-        // A filter that does not exist fails only where it is reached (as in jinja2), so a
-        // template that parses may still fail on every conversation: one plain message tells.
-        nlohmann::ordered_json probe = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
-                                        {"add_generation_prompt", true}};
-        add_default_tokens(probe, info);
-        RenderOptions options;
-        options.limits = limits;
-        Result<std::string> rendered = own ? own->render(probe, options) : Result<std::string>(own.error());
-        if (rendered) return ResolvedTemplate{std::move(own).value(), false, family, {}};
-        reason = fmt::format("the model's chat template cannot be used ({})", rendered.error().message);
+        Result<ChatTemplate> own = usable_template(*info.chat_template, info, limits);
+        if (own) return ResolvedTemplate{std::move(own).value(), false, family, {}};
+        reason = fmt::format("the model's chat template cannot be used ({})", own.error().message);
     } else {
         reason = "the model has no chat template";
     }

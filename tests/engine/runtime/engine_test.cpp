@@ -185,6 +185,33 @@ TEST(Engine, AModelWithoutATemplateUsesABuiltInOneAndSaysSo) {
     EXPECT_EQ(model->tokenizer().detokenize(*prompt, true), *expected);
 }
 
+TEST(Engine, AGivenChatTemplateReplacesTheModelsOwnOrFailsTheLoad) {
+    ModelOptions options = small_context(64);
+    options.chat_template =
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\nAnswer briefly. {% endif %}";
+    Result<Model> model = Model::load(test::test_model_path(), options);
+    ASSERT_TRUE(model) << model.error().message;
+    EXPECT_FALSE(model->chat_template().is_fallback);
+    EXPECT_EQ(model->summary().template_note, "using the chat template given instead of the model's own");
+    Result<std::vector<TokenId>> prompt = chat_prompt(*model, std::vector<ChatMessage>{{"user", "Hi"}});
+    ASSERT_TRUE(prompt) << prompt.error().message;
+    EXPECT_TRUE(model->tokenizer().detokenize(*prompt, true).ends_with("<|im_start|>assistant\nAnswer briefly. "));
+
+    // One that cannot render a plain message is refused, with the template's own error.
+    options.chat_template = "{{ messages | no_such_filter }}";
+    Result<Model> refused = Model::load(test::test_model_path(), options);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().message.rfind("the chat template given cannot be used: ", 0), 0u)
+        << refused.error().message;
+    EXPECT_NE(refused.error().message.find("no_such_filter"), std::string::npos) << refused.error().message;
+    // A model without a template takes one too.
+    options.chat_template = "{{ messages[0].content }}";
+    Result<Model> bare = Model::load(test::data_dir() / "arch" / "qwen2-f32.gguf", options);
+    ASSERT_TRUE(bare) << bare.error().message;
+    EXPECT_EQ(bare->summary().template_note, "using the chat template given (the model has none)");
+}
+
 TEST(Engine, StreamsTheSameAnswerAsADirectGeneration) {
     const std::vector<ChatMessage> conversation = {{"user", "What is the capital of France?"}};
     Engine engine;
