@@ -109,7 +109,7 @@ int run_serve(const ServeOptions& options) {
     if (!wait_loaded(engine, false, loaded)) return 1;
     so.model_id = to_load->path.stem().string();
     so.n_vocab = loaded.n_vocab;
-    so.tool_format = server::tool_format_of(to_load->path);
+    so.tool_format = loaded.tool_format;
     so.cors_origins = options.cors_origins;
     so.io_timeout_seconds = options.io_timeout;
     so.on_recovery = print_recovery;

@@ -143,6 +143,12 @@ std::string_view builtin_template(TemplateFamily family);
 std::optional<TemplateFamily> guess_template_family(std::string_view architecture, std::string_view tokenizer_pre,
                                                     std::span<const std::string_view> tokens);
 
+// The format in which a template teaches its model to write tool calls (and reasoning):
+// powerhouse/tool_calls.h describes each and reads them.
+enum class ToolCallFormat { none, generic, hermes, llama3, mistral, harmony, qwen3_coder, seed_oss, glm45 };
+
+std::string_view tool_call_format_name(ToolCallFormat format);  // "none", "generic", "hermes", ...
+
 // What a model file says about its chat template.
 struct ModelTemplateInfo {
     std::optional<std::string> chat_template;  // tokenizer.chat_template; nullopt when absent

@@ -121,6 +121,9 @@ struct ModelSummary {
     // reasoning_effort (gpt-oss: low, medium, high).
     bool has_thinking_switch = false;
     bool has_reasoning_effort = false;
+    // How the template teaches the model to write tool calls and reasoning
+    // (powerhouse/tool_calls.h: detect_tool_call_format).
+    ToolCallFormat tool_format = ToolCallFormat::generic;
     // What the file says about itself (inspect_model's answer, made from the header the load
     // read): its naming fields and file type give the name a person writes
     // (app/core/catalog's model_display_name) without reading the file again.

@@ -85,9 +85,7 @@
 
 namespace powerhouse {
 
-enum class ToolCallFormat { none, generic, hermes, llama3, mistral, harmony, qwen3_coder, seed_oss, glm45 };
-
-std::string_view tool_call_format_name(ToolCallFormat format);  // "none", "generic", "hermes", ...
+// ToolCallFormat and tool_call_format_name() are in powerhouse/chat_template.h.
 
 // Whether the template's source uses a variable named `tools` (not tool_calls,
 // builtin_tools, ...): a template that does not would drop the tool definitions.

@@ -16,6 +16,7 @@
 #include "gguf/gguf_model.h"
 #include "model/model_devices.h"
 #include "model/model_info_internal.h"
+#include "powerhouse/tool_calls.h"
 
 #ifdef POWERHOUSE_HAS_CUDA
 #include "backend/cuda/cuda_communicator.h"
@@ -389,6 +390,7 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     const std::string_view source = impl->chat_template.chat_template.source();
     summary.has_thinking_switch = template_uses_variable(source, "enable_thinking");
     summary.has_reasoning_effort = template_uses_variable(source, "reasoning_effort");
+    summary.tool_format = detect_tool_call_format(source);
     if (Result<ModelInfo> info = inspect_gguf(impl->file, path); info) summary.info = std::move(*info);
     if (!report(1.0f, "ready")) return stopped();
     return Model(std::move(impl));

@@ -26,7 +26,7 @@ AnswerOptions options_for(const Model& model, ToolCallFormat format, const Gener
 
 AnswerReader::AnswerReader(const Model& model, const GenerateCommand& command, std::span<const TokenId> prompt)
     : stream_([&] {
-          const ToolCallFormat format = detect_tool_call_format(model.chat_template().chat_template.source());
+          const ToolCallFormat format = model.summary().tool_format;
           return ToolCallStream(format, options_for(model, format, command, prompt));
       }()) {}
 

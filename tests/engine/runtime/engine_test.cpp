@@ -147,6 +147,7 @@ TEST(Engine, LoadReportsProgressThenTheModel) {
     EXPECT_EQ(m.template_note, "");                               // its own template is used
     EXPECT_FALSE(m.has_thinking_switch);                          // SmolLM2 does not think
     EXPECT_FALSE(m.has_reasoning_effort);
+    EXPECT_EQ(m.tool_format, ToolCallFormat::generic);            // its template never mentions tools
     EXPECT_EQ(m.kv_cache_bytes, 2ull * 30 * 512 * (3 * 64) * 2);  // K and V, 30 layers, 3 KV heads of 64, F16
     EXPECT_GT(m.weight_bytes, 50'000'000u);
     EXPECT_GT(m.file_bytes, m.weight_bytes);

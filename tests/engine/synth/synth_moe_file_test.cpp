@@ -210,6 +210,7 @@ TEST_F(SynthMoeFile, TemplateVariablesReachTheChatTemplate) {
     ASSERT_TRUE(model.ok()) << model.error().message;
     EXPECT_TRUE(model->summary().has_thinking_switch);
     EXPECT_FALSE(model->summary().has_reasoning_effort);
+    EXPECT_EQ(model->summary().tool_format, ToolCallFormat::generic);  // the synth template has no tools
     const std::vector<ChatMessage> hi = {{"user", "Hi"}};
     const auto text_of = [&](const nlohmann::ordered_json& variables) {
         Result<std::vector<TokenId>> ids = chat_prompt(*model, hi, {}, variables);
