@@ -9,7 +9,9 @@
 // prompt cache processes only what is new. When the conversation outgrows the context, the
 // engine drops the oldest turns and the chat says so. When a device fails mid-answer, the
 // engine carries on as --on-device-failure says, and the chat prints its banner on stderr
-// (engine_answer.h). With --remote, an OpenAI-compatible server answers instead
+// (engine_answer.h). A reasoning model's thinking is shown apart from its answer, between
+// "<think>" and "</think>" lines (answer_printer.h), and only the answer stays in the
+// conversation. With --remote, an OpenAI-compatible server answers instead
 // (remote_cli.h), the same way.
 #include <fmt/format.h>
 
@@ -60,24 +62,31 @@ int run_chat(ChatOptions options) {
         command.settings.sampling.seed += turn;
         command.settings.stop = options.sampling.stop;
         command.overflow = ContextOverflow::drop_oldest;
+        // A reasoning model's thinking comes apart from its answer: shown in a think block,
+        // and never kept in the conversation (the templates want only the answers back).
+        command.read_answer = true;
 
         InterruptGuard guard;
-        const EngineAnswer answer = answer_on_engine(engine, std::move(command), true, [] {
+        AnswerPrinter printer;
+        const EngineAnswer answer = answer_on_engine(engine, std::move(command), &printer, [] {
             const int presses = InterruptGuard::presses();  // a second Ctrl+C quits
             return presses > 1 ? Interrupt::quit : presses == 1 ? Interrupt::cancel : Interrupt::none;
         });
         if (answer.quit) return ChatReply::quit_chat();
         if (answer.error) {
+            printer.end();  // the error's line after what was printed, and the next answer's too
             report_error(*answer.error);
             return ChatReply::failed_turn();  // the message that could not be answered is taken back
         }
         const GenerationStats& stats = answer.done->stats;
-        // Ends the streamed text's line; an empty answer (the end-of-generation token first, a
-        // Ctrl+C before the first token) printed nothing, so it ends nothing.
-        const bool empty = answer.done->text.empty();
-        if (!empty) std::putchar('\n');
+        // Ends the streamed text's line and any think block; an empty answer (the
+        // end-of-generation token first, a Ctrl+C before the first token) printed nothing, so
+        // it ends nothing.
+        printer.end();
         std::fflush(stdout);
+        const bool empty = answer.done->text.empty();  // thinking alone is no answer to keep
         if (stats.stop_reason == StopReason::cancelled) std::fputs("(stopped)\n", stderr);
+        if (cut_while_reasoning(*answer.done)) say_cut_while_reasoning(true);
         if (stats.stop_reason == StopReason::context) {
             std::fputs("(the context is full: the answer was cut; older turns will be dropped)\n", stderr);
         }

@@ -41,7 +41,7 @@ void print_recovery(const RecoveryEvent& event) {
     std::fflush(stderr);
 }
 
-EngineAnswer answer_on_engine(Engine& engine, GenerateCommand command, bool echo,
+EngineAnswer answer_on_engine(Engine& engine, GenerateCommand command, AnswerPrinter* printer,
                               const std::function<Interrupt()>& interrupted) {
     const uint64_t id = command.request_id;
     engine.submit(std::move(command));
@@ -58,9 +58,10 @@ EngineAnswer answer_on_engine(Engine& engine, GenerateCommand command, bool echo
         std::optional<EngineEvent> event = engine.wait_event(std::chrono::milliseconds(50));
         if (!event) continue;
         if (const auto* token = std::get_if<TokenEvent>(&*event)) {
-            if (echo) {
-                std::fwrite(token->text.data(), 1, token->text.size(), stdout);
-                std::fflush(stdout);
+            if (printer != nullptr) {
+                // One event may end the reasoning and begin the text: the reasoning came first.
+                printer->reasoning(token->reasoning);
+                printer->text(token->text);
             }
         } else if (const auto* recovery = std::get_if<RecoveryEvent>(&*event)) {
             print_recovery(*recovery);
@@ -70,6 +71,10 @@ EngineAnswer answer_on_engine(Engine& engine, GenerateCommand command, bool echo
             return {std::nullopt, std::move(error->error), false};
         }
     }
+}
+
+bool cut_while_reasoning(const DoneEvent& done) {
+    return done.stats.stop_reason == StopReason::length && done.text.empty() && !done.reasoning.empty();
 }
 
 }  // namespace powerhouse::cli

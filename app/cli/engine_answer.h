@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 
+#include "answer_printer.h"
 #include "powerhouse/engine.h"
 #include "powerhouse/result.h"
 
@@ -33,10 +34,14 @@ struct EngineAnswer {
     bool quit = false;
 };
 
-// Submits `command` and reads the engine's events until it ends: its text to stdout as it
-// comes when `echo`, recovery banners to stderr. `interrupted`, when set, may cancel it or
-// end the wait at once (quit).
-EngineAnswer answer_on_engine(Engine& engine, GenerateCommand command, bool echo,
+// Submits `command` and reads the engine's events until it ends: its reasoning and text to
+// `printer` as they come when there is one (the caller ends it), recovery banners to stderr.
+// `interrupted`, when set, may cancel it or end the wait at once (quit).
+EngineAnswer answer_on_engine(Engine& engine, GenerateCommand command, AnswerPrinter* printer,
                               const std::function<Interrupt()>& interrupted = {});
+
+// The token limit came while the model was still reasoning (GenerateCommand::read_answer):
+// there is no answer to show, only its thinking.
+bool cut_while_reasoning(const DoneEvent& done);
 
 }  // namespace powerhouse::cli

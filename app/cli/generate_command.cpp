@@ -7,10 +7,12 @@
 // Without --raw the prompt is one user message put through the model's chat template (its
 // own, or the built-in one of its family); with --raw it is tokenized as it is, special
 // tokens written in it (a template written by hand) becoming their ids unless --no-special. The
-// answer streams to stdout as it is generated. --json prints instead one JSON object:
-// {"prompt_ids", "generated_ids", "text", "stop_reason"}. The model runs on the engine thread
-// (powerhouse/engine.h), so a device that fails mid-answer is handled as
-// --on-device-failure says, its banner on stderr (engine_answer.h).
+// answer streams to stdout as it is generated, a reasoning model's thinking (read apart from
+// the answer in the model's own format; not with --raw) first, between "<think>" and
+// "</think>" lines (answer_printer.h). --json prints instead one JSON object: {"prompt_ids",
+// "generated_ids", "text", "stop_reason"}, and "reasoning" when the model reasoned. The model
+// runs on the engine thread (powerhouse/engine.h), so a device that fails mid-answer is
+// handled as --on-device-failure says, its banner on stderr (engine_answer.h).
 // Without -m, the default model set up by scripts/run (SmolLM2-135M-Instruct) is used.
 // With --remote, an OpenAI-compatible server answers instead (remote_cli.h): -m names its
 // model, and the output is the same streamed text (--json: see run_remote_generate).
@@ -70,26 +72,33 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
         request.parse_special = !options.no_special;
     } else {
         request.messages = {ChatMessage{"user", *prompt}};
+        // In the model's own format a reasoning model's thinking comes apart from its answer.
+        // A raw prompt has no format to read: its continuation is the text as it came.
+        request.read_answer = true;
     }
     request.settings.max_tokens = options.n_predict;
     request.settings.sampling = options.sampling.params;
     request.settings.stop = options.sampling.stop;
     request.settings.ignore_eos = options.ignore_eos;
-    const EngineAnswer answer = answer_on_engine(engine, std::move(request), !options.json);
+    AnswerPrinter printer;
+    const EngineAnswer answer = answer_on_engine(engine, std::move(request), options.json ? nullptr : &printer);
     if (answer.error) {
-        if (!options.json) std::putchar('\n');  // the error's line after the text so far
+        printer.end();  // the error's line after the text so far
         return report_error(*answer.error);
     }
     const DoneEvent& done = *answer.done;
     if (options.json) {
-        const nlohmann::ordered_json out = {{"prompt_ids", done.prompt_ids},
-                                            {"generated_ids", done.generated_ids},
-                                            {"text", done.text},
-                                            {"stop_reason", stop_reason_name(done.stats.stop_reason)}};
+        nlohmann::ordered_json out = {{"prompt_ids", done.prompt_ids},
+                                      {"generated_ids", done.generated_ids},
+                                      {"text", done.text},
+                                      {"stop_reason", stop_reason_name(done.stats.stop_reason)}};
+        if (!done.reasoning.empty()) out["reasoning"] = done.reasoning;  // as generate --remote
         std::puts(json_text(out).c_str());
     } else {
-        std::putchar('\n');
+        printer.end();
     }
+    std::fflush(stdout);
+    if (cut_while_reasoning(done)) say_cut_while_reasoning(false);
     return 0;
 }
 

@@ -158,6 +158,15 @@ TEST(CliGenerate, LogitBiasBansAndForcesTokens) {
     EXPECT_NE(remote.err.find("--remote"), std::string::npos) << remote.err;
 }
 
+// An empty answer (SmolLM2's <|im_end|>, id 2, forced first) prints nothing on stdout, as
+// generate --remote and chat do: no lone newline for a script to read as an answer.
+TEST(CliGenerate, AnEmptyAnswerPrintsNoNewline) {
+    const test::CliRun run =
+        test::run_cli("generate " + smollm2_on_two_threads() + " --temp 0 -n 8 --logit-bias 2+inf -p hi");
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "");
+}
+
 TEST(CliGenerate, BadInputIsReported) {
     const test::CliRun missing = test::run_cli("generate -m /nonexistent.gguf -p hi");
     EXPECT_EQ(missing.status, 1);
