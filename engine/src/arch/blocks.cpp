@@ -159,7 +159,7 @@ MoeSpec routed_experts(const Hparams& hp, ExpertGating gating, bool normalize) {
     return spec;
 }
 
-void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias, const char* norm) {
+void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias, const char* norm, float residual_scale) {
     auto& l = p.layer;
     l.push_back({K::rms_norm, B::norm, B::x, B::x, norm});
     l.push_back({K::matmul, B::router, B::norm, B::x, "blk.{}.ffn_gate_inp.weight"});
@@ -167,6 +167,7 @@ void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias, const char* nor
     Op moe{K::moe, B::tmp, B::norm, B::router, ""};
     moe.moe = std::make_shared<const MoeSpec>(std::move(spec));
     l.push_back(std::move(moe));
+    if (residual_scale != 0.0f) l.push_back({K::scale, B::tmp, B::tmp, B::x, "", residual_scale});
     l.push_back({K::add, B::x, B::x, B::tmp, ""});
 }
 

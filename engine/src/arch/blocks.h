@@ -76,9 +76,10 @@ MoeSpec routed_experts(const Hparams& hp, ExpertGating gating, bool normalize);
 // Pre-norm routed feed-forward and its residual add: the router's scores are
 // ffn_gate_inp(n) (plus ffn_gate_inp.bias with `router_bias`), n = ffn_norm(x), and
 // x += moe(n). Every device computes all of the router's scores. `norm` names the pre-norm
-// (gpt-oss calls it post_attention_norm).
-void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias = false,
-                 const char* norm = "blk.{}.ffn_norm.weight");
+// (gpt-oss calls it post_attention_norm); `residual_scale` multiplies the output before the
+// add (Granite MoE; 0: not).
+void add_moe_ffn(StepProgram& p, MoeSpec spec, bool router_bias = false, const char* norm = "blk.{}.ffn_norm.weight",
+                 float residual_scale = 0.0f);
 
 // The final norm and the output projection (the token embedding when the output is tied),
 // the logits multiplied by `logit_scale` where it is not 1 (Granite divides them).

@@ -4,6 +4,9 @@
 // and feed-forward outputs times residual_scale before their residual adds, and the logits
 // divided by logit_scale. rope.scaling.finetuned false turns RoPE off in every layer, as in
 // llama.cpp. Q, K and V may come as one tensor, with or without biases.
+// Granite MoE ("granitemoe": Granite 3.0/3.1 1B-A400M and 3B-A800M) is the same with a routed
+// feed-forward in every layer: a softmax over the experts, the top k renormalised, each expert
+// feed_forward_length wide. Its shared-expert variant (granitemoeshared) is refused.
 #include <fmt/format.h>
 
 #include "arch/architecture.h"
@@ -16,8 +19,16 @@ namespace {
 Result<void> read_granite(const GgufModel& model, Hparams& hp) {
     const GgufMetadata& meta = model.metadata();
     const std::string& a = hp.architecture;
-    if (hp.is_moe())
-        return make_error(ErrorCode::unsupported, "granite with experts (Granite MoE) is not supported yet");
+    if (a == "granitemoe") {
+        if (!hp.is_moe()) {
+            return make_error(ErrorCode::format, fmt::format("a granitemoe model needs {}.expert_count", a));
+        }
+        if (meta.get_uint(a + ".expert_shared_feed_forward_length").value_or(0) != 0) {
+            return make_error(ErrorCode::unsupported, "Granite MoE with a shared expert is not supported yet");
+        }
+    } else if (hp.is_moe()) {
+        return make_error(ErrorCode::format, "a granite model with experts must say granitemoe as its architecture");
+    }
     PH_TRY(read_attention_layout(model, hp));
     const std::optional<double> logit = meta.get_float(a + ".logit_scale");
     if (!logit || *logit == 0.0) {
@@ -42,7 +53,12 @@ StepProgram build_granite(const Hparams& hp) {
                                  .fused_qkv = hp.fused_qkv,
                                  .scores_scale = hp.attention_scale,
                                  .residual_scale = hp.residual_scale});
-    add_gated_ffn(p, GateActivation::silu, /*post_norm=*/false, "blk.{}.ffn_norm.weight", hp.residual_scale);
+    if (hp.is_moe()) {
+        add_moe_ffn(p, routed_experts(hp, ExpertGating::softmax, /*normalize=*/true), /*router_bias=*/false,
+                    "blk.{}.ffn_norm.weight", hp.residual_scale);
+    } else {
+        add_gated_ffn(p, GateActivation::silu, /*post_norm=*/false, "blk.{}.ffn_norm.weight", hp.residual_scale);
+    }
     add_output_head(p, hp, hp.logit_scale);
     return p;
 }
@@ -50,5 +66,6 @@ StepProgram build_granite(const Hparams& hp) {
 }  // namespace
 
 const Architecture kGranite{"granite", read_granite, build_granite};
+const Architecture kGraniteMoe{"granitemoe", read_granite, build_granite};
 
 }  // namespace powerhouse::arch
