@@ -104,12 +104,7 @@ Result<void> check_rows(const GgufModel& model, const std::string& name, int64_t
 
 }  // namespace
 
-void read_optional_attention_biases(const GgufModel& model, Hparams& hp) {
-    hp.qkv_bias = model.find_tensor("blk.0.attn_q.bias") != nullptr;
-    hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
-}
-
-Result<void> read_attention_layout(const GgufModel& model, Hparams& hp) {
+Result<void> read_attention_layout(const GgufModel& model, Hparams& hp, bool fused_ffn) {
     if (model.find_tensor("blk.0.ffn_up.bias") != nullptr || model.find_tensor("blk.0.ffn_down.bias") != nullptr) {
         return make_error(ErrorCode::unsupported,
                           fmt::format("{} with feed-forward biases is not supported yet", hp.architecture));
@@ -117,7 +112,7 @@ Result<void> read_attention_layout(const GgufModel& model, Hparams& hp) {
     hp.fused_qkv = model.find_tensor("blk.0.attn_qkv.weight") != nullptr;
     hp.qkv_bias = model.find_tensor(hp.fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
     hp.output_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
-    return check_fused_tensors(model, hp, /*fused_ffn=*/false);
+    return check_fused_tensors(model, hp, fused_ffn);
 }
 
 Result<void> check_fused_tensors(const GgufModel& model, const Hparams& hp, bool fused_ffn) {

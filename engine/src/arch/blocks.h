@@ -50,15 +50,12 @@ enum class GateActivation { silu, gelu };
 void add_gated_ffn(StepProgram& p, GateActivation activation, bool post_norm = false,
                    const char* norm = "blk.{}.ffn_norm.weight", float residual_scale = 0.0f);
 
-// Sets hp.qkv_bias and hp.output_bias from what layer 0 has (attn_q.bias, attn_output.bias),
-// for architectures whose files may or may not carry them (SmolLM3, Seed-OSS).
-void read_optional_attention_biases(const GgufModel& model, Hparams& hp);
-
 // For the architectures llama.cpp reads with Q, K and V as one tensor or three, each with or
-// without biases, and an optional output bias (Mistral 3, Granite): sets hp.fused_qkv,
-// hp.qkv_bias and hp.output_bias from layer 0, checks a fused tensor's shape in every layer,
-// and refuses feed-forward biases, which the step program has no place for.
-Result<void> read_attention_layout(const GgufModel& model, Hparams& hp);
+// without biases, and an optional output bias (SmolLM3, Seed-OSS, GLM-4, Mistral 3, Granite):
+// sets hp.fused_qkv, hp.qkv_bias and hp.output_bias from layer 0, checks the fused tensors'
+// shapes in every layer (check_fused_tensors; `fused_ffn`: ffn_up holds the gate too, as in
+// GLM-4), and refuses feed-forward biases, which the step program has no place for.
+Result<void> read_attention_layout(const GgufModel& model, Hparams& hp, bool fused_ffn = false);
 
 // Checks the fused tensors of every layer against the hyper-parameters: attn_qkv (and its
 // bias, where there is one) when hp.fused_qkv, and with `fused_ffn` ffn_up's 2 n_ff rows.

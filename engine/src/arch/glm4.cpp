@@ -13,10 +13,7 @@ namespace {
 
 Result<void> read_glm4(const GgufModel& model, Hparams& hp) {
     if (hp.is_moe()) return make_error(ErrorCode::unsupported, "GLM-4 with experts (glm4moe) is not supported yet");
-    hp.fused_qkv = model.find_tensor("blk.0.attn_qkv.weight") != nullptr;
-    hp.qkv_bias = model.find_tensor(hp.fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
-    PH_TRY(check_fused_tensors(model, hp));
-    return {};
+    return read_attention_layout(model, hp, /*fused_ffn=*/true);
 }
 
 StepProgram build_glm4(const Hparams& hp) {

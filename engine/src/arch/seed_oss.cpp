@@ -11,13 +11,13 @@ namespace {
 Result<void> read_seed_oss(const GgufModel& model, Hparams& hp) {
     if (hp.is_moe()) return make_error(ErrorCode::unsupported, "seed_oss with experts is not supported");
     hp.rope_layout = RopeLayout::neox;
-    read_optional_attention_biases(model, hp);
-    return {};
+    return read_attention_layout(model, hp);
 }
 
 StepProgram build_seed_oss(const Hparams& hp) {
     StepProgram p = start_program(hp);
-    add_attention(p, hp, AttentionBlock{.qkv_bias = hp.qkv_bias, .output_bias = hp.output_bias});
+    add_attention(p, hp,
+                  AttentionBlock{.qkv_bias = hp.qkv_bias, .output_bias = hp.output_bias, .fused_qkv = hp.fused_qkv});
     add_gated_ffn(p, GateActivation::silu, /*post_norm=*/false, "blk.{}.post_attention_norm.weight");
     add_output_head(p, hp);
     return p;

@@ -15,13 +15,13 @@ Result<void> read_smollm3(const GgufModel& model, Hparams& hp) {
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         if ((il + 1) % kNoRopeStep == 0) hp.layers[il].rope = false;
     }
-    read_optional_attention_biases(model, hp);
-    return {};
+    return read_attention_layout(model, hp);
 }
 
 StepProgram build_smollm3(const Hparams& hp) {
     StepProgram p = start_program(hp);
-    add_attention(p, hp, AttentionBlock{.qkv_bias = hp.qkv_bias, .output_bias = hp.output_bias});
+    add_attention(p, hp,
+                  AttentionBlock{.qkv_bias = hp.qkv_bias, .output_bias = hp.output_bias, .fused_qkv = hp.fused_qkv});
     add_gated_ffn(p, GateActivation::silu);
     add_output_head(p, hp);
     return p;
