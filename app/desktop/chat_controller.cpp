@@ -265,7 +265,9 @@ void ChatController::selectConversation(qint64 id) {
     // An answer still streaming is stored once a second: show all that has come.
     if (const auto answer = m_answers.find(id); answer != m_answers.end()) {
         for (Message& m : *messages) {
-            if (m.id == answer->second.messageId) m.content = answer->second.text.toStdString();
+            if (m.id != answer->second.messageId) continue;
+            m.content = answer->second.text.toStdString();
+            m.reasoning = answer->second.reasoning.toStdString();
         }
     }
     m_current = id;
@@ -355,6 +357,8 @@ bool ChatController::startAnswer(const QString& userText, qint64 replaceFrom) {
     powerhouse::GenerateCommand command;
     if (!started->conversation.system_prompt.empty())
         command.messages.push_back({"system", started->conversation.system_prompt});
+    // The answers' content only: their reasoning is never sent back (the models' own templates
+    // drop it from the history too), and an answer that was all thinking says nothing.
     for (const Message& m : started->messages) {
         if (m.role != "system" && !m.content.empty()) command.messages.push_back({m.role, m.content});
     }
@@ -363,6 +367,10 @@ bool ChatController::startAnswer(const QString& userText, qint64 replaceFrom) {
     command.settings.sampling.seed = m_conversationSettings.seed ? *m_conversationSettings.seed
                                                                  : QRandomGenerator::global()->generate64();
     command.overflow = powerhouse::ContextOverflow::drop_oldest;
+    // The engine reads the answer in the model's format, so that a reasoning model's thinking
+    // (a think block, gpt-oss's analysis channel) comes apart from the text instead of inside
+    // it as markup. A remote server does that itself.
+    command.read_answer = true;
     const qint64 answerId = started->answer.id;
     m_messages.append(std::move(started->answer));
     const bool remote = m_remoteTarget.has_value();
@@ -370,7 +378,7 @@ bool ChatController::startAnswer(const QString& userText, qint64 replaceFrom) {
         remote ? m_remote.start(*m_remoteTarget, remote_chat_request(m_remoteTarget->model, std::move(command.messages),
                                                                      command.settings))
                : m_engine.generate(std::move(command));
-    m_answers[m_current] = Answer{request, remote, answerId, {}};
+    m_answers[m_current] = Answer{request, remote, answerId, {}, {}};
     m_conversations.setGenerating(m_current, true);
     if (!m_saveTimer.isActive()) m_saveTimer.start();
     emit generatingChanged();
@@ -385,24 +393,29 @@ qint64 ChatController::conversationOf(quint64 request) const {
     return 0;
 }
 
-void ChatController::onTokens(quint64 request, const QString& text) {
+void ChatController::onTokens(quint64 request, const QString& text, const QString& reasoning) {
     const qint64 conversation = conversationOf(request);
     if (conversation == 0) return;
     Answer& answer = m_answers[conversation];
+    // The thinking first: where both came in one frame, it was written before the text.
+    answer.reasoning += reasoning;
     answer.text += text;
-    if (conversation == m_current) m_messages.appendText(answer.messageId, text);
+    if (conversation != m_current) return;
+    m_messages.appendReasoning(answer.messageId, reasoning);
+    m_messages.appendText(answer.messageId, text);
 }
 
 void ChatController::saveStreaming() {
     for (const auto& answer : m_answers) {
-        write([id = answer.second.messageId, text = answer.second.text.toStdString()](Store& store) {
-            return store.update_message(id, text);
+        write([id = answer.second.messageId, text = answer.second.text.toStdString(),
+               reasoning = answer.second.reasoning.toStdString()](Store& store) {
+            return store.update_message(id, text, reasoning);
         });
     }
 }
 
-void ChatController::finishAnswer(qint64 conversationId, QString text, MessageState state, MessageStats stats,
-                                  const QString& error) {
+void ChatController::finishAnswer(qint64 conversationId, QString text, QString reasoning, MessageState state,
+                                  MessageStats stats, const QString& error) {
     const auto found = m_answers.find(conversationId);
     if (found == m_answers.end()) return;
     const Answer answer = std::move(found->second);
@@ -418,14 +431,16 @@ void ChatController::finishAnswer(qint64 conversationId, QString text, MessageSt
     if (const int row = conversationId == m_current ? m_messages.rowOf(answer.messageId) : -1; row >= 0) {
         Message shown = *m_messages.at(row);
         shown.content = text.toStdString();
+        shown.reasoning = reasoning.toStdString();
         shown.state = state;
         shown.stats = stats;
         shown.error = error.toStdString();
         shown.updated_ms = QDateTime::currentMSecsSinceEpoch();
         m_messages.update(shown);
     }
-    write([id = answer.messageId, text = text.toStdString(), state, stats, error = error.toStdString()](
-              Store& store) { return store.finish_message(id, text, state, stats, error); },
+    write([id = answer.messageId, text = text.toStdString(), reasoning = reasoning.toStdString(), state, stats,
+           error = error.toStdString()](
+              Store& store) { return store.finish_message(id, text, state, stats, error, reasoning); },
           [this] { m_conversations.reload(); });
     if (conversationId == m_current) emit generatingChanged();
     if (m_answers.empty()) emit idle();
@@ -435,12 +450,16 @@ void ChatController::abandonAnswer(qint64 conversationId) {
     const auto found = m_answers.find(conversationId);
     if (found == m_answers.end()) return;
     cancelRequest(found->second);
-    finishAnswer(conversationId, found->second.text, MessageState::stopped, {}, {});
+    finishAnswer(conversationId, found->second.text, found->second.reasoning, MessageState::stopped, {}, {});
 }
 
-void ChatController::onFinished(quint64 request, const QString& text, const QVariantMap& stats) {
+void ChatController::onFinished(quint64 request, const QString& text, const QVariantMap& stats,
+                                const QString& reasoning) {
     const qint64 conversation = conversationOf(request);
     if (conversation == 0) return;
+    // The end's reasoning is the whole of it; an end that carries none keeps what streamed
+    // rather than lose it.
+    const QString thought = reasoning.isEmpty() ? m_answers[conversation].reasoning : reasoning;
     MessageStats s;
     s.model = stats.contains("model") ? stats.value("model").toString().toStdString() : m_localName.toStdString();
     s.engine = stats.contains("engine") ? stats.value("engine").toString().toStdString() : std::string("local");
@@ -459,18 +478,25 @@ void ChatController::onFinished(quint64 request, const QString& text, const QVar
     if (reason == QLatin1String("interrupted")) {
         // A remote stream that broke: the text so far is kept, and why it broke.
         const QString why = stats.value("interruption").toString();
-        finishAnswer(conversation, text, MessageState::interrupted, s, why);
+        finishAnswer(conversation, text, thought, MessageState::interrupted, s, why);
         showError(tr("The answer was cut off: %1").arg(why));
         return;
     }
     const bool stopped = reason == QLatin1String("cancelled");
-    finishAnswer(conversation, text, stopped ? MessageState::stopped : MessageState::complete, s, {});
+    finishAnswer(conversation, text, thought, stopped ? MessageState::stopped : MessageState::complete, s, {});
+    // All thinking and no answer: without a word the view would show only the folded thoughts.
+    if (reason == QLatin1String("length") && text.trimmed().isEmpty() && !thought.isEmpty()) {
+        showError(
+            tr("The token limit came while the model was still thinking, before its answer: raise Max "
+               "tokens in the conversation's settings and regenerate."));
+    }
 }
 
 void ChatController::onFailed(quint64 request, const QString& message) {
     const qint64 conversation = conversationOf(request);
     if (conversation == 0) return;
-    finishAnswer(conversation, m_answers[conversation].text, MessageState::failed, {}, message);
+    const Answer& answer = m_answers[conversation];
+    finishAnswer(conversation, answer.text, answer.reasoning, MessageState::failed, {}, message);
     // A device failure the banner explains is not said twice.
     if (!m_explained.remove(request)) showError(message);
 }

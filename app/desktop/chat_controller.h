@@ -4,6 +4,12 @@
 // generation starts, the answer is saved every second while it streams, and saved for good
 // when it ends, is stopped or fails.
 //
+// A reasoning model's thinking comes apart from its answer (the engine reads local answers in
+// the model's own format, GenerateCommand::read_answer; remote servers send it apart): it is
+// streamed, saved and shown beside the text (Message::reasoning, the view's `reasoning` role)
+// and never sent back to the model, whose history is the answers' content alone, as the
+// models' own chat templates keep it.
+//
 // Each conversation may have an answer generating (the engine runs them together), whether
 // it is open or not: switching away leaves it streaming into its stored message, and
 // switching back shows what has come so far. `generating`, Stop, Regenerate and
@@ -196,6 +202,7 @@ private:
         bool remote = false;    // answered by RemoteChat
         qint64 messageId = 0;   // the stored message it streams into
         QString text;           // what has streamed so far
+        QString reasoning;      // the model's thinking so far, apart from the text
     };
 
     std::function<void(quint64)> m_answerStarted;
@@ -207,8 +214,8 @@ private:
     bool startAnswer(const QString& userText = {}, qint64 replaceFrom = 0);
     // Whether a model can answer now; if not, shows why (once the banner does not say it).
     bool readyToAnswer();
-    void onTokens(quint64 request, const QString& text);
-    void onFinished(quint64 request, const QString& text, const QVariantMap& stats);
+    void onTokens(quint64 request, const QString& text, const QString& reasoning);
+    void onFinished(quint64 request, const QString& text, const QVariantMap& stats, const QString& reasoning);
     void onFailed(quint64 request, const QString& message);
     void onRecovery(const EngineRecovery& recovery);
     void setRecovery(Recovery state, const QString& text);
@@ -217,7 +224,7 @@ private:
     // The conversation whose answer a request is, or 0.
     qint64 conversationOf(quint64 request) const;
     // Ends a conversation's answer: stores it for good, and shows it if it is open.
-    void finishAnswer(qint64 conversationId, QString text, powerhouse::store::MessageState state,
+    void finishAnswer(qint64 conversationId, QString text, QString reasoning, powerhouse::store::MessageState state,
                       powerhouse::store::MessageStats stats, const QString& error);
     // Cancels a conversation's answer and stores it at once as stopped, with what has come:
     // its messages are about to change, so the engine's last word on it is not waited for.

@@ -169,11 +169,14 @@ void EngineClient::drain() {
         } else if (const auto* l = std::get_if<powerhouse::LoadedEvent>(&event)) {
             emit loaded(summaryMap(l->model));
         } else if (const auto* t = std::get_if<powerhouse::TokenEvent>(&event)) {
-            m_pendingText[t->request_id] += QString::fromStdString(t->text);
+            Pending& pending = m_pending[t->request_id];
+            pending.text += QString::fromStdString(t->text);
+            pending.reasoning += QString::fromStdString(t->reasoning);
             if (!m_frame.isActive()) m_frame.start();
         } else if (const auto* d = std::get_if<powerhouse::DoneEvent>(&event)) {
             flushTokens();
-            emit finished(d->request_id, QString::fromStdString(d->text), statsMap(*d));
+            emit finished(d->request_id, QString::fromStdString(d->text), statsMap(*d),
+                          QString::fromStdString(d->reasoning));
         } else if (const auto* e = std::get_if<powerhouse::ErrorEvent>(&event)) {
             flushTokens();
             const QString message = QString::fromStdString(e->error.message);
@@ -210,6 +213,10 @@ void EngineClient::drain() {
 
 void EngineClient::flushTokens() {
     m_frame.stop();
-    const QHash<quint64, QString> pending = std::exchange(m_pendingText, {});
-    for (auto it = pending.begin(); it != pending.end(); ++it) emit tokens(it.key(), it.value());
+    const QHash<quint64, Pending> pending = std::exchange(m_pending, {});
+    for (auto it = pending.begin(); it != pending.end(); ++it) {
+        // A reader waiting to see what a marker opens sends events with neither.
+        if (it->text.isEmpty() && it->reasoning.isEmpty()) continue;
+        emit tokens(it.key(), it->text, it->reasoning);
+    }
 }

@@ -2,7 +2,9 @@
 // plain calls; events come back as queued signals on the GUI thread. Several generations
 // run at once (the engine batches them); their tokens are gathered per request and
 // delivered at most once per frame, however fast the model writes, so that the UI never
-// has more than one update per frame to lay out.
+// has more than one update per frame to lay out. A generation that reads its answer
+// (GenerateCommand::read_answer: a reasoning model's thinking apart from its text) has both
+// gathered apart and handed on together.
 //
 // EngineClient is the engine's one reader of events: a reader thread of its own takes each
 // event as the engine sends it, offers it first to the event hook (the API server that
@@ -89,11 +91,15 @@ signals:
     void loaded(const QVariantMap& summary);
     // The last load failed; never sent for a load cancelled by the next load or unload.
     void loadFailed(const QString& message);
-    void tokens(quint64 requestId, const QString& text);
+    // The text and the reasoning (TokenEvent::reasoning; empty unless the request reads its
+    // answer) that came since the last call, at most one call per request and frame; the
+    // reasoning came first where both did (a model thinks before it answers).
+    void tokens(quint64 requestId, const QString& text, const QString& reasoning);
     // stats: promptTokens, reusedTokens, generatedTokens, ttftMs, tokensPerSecond, stopReason,
     // and recoveries when a device failed under the answer: [{atToken, failed, cause,
-    // continuedOn}]. The text is the whole answer, the part from before a recovery included.
-    void finished(quint64 requestId, const QString& text, const QVariantMap& stats);
+    // continuedOn}]. The text is the whole answer, the part from before a recovery included
+    // (with read_answer its content), and the reasoning the whole of it (DoneEvent's).
+    void finished(quint64 requestId, const QString& text, const QVariantMap& stats, const QString& reasoning);
     void failed(quint64 requestId, const QString& message);
     // How the running generations stand: sequences running and waiting, KV cache blocks.
     void schedulerStats(const powerhouse::SchedulerStats& stats);
@@ -117,8 +123,12 @@ private:
     std::atomic<bool> m_drainQueued{false};
     std::atomic<bool> m_reading{true};
     std::thread m_reader;
-    QTimer m_frame;                          // one token delivery per frame
-    QHash<quint64, QString> m_pendingText;   // text not yet delivered, per request
+    QTimer m_frame;  // one token delivery per frame
+    struct Pending {
+        QString text;
+        QString reasoning;
+    };
+    QHash<quint64, Pending> m_pending;  // text and reasoning not yet delivered, per request
     quint64 m_nextRequest = 1;
     // The policy of the last load, for reading its device errors (EngineRecovery::Stopped).
     powerhouse::RecoveryPolicy m_policy = powerhouse::RecoveryPolicy::replan;

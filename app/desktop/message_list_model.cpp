@@ -72,6 +72,8 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
         case StatsRole: return statsText(m.stats, m_price);
         case ErrorRole: return QString::fromStdString(m.error);
         case BlocksRole: return QVariant::fromValue<QObject*>(blocks(index.row()));
+        case ReasoningRole:
+            return QString::fromStdString(m.reasoning);
         case RecoveryRole: {
             QStringList lines;
             for (const powerhouse::store::MessageRecovery& r : m.stats.recoveries) {
@@ -84,9 +86,9 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
 }
 
 QHash<int, QByteArray> MessageListModel::roleNames() const {
-    return {{IdRole, "messageId"}, {RoleRole, "role"},   {ContentRole, "content"},
-            {StateRole, "messageState"}, {StatsRole, "stats"}, {ErrorRole, "error"},
-            {BlocksRole, "blocks"}, {RecoveryRole, "recovery"}};
+    return {{IdRole, "messageId"},       {RoleRole, "role"},         {ContentRole, "content"},
+            {StateRole, "messageState"}, {StatsRole, "stats"},       {ErrorRole, "error"},
+            {BlocksRole, "blocks"},      {RecoveryRole, "recovery"}, {ReasoningRole, "reasoning"}};
 }
 
 void MessageListModel::setMessages(std::vector<Message> messages) {
@@ -117,6 +119,14 @@ void MessageListModel::appendText(qint64 messageId, const QString& text) {
     emit dataChanged(i, i, {Qt::DisplayRole, ContentRole});
 }
 
+void MessageListModel::appendReasoning(qint64 messageId, const QString& reasoning) {
+    const int row = rowOf(messageId);
+    if (row < 0 || reasoning.isEmpty()) return;
+    m_messages[static_cast<size_t>(row)].reasoning += reasoning.toStdString();
+    const QModelIndex i = index(row);
+    emit dataChanged(i, i, {ReasoningRole});
+}
+
 void MessageListModel::update(const Message& message) {
     const int row = rowOf(message.id);
     if (row < 0) return;
@@ -131,8 +141,9 @@ void MessageListModel::update(const Message& message) {
     }
     old = message;
     const QModelIndex i = index(row);
-    emit dataChanged(i, i,
-                     {Qt::DisplayRole, IdRole, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, RecoveryRole});
+    emit dataChanged(
+        i, i,
+        {Qt::DisplayRole, IdRole, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, RecoveryRole, ReasoningRole});
 }
 
 void MessageListModel::removeFrom(int row) {

@@ -1,7 +1,8 @@
 // The messages of the open conversation, with the answer that is streaming in. Text that
 // arrives for the streaming answer changes one row (dataChanged on its content), never the
 // whole list, and reaches that message's blocks model as an append, so that only its last
-// blocks are split again and change.
+// blocks are split again and change. An answer's reasoning (a reasoning model's thinking) is
+// a role of its own beside the content, streamed in the same way.
 //
 // Thread-safety: GUI thread only.
 #pragma once
@@ -27,8 +28,18 @@ public:
     // content replaced by one that does not extend it resets it).
     // RecoveryRole: where the answer went on after a device failed under it, a line per
     // recovery ("Continued on CPU (8 threads) after GPU 1 failed at token 37: ..."), or "".
-    enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, BlocksRole,
-                RecoveryRole };
+    // ReasoningRole: the answer's reasoning as plain text, "" when it has none.
+    enum Role {
+        IdRole = Qt::UserRole + 1,
+        RoleRole,
+        ContentRole,
+        StateRole,
+        StatsRole,
+        ErrorRole,
+        BlocksRole,
+        RecoveryRole,
+        ReasoningRole
+    };
 
     // A message's state (StateRole, as an int; store::MessageState's). QML reads them as
     // MessageListModel.Streaming, ...
@@ -46,6 +57,8 @@ public:
     void append(powerhouse::store::Message message);
     // Adds text to a message's content (a streaming answer).
     void appendText(qint64 messageId, const QString& text);
+    // Adds to a streaming answer's reasoning.
+    void appendReasoning(qint64 messageId, const QString& reasoning);
     // Replaces a message (its final text, state and statistics).
     void update(const powerhouse::store::Message& message);
     void removeFrom(int row);  // this row and all after it

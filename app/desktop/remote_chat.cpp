@@ -64,6 +64,10 @@ quint64 RemoteChat::start(const RemoteTarget& target, ChatRequest request) {
                 const std::lock_guard lock(run->mutex);
                 run->pending.append(text);
             };
+            callbacks.on_reasoning = [&run](std::string_view reasoning) {
+                const std::lock_guard lock(run->mutex);
+                run->pendingReasoning.append(reasoning);
+            };
             callbacks.cancelled = [&run] { return run->cancelled.load(); };
             result = remote->chat(request, callbacks);
         }
@@ -83,11 +87,14 @@ void RemoteChat::cancel(quint64 requestId) {
 void RemoteChat::flush() {
     for (auto& [id, run] : m_runs) {
         std::string text;
+        std::string reasoning;
         {
             const std::lock_guard lock(run->mutex);
             text.swap(run->pending);
+            reasoning.swap(run->pendingReasoning);
         }
-        if (!text.empty()) emit tokens(id, QString::fromStdString(text));
+        if (!text.empty() || !reasoning.empty())
+            emit tokens(id, QString::fromStdString(text), QString::fromStdString(reasoning));
     }
     if (m_runs.empty()) m_flush.stop();
 }
@@ -115,5 +122,5 @@ void RemoteChat::end(quint64 requestId, const powerhouse::Result<ChatResult>& re
     if (r.interruption) stats.insert(QStringLiteral("interruption"), QString::fromStdString(r.interruption->message));
     stats.insert(QStringLiteral("engine"), engine);
     stats.insert(QStringLiteral("model"), r.model.empty() ? model : QString::fromStdString(r.model));
-    emit finished(requestId, QString::fromStdString(r.text), stats);
+    emit finished(requestId, QString::fromStdString(r.text), stats, QString::fromStdString(r.reasoning));
 }

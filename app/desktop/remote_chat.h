@@ -3,14 +3,15 @@
 // them on the path of local answers.
 //
 // Each answer runs RemoteEngine::chat on a std::thread of its own (the call blocks for the
-// whole stream). The worker only appends the streamed text to its answer's buffer; a 16 ms
+// whole stream). The worker only appends the streamed text (and a reasoning model's thinking,
+// which servers send apart: ChatCallbacks::on_reasoning) to its answer's buffers; a 16 ms
 // timer on the GUI thread hands it on as `tokens` (one update per frame, like EngineClient),
 // and the end comes back as a queued call. cancel() sets the answer's flag, which curl's
 // progress callback polls several times a second: the stream is closed, and the answer ends
 // with stopReason "cancelled" and the text received so far.
 //
-// `finished` stats: promptTokens and generatedTokens (the server's usage, else the text
-// chunks), ttftMs and tokensPerSecond (measured here), stopReason (the server's
+// `finished` carries the whole text and reasoning (ChatResult's). Its stats: promptTokens and generatedTokens (the
+// server's usage, else the text chunks), ttftMs and tokensPerSecond (measured here), stopReason (the server's
 // finish_reason, or "cancelled", or "interrupted" with `interruption` saying why the stream
 // broke), engine (the base URL) and model (as the server named it). `failed`: the answer
 // never started; the message is RemoteEngine's (what happened, what to do).
@@ -65,8 +66,8 @@ public:
     bool running(quint64 requestId) const { return m_runs.contains(requestId); }
 
 signals:
-    void tokens(quint64 requestId, const QString& text);
-    void finished(quint64 requestId, const QString& text, const QVariantMap& stats);
+    void tokens(quint64 requestId, const QString& text, const QString& reasoning);
+    void finished(quint64 requestId, const QString& text, const QVariantMap& stats, const QString& reasoning);
     void failed(quint64 requestId, const QString& message);
 
 private:
@@ -74,7 +75,8 @@ private:
         std::thread thread;
         std::atomic<bool> cancelled{false};
         std::mutex mutex;
-        std::string pending;  // streamed text not yet handed on
+        std::string pending;           // streamed text not yet handed on
+        std::string pendingReasoning;  // streamed reasoning not yet handed on
     };
     void flush();
     void end(quint64 requestId, const powerhouse::Result<powerhouse::remote::ChatResult>& result, const QString& engine,
