@@ -1,6 +1,7 @@
 // One message: the user's on the right in a bubble, the assistant's as Markdown across the
 // column, with its statistics and actions (copy, regenerate, edit, delete), and where an
-// answer went on after a device failed under it.
+// answer went on after a device failed under it. A reasoning model's thinking is folded above
+// its answer (ThinkingPart); Copy copies the answer alone.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Controls.impl
@@ -26,6 +27,8 @@ Item {
     // language and closed will do; the view tests pass a ListModel). A streaming answer
     // changes only its last rows, so the blocks above keep their delegates.
     required property QtObject blocks
+    // A reasoning model's thinking, apart from the content; empty for most answers.
+    required property string reasoning
 
     readonly property bool fromUser: role === "user"
     readonly property bool streaming: messageState === MessageListModel.Streaming
@@ -88,11 +91,19 @@ Item {
                 visible: !root.fromUser
                 spacing: Theme.spacing * 0.75
 
-                // No text (yet): the dots while it streams; an answer cut short before its
+                ThinkingPart {
+                    objectName: "thinkingPart"
+                    visible: !root.fromUser && root.reasoning.length > 0
+                    reasoning: root.reasoning
+                    thinking: root.streaming && root.content.length === 0
+                    Layout.fillWidth: true
+                }
+
+                // No text (yet): the dots while it streams (unless "Thinking…" says more); an answer cut short before its
                 // first word says so rather than leaving an empty bubble.
                 Label {
                     objectName: "emptyAnswer"
-                    visible: blockRepeater.count === 0
+                    visible: blockRepeater.count === 0 && !(root.streaming && root.reasoning.length > 0)
                     text: root.streaming ? "…" : root.cutShort.length > 0 && root.content.length === 0
                           ? root.cutShort.charAt(0).toUpperCase() + root.cutShort.slice(1) + " before any text came."
                           : ""
@@ -119,9 +130,9 @@ Item {
                 }
             }
 
-            // Copies the whole message as written (the Markdown source). Its text is set only
-            // when copying: bound to the content, it would lay out the whole answer again at
-            // every streamed update.
+            // Copies the whole message as written (the Markdown source), not its reasoning: what
+            // the model said is what gets pasted. Its text is set only when copying: bound to
+            // the content, it would lay out the whole answer again at every streamed update.
             TextEdit {
                 id: copier
                 visible: false
@@ -226,6 +237,7 @@ Item {
                 }
             }
             IconButton {
+                objectName: "copyMessage"
                 iconName: "edit-copy-symbolic"
                 tint: Theme.textMuted
                 text: "Copy"

@@ -52,6 +52,7 @@ Item {
             error: ""
             recovery: "Continued on CPU (8 threads) after GPU 1 failed at token 37: Xid 79, fell off the bus"
             content: "The whole answer."
+            reasoning: ""
             blocks: ListModel {
                 ListElement { kind: MessageBlocksModel.Text; text: "The whole answer."; language: ""; closed: true }
             }

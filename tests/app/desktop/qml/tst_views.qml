@@ -44,6 +44,7 @@ Item {
             error: ""
             recovery: ""
             content: "Here:\n```python\nprint(1)\n```\nDone."
+            reasoning: ""
             // The roles of the app's MessageBlocksModel, which QML cannot make.
             blocks: ListModel {
                 ListElement { kind: MessageBlocksModel.Text; text: "Here:"; language: ""; closed: true }
