@@ -32,9 +32,10 @@ unsigned grid_for(int64_t n) {
 
 // One block per token; thread 0 chooses (n_expert at most 512, k at most 64: a few
 // thousand comparisons), the others load the scores.
-__global__ void route_kernel(const float* scores, int n_expert, int k, int gating, int normalize, int32_t* ids,
-                             float* weights) {
+__global__ void route_kernel(const float* scores, int n_expert, int k, int gating, int normalize,
+                             const float* selection_bias, float weights_scale, int32_t* ids, float* weights) {
     __shared__ float probs[kMaxExperts];
+    __shared__ float select[kMaxExperts];
     __shared__ unsigned char taken[kMaxExperts];
     const float* row = scores + static_cast<int64_t>(blockIdx.x) * n_expert;
     for (int e = static_cast<int>(threadIdx.x); e < n_expert; e += static_cast<int>(blockDim.x)) {
@@ -53,13 +54,17 @@ __global__ void route_kernel(const float* scores, int n_expert, int k, int gatin
         }
         const float inv = static_cast<float>(1.0 / sum);
         for (int e = 0; e < n_expert; ++e) probs[e] *= inv;
+    } else if (gating == 2) {  // a sigmoid of each score
+        for (int e = 0; e < n_expert; ++e) probs[e] = 1.0f / (1.0f + expf(-probs[e]));
     }
+    // Chosen by the probability plus the selection bias, weighted by the probability.
+    for (int e = 0; e < n_expert; ++e) select[e] = selection_bias != nullptr ? probs[e] + selection_bias[e] : probs[e];
     int32_t* out_ids = ids + static_cast<int64_t>(blockIdx.x) * k;
     float* out_w = weights + static_cast<int64_t>(blockIdx.x) * k;
     for (int s = 0; s < k; ++s) {  // the largest not yet taken; equal ones: the lower index
         int best = -1;
         for (int e = 0; e < n_expert; ++e) {
-            if (!taken[e] && (best < 0 || probs[e] > probs[best])) best = e;
+            if (!taken[e] && (best < 0 || select[e] > select[best])) best = e;
         }
         taken[best] = 1;
         out_ids[s] = best;
@@ -80,6 +85,9 @@ __global__ void route_kernel(const float* scores, int n_expert, int k, int gatin
         for (int s = 0; s < k; ++s) sum += out_w[s];
         const float total = fmaxf(static_cast<float>(sum), 6.103515625e-5f);
         for (int s = 0; s < k; ++s) out_w[s] /= total;
+    }
+    if (weights_scale != 0.0f && weights_scale != 1.0f) {
+        for (int s = 0; s < k; ++s) out_w[s] *= weights_scale;
     }
 }
 
@@ -131,15 +139,15 @@ __global__ void swiglu_oai_kernel(const float* a, const float* b, float* y, int6
 using namespace powerhouse::kernels;
 
 extern "C" int ph_moe_route(const float* scores, int n_tokens, int n_expert, int k, int gating, int normalize,
-                            int32_t* ids, float* weights, cudaStream_t stream) {
+                            const float* selection_bias, float weights_scale, int32_t* ids, float* weights,
+                            cudaStream_t stream) {
     if (scores == nullptr || ids == nullptr || weights == nullptr || n_tokens < 0 || n_tokens > 65535 ||
-        n_expert <= 0 || n_expert > kMaxExperts || k <= 0 || k > kMaxUsed || k > n_expert || gating < 0 ||
-        gating > 1) {
+        n_expert <= 0 || n_expert > kMaxExperts || k <= 0 || k > kMaxUsed || k > n_expert || gating < 0 || gating > 2) {
         return cudaErrorInvalidValue;
     }
     if (n_tokens == 0) return cudaSuccess;
-    route_kernel<<<static_cast<unsigned>(n_tokens), 128, 0, stream>>>(scores, n_expert, k, gating, normalize, ids,
-                                                                      weights);
+    route_kernel<<<static_cast<unsigned>(n_tokens), 128, 0, stream>>>(scores, n_expert, k, gating, normalize,
+                                                                      selection_bias, weights_scale, ids, weights);
     return last_error();
 }
 

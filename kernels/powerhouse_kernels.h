@@ -227,11 +227,13 @@ int ph_attention_rows(int kv_type, const float* q, const void* k_cache, const vo
 
 // For each token, its k experts and their weights from its n_expert router scores
 // ([n_tokens][n_expert], n_expert at most 512, k at most 64): gating 0: softmax over every
-// expert, then the k largest; 1: the k largest scores, then a softmax over them. normalize:
-// the weights divided by their sum (at least 2^-14). Highest first, equal ones by the lower
-// index. ids, weights: [n_tokens][k].
-int ph_moe_route(const float* scores, int n_tokens, int n_expert, int k, int gating, int normalize, int32_t* ids,
-                 float* weights, cudaStream_t stream);
+// expert, then the k largest; 1: the k largest scores, then a softmax over them; 2: each
+// score's sigmoid, then the k largest. selection_bias ([n_expert], or null): added to the
+// probabilities to choose, not to weigh. normalize: the weights divided by their sum (at
+// least 2^-14); then multiplied by weights_scale unless it is 0 or 1. Highest first, equal
+// ones by the lower index. ids, weights: [n_tokens][k].
+int ph_moe_route(const float* scores, int n_tokens, int n_expert, int k, int gating, int normalize,
+                 const float* selection_bias, float weights_scale, int32_t* ids, float* weights, cudaStream_t stream);
 // dst[i] = src[pairs[i] / k] for i < n: the input rows ([.][width]) of the (token, slot)
 // pairs (token * k + slot) routed to one expert.
 int ph_moe_gather(const float* src, int64_t width, const int32_t* pairs, int k, int n, float* dst,

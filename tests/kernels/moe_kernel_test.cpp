@@ -24,11 +24,14 @@ TEST_F(MoeKernel, RoutingChoosesTheCpusExpertsWithItsWeights) {
         uint32_t n_expert, k;
         arch::ExpertGating gating;
         bool normalize;
+        bool biased = false;  // a selection bias, and the weights scaled by 2.5 (GLM-4.5)
     };
-    const Case cases[] = {{8, 2, arch::ExpertGating::softmax, true},          // Mixtral
-                          {128, 8, arch::ExpertGating::softmax, true},        // Qwen3-MoE
+    const Case cases[] = {{8, 2, arch::ExpertGating::softmax, true},           // Mixtral
+                          {128, 8, arch::ExpertGating::softmax, true},         // Qwen3-MoE
                           {32, 4, arch::ExpertGating::softmax_chosen, false},  // gpt-oss
-                          {512, 64, arch::ExpertGating::softmax, false}};
+                          {512, 64, arch::ExpertGating::softmax, false},
+                          {128, 8, arch::ExpertGating::sigmoid, true, true},  // GLM-4.5-Air
+                          {160, 8, arch::ExpertGating::sigmoid, false}};
     for (const Case& c : cases) {
         SCOPED_TRACE(c.n_expert);
         const int n = 37;
@@ -40,19 +43,28 @@ TEST_F(MoeKernel, RoutingChoosesTheCpusExpertsWithItsWeights) {
         spec.n_used = c.k;
         spec.gating = c.gating;
         spec.normalize = c.normalize;
+        std::vector<float> bias;
+        if (c.biased) {
+            bias = uniform(c.n_expert, -0.5f, 0.5f, rng);
+            spec.weights_scale = 2.5f;
+        }
+        const int gating = c.gating == arch::ExpertGating::softmax          ? 0
+                           : c.gating == arch::ExpertGating::softmax_chosen ? 1
+                                                                            : 2;
         DeviceArray<float> scores_dev(scores), weights_dev(static_cast<size_t>(n) * c.k);
+        DeviceArray<float> bias_dev(c.biased ? bias : std::vector<float>(1));
         DeviceArray<int32_t> ids_dev(static_cast<size_t>(n) * c.k);
-        ASSERT_TRUE(ran(ph_moe_route(scores_dev.get(), n, static_cast<int>(c.n_expert), static_cast<int>(c.k),
-                                     c.gating == arch::ExpertGating::softmax ? 0 : 1, c.normalize ? 1 : 0,
+        ASSERT_TRUE(ran(ph_moe_route(scores_dev.get(), n, static_cast<int>(c.n_expert), static_cast<int>(c.k), gating,
+                                     c.normalize ? 1 : 0, c.biased ? bias_dev.get() : nullptr, spec.weights_scale,
                                      ids_dev.get(), weights_dev.get(), nullptr)));
         const std::vector<int32_t> ids = ids_dev.download();
         const std::vector<float> weights = weights_dev.download();
         for (int t = 0; t < n; ++t) {
             std::vector<uint32_t> want_ids(c.k);
             std::vector<float> want_w(c.k);
-            cpu::route_experts(spec, std::span<const float>(scores.data() + static_cast<size_t>(t) * c.n_expert,
-                                                            c.n_expert),
-                               want_ids, want_w);
+            cpu::route_experts(spec,
+                               std::span<const float>(scores.data() + static_cast<size_t>(t) * c.n_expert, c.n_expert),
+                               bias, want_ids, want_w);
             for (uint32_t s = 0; s < c.k; ++s) {
                 const size_t i = static_cast<size_t>(t) * c.k + s;
                 ASSERT_EQ(ids[i], static_cast<int32_t>(want_ids[s])) << "token " << t << " slot " << s;
@@ -125,10 +137,10 @@ TEST_F(MoeKernel, ClampedSwigluMatchesTheFormula) {
 TEST_F(MoeKernel, RefusesBadArguments) {
     DeviceArray<float> f(64);
     DeviceArray<int32_t> i(64);
-    EXPECT_NE(ph_moe_route(f.get(), 1, 0, 1, 0, 0, i.get(), f.get(), nullptr), 0);     // no experts
-    EXPECT_NE(ph_moe_route(f.get(), 1, 600, 2, 0, 0, i.get(), f.get(), nullptr), 0);   // too many
-    EXPECT_NE(ph_moe_route(f.get(), 1, 8, 9, 0, 0, i.get(), f.get(), nullptr), 0);     // k > experts
-    EXPECT_NE(ph_moe_route(f.get(), 1, 8, 2, 2, 0, i.get(), f.get(), nullptr), 0);     // no such gating
+    EXPECT_NE(ph_moe_route(f.get(), 1, 0, 1, 0, 0, nullptr, 0.0f, i.get(), f.get(), nullptr), 0);    // no experts
+    EXPECT_NE(ph_moe_route(f.get(), 1, 600, 2, 0, 0, nullptr, 0.0f, i.get(), f.get(), nullptr), 0);  // too many
+    EXPECT_NE(ph_moe_route(f.get(), 1, 8, 9, 0, 0, nullptr, 0.0f, i.get(), f.get(), nullptr), 0);    // k > experts
+    EXPECT_NE(ph_moe_route(f.get(), 1, 8, 2, 3, 0, nullptr, 0.0f, i.get(), f.get(), nullptr), 0);    // no such gating
     EXPECT_NE(ph_moe_gather(nullptr, 8, i.get(), 1, 1, f.get(), nullptr), 0);
     EXPECT_NE(ph_moe_sum_slots(f.get(), 1, 0, 8, f.get(), nullptr), 0);
 }

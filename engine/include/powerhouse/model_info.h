@@ -40,7 +40,8 @@ struct ModelInfo {
     uint64_t weight_bytes = 0; // bytes of all tensor data
     uint64_t n_tensors = 0;
 
-    uint32_t n_layer = 0;
+    uint32_t n_layer = 0;        // the decoder's layers
+    uint32_t n_layer_nextn = 0;  // multi-token prediction blocks after them (not run)
     uint32_t n_head = 0;
     uint32_t n_head_kv = 0;
     uint32_t n_embd = 0;

@@ -43,6 +43,7 @@ extern const Architecture kGlm4;
 extern const Architecture kMistral3;
 extern const Architecture kGranite;
 extern const Architecture kGraniteMoe;
+extern const Architecture kGlm4Moe;
 
 // The architecture named `name`, or null when the engine has none by that name.
 const Architecture* find_architecture(std::string_view name);

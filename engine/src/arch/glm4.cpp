@@ -12,7 +12,11 @@ namespace powerhouse::arch {
 namespace {
 
 Result<void> read_glm4(const GgufModel& model, Hparams& hp) {
-    if (hp.is_moe()) return make_error(ErrorCode::unsupported, "GLM-4 with experts (glm4moe) is not supported yet");
+    if (hp.is_moe()) {
+        return make_error(ErrorCode::format,
+                          "a glm4 model with experts: GLM-4.5's files say glm4moe as their "
+                          "architecture");
+    }
     return read_attention_layout(model, hp, /*fused_ffn=*/true);
 }
 

@@ -37,6 +37,13 @@ struct Experts {
     uint32_t count = 0;  // 0: a dense model
     uint32_t used = 0;
     uint32_t n_ff = 0;
+    uint32_t n_ff_shared = 0;  // the shared expert's width (GLM-4.5); 0: none
+    // GLM-4.5's routing, as its file says: leading layers with a dense feed-forward instead,
+    // sigmoid (else softmax) gating, the chosen weights normalised and then scaled.
+    uint32_t lead_dense = 0;
+    bool sigmoid = false;
+    bool normalize = false;
+    float weights_scale = 0.0f;
 };
 
 // YaRN RoPE scaling (rope.scaling.type "yarn"): each pair's angle mixes the interpolated
@@ -79,6 +86,7 @@ struct Hparams {
     // Biases the file may or may not have (SmolLM3, Seed-OSS): attn_q/k/v.bias, attn_output.bias.
     bool qkv_bias = false;
     bool output_bias = false;
+    bool qk_norm = false;  // attn_q_norm/attn_k_norm, where the file has them (GLM-4.5)
 
     // Gemma 3: the embedding is multiplied by embedding_scale (sqrt(n_embd)); Q is multiplied
     // by query_scale after RoPE and the attention itself then scales by 1 (0: no separate Q

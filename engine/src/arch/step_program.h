@@ -25,6 +25,7 @@ inline constexpr int kBufferCount = 11;
 enum class ExpertGating {
     softmax,         // softmax over every expert, then the top k (Mixtral, Qwen3-MoE)
     softmax_chosen,  // the top k scores, then a softmax over those k (gpt-oss)
+    sigmoid,         // a sigmoid of each score, then the top k (GLM-4.5, DeepSeek V3)
 };
 
 // The experts' gated activation: SwiGLU, or gpt-oss's clamped variant
@@ -48,6 +49,20 @@ struct MoeSpec {
     std::string up = "blk.{}.ffn_up_exps.weight";
     std::string down = "blk.{}.ffn_down_exps.weight";
     std::string gate_bias, up_bias, down_bias;
+    // The experts are chosen by their probability plus this bias ([n_expert] F32, "{}" the
+    // layer; DeepSeek V3's and GLM-4.5's exp_probs_b), weighted by the probability alone.
+    // Empty: none.
+    std::string selection_bias;
+    // The chosen weights multiplied by this after normalize; 0 or 1: not (GLM-4.5: 1 or 2.5).
+    float weights_scale = 0.0f;
+    // A shared expert that every token runs, unweighted, added to the routed experts' sum:
+    // SwiGLU of n_ff_shared columns, 2-D tensors (gate and up n_ff_shared x n_embd, down
+    // n_embd x n_ff_shared). n_ff_shared 0: none. Under expert parallelism the stage that
+    // holds expert 0 runs it.
+    uint32_t n_ff_shared = 0;
+    std::string shared_gate = "blk.{}.ffn_gate_shexp.weight";
+    std::string shared_up = "blk.{}.ffn_up_shexp.weight";
+    std::string shared_down = "blk.{}.ffn_down_shexp.weight";
 };
 
 enum class OpKind : uint8_t {
@@ -89,10 +104,17 @@ struct StepProgram {
     std::string embedding;       // token embedding rows, looked up into Buffer::x
     std::vector<Op> input;       // after the embedding lookup, before the first layer
     std::vector<Op> layer;       // run once per layer
+    // Layers [0, n_lead_layers) run these instead of `layer` (GLM-4.5's leading dense layers
+    // before its mixture-of-experts ones).
+    std::vector<Op> lead_layer;
+    uint32_t n_lead_layers = 0;
     std::vector<Op> head;        // after the last layer: final norm and output projection
     // Per layer (one entry each): the attention window and the RoPE base and scale that the
     // layer's rope and attention ops use.
     std::vector<LayerAttention> layers;
+
+    // The ops layer `l` runs.
+    const std::vector<Op>& layer_ops(uint32_t l) const { return l < n_lead_layers ? lead_layer : layer; }
 };
 
 // The step program of hp.architecture (which read_hparams has accepted), built by that

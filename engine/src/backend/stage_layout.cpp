@@ -24,6 +24,8 @@ uint64_t BoundWeight::bytes() const {
     if (op->kind == OpKind::moe) {
         uint64_t total = 0;
         for (const BoundExperts& e : experts) total += e.bytes(expert_end - expert_begin);
+        for (const BoundExperts& e : shared) total += e.bytes(1);
+        if (selection_bias != nullptr) total += uint64_t{op->moe->n_expert} * sizeof(float);
         return total;
     }
     if (tensor == nullptr) return 0;
@@ -107,6 +109,25 @@ Result<BoundWeight> bind_experts(const GgufModel& model, const arch::Hparams& hp
     bound.expert_end = layout.expert_end;
     bound.expert_all_reduce = split_reduce && layout.is_expert_shard(hp);
     bound.experts_in_ram = layer < layout.ram_expert_layers;
+    // Experts in RAM run on the CPU, whatever the stage's backend.
+    const auto check_runs = [&](const GgufTensorInfo* t) -> Result<void> {
+        const bool runs =
+            t->type == GgmlType::f32 ||
+            (bound.experts_in_ram ? type_traits(t->type).has_reference && cpu::has_dot(t->type) : can_run(t->type));
+        if (runs) return {};
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("tensor '{}' has type {}, which the {} backend cannot run yet", t->name,
+                                      type_traits(t->type).name, bound.experts_in_ram ? "CPU" : backend));
+    };
+    const auto set_matrix = [](BoundExperts& e, const GgufTensorInfo* t, int64_t in, int64_t rows) {
+        e.tensor = t;
+        e.type = t->type;
+        e.in = in;
+        e.rows = rows;
+        e.row_stride = row_bytes(type_traits(t->type), static_cast<uint64_t>(in));
+        e.expert_stride = e.row_stride * static_cast<uint64_t>(rows);
+        e.data = t->data;
+    };
     const struct {
         const std::string& weight;
         const std::string& bias;
@@ -125,22 +146,9 @@ Result<BoundWeight> bind_experts(const GgufModel& model, const arch::Hparams& hp
                               fmt::format("tensor '{}' is {}x{}x{}, expected {} experts of {}x{}", name, t->ne[2],
                                           t->ne[1], t->ne[0], spec.n_expert, parts[i].rows, parts[i].in));
         }
-        // Experts in RAM run on the CPU, whatever the stage's backend.
-        const bool runs = t->type == GgmlType::f32 ||
-                          (bound.experts_in_ram ? type_traits(t->type).has_reference && cpu::has_dot(t->type)
-                                                : can_run(t->type));
-        if (!runs) {
-            return make_error(ErrorCode::unsupported,
-                              fmt::format("tensor '{}' has type {}, which the {} backend cannot run yet", name,
-                                          type_traits(t->type).name, bound.experts_in_ram ? "CPU" : backend));
-        }
+        PH_TRY(check_runs(t));
         BoundExperts& e = bound.experts[i];
-        e.tensor = t;
-        e.type = t->type;
-        e.in = parts[i].in;
-        e.rows = parts[i].rows;
-        e.row_stride = row_bytes(type_traits(t->type), static_cast<uint64_t>(e.in));
-        e.expert_stride = e.row_stride * static_cast<uint64_t>(e.rows);
+        set_matrix(e, t, parts[i].in, parts[i].rows);
         e.data = t->data + e.expert_stride * layout.expert_begin;
         if (!parts[i].bias.empty()) {
             named.weight = parts[i].bias;
@@ -155,6 +163,41 @@ Result<BoundWeight> bind_experts(const GgufModel& model, const arch::Hparams& hp
                                                                  bias_name, spec.n_expert, e.rows));
             }
             e.bias = reinterpret_cast<const float*>(b->data) + static_cast<size_t>(e.rows) * layout.expert_begin;
+        }
+    }
+    if (!spec.selection_bias.empty()) {
+        arch::Op named = op;
+        named.weight = spec.selection_bias;
+        const std::string name = arch::weight_name(named, layer);
+        const GgufTensorInfo* b = model.find_tensor(name);
+        if (b == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
+        if (b->type != GgmlType::f32 || b->ne[0] != spec.n_expert || b->ne[1] != 1) {
+            return make_error(ErrorCode::format, fmt::format("tensor '{}' must be F32 with one value per expert ({})",
+                                                             name, spec.n_expert));
+        }
+        bound.selection_bias = reinterpret_cast<const float*>(b->data);
+    }
+    // The shared expert runs where expert 0 is, so that an all-reduce of the stages' sums
+    // adds it once.
+    if (spec.n_ff_shared != 0 && layout.expert_begin == 0) {
+        const struct {
+            const std::string& weight;
+            int64_t in, rows;
+        } shared[3] = {{spec.shared_gate, hp.n_embd, spec.n_ff_shared},
+                       {spec.shared_up, hp.n_embd, spec.n_ff_shared},
+                       {spec.shared_down, spec.n_ff_shared, hp.n_embd}};
+        for (size_t i = 0; i < 3; ++i) {
+            arch::Op named = op;
+            named.weight = shared[i].weight;
+            const std::string name = arch::weight_name(named, layer);
+            const GgufTensorInfo* t = model.find_tensor(name);
+            if (t == nullptr) return make_error(ErrorCode::format, fmt::format("the model has no tensor '{}'", name));
+            if (t->ne[0] != shared[i].in || t->ne[1] != shared[i].rows || t->ne[2] != 1) {
+                return make_error(ErrorCode::format, fmt::format("tensor '{}' is {}x{}, expected {}x{}", name, t->ne[1],
+                                                                 t->ne[0], shared[i].rows, shared[i].in));
+            }
+            PH_TRY(check_runs(t));
+            set_matrix(bound.shared[i], t, shared[i].in, shared[i].rows);
         }
     }
     return bound;
@@ -287,7 +330,7 @@ Result<BoundProgram> bind_program(const GgufModel& model, const arch::Hparams& h
     }
     bound.layers.resize(layout.last_layer - layout.first_layer);
     for (uint32_t l = layout.first_layer; l < layout.last_layer; ++l) {
-        for (const Op& op : program.layer) PH_TRY(bind(op, l, bound.layers[l - layout.first_layer]));
+        for (const Op& op : program.layer_ops(l)) PH_TRY(bind(op, l, bound.layers[l - layout.first_layer]));
     }
     if (output) {
         for (const Op& op : program.head) PH_TRY(bind(op, 0, bound.head));

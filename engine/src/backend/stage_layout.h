@@ -98,6 +98,11 @@ struct BoundWeight {
     size_t n_values = 0;
     // moe: gate, up and down of the stage's experts [expert_begin, expert_end).
     std::array<BoundExperts, 3> experts{};
+    // moe: the selection bias of every expert ([n_expert], MoeSpec::selection_bias; null:
+    // none), and the shared expert's gate, up and down (each one "expert"; their tensor
+    // null when the spec has none or another stage runs it).
+    const float* selection_bias = nullptr;
+    std::array<BoundExperts, 3> shared{};
     uint32_t expert_begin = 0, expert_end = 0;
     bool expert_all_reduce = false;  // other devices hold the other experts: sum the outputs
     bool experts_in_ram = false;     // the layer's experts stay in system RAM (HostExperts)
@@ -117,7 +122,7 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
 // Every weight a stage of the step program reads, found, checked and cut to its share.
 struct BoundProgram {
     std::vector<BoundWeight> input;                // program.input; only with the embedding
-    std::vector<std::vector<BoundWeight>> layers;  // [last_layer - first_layer][program.layer]
+    std::vector<std::vector<BoundWeight>> layers;  // [last_layer - first_layer][program.layer_ops(l)]
     std::vector<BoundWeight> head;                 // program.head; only with the output layer
     // [n_vocab][n_embd] the token table, in a type the backend reads; only with the embedding.
     const GgufTensorInfo* embedding = nullptr;

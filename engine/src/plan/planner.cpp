@@ -689,6 +689,13 @@ Result<ModelShape> shape_of(const GgufModel& file, const std::filesystem::path& 
     m.layers.resize(m.n_layer);
     m.tied_output = file.find_tensor("output.weight") == nullptr;
     for (const GgufTensorInfo& t : file.tensors()) {
+        // The multi-token prediction blocks after the decoder's are not loaded.
+        if (info->n_layer_nextn > 0 && t.name.rfind("blk.", 0) == 0) {
+            uint32_t layer = 0;
+            const std::string_view digits = t.name.substr(4);
+            const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), layer);
+            if (ec == std::errc() && layer >= m.n_layer && layer < m.n_layer + info->n_layer_nextn) continue;
+        }
         if (Result<void> added = add_tensor_to_shape(m, t.name, t.n_bytes, type_traits(t.type).block_size); !added) {
             return make_error(ErrorCode::format, fmt::format("{}: {}", path.string(), added.error().message));
         }

@@ -43,9 +43,9 @@ struct Routed {
     std::vector<float> weights;
 };
 
-Routed route(const MoeSpec& spec, const std::vector<float>& scores) {
+Routed route(const MoeSpec& spec, const std::vector<float>& scores, const std::vector<float>& bias = {}) {
     Routed r{std::vector<uint32_t>(spec.n_used), std::vector<float>(spec.n_used)};
-    route_experts(spec, scores, r.experts, r.weights);
+    route_experts(spec, scores, bias, r.experts, r.weights);
     return r;
 }
 
@@ -78,6 +78,32 @@ TEST(MoeRouting, SoftmaxOverTheChosenScores) {
     const std::vector<double> p = softmax({3.0, 2.0});
     EXPECT_NEAR(r.weights[0], p[0], 1e-7);
     EXPECT_NEAR(r.weights[1], p[1], 1e-7);
+}
+
+// GLM-4.5 and DeepSeek V3: sigmoids, the experts chosen by sigmoid plus a bias, weighted by the
+// sigmoid alone, normalised, then scaled.
+TEST(MoeRouting, SigmoidsChosenWithABiasWeightedWithout) {
+    const std::vector<float> scores = {0.5f, 2.0f, -1.0f, 1.5f, 3.0f, 0.0f};
+    const auto sigmoid = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+    MoeSpec spec = spec_of(6, 2, 8, ExpertGating::sigmoid, false);
+    const Routed plain = route(spec, scores);
+    EXPECT_EQ(plain.experts, (std::vector<uint32_t>{4, 1}));
+    EXPECT_NEAR(plain.weights[0], sigmoid(3.0), 1e-7);
+    EXPECT_NEAR(plain.weights[1], sigmoid(2.0), 1e-7);
+    // The bias lifts expert 2 (sigmoid 0.27 + 1) over expert 1 (0.88): chosen, but weighted
+    // by its own sigmoid.
+    const std::vector<float> bias = {0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f};
+    const Routed biased = route(spec, scores, bias);
+    EXPECT_EQ(biased.experts, (std::vector<uint32_t>{2, 4}));
+    EXPECT_NEAR(biased.weights[0], sigmoid(-1.0), 1e-7);
+    EXPECT_NEAR(biased.weights[1], sigmoid(3.0), 1e-7);
+    // Normalised then scaled (GLM-4.5-Air: 1; GLM-4.5: 2.5).
+    spec.normalize = true;
+    spec.weights_scale = 2.5f;
+    const Routed scaled = route(spec, scores, bias);
+    const double sum = sigmoid(-1.0) + sigmoid(3.0);
+    EXPECT_NEAR(scaled.weights[0], 2.5 * sigmoid(-1.0) / sum, 1e-6);
+    EXPECT_NEAR(scaled.weights[1], 2.5 * sigmoid(3.0) / sum, 1e-6);
 }
 
 TEST(MoeRouting, EqualScoresGoToTheLowerExpertFirst) {
@@ -139,6 +165,8 @@ struct MoeFixture {
     MoeSpec spec;
     int64_t n_embd = 0;
     ExpertTensor gate, up, down;
+    std::vector<float> selection_bias;                 // empty: none
+    ExpertTensor shared_gate, shared_up, shared_down;  // one expert each; spec.n_ff_shared 0: none
     arch::Op op;
     GgmlType type = GgmlType::f32;
 
@@ -148,14 +176,20 @@ struct MoeFixture {
         w.expert_begin = begin;
         w.expert_end = end;
         w.experts = {bind(gate, type, begin), bind(up, type, begin), bind(down, type, begin)};
+        w.selection_bias = selection_bias.empty() ? nullptr : selection_bias.data();
+        if (spec.n_ff_shared != 0 && begin == 0) {  // as bind_experts: where expert 0 is
+            w.shared = {bind(shared_gate, type, 0), bind(shared_up, type, 0), bind(shared_down, type, 0)};
+            for (BoundExperts& b : w.shared) b.tensor = &kSharedTensor;
+        }
         return w;
     }
 
-    // The routed feed-forward of one token in double precision, from the dequantized weights.
+    // The routed feed-forward of one token in double precision, from the dequantized weights,
+    // plus the shared expert's output.
     std::vector<double> reference(const float* x, const float* scores) const {
         std::vector<uint32_t> chosen(spec.n_used);
         std::vector<float> weights(spec.n_used);
-        route_experts(spec, std::span<const float>(scores, spec.n_expert), chosen, weights);
+        route_experts(spec, std::span<const float>(scores, spec.n_expert), selection_bias, chosen, weights);
         std::vector<double> out(static_cast<size_t>(n_embd), 0.0);
         const auto product = [](const ExpertTensor& t, uint32_t e, const std::vector<double>& in) {
             std::vector<double> y(static_cast<size_t>(t.rows));
@@ -184,8 +218,19 @@ struct MoeFixture {
             const std::vector<double> y = product(down, chosen[s], h);
             for (size_t i = 0; i < out.size(); ++i) out[i] += weights[s] * y[i];
         }
+        if (spec.n_ff_shared != 0) {
+            const std::vector<double> g = product(shared_gate, 0, xin);
+            const std::vector<double> u = product(shared_up, 0, xin);
+            std::vector<double> h(g.size());
+            for (size_t i = 0; i < h.size(); ++i) h[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+            const std::vector<double> y = product(shared_down, 0, h);
+            for (size_t i = 0; i < out.size(); ++i) out[i] += y[i];
+        }
         return out;
     }
+
+    // run_moe only asks whether the shared expert's tensors are there.
+    static inline const GgufTensorInfo kSharedTensor{};
 };
 
 MoeFixture make_fixture(GgmlType type, MoeSpec spec, int64_t n_embd, bool biases, uint32_t seed) {
@@ -197,6 +242,15 @@ MoeFixture make_fixture(GgmlType type, MoeSpec spec, int64_t n_embd, bool biases
     f.gate = make_experts(type, spec.n_expert, spec.n_ff, n_embd, biases, rng);
     f.up = make_experts(type, spec.n_expert, spec.n_ff, n_embd, biases, rng);
     f.down = make_experts(type, spec.n_expert, n_embd, spec.n_ff, biases, rng);
+    if (spec.n_ff_shared != 0) {
+        f.shared_gate = make_experts(type, 1, spec.n_ff_shared, n_embd, false, rng);
+        f.shared_up = make_experts(type, 1, spec.n_ff_shared, n_embd, false, rng);
+        f.shared_down = make_experts(type, 1, n_embd, spec.n_ff_shared, false, rng);
+    }
+    if (!spec.selection_bias.empty()) {
+        std::normal_distribution<float> dist(0.0f, 0.5f);
+        for (uint32_t e = 0; e < spec.n_expert; ++e) f.selection_bias.push_back(dist(rng));
+    }
     f.op = arch::Op{arch::OpKind::moe, arch::Buffer::tmp, arch::Buffer::norm, arch::Buffer::router, ""};
     f.op.moe = std::make_shared<const MoeSpec>(spec);
     return f;
@@ -210,15 +264,26 @@ struct MoeCase {
     ExpertActivation activation;
     bool biases;
     double tolerance;  // relative to the largest output
+    bool glm = false;  // GLM-4.5's: a selection bias, weights scaled by 2.5, a shared expert
 };
+
+// GLM-4.5's routed feed-forward on top of `spec`.
+MoeSpec with_glm_extras(MoeSpec spec) {
+    spec.selection_bias = "blk.{}.exp_probs_b.bias";
+    spec.weights_scale = 2.5f;
+    spec.n_ff_shared = 48;
+    return spec;
+}
 
 // F32 experts: only float rounding against the double reference. Q8_0: the activations are
 // quantized to 8 bits as for every Q8_0 product, about 1% of the output.
 const MoeCase kCases[] = {
     {"f32_softmax_normalized", GgmlType::f32, ExpertGating::softmax, true, ExpertActivation::silu, false, 1e-5},
-    {"f32_chosen_softmax_oai_biases", GgmlType::f32, ExpertGating::softmax_chosen, false,
-     ExpertActivation::swiglu_oai, true, 1e-5},
+    {"f32_chosen_softmax_oai_biases", GgmlType::f32, ExpertGating::softmax_chosen, false, ExpertActivation::swiglu_oai,
+     true, 1e-5},
     {"q8_0_softmax_normalized", GgmlType::q8_0, ExpertGating::softmax, true, ExpertActivation::silu, false, 2e-2},
+    {"f32_sigmoid_glm", GgmlType::f32, ExpertGating::sigmoid, true, ExpertActivation::silu, false, 1e-5, true},
+    {"q8_0_sigmoid_glm", GgmlType::q8_0, ExpertGating::sigmoid, true, ExpertActivation::silu, false, 2e-2, true},
 };
 
 TEST(MoeRun, AgreesWithAPerTokenEvaluationOfTheChosenExperts) {
@@ -227,6 +292,7 @@ TEST(MoeRun, AgreesWithAPerTokenEvaluationOfTheChosenExperts) {
         SCOPED_TRACE(c.name);
         MoeSpec spec = spec_of(8, 3, 64, c.gating, c.normalize);
         spec.activation = c.activation;
+        if (c.glm) spec = with_glm_extras(spec);
         const int64_t n_embd = 96;
         const MoeFixture f = make_fixture(c.type, spec, n_embd, c.biases, 7);
         for (const int n : {1, 5, 33}) {
@@ -252,28 +318,33 @@ TEST(MoeRun, AgreesWithAPerTokenEvaluationOfTheChosenExperts) {
 }
 
 // Two devices holding experts 0-2 and 3-7: their outputs add up to the single device's
-// (each token's slots are summed in order on each device, then the two partial sums).
+// (each token's slots are summed in order on each device, then the two partial sums); a
+// shared expert is run by the first device only, so it counts once.
 TEST(MoeRun, ExpertSharesAddUpToTheWhole) {
     ThreadPool pool(1);
-    const MoeSpec spec = spec_of(8, 3, 32, ExpertGating::softmax, true);
-    const int64_t n_embd = 64;
-    const MoeFixture f = make_fixture(GgmlType::q8_0, spec, n_embd, false, 11);
-    const int n = 9;
-    const std::vector<float> x = random_floats(static_cast<size_t>(n * n_embd), 5, 1.0f);
-    const std::vector<float> scores = random_floats(static_cast<size_t>(n) * spec.n_expert, 6, 2.0f);
-    std::vector<float> whole(x.size()), first(x.size()), second(x.size());
-    MoeScratch s1, s2, s3;
-    run_moe(pool, best_isa(), f.bound(0, 8), x.data(), scores.data(), whole.data(), n, n_embd, s1);
-    run_moe(pool, best_isa(), f.bound(0, 3), x.data(), scores.data(), first.data(), n, n_embd, s2);
-    run_moe(pool, best_isa(), f.bound(3, 8), x.data(), scores.data(), second.data(), n, n_embd, s3);
-    double worst = 0;
-    size_t both = 0;
-    for (size_t i = 0; i < whole.size(); ++i) {
-        worst = std::max(worst, static_cast<double>(std::abs(first[i] + second[i] - whole[i])));
-        both += first[i] != 0.0f && second[i] != 0.0f;
+    for (const bool glm : {false, true}) {
+        SCOPED_TRACE(glm ? "with GLM-4.5's shared expert and selection bias" : "plain");
+        MoeSpec spec = spec_of(8, 3, 32, glm ? ExpertGating::sigmoid : ExpertGating::softmax, true);
+        if (glm) spec = with_glm_extras(spec);
+        const int64_t n_embd = 64;
+        const MoeFixture f = make_fixture(GgmlType::q8_0, spec, n_embd, false, 11);
+        const int n = 9;
+        const std::vector<float> x = random_floats(static_cast<size_t>(n * n_embd), 5, 1.0f);
+        const std::vector<float> scores = random_floats(static_cast<size_t>(n) * spec.n_expert, 6, 2.0f);
+        std::vector<float> whole(x.size()), first(x.size()), second(x.size());
+        MoeScratch s1, s2, s3;
+        run_moe(pool, best_isa(), f.bound(0, 8), x.data(), scores.data(), whole.data(), n, n_embd, s1);
+        run_moe(pool, best_isa(), f.bound(0, 3), x.data(), scores.data(), first.data(), n, n_embd, s2);
+        run_moe(pool, best_isa(), f.bound(3, 8), x.data(), scores.data(), second.data(), n, n_embd, s3);
+        double worst = 0;
+        size_t both = 0;
+        for (size_t i = 0; i < whole.size(); ++i) {
+            worst = std::max(worst, static_cast<double>(std::abs(first[i] + second[i] - whole[i])));
+            both += first[i] != 0.0f && second[i] != 0.0f;
+        }
+        EXPECT_GT(both, 0u) << "some token should use experts on both devices";
+        EXPECT_LE(worst, 1e-5);
     }
-    EXPECT_GT(both, 0u) << "some token should use experts on both devices";
-    EXPECT_LE(worst, 1e-5);
 }
 
 // Interleaved experts (what a CPU stage runs on AVX2 and AVX-512) give the bits of the

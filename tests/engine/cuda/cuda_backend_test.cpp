@@ -236,7 +236,7 @@ TEST(CudaPlan, MixtureOfExpertsModelsPlanTheirExpertsOnTheGpuOrInRam) {
         EXPECT_EQ(ram->experts_in_ram_layers, shape->n_layer);
         ++planned;
     }
-    EXPECT_EQ(planned, 20);  // mixtral, qwen3moe, gpt-oss and granitemoe in five types
+    EXPECT_EQ(planned, 25);  // mixtral, qwen3moe, gpt-oss, granitemoe and glm4moe in five types
 }
 
 TEST(CudaPlan, ThePlannerRefusesAHeadSizeTheGpuCannotTakeBeforeLoading) {

@@ -18,10 +18,11 @@
 #include <vector>
 
 #include "arch/hparams.h"
+#include "engine/model/arch_fixture.h"
 #include "gguf/gguf_model.h"
 #include "gguf/gguf_writer.h"
 #include "powerhouse/model.h"
-#include "engine/model/arch_fixture.h"
+#include "powerhouse/plan.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -338,6 +339,37 @@ TEST(ArchHparams, FusedTensorsOfTheWrongShapeAreRefused) {
     Result<arch::Hparams> bias = read("glm4", 128, 192, 96);
     ASSERT_FALSE(bias.ok());
     EXPECT_EQ(bias.error().message, "tensor 'blk.0.attn_qkv.bias' is 1x96, expected 1x128 (the Q, K and V biases)");
+}
+
+// GLM-4.5's file as its reader sees it: the multi-token prediction block left out of the
+// layers (and of the planner's shape and the model's summary), the leading dense layer, the
+// routing the file asks for.
+TEST(ArchHparams, Glm4MoeLeavesOutItsPredictionBlock) {
+    Result<GgufModel> file = GgufModel::open(arch_dir() / "glm4moe-f32.gguf");
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    EXPECT_EQ(file->metadata().get_uint("glm4moe.block_count"), 3u);
+    Result<arch::Hparams> hp = arch::read_hparams(*file);
+    ASSERT_TRUE(hp.ok()) << hp.error().message;
+    EXPECT_EQ(hp->n_layer, 2u);
+    EXPECT_EQ(hp->layers.size(), 2u);
+    EXPECT_EQ(hp->experts.lead_dense, 1u);
+    EXPECT_EQ(hp->experts.n_ff, 32u);
+    EXPECT_EQ(hp->experts.n_ff_shared, 32u);
+    EXPECT_TRUE(hp->experts.sigmoid);
+    EXPECT_TRUE(hp->experts.normalize);
+    EXPECT_FLOAT_EQ(hp->experts.weights_scale, 2.5f);
+    EXPECT_TRUE(hp->qk_norm);
+    EXPECT_EQ(hp->rope_dims, 16u);
+    Result<ModelShape> shape = read_model_shape(arch_dir() / "glm4moe-f32.gguf");
+    ASSERT_TRUE(shape.ok()) << shape.error().message;
+    EXPECT_EQ(shape->n_layer, 2u);
+    EXPECT_EQ(shape->layers.size(), 2u);
+    EXPECT_EQ(shape->layers[0].experts, 0u);  // the dense one
+    EXPECT_GT(shape->layers[1].experts, 0u);
+    Result<Model> model = Model::load(arch_dir() / "glm4moe-f32.gguf", ModelOptions{});
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    EXPECT_EQ(model->summary().n_layer, 2u);
+    EXPECT_EQ(model->summary().info.n_layer_nextn, 1u);
 }
 
 }  // namespace

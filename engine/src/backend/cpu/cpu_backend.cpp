@@ -233,6 +233,7 @@ Result<void> CpuStage::bind() {
         const auto is = [&](const Op& op) { return op.kind == kind; };
         return std::any_of(program_.input.begin(), program_.input.end(), is) ||
                std::any_of(program_.layer.begin(), program_.layer.end(), is) ||
+               std::any_of(program_.lead_layer.begin(), program_.lead_layer.end(), is) ||
                std::any_of(program_.head.begin(), program_.head.end(), is);
     };
     if (uses(OpKind::geglu)) gelu_.emplace();

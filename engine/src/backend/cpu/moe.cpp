@@ -42,21 +42,31 @@ void activate(KernelIsa isa, const arch::MoeSpec& spec, float* gate, const float
 
 }  // namespace
 
-void route_experts(const arch::MoeSpec& spec, std::span<const float> scores, std::span<uint32_t> experts,
-                   std::span<float> weights) {
+void route_experts(const arch::MoeSpec& spec, std::span<const float> scores, std::span<const float> selection_bias,
+                   std::span<uint32_t> experts, std::span<float> weights) {
     std::array<float, arch::kMaxExperts> probs_storage;
+    std::array<float, arch::kMaxExperts> select_storage;
     std::array<uint32_t, arch::kMaxExperts> order_storage;
     const std::span<float> probs(probs_storage.data(), scores.size());
     const std::span<uint32_t> order(order_storage.data(), scores.size());
     if (spec.gating == arch::ExpertGating::softmax) {
         softmax(scores, probs);
+    } else if (spec.gating == arch::ExpertGating::sigmoid) {
+        for (size_t e = 0; e < scores.size(); ++e) probs[e] = 1.0f / (1.0f + std::exp(-scores[e]));
     } else {
         std::copy(scores.begin(), scores.end(), probs.begin());
     }
+    // What the experts are chosen by: the probabilities, or those plus the bias.
+    std::span<const float> select = probs;
+    if (!selection_bias.empty()) {
+        for (size_t e = 0; e < scores.size(); ++e) select_storage[e] = probs[e] + selection_bias[e];
+        select = std::span<const float>(select_storage.data(), scores.size());
+    }
     std::iota(order.begin(), order.end(), 0u);
     const auto k = static_cast<std::ptrdiff_t>(experts.size());
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](uint32_t a, uint32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); });
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](uint32_t a, uint32_t b) {
+        return select[a] > select[b] || (select[a] == select[b] && a < b);
+    });
     for (size_t s = 0; s < experts.size(); ++s) {
         experts[s] = order[s];
         weights[s] = probs[order[s]];
@@ -71,6 +81,9 @@ void route_experts(const arch::MoeSpec& spec, std::span<const float> scores, std
         for (float w : weights) sum += w;
         const float total = std::max(static_cast<float>(sum), 6.103515625e-5f);
         for (float& w : weights) w /= total;
+    }
+    if (spec.weights_scale != 0.0f && spec.weights_scale != 1.0f) {
+        for (float& w : weights) w *= spec.weights_scale;
     }
 }
 
@@ -131,6 +144,40 @@ const std::byte* convert_rows(ThreadPool& pool, KernelIsa isa, GgmlType type, co
     return act;
 }
 
+// dst += the shared expert's output for every token (llama.cpp adds it to the routed sum):
+// its gate, up and down are one "expert" each, run by the same grouped products.
+void run_shared_expert(ThreadPool& pool, KernelIsa isa, const BoundWeight& w, const float* src, float* dst, int n,
+                       int64_t n_embd, MoeScratch& s) {
+    const arch::MoeSpec& spec = *w.op->moe;
+    const auto tokens = static_cast<size_t>(n);
+    const auto embd = static_cast<size_t>(n_embd);
+    const size_t ff = spec.n_ff_shared;
+    const BoundExperts& gate = w.shared[0];
+    const BoundExperts& up = w.shared[1];
+    const BoundExperts& down = w.shared[2];
+    s.gate.resize(tokens * ff);
+    s.up.resize(tokens * ff);
+    s.out.resize(tokens * embd);
+    size_t gate_row = 0, up_row = 0, down_row = 0;
+    const std::byte* gate_act = convert_rows(pool, isa, gate.type, src, n_embd, tokens, s.act, gate_row);
+    const std::byte* up_act = gate_act;
+    up_row = gate_row;
+    if (activation_type(up.type) != activation_type(gate.type)) {
+        up_act = convert_rows(pool, isa, up.type, src, n_embd, tokens, s.act2, up_row);
+    }
+    s.jobs.clear();
+    s.jobs.push_back({&gate, 0, gate_act, gate_row, n, s.gate.data()});
+    s.jobs.push_back({&up, 0, up_act, up_row, n, s.up.data()});
+    grouped_products(pool, isa, s.jobs, s.chunks);
+    swiglu(isa, s.gate.data(), s.up.data(), s.gate.data(), tokens * ff);
+    const std::byte* down_act =
+        convert_rows(pool, isa, down.type, s.gate.data(), static_cast<int64_t>(ff), tokens, s.act2, down_row);
+    s.jobs.clear();
+    s.jobs.push_back({&down, 0, down_act, down_row, n, s.out.data()});
+    grouped_products(pool, isa, s.jobs, s.chunks);
+    add(isa, dst, s.out.data(), dst, tokens * embd);
+}
+
 }  // namespace
 
 void interleave_experts(ThreadPool& pool, KernelIsa isa, BoundWeight& w, InterleavedCopies& copies,
@@ -155,8 +202,11 @@ void run_moe(ThreadPool& pool, KernelIsa isa, const BoundWeight& w, const float*
     const size_t ff = spec.n_ff;
     s.experts.resize(tokens * k);
     s.weights.resize(tokens * k);
+    const std::span<const float> selection_bias = w.selection_bias != nullptr
+                                                      ? std::span<const float>(w.selection_bias, spec.n_expert)
+                                                      : std::span<const float>();
     for (size_t t = 0; t < tokens; ++t) {
-        route_experts(spec, std::span<const float>(scores + t * spec.n_expert, spec.n_expert),
+        route_experts(spec, std::span<const float>(scores + t * spec.n_expert, spec.n_expert), selection_bias,
                       std::span<uint32_t>(s.experts.data() + t * k, k), std::span<float>(s.weights.data() + t * k, k));
     }
     // The (token, slot) pairs of the stage's experts, grouped by expert in pair order.
@@ -241,6 +291,7 @@ void run_moe(ThreadPool& pool, KernelIsa isa, const BoundWeight& w, const float*
         std::copy_n(slot, embd, out);
         for (size_t j = 1; j < k; ++j) add(isa, out, slot + j * embd, out, embd);
     }
+    if (w.shared[0].tensor != nullptr) run_shared_expert(pool, isa, w, src, dst, n, n_embd, s);
 }
 
 }  // namespace powerhouse::cpu

@@ -26,10 +26,14 @@ namespace powerhouse::cpu {
 // experts, highest first (equal scores: the lower index first), and their weights:
 //   softmax         softmax over every expert, the chosen experts' probabilities;
 //   softmax_chosen  the chosen experts' scores, softmaxed among themselves;
-// then with spec.normalize divided by their sum (at least 2^-14, as llama.cpp clamps it).
-// `scores` holds at most arch::kMaxExperts values; `experts` and `weights` spec.n_used.
-void route_experts(const arch::MoeSpec& spec, std::span<const float> scores, std::span<uint32_t> experts,
-                   std::span<float> weights);
+//   sigmoid         each score's sigmoid, the chosen experts' values;
+// chosen by the probability plus `selection_bias` where one is given (MoeSpec::
+// selection_bias; empty: none), weighted by the probability alone; then with
+// spec.normalize divided by their sum (at least 2^-14, as llama.cpp clamps it), and
+// multiplied by spec.weights_scale unless it is 0 or 1. `scores` holds at most
+// arch::kMaxExperts values; `experts` and `weights` spec.n_used.
+void route_experts(const arch::MoeSpec& spec, std::span<const float> scores, std::span<const float> selection_bias,
+                   std::span<uint32_t> experts, std::span<float> weights);
 
 // One expert's product with its own rows within run_moe: dst[t][r] = row r of the expert's
 // matrix . converted activations of row t.
@@ -58,9 +62,10 @@ struct MoeScratch {
 };
 
 // dst[t] = sum over slots s of weight(t, s) * expert(t, s)(src[t]) for the n tokens, with
-// src and dst [n][n_embd] and scores [n][n_expert]. Only the experts the stage holds
-// (w.expert_begin .. w.expert_end) contribute; the caller all-reduces when others hold
-// the rest. `w` is the bound moe op (stage_layout.h).
+// src and dst [n][n_embd] and scores [n][n_expert], plus the shared expert's output when the
+// stage runs it (w.shared). Only the experts the stage holds (w.expert_begin ..
+// w.expert_end) contribute; the caller all-reduces when others hold the rest. `w` is the
+// bound moe op (stage_layout.h).
 // Replaces w's expert matrices that have an interleaved layout for `isa` (interleave.h)
 // with interleaved copies kept in `copies`; the file's pages go back when `release_from`.
 void interleave_experts(ThreadPool& pool, KernelIsa isa, BoundWeight& w, InterleavedCopies& copies,

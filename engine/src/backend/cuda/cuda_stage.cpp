@@ -283,7 +283,9 @@ Result<void> CudaStage::init(const GgufModel& model) {
                  "allocating pinned memory"));
     if (has_device_experts_) {
         const uint64_t pairs = n_batch * hp_.experts.used;
-        const uint64_t ff = hp_.experts.n_ff;
+        // The shared expert's columns for every token use the same scratch.
+        const uint64_t ff = std::max<uint64_t>(hp_.experts.n_ff, (hp_.experts.n_ff_shared + hp_.experts.used - 1) /
+                                                                     std::max<uint32_t>(1, hp_.experts.used));
         PH_TRY(allocate(moe_ids_, pairs * sizeof(int32_t), scratch_bytes_));
         PH_TRY(allocate(moe_weights_, pairs * sizeof(float), scratch_bytes_));
         PH_TRY(allocate(moe_pairs_, pairs * sizeof(int32_t), scratch_bytes_));

@@ -4,34 +4,46 @@
 
 namespace powerhouse::cuda::detail {
 
+Result<const void*> CudaStage::upload_weight(const void* data, uint64_t bytes) {
+    Result<DeviceBuffer> buffer = DeviceBuffer::allocate(bytes);
+    if (!buffer) return buffer.error();
+    PH_TRY(buffer->upload(data, bytes));
+    const void* on_device = buffer->data();
+    weight_bytes_ += buffer->size();
+    weights_.push_back(std::move(buffer).value());
+    return on_device;
+}
+
 Result<DeviceOp> CudaStage::place_experts(const BoundWeight& w, DeviceOp d) {
     d.device_experts = true;
     d.expert_begin = w.expert_begin;
     d.expert_end = w.expert_end;
-    const uint64_t count = w.expert_end - w.expert_begin;
-    for (size_t i = 0; i < 3; ++i) {
-        const BoundExperts& e = w.experts[i];
-        Result<DeviceBuffer> matrix = DeviceBuffer::allocate(e.expert_stride * count);
+    // `count` experts of each matrix, from its first.
+    const auto place = [&](const BoundExperts& e, uint64_t count, DeviceOp::Matrix& m) -> Result<void> {
+        Result<const void*> matrix = upload_weight(e.data, e.expert_stride * count);
         if (!matrix) return matrix.error();
-        PH_TRY(matrix->upload(e.data, e.expert_stride * count));
-        DeviceOp::Matrix& m = d.experts[i];
         m.type = e.type;
-        m.data = static_cast<const std::byte*>(matrix->data());
+        m.data = static_cast<const std::byte*>(*matrix);
         m.expert_stride = e.expert_stride;
         m.row_bytes = e.row_stride;
         m.in = e.in;
         m.rows = e.rows;
-        weight_bytes_ += matrix->size();
-        weights_.push_back(std::move(matrix).value());
         if (e.bias != nullptr) {
-            const uint64_t bias_bytes = static_cast<uint64_t>(e.rows) * sizeof(float) * count;
-            Result<DeviceBuffer> bias = DeviceBuffer::allocate(bias_bytes);
+            Result<const void*> bias = upload_weight(e.bias, static_cast<uint64_t>(e.rows) * sizeof(float) * count);
             if (!bias) return bias.error();
-            PH_TRY(bias->upload(e.bias, bias_bytes));
-            m.bias = static_cast<const float*>(bias->data());
-            weight_bytes_ += bias->size();
-            weights_.push_back(std::move(bias).value());
+            m.bias = static_cast<const float*>(*bias);
         }
+        return {};
+    };
+    for (size_t i = 0; i < 3; ++i) PH_TRY(place(w.experts[i], w.expert_end - w.expert_begin, d.experts[i]));
+    if (w.selection_bias != nullptr) {
+        Result<const void*> bias = upload_weight(w.selection_bias, uint64_t{w.op->moe->n_expert} * sizeof(float));
+        if (!bias) return bias.error();
+        d.selection_bias = static_cast<const float*>(*bias);
+    }
+    if (w.shared[0].tensor != nullptr) {
+        for (size_t i = 0; i < 3; ++i) PH_TRY(place(w.shared[i], 1, d.shared[i]));
+        d.has_shared = true;
     }
     has_device_experts_ = true;
     return d;
@@ -46,9 +58,11 @@ Result<void> CudaStage::run_device_experts(const DeviceOp& d, int n) {
     const int64_t ff = spec.n_ff;
     auto* ids = static_cast<int32_t*>(moe_ids_.data());
     auto* weights = static_cast<float*>(moe_weights_.data());
-    PH_TRY(check(ph_moe_route(buffer(op.b), n, static_cast<int>(spec.n_expert), k,
-                              spec.gating == arch::ExpertGating::softmax ? 0 : 1, spec.normalize ? 1 : 0, ids, weights,
-                              stream_),
+    const int gating = spec.gating == arch::ExpertGating::softmax          ? 0
+                       : spec.gating == arch::ExpertGating::softmax_chosen ? 1
+                                                                           : 2;
+    PH_TRY(check(ph_moe_route(buffer(op.b), n, static_cast<int>(spec.n_expert), k, gating, spec.normalize ? 1 : 0,
+                              d.selection_bias, spec.weights_scale, ids, weights, stream_),
                  "routing the tokens to their experts"));
     PH_TRY(check(cudaMemcpyAsync(host_moe_ids_.data(), ids, static_cast<size_t>(pairs) * sizeof(int32_t),
                                  cudaMemcpyDeviceToHost, stream_),
@@ -113,6 +127,21 @@ Result<void> CudaStage::run_device_experts(const DeviceOp& d, int n) {
                      "weighting an expert's rows"));
     }
     PH_TRY(check(ph_moe_sum_slots(slots, n, k, embd, buffer(op.dst), stream_), "summing the experts"));
+    if (d.has_shared) {
+        // Every token through the shared expert, added to the routed sum (as the CPU does).
+        const int64_t shared_ff = spec.n_ff_shared;
+        const auto shared_product = [&](const DeviceOp::Matrix& m, const float* x, float* y) {
+            return product(m.type, m.data, m.row_bytes, m.rows, m.in, x, n, y, "the shared expert");
+        };
+        activations_changed();
+        PH_TRY(shared_product(d.shared[0], buffer(op.a), gate));
+        PH_TRY(shared_product(d.shared[1], buffer(op.a), up));
+        PH_TRY(check(ph_swiglu(gate, up, gate, shared_ff * n, stream_), "the shared expert's activation"));
+        activations_changed();
+        PH_TRY(shared_product(d.shared[2], gate, out));
+        PH_TRY(check(ph_add(buffer(op.dst), out, buffer(op.dst), embd * n, stream_), "adding the shared expert"));
+        activations_changed();
+    }
     if (!d.all_reduce) return {};
     PH_TRY(wait_stream("the stage's experts"));
     return shard_.comm->all_reduce_sum(shard_.rank, buffer(op.dst), static_cast<size_t>(embd) * static_cast<size_t>(n));

@@ -79,6 +79,11 @@ struct DeviceOp {
     // A RoPE whose next op is the RoPE of another buffer (K after Q): one launch rotates
     // both.
     bool rope_pair_next = false;
+    // moe: the selection bias of every expert ([n_expert]; null: none), and the shared
+    // expert (one matrix each) where this stage runs it.
+    const float* selection_bias = nullptr;
+    std::array<Matrix, 3> shared{};
+    bool has_shared = false;
 };
 
 // Pinned host memory, freed on destruction.
@@ -162,8 +167,11 @@ private:
                       static_cast<int>(options_.kv_block_size)};
     }
     Result<DeviceOp> place(const BoundWeight& w);
+    // A weight's bytes uploaded into an allocation of its own, counted and kept.
+    Result<const void*> upload_weight(const void* data, uint64_t bytes);
     // The stage's experts of a moe op, uploaded: each of the three tensors' slice of experts
-    // [expert_begin, expert_end) in one allocation, and the biases' slices.
+    // [expert_begin, expert_end) in one allocation, and the biases' slices; the selection
+    // bias and the shared expert where there are.
     Result<DeviceOp> place_experts(const BoundWeight& w, DeviceOp d);
     // The moe op with the experts on the GPU: route on the device, group the tokens by
     // expert on the host, run each chosen expert over its tokens, sum the slots.
