@@ -153,13 +153,18 @@ TEST_F(SynthMoeFile, ExpertRowsDecodeAsTheReferenceDecodesThem) {
 
 // The engine loads it as a Qwen3-MoE model (router, softmax over 128 experts, top 8) and
 // decodes: logits over the whole vocabulary, finite and spread out.
-TEST_F(SynthMoeFile, LoadsInTheEngineAndDecodesFiniteLogits) {
-    ASSERT_NE(result_, nullptr);
+// The file on the CPU with a short context.
+Result<Model> load_on_cpu(const std::filesystem::path& path) {
     ModelOptions options;
     options.devices = "cpu";
     options.n_ctx = 64;
     options.n_threads = 2;
-    Result<Model> loaded = Model::load(result_->path, options);
+    return Model::load(path, options);
+}
+
+TEST_F(SynthMoeFile, LoadsInTheEngineAndDecodesFiniteLogits) {
+    ASSERT_NE(result_, nullptr);
+    Result<Model> loaded = load_on_cpu(result_->path);
     ASSERT_TRUE(loaded.ok()) << loaded.error().message;
     Model& model = *loaded;
     EXPECT_EQ(model.architecture(), "qwen3moe");
@@ -202,11 +207,7 @@ TEST_F(SynthMoeFile, LoadsInTheEngineAndDecodesFiniteLogits) {
 // thinking off writes the empty think block, and the prompt no longer opens one.
 TEST_F(SynthMoeFile, TemplateVariablesReachTheChatTemplate) {
     ASSERT_NE(result_, nullptr);
-    ModelOptions options;
-    options.devices = "cpu";
-    options.n_ctx = 64;
-    options.n_threads = 2;
-    Result<Model> model = Model::load(result_->path, options);
+    Result<Model> model = load_on_cpu(result_->path);
     ASSERT_TRUE(model.ok()) << model.error().message;
     EXPECT_TRUE(model->summary().has_thinking_switch);
     EXPECT_FALSE(model->summary().has_reasoning_effort);
