@@ -111,6 +111,8 @@ std::string chat_body(const ChatRequest& r, bool include_usage) {
     if (r.top_k) body["top_k"] = *r.top_k;
     if (r.min_p) body["min_p"] = number(*r.min_p);
     if (r.repeat_penalty) body["repeat_penalty"] = number(*r.repeat_penalty);
+    if (!r.chat_template_kwargs.is_null()) body["chat_template_kwargs"] = r.chat_template_kwargs;
+    if (r.reasoning_effort) body["reasoning_effort"] = *r.reasoning_effort;
     return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,13 @@ struct ChatRequest {
     std::optional<int32_t> top_k{};
     std::optional<float> min_p{};
     std::optional<float> repeat_penalty{};
+    // Variables for the server's chat template, as GenerateCommand::template_variables are for
+    // the local engine: {"enable_thinking": false} turns Qwen3's thinking off. Not OpenAI's;
+    // vLLM, SGLang, llama.cpp's server and Powerhouse's `serve` take them. Null: not sent.
+    nlohmann::ordered_json chat_template_kwargs{};
+    // OpenAI's reasoning_effort ("low", "medium", "high"): its reasoning models, and gpt-oss
+    // on vLLM and Powerhouse's `serve`. Unset: not sent.
+    std::optional<std::string> reasoning_effort{};
     // stream_options.include_usage: the server's token counts after the last chunk. A server
     // that refuses the field is asked once more without it.
     bool include_usage = true;

@@ -131,6 +131,8 @@ TEST_F(RemoteEngineTest, SendsTheRequestAsOpenAiDefinesIt) {
     r.presence_penalty = 0.5f;
     r.frequency_penalty = -0.25f;
     r.top_k = 40;
+    r.chat_template_kwargs = {{"enable_thinking", false}};
+    r.reasoning_effort = "low";
     ConnectionOptions o;
     o.api_key = "sk-test-123";
     ASSERT_TRUE(engine("ok", o).chat(r).ok());
@@ -150,6 +152,8 @@ TEST_F(RemoteEngineTest, SendsTheRequestAsOpenAiDefinesIt) {
     EXPECT_EQ(body.at("presence_penalty"), 0.5);
     EXPECT_EQ(body.at("frequency_penalty"), -0.25);
     EXPECT_EQ(body.at("top_k"), 40);
+    EXPECT_EQ(body.at("chat_template_kwargs"), (nlohmann::json{{"enable_thinking", false}}));
+    EXPECT_EQ(body.at("reasoning_effort"), "low");
     // Fields not set are left to the server.
     EXPECT_FALSE(body.contains("min_p"));
     EXPECT_FALSE(body.contains("repeat_penalty"));
@@ -157,6 +161,9 @@ TEST_F(RemoteEngineTest, SendsTheRequestAsOpenAiDefinesIt) {
     // Without a key, no Authorization header at all.
     ASSERT_TRUE(engine("ok").chat(request()).ok());
     EXPECT_TRUE(last("ok").at("authorization").is_null());
+    // Nor template variables or a reasoning effort when none is asked for.
+    EXPECT_FALSE(last("ok").at("body").contains("chat_template_kwargs"));
+    EXPECT_FALSE(last("ok").at("body").contains("reasoning_effort"));
 }
 
 TEST_F(RemoteEngineTest, AcceptsTheProtocolsVariants) {
