@@ -9,11 +9,9 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
 
 #include "cli/cli_runner.h"
-#include "gguf/gguf_file.h"
-#include "gguf/gguf_writer.h"
+#include "cli/model_copies.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -22,39 +20,15 @@ namespace {
 const char kCutWhileReasoning[] =
     "(the answer reached its token limit while the model was still reasoning: no answer came";
 
-// The test model with `chat_template` instead of its own, written into `dir`.
-std::filesystem::path test_model_with_template(const test::TempDir& dir, const std::string& chat_template) {
-    Result<GgufFile> file = GgufFile::open(test::test_model_path());
-    EXPECT_TRUE(file.ok()) << file.error().message;
-    if (!file) return {};
-    GgufWriter writer(file->alignment());
-    for (const auto& [key, value] : file->metadata().entries()) writer.metadata().set(key, value);
-    writer.metadata().set_string("tokenizer.chat_template", chat_template);
-    for (const GgufTensorInfo& t : file->tensors()) {
-        const Result<void> added = writer.add_tensor(
-            {std::string(t.name), t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims)});
-        EXPECT_TRUE(added.ok()) << added.error().message;
-    }
-    const std::filesystem::path path = dir / "thinking.gguf";
-    const Result<void> written =
-        writer.write_file(path, [&](size_t index, const GgufTensorSpec&, std::span<std::byte> out) {
-            std::memcpy(out.data(), file->tensors()[index].data, out.size());
-            return Result<void>();
-        });
-    EXPECT_TRUE(written.ok()) << written.error().message;
-    return path;
-}
-
-std::string on_two_threads(const std::filesystem::path& model) {
-    return "-m " + test::quoted(model) + " -t 2 --ctx 512 --temp 0";
-}
+using test::on_two_threads;
 
 class CliReasoning : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         if (!std::filesystem::exists(test::test_model_path())) return;
         dir_ = new test::TempDir;
-        model_ = test_model_with_template(*dir_, test::read_file(test::data_dir() / "templates" / "Qwen3.5-4B.jinja"));
+        model_ =
+            test::test_model_with_template(*dir_, test::read_file(test::data_dir() / "templates" / "Qwen3.5-4B.jinja"));
     }
     static void TearDownTestSuite() {
         delete dir_;
