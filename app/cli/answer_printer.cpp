@@ -40,4 +40,12 @@ void say_cut_while_reasoning(bool in_chat) {
                  in_chat ? ", and your message is taken back" : "");
 }
 
+void say_token_limit_in_chat(bool while_reasoning) {
+    if (while_reasoning) {
+        say_cut_while_reasoning(true);
+    } else {
+        std::fputs("(the answer reached its token limit)\n", stderr);
+    }
+}
+
 }  // namespace powerhouse::cli

@@ -38,4 +38,8 @@ private:
 // answer, only the thinking shown above it (in a chat, the turn is taken back).
 void say_cut_while_reasoning(bool in_chat);
 
+// Said on stderr after a chat's answer that reached its token limit (-n), local or remote
+// alike: cut while the model was still reasoning (say_cut_while_reasoning), else cut mid-text.
+void say_token_limit_in_chat(bool while_reasoning);
+
 }  // namespace powerhouse::cli

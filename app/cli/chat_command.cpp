@@ -1,5 +1,6 @@
 // powerhouse-cli chat [-m MODEL] [--system TEXT] [-n N] [sampling options] [--ctx N] [-t THREADS]
 //                     [--on-device-failure replan|retry|stop] [--step-deadline SECONDS]
+//                     [--chat-template FILE] [--no-think] [--reasoning-effort low|medium|high]
 // powerhouse-cli chat --remote URL [-m NAME] [--api-key-file FILE] [--ca-file FILE] ...
 //
 // An interactive chat in the terminal, on the engine thread (powerhouse/engine.h): type a
@@ -11,8 +12,9 @@
 // engine carries on as --on-device-failure says, and the chat prints its banner on stderr
 // (engine_answer.h). A reasoning model's thinking is shown apart from its answer, between
 // "<think>" and "</think>" lines (answer_printer.h), and only the answer stays in the
-// conversation. With --remote, an OpenAI-compatible server answers instead
-// (remote_cli.h), the same way.
+// conversation; --no-think and --reasoning-effort are the template's variables (a note when
+// it reads neither). An answer cut by -n says so on stderr. With --remote, an
+// OpenAI-compatible server answers instead (remote_cli.h), the same way.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -37,6 +39,7 @@ struct ChatOptions {
     std::string system;
     int n_predict = 1024;
     SamplingChoice sampling;
+    ThinkingChoice thinking;
     RemoteChoice remote;
 };
 
@@ -48,6 +51,8 @@ int run_chat(ChatOptions options) {
     engine.submit(to_load->load_command());
     ModelSummary summary;
     if (!wait_loaded(engine, interactive, summary)) return 1;
+    note_unread_switches(options.thinking, summary);
+    const nlohmann::ordered_json variables = template_variables(options.thinking);
     if (interactive) {
         std::fprintf(stderr, "Chatting with %s (context %u, %s). Ctrl+C stops an answer; /reset starts over, /exit quits.\n",
                      summary.name.c_str(), summary.n_ctx, summary.device.c_str());
@@ -65,6 +70,7 @@ int run_chat(ChatOptions options) {
         // A reasoning model's thinking comes apart from its answer: shown in a think block,
         // and never kept in the conversation (the templates want only the answers back).
         command.read_answer = true;
+        command.template_variables = variables;
 
         InterruptGuard guard;
         AnswerPrinter printer;
@@ -86,7 +92,7 @@ int run_chat(ChatOptions options) {
         std::fflush(stdout);
         const bool empty = answer.done->text.empty();  // thinking alone is no answer to keep
         if (stats.stop_reason == StopReason::cancelled) std::fputs("(stopped)\n", stderr);
-        if (cut_while_reasoning(*answer.done)) say_cut_while_reasoning(true);
+        if (stats.stop_reason == StopReason::length) say_token_limit_in_chat(cut_while_reasoning(*answer.done));
         if (stats.stop_reason == StopReason::context) {
             std::fputs("(the context is full: the answer was cut; older turns will be dropped)\n", stderr);
         }
@@ -116,6 +122,8 @@ Command add_chat_command(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("chat", "Chat with a model in the terminal");
     add_model_options(*sub, options->model);
     add_failure_options(*sub, options->model.failure);
+    add_chat_template_option(*sub, options->model);
+    add_thinking_options(*sub, options->thinking);
     sub->add_option("--system", options->system, "System prompt");
     sub->add_option("-n,--n-predict", options->n_predict, "Tokens per answer at most")->check(CLI::Range(1, 1 << 20));
     add_sampling_options(*sub, options->sampling);
@@ -123,14 +131,16 @@ Command add_chat_command(CLI::App& app) {
         *sub, options->remote, "--remote",
         "Chat with an OpenAI-compatible server at URL (vLLM, llama.cpp's server, powerhouse-cli serve, ...) "
         "instead of loading a model; -m then names the server's model (default: its only one)");
-    exclude_with_remote(*sub, remote,
-                        {"--ctx", "--threads", "--devices", "--split", "--ratios", "--main-device", "--kv-type",
-                         "--experts-in-ram", "--on-device-failure", "--step-deadline", "--fail-device"});
+    exclude_with_remote(
+        *sub, remote,
+        {"--ctx", "--threads", "--devices", "--split", "--ratios", "--main-device", "--kv-type", "--experts-in-ram",
+         "--on-device-failure", "--step-deadline", "--fail-device", "--chat-template"});
     return {sub, [sub, options] {
                 if (options->remote.given()) {
-                    return run_remote_chat(*sub, options->remote,
-                                           {options->model.model, options->system, options->n_predict},
-                                           options->sampling);
+                    return run_remote_chat(
+                        *sub, options->remote,
+                        {options->model.model, options->system, options->n_predict, options->thinking},
+                        options->sampling);
                 }
                 return run_chat(*options);
             }};

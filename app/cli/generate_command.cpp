@@ -1,14 +1,16 @@
 // powerhouse-cli generate [-m MODEL] (--prompt TEXT | --prompt-file FILE) [-n N] [--raw]
 //                         [--no-special] [--temp T] [--seed S] [--ctx N] [-t THREADS]
 //                         [--ignore-eos] [--json] [--on-device-failure replan|retry|stop]
-//                         [--step-deadline SECONDS]
+//                         [--step-deadline SECONDS] [--chat-template FILE] [--no-think]
+//                         [--reasoning-effort low|medium|high]
 // powerhouse-cli generate --remote URL [-m NAME] [--api-key-file FILE] [--ca-file FILE] ...
 //
 // Without --raw the prompt is one user message put through the model's chat template (its
-// own, or the built-in one of its family); with --raw it is tokenized as it is, special
-// tokens written in it (a template written by hand) becoming their ids unless --no-special. The
-// answer streams to stdout as it is generated, a reasoning model's thinking (read apart from
-// the answer in the model's own format; not with --raw) first, between "<think>" and
+// own, the built-in one of its family, or --chat-template's), with --no-think and
+// --reasoning-effort as the template's variables (a note when it reads neither); with --raw it is tokenized as it is,
+// special tokens written in it (a template written by hand) becoming their ids unless --no-special. The answer streams
+// to stdout as it is generated, a reasoning model's thinking (read apart from the answer in the model's own format; not
+// with --raw) first, between "<think>" and
 // "</think>" lines (answer_printer.h). --json prints instead one JSON object: {"prompt_ids",
 // "generated_ids", "text", "stop_reason"}, and "reasoning" when the model reasoned. The model
 // runs on the engine thread (powerhouse/engine.h), so a device that fails mid-answer is
@@ -45,6 +47,7 @@ struct GenerateOptions {
     bool json = false;
     bool ignore_eos = false;
     SamplingChoice sampling;
+    ThinkingChoice thinking;
     RemoteChoice remote;
 };
 
@@ -54,7 +57,8 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
     if (!prompt) return report_error(prompt.error());
     if (options.remote.given()) {
         return run_remote_generate(command, options.remote,
-                                   {options.model.model, *prompt, options.n_predict, options.json}, options.sampling);
+                                   {options.model.model, *prompt, options.n_predict, options.json, options.thinking},
+                                   options.sampling);
     }
     Result<ModelToLoad> to_load = resolve_model(options.model);
     if (!to_load) return report_error(to_load.error());
@@ -64,6 +68,7 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
     engine.submit(to_load->load_command());
     ModelSummary summary;
     if (!wait_loaded(engine, false, summary)) return 1;
+    note_unread_switches(options.thinking, summary);
 
     GenerateCommand request;
     request.request_id = 1;
@@ -75,6 +80,7 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
         // In the model's own format a reasoning model's thinking comes apart from its answer.
         // A raw prompt has no format to read: its continuation is the text as it came.
         request.read_answer = true;
+        request.template_variables = template_variables(options.thinking);
     }
     request.settings.max_tokens = options.n_predict;
     request.settings.sampling = options.sampling.params;
@@ -109,6 +115,8 @@ Command add_generate_command(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt");
     add_model_options(*sub, options->model);
     add_failure_options(*sub, options->model.failure);
+    add_chat_template_option(*sub, options->model);
+    add_thinking_options(*sub, options->thinking);
     auto* text = sub->add_option("-p,--prompt", options->prompt, "The prompt (a user message unless --raw)");
     auto* file = sub->add_option("--prompt-file", options->prompt_file, "Read the prompt from a file");
     text->excludes(file);
@@ -118,6 +126,8 @@ Command add_generate_command(CLI::App& app) {
                               "(<|im_start|>, <|eot_id|>) become their ids");
     sub->add_flag("--no-special", options->no_special, "With --raw: special tokens written in the prompt stay text")
         ->needs(raw);
+    // A raw prompt goes through no template: what would change it means nothing there.
+    exclude_with_remote(*sub, raw, {"--chat-template", "--no-think", "--reasoning-effort"});
     sub->add_flag("--json", options->json, "Print prompt ids, generated ids and text as one JSON object");
     sub->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the model ends its answer");
     add_sampling_options(*sub, options->sampling);
@@ -129,7 +139,7 @@ Command add_generate_command(CLI::App& app) {
     exclude_with_remote(*sub, remote,
                         {"--raw", "--no-special", "--ignore-eos", "--ctx", "--threads", "--devices", "--split",
                          "--ratios", "--main-device", "--kv-type", "--experts-in-ram", "--on-device-failure",
-                         "--step-deadline", "--fail-device"});
+                         "--step-deadline", "--fail-device", "--chat-template"});
     sub->callback([sub, options] {
         if (options->prompt.empty() && options->prompt_file.empty()) {
             throw CLI::RequiredError(sub->get_name() + ": --prompt or --prompt-file");

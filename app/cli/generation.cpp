@@ -5,7 +5,11 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+
+#include "format.h"
+#include "powerhouse/chat_template.h"
 
 namespace powerhouse::cli {
 
@@ -106,6 +110,12 @@ void add_failure_options(CLI::App& command, FailureChoice& choice) {
         ->needs(device);
 }
 
+void add_chat_template_option(CLI::App& command, ModelChoice& choice) {
+    command.add_option("--chat-template", choice.chat_template_file,
+                       "Chat with this Jinja chat template (a file) instead of the model's own, for a model whose "
+                       "template is missing, broken or wrong");
+}
+
 Result<RecoveryPolicy> parse_recovery_policy(const std::string& text) {
     for (RecoveryPolicy p : {RecoveryPolicy::replan, RecoveryPolicy::retry, RecoveryPolicy::stop}) {
         if (text == recovery_policy_name(p)) return p;
@@ -117,10 +127,39 @@ Result<RecoveryPolicy> parse_recovery_policy(const std::string& text) {
                                   text));
 }
 
+namespace {
+
+// The --chat-template file, checked against the model as the load will check it.
+Result<std::string> read_chat_template(const std::string& path, const std::filesystem::path& model) {
+    Result<std::string> source = read_file_text(path);
+    if (!source) return make_error(source.error().code, fmt::format("--chat-template: {}", source.error().message));
+    if (source->find_first_not_of(" \t\r\n") == std::string::npos) {
+        return make_error(
+            ErrorCode::invalid_argument,
+            fmt::format("--chat-template '{}' is empty: name a file that holds a Jinja chat template", path));
+    }
+    // The engine checks it again at load (one plain message rendered with the model's tokens);
+    // checked here, the error names the file, which the engine's cannot, and comes before the
+    // weights load. Only the file's header is read.
+    Result<ModelTemplateInfo> info = read_model_template_info(model);
+    if (!info) return info.error();
+    if (Result<ResolvedTemplate> usable = resolve_given_template(*source, *info); !usable) {
+        return make_error(usable.error().code, fmt::format("--chat-template {}: {}", path, usable.error().message));
+    }
+    return source;
+}
+
+}  // namespace
+
 Result<ModelToLoad> resolve_model(const ModelChoice& choice) {
     Result<std::filesystem::path> path = model_or_default(choice.model);
     if (!path) return path.error();
     ModelOptions options = choice.options;
+    if (!choice.chat_template_file.empty()) {
+        Result<std::string> source = read_chat_template(choice.chat_template_file, *path);
+        if (!source) return source.error();
+        options.chat_template = std::move(source).value();
+    }
     if (Result<void> r = apply_device_choice(choice.devices, options); !r) return r.error();
     const FailureChoice& failure = choice.failure;
     Result<RecoveryPolicy> recovery = parse_recovery_policy(failure.policy);
@@ -151,6 +190,40 @@ Result<LogitBias> parse_logit_bias(std::string_view text) {
     out.bias = std::strtof(number.c_str(), &number_end);
     if (number_end != number.c_str() + number.size() || number.front() == ' ' || std::isnan(out.bias)) return refuse();
     return out;
+}
+
+void add_thinking_options(CLI::App& command, ThinkingChoice& choice) {
+    command.add_flag("--no-think", choice.no_think,
+                     "Ask a reasoning model to answer without thinking: its chat template's enable_thinking set "
+                     "to false (Qwen3, Qwen3.5, GLM-4.5, SmolLM3); with --remote, sent as chat_template_kwargs. "
+                     "A model whose template has no such switch thinks as it always does (a note says so)");
+    command
+        .add_option("--reasoning-effort", choice.reasoning_effort,
+                    "How much a reasoning model thinks: low, medium or high, its chat template's reasoning_effort "
+                    "(gpt-oss); with --remote, sent as OpenAI's reasoning_effort")
+        ->check(CLI::IsMember({"low", "medium", "high"}));
+}
+
+nlohmann::ordered_json template_variables(const ThinkingChoice& choice) {
+    nlohmann::ordered_json variables;  // null: none
+    if (choice.no_think) variables["enable_thinking"] = false;
+    if (!choice.reasoning_effort.empty()) variables["reasoning_effort"] = choice.reasoning_effort;
+    return variables;
+}
+
+void note_unread_switches(const ThinkingChoice& choice, const ModelSummary& summary) {
+    if (choice.no_think && !summary.has_thinking_switch) {
+        std::fputs(
+            "note: this model's chat template has no switch for thinking (enable_thinking): --no-think "
+            "changes nothing, and the model thinks or not as it always does\n",
+            stderr);
+    }
+    if (!choice.reasoning_effort.empty() && !summary.has_reasoning_effort) {
+        std::fputs(
+            "note: this model's chat template reads no reasoning effort (reasoning_effort): "
+            "--reasoning-effort changes nothing, and the model reasons as it always does\n",
+            stderr);
+    }
 }
 
 void add_sampling_options(CLI::App& command, SamplingChoice& choice) {

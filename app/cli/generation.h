@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -51,16 +52,22 @@ void add_failure_options(CLI::App& command, FailureChoice& choice);
 // "replan", "retry" or "stop"; anything else is an error that lists them.
 Result<RecoveryPolicy> parse_recovery_policy(const std::string& text);
 
-// -m/--model, --ctx, -t/--threads and the device options (the failure options when a
-// command adds them).
+// -m/--model, --ctx, -t/--threads and the device options (the failure options and
+// --chat-template when a command adds them).
 struct ModelChoice {
     std::string model;
     ModelOptions options;
     DeviceChoice devices;
     FailureChoice failure;
+    std::string chat_template_file;  // --chat-template; empty: the model's own template
 };
 void add_model_options(CLI::App& command, ModelChoice& choice);
-// The model file (model_or_default) and its options.
+// --chat-template FILE, for the commands that chat (chat, generate, serve): a Jinja chat
+// template used instead of the model's own (ModelOptions::chat_template), for a file whose
+// template is missing, broken or wrong.
+void add_chat_template_option(CLI::App& command, ModelChoice& choice);
+// The model file (model_or_default) and its options; the --chat-template file read and
+// checked here, so that a template that cannot be used is named before any weights load.
 struct ModelToLoad {
     std::filesystem::path path;
     ModelOptions options;
@@ -69,6 +76,21 @@ struct ModelToLoad {
     LoadCommand load_command() const { return LoadCommand{path, options, recovery}; }
 };
 Result<ModelToLoad> resolve_model(const ModelChoice& choice);
+
+// --no-think and --reasoning-effort (chat and generate, local and --remote): the switches a
+// reasoning model's chat template reads. Locally they are the template's variables
+// (template_variables); a remote server gets chat_template_kwargs and OpenAI's
+// reasoning_effort (remote_cli.cpp).
+struct ThinkingChoice {
+    bool no_think = false;         // enable_thinking false: Qwen3, Qwen3.5, GLM-4.5, SmolLM3
+    std::string reasoning_effort;  // "", low, medium or high: gpt-oss
+};
+void add_thinking_options(CLI::App& command, ThinkingChoice& choice);
+// The choice as GenerateCommand::template_variables; null when nothing was asked.
+nlohmann::ordered_json template_variables(const ThinkingChoice& choice);
+// A note on stderr for each switch asked for that the loaded model's template does not read:
+// the model then thinks as it always does, and the user should know the option did nothing.
+void note_unread_switches(const ThinkingChoice& choice, const ModelSummary& summary);
 
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --presence-penalty,
 // --frequency-penalty, --seed and --stop on a command. Defaults: llama.cpp's.

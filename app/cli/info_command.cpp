@@ -1,4 +1,9 @@
 // powerhouse-cli info MODEL [--ctx N] [--kv-type f16|q8_0|f32] [--json]
+//
+// Reads the file's header only, never its weights: the shapes, the tensor types, the memory at
+// a context, and what the chat template that chat, generate and serve would use says (the
+// model's own, or the built-in one standing in for it): how it writes tool calls, and whether
+// it reads the switches --no-think (enable_thinking) and --reasoning-effort turn.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -8,7 +13,9 @@
 
 #include "commands.h"
 #include "format.h"
+#include "powerhouse/chat_template.h"
 #include "powerhouse/model_info.h"
+#include "powerhouse/tool_calls.h"
 
 namespace powerhouse::cli {
 namespace {
@@ -20,7 +27,26 @@ struct InfoOptions {
     bool json = false;
 };
 
-nlohmann::json to_json(const ModelInfo& info, const MemoryEstimate& memory) {
+// What a loaded model's ModelSummary says of its template (tool_format, has_thinking_switch,
+// has_reasoning_effort), read from the file's metadata as the load reads it.
+struct TemplateFacts {
+    std::string note;  // why a built-in template stands in for the model's own; empty when it does not
+    std::string_view tool_format;
+    bool thinking_switch = false;
+    bool reasoning_effort = false;
+};
+
+Result<TemplateFacts> template_facts(const std::filesystem::path& model) {
+    Result<ModelTemplateInfo> info = read_model_template_info(model);
+    if (!info) return info.error();
+    const ResolvedTemplate resolved = resolve_chat_template(*info);
+    const std::string& source = resolved.chat_template.source();
+    return TemplateFacts{resolved.note, tool_call_format_name(detect_tool_call_format(source)),
+                         template_uses_variable(source, "enable_thinking"),
+                         template_uses_variable(source, "reasoning_effort")};
+}
+
+nlohmann::json to_json(const ModelInfo& info, const TemplateFacts& facts, const MemoryEstimate& memory) {
     nlohmann::json files = nlohmann::json::array();
     for (const auto& f : info.files) files.push_back(f.string());
     nlohmann::json types = nlohmann::json::array();
@@ -49,6 +75,10 @@ nlohmann::json to_json(const ModelInfo& info, const MemoryEstimate& memory) {
         {"tokenizer_model", info.tokenizer_model},
         {"tokenizer_pre", info.tokenizer_pre},
         {"has_chat_template", info.has_chat_template},
+        {"chat_template_note", facts.note},
+        {"tool_call_format", facts.tool_format},
+        {"has_thinking_switch", facts.thinking_switch},
+        {"has_reasoning_effort", facts.reasoning_effort},
         {"tensor_types", types},
         {"memory",
          {{"n_ctx", memory.n_ctx},
@@ -59,7 +89,7 @@ nlohmann::json to_json(const ModelInfo& info, const MemoryEstimate& memory) {
     };
 }
 
-void print_text(const ModelInfo& info, const MemoryEstimate& memory) {
+void print_text(const ModelInfo& info, const TemplateFacts& facts, const MemoryEstimate& memory) {
     auto row = [](const char* label, const std::string& value) { std::printf("%-18s %s\n", label, value.c_str()); };
     row("file", info.path.string());
     if (info.files.size() > 1) row("parts", fmt::format("{} files", info.files.size()));
@@ -77,7 +107,12 @@ void print_text(const ModelInfo& info, const MemoryEstimate& memory) {
     row("vocabulary", fmt::format("{} tokens, tokenizer {}{}", info.n_vocab,
                                   info.tokenizer_model.empty() ? "(none)" : info.tokenizer_model,
                                   info.tokenizer_pre.empty() ? "" : " / " + info.tokenizer_pre));
-    row("chat template", info.has_chat_template ? "yes" : "no");
+    const char* has_template = info.has_chat_template ? "yes" : "no";
+    row("chat template", facts.note.empty() ? has_template : fmt::format("{} ({})", has_template, facts.note));
+    row("tool calls", std::string(facts.tool_format));
+    row("thinking switch", facts.thinking_switch ? "yes (enable_thinking: --no-think turns thinking off)" : "no");
+    row("reasoning effort",
+        facts.reasoning_effort ? "yes (reasoning_effort: --reasoning-effort low|medium|high)" : "no");
     row("memory", fmt::format("{} at context {} = weights {} + KV cache {} ({})", format_bytes(memory.total_bytes()),
                               memory.n_ctx, format_bytes(memory.weight_bytes), format_bytes(memory.kv_cache_bytes),
                               kv_cache_type_name(memory.kv_type)));
@@ -94,13 +129,15 @@ int run_info(const InfoOptions& options) {
         {"f16", KvCacheType::f16}, {"q8_0", KvCacheType::q8_0}, {"f32", KvCacheType::f32}};
     Result<ModelInfo> info = inspect_model(options.model);
     if (!info) return report_error(info.error());
+    Result<TemplateFacts> facts = template_facts(info->path);
+    if (!facts) return report_error(facts.error());
     uint32_t n_ctx = options.n_ctx;
     if (n_ctx == 0) n_ctx = info->n_ctx_train > 0 ? std::min<uint32_t>(info->n_ctx_train, 8192) : 4096;
     const MemoryEstimate memory = estimate_memory(*info, n_ctx, kv_types.at(options.kv_type));
     if (options.json) {
-        std::printf("%s\n", json_text(to_json(*info, memory), 2).c_str());
+        std::printf("%s\n", json_text(to_json(*info, *facts, memory), 2).c_str());
     } else {
-        print_text(*info, memory);
+        print_text(*info, *facts, memory);
     }
     return 0;
 }

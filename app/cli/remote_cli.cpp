@@ -77,6 +77,14 @@ void apply_sampling(const CLI::App& command, const SamplingChoice& sampling, rem
     request.stop = sampling.stop;
 }
 
+// --no-think and --reasoning-effort as the servers read them: the template's variable in
+// chat_template_kwargs (vLLM, SGLang, llama.cpp's server, `serve`), the effort in OpenAI's own
+// field (which `serve` and vLLM pass to gpt-oss's template).
+void apply_thinking(const ThinkingChoice& thinking, remote::ChatRequest& request) {
+    if (thinking.no_think) request.chat_template_kwargs = {{"enable_thinking", false}};
+    if (!thinking.reasoning_effort.empty()) request.reasoning_effort = thinking.reasoning_effort;
+}
+
 // Token ids are the local model's: a remote server's vocabulary is its own.
 Result<void> local_only(const SamplingChoice& sampling) {
     if (sampling.params.logit_bias.empty()) return {};
@@ -150,6 +158,7 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
     request.messages.push_back({"user", options.prompt});
     request.max_tokens = options.n_predict;
     apply_sampling(command, sampling, request);
+    apply_thinking(options.thinking, request);
     remote::ChatCallbacks callbacks;
     AnswerPrinter printer;
     if (!options.json) {
@@ -200,6 +209,7 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
     base.model = *model;
     base.max_tokens = options.n_predict;
     apply_sampling(command, sampling, base);
+    apply_thinking(options.thinking, base);
     return run_chat_loop(options.system, interactive, [&](const std::vector<ChatMessage>& messages, uint64_t turn) {
         remote::ChatRequest request = base;
         request.messages = messages;
@@ -223,11 +233,7 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
         printer.end();
         std::fflush(stdout);
         if (result->cancelled()) std::fputs("(stopped)\n", stderr);
-        if (result->cut_while_reasoning()) {
-            say_cut_while_reasoning(true);
-        } else if (result->finish_reason == "length") {
-            std::fputs("(the answer reached its token limit)\n", stderr);
-        }
+        if (result->finish_reason == "length") say_token_limit_in_chat(result->cut_while_reasoning());
         if (result->interruption) {
             report_error(result->interruption.value());
             std::fputs(result->text.empty()

@@ -3,8 +3,9 @@
 // versions of generate and chat.
 //
 // With --remote, -m/--model names the server's model (default: its only one), the sampling
-// options the user gives are sent (others are left to the server's defaults), and the options
-// that only mean something for a local model (--ctx, --devices, --raw, ...) are refused.
+// options the user gives are sent (others are left to the server's defaults), so are
+// --no-think (chat_template_kwargs) and --reasoning-effort, and the options that only mean
+// something for a local model (--ctx, --devices, --raw, --chat-template, ...) are refused.
 // A plain-http URL to another machine gets a warning on stderr.
 //
 // The build may lack libcurl (the GPU machine's profile): then powerhouse_remote is missing,
@@ -49,6 +50,7 @@ struct RemoteGenerateOptions {
     std::string prompt;
     int n_predict = 256;
     bool json = false;
+    ThinkingChoice thinking;  // sent as chat_template_kwargs and reasoning_effort
 };
 int run_remote_generate(const CLI::App& command, const RemoteChoice& remote, const RemoteGenerateOptions& options,
                         const SamplingChoice& sampling);
@@ -60,6 +62,7 @@ struct RemoteChatOptions {
     std::string model;
     std::string system;
     int n_predict = 1024;
+    ThinkingChoice thinking;
 };
 int run_remote_chat(const CLI::App& command, const RemoteChoice& remote, const RemoteChatOptions& options,
                     const SamplingChoice& sampling);

@@ -2,7 +2,7 @@
 //                      [--parallel N] [--cors-origin ORIGIN]... [--shutdown-grace SECONDS]
 //                      [--io-timeout SECONDS] [--on-device-failure replan|retry|stop]
 //                      [--step-deadline SECONDS]
-//                      [--ctx N] [-t THREADS] [--devices ...] [--split ...]
+//                      [--ctx N] [-t THREADS] [--devices ...] [--split ...] [--chat-template FILE]
 //
 // Serves the model over the OpenAI API (app/server/api_server.h) until SIGINT or SIGTERM:
 // loads it on the engine thread, prints "serving MODEL on http://HOST:PORT" once it
@@ -12,7 +12,8 @@
 // telemetry (NVML, or POWERHOUSE_SIMULATE_GPUS). When a device fails (a step's error, no
 // answer within --step-deadline, or the monitor's word that a GPU is lost), the engine
 // carries on as --on-device-failure says: each banner is printed on stderr, and /health
-// and /metrics show it (app/server/server_health.h).
+// and /metrics show it (app/server/server_health.h). --chat-template FILE replaces the model's
+// chat template for every request (the tool format is then read from it).
 #include <fmt/format.h>
 #include <signal.h>
 
@@ -152,6 +153,7 @@ Command add_serve_command(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("serve", "Serve the model over the OpenAI API (chat completions)");
     add_model_options(*sub, options->model);
     add_failure_options(*sub, options->model.failure);
+    add_chat_template_option(*sub, options->model);
     sub->add_option("--host", options->host, "Address to listen on (not loopback: needs --api-key-file)")
         ->capture_default_str();
     sub->add_option("--port", options->port, "Port; 0: any free one")

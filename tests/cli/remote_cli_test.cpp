@@ -152,6 +152,33 @@ TEST_F(CliRemote, ReasoningIsShownBeforeTheAnswer) {
     EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("reasoning")) << plain.out;
 }
 
+// --no-think and --reasoning-effort reach the server as the servers read them (the request's
+// chat_template_kwargs and OpenAI's reasoning_effort), in generate and in every turn of a chat;
+// without them, neither field is sent.
+TEST_F(CliRemote, ThinkingSwitchesAreSentInTheRequest) {
+    const auto sent = [] { return server_->get_json("/ok/last")["body"]; };
+    const nlohmann::json kwargs = {{"enable_thinking", false}};
+    const test::CliRun run =
+        run_cli("generate -m test-model -p hi --no-think --reasoning-effort high --remote " + url("ok"));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(sent()["chat_template_kwargs"], kwargs);
+    EXPECT_EQ(sent()["reasoning_effort"], "high");
+    const test::CliRun chat =
+        run_cli("chat -m test-model --no-think --remote " + url("ok"), std::string("hi\nagain\n"));
+    ASSERT_EQ(chat.status, 0) << chat.err;
+    EXPECT_EQ(sent()["messages"].size(), 3u) << sent().dump();  // the second turn
+    EXPECT_EQ(sent()["chat_template_kwargs"], kwargs);
+    EXPECT_FALSE(sent().contains("reasoning_effort")) << sent().dump();
+    ASSERT_EQ(run_cli("generate -m test-model -p hi --remote " + url("ok")).status, 0);
+    EXPECT_FALSE(sent().contains("chat_template_kwargs")) << sent().dump();
+    EXPECT_FALSE(sent().contains("reasoning_effort")) << sent().dump();
+    // A template is the local model's: refused with --remote.
+    const test::CliRun templated =
+        run_cli("generate -m test-model -p hi --chat-template x.jinja --remote " + url("ok"));
+    EXPECT_EQ(templated.status, 2);
+    EXPECT_NE(templated.err.find("--chat-template excludes --remote"), std::string::npos) << templated.err;
+}
+
 // An answer cut by the token limit while the model was still thinking shows the thinking and
 // says that no answer came, instead of an empty answer without a word; the chat takes the
 // turn back.

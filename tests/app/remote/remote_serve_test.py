@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 from remote_cli_harness import (ARGS, cli, interrupt_streaming_chat, key_files, parse_command_line, run_tests,
@@ -158,6 +159,84 @@ class RemoteAgainstServe(unittest.TestCase):
         self.assertEqual(run.returncode, 1)
         self.assertIn("warning: http://0.0.0.0:1/v1 is plain http to another machine", run.stderr)
         self.assertIn("cannot connect", run.stderr)
+
+
+QWEN35_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "templates",
+                               "Qwen3.5-4B.jinja")
+
+
+class RemoteThinkingAgainstServe(unittest.TestCase):
+    """`serve --chat-template` with Qwen3.5's template (the think block opened unless
+    enable_thinking is false): --remote's --no-think, sent as chat_template_kwargs, turns the
+    thinking off there as local --no-think does here, answer for answer."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--chat-template", QWEN35_TEMPLATE)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def answers(self, *options):
+        here = local("generate", "--chat-template", QWEN35_TEMPLATE, "-p", "What is 2+2?", "-n", "12", "--temp", "0",
+                     "--json", *options)
+        self.assertEqual(here.returncode, 0, here.stderr)
+        there = cli("generate", "--remote", self.server.url, "-p", "What is 2+2?", "-n", "12", "--temp", "0",
+                    "--json", *options)
+        self.assertEqual(there.returncode, 0, there.stderr)
+        return json.loads(here.stdout), json.loads(there.stdout)
+
+    def test_no_think_reaches_the_servers_template(self):
+        here, there = self.answers()
+        self.assertEqual(there["text"], "")  # all of it thinking, on both sides
+        self.assertTrue(there["reasoning"])
+        self.assertEqual((there["text"], there["reasoning"]), (here["text"], here["reasoning"]))
+        here, there = self.answers("--no-think")
+        self.assertNotIn("reasoning", there)
+        self.assertTrue(there["text"])
+        self.assertEqual(there["text"], here["text"])
+        self.assertNotIn("reasoning", here)
+        # chat too, turn after turn.
+        turns = "What is 2+2?\nAnd 3+3?\n"
+        here = local("chat", "--chat-template", QWEN35_TEMPLATE, "-n", "12", "--temp", "0", "--no-think", stdin=turns)
+        there = cli("chat", "--remote", self.server.url, "-n", "12", "--temp", "0", "--no-think", stdin=turns)
+        self.assertEqual(here.returncode, 0, here.stderr)
+        self.assertEqual(there.returncode, 0, there.stderr)
+        self.assertNotIn("<think>", there.stdout)
+        self.assertEqual(there.stdout, here.stdout)
+
+    def test_reasoning_effort_reaches_the_servers_template(self):
+        # A template whose prompt spells the effort out: "high" and "low" make prompts of
+        # different lengths, counted by the server as the local model counts them.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "effort.jinja")
+            with open(path, "w") as f:
+                f.write("{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
+                        "{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+                        "{%- if reasoning_effort is defined and reasoning_effort == 'high' %}"
+                        "{{ 'Think hard and long before you answer.\\n' }}{%- endif %}{%- endif %}")
+            server = Server("--chat-template", path)
+            try:
+                counts = {}
+                for effort in ("low", "high"):
+                    here = local("generate", "--chat-template", path, "-p", "hi", "-n", "1", "--json",
+                                 "--reasoning-effort", effort)
+                    self.assertEqual(here.returncode, 0, here.stderr)
+                    there = cli("generate", "--remote", server.url, "-p", "hi", "-n", "1", "--json",
+                                "--reasoning-effort", effort)
+                    self.assertEqual(there.returncode, 0, there.stderr)
+                    counts[effort] = json.loads(there.stdout)["usage"]["prompt_tokens"]
+                    self.assertEqual(counts[effort], len(json.loads(here.stdout)["prompt_ids"]))
+                self.assertGreater(counts["high"], counts["low"])
+            finally:
+                server.stop()
+
+    def test_a_template_that_cannot_be_used_stops_serve_naming_the_file(self):
+        run = cli("serve", "-m", ARGS.model, "--port", "0", "--chat-template", QWEN35_TEMPLATE + ".missing")
+        self.assertEqual(run.returncode, 1)
+        self.assertEqual(run.stdout, "")
+        self.assertIn(f"error: --chat-template: cannot open '{QWEN35_TEMPLATE}.missing'", run.stderr)
 
 
 class RemoteWithApiKey(unittest.TestCase):
