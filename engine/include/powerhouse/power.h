@@ -5,9 +5,9 @@
 // work; the figures it keeps are plain arithmetic over what the callback measured.
 //
 // Thread-safety: free functions over value types, except run_power_sweep, which calls the
-// monitor (thread-safe) and the workload on the calling thread. A GpuPowerMeter is driven
-// (begin, end, take) from one thread; its subscriber runs on the monitor's sampler thread and
-// shares the readings under a lock.
+// monitor (thread-safe), the workload and PowerSweepOptions::before_set on the calling
+// thread. A GpuPowerMeter is driven (begin, end, take) from one thread; its subscriber runs
+// on the monitor's sampler thread and shares the readings under a lock.
 #pragma once
 
 #include <chrono>
@@ -33,6 +33,12 @@ inline constexpr uint64_t kSlowdownReasons = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
 // ---- The efficiency sweep ----
 
+// One step: the limit each GPU runs at while the workload runs.
+struct PowerSweepStep {
+    size_t index = 0;              // 0-based, in the order run
+    std::vector<double> limits_w;  // per GPU of the sweep, in PowerSweepResult::gpus order
+};
+
 struct PowerSweepOptions {
     std::vector<uint32_t> gpus;  // GpuInfo::index of the GPUs the work runs on; empty: every GPU
     // The limits to run at, in watts, each set on every GPU, in this order. Each must be in
@@ -43,12 +49,13 @@ struct PowerSweepOptions {
     std::vector<double> fractions = {1.0, 0.9, 0.8, 0.7, 0.6};
     // The knee is the lowest limit whose tokens/s is within this share of the fastest step's.
     double knee_tolerance = 0.05;
-};
-
-// One step: the limit each GPU runs at while the workload runs.
-struct PowerSweepStep {
-    size_t index = 0;              // 0-based, in the order run
-    std::vector<double> limits_w;  // per GPU of the sweep, in PowerSweepResult::gpus order
+    // Called on the sweep's thread before each step's limits are set (none of them is set
+    // yet; the GPUs are still at the previous step's, or at their own before the first), so
+    // that a caller can record them where a crash mid-step can be undone from. An error
+    // stops the sweep at that step: nothing of it is set, the limits of the steps before
+    // go back as on any failure, and the sweep fails with that error ("at 405 W: ...").
+    // Empty: nothing is called.
+    std::function<Result<void>(const PowerSweepStep&)> before_set;
 };
 
 // What the workload measured at one step.
@@ -118,8 +125,8 @@ PowerSweepPoint power_sweep_point(const std::vector<uint32_t>& gpus, const std::
 // as fast, for less power; the most efficient may be slower.
 void mark_power_sweep(PowerSweepResult& result, double knee_tolerance);
 
-// Runs the sweep: for each step, sets every GPU's limit, runs the workload, and keeps its
-// figures. The limits the GPUs had before are always set back at the end, also when a limit
+// Runs the sweep: for each step, calls options.before_set, sets every GPU's limit, runs the
+// workload, and keeps its figures. The limits the GPUs had before are always set back at the end, also when a limit
 // is refused or the workload fails; the sweep then fails with that error (a refused limit's
 // words include the nvidia-smi command where the right is missing). A limit that cannot be
 // set back fails the sweep too, saying which GPU is left at what.

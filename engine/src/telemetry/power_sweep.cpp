@@ -1,5 +1,5 @@
 // The efficiency sweep (powerhouse/power.h): the steps, each step's figures, the marks, and
-// the run that sets the limits and always puts them back.
+// the run that asks before_set, sets the limits and always puts them back.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -197,6 +197,15 @@ Result<PowerSweepResult> run_power_sweep(GpuMonitor& monitor, const PowerSweepOp
     std::optional<Error> failure;
     for (size_t k = 0; k < steps->size() && !failure; ++k) {
         const std::vector<double>& step = (*steps)[k];
+        // The caller's say before anything of this step is set (a record for a crash, say):
+        // refused, the sweep ends here with the limits of the steps before set back.
+        if (options.before_set) {
+            if (Result<void> ready = options.before_set(PowerSweepStep{k, step}); !ready) {
+                failure =
+                    sweep_error(ready.error().code, fmt::format("at {}: {}", limits_text(step), ready.error().message));
+                break;
+            }
+        }
         for (size_t i = 0; i < result.gpus.size() && !failure; ++i) {
             Result<PowerLimits> set = monitor.set_power_limit(result.gpus[i], step[i]);
             if (set)

@@ -1,12 +1,14 @@
 // The efficiency sweep's bookkeeping (powerhouse/power.h): its steps, each step's figures,
 // the marks, and runs on simulated GPUs and on the fake NVML library, including a refused
-// limit, a failing workload and a GPU lost mid-sweep, after which the limits must be back.
+// limit, a failing workload, a step refused before its limits are set (before_set) and a
+// GPU lost mid-sweep, after which the limits must be back.
 // Also the throttling summary of a generation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
 
 #include "engine/telemetry/power_test_support.h"
 #include "powerhouse/power.h"
@@ -337,6 +339,73 @@ TEST(PowerSweep, AGpuLostMidSweepFailsItAndSaysWhatIsLeft) {
                         "power sweep: at 200 W: " + lost + "; and GPU 1 could not be set back to 300 W: " + lost));
     EXPECT_EQ(work.steps.size(), 1u);
     EXPECT_EQ(monitor.power_limit_changes().size(), 1u);  // still owed, should the GPU come back
+}
+
+TEST(PowerSweep, BeforeSetIsCalledOncePerStepBeforeItsLimitsAreSet) {
+    GpuMonitor monitor(simulated_gpus("RTX 4090:24;A100:80"));  // 450 W and 400 W by default
+    Work work;
+    std::vector<std::string> order;         // "ask 1", "work 1", ...
+    std::vector<std::vector<double>> seen;  // each GPU's limit when before_set was called
+    PowerSweepOptions options;
+    options.before_set = [&](const PowerSweepStep& step) -> Result<void> {
+        order.push_back("ask " + std::to_string(step.index));
+        seen.push_back({*monitor.power_limits(0)->current_w, *monitor.power_limits(1)->current_w});
+        return {};
+    };
+    const PowerSweepWorkload simulated = simulated_work(monitor, work);
+    const Result<PowerSweepResult> r = run_power_sweep(monitor, options, [&](const PowerSweepStep& step) {
+        order.push_back("work " + std::to_string(step.index));
+        return simulated(step);
+    });
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(r->points.size(), 5u);
+    EXPECT_EQ(order, (std::vector<std::string>{"ask 0", "work 0", "ask 1", "work 1", "ask 2", "work 2", "ask 3",
+                                               "work 3", "ask 4", "work 4"}));
+    // Asked before each step's limits: the GPUs are still at their own (450 W, 400 W), then
+    // at the step before's (90% of the default is 405 W and 360 W, and so on).
+    EXPECT_EQ(seen, (std::vector<std::vector<double>>{{450, 400}, {450, 400}, {405, 360}, {360, 320}, {315, 280}}));
+    EXPECT_EQ(monitor.power_limits(0)->current_w, 450.0);
+    EXPECT_EQ(monitor.power_limits(1)->current_w, 400.0);
+}
+
+TEST(PowerSweep, ARefusalBeforeAStepSetsNothingOfItAndPutsTheLimitsBack) {
+    GpuMonitor monitor(fake_nvml("normal"));  // GPU 0 at 450 W, GPU 1 (an RTX A6000) at 300 W
+    Work work;
+    size_t asked = 0;
+    PowerSweepOptions options;
+    options.gpus = {0, 1};
+    options.limits_w = {250, 200, 150};
+    options.before_set = [&](const PowerSweepStep& step) -> Result<void> {
+        ++asked;
+        if (step.index == 1) return make_error(ErrorCode::io, "the record of power limits was refused: disk full");
+        return {};
+    };
+    const Result<PowerSweepResult> r =
+        run_power_sweep(monitor, options, fake_work(monitor, work, [](double) -> uint64_t { return 100; }));
+    EXPECT_TRUE(refused(r, ErrorCode::io,
+                        "power sweep: at 200 W: the record of power limits was refused: disk full (the power limits "
+                        "are back at 450 W, 300 W)"));
+    EXPECT_EQ(asked, 2u) << "not asked again after a refusal";
+    EXPECT_EQ(work.steps.size(), 1u);
+    // The first step's 250 W, then straight back: 200 W is never set on either GPU.
+    EXPECT_EQ(FakeNvmlLimits().sets(0), (std::vector<unsigned int>{250000, 450000}));
+    EXPECT_EQ(FakeNvmlLimits().sets(1), (std::vector<unsigned int>{250000, 300000}));
+    EXPECT_TRUE(monitor.power_limit_changes().empty());
+
+    // Refused before the first step: nothing is set at all, and the error's code is kept.
+    GpuMonitor simulated(simulated_gpus("RTX 4090:24"));
+    Work none;
+    PowerSweepOptions first;
+    first.limits_w = {300, 250};
+    first.before_set = [](const PowerSweepStep&) -> Result<void> {
+        return make_error(ErrorCode::cancelled, "the sweep was cancelled");
+    };
+    const Result<PowerSweepResult> stopped = run_power_sweep(simulated, first, simulated_work(simulated, none));
+    EXPECT_TRUE(refused(stopped, ErrorCode::cancelled,
+                        "power sweep: at 300 W: the sweep was cancelled (the power limits are back at 450 W)"));
+    EXPECT_TRUE(none.steps.empty());
+    EXPECT_EQ(simulated.power_limits(0)->current_w, 450.0);
+    EXPECT_TRUE(simulated.power_limit_changes().empty());
 }
 
 TEST(PowerSweep, ARangeErrorChangesNothing) {
