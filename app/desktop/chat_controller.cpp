@@ -27,6 +27,8 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     // and the model bar goes on naming it whatever the load's end.
     connect(&m_engine, &EngineClient::loaded, this, [this](const QVariantMap& summary) {
         m_localName = summary.value("displayName").toString();
+        m_localThinkingSwitch = summary.value("hasThinkingSwitch").toBool();
+        m_localReasoningEffort = summary.value("hasReasoningEffort").toBool();
         if (!m_remoteTarget) {
             m_modelState = ModelState::Ready;
             m_modelName = m_localName;
@@ -197,9 +199,18 @@ void ChatController::useRemote(const RemoteTarget& target) {
     emit modelChanged();
 }
 
+QString ChatController::templateSwitchesNote() const {
+    if (m_remoteTarget) {
+        return tr("Sent to the server's chat template; a model that reads neither ignores them.");
+    }
+    if (m_modelState != ModelState::Ready || m_localThinkingSwitch || m_localReasoningEffort) return {};
+    return tr("This model's chat template has no switch for thinking or reasoning effort.");
+}
+
 void ChatController::loadModel(const QString& path, const powerhouse::ModelOptions& options,
                                powerhouse::RecoveryPolicy recovery) {
     m_remoteTarget.reset();
+    m_localThinkingSwitch = m_localReasoningEffort = false;  // until the new model says
     // Another model, or the same on other devices: what the banner said is over.
     dismissRecovery();
     m_modelState = ModelState::Loading;
@@ -371,12 +382,15 @@ bool ChatController::startAnswer(const QString& userText, qint64 replaceFrom) {
     // (a think block, gpt-oss's analysis channel) comes apart from the text instead of inside
     // it as markup. A remote server does that itself.
     command.read_answer = true;
+    // The conversation's thinking and reasoning effort, kept whatever the model: a template
+    // that does not read them ignores them.
+    command.template_variables = conversation_template_variables(m_conversationSettings);
     const qint64 answerId = started->answer.id;
     m_messages.append(std::move(started->answer));
     const bool remote = m_remoteTarget.has_value();
     const quint64 request =
         remote ? m_remote.start(*m_remoteTarget, remote_chat_request(m_remoteTarget->model, std::move(command.messages),
-                                                                     command.settings))
+                                                                     command.settings, command.template_variables))
                : m_engine.generate(std::move(command));
     m_answers[m_current] = Answer{request, remote, answerId, {}, {}};
     m_conversations.setGenerating(m_current, true);

@@ -85,6 +85,14 @@ class ChatController : public QObject {
     // or those a new conversation will start with.
     Q_PROPERTY(QString systemPrompt READ systemPrompt NOTIFY conversationSettingsChanged)
     Q_PROPERTY(QVariantMap sampling READ sampling NOTIFY conversationSettingsChanged)
+    // Which of the chat template's switches the settings offer for the model that answers:
+    // thinking (enable_thinking) and reasoning effort, as the loaded model's template reads
+    // them (ModelSummary::has_thinking_switch, has_reasoning_effort). What a remote server's
+    // template reads is unknown: both are offered, and a model that reads neither ignores them.
+    // templateSwitchesNote says that, or why neither is offered.
+    Q_PROPERTY(bool thinkingSwitch READ thinkingSwitch NOTIFY modelChanged)
+    Q_PROPERTY(bool reasoningEffortChoice READ reasoningEffortChoice NOTIFY modelChanged)
+    Q_PROPERTY(QString templateSwitchesNote READ templateSwitchesNote NOTIFY modelChanged)
     // The device-failure banner: what it says, and its kind (None: not shown).
     Q_PROPERTY(Recovery recovery READ recovery NOTIFY recoveryChanged)
     Q_PROPERTY(QString recoveryText READ recoveryText NOTIFY recoveryChanged)
@@ -125,6 +133,13 @@ public:
     bool canUndoDelete() const { return m_deleted != 0; }
     QString systemPrompt() const { return m_systemPrompt; }
     QVariantMap sampling() const { return conversation_settings_variant(m_conversationSettings); }
+    bool thinkingSwitch() const {
+        return m_remoteTarget || (m_modelState == ModelState::Ready && m_localThinkingSwitch);
+    }
+    bool reasoningEffortChoice() const {
+        return m_remoteTarget || (m_modelState == ModelState::Ready && m_localReasoningEffort);
+    }
+    QString templateSwitchesNote() const;
     QString draft() const { return m_draft; }
     void setDraft(const QString& text);
 
@@ -245,6 +260,8 @@ private:
     RemoteChat m_remote;
     std::optional<RemoteTarget> m_remoteTarget;
     QString m_localName;  // the local model last loaded (stored with its answers)
+    bool m_localThinkingSwitch = false;   // its template reads enable_thinking
+    bool m_localReasoningEffort = false;  // ... reasoning_effort
     ConversationListModel m_conversations;
     MessageListModel m_messages;
     qint64 m_current = 0;

@@ -23,7 +23,19 @@ void for_each_number(ConversationSettings& s, F&& f) {
     f("max_tokens", "maxTokens", s.generation.max_tokens);
 }
 
+// What gpt-oss's template (and OpenAI's API) take; anything else is no effort at all.
+bool known_effort(const QString& effort) {
+    return effort == QLatin1String("low") || effort == QLatin1String("medium") || effort == QLatin1String("high");
+}
+
 }  // namespace
+
+nlohmann::ordered_json conversation_template_variables(const ConversationSettings& settings) {
+    nlohmann::ordered_json variables;
+    if (!settings.thinking) variables["enable_thinking"] = false;
+    if (!settings.reasoning_effort.empty()) variables["reasoning_effort"] = settings.reasoning_effort;
+    return variables;
+}
 
 ConversationSettings parse_conversation_settings(const std::string& json, const ConversationSettings& defaults) {
     ConversationSettings s = defaults;
@@ -34,6 +46,12 @@ ConversationSettings parse_conversation_settings(const std::string& json, const 
     });
     if (const QJsonValue seed = o.value(QLatin1String("seed")); seed.isDouble() && seed.toDouble() >= 0) {
         s.seed = static_cast<uint64_t>(seed.toDouble());
+    }
+    if (const QJsonValue thinking = o.value(QLatin1String("enable_thinking")); thinking.isBool()) {
+        s.thinking = thinking.toBool();
+    }
+    if (const QString effort = o.value(QLatin1String("reasoning_effort")).toString(); known_effort(effort)) {
+        s.reasoning_effort = effort.toStdString();
     }
     // What was read must still be valid; if not, the defaults.
     if (!s.generation.sampling.validate() || s.generation.max_tokens <= 0) return defaults;
@@ -47,6 +65,9 @@ std::string conversation_settings_json(const ConversationSettings& settings) {
         o.insert(QLatin1String(key), static_cast<double>(field));
     });
     if (s.seed) o.insert(QLatin1String("seed"), static_cast<double>(*s.seed));
+    if (!s.thinking) o.insert(QLatin1String("enable_thinking"), false);
+    if (!s.reasoning_effort.empty())
+        o.insert(QLatin1String("reasoning_effort"), QString::fromStdString(s.reasoning_effort));
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
@@ -57,6 +78,8 @@ QVariantMap conversation_settings_variant(const ConversationSettings& settings) 
         m.insert(QLatin1String(key), static_cast<double>(field));
     });
     m.insert(QStringLiteral("seed"), s.seed ? static_cast<double>(*s.seed) : -1.0);
+    m.insert(QStringLiteral("thinking"), s.thinking);
+    m.insert(QStringLiteral("reasoningEffort"), QString::fromStdString(s.reasoning_effort));
     return m;
 }
 
@@ -90,6 +113,18 @@ powerhouse::Result<ConversationSettings> conversation_settings_from_variant(cons
     if (const QVariant seed = map.value(QStringLiteral("seed")); seed.isValid()) {
         const double d = seed.toDouble();
         s.seed = d >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(d)) : std::nullopt;
+    }
+    if (const QVariant thinking = map.value(QStringLiteral("thinking")); thinking.isValid()) {
+        s.thinking = thinking.toBool();
+    }
+    if (const QVariant effort = map.value(QStringLiteral("reasoningEffort")); effort.isValid()) {
+        const QString e = effort.toString();
+        if (!e.isEmpty() && !known_effort(e)) {
+            return powerhouse::make_error(
+                powerhouse::ErrorCode::invalid_argument,
+                "reasoning effort must be low, medium or high (it is " + e.toStdString() + ")");
+        }
+        s.reasoning_effort = e.toStdString();
     }
     if (auto valid = s.generation.sampling.validate(); !valid) return valid.error();
     if (s.generation.max_tokens <= 0) {

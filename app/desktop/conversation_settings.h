@@ -5,7 +5,12 @@
 //
 // JSON keys: temperature, top_k, top_p, min_p, repeat_penalty, presence_penalty,
 // frequency_penalty, max_tokens, seed (absent: a new random seed for every answer, so that
-// Regenerate gives a new answer; present: the same seed every time, for repeatable answers).
+// Regenerate gives a new answer; present: the same seed every time, for repeatable answers),
+// enable_thinking (only false is written: the model answers without thinking; absent: the
+// model's own default) and reasoning_effort ("low", "medium" or "high"; absent: the model's
+// own default). Those two are the chat template's switches (GenerateCommand::
+// template_variables), kept whatever model answers: a template that does not read them
+// ignores them, and the next model that does reads them again.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -13,7 +18,9 @@
 #include <QString>
 #include <QVariantMap>
 
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "powerhouse/generation.h"
 #include "powerhouse/result.h"
@@ -21,7 +28,13 @@
 struct ConversationSettings {
     powerhouse::GenerationSettings generation;
     std::optional<uint64_t> seed;  // none: random per answer
+    bool thinking = true;          // false: {"enable_thinking": false}
+    std::string reasoning_effort;  // "", "low", "medium", "high"; "": nothing sent
 };
+
+// The variables for the model's chat template that `settings` ask for (null: none), as
+// GenerateCommand::template_variables takes them.
+nlohmann::ordered_json conversation_template_variables(const ConversationSettings& settings);
 
 // Reads settings_json over `defaults`; unreadable JSON or wrong types give the defaults for
 // those fields (an old or hand-edited file never stops a chat).
@@ -29,7 +42,8 @@ ConversationSettings parse_conversation_settings(const std::string& json, const 
 std::string conversation_settings_json(const ConversationSettings& settings);
 
 // For QML: {temperature, topK, topP, minP, repeatPenalty, presencePenalty, frequencyPenalty,
-// maxTokens, seed (-1: random)}, and back. from_variant validates: an error names the field.
+// maxTokens, seed (-1: random), thinking (bool), reasoningEffort ("" for the model's default)},
+// and back. from_variant validates: an error names the field.
 QVariantMap conversation_settings_variant(const ConversationSettings& settings);
 powerhouse::Result<ConversationSettings> conversation_settings_from_variant(const QVariantMap& map,
                                                                             const ConversationSettings& defaults);

@@ -36,6 +36,11 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
             {"kvCacheBytes", static_cast<double>(s.kv_cache_bytes)},
             {"expectedTokensPerSecond", s.expected_tokens_per_second},
             {"split", QString::fromUtf8(powerhouse::split_mode_name(s.split))},
+            // The chat template's switches (GenerateCommand::template_variables) and why
+            // another template than the model's own is used, if it is.
+            {"hasThinkingSwitch", s.has_thinking_switch},
+            {"hasReasoningEffort", s.has_reasoning_effort},
+            {"templateNote", QString::fromStdString(s.template_note)},
             {"devices", devices}};
 }
 

@@ -6,7 +6,8 @@ using powerhouse::remote::ChatRequest;
 using powerhouse::remote::ChatResult;
 
 ChatRequest remote_chat_request(const QString& model, std::vector<powerhouse::ChatMessage> messages,
-                                const powerhouse::GenerationSettings& settings) {
+                                const powerhouse::GenerationSettings& settings,
+                                const nlohmann::ordered_json& template_variables) {
     ChatRequest request;
     request.model = model.toStdString();
     request.messages = std::move(messages);
@@ -26,6 +27,15 @@ ChatRequest remote_chat_request(const QString& model, std::vector<powerhouse::Ch
     if (s.frequency_penalty != 0.0f) request.frequency_penalty = s.frequency_penalty;
     for (const std::string& stop : settings.stop) {
         if (request.stop.size() < 4) request.stop.push_back(stop);
+    }
+    if (template_variables.is_object()) {
+        for (const auto& [name, value] : template_variables.items()) {
+            if (name == "reasoning_effort" && value.is_string()) {
+                request.reasoning_effort = value.get<std::string>();
+            } else {
+                request.chat_template_kwargs[name] = value;
+            }
+        }
     }
     return request;
 }

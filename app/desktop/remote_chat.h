@@ -49,9 +49,12 @@ struct RemoteTarget {
 };
 
 // A conversation's sampling settings as an OpenAI chat request (temperature 0 is greedy on
-// every server that matters; a seed is sent when one is set).
-powerhouse::remote::ChatRequest remote_chat_request(const QString& model, std::vector<powerhouse::ChatMessage> messages,
-                                                    const powerhouse::GenerationSettings& settings);
+// every server that matters; a seed is sent when one is set). `template_variables`
+// (conversation_template_variables) go as the servers read them: reasoning_effort as OpenAI's
+// field of that name, the others (enable_thinking) in chat_template_kwargs; none: neither sent.
+powerhouse::remote::ChatRequest remote_chat_request(
+    const QString& model, std::vector<powerhouse::ChatMessage> messages, const powerhouse::GenerationSettings& settings,
+    const nlohmann::ordered_json& template_variables = nlohmann::ordered_json());
 
 class RemoteChat : public QObject {
     Q_OBJECT

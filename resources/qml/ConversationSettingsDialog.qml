@@ -1,4 +1,5 @@
-// The open conversation's system prompt and sampling settings. Save keeps them with the
+// The open conversation's system prompt, sampling settings and the chat template's switches
+// (thinking, reasoning effort: offered only where the model's template reads them). Save keeps them with the
 // conversation (a new chat keeps them until its first message creates it); "Defaults"
 // goes back to the app's. An out-of-range value is refused with the reason, shown in the
 // dialog under the field's row (the chat behind may be covered) until the next Save, Cancel
@@ -35,7 +36,12 @@ Dialog {
         maxTokens.value = s.maxTokens
         fixedSeed.checked = s.seed >= 0
         seed.value = Math.max(0, s.seed)
+        thinking.checked = s.thinking
+        effort.currentIndex = Math.max(0, efforts.indexOf(s.reasoningEffort))
     }
+
+    // The effort choice's values, in its list's order ("": the model's default, nothing sent).
+    readonly property var efforts: ["", "low", "medium", "high"]
 
     title: "Conversation settings"
     modal: true
@@ -56,7 +62,9 @@ Dialog {
             temperature: number(temperature), topK: topK.value, topP: number(topP),
             minP: number(minP), repeatPenalty: number(repeatPenalty),
             presencePenalty: number(presencePenalty), frequencyPenalty: number(frequencyPenalty),
-            maxTokens: maxTokens.value, seed: fixedSeed.checked ? seed.value : -1
+            maxTokens: maxTokens.value, seed: fixedSeed.checked ? seed.value : -1,
+            // Kept as they were when hidden: another model may read them again.
+            thinking: thinking.checked, reasoningEffort: efforts[effort.currentIndex]
         }
         const problem = controller.conversationSettingsProblem(sampling)
         if (problem.message !== undefined) {
@@ -163,6 +171,7 @@ Dialog {
 
             CheckBox {
                 id: fixedSeed
+                objectName: "fixedSeed"
                 text: "Fixed seed"
                 Accessible.name: "Use a fixed seed"
                 ToolTip.visible: hovered
@@ -175,6 +184,39 @@ Dialog {
             text: "Temperature 0 always picks the most likely token."
             color: Theme.textMuted
             font.pixelSize: Theme.smallFontSize
+        }
+
+        // The chat template's switches, shown for a model whose template reads them.
+        Switch {
+            id: thinking
+            objectName: "thinkingSwitch"
+            visible: dialog.controller.thinkingSwitch
+            text: "Think before answering"
+            Accessible.name: "Think before answering"
+            ToolTip.visible: hovered
+            ToolTip.text: "Off: the model answers at once, without thinking first (enable_thinking false)."
+        }
+        RowLayout {
+            visible: dialog.controller.reasoningEffortChoice
+            spacing: Theme.spacing
+            Label { text: "Reasoning effort"; color: Theme.text }
+            ComboBox {
+                id: effort
+                objectName: "reasoningEffort"
+                model: ["Default", "Low", "Medium", "High"]
+                Accessible.name: "Reasoning effort"
+            }
+        }
+        Label {
+            objectName: "templateSwitchesNote"
+            visible: text.length > 0
+            text: dialog.controller.templateSwitchesNote
+            color: Theme.textMuted
+            font.pixelSize: Theme.smallFontSize
+            wrapMode: Text.Wrap
+            Layout.fillWidth: true
+            Accessible.role: Accessible.StaticText
+            Accessible.name: text
         }
     }
 }
