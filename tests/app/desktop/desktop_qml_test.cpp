@@ -113,6 +113,20 @@ private:
     SettingsController* m_settings = nullptr;
 };
 
+// What a loaded model's summary tells the views, without one: EngineClient's loaded signal
+// (emitted as its reader would) with the fields the test gives, such as the chat template's
+// switches (hasThinkingSwitch, hasReasoningEffort).
+class ModelHelper : public QObject {
+    Q_OBJECT
+
+public:
+    void use(EngineClient* engine) { m_engine = engine; }
+    Q_INVOKABLE void announceLoaded(const QVariantMap& summary) { emit m_engine->loaded(summary); }
+
+private:
+    EngineClient* m_engine = nullptr;
+};
+
 // Another program holding the database's write lock (a second Powerhouse, powerhouse-cli, a
 // database browser), for the views' errors: a store of its own with a short busy timeout,
 // the settings and a chat on it (one conversation, "Before the lock"), and lock()/unlock()
@@ -256,6 +270,8 @@ public slots:
         engine->rootContext()->setContextProperty(QStringLiteral("testLocked"), &m_locked);
         m_recovery.use(m_engine.get(), m_dashboard.get(), m_settings.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testRecovery"), &m_recovery);
+        m_model.use(m_engine.get());
+        engine->rootContext()->setContextProperty(QStringLiteral("testModel"), &m_model);
         m_engines.reset();
         auto enginesStore = powerhouse::store::Store::open((m_dir.path() + "/engines.db").toStdString());
         if (!enginesStore) qFatal("store: %s", enginesStore.error().message.c_str());
@@ -344,6 +360,7 @@ private:
     std::unique_ptr<LibraryController> m_library;
     DropHelper m_drop;
     RecoveryHelper m_recovery;
+    ModelHelper m_model;
     LockHelper m_locked;
     std::unique_ptr<DownloadController> m_downloads;
     std::unique_ptr<WelcomeController> m_welcome;
