@@ -138,19 +138,30 @@ powerhouse::Result<void> PowerController::saveChanges() {
     return m_store.set_setting(kChangesKey, changesJson(m_monitor.power_limit_changes()));
 }
 
-powerhouse::Result<void> PowerController::recordBefore(const powerhouse::GpuInfo& gpu, double limit) {
-    // The record as it will be once the limit is set: the monitor's, with this GPU now at `limit`.
+powerhouse::Result<void> PowerController::recordBefore(const std::vector<uint32_t>& gpus,
+                                                       const std::vector<double>& limits) {
+    // The record as it will be once the limits are set: the monitor's, with these GPUs now at
+    // theirs. A GPU already changed keeps its entry even when going back to where it was: until
+    // that set is made it is still changed, and a crash then must find it recorded.
     std::vector<powerhouse::PowerLimitChange> changes = m_monitor.power_limit_changes();
-    bool known = false;
-    for (powerhouse::PowerLimitChange& c : changes) {
-        if (c.uuid != gpu.uuid) continue;
-        c.now_w = limit;
-        known = true;
-    }
-    if (!known) {
-        auto limits = m_monitor.power_limits(gpu.index);
-        if (!limits || !limits->current_w) return {};  // the monitor refuses it anyway
-        changes.push_back({gpu.index, gpu.uuid, *limits->current_w, limit});
+    const powerhouse::TelemetrySnapshot snapshot = m_monitor.snapshot();
+    for (size_t i = 0; i < gpus.size() && i < limits.size(); ++i) {
+        bool known = false;
+        for (powerhouse::PowerLimitChange& c : changes) {
+            if (c.gpu != gpus[i]) continue;
+            c.now_w = limits[i];
+            known = true;
+        }
+        if (known) continue;
+        auto now = m_monitor.power_limits(gpus[i]);
+        if (!now || !now->current_w) continue;  // the monitor refuses to set it anyway
+        // Set to the limit it has: nothing changes, nothing to set back (the monitor's own
+        // record drops such a change too), to NVML's milliwatt.
+        if (std::lround(*now->current_w * 1000) == std::lround(limits[i] * 1000)) continue;
+        std::string uuid;
+        for (const powerhouse::GpuInfo& g : snapshot.gpus)
+            if (g.index == gpus[i]) uuid = g.uuid;
+        changes.push_back({gpus[i], uuid, *now->current_w, limits[i]});
     }
     return m_store.set_setting(kChangesKey, changesJson(changes));
 }
@@ -161,7 +172,7 @@ void PowerController::refuseStore(int gpu, const QString& what, const powerhouse
 
 powerhouse::Result<void> PowerController::setRecorded(const powerhouse::GpuInfo& gpu, double limit) {
     const int index = static_cast<int>(gpu.index);
-    if (auto recorded = recordBefore(gpu, limit); !recorded) {
+    if (auto recorded = recordBefore({gpu.index}, {limit}); !recorded) {
         refuseStore(index,
                     tr("Not set: Powerhouse could not record the change, which it needs to put the limit back if it "
                        "does not quit cleanly. %1"),

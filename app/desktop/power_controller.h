@@ -69,6 +69,13 @@ public:
     // monitor, such as the efficiency sweep) to the store, for restoreLeftovers after a crash.
     // An error says the store refused it (the limits then cannot be put back after a crash).
     powerhouse::Result<void> saveChanges();
+    // Records limits about to be set (`limits[i]` on GPU `gpus[i]`, GpuInfo::index) as if they
+    // were set, before they are, in the same record: what the monitor has changed so far, and
+    // these GPUs at these limits (with the limit each has now as the one to set back, where
+    // Powerhouse has not changed it yet). A crash before or after the sets is then undone at
+    // the next start. The efficiency sweep calls it before each step; an error says the store
+    // refused it, and then nothing may be set.
+    powerhouse::Result<void> recordBefore(const std::vector<uint32_t>& gpus, const std::vector<double>& limits);
     Q_INVOKABLE void dismissStartupNote();
 
 signals:
@@ -87,7 +94,6 @@ private:
     // Records `limit` for GPU `gpu` as if it were set (before setting it), then sets it and
     // records what the monitor says; an error (the record refused, or the GPU's) sets nothing.
     powerhouse::Result<void> setRecorded(const powerhouse::GpuInfo& gpu, double limit);
-    powerhouse::Result<void> recordBefore(const powerhouse::GpuInfo& gpu, double limit);
     void refuseStore(int gpu, const QString& what, const powerhouse::Error& error);
     double keptSetting(const std::string& uuid) const;
     void refuse(int gpu, const powerhouse::Error& error, double limit);  // limit: for the command
