@@ -70,6 +70,7 @@ PowerSweepController::~PowerSweepController() {
         (void)m_dashboard.endAnswer(request);
     }
     settle(cancelled());
+    settleRecord(cancelled());
     m_thread.join();
     // Nobody is left to tell but the log; PowerController's own end writes it again.
     if (auto saved = m_power.saveChanges(); !saved)
@@ -142,6 +143,9 @@ bool PowerSweepController::start() {
     powerhouse::PowerSweepOptions options;
     options.gpus = gpus;
     options.limits_w = m_options.limitsW;
+    // Each step's limits are in the store before they are set: a crash is undone at the next
+    // start (PowerController::restoreLeftovers). Not recorded, they are not set at all.
+    options.before_set = [this](const powerhouse::PowerSweepStep& step) { return record(step); };
     // The steps, for the progress and to refuse limits out of range before anything changes.
     std::vector<powerhouse::PowerLimits> limits;
     for (const uint32_t g : gpus) {
@@ -235,6 +239,44 @@ powerhouse::Result<PowerSweepController::Generated> PowerSweepController::genera
     return done.get();
 }
 
+powerhouse::Result<void> PowerSweepController::record(const powerhouse::PowerSweepStep& step) {
+    std::future<powerhouse::Result<void>> done;
+    {
+        const std::lock_guard lock(m_mutex);
+        if (m_cancel) return cancelled();
+        m_recording.emplace();
+        done = m_recording->get_future();
+    }
+    QMetaObject::invokeMethod(
+        this, [this, limits = step.limits_w] { recordStep(limits); }, Qt::QueuedConnection);
+    return done.get();
+}
+
+void PowerSweepController::recordStep(const std::vector<double>& limits) {
+    if (m_cancel) {
+        settleRecord(cancelled());
+        return;
+    }
+    const powerhouse::Result<void> recorded = m_power.recordBefore(m_sweepGpus, limits);
+    if (!recorded) {
+        settleRecord(powerhouse::make_error(
+            recorded.error().code,
+            tr("Powerhouse could not record the power limits it was about to set, which it needs to put them back if "
+               "it does not quit cleanly, so it did not set them and the sweep stopped: %1")
+                .arg(QString::fromStdString(recorded.error().message))
+                .toStdString()));
+        return;
+    }
+    settleRecord({});
+}
+
+void PowerSweepController::settleRecord(powerhouse::Result<void> result) {
+    const std::lock_guard lock(m_mutex);
+    if (!m_recording) return;
+    m_recording->set_value(std::move(result));
+    m_recording.reset();
+}
+
 void PowerSweepController::startGeneration() {
     if (m_cancel) {
         settle(cancelled());
@@ -244,18 +286,7 @@ void PowerSweepController::startGeneration() {
         settle(powerhouse::make_error(powerhouse::ErrorCode::cancelled, "the model was unloaded"));
         return;
     }
-    // Each step's limits are in the store before its answer runs: a crash is undone at the
-    // next start (PowerController::restoreLeftovers). Not recorded, the sweep stops here, and
-    // run_power_sweep sets them back: a crash meanwhile would leave them set for good.
-    if (auto saved = m_power.saveChanges(); !saved) {
-        settle(powerhouse::make_error(
-            saved.error().code,
-            tr("Powerhouse could not record the power limits it set, which it needs to put them back if it does not "
-               "quit cleanly, so the sweep stopped: %1")
-                .arg(QString::fromStdString(saved.error().message))
-                .toStdString()));
-        return;
-    }
+    // The step's limits were recorded before they were set (recordStep); the GPU cards show them.
     m_power.refresh();
     powerhouse::GenerateCommand command;
     command.messages.push_back({"user", kPrompt});

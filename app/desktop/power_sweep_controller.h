@@ -9,10 +9,13 @@
 // generation through EngineClient (its own request ids; the chat never sees them), then
 // waits for the answer's end. The GPUs' power is read by a GpuPowerMeter around each
 // generation. The limits before the sweep are always set back at its end, also when it is
-// cancelled, fails, or the app quits meanwhile; every change is written to the store as it
-// is made (PowerController::saveChanges), so that a crash mid-sweep is undone at the next
-// start. The chat cannot send while a sweep runs, and a sweep starts only when the engine
-// has no answer running: other answers would share the GPUs and skew the figures.
+// cancelled, fails, or the app quits meanwhile. Each step's limits are written to the store
+// before they are set (run_power_sweep's before_set asks the GUI thread, which owns the
+// store, to record them through PowerController::recordBefore, and waits), so that a crash
+// mid-sweep is undone at the next start; a record the store refuses stops the sweep before
+// that step's limits are set. The chat cannot send while a sweep runs, and a sweep starts
+// only when the engine has no answer running: other answers would share the GPUs and skew
+// the figures.
 //
 // On simulated GPUs standing in for a model on the CPU (POWERHOUSE_SIMULATE_GPUS) the watts
 // and temperatures are the power model's and each step's speed is the CPU's scaled by its
@@ -21,8 +24,8 @@
 // The last result is kept in the store (`last_power_sweep`) and shown again after a restart.
 //
 // Thread-safety: a QObject of the GUI thread. Its sweep thread touches only the (thread-safe)
-// monitor, its meter, and the hand-over of each generation (under m_mutex); it reaches the
-// GUI thread only through queued calls.
+// monitor, its meter, and the hand-over of each record and generation (under m_mutex); it
+// reaches the GUI thread only through queued calls.
 #pragma once
 
 #include <QDateTime>
@@ -158,6 +161,11 @@ private:
     };
     // The sweep thread: one answer through the GUI thread, waited for.
     powerhouse::Result<Generated> generate();
+    // The sweep thread: a step's limits recorded in the store by the GUI thread, waited for.
+    powerhouse::Result<void> record(const powerhouse::PowerSweepStep& step);
+    // GUI thread: records them (PowerController::recordBefore) and settles the wait.
+    void recordStep(const std::vector<double>& limits);
+    void settleRecord(powerhouse::Result<void> result);
     // GUI thread: the engine answers the sweep's requests.
     void startGeneration();
     void onFinished(quint64 request, const QVariantMap& stats);
@@ -194,8 +202,9 @@ private:
     QString m_modelName;
     QString m_cancelReason;          // why the app cancelled it ("" when the user did)
     std::vector<uint32_t> m_sweepGpus;
-    std::mutex m_mutex;  // guards m_waiting and m_request
+    std::mutex m_mutex;  // guards m_waiting, m_recording and m_request
     std::optional<std::promise<powerhouse::Result<Generated>>> m_waiting;
+    std::optional<std::promise<powerhouse::Result<void>>> m_recording;
     quint64 m_request = 0;          // the engine request of the answer running; 0: none
     quint64 m_previousRequest = 0;  // the last one that ended, still counted as load on the dashboard
 };

@@ -2,8 +2,10 @@
 // (DesktopApp): the test model on the CPU, simulated GPUs standing in for it. A sweep runs
 // the model's answers at each limit, marks the most efficient and the knee, labels the
 // figures as simulated, sets the limits back and keeps its result for the next start; the
-// chosen limit can be applied as the GPU's setting. Each step's limit is in the store while
-// it runs (for a crash), and a cancel, an unload or quitting mid-sweep sets the limits back.
+// chosen limit can be applied as the GPU's setting. Each step's limit is in the store before
+// it is set (for a crash), even while the GUI thread that owns the store is busy; a step the
+// store cannot record is never set; and a cancel, an unload or quitting mid-sweep sets the
+// limits back.
 // Nothing of it reaches the chat's conversations. Also the chat's side of heat: an answer
 // the GPUs were slowed under keeps the dashboard's words with it, after a restart too.
 #include <gtest/gtest.h>
@@ -15,17 +17,23 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "dashboard_controller.h"
 #include "desktop_app.h"
-#include "server_controller.h"
 #include "desktop_test_support.h"
+#include "server_controller.h"
 #include "support/test_support.h"
 
 namespace {
@@ -88,6 +96,48 @@ protected:
 };
 
 PowerSweepRow rowOf(const PowerSweepController& sweep, int i) { return sweep.rows().at(i).value<PowerSweepRow>(); }
+
+// Every limit GPU 0 has had while it watches, read on a thread of its own as often as it can:
+// the sweep sets limits from its own thread, whatever the GUI thread is doing.
+class LimitWatcher {
+public:
+    explicit LimitWatcher(powerhouse::GpuMonitor& monitor)
+        : m_thread([this, &monitor] {
+              while (!m_stop) {
+                  if (auto l = monitor.power_limits(0); l && l->current_w) {
+                      const std::lock_guard lock(m_mutex);
+                      m_seen.insert(*l->current_w);
+                  }
+                  std::this_thread::sleep_for(std::chrono::microseconds(50));
+              }
+          }) {}
+    ~LimitWatcher() {
+        m_stop = true;
+        m_thread.join();
+    }
+    std::set<double> seen() const {
+        const std::lock_guard lock(m_mutex);
+        return m_seen;
+    }
+
+private:
+    std::atomic<bool> m_stop{false};
+    mutable std::mutex m_mutex;
+    std::set<double> m_seen;
+    std::thread m_thread;  // last: it starts once the rest is made
+};
+
+// Keeps the GUI thread (which owns the store and records each step) busy for `ms`, as a slow
+// frame would, checking `ok` about every millisecond meanwhile; false at its first failure.
+template <class Check>
+bool busyGuiThread(int ms, Check ok) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+        if (!ok()) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return ok();
+}
 
 TEST_F(DesktopSweepTest, ASweepMarksTheBestLimitSetsTheLimitsBackAndIsKept) {
     if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
@@ -185,8 +235,10 @@ TEST_F(DesktopSweepTest, EachStepIsRecordedForACrashAndCancelSetsTheLimitBack) {
     ASSERT_TRUE(loadModel(*longSweep));
     PowerSweepController& second = longSweep->sweep();
     ASSERT_TRUE(second.start());
-    // While a limit below the default runs, the store says what to set back after a crash.
-    ASSERT_TRUE(QTest::qWaitFor([&] { return crashRecord(*longSweep).size() == 1; }, kSweepWait));
+    // While a limit below the default runs, the store says what to set back after a crash
+    // (written before the limit is set: the GPU card shows it a moment later).
+    ASSERT_TRUE(QTest::qWaitFor([&] { return crashRecord(*longSweep).size() == 1 && currentLimit(*longSweep) == 250; },
+                                kSweepWait));
     const QJsonObject record = crashRecord(*longSweep).at(0).toObject();
     EXPECT_EQ(record.value("before_w").toDouble(), 450);
     EXPECT_EQ(record.value("now_w").toDouble(), 250);
@@ -196,6 +248,49 @@ TEST_F(DesktopSweepTest, EachStepIsRecordedForACrashAndCancelSetsTheLimitBack) {
     ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*longSweep); }, kSweepWait));
     EXPECT_EQ(currentLimit(*longSweep), 450);
     EXPECT_TRUE(crashRecord(*longSweep).isEmpty());
+}
+
+TEST_F(DesktopSweepTest, EachStepsLimitIsInTheStoreBeforeItIsSet) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    auto app = make(0, {300, 250});
+    ASSERT_NE(app, nullptr);
+    ASSERT_TRUE(loadModel(*app));
+    powerhouse::GpuMonitor& monitor = app->dashboard().monitor();
+    double now = 450;
+    // What a crash would need at any moment: GPU 0 either at its own 450 W, or the store
+    // saying to set 450 W back (and at which of the sweep's limits it was left).
+    const auto recorded = [&] {
+        now = monitor.power_limits(0)->current_w.value_or(0);
+        if (now == 450) return true;
+        const QJsonArray record = crashRecord(*app);
+        if (record.size() != 1) return false;
+        const QJsonObject r = record.at(0).toObject();
+        return r.value("before_w").toDouble() == 450 &&
+               (r.value("now_w").toDouble() == 300 || r.value("now_w").toDouble() == 250);
+    };
+    PowerSweepController& sweep = app->sweep();
+    ASSERT_TRUE(sweep.start());
+    // The GUI thread is busy for a second right away: the sweep's thread cannot have the first
+    // limit recorded meanwhile, so it must not set it either.
+    EXPECT_TRUE(busyGuiThread(1000, recorded)) << "GPU 0 at " << now << " W with nothing in the store to set it back";
+    EXPECT_EQ(now, 450) << "the first step waits for its record";
+    // Then at every look until the sweep ends.
+    bool always = true;
+    ASSERT_TRUE(QTest::qWaitFor(
+        [&] {
+            if (!recorded() && always) {  // said once
+                always = false;
+                ADD_FAILURE() << "GPU 0 at " << now << " W with nothing in the store to set it back";
+            }
+            return settled(*app);
+        },
+        kSweepWait));
+    EXPECT_TRUE(always);
+    ASSERT_EQ(sweep.state(), PowerSweepController::State::Done) << sweep.message().toStdString();
+    ASSERT_EQ(sweep.rows().size(), 2);
+    EXPECT_EQ(rowOf(sweep, 1).limit, "250 W");
+    EXPECT_EQ(currentLimit(*app), 450);
+    EXPECT_TRUE(crashRecord(*app).isEmpty()) << "nothing left changed after the sweep";
 }
 
 TEST_F(DesktopSweepTest, AStepTheStoreCannotRecordStopsTheSweep) {
@@ -213,15 +308,52 @@ TEST_F(DesktopSweepTest, AStepTheStoreCannotRecordStopsTheSweep) {
         }
     }
     PowerSweepController& sweep = app->sweep();
+    powerhouse::GpuMonitor& monitor = app->dashboard().monitor();
+    const LimitWatcher watcher(monitor);
     ASSERT_TRUE(sweep.start());
+    // While the GUI thread is busy (and cannot have been asked yet), and after: a limit a
+    // crash could not undo is never set. The sweep stops, and says why.
+    EXPECT_TRUE(busyGuiThread(1000, [&] { return monitor.power_limits(0)->current_w == 450.0; }));
     ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kSweepWait));
-    // A limit a crash could not undo is not left to run a minute: the sweep stops, says why,
-    // and sets the limit back.
     EXPECT_EQ(sweep.state(), PowerSweepController::State::Failed) << sweep.message().toStdString();
     EXPECT_TRUE(sweep.messageIsError());
-    EXPECT_TRUE(sweep.message().contains("could not record")) << sweep.message().toStdString();
+    EXPECT_TRUE(
+        sweep.message().startsWith("The sweep failed: power sweep: at 250 W: Powerhouse could not record the "
+                                   "power limits it was about to set"))
+        << sweep.message().toStdString();
+    EXPECT_TRUE(sweep.message().contains("so it did not set them")) << sweep.message().toStdString();
     EXPECT_TRUE(sweep.message().contains("disk full")) << sweep.message().toStdString();
+    EXPECT_EQ(watcher.seen(), std::set<double>{450});
     EXPECT_EQ(currentLimit(*app), 450);
+}
+
+TEST_F(DesktopSweepTest, ALaterStepTheStoreCannotRecordIsNeverSet) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    auto app = make(0, {300, 250});
+    ASSERT_NE(app, nullptr);
+    ASSERT_TRUE(loadModel(*app));
+    {
+        // The store refuses only the record that says GPU 0 is going to 250 W.
+        SQLite::Database db((dir_ / "data" / "powerhouse.db").string(), SQLite::OPEN_READWRITE);
+        for (const char* op : {"INSERT", "UPDATE"}) {
+            db.exec(std::string("CREATE TRIGGER refuse_") + op + " BEFORE " + op +
+                    " ON app_settings WHEN NEW.key = 'power_limit_changes' AND NEW.value LIKE '%\"now_w\":250%' "
+                    "BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+        }
+    }
+    PowerSweepController& sweep = app->sweep();
+    const LimitWatcher watcher(app->dashboard().monitor());
+    ASSERT_TRUE(sweep.start());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kSweepWait));
+    EXPECT_EQ(sweep.state(), PowerSweepController::State::Failed) << sweep.message().toStdString();
+    EXPECT_TRUE(sweep.message().startsWith("The sweep failed: power sweep: at 250 W: Powerhouse could not record"))
+        << sweep.message().toStdString();
+    EXPECT_TRUE(sweep.message().contains("disk full")) << sweep.message().toStdString();
+    EXPECT_TRUE(sweep.message().endsWith("(the power limits are back at 450 W)")) << sweep.message().toStdString();
+    // The first step ran at 300 W; 250 W was never set; 450 W is back, and so says the store.
+    EXPECT_EQ(watcher.seen(), (std::set<double>{300, 450}));
+    EXPECT_EQ(currentLimit(*app), 450);
+    EXPECT_TRUE(crashRecord(*app).isEmpty());
 }
 
 TEST_F(DesktopSweepTest, UnloadingOrQuittingMidSweepEndsItWithTheLimitsBack) {
