@@ -4,6 +4,8 @@
 #include <QFileInfo>
 #include <QRandomGenerator>
 
+#include "model_templates.h"
+
 using powerhouse::store::Conversation;
 using powerhouse::store::Message;
 using powerhouse::store::MessageState;
@@ -29,6 +31,7 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
         m_localName = summary.value("displayName").toString();
         m_localThinkingSwitch = summary.value("hasThinkingSwitch").toBool();
         m_localReasoningEffort = summary.value("hasReasoningEffort").toBool();
+        m_templateNote = summary.value("templateNote").toString();
         if (!m_remoteTarget) {
             m_modelState = ModelState::Ready;
             m_modelName = m_localName;
@@ -207,10 +210,20 @@ QString ChatController::templateSwitchesNote() const {
     return tr("This model's chat template has no switch for thinking or reasoning effort.");
 }
 
-void ChatController::loadModel(const QString& path, const powerhouse::ModelOptions& options,
+void ChatController::loadModel(const QString& path, powerhouse::ModelOptions options,
                                powerhouse::RecoveryPolicy recovery) {
+    // The chat template chosen for this model on the Models page, unless the caller gives one.
+    if (!options.chat_template) {
+        if (auto chosen = model_chat_template(m_store, path); !chosen) {
+            showError(tr("The chat template chosen for this model could not be read, so it chats with its own: %1")
+                          .arg(QString::fromStdString(chosen.error().message)));
+        } else if (*chosen) {
+            options.chat_template = std::move((*chosen)->text);
+        }
+    }
     m_remoteTarget.reset();
     m_localThinkingSwitch = m_localReasoningEffort = false;  // until the new model says
+    m_templateNote.clear();
     // Another model, or the same on other devices: what the banner said is over.
     dismissRecovery();
     m_modelState = ModelState::Loading;

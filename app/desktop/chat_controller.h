@@ -93,6 +93,9 @@ class ChatController : public QObject {
     Q_PROPERTY(bool thinkingSwitch READ thinkingSwitch NOTIFY modelChanged)
     Q_PROPERTY(bool reasoningEffortChoice READ reasoningEffortChoice NOTIFY modelChanged)
     Q_PROPERTY(QString templateSwitchesNote READ templateSwitchesNote NOTIFY modelChanged)
+    // Why the loaded model chats with another template than its own (ModelSummary::
+    // template_note: one chosen on the Models page, or a built-in one); "" when its own.
+    Q_PROPERTY(QString templateNote READ templateNote NOTIFY modelChanged)
     // The device-failure banner: what it says, and its kind (None: not shown).
     Q_PROPERTY(Recovery recovery READ recovery NOTIFY recoveryChanged)
     Q_PROPERTY(QString recoveryText READ recoveryText NOTIFY recoveryChanged)
@@ -140,10 +143,12 @@ public:
         return m_remoteTarget || (m_modelState == ModelState::Ready && m_localReasoningEffort);
     }
     QString templateSwitchesNote() const;
+    QString templateNote() const { return m_remoteTarget ? QString() : m_templateNote; }
     QString draft() const { return m_draft; }
     void setDraft(const QString& text);
 
-    void loadModel(const QString& path, const powerhouse::ModelOptions& options,
+    // Without options.chat_template, the one chosen for the model (model_templates.h), if any.
+    void loadModel(const QString& path, powerhouse::ModelOptions options,
                    powerhouse::RecoveryPolicy recovery = powerhouse::RecoveryPolicy::replan);
     // The next answers go to this remote engine's model (Settings → Engines, the model bar),
     // through RemoteChat, until a local model is loaded. The model bar then names the model
@@ -262,6 +267,7 @@ private:
     QString m_localName;  // the local model last loaded (stored with its answers)
     bool m_localThinkingSwitch = false;   // its template reads enable_thinking
     bool m_localReasoningEffort = false;  // ... reasoning_effort
+    QString m_templateNote;               // its summary's template_note
     ConversationListModel m_conversations;
     MessageListModel m_messages;
     qint64 m_current = 0;

@@ -8,6 +8,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/library.h"
+#include "model_templates.h"
 
 namespace {
 
@@ -300,6 +301,36 @@ int LibraryController::importUrls(const QList<QUrl>& urls) {
 }
 
 void LibraryController::load(const QString& path) { emit loadRequested(path); }
+
+QString LibraryController::chatTemplateFile(const QString& path) const {
+    const auto chosen = model_chat_template(m_store, path);
+    // Unreadable: shown as the model's own; the load says what is wrong with the store.
+    if (!chosen || !*chosen) return {};
+    const QString file = (*chosen)->file;
+    return file.isEmpty() ? tr("a file") : file;
+}
+
+bool LibraryController::setChatTemplateFile(const QString& path, const QUrl& file) {
+    const QString local = file.isLocalFile() ? file.toLocalFile() : file.toString();
+    if (auto kept = set_model_chat_template(m_store, path, local); !kept) {
+        emit error(tr("The chat template was not kept: %1").arg(QString::fromStdString(kept.error().message)));
+        return false;
+    }
+    ++m_chatTemplatesRevision;
+    emit chatTemplatesChanged();
+    return true;
+}
+
+bool LibraryController::useOwnChatTemplate(const QString& path) {
+    if (auto cleared = clear_model_chat_template(m_store, path); !cleared) {
+        emit error(tr("The model's own chat template could not be chosen again: %1")
+                       .arg(QString::fromStdString(cleared.error().message)));
+        return false;
+    }
+    ++m_chatTemplatesRevision;
+    emit chatTemplatesChanged();
+    return true;
+}
 
 void LibraryController::addDownloaded(const QString& path, const QString& verifiedSha256) {
     enqueue(

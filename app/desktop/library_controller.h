@@ -104,6 +104,9 @@ class LibraryController : public QObject {
     Q_PROPERTY(QStringList scanNotes READ scanNotes NOTIFY scanNotesChanged)
     // A rescan is waiting or running (on the worker thread).
     Q_PROPERTY(bool scanning READ scanning NOTIFY scanningChanged)
+    // Bumped when a model's chat template is chosen or dropped, so that the cards read
+    // chatTemplateFile() again.
+    Q_PROPERTY(int chatTemplatesRevision READ chatTemplatesRevision NOTIFY chatTemplatesChanged)
 
 public:
     // `environment` says where other apps keep their downloads (tests pass a fake home).
@@ -140,11 +143,21 @@ public:
     Q_INVOKABLE void forget(const QString& path);
     void setLoadedPath(const QString& path) { m_models.setLoadedPath(path); }
 
+    // A chat template for one model instead of its own (model_templates.h), used from its
+    // next load. chatTemplateFile: the file it was read from; "" for the model's own.
+    // setChatTemplateFile reads the file now (its text is kept: the file may move); false,
+    // with `error` saying why, if it cannot be read or kept.
+    int chatTemplatesRevision() const { return m_chatTemplatesRevision; }
+    Q_INVOKABLE QString chatTemplateFile(const QString& path) const;
+    Q_INVOKABLE bool setChatTemplateFile(const QString& path, const QUrl& file);
+    Q_INVOKABLE bool useOwnChatTemplate(const QString& path);
+
 signals:
     void importModeChanged();
     void messageChanged();
     void scanNotesChanged();
     void scanningChanged();
+    void chatTemplatesChanged();
     // A scan (rescan() or addDownloaded()) ended and its rows are listed; `scanning` says
     // whether another one follows.
     void scanFinished();
@@ -163,6 +176,7 @@ private:
     SettingsController& m_settings;
     QString m_library;
     QString m_importMode = QStringLiteral("in_place");
+    int m_chatTemplatesRevision = 0;
     QString m_message;
     QStringList m_scanNotes;
     powerhouse::catalog::Environment m_environment;

@@ -98,6 +98,18 @@ ToolBar {
                     color: Theme.textMuted
                     font.pixelSize: Theme.captionSize
                 }
+                // Whose chat template the model chats with, when not its own.
+                Label {
+                    objectName: "templateNote"
+                    visible: bar.controller.modelState === ChatController.Ready && !bar.compact
+                             && text.length > 0
+                    text: bar.controller.templateNote
+                    color: Theme.textMuted
+                    font.pixelSize: Theme.captionSize
+                    elide: Text.ElideRight
+                    Layout.maximumWidth: 320
+                    Accessible.name: "Chat template: " + text
+                }
             }
         }
         ProgressBar {

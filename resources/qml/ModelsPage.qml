@@ -3,7 +3,8 @@
 // on the GPUs (or the CPU) at the chosen context, what would make it fit when it does not,
 // and why a file cannot be used when it cannot; "Add model…" (a file dialog), a web address
 // to download, and how imported files are kept. Files and links can also be dropped
-// anywhere. The second tab finds models on Hugging Face.
+// anywhere. Each model's chat template: its own, or one read from a file (used from its next
+// load). The second tab finds models on Hugging Face.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Dialogs
@@ -28,6 +29,16 @@ Rectangle {
         fileMode: FileDialog.OpenFiles
         nameFilters: ["GGUF models (*.gguf)", "All files (*)"]
         onAccepted: root.library.importUrls(selectedFiles)
+    }
+
+    // A chat template for the model at modelPath instead of its own.
+    FileDialog {
+        id: templateDialog
+        property string modelPath: ""
+        title: "Chat template"
+        fileMode: FileDialog.OpenFile
+        nameFilters: ["Jinja chat templates (*.jinja *.j2 *.txt)", "All files (*)"]
+        onAccepted: root.library.setChatTemplateFile(modelPath, selectedFile)
     }
 
     ColumnLayout {
@@ -320,6 +331,43 @@ Rectangle {
                                 font.pixelSize: Theme.smallFontSize
                                 wrapMode: Text.Wrap
                                 Layout.fillWidth: true
+                            }
+                            RowLayout {
+                                id: templateRow
+                                // Read again when a template is chosen or dropped.
+                                readonly property string file: {
+                                    root.library.chatTemplatesRevision
+                                    return root.library.chatTemplateFile(card.path)
+                                }
+                                visible: card.usable
+                                Layout.fillWidth: true
+                                Label {
+                                    objectName: "chatTemplate"
+                                    text: templateRow.file.length > 0 ? "Chat template: from " + templateRow.file
+                                                                      : "Chat template: the model's own"
+                                    color: Theme.textMuted
+                                    font.pixelSize: Theme.smallFontSize
+                                    elide: Text.ElideMiddle
+                                    Layout.fillWidth: true
+                                }
+                                ToolButton {
+                                    objectName: "chatTemplateFromFile"
+                                    text: "From a file…"
+                                    Accessible.name: "Chat template for " + card.name + " from a file"
+                                    ToolTip.visible: hovered
+                                    ToolTip.text: "Chat with a Jinja template of your own instead of the model's, from its next load."
+                                    onClicked: {
+                                        templateDialog.modelPath = card.path
+                                        templateDialog.open()
+                                    }
+                                }
+                                ToolButton {
+                                    objectName: "chatTemplateOwn"
+                                    visible: templateRow.file.length > 0
+                                    text: "Use the model's own"
+                                    Accessible.name: "Use the model's own chat template for " + card.name
+                                    onClicked: root.library.useOwnChatTemplate(card.path)
+                                }
                             }
                             Label {
                                 objectName: "problem"
