@@ -6,9 +6,12 @@
 // models that do (tests/cli/model_copies.h): Qwen3.5's, whose prompt opens a think block unless
 // enable_thinking is false, so that the answer lands in the message's thinking or in its text;
 // and one that opens a think block only for a high reasoning effort.
+// Also a chat template chosen for one model instead of its own (model_templates.h), used from
+// its next load: the test model given Qwen3.5's template thinks.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +21,7 @@
 #include "desktop_test_support.h"
 #include "engine_client.h"
 #include "http_test_server.h"
+#include "model_templates.h"
 #include "remote_chat.h"
 #include "remote_chat_fixture.h"
 #include "store/store.h"
@@ -68,11 +72,15 @@ protected:
         controller_->setGenerationSettings(settings);
     }
 
-    void load(const std::filesystem::path& model) {
+    static powerhouse::ModelOptions small() {
         powerhouse::ModelOptions options;
         options.n_ctx = 512;
         options.n_threads = 2;
-        controller_->loadModel(QString::fromStdString(model.string()), options);
+        return options;
+    }
+
+    void load(const std::filesystem::path& model) {
+        controller_->loadModel(QString::fromStdString(model.string()), small());
         ASSERT_TRUE(wait_for([&] { return controller_->modelState() != ChatController::ModelState::Loading; }));
         ASSERT_EQ(controller_->modelState(), ChatController::ModelState::Ready)
             << controller_->errorText().toStdString();
@@ -173,6 +181,58 @@ TEST_F(ChatThinkingTest, TheReasoningEffortReachesTheTemplate) {
     auto kept = store_->conversation(controller_->currentConversationId());
     ASSERT_TRUE(kept);
     EXPECT_NE(kept->settings_json.find("\"reasoning_effort\":\"high\""), std::string::npos) << kept->settings_json;
+}
+
+// A template chosen for a model (Models page: from a file) is used when it loads: the test
+// model given Qwen3.5's thinks, offers the switch, and the bar's note says whose template it
+// is; back to its own, none of that. A broken one fails the load with the engine's word,
+// where load errors show; a file that cannot be a template is refused before it is kept.
+TEST_F(ChatThinkingTest, AChatTemplateChosenForAModelIsUsedWhenItLoads) {
+    const QString model = QString::fromStdString(powerhouse::test::test_model_path().string());
+    const QString qwen =
+        QString::fromStdString((powerhouse::test::data_dir() / "templates" / "Qwen3.5-4B.jinja").string());
+    ASSERT_TRUE(set_model_chat_template(*store_, model, qwen));
+    auto chosen = model_chat_template(*store_, model);
+    ASSERT_TRUE(chosen && *chosen);
+    EXPECT_EQ((*chosen)->file, qwen);
+    load(powerhouse::test::test_model_path());
+    EXPECT_EQ(controller_->templateNote().toStdString(), "using the chat template given instead of the model's own");
+    EXPECT_TRUE(controller_->thinkingSwitch());
+    const Message thought = ask("What is 2+2?");
+    EXPECT_FALSE(thought.reasoning.empty());
+    EXPECT_TRUE(thought.content.empty()) << thought.content;
+
+    ASSERT_TRUE(clear_model_chat_template(*store_, model));
+    load(powerhouse::test::test_model_path());
+    EXPECT_TRUE(controller_->templateNote().isEmpty()) << controller_->templateNote().toStdString();
+    EXPECT_FALSE(controller_->thinkingSwitch());
+    controller_->newConversation();
+    const Message plain = ask("What is 2+2?");
+    EXPECT_TRUE(plain.reasoning.empty()) << plain.reasoning;
+    EXPECT_FALSE(plain.content.empty());
+
+    const std::filesystem::path broken = home_ / "broken.jinja", empty = home_ / "empty.jinja";
+    std::ofstream(broken) << "{% if messages %}no end";
+    std::ofstream(empty) << "  \n";
+    ASSERT_TRUE(set_model_chat_template(*store_, model, QString::fromStdString(broken.string())));
+    controller_->loadModel(model, small());
+    ASSERT_TRUE(wait_for([&] { return controller_->modelState() != ChatController::ModelState::Loading; }));
+    EXPECT_EQ(controller_->modelState(), ChatController::ModelState::Failed);
+    EXPECT_NE(controller_->errorText().toStdString().find(
+                  "The model could not be loaded: the chat template given cannot be used: "),
+              std::string::npos)
+        << controller_->errorText().toStdString();
+
+    const auto refused = set_model_chat_template(*store_, model, QString::fromStdString(empty.string()));
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("is empty"), std::string::npos) << refused.error().message;
+    const auto missing =
+        set_model_chat_template(*store_, model, QString::fromStdString((home_ / "missing.jinja").string()));
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().message.find("cannot open"), std::string::npos) << missing.error().message;
+    chosen = model_chat_template(*store_, model);
+    ASSERT_TRUE(chosen && *chosen);
+    EXPECT_EQ((*chosen)->file.toStdString(), broken.string());  // a refused file changes nothing
 }
 
 // A remote conversation: both switches are offered (what the server's template reads is

@@ -3,6 +3,8 @@
 // reasoning_effort, neither (with a line saying why) for one that reads none; each reached
 // with Tab and changed from the keyboard, and kept by Save. testModel stands in for the
 // engine's word on the loaded model (desktop_qml_test.cpp).
+// And a model's own chat template or one from a file on its Models page card (the file's
+// text kept by testLibrary), with the model bar saying whose template the loaded model uses.
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -17,6 +19,22 @@ Item {
         id: chatViewComponent
         ChatView {
             anchors.fill: parent
+            controller: testController
+        }
+    }
+
+    Component {
+        id: modelsComponent
+        ModelsPage {
+            anchors.fill: parent
+            library: testLibrary
+            downloads: testDownloads
+        }
+    }
+    Component {
+        id: barComponent
+        ModelBar {
+            width: 1200
             controller: testController
         }
     }
@@ -97,5 +115,68 @@ Item {
             compare(testController.sampling.thinking, true)
             compare(testController.sampling.reasoningEffort, "")
         }
+
+        function test_a_models_chat_template_from_a_file() {
+            // (The store and library folder are shared with the other files' tests: the model
+            // may be listed already, and a scan may list the cards again, so they are found anew.)
+            tryVerify(() => !testLibrary.scanning, 5000)
+            testLibrary.importUrls([testModelUrl])
+            tryVerify(() => testLibrary.models.count >= 1 && !testLibrary.scanning, 5000)
+            const page = createTemporaryObject(modelsComponent, root)
+            const card = () => {
+                for (let i = 0; i < testLibrary.models.count; ++i) {
+                    const c = findChild(page, "model" + i)
+                    if (c && c.fileName === "SmolLM2-135M-Instruct.Q4_1.gguf") return c
+                }
+                return null
+            }
+            tryVerify(() => card() !== null)
+            const part = name => findChild(card(), name)
+            const path = card().path
+            compare(part("chatTemplate").text, "Chat template: the model's own")
+            verify(part("chatTemplateFromFile").visible)
+            verify(part("chatTemplateFromFile").activeFocusOnTab, "reached with Tab")
+            verify(part("chatTemplateFromFile").Accessible.name.indexOf("Chat template for ") === 0,
+                   part("chatTemplateFromFile").Accessible.name)
+            verify(!part("chatTemplateOwn").visible)
+
+            // A file that is not there: refused with the reason, nothing kept.
+            const refused = signalSpy.createObject(root, {target: testLibrary, signalName: "error"})
+            verify(!testLibrary.setChatTemplateFile(path, "file://" + testDataFolder + "/missing.jinja"))
+            compare(refused.count, 1)
+            verify(refused.signalArguments[0][0].indexOf("cannot open") >= 0, refused.signalArguments[0][0])
+            compare(part("chatTemplate").text, "Chat template: the model's own")
+
+            // Chosen (the dialog's file): the card names it, and the model's own comes back
+            // from the keyboard.
+            verify(testLibrary.setChatTemplateFile(path, Qt.resolvedUrl("tst_template_switches.qml")))
+            tryVerify(() => part("chatTemplate").text.indexOf("Chat template: from ") === 0)
+            verify(part("chatTemplate").text.indexOf("tst_template_switches.qml") > 0, part("chatTemplate").text)
+            verify(part("chatTemplateOwn").visible)
+            compare(part("chatTemplateOwn").Accessible.name, "Use the model's own chat template for " + card().name)
+            // (Tried again if a scan listed the cards anew between the focus and the key: a new
+            // card has no focus.)
+            tryVerify(() => {
+                part("chatTemplateOwn").forceActiveFocus()
+                keyClick(Qt.Key_Space)
+                return part("chatTemplate").text === "Chat template: the model's own"
+            })
+            verify(!part("chatTemplateOwn").visible)
+
+            // The loaded model's note, on the model bar for the screen reader too.
+            const bar = createTemporaryObject(barComponent, root)
+            const note = findChild(bar, "templateNote")
+            testModel.announceLoaded({displayName: "Plain", device: "CPU"})
+            verify(!note.visible)
+            testModel.announceLoaded({displayName: "Given", device: "CPU",
+                                      templateNote: "using the chat template given instead of the model's own"})
+            verify(note.visible)
+            compare(note.Accessible.name, "Chat template: using the chat template given instead of the model's own")
+        }
+    }
+
+    Component {
+        id: signalSpy
+        SignalSpy {}
     }
 }
