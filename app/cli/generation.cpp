@@ -131,6 +131,13 @@ namespace {
 
 // The --chat-template file, checked against the model as the load will check it.
 Result<std::string> read_chat_template(const std::string& path, const std::filesystem::path& model) {
+    // read_file_text takes "-" for standard input, which chat and generate read for the
+    // conversation and the prompt: the template would swallow them.
+    if (path == "-") {
+        return make_error(ErrorCode::invalid_argument,
+                          "--chat-template - would read the template from standard input, which holds the "
+                          "conversation: name a file");
+    }
     Result<std::string> source = read_file_text(path);
     if (!source) return make_error(source.error().code, fmt::format("--chat-template: {}", source.error().message));
     if (source->find_first_not_of(" \t\r\n") == std::string::npos) {

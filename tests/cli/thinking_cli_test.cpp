@@ -138,6 +138,14 @@ TEST_F(CliThinking, AChatTemplateThatCannotBeUsedIsNamed) {
             EXPECT_EQ(run.err.rfind(message, 0), 0u) << command << ": " << run.err;
         }
     }
+    // "-" would take the template from standard input, which holds the conversation.
+    for (const std::string command : {"generate --prompt-file -", "chat"}) {
+        const test::CliRun run = run_cli(command + " " + on_two_threads(test::test_model_path()) + " --chat-template -",
+                                         std::string("hi\n"));
+        EXPECT_EQ(run.status, 1) << command << ": " << run.err;
+        EXPECT_EQ(run.err.rfind("error: --chat-template - would read the template from standard input", 0), 0u)
+            << command << ": " << run.err;
+    }
 }
 
 // --no-think on a template that has the switch: the prompt closes the think block, so what the
