@@ -39,6 +39,8 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
             // The chat template's switches (GenerateCommand::template_variables) and why
             // another template than the model's own is used, if it is.
             {"hasThinkingSwitch", s.has_thinking_switch},
+            // How the template the model chats with writes tool calls (the server's grammars).
+            {"toolFormat", static_cast<int>(s.tool_format)},
             {"hasReasoningEffort", s.has_reasoning_effort},
             {"templateNote", QString::fromStdString(s.template_note)},
             {"devices", devices}};

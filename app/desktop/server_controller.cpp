@@ -124,6 +124,8 @@ ServerController::ServerController(powerhouse::store::Store& store, EngineClient
         m_modelId = QString::fromStdString(std::filesystem::path(m_modelPath.toStdString()).stem().string());
         m_nCtx = summary.value("nCtx").toUInt();
         m_nVocab = summary.value("nVocab").toUInt();
+        // From the template the model chats with, which a chosen template file replaces.
+        m_toolFormat = static_cast<powerhouse::ToolCallFormat>(summary.value("toolFormat").toInt());
         m_error.clear();  // a new model: try again
         update();
     });
@@ -380,7 +382,7 @@ void ServerController::start() {
     options.api_key = m_apiKey.toStdString();
     options.model_id = m_modelId.toStdString();
     options.n_vocab = m_nVocab;
-    options.tool_format = powerhouse::server::tool_format_of(m_modelPath.toStdString());
+    options.tool_format = m_toolFormat;
     options.telemetry = m_telemetry;
     options.read_engine_events = false;  // EngineClient reads them and hands them over (the hook)
     m_run = std::make_unique<Run>();

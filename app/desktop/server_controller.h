@@ -174,6 +174,7 @@ private:
     QString m_held;  // holdRequests' reason; empty: not held
     int m_heldRetrySeconds = 0;
     uint32_t m_nCtx = 0;
+    powerhouse::ToolCallFormat m_toolFormat = powerhouse::ToolCallFormat::generic;
     uint32_t m_nVocab = 0;  // logit_bias ids are checked against it
     QString m_error;  // why the last start failed; cleared by a change of settings or model
     std::unique_ptr<Run> m_run;

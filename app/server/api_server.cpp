@@ -120,11 +120,6 @@ bool is_loopback(const std::string& host) {
     return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-ToolCallFormat tool_format_of(const std::filesystem::path& model) {
-    Result<ModelTemplateInfo> info = read_model_template_info(model);
-    return info ? detect_tool_call_format(*info) : ToolCallFormat::generic;
-}
-
 struct ApiServer::State {
     Engine& engine;
     ServedModel model;

@@ -49,7 +49,7 @@ struct ServerOptions {
     // the owner reads them (the desktop app, which chats on the same engine) and hands every
     // one to deliver().
     bool read_engine_events = true;
-    // How the model writes tool calls (tool_format_of() reads it from the model's template).
+    // How the model writes tool calls: ModelSummary::tool_format of the model served.
     ToolCallFormat tool_format = ToolCallFormat::generic;
     // Each GPU's load, temperature, memory and power for /metrics (a GpuMonitor's snapshot);
     // unset: no GPU metrics.
@@ -60,10 +60,6 @@ struct ServerOptions {
     // events (for a log: powerhouse-cli serve prints them). It must be quick.
     std::function<void(const RecoveryEvent&)> on_recovery;
 };
-
-// How the model file's chat template writes tool calls (ToolCallFormat::generic when it
-// cannot be read).
-ToolCallFormat tool_format_of(const std::filesystem::path& model);
 
 // Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
 bool is_loopback(const std::string& host);

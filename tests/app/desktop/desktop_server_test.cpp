@@ -200,6 +200,40 @@ TEST_F(ServerControllerTest, ServesTheLoadedModelWhileTheAppChats) {
     EXPECT_FALSE(ServerController(*store_, other).enabled());
 }
 
+// The server writes a required call's grammar in the format of the template the model chats
+// with: a chosen template (Qwen3-Coder's XML calls, on SmolLM2) and not the file's own
+// (SmolLM2's, whose generic JSON blocks the engine would not read as Qwen3-Coder calls).
+TEST_F(ServerControllerTest, ToolCallsFollowTheTemplateTheModelChatsWith) {
+    server_->setPort(0);
+    server_->setEnabled(true);
+    powerhouse::ModelOptions options;
+    options.n_ctx = 2048;
+    options.n_threads = 2;
+    options.chat_template =
+        powerhouse::test::read_file(powerhouse::test::data_dir() / "templates" / "Qwen3-Coder.jinja");
+    chat_->loadModel(QString::fromStdString(powerhouse::test::test_model_path().string()), options);
+    ASSERT_TRUE(wait_for([&] { return chat_->modelState() != ChatController::ModelState::Loading; }));
+    ASSERT_EQ(chat_->modelState(), ChatController::ModelState::Ready) << chat_->errorText().toStdString();
+    ASSERT_TRUE(wait_running()) << server_->error().toStdString();
+    const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+        "required": ["city"]}}}])");
+    const json body = {{"model", "SmolLM2-135M-Instruct.Q4_1"},
+                       {"messages", json::array({{{"role", "user"}, {"content", "The weather in Paris?"}}})},
+                       {"tools", tools},
+                       {"tool_choice", "required"},
+                       {"max_tokens", 80},
+                       {"temperature", 0}};
+    const Reply answer = Request(server_->boundPort(), "POST", "/v1/chat/completions", body.dump()).wait();
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    const json message = json::parse(answer.body).at("choices").at(0).at("message");
+    ASSERT_TRUE(message.contains("tool_calls")) << answer.body;
+    EXPECT_EQ(message.at("tool_calls").at(0).at("function").at("name"), "get_weather");
+    EXPECT_TRUE(
+        json::parse(message.at("tool_calls").at(0).at("function").at("arguments").get<std::string>()).contains("city"))
+        << answer.body;
+}
+
 // Loading another model stops the server before the model goes; it starts again once the
 // model is in, and an unload stops it for good.
 TEST_F(ServerControllerTest, StopsBeforeTheModelGoesAndFollowsTheNextOne) {
