@@ -1,5 +1,7 @@
 #include "library_controller.h"
 
+#include <unordered_set>
+
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -81,11 +83,46 @@ QHash<int, QByteArray> ModelListModel::roleNames() const {
 }
 
 void ModelListModel::setRows(std::vector<Row> rows) {
-    const bool countChanges = rows.size() != m_rows.size();
-    beginResetModel();
-    m_rows = std::move(rows);
-    endResetModel();
-    if (countChanges) emit countChanged();
+    const size_t before = m_rows.size();
+    // A scan lists the same models again and again: rows that stay keep their delegates (and
+    // the keyboard focus on a card) when the models that stay keep their order; only what
+    // went or came is removed or inserted. Any other change resets the list.
+    std::unordered_set<std::string> incoming;
+    for (const Row& r : rows) incoming.insert(r.record.path);
+    std::vector<std::string> kept_old, kept_new;
+    for (const Row& r : m_rows) {
+        if (incoming.count(r.record.path) != 0) kept_old.push_back(r.record.path);
+    }
+    std::unordered_set<std::string> present;
+    for (const Row& r : m_rows) present.insert(r.record.path);
+    for (const Row& r : rows) {
+        if (present.count(r.record.path) != 0) kept_new.push_back(r.record.path);
+    }
+    if (kept_old != kept_new || incoming.size() != rows.size()) {
+        beginResetModel();
+        m_rows = std::move(rows);
+        endResetModel();
+    } else {
+        for (size_t i = m_rows.size(); i-- > 0;) {
+            if (incoming.count(m_rows[i].record.path) != 0) continue;
+            beginRemoveRows({}, static_cast<int>(i), static_cast<int>(i));
+            m_rows.erase(m_rows.begin() + static_cast<std::ptrdiff_t>(i));
+            endRemoveRows();
+        }
+        // The rows left are the new list's models that were there, in its order: walk it,
+        // inserting the new ones where they go and updating the others in place.
+        for (size_t i = 0; i < rows.size(); ++i) {
+            if (i < m_rows.size() && m_rows[i].record.path == rows[i].record.path) {
+                m_rows[i] = std::move(rows[i]);
+                emit dataChanged(index(static_cast<int>(i)), index(static_cast<int>(i)));
+            } else {
+                beginInsertRows({}, static_cast<int>(i), static_cast<int>(i));
+                m_rows.insert(m_rows.begin() + static_cast<std::ptrdiff_t>(i), std::move(rows[i]));
+                endInsertRows();
+            }
+        }
+    }
+    if (m_rows.size() != before) emit countChanged();
 }
 
 void ModelListModel::setFits(const std::vector<PlanFit>& fits) {

@@ -37,6 +37,54 @@ void waitForMessage(QSignalSpy& said) {
     said.clear();
 }
 
+// A scan that lists the same models keeps their rows (and so the cards' delegates and the
+// keyboard focus on one): only models that went or came are removed or inserted; a change of
+// order resets the list. QAbstractItemModelTester checks every signal against the rows.
+TEST(ModelList, ARescanKeepsTheRowsOfTheModelsThatStay) {
+    ModelListModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    const auto rows = [](std::initializer_list<const char*> paths) {
+        std::vector<ModelListModel::Row> out;
+        for (const char* p : paths) {
+            ModelListModel::Row r;
+            r.record.path = p;
+            r.name = QString::fromUtf8(p).toUpper();
+            out.push_back(std::move(r));
+        }
+        return out;
+    };
+    const auto paths = [&] {
+        std::vector<std::string> out;
+        for (const ModelListModel::Row& r : model.rows()) out.push_back(r.record.path);
+        return out;
+    };
+    model.setRows(rows({"a", "b", "c"}));
+    QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+    QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+    QSignalSpy removed(&model, &QAbstractItemModel::rowsRemoved);
+    QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+    QSignalSpy counted(&model, &ModelListModel::countChanged);
+
+    model.setRows(rows({"a", "b", "c"}));  // the same scan again
+    EXPECT_EQ(reset.count(), 0);
+    EXPECT_EQ(changed.count(), 3);
+    EXPECT_EQ(counted.count(), 0);
+
+    model.setRows(rows({"a", "x", "c", "y"}));  // b went, x and y came
+    EXPECT_EQ(reset.count(), 0);
+    EXPECT_EQ(removed.count(), 1);
+    EXPECT_EQ(inserted.count(), 2);
+    EXPECT_EQ(paths(), (std::vector<std::string>{"a", "x", "c", "y"}));
+    EXPECT_EQ(model.data(model.index(1), ModelListModel::NameRole).toString(), "X");
+    EXPECT_EQ(counted.count(), 1);
+
+    model.setRows(rows({"c", "a"}));  // another order: reset
+    EXPECT_EQ(reset.count(), 1);
+    EXPECT_EQ(paths(), (std::vector<std::string>{"c", "a"}));
+    model.setRows({});
+    EXPECT_EQ(model.rowCount(), 0);
+}
+
 TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
     powerhouse::test::TempDir dir;
     Store store = open_store(dir);
