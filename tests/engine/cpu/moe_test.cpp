@@ -271,7 +271,7 @@ struct MoeCase {
 MoeSpec with_glm_extras(MoeSpec spec) {
     spec.selection_bias = "blk.{}.exp_probs_b.bias";
     spec.weights_scale = 2.5f;
-    spec.n_ff_shared = 48;
+    spec.n_ff_shared = 64;  // whole Q8_0 blocks of 32 in the down projection's rows
     return spec;
 }
 
