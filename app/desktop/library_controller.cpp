@@ -192,10 +192,11 @@ void LibraryController::enqueue(LibraryWorker::Task task, bool scan, bool coales
     if (!m_worker) {
         // The listing comes back to the GUI thread as a queued call, run only while this
         // object lives.
-        m_worker = std::make_unique<LibraryWorker>(m_store.path(), [this](LibraryWorker::Listing listing) {
-            QMetaObject::invokeMethod(
-                this, [this, listing = std::move(listing)] { show(listing); }, Qt::QueuedConnection);
-        });
+        m_worker = std::make_unique<LibraryWorker>(
+            m_store.path(), m_store.busy_timeout_ms(), [this](LibraryWorker::Listing listing) {
+                QMetaObject::invokeMethod(
+                    this, [this, listing = std::move(listing)] { show(listing); }, Qt::QueuedConnection);
+            });
     }
     if (!m_worker->enqueue(std::move(task), scan, coalesce)) return;  // the scan waiting answers for it
     if (scan && m_scans++ == 0) emit scanningChanged();

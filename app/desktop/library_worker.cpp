@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <set>
 
-LibraryWorker::LibraryWorker(std::filesystem::path database, std::function<void(Listing)> deliver)
-    : m_database(std::move(database)), m_deliver(std::move(deliver)), m_thread([this] { run(); }) {}
+LibraryWorker::LibraryWorker(std::filesystem::path database, int busy_timeout_ms, std::function<void(Listing)> deliver)
+    : m_database(std::move(database)),
+      m_busyTimeoutMs(busy_timeout_ms),
+      m_deliver(std::move(deliver)),
+      m_thread([this] { run(); }) {}
 
 LibraryWorker::~LibraryWorker() {
     {
@@ -56,6 +59,7 @@ LibraryWorker::Listing LibraryWorker::perform(Queued& queued) {
         // streaming now are not a crash's leftovers.
         powerhouse::store::StoreOptions options;
         options.recover_interrupted = false;
+        options.busy_timeout_ms = m_busyTimeoutMs;  // as long as the app's own connection waits
         auto opened = powerhouse::store::Store::open(m_database, options);
         if (!opened) {
             listing.error = opened.error().message;

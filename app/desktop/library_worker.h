@@ -71,7 +71,9 @@ public:
     // A task, on the worker's store; `cancelled` turns true when the owner goes.
     using Task = std::function<Outcome(powerhouse::store::Store& store, const std::function<bool()>& cancelled)>;
 
-    LibraryWorker(std::filesystem::path database, std::function<void(Listing)> deliver);
+    // `busy_timeout_ms`: how long the worker's connection waits for a database another
+    // program keeps locked (the app's store's, StoreOptions::busy_timeout_ms).
+    LibraryWorker(std::filesystem::path database, int busy_timeout_ms, std::function<void(Listing)> deliver);
     ~LibraryWorker();
     LibraryWorker(const LibraryWorker&) = delete;
     LibraryWorker& operator=(const LibraryWorker&) = delete;
@@ -97,6 +99,7 @@ private:
     void readShapes(Listing& listing);
 
     std::filesystem::path m_database;
+    int m_busyTimeoutMs;
     std::function<void(Listing)> m_deliver;
     std::mutex m_mutex;
     std::condition_variable m_wake;
