@@ -181,13 +181,16 @@ public:
     // Messages of a conversation, in order.
     Result<Message> add_message(int64_t conversation_id, const std::string& role, const std::string& content,
                                 MessageState state = MessageState::complete);
-    // Saves the text of an answer while it streams, with its reasoning so far (what is
-    // given replaces what was stored: empty, the answer has none).
-    Result<void> update_message(int64_t id, const std::string& content, const std::string& reasoning = {});
+    // Saves the text of an answer while it streams, with its reasoning so far. A reasoning
+    // given replaces what was stored (an empty one clears it); std::nullopt, the default,
+    // keeps what was stored, so a caller that does not mention the reasoning never loses it.
+    Result<void> update_message(int64_t id, const std::string& content,
+                                const std::optional<std::string>& reasoning = std::nullopt);
     // Saves an answer for good: its text, final state and statistics, and its reasoning (as
-    // update_message).
+    // update_message: std::nullopt keeps what was stored).
     Result<void> finish_message(int64_t id, const std::string& content, MessageState state, const MessageStats& stats,
-                                const std::string& error = {}, const std::string& reasoning = {});
+                                const std::string& error = {},
+                                const std::optional<std::string>& reasoning = std::nullopt);
     Result<std::vector<Message>> messages(int64_t conversation_id) const;
     Result<Message> message(int64_t id) const;
     // The statistics (tokens, tokens/s, joules) of the latest `limit` answers whose energy was

@@ -162,11 +162,24 @@ Result<Message> Store::add_message(int64_t conversation_id, const std::string& r
     });
 }
 
-Result<void> Store::update_message(int64_t id, const std::string& content, const std::string& reasoning) {
+// A reasoning of std::nullopt binds NULL, which `COALESCE(?, reasoning)` turns into the
+// stored one: the column itself is never NULL.
+static void bind_reasoning(SQLite::Statement& q, int index, const std::optional<std::string>& reasoning) {
+    if (reasoning) {
+        q.bind(index, *reasoning);
+    } else {
+        q.bind(index);
+    }
+}
+
+Result<void> Store::update_message(int64_t id, const std::string& content,
+                                   const std::optional<std::string>& reasoning) {
     return impl_->guarded([&]() -> Result<void> {
-        SQLite::Statement q(impl_->db, "UPDATE messages SET content = ?, reasoning = ?, updated_ms = ? WHERE id = ?");
+        SQLite::Statement q(impl_->db,
+                            "UPDATE messages SET content = ?, reasoning = COALESCE(?, reasoning), updated_ms = ? "
+                            "WHERE id = ?");
         q.bind(1, content);
-        q.bind(2, reasoning);
+        bind_reasoning(q, 2, reasoning);
         q.bind(3, now_ms());
         q.bind(4, id);
         return changed_one(q.exec(), "message", id);
@@ -174,7 +187,8 @@ Result<void> Store::update_message(int64_t id, const std::string& content, const
 }
 
 Result<void> Store::finish_message(int64_t id, const std::string& content, MessageState state,
-                                   const MessageStats& stats, const std::string& error, const std::string& reasoning) {
+                                   const MessageStats& stats, const std::string& error,
+                                   const std::optional<std::string>& reasoning) {
     return impl_->guarded([&]() -> Result<void> {
         SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
         const int64_t at = now_ms();
@@ -182,7 +196,7 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
                             "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
                             "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
                             "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ?, "
-                            "recoveries_json = ?, throttle = ?, reasoning = ? WHERE id = ?");
+                            "recoveries_json = ?, throttle = ?, reasoning = COALESCE(?, reasoning) WHERE id = ?");
         q.bind(1, content);
         q.bind(2, message_state_name(state));
         q.bind(3, error);
@@ -201,7 +215,7 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         q.bind(12, stats.engine);
         q.bind(13, recoveries_json(stats.recoveries));
         q.bind(14, stats.throttle);
-        q.bind(15, reasoning);
+        bind_reasoning(q, 15, reasoning);
         q.bind(16, id);
         if (Result<void> r = changed_one(q.exec(), "message", id); !r) return r;
         SQLite::Statement touch(impl_->db,

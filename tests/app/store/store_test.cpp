@@ -445,6 +445,29 @@ TEST(Store, AnAnswerKeepsItsReasoningApartFromItsText) {
     EXPECT_EQ(ok(s.search("hello")).size(), 1u);
 }
 
+// A caller that saves an answer's text without mentioning its reasoning (an older call
+// site, a save of the text alone) keeps the thinking stored; only a reasoning given, an
+// empty one included, replaces it.
+TEST(Store, SavesThatLeaveTheReasoningOutKeepIt) {
+    test::TempDir dir;
+    Store s = open_store(dir / "p.db");
+    const int64_t conversation = ok(s.create_conversation("Thinking")).id;
+    const int64_t answer = ok(s.add_message(conversation, "assistant", "", MessageState::streaming)).id;
+    ok(s.update_message(answer, "", "First I think."));
+    ok(s.update_message(answer, "Hel"));
+    EXPECT_EQ(ok(s.message(answer)).content, "Hel");
+    EXPECT_EQ(ok(s.message(answer)).reasoning, "First I think.");
+    ok(s.finish_message(answer, "Hello!", MessageState::complete, MessageStats{}));
+    Message finished = ok(s.message(answer));
+    EXPECT_EQ(finished.content, "Hello!");
+    EXPECT_EQ(finished.state, MessageState::complete);
+    EXPECT_EQ(finished.reasoning, "First I think.");
+    ok(s.finish_message(answer, "Hello!", MessageState::complete, MessageStats{}, {}, "Then I answer."));
+    EXPECT_EQ(ok(s.message(answer)).reasoning, "Then I answer.");
+    ok(s.update_message(answer, "Hello!", ""));
+    EXPECT_EQ(ok(s.message(answer)).reasoning, "") << "an empty reasoning given clears it";
+}
+
 // Another program (a second Powerhouse, powerhouse-cli, a database browser) holding the
 // file's write lock: a write waits the busy timeout (shortened here), then fails with words
 // that say who holds it and what to do, having changed nothing; once the lock is gone the
