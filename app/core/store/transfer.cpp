@@ -271,6 +271,12 @@ Result<std::optional<std::string>> optional_string(const Json& object, std::stri
     return std::optional<std::string>(it->get<std::string>());
 }
 
+// optional_string, with null read as absent.
+Result<std::optional<std::string>> optional_text(const Json& object, std::string_view key, const std::string& place) {
+    if (const auto it = object.find(key); it != object.end() && it->is_null()) return std::optional<std::string>{};
+    return optional_string(object, key, place);
+}
+
 Result<std::optional<int64_t>> optional_integer(const Json& object, std::string_view key, const std::string& place,
                                                 bool count) {
     const auto it = object.find(key);
@@ -369,8 +375,12 @@ Result<Message> read_message(const Json& m, const std::string& place, int64_t no
     if (content == m.end()) return bad(place, "no \"content\"");
     if (!content->is_string()) return wrong_type(member(place, "content"), *content, "a string");
     message.content = content->get<std::string>();
-    // Older exports, and OpenAI-style lists, have none.
-    PH_READ(message.reasoning, optional_string(m, "reasoning", place));
+    // A reasoning model's thinking: ours and OpenRouter's "reasoning", or the
+    // "reasoning_content" of DeepSeek's API, vLLM, SGLang and llama.cpp's server (what the
+    // remote engines read too). Older exports and plain chats have none; a null one (servers
+    // send it on messages without thinking) is none.
+    PH_READ(message.reasoning, optional_text(m, "reasoning", place));
+    if (message.reasoning.empty()) PH_READ(message.reasoning, optional_text(m, "reasoning_content", place));
     std::optional<std::string> state;
     PH_READ(state, optional_string(m, "state", place));
     if (state) {

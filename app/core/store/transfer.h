@@ -39,7 +39,9 @@
 // missing title is taken from the first user message, missing times are the import's time.
 // An answer that was streaming when exported comes in interrupted. Also accepted: a bare
 // array of {"role", "content"} messages, or an object with such a "messages" array (what
-// OpenAI's chat API takes), as one conversation titled from its first user message.
+// OpenAI's chat API takes), as one conversation titled from its first user message. A
+// message's "reasoning_content" (DeepSeek's API, vLLM, SGLang, llama.cpp's server) is read as
+// its reasoning where it has no "reasoning"; either may be null (none).
 //
 // An import is all or nothing: every conversation is checked before any is stored, and they
 // are stored in one transaction. Errors name the place and the problem, e.g.

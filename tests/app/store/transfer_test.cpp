@@ -354,6 +354,38 @@ TEST(Transfer, ImportsAnOpenAiStyleChat) {
     EXPECT_EQ(ok(s.conversation(untitled.ids[0])).title, "Imported conversation");
 }
 
+// A chat exported from a server that sends a reasoning model's thinking apart (DeepSeek's
+// API, vLLM, SGLang, llama.cpp's server: "reasoning_content"; OpenRouter: "reasoning") keeps
+// that thinking as the answers' reasoning, and a null one (sent on messages without any) is
+// none; the text stays the content.
+TEST(Transfer, ImportsTheReasoningOfAnOpenAiStyleChat) {
+    test::TempDir dir;
+    Store s = open_store(dir / "p.db");
+    const std::string chat = R"([{"role": "user", "content": "2+2?", "reasoning_content": null},
+        {"role": "assistant", "content": "4.", "reasoning_content": "Two and two make four."},
+        {"role": "user", "content": "And 3+3?"},
+        {"role": "assistant", "content": "6.", "reasoning": "Three and three make six."},
+        {"role": "user", "content": "Thanks"},
+        {"role": "assistant", "content": "You're welcome.", "reasoning": null, "reasoning_content": null}])";
+    const ImportReport report = ok(import_json(s, chat, {.now_ms = kMay1}));
+    const std::vector<Message> messages = ok(s.messages(report.ids[0]));
+    ASSERT_EQ(messages.size(), 6u);
+    EXPECT_EQ(messages[0].reasoning, "");
+    EXPECT_EQ(messages[1].content, "4.");
+    EXPECT_EQ(messages[1].reasoning, "Two and two make four.");
+    EXPECT_EQ(messages[3].content, "6.");
+    EXPECT_EQ(messages[3].reasoning, "Three and three make six.");
+    EXPECT_EQ(messages[5].reasoning, "");
+    // Exported as ours, it reads back the same.
+    const std::string exported = ok(export_json(s, {report.ids[0]}, {.now_ms = kMay1}));
+    const ImportReport again = ok(import_json(s, exported, {.now_ms = kMay1}));
+    EXPECT_EQ(ok(s.messages(again.ids[0]))[1].reasoning, "Two and two make four.");
+    // A reasoning of another type is refused, naming it.
+    const auto refused = import_json(s, R"([{"role": "assistant", "content": "x", "reasoning_content": 7}])");
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().message, "[0].reasoning_content: 7 is not a string");
+}
+
 TEST(Transfer, AStreamingAnswerComesInInterrupted) {
     test::TempDir dir;
     Store s = open_store(dir / "p.db");
