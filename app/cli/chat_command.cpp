@@ -66,6 +66,7 @@ int run_chat(ChatOptions options) {
         command.settings.sampling = options.sampling.params;
         command.settings.sampling.seed += turn;
         command.settings.stop = options.sampling.stop;
+        command.settings.lookup = options.sampling.lookup;
         command.overflow = ContextOverflow::drop_oldest;
         // A reasoning model's thinking comes apart from its answer: shown in a think block,
         // and never kept in the conversation (the templates want only the answers back).
@@ -134,7 +135,7 @@ Command add_chat_command(CLI::App& app) {
     exclude_with_remote(
         *sub, remote,
         {"--ctx", "--threads", "--devices", "--split", "--ratios", "--main-device", "--kv-type", "--experts-in-ram",
-         "--on-device-failure", "--step-deadline", "--fail-device", "--chat-template"});
+         "--on-device-failure", "--step-deadline", "--fail-device", "--chat-template", "--lookup-draft"});
     return {sub, [sub, options] {
                 if (options->remote.given()) {
                     return run_remote_chat(

@@ -86,6 +86,7 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
     request.settings.sampling = options.sampling.params;
     request.settings.stop = options.sampling.stop;
     request.settings.ignore_eos = options.ignore_eos;
+    request.settings.lookup = options.sampling.lookup;
     AnswerPrinter printer;
     const EngineAnswer answer = answer_on_engine(engine, std::move(request), options.json ? nullptr : &printer);
     if (answer.error) {
@@ -97,7 +98,8 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
         nlohmann::ordered_json out = {{"prompt_ids", done.prompt_ids},
                                       {"generated_ids", done.generated_ids},
                                       {"text", done.text},
-                                      {"stop_reason", stop_reason_name(done.stats.stop_reason)}};
+                                      {"stop_reason", stop_reason_name(done.stats.stop_reason)},
+                                      {"stats", generation_stats_json(done.stats)}};
         if (!done.reasoning.empty()) out["reasoning"] = done.reasoning;  // as generate --remote
         std::puts(json_text(out).c_str());
     } else {
@@ -139,7 +141,7 @@ Command add_generate_command(CLI::App& app) {
     exclude_with_remote(*sub, remote,
                         {"--raw", "--no-special", "--ignore-eos", "--ctx", "--threads", "--devices", "--split",
                          "--ratios", "--main-device", "--kv-type", "--experts-in-ram", "--on-device-failure",
-                         "--step-deadline", "--fail-device", "--chat-template"});
+                         "--step-deadline", "--fail-device", "--chat-template", "--lookup-draft"});
     sub->callback([sub, options] {
         if (options->prompt.empty() && options->prompt_file.empty()) {
             throw CLI::RequiredError(sub->get_name() + ": --prompt or --prompt-file");

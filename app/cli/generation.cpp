@@ -261,6 +261,27 @@ void add_sampling_options(CLI::App& command, SamplingChoice& choice) {
             "TOKEN_ID+BIAS");
     command.add_option("--seed", p.seed, "Random seed: the same seed gives the same output");
     command.add_option("--stop", choice.stop, "Stop when the text contains this string (repeatable)");
+    add_lookup_option(command, choice.lookup);
+}
+
+nlohmann::ordered_json generation_stats_json(const GenerationStats& stats) {
+    return {{"prompt_tokens", stats.prompt_tokens},
+            {"reused_tokens", stats.reused_tokens},
+            {"generated_tokens", stats.generated_tokens},
+            {"prompt_tokens_per_second", stats.prompt_tokens_per_second()},
+            {"tokens_per_second", stats.tokens_per_second()},
+            {"drafted_tokens", stats.drafted_tokens},
+            {"accepted_tokens", stats.accepted_tokens}};
+}
+
+void add_lookup_option(CLI::App& command, LookupSettings& lookup) {
+    command
+        .add_option("--lookup-draft", lookup.max_draft,
+                    "Speculative decoding by prompt lookup: where the last tokens appeared before in the "
+                    "conversation, guess that what followed them follows again, up to N tokens a step, and let "
+                    "the model check the guesses with its next token (the answer is the same; it comes in fewer "
+                    "steps when it repeats earlier text: code edits, quotes); 0: off")
+        ->check(CLI::Range(0, 64));
 }
 
 }  // namespace powerhouse::cli

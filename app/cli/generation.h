@@ -93,12 +93,18 @@ nlohmann::ordered_json template_variables(const ThinkingChoice& choice);
 void note_unread_switches(const ThinkingChoice& choice, const ModelSummary& summary);
 
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --presence-penalty,
-// --frequency-penalty, --seed and --stop on a command. Defaults: llama.cpp's.
+// --frequency-penalty, --seed and --stop on a command (defaults: llama.cpp's), and
+// --lookup-draft (speculative decoding by prompt lookup; local models only).
 struct SamplingChoice {
     SamplingParams params;
     std::vector<std::string> stop;  // stop strings (not shown when hit)
+    LookupSettings lookup;
 };
 void add_sampling_options(CLI::App& command, SamplingChoice& choice);
+// A generation's figures for --json: token counts, speeds, and the guesses of --lookup-draft.
+nlohmann::ordered_json generation_stats_json(const GenerationStats& stats);
+// --lookup-draft N alone (serve takes no sampling options: each request brings its own).
+void add_lookup_option(CLI::App& command, LookupSettings& lookup);
 // One --logit-bias value: TOKEN_ID+BIAS, TOKEN_ID-BIAS (llama.cpp's form) or TOKEN_ID=BIAS;
 // BIAS may be inf ("-inf" bans the token).
 Result<LogitBias> parse_logit_bias(std::string_view text);

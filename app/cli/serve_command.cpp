@@ -1,7 +1,7 @@
 // powerhouse-cli serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key-file FILE]
 //                      [--parallel N] [--cors-origin ORIGIN]... [--shutdown-grace SECONDS]
 //                      [--io-timeout SECONDS] [--on-device-failure replan|retry|stop]
-//                      [--step-deadline SECONDS]
+//                      [--step-deadline SECONDS] [--lookup-draft N]
 //                      [--ctx N] [-t THREADS] [--devices ...] [--split ...] [--chat-template FILE]
 //
 // Serves the model over the OpenAI API (app/server/api_server.h) until SIGINT or SIGTERM:
@@ -48,6 +48,7 @@ struct ServeOptions {
     std::vector<std::string> cors_origins;
     double shutdown_grace = 10.0;
     int io_timeout = 30;
+    LookupSettings lookup;
 };
 
 #ifdef POWERHOUSE_HAS_SERVER
@@ -113,6 +114,7 @@ int run_serve(const ServeOptions& options) {
     so.tool_format = loaded.tool_format;
     so.cors_origins = options.cors_origins;
     so.io_timeout_seconds = options.io_timeout;
+    so.lookup = options.lookup;
     so.on_recovery = print_recovery;
     GpuMonitor monitor(options_from_environment());  // after the engine: destroyed before it
     watch_gpu_failures(monitor, engine);
@@ -175,6 +177,7 @@ Command add_serve_command(CLI::App& app) {
                     "Seconds the answers in flight may take to finish after SIGTERM")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
+    add_lookup_option(*sub, options->lookup);
     return {sub, [options] { return run_serve(*options); }};
 }
 

@@ -149,6 +149,7 @@ struct ApiServer::State {
         model.n_ctx = n_ctx;
         model.n_vocab = options.n_vocab;
         model.tool_format = options.tool_format;
+        model.lookup = options.lookup;
     }
 
     // The one reader of the engine's events (unless the owner reads them and delivers).
@@ -434,6 +435,7 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     if (request.tool_choice != ToolChoice::none) command.tools = request.tools;
     command.read_answer = chat;
     command.template_variables = std::move(request.template_variables);
+    command.prediction = std::move(request.prediction);
     engine.submit(std::move(command));
     auto reply = std::make_shared<Reply>(chat, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", id), model.id,
                                          static_cast<int64_t>(std::time(nullptr)), request);

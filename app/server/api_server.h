@@ -51,6 +51,9 @@ struct ServerOptions {
     bool read_engine_events = true;
     // How the model writes tool calls: ModelSummary::tool_format of the model served.
     ToolCallFormat tool_format = ToolCallFormat::generic;
+    // Speculative decoding by prompt lookup for every request (GenerationSettings::lookup);
+    // a request's "speculative.n_max" (llama.cpp's server field) overrides max_draft.
+    LookupSettings lookup;
     // Each GPU's load, temperature, memory and power for /metrics (a GpuMonitor's snapshot);
     // unset: no GPU metrics.
     std::function<TelemetrySnapshot()> telemetry;

@@ -32,7 +32,15 @@ Reply::Reply(bool chat, std::string id, std::string model, int64_t created, cons
 json Reply::usage(const DoneEvent& done) {
     const auto prompt = static_cast<int64_t>(done.prompt_ids.size());
     const auto completion = static_cast<int64_t>(done.generated_ids.size());
-    return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+    json u = {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+    // Speculative decoding's guesses (a prediction, or lookup): the ones the model wrote too,
+    // and the ones it did not, as OpenAI counts a predicted output's tokens.
+    if (done.stats.drafted_tokens > 0) {
+        u["completion_tokens_details"] = {
+            {"accepted_prediction_tokens", done.stats.accepted_tokens},
+            {"rejected_prediction_tokens", done.stats.drafted_tokens - done.stats.accepted_tokens}};
+    }
+    return u;
 }
 
 // Chat: {"content": [...]}. Text completions: OpenAI's legacy form, parallel lists.

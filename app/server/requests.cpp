@@ -409,6 +409,33 @@ std::optional<ApiError> read_logit_bias(const json& body, uint32_t n_vocab, Samp
     return std::nullopt;
 }
 
+// OpenAI's predicted output: {"type": "content", "content": "text" or [{"type": "text",
+// "text": ...}, ...]}.
+std::optional<ApiError> read_prediction(const json& body, GenRequest& r) {
+    if (!present(body, "prediction")) return std::nullopt;
+    const json& p = body["prediction"];
+    const auto wrong = [] {
+        return bad("prediction",
+                   "'prediction' must be {\"type\": \"content\", \"content\": TEXT}, the content a string or an "
+                   "array of {\"type\": \"text\", \"text\": TEXT} parts");
+    };
+    if (!p.is_object() || !p.contains("type") || p["type"] != "content" || !p.contains("content")) return wrong();
+    const json& content = p["content"];
+    if (content.is_string()) {
+        r.prediction = content.get<std::string>();
+        return std::nullopt;
+    }
+    if (!content.is_array()) return wrong();
+    for (const json& part : content) {
+        if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
+            return wrong();
+        }
+        r.prediction += part["text"].get<std::string>();
+    }
+    return std::nullopt;
+}
+
 std::optional<ApiError> parse_options(const json& body, const ServedModel& model, int64_t default_max_tokens,
                                       GenRequest& r) {
     const uint32_t n_ctx = model.n_ctx;
@@ -456,6 +483,16 @@ std::optional<ApiError> parse_options(const json& body, const ServedModel& model
             return bad("stop", "'stop' must be a string or an array of up to 4 strings");
         }
     }
+    // Speculative decoding: llama.cpp's server names the most tokens guessed a step so.
+    r.settings.lookup = model.lookup;
+    if (present(body, "speculative.n_max")) {
+        const json& n = body["speculative.n_max"];
+        if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 64) {
+            return bad("speculative.n_max", "'speculative.n_max' must be an integer between 0 and 64");
+        }
+        r.settings.lookup.max_draft = static_cast<uint32_t>(n.get<int64_t>());
+    }
+    if (auto e = read_prediction(body, r)) return *e;
     if (present(body, "stream")) {
         if (!body["stream"].is_boolean()) return bad("stream", "'stream' must be true or false");
         r.stream = body["stream"].get<bool>();

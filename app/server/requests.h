@@ -66,6 +66,9 @@ struct GenRequest {
     // More of the chat template's variables: chat_template_kwargs (as vLLM and llama.cpp's
     // server take them), and reasoning_effort (gpt-oss's template reads it).
     json template_variables;
+    // OpenAI's predicted output (prediction: {"type": "content", "content": ...}): its text,
+    // looked up for guesses as the answer is written (GenerateCommand::prediction).
+    std::string prediction;
 };
 
 // What the model's template and vocabulary mean for a request: where its tool calls go.
@@ -74,6 +77,7 @@ struct ServedModel {
     uint32_t n_ctx = 0;
     uint32_t n_vocab = 0;  // logit_bias's token ids are below it (0: not checked)
     ToolCallFormat tool_format = ToolCallFormat::generic;
+    LookupSettings lookup;  // every request's, unless it says otherwise
 };
 
 std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedModel& model);

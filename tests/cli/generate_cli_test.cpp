@@ -62,6 +62,27 @@ TEST(CliGenerate, RawGreedyContinuationEqualsLlamaCpp) {
     EXPECT_EQ(out.at("stop_reason"), "length");
 }
 
+// Speculative decoding by prompt lookup changes the steps, not the answer: still llama.cpp's
+// tokens, with the guesses counted in --json's stats. A remote server decodes as it does.
+TEST(CliGenerate, LookupDecodingGivesLlamaCppsContinuation) {
+    const nlohmann::json& c = fixture_case("raw_counting");
+    const test::CliRun run =
+        test::run_cli("generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 64 --lookup-draft 8 -p " +
+                      test::quoted(c.at("text").get<std::string>()));
+    ASSERT_EQ(run.status, 0) << run.err;
+    const nlohmann::json out = nlohmann::json::parse(run.out);
+    EXPECT_EQ(out.at("generated_ids"), c.at("generated_ids"));
+    EXPECT_EQ(out.at("text"), c.at("generated_text"));
+    const nlohmann::json& stats = out.at("stats");
+    EXPECT_GT(stats.at("drafted_tokens").get<int>(), 0) << stats.dump();
+    EXPECT_GT(stats.at("accepted_tokens").get<int>(), 0) << stats.dump();
+    EXPECT_EQ(stats.at("generated_tokens"), 64);
+
+    const test::CliRun remote = test::run_cli("generate --remote http://127.0.0.1:9 --lookup-draft 8 -p hi");
+    EXPECT_NE(remote.status, 0);
+    EXPECT_NE(remote.err.find("--lookup-draft"), std::string::npos) << remote.err;
+}
+
 // A raw prompt that writes the chat template by hand: its special tokens become their ids
 // (as the tokenizer's --special gives them), or stay text with --no-special.
 TEST(CliGenerate, RawPromptsParseTheSpecialTokensWrittenInThem) {

@@ -338,6 +338,8 @@ class WrongTypes(RawHttpCase):
             ("n", 2, "n"), ("n", 0, "n"), ("n", "1", "n"),
             ("logprobs", "yes", "logprobs"), ("logprobs", [True], "logprobs"), ("logprobs", 1, "logprobs"),
             ("top_logprobs", 3, "top_logprobs"), ("top_logprobs", "3", "top_logprobs"),
+            ("speculative.n_max", 65, "speculative.n_max"), ("speculative.n_max", -1, "speculative.n_max"),
+            ("speculative.n_max", "8", "speculative.n_max"), ("speculative.n_max", 8.5, "speculative.n_max"),
             ("tools", "x", "tools"), ("tools", {}, "tools"), ("tools", [{}], "tools[0]"), ("tools", [5], "tools[0]"),
             ("tools", [{"type": 5, "function": {"name": "f"}}], "tools[0]"),
             ("tools", [{"type": None, "function": {"name": "f"}}], "tools[0]"),

@@ -136,6 +136,49 @@ class Features(ServedTestCase):
             with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError):
                 self.chat(ask("hi"), **bad)
 
+    # ---- speculative decoding by prompt lookup (llama.cpp's "speculative.n_max") ----
+
+    def test_lookup_decoding_gives_the_same_answer(self):
+        # A prompt whose answer repeats it: the guesses come true, and the answer is the one
+        # written without them, streamed or not, in chat and legacy completions.
+        text = "one two three four five six seven eight nine ten. one two three four five six seven eight nine ten. one"
+        plain = self.api.completions.create(model=self.server.model, prompt=text, max_tokens=30, temperature=0)
+        guessed = self.api.completions.create(model=self.server.model, prompt=text, max_tokens=30, temperature=0,
+                                              extra_body={"speculative.n_max": 8})
+        self.assertEqual(guessed.choices[0].text, plain.choices[0].text)
+        self.assertEqual(guessed.usage.completion_tokens, plain.usage.completion_tokens)
+        self.assertIsNone(plain.usage.completion_tokens_details, "no guesses, no counts")
+        details = guessed.usage.completion_tokens_details
+        self.assertGreater(details.accepted_prediction_tokens, 5, "the count repeats the prompt")
+        self.assertGreaterEqual(details.rejected_prediction_tokens, 0)
+        streamed = "".join(c.choices[0].text for c in self.api.completions.create(
+            model=self.server.model, prompt=text, max_tokens=30, temperature=0, stream=True,
+            extra_body={"speculative.n_max": 8}) if c.choices)
+        self.assertEqual(streamed, plain.choices[0].text)
+        chat_plain = self.chat(ask(text), max_tokens=30)
+        chat_guessed = self.chat(ask(text), max_tokens=30, extra_body={"speculative.n_max": 8})
+        self.assertEqual(chat_guessed.choices[0].message.content, chat_plain.choices[0].message.content)
+
+    def test_a_predicted_output_is_checked_and_counted(self):
+        # OpenAI's predicted outputs: the text the answer is expected to be. Given the answer
+        # itself, nearly every token comes as a guess; given something else, the answer is the
+        # same and the guesses are rejected.
+        question = ask("Write the numbers from one to twenty in words.")
+        plain = self.chat(question, max_tokens=40)
+        right = self.chat(question, max_tokens=40,
+                          prediction={"type": "content", "content": plain.choices[0].message.content})
+        self.assertEqual(right.choices[0].message.content, plain.choices[0].message.content)
+        details = right.usage.completion_tokens_details
+        self.assertGreater(details.accepted_prediction_tokens, right.usage.completion_tokens // 2)
+        wrong = self.chat(question, max_tokens=40,
+                          prediction={"type": "content", "content": [{"type": "text", "text": "The sky is blue. " * 5}]})
+        self.assertEqual(wrong.choices[0].message.content, plain.choices[0].message.content)
+        for bad in ["text", {"type": "content"}, {"type": "file", "content": "x"},
+                    {"type": "content", "content": [{"type": "image_url"}]}, {"type": "content", "content": 5}]:
+            with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError) as raised:
+                self.chat(ask("hi"), prediction=bad)
+            self.assertIn("prediction", str(raised.exception))
+
     def test_legacy_completion_logprobs(self):
         r = self.api.completions.create(model=self.server.model, prompt="The sky is", max_tokens=5, temperature=0,
                                         logprobs=2)

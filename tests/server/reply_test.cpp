@@ -19,7 +19,7 @@ GenRequest chat_request(bool stream, const json& extra = json::object()) {
     json body = {
         {"model", "m"}, {"messages", {{{"role", "user"}, {"content", "The capital of France?"}}}}, {"stream", stream}};
     body.update(extra);
-    std::variant<GenRequest, ApiError> r = parse_chat(body, ServedModel{"m", 4096, 0, ToolCallFormat::hermes});
+    std::variant<GenRequest, ApiError> r = parse_chat(body, ServedModel{"m", 4096, 0, ToolCallFormat::hermes, {}});
     EXPECT_TRUE(std::holds_alternative<GenRequest>(r)) << std::get<ApiError>(r).message;
     return std::holds_alternative<GenRequest>(r) ? std::get<GenRequest>(std::move(r)) : GenRequest{};
 }
@@ -114,7 +114,7 @@ TEST(ServerReply, CallsComeBackAsToolCalls) {
 TEST(ServerRequests, AGrammarConstrainsTheAnswer) {
     EXPECT_TRUE(chat_request(false, {{"grammar", "root ::= \"yes\" | \"no\""}}).settings.grammar.has_value());
     const json base = {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
-    const ServedModel model{"m", 4096, 0, ToolCallFormat::hermes};
+    const ServedModel model{"m", 4096, 0, ToolCallFormat::hermes, {}};
     for (const json& bad : {json{{"grammar", 3}}, json{{"grammar", "root ::= ("}},
                             json{{"grammar", "root ::= \"a\""}, {"response_format", {{"type", "json_object"}}}}}) {
         json body = base;
@@ -132,7 +132,7 @@ TEST(ServerRequests, TemplateVariablesAndReasoningEffort) {
     EXPECT_EQ(r.template_variables, json({{"enable_thinking", false}, {"reasoning_effort", "high"}}));
     EXPECT_TRUE(chat_request(false).template_variables.is_null());
     const json base = {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
-    const ServedModel model{"m", 4096, 0, ToolCallFormat::hermes};
+    const ServedModel model{"m", 4096, 0, ToolCallFormat::hermes, {}};
     for (const auto& [bad, param] : std::vector<std::pair<json, std::string>>{
              {{{"chat_template_kwargs", "enable_thinking=false"}}, "chat_template_kwargs"},
              {{{"chat_template_kwargs", {{"messages", json::array()}}}}, "chat_template_kwargs"},
@@ -144,6 +144,41 @@ TEST(ServerRequests, TemplateVariablesAndReasoningEffort) {
         ASSERT_TRUE(std::holds_alternative<ApiError>(refused)) << bad.dump();
         EXPECT_EQ(std::get<ApiError>(refused).param, param) << bad.dump();
     }
+}
+
+TEST(ServerRequests, SpeculationAndPredictedOutputs) {
+    // The server's default (serve --lookup-draft), overridden by llama.cpp's field.
+    const json base = {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+    ServedModel model{"m", 4096, 0, ToolCallFormat::hermes, {}};
+    model.lookup.max_draft = 4;
+    const auto parsed = [&](const json& extra) {
+        json body = base;
+        body.update(extra);
+        return parse_chat(body, model);
+    };
+    EXPECT_EQ(std::get<GenRequest>(parsed(json::object())).settings.lookup.max_draft, 4u);
+    EXPECT_EQ(std::get<GenRequest>(parsed({{"speculative.n_max", 0}})).settings.lookup.max_draft, 0u);
+    EXPECT_EQ(std::get<GenRequest>(parsed({{"speculative.n_max", 12}})).settings.lookup.max_draft, 12u);
+    // OpenAI's predicted output, as a string or as text parts.
+    EXPECT_EQ(std::get<GenRequest>(parsed({{"prediction", {{"type", "content"}, {"content", "x = 1"}}}})).prediction,
+              "x = 1");
+    const json parts = {{{"type", "text"}, {"text", "x = "}}, {{"type", "text"}, {"text", "1"}}};
+    EXPECT_EQ(std::get<GenRequest>(parsed({{"prediction", {{"type", "content"}, {"content", parts}}}})).prediction,
+              "x = 1");
+    for (const json& bad : {json("x"), json({{"type", "content"}}), json({{"type", "file"}, {"content", "x"}}),
+                            json({{"type", "content"}, {"content", 5}}),
+                            json({{"type", "content"}, {"content", {{{"type", "image_url"}}}}})}) {
+        const auto refused = parsed({{"prediction", bad}});
+        ASSERT_TRUE(std::holds_alternative<ApiError>(refused)) << bad.dump();
+        EXPECT_EQ(std::get<ApiError>(refused).param, "prediction") << bad.dump();
+    }
+    // The guesses are counted as OpenAI counts a prediction's tokens, and only when there were any.
+    DoneEvent done = done_with("x = 1");
+    EXPECT_FALSE(Reply::usage(done).contains("completion_tokens_details"));
+    done.stats.drafted_tokens = 10;
+    done.stats.accepted_tokens = 7;
+    EXPECT_EQ(Reply::usage(done)["completion_tokens_details"],
+              json({{"accepted_prediction_tokens", 7}, {"rejected_prediction_tokens", 3}}));
 }
 
 }  // namespace

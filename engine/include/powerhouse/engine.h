@@ -91,6 +91,10 @@ struct GenerateCommand {
     bool read_answer = false;
     GenerationSettings settings;
     ContextOverflow overflow = ContextOverflow::fail;
+    // Text the answer is expected to resemble (OpenAI's predicted outputs: the code being
+    // edited): tokenized into settings.lookup.prediction, whose guesses are then checked as
+    // the answer is written (settings.lookup.max_draft, or 16 when that is 0).
+    std::string prediction;
 };
 
 struct CancelCommand {

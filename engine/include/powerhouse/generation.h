@@ -64,6 +64,23 @@ enum class StopReason : uint8_t {
 };
 const char* stop_reason_name(StopReason reason);  // "eos", "stop", "length", "context", "cancelled"
 
+// Speculative decoding by prompt lookup. Where the last tokens of the conversation (prompt
+// and answer so far) appeared before, the tokens that followed them there are guessed to
+// follow again (a quoted passage, code being edited, a list restated), and the model checks
+// the guesses in the same step as its next token, one batch row each. Every row is sampled
+// in order with the request's own sampler, and the guesses after the first that the model
+// would not have chosen are dropped with their keys and values, so the answer is the one the
+// model gives without guessing; only the steps it takes are fewer. Memory-bound decoding
+// checks a few more rows almost for free; a guess that fails costs the rows it took.
+struct LookupSettings {
+    uint32_t max_draft = 0;  // tokens guessed a step at most; 0: off
+    uint32_t min_match = 2;  // the fewest last tokens that must have appeared before (>= 1)
+    uint32_t max_match = 4;  // the most looked up; the longest run found is used
+    // Text the answer is expected to resemble (OpenAI's predicted outputs: the file being
+    // edited), looked up before the conversation.
+    std::vector<TokenId> prediction;
+};
+
 struct GenerationSettings {
     int32_t max_tokens = 512;
     SamplingParams sampling;
@@ -79,6 +96,7 @@ struct GenerationSettings {
     // penalties and filters), and of the top_logprobs likeliest tokens at its place (0..20).
     bool logprobs = false;
     int32_t top_logprobs = 0;
+    LookupSettings lookup;  // speculative decoding; off by default
 };
 
 // One token and its log-probability.
@@ -103,6 +121,10 @@ struct GenerationStats {
     double time_to_first_token = 0;  // from the start until the first token was sampled
     double generation_seconds = 0;   // from the first sampled token to the end
     StopReason stop_reason = StopReason::length;
+    // Speculative decoding (GenerationSettings::lookup): tokens guessed, and of those the
+    // ones the model chose too (each saved a step).
+    uint32_t drafted_tokens = 0;
+    uint32_t accepted_tokens = 0;
 
     double prompt_tokens_per_second() const;
     // Tokens after the first over generation_seconds (the first one's cost is in ttft).

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -52,9 +53,14 @@ struct SchedulerStats {
     uint64_t steps = 0;
     uint64_t pauses = 0;   // requests paused for lack of blocks, so far
     uint64_t generated_tokens = 0;  // tokens sampled for all requests, so far (a rate from two readings)
-    // The last step's batch: rows that carried a generated token, and prompt rows.
+    // The last step's batch: rows that carried a generated token, prompt rows, and rows of
+    // speculative guesses (GenerationSettings::lookup).
     uint32_t last_decode_rows = 0;
     uint32_t last_prompt_rows = 0;
+    uint32_t last_draft_rows = 0;
+    // Guessed tokens checked, and of those the ones the model chose, so far.
+    uint64_t drafted_tokens = 0;
+    uint64_t accepted_tokens = 0;
     KvStats kv;
 };
 
@@ -121,13 +127,20 @@ private:
     uint32_t kv_total_blocks_ = 0;  // the model's whole pool
     uint32_t last_decode_rows_ = 0;
     uint32_t last_prompt_rows_ = 0;
+    uint32_t last_draft_rows_ = 0;
+    uint64_t drafted_ = 0;
+    uint64_t accepted_ = 0;
     std::shared_ptr<const GrammarVocabulary> grammar_vocabulary_;  // built for the first constrained request
     std::vector<TokenCandidate> order_scratch_;                    // top_logprobs
+    std::vector<float> logits_scratch_;                            // a row's logits, masked
 
     void take_limits();
     void hold_for_recovery();
     void admit();
     bool pause_latest();
+    void plan_drafts(uint32_t& avail, uint32_t& budget);
+    std::optional<TokenId> choose(Request& r, size_t output);
+    void take_outputs(Request& r);
     void finish(Request& r, StopReason reason);
     void fail(Request& r, const Error& e);
     void end(Request& r, bool keep_cached);

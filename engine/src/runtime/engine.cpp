@@ -437,6 +437,10 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
     // text. The reader needs the control tokens the model writes.
     std::shared_ptr<AnswerReader> reader;
     GenerationSettings settings = command.settings;
+    if (!command.prediction.empty()) {
+        settings.lookup.prediction = model->tokenizer().tokenize(command.prediction, false, false);
+        if (settings.lookup.max_draft == 0) settings.lookup.max_draft = 16;
+    }
     if (command.read_answer && !command.raw_prompt) {
         reader = std::make_shared<AnswerReader>(*model, command, done.prompt_ids);
         settings.render_special = true;

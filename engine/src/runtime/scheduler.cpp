@@ -11,6 +11,7 @@
 #include "powerhouse/sampler.h"
 #include "powerhouse/stop_strings.h"
 #include "runtime/hints.h"
+#include "runtime/lookup_draft.h"
 #include "runtime/sampling_steps.h"
 
 namespace powerhouse {
@@ -93,14 +94,18 @@ struct Scheduler::Request {
 
     std::optional<SeqId> seq;      // while running
     std::vector<TokenId> pending;  // to decode: the rest of the prompt, or the last token sampled
+    std::vector<TokenId> draft;    // guessed to follow the last token sampled, checked this step
     bool started = false;          // admitted once (reused_tokens counted)
     bool cancelled = false;
     bool done = false;
-    uint32_t take = 0;  // rows in the batch being built
+    uint32_t take = 0;        // rows in the batch being built (pending ones, then the draft)
+    size_t first_output = 0;  // its first output row in the batch
     Clock::time_point submitted, admitted, first_token;
 
     // The argmax alone is enough (a GPU picks it): no sampling, no constraint, no logprobs.
     bool greedy() const { return sampler.plain_greedy() && !grammar && !settings.logprobs; }
+    // The last token sampled is to be decoded: the request is writing its answer.
+    bool generating() const { return pending.size() == 1 && !result.ids.empty(); }
     // The prompt and the answer so far: what the cache must hold, but for the last token.
     std::vector<TokenId> context() const {
         std::vector<TokenId> all = prompt;
@@ -262,6 +267,9 @@ SchedulerStats Scheduler::stats() const {
     s.generated_tokens = generated_;
     s.last_decode_rows = last_decode_rows_;
     s.last_prompt_rows = last_prompt_rows_;
+    s.last_draft_rows = last_draft_rows_;
+    s.drafted_tokens = drafted_;
+    s.accepted_tokens = accepted_;
     s.kv = model_->kv_stats();
     return s;
 }
@@ -368,6 +376,7 @@ Result<void> Scheduler::step() {
         bool short_of_blocks = false;
         for (auto& r : running_) {
             r->take = 0;
+            r->draft.clear();
             if (r->pending.size() != 1) continue;
             const uint32_t need = model_->blocks_needed(*r->seq, 1);
             if (need > avail) {
@@ -387,6 +396,7 @@ Result<void> Scheduler::step() {
             budget -= take;
             r->take = take;
         }
+        if (!short_of_blocks) plan_drafts(avail, budget);
         const bool empty = std::none_of(running_.begin(), running_.end(), [](const auto& r) { return r->take > 0; });
         if (!short_of_blocks && !empty) break;
         if (pause_latest()) continue;
@@ -397,24 +407,28 @@ Result<void> Scheduler::step() {
     }
 
     std::vector<BatchRow> rows;
-    std::vector<Request*> outputs;  // the request of each output row, in row order
-    last_decode_rows_ = last_prompt_rows_ = 0;
+    size_t n_outputs = 0;
+    last_decode_rows_ = last_prompt_rows_ = last_draft_rows_ = 0;
     for (auto& r : running_) {
-        // A single pending token after the first answer token is a generated one.
-        const bool decoding = r->take == 1 && r->pending.size() == 1 && !r->result.ids.empty();
-        (decoding ? last_decode_rows_ : last_prompt_rows_) += r->take;
-        for (uint32_t i = 0; i < r->take; ++i) {
-            BatchRow row{*r->seq, r->pending[i], RowOutput::none};
-            if (i + 1 == r->pending.size()) {
-                row.output = r->greedy() ? RowOutput::argmax : RowOutput::logits;
-                outputs.push_back(r.get());
-            }
-            rows.push_back(row);
+        if (r->take == 0) continue;
+        const uint32_t from_pending = r->take - static_cast<uint32_t>(r->draft.size());
+        (r->generating() ? last_decode_rows_ : last_prompt_rows_) += from_pending;
+        last_draft_rows_ += static_cast<uint32_t>(r->draft.size());
+        const RowOutput output = r->greedy() ? RowOutput::argmax : RowOutput::logits;
+        r->first_output = n_outputs;
+        for (uint32_t i = 0; i < from_pending; ++i) {
+            const bool last = i + 1 == r->pending.size();
+            rows.push_back({*r->seq, r->pending[i], last ? output : RowOutput::none});
+            n_outputs += last ? 1 : 0;
         }
+        // Each guess's row gives the token after it.
+        for (TokenId t : r->draft) rows.push_back({*r->seq, t, output});
+        n_outputs += r->draft.size();
     }
     ++steps_;
     Result<void> ran = model_->decode_batch(rows);
     if (!ran) {
+        for (auto& r : running_) r->draft.clear();
         if (ran.error().code == ErrorCode::out_of_memory && pause_latest()) return {};
         if (ran.error().code == ErrorCode::device_failed && options_.hold_on_device_failure) {
             hold_for_recovery();
@@ -424,37 +438,87 @@ Result<void> Scheduler::step() {
         running_.clear();
         return ran;
     }
-    for (auto& r : running_) r->pending.erase(r->pending.begin(), r->pending.begin() + r->take);
+    for (auto& r : running_) {
+        if (r->take == 0) continue;
+        const size_t from_pending = r->take - r->draft.size();
+        const bool answers = from_pending == r->pending.size();  // its last pending row gave an output
+        r->pending.erase(r->pending.begin(), r->pending.begin() + static_cast<std::ptrdiff_t>(from_pending));
+        if (answers) take_outputs(*r);
+        r->draft.clear();
+    }
+    std::erase_if(running_, [](const auto& r) { return r->done; });
+    return {};
+}
 
-    std::vector<float> scratch;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-        Request& r = *outputs[i];
-        GenerationStats& stats = r.result.stats;
+// Guesses for the requests writing their answers that asked for them, as far as the pool's
+// blocks and the step's rows go (after the prompt chunks: guessing is what gives way).
+void Scheduler::plan_drafts(uint32_t& avail, uint32_t& budget) {
+    for (auto& r : running_) {
+        const LookupSettings& lookup = r->settings.lookup;
+        if (lookup.max_draft == 0 || r->take != 1 || !r->generating() || budget == 0) continue;
+        // Every guess the model takes is one more token of the answer and position of the context.
+        const uint64_t written = r->result.ids.size();
+        const auto max_tokens = static_cast<uint64_t>(r->settings.max_tokens);
+        const uint64_t held = model_->sequence_length(*r->seq);
+        uint64_t limit = std::min<uint64_t>(lookup.max_draft, budget);
+        limit = std::min(limit, max_tokens > written + 1 ? max_tokens - written - 1 : 0);
+        limit = std::min(limit, model_->n_ctx() > held + 1 ? model_->n_ctx() - held - 1 : 0);
+        if (limit == 0) continue;
+        std::vector<TokenId> draft = lookup_draft(r->prompt, r->result.ids, lookup, static_cast<uint32_t>(limit));
+        const uint32_t counted = model_->blocks_needed(*r->seq, 1);  // the next token's, taken already
+        const auto more = [&] {
+            return model_->blocks_needed(*r->seq, 1 + static_cast<uint32_t>(draft.size())) - counted;
+        };
+        while (!draft.empty() && more() > avail) draft.pop_back();
+        if (draft.empty()) continue;
+        avail -= more();
+        budget -= static_cast<uint32_t>(draft.size());
+        r->take += static_cast<uint32_t>(draft.size());
+        r->draft = std::move(draft);
+    }
+}
+
+// The token of a request's output row: the argmax, or sampled from the logits under its
+// grammar (with its log-probability when asked). None when the grammar allows no token: the
+// request has failed then.
+std::optional<TokenId> Scheduler::choose(Request& r, size_t output) {
+    if (r.greedy()) return model_->batch_argmax(output);
+    const std::span<const float> logits = model_->batch_logits(output);
+    logits_scratch_.assign(logits.begin(), logits.end());
+    if (r.grammar) r.grammar->mask(logits_scratch_);
+    const TokenId next = r.sampler.sample(logits_scratch_);
+    if (next == kNoToken && r.grammar) {
+        fail(r,
+             make_error(ErrorCode::internal, "the answer's grammar allows no token of this model's vocabulary here"));
+        return std::nullopt;
+    }
+    if (next != kNoToken && r.settings.logprobs && !model_->tokenizer().is_eog(next)) {
+        r.result.logprobs.push_back(
+            token_logprob(model_->tokenizer(), logits, next, r.settings.top_logprobs, order_scratch_));
+    }
+    if (next != kNoToken && r.grammar && !model_->tokenizer().is_eog(next)) r.grammar->accept(next);
+    return next;
+}
+
+// The tokens of a request's output rows, in order: its next token, then, for as long as the
+// model chose each guess, the token after it. The guesses after the first it did not choose
+// are dropped from the cache, so that what it holds is what it would hold without guessing.
+void Scheduler::take_outputs(Request& r) {
+    GenerationStats& stats = r.result.stats;
+    const size_t n = 1 + r.draft.size();
+    const uint32_t held = model_->sequence_length(*r.seq);  // the guesses included
+    stats.drafted_tokens += static_cast<uint32_t>(r.draft.size());
+    drafted_ += r.draft.size();
+    for (size_t j = 0; j < n; ++j) {
         const auto now = Clock::now();
         if (r.result.ids.empty()) stats.prompt_seconds = seconds_between(r.admitted, now);
         if (r.settings.max_tokens == 0 && r.result.ids.empty()) {
             finish(r, StopReason::length);
-            continue;
+            return;
         }
-        TokenId next = kNoToken;
-        if (r.greedy()) {
-            next = model_->batch_argmax(i);
-        } else {
-            const std::span<const float> logits = model_->batch_logits(i);
-            scratch.assign(logits.begin(), logits.end());
-            if (r.grammar) r.grammar->mask(scratch);
-            next = r.sampler.sample(scratch);
-            if (next == kNoToken && r.grammar) {
-                fail(r, make_error(ErrorCode::internal,
-                                   "the answer's grammar allows no token of this model's vocabulary here"));
-                continue;
-            }
-            if (next != kNoToken && r.settings.logprobs && !model_->tokenizer().is_eog(next)) {
-                r.result.logprobs.push_back(
-                    token_logprob(model_->tokenizer(), logits, next, r.settings.top_logprobs, order_scratch_));
-            }
-            if (next != kNoToken && r.grammar && !model_->tokenizer().is_eog(next)) r.grammar->accept(next);
-        }
+        const std::optional<TokenId> chosen = choose(r, r.first_output + j);
+        if (!chosen) return;
+        const TokenId next = *chosen;
         if (r.result.ids.empty()) {
             r.first_token = now;
             stats.time_to_first_token = seconds_between(r.submitted, now);
@@ -462,20 +526,31 @@ Result<void> Scheduler::step() {
         r.sampler.accept(next);
         r.result.ids.push_back(next);
         ++generated_;
+        // The positions of the cache that count: the rows up to this output's.
+        const uint32_t valid = held - static_cast<uint32_t>(n - 1 - j);
+        std::optional<StopReason> stop;
         if (model_->tokenizer().is_eog(next) && !r.settings.ignore_eos) {
-            finish(r, StopReason::eos);
+            stop = StopReason::eos;
         } else if (r.feed(r.stream.feed(next))) {
-            finish(r, StopReason::stop);
+            stop = StopReason::stop;
         } else if (r.result.ids.size() >= static_cast<size_t>(r.settings.max_tokens)) {
-            finish(r, StopReason::length);
-        } else if (model_->sequence_length(*r.seq) >= model_->n_ctx()) {
-            finish(r, StopReason::context);
-        } else {
-            r.pending.assign(1, next);
+            stop = StopReason::length;
+        } else if (valid >= model_->n_ctx()) {
+            stop = StopReason::context;
         }
+        const bool guessed = j + 1 < n && next == r.draft[j];
+        if (stop || !guessed) {
+            if (valid < held) model_->truncate_sequence(*r.seq, valid);
+            if (stop) {
+                finish(r, *stop);
+            } else {
+                r.pending.assign(1, next);
+            }
+            return;
+        }
+        ++stats.accepted_tokens;
+        ++accepted_;
     }
-    std::erase_if(running_, [](const auto& r) { return r->done; });
-    return {};
 }
 
 Result<void> Scheduler::run() {

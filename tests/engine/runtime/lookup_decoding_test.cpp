@@ -1,0 +1,281 @@
+// Speculative decoding by prompt lookup (GenerationSettings::lookup): the guesses are the
+// tokens that followed the latest earlier run of the conversation's last tokens, and an answer
+// written with them is the answer written without, token for token, text, stop reason and
+// log-probabilities: greedy or sampled with a seed and penalties, under a grammar, with stop
+// strings, at the token and context limits, many requests at once and through pauses for
+// lack of KV blocks. It takes fewer steps where the answer repeats what came before.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "powerhouse/generation.h"
+#include "powerhouse/grammar.h"
+#include "powerhouse/model.h"
+#include "powerhouse/scheduler.h"
+#include "runtime/lookup_draft.h"
+#include "support/test_support.h"
+
+namespace powerhouse {
+namespace lookup_decoding_test {
+namespace {
+
+std::vector<TokenId> draft(const std::vector<TokenId>& prompt, const std::vector<TokenId>& answer, uint32_t limit,
+                           uint32_t min_match = 2, uint32_t max_match = 4) {
+    LookupSettings s;
+    s.max_draft = limit;
+    s.min_match = min_match;
+    s.max_match = max_match;
+    return lookup_draft(prompt, answer, s, limit);
+}
+
+TEST(LookupDraft, GuessesWhatFollowedTheLatestLongestRunOfTheLastTokens) {
+    // "1 2 3" appeared twice, followed by 9 then by 4 5; the latest wins.
+    EXPECT_EQ(draft({1, 2, 3, 9, 9, 1, 2, 3, 4, 5, 6}, {7, 1, 2, 3}, 3), (std::vector<TokenId>{4, 5, 6}));
+    // A longer run beats a later shorter one: "8 2 3" once (then 11), "2 3" later (then 12).
+    EXPECT_EQ(draft({8, 2, 3, 11, 0, 2, 3, 12}, {8, 2, 3}, 1), (std::vector<TokenId>{11}));
+    // The guess may run on into the answer itself, and stops at the limit.
+    EXPECT_EQ(draft({5, 6}, {5, 6, 5, 6}, 8), (std::vector<TokenId>{5, 6}));
+    EXPECT_EQ(draft({1, 2, 3, 4, 5, 6, 7}, {1, 2}, 2), (std::vector<TokenId>{3, 4}));
+}
+
+TEST(LookupDraft, GuessesNothingWithoutARunLongEnough) {
+    EXPECT_TRUE(draft({1, 2, 3, 4}, {5, 6}, 4).empty()) << "never seen";
+    EXPECT_TRUE(draft({1, 2, 9, 3}, {7, 3}, 4).empty()) << "only the last token seen; two asked";
+    EXPECT_EQ(draft({1, 2, 9, 3}, {7, 3}, 4, 1), (std::vector<TokenId>{7, 3})) << "one token is enough when asked";
+    EXPECT_EQ(draft({1, 9, 3, 8}, {7, 3}, 4, 1), (std::vector<TokenId>{8, 7, 3}));
+    EXPECT_TRUE(draft({1, 2, 1, 2}, {1, 2}, 0).empty()) << "limit 0";
+    EXPECT_TRUE(draft({}, {1}, 4, 1).empty()) << "one token has nothing before it";
+}
+
+TEST(LookupDraft, APredictionIsLookedUpFirstWhereTheAnswerHasGotTo) {
+    LookupSettings s;
+    s.max_draft = 3;
+    s.prediction = {10, 1, 2, 30, 40, 1, 2, 50, 60};
+    // "1 2" twice in the prediction: the place nearest the answer's length wins.
+    EXPECT_EQ(lookup_draft(std::vector<TokenId>{7, 7}, std::vector<TokenId>{10, 1, 2}, s, 3),
+              (std::vector<TokenId>{30, 40, 1}));
+    EXPECT_EQ(lookup_draft(std::vector<TokenId>{7, 7}, std::vector<TokenId>{10, 1, 2, 30, 40, 1, 2}, s, 3),
+              (std::vector<TokenId>{50, 60}));
+    // Before the conversation, even where the conversation has a longer run.
+    EXPECT_EQ(lookup_draft(std::vector<TokenId>{5, 1, 2, 8}, std::vector<TokenId>{5, 1, 2}, s, 1),
+              (std::vector<TokenId>{30}));
+    // Nothing in the prediction: the conversation.
+    EXPECT_EQ(lookup_draft(std::vector<TokenId>{5, 3, 4, 8}, std::vector<TokenId>{3, 4}, s, 2),
+              (std::vector<TokenId>{8, 3}));
+}
+
+Model load_smollm2(uint32_t max_sequences, uint32_t n_ctx = 512, uint32_t kv_tokens = 0, uint32_t block = 32) {
+    ModelOptions o;
+    o.n_ctx = n_ctx;
+    o.n_threads = 2;
+    o.n_batch = 64;
+    o.max_sequences = max_sequences;
+    o.kv_cache_tokens = kv_tokens;
+    o.kv_block_size = block;
+    Result<Model> m = Model::load(test::test_model_path(), o);
+    if (!m) ADD_FAILURE() << m.error().message;
+    return std::move(m).value();
+}
+
+struct Ask {
+    std::vector<TokenId> prompt;
+    GenerationSettings settings;
+};
+
+struct Ran {
+    std::vector<GenerationResult> results;
+    SchedulerStats stats;
+};
+
+// Every request through one scheduler, `max_sequences` at a time; the streamed text must be
+// the answer.
+Ran run(Model& model, const std::vector<Ask>& asks, uint32_t max_sequences) {
+    SchedulerOptions so;
+    so.max_sequences = max_sequences;
+    Scheduler scheduler(model, so);
+    Ran out;
+    out.results.resize(asks.size());
+    std::map<uint64_t, std::string> streamed;
+    for (size_t i = 0; i < asks.size(); ++i) {
+        const Result<void> ok = scheduler.submit(
+            i, asks[i].prompt, asks[i].settings,
+            [&](uint64_t id, std::string_view t, std::span<const TokenLogprob>) { streamed[id] += t; },
+            [&](uint64_t id, Result<GenerationResult> r) {
+                if (!r) {
+                    ADD_FAILURE() << "request " << id << ": " << r.error().message;
+                    return;
+                }
+                out.results[id] = std::move(r).value();
+            });
+        EXPECT_TRUE(ok) << ok.error().message;
+    }
+    const Result<void> ran = scheduler.run();
+    EXPECT_TRUE(ran) << ran.error().message;
+    for (size_t i = 0; i < asks.size(); ++i) EXPECT_EQ(streamed[i], out.results[i].text) << "request " << i;
+    out.stats = scheduler.stats();
+    return out;
+}
+
+void expect_same_answers(const Ran& plain, const Ran& guessing) {
+    ASSERT_EQ(plain.results.size(), guessing.results.size());
+    for (size_t i = 0; i < plain.results.size(); ++i) {
+        SCOPED_TRACE(testing::Message() << "request " << i);
+        const GenerationResult& a = plain.results[i];
+        const GenerationResult& b = guessing.results[i];
+        EXPECT_EQ(b.ids, a.ids);
+        EXPECT_EQ(b.text, a.text);
+        EXPECT_EQ(b.stats.stop_reason, a.stats.stop_reason);
+        EXPECT_EQ(b.stats.generated_tokens, a.stats.generated_tokens);
+        ASSERT_EQ(b.logprobs.size(), a.logprobs.size());
+        for (size_t t = 0; t < a.logprobs.size(); ++t) {
+            EXPECT_EQ(b.logprobs[t].chosen.id, a.logprobs[t].chosen.id) << "token " << t;
+            EXPECT_EQ(b.logprobs[t].chosen.logprob, a.logprobs[t].chosen.logprob) << "token " << t;
+            ASSERT_EQ(b.logprobs[t].top.size(), a.logprobs[t].top.size()) << "token " << t;
+            for (size_t k = 0; k < a.logprobs[t].top.size(); ++k) {
+                EXPECT_EQ(b.logprobs[t].top[k].id, a.logprobs[t].top[k].id) << "token " << t;
+            }
+        }
+    }
+}
+
+std::vector<Ask> with_lookup(std::vector<Ask> asks, uint32_t max_draft) {
+    for (Ask& a : asks) a.settings.lookup.max_draft = max_draft;
+    return asks;
+}
+
+// A passage the answer goes on to repeat, so that guesses come true; and prompts of other
+// kinds, where few do.
+const char* kPassage =
+    "Instructions for the night shift. Check the pressure gauge on tank four every hour, write the reading "
+    "in the log book, and call the supervisor if it rises above eighty. Lock the east door at ten.\n"
+    "Repeat the instructions word for word.\n"
+    "Instructions for the night shift. Check the";
+
+std::vector<Ask> varied_asks(const Model& model, size_t n) {
+    const std::vector<std::string> texts = {
+        kPassage,
+        "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n",
+        "The quick brown fox",
+        "1, 2, 3, 4, 5, 6, 7, 8,",
+    };
+    std::vector<Ask> out;
+    for (size_t i = 0; i < n; ++i) {
+        Ask a;
+        a.prompt = raw_prompt(model, texts[i % texts.size()]);
+        a.settings.max_tokens = 40 + static_cast<int32_t>(i % 3) * 7;
+        a.settings.ignore_eos = true;
+        a.settings.sampling.temperature = 0;
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+
+TEST(LookupDecoding, AGreedyAnswerIsTheSameInFewerSteps) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    Model model = load_smollm2(1);
+    const std::vector<Ask> asks = varied_asks(model, 1);
+    const Ran plain = run(model, asks, 1);
+    const Ran guessing = run(model, with_lookup(asks, 8), 1);
+    expect_same_answers(plain, guessing);
+    const GenerationStats& st = guessing.results[0].stats;
+    EXPECT_GT(st.drafted_tokens, 0u);
+    EXPECT_GT(st.accepted_tokens, 10u) << "the answer repeats the passage";
+    EXPECT_LT(st.accepted_tokens, st.drafted_tokens) << "some guesses failed, and their rows were dropped";
+    EXPECT_EQ(guessing.stats.accepted_tokens, st.accepted_tokens);
+    EXPECT_EQ(guessing.stats.drafted_tokens, st.drafted_tokens);
+    // Each accepted guess saved a step.
+    EXPECT_EQ(guessing.stats.steps + st.accepted_tokens, plain.stats.steps);
+    EXPECT_EQ(plain.results[0].stats.drafted_tokens, 0u) << "off unless asked";
+}
+
+TEST(LookupDecoding, SampledConstrainedAndStoppedAnswersAreTheSame) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    Model model = load_smollm2(4);
+    std::vector<Ask> asks = varied_asks(model, 4);
+    // Sampling with a seed and penalties, the seed's draws taken in the same order.
+    asks[0].settings.sampling.temperature = 0.7f;
+    asks[0].settings.sampling.top_k = 20;
+    asks[0].settings.sampling.repeat_penalty = 1.05f;
+    asks[0].settings.sampling.seed = 7;
+    asks[0].settings.logprobs = true;
+    asks[0].settings.top_logprobs = 3;
+    // A grammar that lets the model copy the code's shape.
+    Result<Grammar> g =
+        Grammar::parse(R"(root ::= "    return a * b\n" ("def " [a-z]+ "(a, b):\n    return a " [-+*/] " b\n\n")+)");
+    ASSERT_TRUE(g) << g.error().message;
+    asks[1].settings.grammar = *g;
+    // A stop string that a guess runs past.
+    asks[2].settings.stop = {"the"};
+    asks[3].settings.logprobs = true;
+    const Ran plain = run(model, asks, 1);
+    const Ran guessing = run(model, with_lookup(asks, 6), 4);
+    expect_same_answers(plain, guessing);
+    EXPECT_GT(guessing.results[0].stats.accepted_tokens, 0u) << "sampling at 0.7 still copies the passage";
+    EXPECT_GT(guessing.results[1].stats.accepted_tokens, 0u) << "the grammar's answer repeats itself";
+    EXPECT_GT(guessing.results[3].stats.accepted_tokens, 0u) << "the count goes on";
+}
+
+TEST(LookupDecoding, GuessesStopAtTheTokenAndContextLimits) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    // A context the passage nearly fills: the answer ends at the context's end either way.
+    Model model = load_smollm2(1, 96);
+    std::vector<Ask> asks = varied_asks(model, 1);
+    asks[0].settings.max_tokens = 200;
+    ASSERT_LT(asks[0].prompt.size() + 10, 96u);
+    Ran plain = run(model, asks, 1);
+    Ran guessing = run(model, with_lookup(asks, 16), 1);
+    expect_same_answers(plain, guessing);
+    EXPECT_EQ(guessing.results[0].stats.stop_reason, StopReason::context);
+    EXPECT_GT(guessing.results[0].stats.accepted_tokens, 0u);
+    // And at max_tokens, exactly.
+    asks[0].settings.max_tokens = 13;
+    plain = run(model, asks, 1);
+    guessing = run(model, with_lookup(asks, 16), 1);
+    expect_same_answers(plain, guessing);
+    EXPECT_EQ(guessing.results[0].ids.size(), 13u);
+    EXPECT_EQ(guessing.results[0].stats.stop_reason, StopReason::length);
+}
+
+TEST(LookupDecoding, RequestsPausedForLackOfBlocksGiveTheSameAnswers) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    // Six blocks of 16 for four requests of up to 90 positions.
+    Model model = load_smollm2(4, 512, 96 + 64, 16);
+    std::vector<Ask> asks = varied_asks(model, 4);
+    for (Ask& a : asks) a.settings.max_tokens = 24;
+    const Ran plain = run(model, asks, 1);
+    const Ran guessing = run(model, with_lookup(asks, 8), 4);
+    expect_same_answers(plain, guessing);
+    EXPECT_GT(guessing.stats.pauses, 0u) << "the pool was too small for all at once";
+    EXPECT_GT(guessing.stats.accepted_tokens, 0u);
+}
+
+TEST(LookupDecoding, AConversationGoesOnFromTheCacheAsFromAFreshModel) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    // The first answer, written with guesses the model turned down, is cached when it ends;
+    // the next request goes on from it, and answers as it does from a fresh model.
+    Model model = load_smollm2(1);
+    std::vector<Ask> first = with_lookup(varied_asks(model, 1), 8);
+    first[0].settings.max_tokens = 30;
+    const Ran one = run(model, first, 1);
+    ASSERT_GT(one.results[0].stats.drafted_tokens, one.results[0].stats.accepted_tokens);
+    Ask next;
+    next.prompt = first[0].prompt;
+    next.prompt.insert(next.prompt.end(), one.results[0].ids.begin(), one.results[0].ids.end());
+    const std::vector<TokenId> more = raw_prompt(model, " Then", false);
+    next.prompt.insert(next.prompt.end(), more.begin(), more.end());
+    next.settings = first[0].settings;
+    next.settings.max_tokens = 12;
+    const Ran reused = run(model, {next}, 1);
+    EXPECT_GE(reused.results[0].stats.reused_tokens, first[0].prompt.size() + one.results[0].ids.size() - 1);
+
+    Model fresh = load_smollm2(1);
+    const Ran alone = run(fresh, {next}, 1);
+    EXPECT_EQ(alone.results[0].stats.reused_tokens, 0u);
+    EXPECT_EQ(reused.results[0].ids, alone.results[0].ids);
+}
+
+}  // namespace
+}  // namespace lookup_decoding_test
+}  // namespace powerhouse
