@@ -113,6 +113,10 @@ std::string chat_body(const ChatRequest& r, bool include_usage) {
     if (r.repeat_penalty) body["repeat_penalty"] = number(*r.repeat_penalty);
     if (!r.chat_template_kwargs.is_null()) body["chat_template_kwargs"] = r.chat_template_kwargs;
     if (r.reasoning_effort) body["reasoning_effort"] = *r.reasoning_effort;
+    if (r.tools.is_array() && !r.tools.empty()) {
+        body["tools"] = r.tools;
+        if (!r.tool_choice.is_null()) body["tool_choice"] = r.tool_choice;
+    }
     return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -163,6 +167,14 @@ Result<ChunkDelta> parse_chunk(std::string_view data, std::string_view secret) {
             if (c.contains("delta") && c["delta"].is_object()) {
                 d.text += string_or_empty(c["delta"], "content");
                 d.reasoning += reasoning_of(c["delta"]);
+                if (c["delta"].contains("tool_calls")) {
+                    Result<std::vector<ToolCallDelta>> calls = read_tool_call_deltas(c["delta"]["tool_calls"], true);
+                    if (!calls) {
+                        return make_error(ErrorCode::format,
+                                          fmt::format("{}: 'data: {}'", calls.error().message, quoted(data, secret)));
+                    }
+                    d.tool_calls.insert(d.tool_calls.end(), calls->begin(), calls->end());
+                }
             }
             d.finish_reason = string_or_empty(c, "finish_reason");
         }
@@ -193,6 +205,14 @@ Result<ChunkDelta> parse_completion(std::string_view body, std::string_view secr
         if (c.contains("message")) {
             d.text = string_or_empty(c["message"], "content");
             d.reasoning = reasoning_of(c["message"]);
+            if (c["message"].is_object() && c["message"].contains("tool_calls")) {
+                Result<std::vector<ToolCallDelta>> calls = read_tool_call_deltas(c["message"]["tool_calls"], false);
+                if (!calls) {
+                    return make_error(ErrorCode::format,
+                                      fmt::format("{}: '{}'", calls.error().message, quoted(body, secret)));
+                }
+                d.tool_calls = std::move(calls).value();
+            }
         }
         d.finish_reason = string_or_empty(c, "finish_reason");
     }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "remote/remote_engine.h"
+#include "remote/tool_call_deltas.h"
 
 namespace powerhouse::remote::detail {
 
@@ -33,13 +34,17 @@ Result<std::vector<std::string>> parse_model_list(std::string_view body, std::st
 struct ChunkDelta {
     std::string text;                // choices[0].delta.content
     std::string reasoning;           // choices[0].delta.reasoning_content, else .reasoning
+    // choices[0].delta.tool_calls: pieces of calls (tool_call_deltas.h); a whole answer's
+    // message.tool_calls, each call whole with its place as its index.
+    std::vector<ToolCallDelta> tool_calls;
     std::string finish_reason;       // choices[0].finish_reason when set
     std::optional<ChatUsage> usage;  // the usage chunk (include_usage), or usage on any chunk
     std::string model;
     std::optional<std::string> error;  // an error event: {"error": {...}} in the stream
 };
 
-// One event's data (not "[DONE]"). An error (format) quotes the offending data, truncated;
+// One event's data (not "[DONE]"). An error (format) quotes the offending data, truncated
+// (a malformed tool call: which call and which field, read_tool_call_deltas);
 // it and an error event's message have `secret` (the API key) blanked.
 Result<ChunkDelta> parse_chunk(std::string_view data, std::string_view secret);
 

@@ -8,6 +8,7 @@
 #include "remote/openai_protocol.h"
 #include "remote/remote_url.h"
 #include "remote/sse_parser.h"
+#include "remote/tool_call_deltas.h"
 
 namespace powerhouse::remote {
 namespace {
@@ -96,12 +97,25 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
     for (;;) {
         ChatResult result;
         SseParser parser;
+        detail::ToolCallAssembler calls(options_.api_key);
         std::vector<SseEvent> events;
         std::string whole_body;  // a server that answers without streaming
         bool json_body = false, decided = false, done = false, too_large = false;
         std::optional<Error> stream_error;
         const Clock::time_point start = Clock::now();
-        Clock::time_point first_token{}, last_token{};  // of text or reasoning
+        Clock::time_point first_token{}, last_token{};  // of text, reasoning or tool calls
+        // Whether any of the answer (text, reasoning, a piece of a tool call) has come.
+        const auto begun = [&] { return result.text_chunks + result.reasoning_chunks + result.tool_call_chunks > 0; };
+        // An interrupted answer's calls are dropped (their arguments may be cut): say so.
+        const auto interrupt = [&](Error why) {
+            if (!calls.empty()) {
+                why.message +=
+                    fmt::format("; {} tool call{} it had begun {} dropped (the arguments may be cut)", calls.size(),
+                                calls.size() == 1 ? "" : "s", calls.size() == 1 ? "is" : "are");
+            }
+            result.finish_reason = "interrupted";
+            result.interruption = std::move(why);
+        };
 
         const auto not_sse = [&] {
             return make_error(ErrorCode::format,
@@ -110,9 +124,7 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                                           what, detail::quoted(parser.garbage().value_or(""), options_.api_key)));
         };
         // The server's own failure, reported in the stream (an error object, an error event).
-        const auto reported = [&](const std::string& said) {
-            return detail::reported_error(what, said, result.text_chunks + result.reasoning_chunks > 0);
-        };
+        const auto reported = [&](const std::string& said) { return detail::reported_error(what, said, begun()); };
         // The body's bytes as they come; the headers (read before any byte) say what it is.
         auto on_body = [&](std::string_view bytes, const detail::HttpOutcome& head) -> bool {
             if (!decided) {
@@ -156,9 +168,9 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                 if (!chunk->model.empty()) result.model = chunk->model;
                 if (chunk->usage) result.usage = chunk->usage;
                 if (!chunk->finish_reason.empty()) result.finish_reason = chunk->finish_reason;
-                if (!chunk->text.empty() || !chunk->reasoning.empty()) {
+                if (!chunk->text.empty() || !chunk->reasoning.empty() || !chunk->tool_calls.empty()) {
                     const Clock::time_point now = Clock::now();
-                    if (result.text_chunks + result.reasoning_chunks == 0) first_token = now;
+                    if (!begun()) first_token = now;
                     last_token = now;
                 }
                 if (!chunk->reasoning.empty()) {
@@ -171,6 +183,14 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                     result.text += chunk->text;
                     if (callbacks.on_text) callbacks.on_text(chunk->text);
                 }
+                if (!chunk->tool_calls.empty()) {
+                    ++result.tool_call_chunks;
+                    if (Result<void> added = calls.add(chunk->tool_calls); !added) {
+                        stream_error =
+                            make_error(added.error().code, fmt::format("{}: {}", what, added.error().message));
+                        return false;
+                    }
+                }
             }
             if (!ok) stream_error = not_sse();
             return ok;
@@ -182,7 +202,7 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
         http.accept = "text/event-stream";
         const detail::HttpOutcome outcome = detail::perform(http, options_, on_body, callbacks.cancelled);
 
-        if (result.text_chunks + result.reasoning_chunks > 0) {
+        if (begun()) {
             result.time_to_first_token = std::chrono::duration<double>(first_token - start).count();
             result.generation_seconds = std::chrono::duration<double>(last_token - first_token).count();
         }
@@ -232,6 +252,13 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
                                               "200): {}",
                                               what, *whole->error));
             }
+            if (Result<void> added = calls.add(whole->tool_calls); !added) {
+                return make_error(added.error().code, fmt::format("{}: {}", what, added.error().message));
+            }
+            Result<std::vector<ToolCall>> made = calls.finish();
+            if (!made) return make_error(made.error().code, fmt::format("{}: {}", what, made.error().message));
+            result.tool_calls = std::move(made).value();
+            result.tool_call_chunks = result.tool_calls.empty() ? 0 : 1;
             result.model = whole->model;
             result.usage = whole->usage;
             result.finish_reason = whole->finish_reason.empty() ? "stop" : whole->finish_reason;
@@ -251,8 +278,7 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
             stream_error = not_sse();
         }
         if (stream_error) {
-            result.finish_reason = "interrupted";
-            result.interruption = std::move(stream_error);
+            interrupt(std::move(stream_error).value());
             return result;
         }
         const bool ended_after_finish = !result.finish_reason.empty() && (outcome.stop == detail::Stop::none ||
@@ -261,24 +287,31 @@ Result<ChatResult> RemoteEngine::chat(const ChatRequest& request, const ChatCall
             // [DONE], or a server that ends with a finish_reason: its close, clean or not, or
             // its silence after it cost only the usage chunk and [DONE], not the answer.
             if (result.finish_reason.empty()) result.finish_reason = "stop";
+            Result<std::vector<ToolCall>> made = calls.finish();
+            if (!made) {
+                // The answer ended, but a call in it cannot be made: none is handed on.
+                result.finish_reason = "interrupted";
+                result.interruption = make_error(made.error().code, fmt::format("{}: {}", what, made.error().message));
+                return result;
+            }
+            result.tool_calls = std::move(made).value();
             return result;
         }
-        result.finish_reason = "interrupted";
         if (outcome.curl_code != 0 || outcome.stop != detail::Stop::none) {
-            result.interruption = detail::transport_error(outcome, options_, what);
+            interrupt(detail::transport_error(outcome, options_, what));
         } else if (outcome.body_bytes == 0) {
             // llama-cpp-python does this when the request fails inside its stream (a prompt
             // longer than its context): 200, then an empty body.
-            result.interruption = make_error(ErrorCode::device_failed,
-                                             fmt::format("{}: the server accepted the request, then ended the answer "
-                                                         "without sending anything: it failed on it (a prompt longer "
-                                                         "than its context, for one); its log says why",
-                                                         what));
+            interrupt(make_error(ErrorCode::device_failed,
+                                 fmt::format("{}: the server accepted the request, then ended the answer "
+                                             "without sending anything: it failed on it (a prompt longer "
+                                             "than its context, for one); its log says why",
+                                             what)));
         } else {
-            result.interruption = make_error(
-                ErrorCode::io, fmt::format("{}: the server closed the stream before the answer ended (no "
-                                           "finish_reason, no [DONE]{}): it may have crashed or been restarted",
-                                           what, parser.has_pending() ? ", half an event at the end" : ""));
+            interrupt(make_error(ErrorCode::io,
+                                 fmt::format("{}: the server closed the stream before the answer ended (no "
+                                             "finish_reason, no [DONE]{}): it may have crashed or been restarted",
+                                             what, parser.has_pending() ? ", half an event at the end" : "")));
         }
         return result;
     }

@@ -91,6 +91,14 @@ struct ChatRequest {
     // OpenAI's reasoning_effort ("low", "medium", "high"): its reasoning models, and gpt-oss
     // on vLLM and Powerhouse's `serve`. Unset: not sent.
     std::optional<std::string> reasoning_effort{};
+    // OpenAI tool objects ({"type": "function", "function": {"name", "description",
+    // "parameters"}}) offered to the model, as GenerateCommand::tools are to the local engine;
+    // null or empty: none sent. The calls come back in ChatResult::tool_calls.
+    nlohmann::ordered_json tools{};
+    // OpenAI's tool_choice, sent with the tools only: "auto", "none", "required", or
+    // {"type": "function", "function": {"name": ...}} to force a call of that function. Null:
+    // not sent (the server's default, "auto").
+    nlohmann::ordered_json tool_choice{};
     // stream_options.include_usage: the server's token counts after the last chunk. A server
     // that refuses the field is asked once more without it.
     bool include_usage = true;
@@ -114,27 +122,38 @@ struct ChatUsage {
 struct ChatResult {
     std::string text;
     std::string reasoning;  // the model's thinking, when the server sent it apart from the text
+    // The calls the answer made, as DoneEvent::tool_calls holds the local engine's: streamed in
+    // pieces (choices[0].delta.tool_calls, put together by their index: tool_call_deltas.h) or
+    // whole (message.tool_calls), in the order of their indexes; each call's id as the server
+    // sent it (empty when it sent none), arguments as JSON text ("{}" when none came). Only a
+    // whole answer has them: an interrupted or cancelled one keeps none (their arguments may be
+    // cut), and its interruption says how many were dropped. A malformed call (no index, a
+    // non-string field, no name at the end) interrupts the answer with a format error naming it.
+    std::vector<ToolCall> tool_calls;
     std::string model;      // as the server named it in its chunks
     // The server's ("stop", "length", "tool_calls", "content_filter", ...), or this side's:
     // "cancelled", "interrupted".
     std::string finish_reason;
     std::optional<Error> interruption;  // why an "interrupted" stream broke
     std::optional<ChatUsage> usage;     // when the server sent it
-    // Seconds from sending the request to the first text or reasoning (a reasoning model's
-    // first tokens are its thinking), and from there to the last.
+    // Seconds from sending the request to the first text, reasoning or piece of a tool call (a
+    // reasoning model's first tokens are its thinking), and from there to the last.
     double time_to_first_token = 0;
     double generation_seconds = 0;
     uint32_t text_chunks = 0;       // deltas with text (about a token each on most servers)
     uint32_t reasoning_chunks = 0;  // deltas with reasoning (the same)
+    uint32_t tool_call_chunks = 0;  // deltas with pieces of tool calls (the same)
 
     bool interrupted() const { return finish_reason == "interrupted"; }
     bool cancelled() const { return finish_reason == "cancelled"; }
     // The token limit came while the model was still reasoning: there is no answer to show,
     // only its thinking.
     bool cut_while_reasoning() const { return finish_reason == "length" && text.empty() && !reasoning.empty(); }
-    // The server's count when it sent usage (reasoning included), else the chunks of text and
-    // reasoning.
-    uint32_t completion_tokens() const { return usage ? usage->completion_tokens : text_chunks + reasoning_chunks; }
+    // The server's count when it sent usage (reasoning included), else the chunks of text,
+    // reasoning and tool calls.
+    uint32_t completion_tokens() const {
+        return usage ? usage->completion_tokens : text_chunks + reasoning_chunks + tool_call_chunks;
+    }
     // Tokens after the first over generation_seconds, as GenerationStats counts them.
     double tokens_per_second() const;
 };

@@ -61,6 +61,18 @@ Scenarios (N, R: numbers in the name):
               it would succeed
   nostreamopts  400 blaming stream_options when the request has it, else as ok
   toolcall    an answer that is only a tool call: no text, finish_reason "tool_calls", [DONE]
+  tools       an answer that calls two tools, streamed as OpenAI does (TOOL_CALL_CHUNKS): a line
+              of text, then the calls' pieces interleaved by index (the id and name in each
+              call's first piece only, two calls' pieces in one chunk, arguments cut
+              mid-string, "Zürich ✓" in them written as UTF-8), in 7-byte pieces (characters
+              split across reads), finish_reason "tool_calls", usage, [DONE]
+  toolbad-K   a call gone wrong, K: "noindex" (a piece without its index), "argsobject"
+              (arguments sent as a JSON object, not text), "noname" (a call whose pieces never
+              name its function), "rename" (a call whose name changes), "notarray"
+              ('tool_calls' an object), then finish_reason "tool_calls", [DONE]
+  toolcut     text and the first pieces of a call, then the connection is dropped
+  tooljson    ignores stream=true: one chat.completion whose message has two tool_calls
+              (TOOL_CALLS_WHOLE) and no content
   blank       an answer without text: finish_reason "stop", [DONE]
   think-F     a reasoning model's answer: THINKING_PIECES streamed in the delta's field F
               ("reasoning_content" as vLLM, SGLang, llama.cpp and DeepSeek send it, or
@@ -109,6 +121,38 @@ ODD_MODELS = ["test-model", "clear\x1b[2Jscreen", "two\nlines", "café"]
 # status-502's body: UTF-8 text, an ANSI colour, a lone continuation byte, 0xFF and 0xFE, an
 # overlong "/", a UTF-16 surrogate, a C1 control (CSI) and a character cut at the end.
 BINARY_BODY = b"caf\xc3\xa9 \x1b[31mred \x80\xff\xfe \xc0\xaf \xed\xa0\x80 \xc2\x9b2J end \xe2\x9c"
+
+
+# The tools scenario's chunks after its line of text: the delta's tool_calls of each, as OpenAI
+# streams two calls (and as vLLM does): the id, type and name in a call's first piece, then
+# the arguments in pieces cut anywhere, the two calls' pieces interleaved.
+TOOL_CALL_CHUNKS = [
+    [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": ""}}],
+    [{"index": 0, "function": {"arguments": "{\"ci"}}],
+    [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "get_time", "arguments": "{\"zo"}}],
+    [{"index": 0, "function": {"arguments": "ty\": \"Zü"}}],
+    [{"index": 1, "function": {"arguments": "ne\": \"Europe/"}}, {"index": 0, "function": {"arguments": "rich ✓"}}],
+    [{"index": 1, "function": {"arguments": "Paris\"}"}}],
+    [{"index": 0, "function": {"arguments": "\"}"}}],
+]
+# What they add up to, and the tooljson scenario's whole calls.
+TOOL_CALLS_WHOLE = [
+    {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Zürich ✓\"}"}},
+    {"id": "call_b", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\": \"Europe/Paris\"}"}},
+]
+# toolbad-K: the piece that goes wrong, after a good first piece of call 0.
+BAD_TOOL_PIECES = {
+    "noindex": [{"id": "call_x", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}],
+    "argsobject": [{"index": 0, "function": {"arguments": {"city": "Paris"}}}],
+    "noname": [{"index": 1, "id": "call_n", "function": {"arguments": "{\"zone\": \"UTC\"}"}}],
+    "rename": [{"index": 0, "function": {"name": "get_time", "arguments": "{}"}}],
+    "notarray": {"index": 0, "function": {"arguments": "{}"}},
+}
+
+
+def tool_chunk(tool_calls, model="test-model"):
+    return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000, "model": model,
+            "choices": [{"index": 0, "delta": {"tool_calls": tool_calls}, "logprobs": None, "finish_reason": None}]}
 
 
 def chunk(text, finish=None, model="test-model", role=False):
@@ -349,6 +393,16 @@ class Handler(loopback_http.Handler):
                                                      "finish_reason": "stop"}],
                                         "usage": {"prompt_tokens": 11, "completion_tokens": len(ANSWER_PIECES),
                                                   "total_tokens": 11 + len(ANSWER_PIECES)}})
+        if name == "tooljson":
+            return self.send_json(200, {"id": "chatcmpl-test", "object": "chat.completion", "created": 1700000000,
+                                        "model": model,
+                                        "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+                                                                             "tool_calls": TOOL_CALLS_WHOLE},
+                                                     "finish_reason": "tool_calls"}],
+                                        "usage": {"prompt_tokens": 11, "completion_tokens": 20,
+                                                  "total_tokens": 31}})
+        if name in ("tools", "toolbad", "toolcut"):
+            return self.tools(name, arg, model, usage)
         if name == "thinkjson":
             message = {"role": "assistant", "content": "".join(ANSWER_PIECES), arg: "".join(THINKING_PIECES)}
             tokens = len(THINKING_PIECES) + len(ANSWER_PIECES)
@@ -439,6 +493,27 @@ class Handler(loopback_http.Handler):
             self.write(event("[DONE]", crlf_all))
         self.end_stream()
 
+
+    def tools(self, name, kind, model, usage):
+        """The tools, toolbad-K and toolcut scenarios (see the file comment)."""
+        self.start_stream()
+        self.write(event(chunk(None, model=model, role=True)))
+        if name != "toolbad":
+            self.write(event(chunk("Let me check.", model=model)))
+        pieces = TOOL_CALL_CHUNKS if name == "tools" else TOOL_CALL_CHUNKS[:2]
+        for tool_calls in pieces:
+            self.write(event(tool_chunk(tool_calls, model)))
+        if name == "toolcut":
+            return self.drop()
+        if name == "toolbad":
+            self.write(event(tool_chunk(BAD_TOOL_PIECES[kind], model)))
+        self.write(event(chunk(None, finish="tool_calls", model=model)))
+        if usage and name == "tools":
+            self.write(event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000,
+                              "model": model, "choices": [],
+                              "usage": {"prompt_tokens": 11, "completion_tokens": 20, "total_tokens": 31}}))
+        self.write(event("[DONE]"))
+        return self.end_stream()
 
     def think(self, field, model, usage, cut):
         """A reasoning model's answer: its thinking in the delta's `field` (with "content": null,
