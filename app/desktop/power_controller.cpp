@@ -215,6 +215,7 @@ void PowerController::refresh() {
         const Refusal refusal = m_refusals.value(index);
         row.insert("error", refusal.error);
         row.insert("command", refusal.command);
+        row.insert("held", m_held.value(index));
         gpus.append(row);
     }
     if (gpus == m_gpus) return;
@@ -230,8 +231,20 @@ void PowerController::refuse(int gpu, const powerhouse::Error& error, double lim
     m_refusals.insert(gpu, r);
 }
 
+void PowerController::holdLimits(const std::vector<uint32_t>& gpus, const QString& why) {
+    m_held.clear();
+    for (const uint32_t g : gpus) m_held.insert(static_cast<int>(g), why);
+    refresh();
+}
+
+void PowerController::releaseLimits() {
+    if (m_held.isEmpty()) return;
+    m_held.clear();
+    refresh();
+}
+
 bool PowerController::setLimit(int gpu, double limit) {
-    if (gpu < 0 || !std::isfinite(limit)) return false;
+    if (gpu < 0 || !std::isfinite(limit) || held(gpu)) return false;
     m_refusals.remove(gpu);
     const powerhouse::GpuInfo* info = nullptr;
     const powerhouse::TelemetrySnapshot snapshot = m_monitor.snapshot();
@@ -258,7 +271,7 @@ bool PowerController::setLimit(int gpu, double limit) {
 }
 
 bool PowerController::restoreDefault(int gpu) {
-    if (gpu < 0) return false;
+    if (gpu < 0 || held(gpu)) return false;
     m_refusals.remove(gpu);
     auto limits = m_monitor.power_limits(static_cast<uint32_t>(gpu));
     powerhouse::Result<void> done;
@@ -295,7 +308,7 @@ bool PowerController::restoreDefault(int gpu) {
 void PowerController::applySettings() {
     for (const auto& g : m_monitor.snapshot().gpus) {
         const double kept = keptSetting(g.uuid);
-        if (kept <= 0) continue;
+        if (kept <= 0 || held(static_cast<int>(g.index))) continue;
         auto limits = m_monitor.power_limits(g.index);
         if (limits && limits->current_w && std::abs(*limits->current_w - kept) < 0.5) continue;
         m_refusals.remove(static_cast<int>(g.index));

@@ -23,6 +23,9 @@
 #include <QVariantList>
 #include <QtQml/qqmlregistration.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "powerhouse/telemetry.h"
 #include "store/store.h"
 
@@ -31,9 +34,10 @@ class PowerController : public QObject {
     QML_ELEMENT
     QML_UNCREATABLE("made by main.cpp")
     // [{gpu, uuid, name, supported, simulated, currentW, defaultW, minW, maxW, enforcedW,
-    //   changedFromW (0: not changed by Powerhouse), settingW (0: none kept), error, command}]
-    // in the monitor's order; watts are 0 where the GPU does not say. `error` is the last
-    // refusal for that GPU, `command` the nvidia-smi command it gives (else empty).
+    //   changedFromW (0: not changed by Powerhouse), settingW (0: none kept), error, command,
+    //   held}] in the monitor's order; watts are 0 where the GPU does not say. `error` is the
+    // last refusal for that GPU, `command` the nvidia-smi command it gives (else empty), `held`
+    // why its limit cannot be changed now (an efficiency sweep runs on it; else empty).
     Q_PROPERTY(QVariantList gpus READ gpus NOTIFY changed)
     Q_PROPERTY(bool keepLimits READ keepLimits WRITE setKeepLimits NOTIFY keepLimitsChanged)
     // Said once: limits a crashed run left changed were set back at this start.
@@ -59,11 +63,19 @@ public:
     void refresh();
     // Sets each GPU's kept limit (`power_limit_w`) where it differs from the one set now.
     void applySettings();
-    // Sets GPU `gpu`'s limit and keeps it as its setting; false with `error` set on refusal.
+    // Sets GPU `gpu`'s limit and keeps it as its setting; false with `error` set on refusal,
+    // or with nothing changed while the GPU is held (its row's `held` says why).
     Q_INVOKABLE bool setLimit(int gpu, double watts);
     // Back to the GPU's default limit (or, without one, to what it was before Powerhouse),
-    // and no limit kept for it.
+    // and no limit kept for it. False, changing nothing, while the GPU is held.
     Q_INVOKABLE bool restoreDefault(int gpu);
+    // The efficiency sweep's GPUs while it runs: it sets their limits itself and puts back the
+    // ones from before it at its end, which would undo a change made meanwhile (and the change
+    // would skew its figures). So until releaseLimits, setLimit, restoreDefault and
+    // applySettings leave these GPUs alone, and their rows say why (`held`: `why`).
+    void holdLimits(const std::vector<uint32_t>& gpus, const QString& why);
+    void releaseLimits();
+    bool held(int gpu) const { return m_held.contains(gpu); }
     Q_INVOKABLE void copyText(const QString& text) const;
     // Writes the limits changed so far (by this controller or by anything else on the same
     // monitor, such as the efficiency sweep) to the store, for restoreLeftovers after a crash.
@@ -102,6 +114,7 @@ private:
     powerhouse::GpuMonitor& m_monitor;
     QVariantList m_gpus;
     QHash<int, Refusal> m_refusals;
+    QHash<int, QString> m_held;  // GPU: why its limit cannot be changed now
     bool m_keep = false;
     QString m_startupNote;
 };

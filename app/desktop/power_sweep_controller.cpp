@@ -72,6 +72,7 @@ PowerSweepController::~PowerSweepController() {
     settle(cancelled());
     settleRecord(cancelled());
     m_thread.join();
+    m_power.releaseLimits();
     // Nobody is left to tell but the log; PowerController's own end writes it again.
     if (auto saved = m_power.saveChanges(); !saved)
         qWarning("power sweep: the record of power limits was not updated: %s", saved.error().message.c_str());
@@ -171,6 +172,11 @@ bool PowerSweepController::start() {
     emit progressChanged();
     say({}, false);
     setState(State::Running);
+    // The sweep sets these GPUs' limits and puts back the ones from before it at its end: a
+    // change on the Power page meanwhile would be undone, so it is refused, saying why.
+    m_power.holdLimits(gpus, tr("The efficiency sweep is setting this GPU's power limit and will put back the one "
+                                "from before it when it ends, which would undo a change made now. Change it once "
+                                "the sweep has ended, or cancel the sweep."));
 
     const powerhouse::ModelGpus metered{gpus, false};  // the dashboard, not the meter, loads stand-ins
     const double seconds = m_options.secondsPerLimit;
@@ -368,6 +374,7 @@ void PowerSweepController::onSweepEnded(powerhouse::Result<powerhouse::PowerSwee
     // The limits are back; a record not updated says more was changed than is, which the
     // next start would only set back to the same limits again.
     const powerhouse::Result<void> recorded = m_power.saveChanges();
+    m_power.releaseLimits();
     m_power.refresh();
     m_progress = 1;
     m_progressText.clear();

@@ -13,7 +13,9 @@
 // before they are set (run_power_sweep's before_set asks the GUI thread, which owns the
 // store, to record them through PowerController::recordBefore, and waits), so that a crash
 // mid-sweep is undone at the next start; a record the store refuses stops the sweep before
-// that step's limits are set. The chat cannot send while a sweep runs, and a sweep starts
+// that step's limits are set. While it runs, the Power page refuses to change its GPUs'
+// limits, saying why (PowerController::holdLimits): the end of the sweep would undo such a
+// change. The chat cannot send while a sweep runs, and a sweep starts
 // only when the engine has no answer running: other answers would share the GPUs and skew
 // the figures.
 //

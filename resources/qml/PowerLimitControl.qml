@@ -22,6 +22,8 @@ ColumnLayout {
     property bool expanded: false
     readonly property int indent: collapsible ? Theme.iconSize + Theme.space2 : 0
     readonly property bool showDetails: !collapsible || expanded || info.error.length > 0 || info.command.length > 0
+    // Why the limit cannot be changed now (an efficiency sweep runs on this GPU); "" when it can.
+    readonly property string held: info !== undefined && info.held !== undefined ? info.held : ""
 
     function w(value) {
         return Math.round(value) + " W"
@@ -96,6 +98,7 @@ ColumnLayout {
     RowLayout {
         Layout.leftMargin: control.indent
         visible: control.supported && control.showDetails
+        enabled: control.held.length === 0
         Layout.fillWidth: true
         spacing: Theme.space2
         Slider {
@@ -136,8 +139,20 @@ ColumnLayout {
         text: "Restore default"
         showText: true
         font.pixelSize: Theme.captionSize
-        enabled: control.info.currentW !== control.info.defaultW || control.info.settingW > 0
+        enabled: control.held.length === 0 && (control.info.currentW !== control.info.defaultW || control.info.settingW > 0)
         onClicked: control.power.restoreDefault(control.gpu)
+    }
+    Label {
+        Layout.leftMargin: control.indent
+        objectName: "powerLimitHeld"
+        visible: control.held.length > 0 && control.showDetails
+        text: control.held
+        color: Theme.warning
+        wrapMode: Text.Wrap
+        font.pixelSize: Theme.captionSize
+        Layout.fillWidth: true
+        Accessible.role: Accessible.StaticText
+        Accessible.name: text
     }
 
     Label {

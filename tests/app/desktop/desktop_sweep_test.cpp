@@ -250,6 +250,40 @@ TEST_F(DesktopSweepTest, EachStepIsRecordedForACrashAndCancelSetsTheLimitBack) {
     EXPECT_TRUE(crashRecord(*longSweep).isEmpty());
 }
 
+// A limit changed on the Power page while a sweep runs on that GPU would be undone by the
+// sweep's end, which sets back the limits from before it: the page refuses the change and its
+// row says why, until the sweep ends; then the change is made and kept.
+TEST_F(DesktopSweepTest, TheSweepsGpusRefuseALimitChangedWhileItRuns) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    auto app = make(60, {250, 450});  // a minute per limit: cancelled long before
+    ASSERT_NE(app, nullptr);
+    ASSERT_TRUE(loadModel(*app));
+    PowerController& power = app->power();
+    const auto held = [&] { return power.gpus().at(0).toMap().value("held").toString(); };
+    EXPECT_TRUE(held().isEmpty());
+    PowerSweepController& sweep = app->sweep();
+    ASSERT_TRUE(sweep.start()) << sweep.message().toStdString();
+    EXPECT_TRUE(held().contains("efficiency sweep")) << held().toStdString();
+    EXPECT_TRUE(held().contains("cancel the sweep")) << held().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return currentLimit(*app) == 250; }, kSweepWait));
+    EXPECT_FALSE(power.setLimit(0, 300));
+    EXPECT_FALSE(power.restoreDefault(0));
+    EXPECT_EQ(currentLimit(*app), 250) << "nothing changed under the sweep";
+    EXPECT_EQ(power.gpus().at(0).toMap().value("settingW").toDouble(), 0) << "nor kept for the next start";
+    if (power.gpus().size() > 1) {
+        EXPECT_TRUE(power.gpus().at(1).toMap().value("held").toString().isEmpty()) << "a GPU not swept is free";
+    }
+
+    sweep.cancel();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return settled(*app); }, kSweepWait));
+    EXPECT_EQ(currentLimit(*app), 450);
+    EXPECT_TRUE(held().isEmpty());
+    EXPECT_TRUE(power.setLimit(0, 300));
+    EXPECT_EQ(currentLimit(*app), 300);
+    EXPECT_EQ(power.gpus().at(0).toMap().value("settingW").toDouble(), 300);
+    EXPECT_TRUE(power.restoreDefault(0));
+}
+
 TEST_F(DesktopSweepTest, EachStepsLimitIsInTheStoreBeforeItIsSet) {
     if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
     auto app = make(0, {300, 250});
@@ -300,7 +334,7 @@ TEST_F(DesktopSweepTest, AStepTheStoreCannotRecordStopsTheSweep) {
     ASSERT_TRUE(loadModel(*app));
     {
         // The record of changed limits can no longer be written (a full disk, say).
-        SQLite::Database db((dir_ / "data" / "powerhouse.db").string(), SQLite::OPEN_READWRITE);
+        SQLite::Database db((dir_ / "data" / "powerhouse.db").string(), SQLite::OPEN_READWRITE, 10000);
         for (const char* op : {"INSERT", "UPDATE"}) {
             db.exec(
                 std::string("CREATE TRIGGER refuse_") + op + " BEFORE " + op +
@@ -334,7 +368,7 @@ TEST_F(DesktopSweepTest, ALaterStepTheStoreCannotRecordIsNeverSet) {
     ASSERT_TRUE(loadModel(*app));
     {
         // The store refuses only the record that says GPU 0 is going to 250 W.
-        SQLite::Database db((dir_ / "data" / "powerhouse.db").string(), SQLite::OPEN_READWRITE);
+        SQLite::Database db((dir_ / "data" / "powerhouse.db").string(), SQLite::OPEN_READWRITE, 10000);
         for (const char* op : {"INSERT", "UPDATE"}) {
             db.exec(std::string("CREATE TRIGGER refuse_") + op + " BEFORE " + op +
                     " ON app_settings WHEN NEW.key = 'power_limit_changes' AND NEW.value LIKE '%\"now_w\":250%' "

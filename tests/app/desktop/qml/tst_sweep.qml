@@ -80,9 +80,17 @@ Item {
             // The composer refuses to send while the sweep holds the model.
             compare(findAll(composer, "sendButton", [])[0].enabled, false)
             compare(input.placeholderText, "An efficiency sweep is running the model")
+            // The swept GPU's power limit cannot be changed on its card meanwhile (the sweep's
+            // end would undo it), and the card says why; the other GPU's can.
+            verify(testPower.gpus[0].held.indexOf("efficiency sweep") >= 0, testPower.gpus[0].held)
+            compare(testPower.gpus[1].held, "")
+            compare(findAll(dashboard, "powerLimitHeld", []).filter(l => l.text === testPower.gpus[0].held).length, 1)
+            compare(findAll(dashboard, "powerLimitSlider", []).filter(s => !s.enabled).length, 1)
             tryVerify(() => !testSweep.running, 120000)
             compare(testSweep.state, PowerSweepController.Done, testSweep.message)
             compare(findAll(composer, "sendButton", [])[0].enabled, true)
+            compare(testPower.gpus[0].held, "")
+            compare(findAll(dashboard, "powerLimitSlider", []).filter(s => !s.enabled).length, 0)
             input.text = ""
 
             const rows = [one("sweepRow0"), one("sweepRow1"), one("sweepRow2")]
