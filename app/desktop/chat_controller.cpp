@@ -2,6 +2,8 @@
 
 #include <QDateTime>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QRandomGenerator>
 
 #include "model_templates.h"
@@ -15,6 +17,9 @@ using powerhouse::store::Store;
 namespace {
 // The app setting that keeps the composer's unsent text.
 constexpr const char* kDraftSetting = "composer_draft";
+// What the chat templates of the local models loaded so far read:
+// {"display name": {"thinking": bool, "effort": bool}, ...}.
+constexpr const char* kTemplateSwitchesSetting = "template_switches";
 }  // namespace
 
 ChatController::ChatController(powerhouse::store::Store& store, EngineClient& engine, QObject* parent)
@@ -32,6 +37,8 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
         m_localThinkingSwitch = summary.value("hasThinkingSwitch").toBool();
         m_localReasoningEffort = summary.value("hasReasoningEffort").toBool();
         m_templateNote = summary.value("templateNote").toString();
+        rememberSwitches(m_localName, {m_localThinkingSwitch, m_localReasoningEffort});
+        emit templateSwitchesChanged();  // also while a remote model answers: a conversation's may be this one
         if (!m_remoteTarget) {
             m_modelState = ModelState::Ready;
             m_modelName = m_localName;
@@ -71,6 +78,17 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
     m_conversations.setBeforeRead([this] { flushWrites(); });
     m_saveTimer.setInterval(1000);
     connect(&m_saveTimer, &QTimer::timeout, this, &ChatController::saveStreaming);
+    // The switches offered follow the model that answers and the conversation's own.
+    connect(this, &ChatController::modelChanged, this, &ChatController::templateSwitchesChanged);
+    connect(this, &ChatController::currentConversationChanged, this, &ChatController::templateSwitchesChanged);
+    if (auto known = m_store.setting(kTemplateSwitchesSetting); known && *known) {
+        const QJsonObject all = QJsonDocument::fromJson(QByteArray::fromStdString(**known)).object();
+        for (auto it = all.begin(); it != all.end(); ++it) {
+            const QJsonObject s = it.value().toObject();
+            m_knownSwitches[it.key()] = {s.value(QStringLiteral("thinking")).toBool(),
+                                         s.value(QStringLiteral("effort")).toBool()};
+        }
+    }
     // The words left unsent when the app last closed.
     if (auto draft = m_store.setting(kDraftSetting); draft && *draft) m_draft = QString::fromStdString(**draft);
     m_draftTimer.setSingleShot(true);
@@ -202,12 +220,80 @@ void ChatController::useRemote(const RemoteTarget& target) {
     emit modelChanged();
 }
 
-QString ChatController::templateSwitchesNote() const {
-    if (m_remoteTarget) {
-        return tr("Sent to the server's chat template; a model that reads neither ignores them.");
+void ChatController::rememberSwitches(const QString& model, TemplateSwitches switches) {
+    if (model.isEmpty()) return;
+    if (const auto known = m_knownSwitches.find(model); known != m_knownSwitches.end() && known->second == switches)
+        return;
+    m_knownSwitches[model] = switches;
+    QJsonObject all;
+    for (const auto& [name, s] : m_knownSwitches)
+        all.insert(name, QJsonObject{{QStringLiteral("thinking"), s.thinking}, {QStringLiteral("effort"), s.effort}});
+    write([json = QJsonDocument(all).toJson(QJsonDocument::Compact).toStdString()](Store& store) {
+        return store.set_setting(kTemplateSwitchesSetting, json);
+    });
+}
+
+ChatController::TemplateOffer ChatController::templateOffer() const {
+    // The model that answers next, and what its template reads.
+    const bool localReady = !m_remoteTarget && m_modelState == ModelState::Ready;
+    const TemplateSwitches next = m_remoteTarget ? TemplateSwitches{true, true}
+                                  : localReady   ? TemplateSwitches{m_localThinkingSwitch, m_localReasoningEffort}
+                                                 : TemplateSwitches{};
+    const QString nextName = m_remoteTarget ? m_remoteTarget->model : localReady ? m_localName : QString();
+    // The conversation's: the model of its last answer (an answer stored before migration 5
+    // has no engine: this app's).
+    const powerhouse::store::Message* last = nullptr;
+    for (int row = m_messages.rowCount() - 1; row >= 0 && last == nullptr; --row) {
+        const powerhouse::store::Message* m = m_messages.at(row);
+        if (m->role == "assistant" && !m->stats.model.empty()) last = m;
     }
-    if (m_modelState != ModelState::Ready || m_localThinkingSwitch || m_localReasoningEffort) return {};
-    return tr("This model's chat template has no switch for thinking or reasoning effort.");
+    const bool usedRemote = last != nullptr && !last->stats.engine.empty() && last->stats.engine != "local";
+    const QString used = last != nullptr ? QString::fromStdString(last->stats.model) : QString();
+    const bool same =
+        last == nullptr || (usedRemote == m_remoteTarget.has_value() && used == nextName &&
+                            (!usedRemote || QString::fromStdString(last->stats.engine) == m_remoteTarget->url));
+    if (same) {
+        if (m_remoteTarget) {
+            return {true, true, tr("Sent to the server's chat template; a model that reads neither ignores them.")};
+        }
+        if (!localReady) return {};
+        if (next.thinking || next.effort) return {next.thinking, next.effort, {}};
+        return {false, false, tr("This model's chat template has no switch for thinking or reasoning effort.")};
+    }
+    // Another model answered this conversation: its switches where they are known, and a word
+    // on the model that answers next, whose template decides what the choices do.
+    QString nextSays;
+    if (m_remoteTarget) {
+        nextSays = tr("%1 on %2 answers next: the server's chat template decides what it reads.")
+                       .arg(nextName, m_remoteTarget->name);
+    } else if (!localReady) {
+        nextSays = tr("No model is loaded now.");
+    } else {
+        const QString reads = next.thinking && next.effort ? tr("reads both switches")
+                              : next.thinking              ? tr("reads only \"Think before answering\"")
+                              : next.effort                ? tr("reads only \"Reasoning effort\"")
+                                                           : tr("reads neither switch");
+        nextSays = tr("%1, loaded now, answers next: its chat template %2.").arg(nextName, reads);
+    }
+    std::optional<TemplateSwitches> known;
+    if (usedRemote) {
+        known = TemplateSwitches{true, true};
+    } else if (const auto found = m_knownSwitches.find(used); found != m_knownSwitches.end()) {
+        known = found->second;
+    }
+    if (known) {
+        return {known->thinking, known->effort,
+                tr("Shown for %1, which answered this conversation. %2").arg(used, nextSays)};
+    }
+    if (nextName.isEmpty()) {
+        return {false, false,
+                tr("%1 answered this conversation; what its chat template reads is known once it is loaded. %2")
+                    .arg(used, nextSays)};
+    }
+    return {next.thinking, next.effort,
+            tr("Shown for %1, the model that answers next: %2 answered this conversation, and what its chat "
+               "template reads is known once it is loaded.")
+                .arg(nextName, used)};
 }
 
 void ChatController::loadModel(const QString& path, powerhouse::ModelOptions options,
@@ -259,8 +345,16 @@ void ChatController::setGenerationSettings(const powerhouse::GenerationSettings&
     readConversationSettings(m_settingsJson);
 }
 
+QVariantMap ChatController::withConversationSettings(const QVariantMap& sampling) const {
+    QVariantMap all = conversation_settings_variant(m_conversationSettings);
+    for (auto it = sampling.begin(); it != sampling.end(); ++it) all.insert(it.key(), it.value());
+    return all;
+}
+
 bool ChatController::setConversationSettings(const QString& systemPrompt, const QVariantMap& sampling) {
-    auto parsed = conversation_settings_from_variant(sampling, m_defaults);
+    // The fields not given keep the conversation's values; they are checked against the app's
+    // defaults (an emptied field is refused naming its default).
+    auto parsed = conversation_settings_from_variant(withConversationSettings(sampling), m_defaults);
     if (!check(parsed)) return false;
     const std::string json = conversation_settings_json(*parsed);
     const QString prompt = systemPrompt.trimmed();
@@ -278,7 +372,9 @@ bool ChatController::setConversationSettings(const QString& systemPrompt, const 
     return true;
 }
 
-void ChatController::resetConversationSettings() { setConversationSettings({}, {}); }
+void ChatController::resetConversationSettings() {
+    setConversationSettings({}, conversation_settings_variant(m_defaults));
+}
 
 void ChatController::selectConversation(qint64 id) {
     if (id == m_current) return;
@@ -469,7 +565,10 @@ void ChatController::finishAnswer(qint64 conversationId, QString text, QString r
            error = error.toStdString()](
               Store& store) { return store.finish_message(id, text, state, stats, error, reasoning); },
           [this] { m_conversations.reload(); });
-    if (conversationId == m_current) emit generatingChanged();
+    if (conversationId == m_current) {
+        emit generatingChanged();
+        emit templateSwitchesChanged();  // its last answer's model may be another
+    }
     if (m_answers.empty()) emit idle();
 }
 

@@ -85,14 +85,18 @@ class ChatController : public QObject {
     // or those a new conversation will start with.
     Q_PROPERTY(QString systemPrompt READ systemPrompt NOTIFY conversationSettingsChanged)
     Q_PROPERTY(QVariantMap sampling READ sampling NOTIFY conversationSettingsChanged)
-    // Which of the chat template's switches the settings offer for the model that answers:
-    // thinking (enable_thinking) and reasoning effort, as the loaded model's template reads
-    // them (ModelSummary::has_thinking_switch, has_reasoning_effort). What a remote server's
-    // template reads is unknown: both are offered, and a model that reads neither ignores them.
-    // templateSwitchesNote says that, or why neither is offered.
-    Q_PROPERTY(bool thinkingSwitch READ thinkingSwitch NOTIFY modelChanged)
-    Q_PROPERTY(bool reasoningEffortChoice READ reasoningEffortChoice NOTIFY modelChanged)
-    Q_PROPERTY(QString templateSwitchesNote READ templateSwitchesNote NOTIFY modelChanged)
+    // Which of the chat template's switches the settings offer: thinking (enable_thinking) and
+    // reasoning effort, as the template of the conversation's model reads them
+    // (ModelSummary::has_thinking_switch, has_reasoning_effort). The conversation's model is
+    // the one that wrote its last answer; where it has none, or it is the model answering
+    // now, the model answering now. A local model's switches are known once it has been
+    // loaded (kept in the app setting `template_switches` by display name); what a remote
+    // server's template reads is unknown: both are offered, and a model that reads neither
+    // ignores them. templateSwitchesNote says that, or why neither is offered, and says so
+    // when the switches shown are not those of the model that answers next.
+    Q_PROPERTY(bool thinkingSwitch READ thinkingSwitch NOTIFY templateSwitchesChanged)
+    Q_PROPERTY(bool reasoningEffortChoice READ reasoningEffortChoice NOTIFY templateSwitchesChanged)
+    Q_PROPERTY(QString templateSwitchesNote READ templateSwitchesNote NOTIFY templateSwitchesChanged)
     // Why the loaded model chats with another template than its own (ModelSummary::
     // template_note: one chosen on the Models page, or a built-in one); "" when its own.
     Q_PROPERTY(QString templateNote READ templateNote NOTIFY modelChanged)
@@ -136,13 +140,9 @@ public:
     bool canUndoDelete() const { return m_deleted != 0; }
     QString systemPrompt() const { return m_systemPrompt; }
     QVariantMap sampling() const { return conversation_settings_variant(m_conversationSettings); }
-    bool thinkingSwitch() const {
-        return m_remoteTarget || (m_modelState == ModelState::Ready && m_localThinkingSwitch);
-    }
-    bool reasoningEffortChoice() const {
-        return m_remoteTarget || (m_modelState == ModelState::Ready && m_localReasoningEffort);
-    }
-    QString templateSwitchesNote() const;
+    bool thinkingSwitch() const { return templateOffer().thinking; }
+    bool reasoningEffortChoice() const { return templateOffer().effort; }
+    QString templateSwitchesNote() const { return templateOffer().note; }
     QString templateNote() const { return m_remoteTarget ? QString() : m_templateNote; }
     QString draft() const { return m_draft; }
     void setDraft(const QString& text);
@@ -185,15 +185,17 @@ public:
     Q_INVOKABLE void undoDelete();
     Q_INVOKABLE void dismissError();
     Q_INVOKABLE void dismissRecovery();
-    // Sets the open conversation's system prompt and sampling (keys as `sampling`; missing
-    // keys keep the defaults). False, with the reason shown, if a value is out of range.
+    // Sets the open conversation's system prompt and the sampling fields given (keys as
+    // `sampling`); the fields not given keep their values. False, with the reason shown, if a
+    // value is out of range (then nothing changes).
     Q_INVOKABLE bool setConversationSettings(const QString& systemPrompt, const QVariantMap& sampling);
     // What the settings dialog shows beside a field before it saves: {field, message} for a
     // value setConversationSettings would refuse (conversation_settings_problem), empty if
     // none. Nothing is shown above the chat.
     Q_INVOKABLE QVariantMap conversationSettingsProblem(const QVariantMap& sampling) const {
-        return conversation_settings_problem(sampling, m_defaults);
+        return conversation_settings_problem(withConversationSettings(sampling), m_defaults);
     }
+    // Every field back to the app's defaults, and no system prompt.
     Q_INVOKABLE void resetConversationSettings();
     void showError(const QString& message);
     // Waits until every write made so far is in the database (before a read elsewhere, and
@@ -210,6 +212,7 @@ signals:
     // The window became idle: nothing loading or generating (for --screenshot and tests).
     void idle();
     void conversationSettingsChanged();
+    void templateSwitchesChanged();
     void recoveryChanged();
     void draftChanged();
     // An answer ended whose energy the dashboard measured (the Costs view's figures).
@@ -268,6 +271,23 @@ private:
     bool m_localThinkingSwitch = false;   // its template reads enable_thinking
     bool m_localReasoningEffort = false;  // ... reasoning_effort
     QString m_templateNote;               // its summary's template_note
+    // What a chat template reads of the conversation's switches.
+    struct TemplateSwitches {
+        bool thinking = false;
+        bool effort = false;
+        bool operator==(const TemplateSwitches&) const = default;
+    };
+    // Those of the local models loaded so far, by display name (as their answers' stats name
+    // them), kept in the store across starts.
+    std::map<QString, TemplateSwitches> m_knownSwitches;
+    void rememberSwitches(const QString& model, TemplateSwitches switches);
+    // What the settings dialog offers, and the line under it.
+    struct TemplateOffer {
+        bool thinking = false;
+        bool effort = false;
+        QString note;
+    };
+    TemplateOffer templateOffer() const;
     ConversationListModel m_conversations;
     MessageListModel m_messages;
     qint64 m_current = 0;
@@ -300,4 +320,6 @@ private:
     QString m_newSystemPrompt;
     std::string m_newSettingsJson;
     void readConversationSettings(const std::string& json);
+    // The open conversation's settings (as `sampling`) with the fields of `sampling` over them.
+    QVariantMap withConversationSettings(const QVariantMap& sampling) const;
 };

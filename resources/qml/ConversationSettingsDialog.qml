@@ -1,5 +1,6 @@
 // The open conversation's system prompt, sampling settings and the chat template's switches
-// (thinking, reasoning effort: offered only where the model's template reads them). Save keeps them with the
+// (thinking, reasoning effort: offered only where the template of the conversation's model
+// reads them). Save keeps them with the
 // conversation (a new chat keeps them until its first message creates it); "Defaults"
 // goes back to the app's. An out-of-range value is refused with the reason, shown in the
 // dialog under the field's row (the chat behind may be covered) until the next Save, Cancel
@@ -186,7 +187,8 @@ Dialog {
             font.pixelSize: Theme.smallFontSize
         }
 
-        // The chat template's switches, shown for a model whose template reads them.
+        // The chat template's switches, shown as the template of the conversation's model reads
+        // them (the model loaded now for a new chat); the note says when the loaded model is another.
         Switch {
             id: thinking
             objectName: "thinkingSwitch"

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "chat_controller.h"
 #include "conversation_list_model.h"
@@ -591,6 +592,123 @@ TEST_F(ChatControllerTest, EachConversationKeepsItsSystemPromptAndSampling) {
     controller_->resetConversationSettings();
     EXPECT_TRUE(controller_->systemPrompt().isEmpty());
     EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 32);  // the fixture's default
+}
+
+// A caller that gives some of the settings (a script, a later dialog showing a part of them)
+// changes only those: the others keep the conversation's values, not the defaults, in the
+// view and in the store. A refused value changes nothing; "Defaults" still resets them all.
+TEST_F(ChatControllerTest, SettingsGivenInPartChangeOnlyThoseFields) {
+    auto made = store_->create_conversation("Partial");
+    ASSERT_TRUE(made);
+    controller_->conversations()->reload();
+    controller_->selectConversation(made->id);
+    ASSERT_TRUE(controller_->setConversationSettings("Be brief.", {{"temperature", 0.7},
+                                                                   {"topK", 5},
+                                                                   {"maxTokens", 99},
+                                                                   {"seed", 3},
+                                                                   {"thinking", false},
+                                                                   {"reasoningEffort", "high"}}));
+    ASSERT_TRUE(controller_->setConversationSettings("Be brief.", {{"topP", 0.5}}));
+    const auto expect_kept = [&](const char* after) {
+        const QVariantMap s = controller_->sampling();
+        EXPECT_FLOAT_EQ(s.value("temperature").toFloat(), 0.7f) << after;
+        EXPECT_EQ(s.value("topK").toInt(), 5) << after;
+        EXPECT_EQ(s.value("maxTokens").toInt(), 99) << after;
+        EXPECT_EQ(s.value("seed").toDouble(), 3.0) << after;
+        EXPECT_FALSE(s.value("thinking").toBool()) << after;
+        EXPECT_EQ(s.value("reasoningEffort").toString().toStdString(), "high") << after;
+        EXPECT_FLOAT_EQ(s.value("topP").toFloat(), 0.5f) << after;
+        controller_->flushWrites();
+        auto stored = store_->conversation(made->id);
+        ASSERT_TRUE(stored);
+        const ConversationSettings kept = parse_conversation_settings(stored->settings_json, {});
+        EXPECT_FLOAT_EQ(kept.generation.sampling.temperature, 0.7f) << after;
+        EXPECT_EQ(kept.generation.max_tokens, 99) << after;
+        EXPECT_EQ(kept.seed, std::optional<uint64_t>(3)) << after;
+        EXPECT_FALSE(kept.thinking) << after;
+        EXPECT_EQ(kept.reasoning_effort, "high") << after;
+        EXPECT_FLOAT_EQ(kept.generation.sampling.top_p, 0.5f) << after;
+    };
+    expect_kept("top-p alone given");
+    EXPECT_TRUE(controller_->conversationSettingsProblem({{"minP", 0.1}}).isEmpty());
+    EXPECT_FALSE(controller_->setConversationSettings("Be brief.", {{"topP", 2.0}}));
+    controller_->dismissError();
+    expect_kept("a refused top-p");
+
+    controller_->resetConversationSettings();
+    EXPECT_FLOAT_EQ(controller_->sampling().value("temperature").toFloat(), 0.0f);  // the fixture's default
+    EXPECT_EQ(controller_->sampling().value("maxTokens").toInt(), 32);
+    EXPECT_TRUE(controller_->sampling().value("thinking").toBool());
+    EXPECT_EQ(controller_->sampling().value("seed").toDouble(), -1.0);
+}
+
+// The conversation settings offer the chat-template switches of the model that answered the
+// conversation, where the app knows them (a local model it has loaded, now or at an earlier
+// start; a remote one: both), and say when the model loaded now is another one and what its
+// template reads. The engine's word on each load is given here as EngineClient says it.
+TEST_F(ChatControllerTest, TheTemplateSwitchesOfferedAreThoseOfTheConversationsModel) {
+    const auto loaded = [&](const char* name, bool thinking) {
+        emit engine_->loaded({{"displayName", name}, {"device", "CPU"}, {"hasThinkingSwitch", thinking}});
+    };
+    const auto answered_by = [&](const char* model, const char* engine) {
+        auto c = store_->create_conversation(std::string("Answered by ") + model);
+        EXPECT_TRUE(c);
+        EXPECT_TRUE(store_->add_message(c->id, "user", "Hi"));
+        auto answer = store_->add_message(c->id, "assistant", "", MessageState::streaming);
+        EXPECT_TRUE(answer);
+        powerhouse::store::MessageStats stats;
+        stats.model = model;
+        stats.engine = engine;
+        EXPECT_TRUE(store_->finish_message(answer->id, "Hello", MessageState::complete, stats));
+        controller_->conversations()->reload();
+        return c->id;
+    };
+    loaded("Thinker", true);
+    loaded("Plain", false);
+    const qint64 thinker = answered_by("Thinker", "local");
+    controller_->selectConversation(thinker);
+    EXPECT_TRUE(controller_->thinkingSwitch());
+    EXPECT_FALSE(controller_->reasoningEffortChoice());
+    EXPECT_EQ(controller_->templateSwitchesNote().toStdString(),
+              "Shown for Thinker, which answered this conversation. Plain, loaded now, answers next: its chat "
+              "template reads neither switch.");
+
+    // A new chat has no model of its own: the loaded model's.
+    controller_->newConversation();
+    EXPECT_FALSE(controller_->thinkingSwitch());
+    EXPECT_EQ(controller_->templateSwitchesNote().toStdString(),
+              "This model's chat template has no switch for thinking or reasoning effort.");
+
+    // The conversation's model loaded again: nothing to point out.
+    loaded("Thinker", true);
+    controller_->selectConversation(thinker);
+    EXPECT_TRUE(controller_->thinkingSwitch());
+    EXPECT_TRUE(controller_->templateSwitchesNote().isEmpty()) << controller_->templateSwitchesNote().toStdString();
+
+    // A model the app has never loaded: what its template reads is unknown, so the loaded
+    // model's switches, saying so.
+    loaded("Plain", false);
+    const qint64 stranger = answered_by("Stranger", "local");
+    controller_->selectConversation(stranger);
+    EXPECT_FALSE(controller_->thinkingSwitch());
+    EXPECT_EQ(controller_->templateSwitchesNote().toStdString(),
+              "Shown for Plain, the model that answers next: Stranger answered this conversation, and what its chat "
+              "template reads is known once it is loaded.");
+
+    // A remote model's: both, whatever is loaded.
+    const qint64 remote = answered_by("qwen3", "http://127.0.0.1:9/v1");
+    controller_->selectConversation(remote);
+    EXPECT_TRUE(controller_->thinkingSwitch());
+    EXPECT_TRUE(controller_->reasoningEffortChoice());
+    EXPECT_TRUE(controller_->templateSwitchesNote().startsWith("Shown for qwen3, which answered this conversation."));
+
+    // What the loaded models read is kept: after a restart, with no model loaded yet.
+    controller_->flushWrites();
+    ChatController again(*store_, *engine_);
+    again.selectConversation(thinker);
+    EXPECT_TRUE(again.thinkingSwitch());
+    EXPECT_EQ(again.templateSwitchesNote().toStdString(),
+              "Shown for Thinker, which answered this conversation. No model is loaded now.");
 }
 
 // Settings saved for a new chat before its first message are the user's for that chat:
