@@ -53,6 +53,9 @@ struct ModelShape {
     uint32_t n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_embd = 0, n_ff = 0, n_vocab = 0;
     uint32_t n_ctx_train = 0;
     uint32_t n_expert = 0, n_expert_used = 0, n_ff_expert = 0;  // mixture of experts (0: dense)
+    // Multi-token prediction blocks after the decoder's (ModelInfo::n_layer_nextn: GLM-4.5),
+    // not loaded: add_tensor_to_shape leaves their tensors out.
+    uint32_t n_layer_nextn = 0;
     std::vector<LayerWeights> layers;
     uint64_t embedding_bytes = 0;  // token_embd
     uint64_t output_bytes = 0;     // output.weight, output_norm (without a tied embedding)
@@ -82,7 +85,8 @@ Result<ModelShape> read_model_shape(const std::vector<GgufPrefix>& parts);
 // Adds one tensor, by its GGUF name, to the part of `shape` it belongs to (`shape.layers`
 // sized already); `block_size` is its type's elements per block. read_model_shape() does
 // this for every tensor of a file; synth_model_shape() for a model not yet downloaded.
-// Error: a layer the shape does not have.
+// A tensor of a prediction block (shape.n_layer_nextn) is left out. Error: a layer the shape
+// does not have.
 Result<void> add_tensor_to_shape(ModelShape& shape, std::string_view name, uint64_t n_bytes, uint64_t block_size);
 
 // Which backend runs a device's part: the planner checks the model against its limits.

@@ -35,12 +35,9 @@ Result<void> read_glm4moe(const GgufModel& model, Hparams& hp) {
                           "glm4moe with multi-section RoPE (the vision models) is not "
                           "supported yet");
     }
-    const uint64_t nextn = meta.get_uint(a + ".nextn_predict_layers").value_or(0);
-    if (nextn >= hp.n_layer) {
-        return make_error(ErrorCode::format,
-                          fmt::format("{}.nextn_predict_layers is {} of {} blocks", a, nextn, hp.n_layer));
-    }
-    hp.n_layer -= static_cast<uint32_t>(nextn);
+    Result<uint32_t> nextn = prediction_blocks(meta, a, hp.n_layer);
+    if (!nextn) return nextn.error();
+    hp.n_layer -= *nextn;
     hp.layers.resize(hp.n_layer);
     const uint64_t lead = meta.get_uint(a + ".leading_dense_block_count").value_or(0);
     if (lead > hp.n_layer) {

@@ -9,6 +9,16 @@
 
 namespace powerhouse::arch {
 
+Result<uint32_t> prediction_blocks(const GgufMetadata& meta, const std::string& arch, uint32_t blocks) {
+    const uint64_t nextn = meta.get_uint(arch + ".nextn_predict_layers").value_or(0);
+    if (nextn >= blocks && nextn > 0) {
+        return make_error(
+            ErrorCode::format,
+            fmt::format("{}.nextn_predict_layers is {} of {} blocks: no decoder layer is left", arch, nextn, blocks));
+    }
+    return static_cast<uint32_t>(nextn);
+}
+
 Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key) {
     const std::optional<uint64_t> v = meta.get_uint(key);
     if (!v) return make_error(ErrorCode::format, fmt::format("the model has no {} (or it is not a number)", key));

@@ -123,6 +123,11 @@ Result<Hparams> read_hparams(const GgufModel& model);
 // above their context, the short ones up to it (as llama.cpp chooses them).
 void use_context_length(Hparams& hp, uint32_t n_ctx);
 
+// The multi-token prediction blocks (GLM-4.5's nextn_predict_layers) among block_count's
+// `blocks`: they follow the decoder's layers, and nothing runs them. An error when they
+// would leave the decoder no layer.
+Result<uint32_t> prediction_blocks(const GgufMetadata& meta, const std::string& arch, uint32_t blocks);
+
 // The metadata value `key`, a count in 1..2^24; an error naming the key otherwise.
 Result<uint32_t> required_u32(const GgufMetadata& meta, const std::string& key);
 

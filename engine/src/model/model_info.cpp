@@ -78,11 +78,10 @@ Result<ModelInfo> inspect_gguf(const GgufModel& model, const std::filesystem::pa
 
     const std::string a = info.architecture;
     info.n_layer = uint_or_max(meta, a + ".block_count");
-    // Multi-token prediction blocks (GLM-4.5's nextn) follow the decoder's in block_count;
-    // nothing runs them.
-    if (const uint32_t nextn = uint_or_max(meta, a + ".nextn_predict_layers"); nextn < info.n_layer) {
-        info.n_layer_nextn = nextn;
-        info.n_layer -= nextn;
+    // A file with too many is described as it is; loading it fails with the reason.
+    if (const Result<uint32_t> nextn = arch::prediction_blocks(meta, a, info.n_layer); nextn) {
+        info.n_layer_nextn = *nextn;
+        info.n_layer -= *nextn;
     }
     info.n_head = uint_or_max(meta, a + ".attention.head_count");
     info.n_head_kv = uint_or_max(meta, a + ".attention.head_count_kv");

@@ -622,7 +622,9 @@ Result<void> add_tensor_to_shape(ModelShape& m, std::string_view name, uint64_t 
         const size_t dot = name.find('.', 4);
         uint32_t layer = 0;
         const auto [ptr, ec] = std::from_chars(name.data() + 4, name.data() + std::min(dot, name.size()), layer);
-        if (ec != std::errc() || dot == std::string_view::npos || layer >= m.layers.size()) {
+        const bool parsed = ec == std::errc() && dot != std::string_view::npos;
+        if (parsed && layer >= m.layers.size() && layer - m.layers.size() < m.n_layer_nextn) return {};
+        if (!parsed || layer >= m.layers.size()) {
             return make_error(ErrorCode::format, fmt::format("tensor '{}' names a layer the model does not have", name));
         }
         LayerWeights& w = m.layers[layer];
@@ -683,19 +685,13 @@ Result<ModelShape> shape_of(const GgufModel& file, const std::filesystem::path& 
     m.n_expert = info->n_expert;
     m.n_expert_used = info->n_expert_used;
     m.n_ff_expert = info->n_ff_expert;
+    m.n_layer_nextn = info->n_layer_nextn;
     if (m.n_layer == 0 || m.n_head == 0 || m.n_head_kv == 0) {
         return make_error(ErrorCode::format, fmt::format("{}: the model has no layer or head counts", path.string()));
     }
     m.layers.resize(m.n_layer);
     m.tied_output = file.find_tensor("output.weight") == nullptr;
     for (const GgufTensorInfo& t : file.tensors()) {
-        // The multi-token prediction blocks after the decoder's are not loaded.
-        if (info->n_layer_nextn > 0 && t.name.rfind("blk.", 0) == 0) {
-            uint32_t layer = 0;
-            const std::string_view digits = t.name.substr(4);
-            const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), layer);
-            if (ec == std::errc() && layer >= m.n_layer && layer < m.n_layer + info->n_layer_nextn) continue;
-        }
         if (Result<void> added = add_tensor_to_shape(m, t.name, t.n_bytes, type_traits(t.type).block_size); !added) {
             return make_error(ErrorCode::format, fmt::format("{}: {}", path.string(), added.error().message));
         }

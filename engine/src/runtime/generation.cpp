@@ -110,9 +110,12 @@ Result<void> check_template_variables(const nlohmann::ordered_json& variables) {
     return {};
 }
 
-Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages,
-                                         const nlohmann::ordered_json& tools, const nlohmann::ordered_json& variables) {
-    PH_TRY(check_template_variables(variables));
+namespace {
+
+// chat_prompt() with the variables checked already.
+Result<std::vector<TokenId>> render_chat_prompt(const Model& model, std::span<const ChatMessage> messages,
+                                                const nlohmann::ordered_json& tools,
+                                                const nlohmann::ordered_json& variables) {
     const ResolvedTemplate& resolved = model.chat_template();
     nlohmann::ordered_json context;
     if (uses_tools(messages, tools) && !template_mentions_tools(resolved.chat_template.source())) {
@@ -137,6 +140,14 @@ Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const Cha
     return ids;
 }
 
+}  // namespace
+
+Result<std::vector<TokenId>> chat_prompt(const Model& model, std::span<const ChatMessage> messages,
+                                         const nlohmann::ordered_json& tools, const nlohmann::ordered_json& variables) {
+    PH_TRY(check_template_variables(variables));
+    return render_chat_prompt(model, messages, tools, variables);
+}
+
 std::string longer_context_hint(const Model& model) {
     const ModelSummary& s = model.summary();
     if (s.n_ctx_train > s.n_ctx) {
@@ -153,8 +164,9 @@ Result<std::vector<TokenId>> fit_chat_prompt(const Model& model, std::span<const
     std::vector<ChatMessage> kept(messages.begin(), messages.end());
     const size_t first = !kept.empty() && kept.front().role == "system" ? 1 : 0;
     const uint32_t n_ctx = model.n_ctx();
+    PH_TRY(check_template_variables(variables));
     for (;;) {
-        Result<std::vector<TokenId>> prompt = chat_prompt(model, kept, tools, variables);
+        Result<std::vector<TokenId>> prompt = render_chat_prompt(model, kept, tools, variables);
         if (!prompt) return prompt;
         if (prompt->size() + reserve <= n_ctx) return prompt;
         if (policy == ContextOverflow::fail) {

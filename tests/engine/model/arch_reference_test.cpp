@@ -364,6 +364,7 @@ TEST(ArchHparams, Glm4MoeLeavesOutItsPredictionBlock) {
     ASSERT_TRUE(shape.ok()) << shape.error().message;
     EXPECT_EQ(shape->n_layer, 2u);
     EXPECT_EQ(shape->layers.size(), 2u);
+    EXPECT_EQ(shape->n_layer_nextn, 1u);
     EXPECT_EQ(shape->layers[0].experts, 0u);  // the dense one
     EXPECT_GT(shape->layers[1].experts, 0u);
     Result<Model> model = Model::load(arch_dir() / "glm4moe-f32.gguf", ModelOptions{});

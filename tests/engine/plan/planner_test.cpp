@@ -80,6 +80,23 @@ TEST(Planner, ReadsTheShapeOfTheTestModel) {
     }
 }
 
+TEST(Planner, APredictionBlocksTensorsAreLeftOutOfTheShape) {
+    // GLM-4.5: two decoder layers, then one multi-token prediction block, which never loads.
+    ModelShape m;
+    m.n_head = m.n_head_kv = 1;
+    m.layers.resize(2);
+    m.n_layer_nextn = 1;
+    ASSERT_TRUE(add_tensor_to_shape(m, "blk.1.ffn_down.weight", 100, 32).ok());
+    ASSERT_TRUE(add_tensor_to_shape(m, "blk.2.ffn_down.weight", 1000, 32).ok());
+    ASSERT_TRUE(add_tensor_to_shape(m, "blk.2.nextn.eh_proj.weight", 1000, 32).ok());
+    EXPECT_EQ(m.weight_bytes(), 100u);
+    const Result<void> past = add_tensor_to_shape(m, "blk.3.ffn_down.weight", 10, 32);
+    ASSERT_FALSE(past.ok());
+    EXPECT_NE(past.error().message.find("blk.3.ffn_down.weight"), std::string::npos) << past.error().message;
+    m.n_layer_nextn = 0;
+    EXPECT_FALSE(add_tensor_to_shape(m, "blk.2.ffn_down.weight", 1000, 32).ok()) << "without it, a layer too many";
+}
+
 TEST(Planner, AutoUsesOneDeviceWhenTheModelFits) {
     const ModelShape m = uniform_model(32, 135 * kMiB);  // ~5 GiB
     PlanOptions o;
