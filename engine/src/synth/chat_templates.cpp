@@ -267,6 +267,152 @@ constexpr std::string_view kGptOssPlaceholder = R"TPL({#- Placeholder written by
     {{- '<|start|>assistant' -}}
 {%- endif -%})TPL";
 
+// Phi-3 / Phi-3.5 mini instruct, as published (../shared/testdata/templates).
+constexpr std::string_view kPhi3 =
+    R"TPL({% for message in messages %}{% if message['role'] == 'system' and message['content'] %}{{'<|system|>
+' + message['content'] + '<|end|>
+'}}{% elif message['role'] == 'user' %}{{'<|user|>
+' + message['content'] + '<|end|>
+'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>
+' + message['content'] + '<|end|>
+'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>
+' }}{% else %}{{ eos_token }}{% endif %})TPL";
+
+// SmolLM3: ChatML turns under a system turn with SmolLM3's metadata header; "/no_think" in
+// the system prompt (or enable_thinking false) gives the assistant an empty
+// <think>\n\n</think>. A short form of the published template: the default system
+// instructions and the tool sections are left out, the turn format is the same.
+constexpr std::string_view kSmolLM3 =
+    R"TPL({%- set reasoning_mode = "/think" if enable_thinking is not defined or enable_thinking else "/no_think" -%}
+{%- set ns = namespace(system="") -%}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- set system_message = messages[0]['content'] -%}
+    {%- if "/no_think" in system_message -%}{%- set reasoning_mode = "/no_think" -%}{%- elif "/think" in system_message -%}{%- set reasoning_mode = "/think" -%}{%- endif -%}
+    {%- set ns.system = system_message.replace("/no_think", "").replace("/think", "").rstrip() -%}
+{%- endif -%}
+{{- "<|im_start|>system\n" -}}
+{{- "## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: " + reasoning_mode + "\n\n" -}}
+{{- "## Custom Instructions\n\n" + ns.system + "\n\n" if ns.system else "" -}}
+{{- "<|im_end|>\n" -}}
+{%- for message in messages -%}
+    {%- if message['role'] == 'user' -%}
+        {{ "<|im_start|>user\n" + message['content'] + "<|im_end|>\n" }}
+    {%- elif message['role'] == 'assistant' -%}
+        {%- if reasoning_mode == "/think" -%}
+            {{ "<|im_start|>assistant\n" + message['content'].lstrip("\n") + "<|im_end|>\n" }}
+        {%- else -%}
+            {{ "<|im_start|>assistant\n<think>\n\n</think>\n" + message['content'].lstrip("\n") + "<|im_end|>\n" }}
+        {%- endif -%}
+    {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{ "<|im_start|>assistant\n" if reasoning_mode == "/think" else "<|im_start|>assistant\n<think>\n\n</think>\n" }}
+{%- endif -%})TPL";
+
+// Seed-OSS: turns <seed:bos>role\ncontent<seed:eos>, the assistant's reasoning in
+// <seed:think>...</seed:think>. A short form of the published template (no tool or
+// thinking-budget sections).
+constexpr std::string_view kSeedOss = R"TPL({%- for message in messages -%}
+{%- if message['role'] == 'assistant' -%}
+{{ '<seed:bos>assistant' }}
+{%- if message.reasoning_content is defined and message.reasoning_content is string and message.reasoning_content | trim | length > 0 -%}
+{{ '\n<seed:think>' + message.reasoning_content | trim + '</seed:think>' }}
+{%- endif -%}
+{{ '\n' + message['content'] | trim + '<seed:eos>' }}
+{%- else -%}
+{{ '<seed:bos>' + message['role'] + '\n' + message['content'] + '<seed:eos>' }}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+{{ '<seed:bos>assistant\n' }}
+{%- endif -%})TPL";
+
+// GLM-4-0414: [gMASK]<sop>, then <|role|>\ncontent turns; the generation prompt is
+// <|assistant|>. A short form of the published template (no tool section).
+constexpr std::string_view kGlm4 = R"TPL([gMASK]<sop>
+{%- for message in messages -%}
+{%- if message['role'] == 'system' -%}
+<|system|>
+{{ message['content'] }}
+{%- elif message['role'] == 'user' -%}
+<|user|>
+{{ message['content'] }}
+{%- elif message['role'] == 'assistant' -%}
+<|assistant|>
+{{ message['content'] }}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+<|assistant|>
+{%- endif -%})TPL";
+
+// GLM-4.5 / 4.6: as GLM-4 with thinking: past assistant turns carry an empty (or their)
+// <think></think>, enable_thinking false appends /nothink to the user's turn and closes the
+// generation prompt's thinking at once. A short form of the published template (no tool
+// sections).
+constexpr std::string_view kGlm45 = R"TPL([gMASK]<sop>
+{%- for m in messages -%}
+{%- if m.role == 'system' -%}
+<|system|>
+{{ m.content }}
+{%- elif m.role == 'user' -%}
+<|user|>
+{{ m.content }}
+{{- '/nothink' if (enable_thinking is defined and not enable_thinking and not m.content.endswith("/nothink")) else '' -}}
+{%- elif m.role == 'assistant' -%}
+<|assistant|>
+{%- set content = m.content -%}
+{%- set reasoning = m.reasoning_content if m.reasoning_content is string else '' -%}
+{%- if '</think>' in content -%}
+{%- set reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') -%}
+{%- set content = content.split('</think>')[-1].lstrip('\n') -%}
+{%- endif -%}
+{{ '\n<think>' + reasoning.strip() + '</think>' }}
+{%- if content.strip() -%}
+{{ '\n' + content.strip() }}
+{%- endif -%}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+<|assistant|>
+{{- '\n<think></think>' if (enable_thinking is defined and not enable_thinking) else '' -}}
+{%- endif -%})TPL";
+
+// Ministral 3 Instruct: <s>[SYSTEM_PROMPT]...[/SYSTEM_PROMPT][INST]user[/INST]answer</s>.
+// A short form of the published template (no default system prompt, tools or images).
+constexpr std::string_view kMinistral3 = R"TPL({{- bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+{{- '[SYSTEM_PROMPT]' + messages[0]['content'] + '[/SYSTEM_PROMPT]' -}}
+{%- set loop_messages = messages[1:] -%}
+{%- else -%}
+{%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+{%- if message['role'] == 'user' -%}
+{{- '[INST]' + message['content'] + '[/INST]' -}}
+{%- elif message['role'] == 'assistant' -%}
+{{- message['content'] + eos_token -}}
+{%- endif -%}
+{%- endfor -%})TPL";
+
+// Granite 3.x Instruct: <|start_of_role|>role<|end_of_role|>content<|end_of_text|>\n, with
+// Granite's default system turn when none is given. A short form of the published
+// template (no tools, documents or controls; a fixed date).
+constexpr std::string_view kGranite3 = R"TPL({%- if messages[0]['role'] == 'system' -%}
+{%- set system_message = messages[0]['content'] -%}
+{%- set loop_messages = messages[1:] -%}
+{%- else -%}
+{%- set system_message = "Knowledge Cutoff Date: April 2024. Today's Date: April 16, 2025. You are Granite, developed by IBM. You are a helpful AI assistant." -%}
+{%- set loop_messages = messages -%}
+{%- endif -%}
+{{- '<|start_of_role|>system<|end_of_role|>' + system_message + '<|end_of_text|>\n' -}}
+{%- for message in loop_messages -%}
+{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+{{- '<|start_of_role|>assistant<|end_of_role|>' -}}
+{%- endif -%})TPL";
+
 }  // namespace
 
 std::string_view chat_template(ChatTemplateId id) {
@@ -289,6 +435,20 @@ std::string_view chat_template(ChatTemplateId id) {
             return kGemma3;
         case ChatTemplateId::gpt_oss_placeholder:
             return kGptOssPlaceholder;
+        case ChatTemplateId::phi3:
+            return kPhi3;
+        case ChatTemplateId::smollm3:
+            return kSmolLM3;
+        case ChatTemplateId::seed_oss:
+            return kSeedOss;
+        case ChatTemplateId::glm4:
+            return kGlm4;
+        case ChatTemplateId::glm45:
+            return kGlm45;
+        case ChatTemplateId::ministral3:
+            return kMinistral3;
+        case ChatTemplateId::granite3:
+            return kGranite3;
     }
     return kLlama3;
 }

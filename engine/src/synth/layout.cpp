@@ -120,13 +120,15 @@ void write_model_metadata(GgufMetadata& m, const ResolvedOptions& r, const Synth
     set_u32(m, a + ".vocab_size", p.n_vocab);
     set_u32(m, a + ".context_length", p.n_ctx_train);
     set_u32(m, a + ".embedding_length", p.n_embd);
-    set_u32(m, a + ".block_count", p.n_layer);
+    set_u32(m, a + ".block_count", p.n_layer + r.preset.glm4moe.nextn_layers);
     set_u32(m, a + ".feed_forward_length", p.n_ff);
     set_u32(m, a + ".attention.head_count", p.n_head);
     set_u32(m, a + ".attention.head_count_kv", p.n_head_kv);
     set_f32(m, a + ".attention.layer_norm_rms_epsilon", p.rms_norm_eps);
     set_f32(m, a + ".rope.freq_base", p.rope_freq_base);
-    if (r.preset.write_rope_dims) set_u32(m, a + ".rope.dimension_count", p.head_dim);
+    if (r.preset.write_rope_dims) {
+        set_u32(m, a + ".rope.dimension_count", r.preset.rope_dims > 0 ? r.preset.rope_dims : p.head_dim);
+    }
     if (r.preset.write_head_lengths) {
         set_u32(m, a + ".attention.key_length", p.head_dim);
         set_u32(m, a + ".attention.value_length", p.head_dim);
@@ -145,6 +147,28 @@ void write_model_metadata(GgufMetadata& m, const ResolvedOptions& r, const Synth
         m.set_string(a + ".rope.scaling.type", "yarn");
         set_f32(m, a + ".rope.scaling.factor", r.preset.rope_scaling_yarn);
         set_u32(m, a + ".rope.scaling.original_context_length", r.preset.rope_scaling_original_context);
+    }
+    if (r.preset.yarn_log_multiplier > 0)
+        set_f32(m, a + ".rope.scaling.yarn_log_multiplier", r.preset.yarn_log_multiplier);
+    if (r.preset.attn_temperature_scale > 0) {
+        set_f32(m, a + ".attention.temperature_scale", r.preset.attn_temperature_scale);
+    }
+    if (r.preset.granite) {
+        const GraniteScales& g = r.preset.granite_scales;
+        set_f32(m, a + ".embedding_scale", g.embedding);
+        set_f32(m, a + ".residual_scale", g.residual);
+        set_f32(m, a + ".attention.scale", g.attention);
+        set_f32(m, a + ".logit_scale", g.logit);
+    }
+    if (a == "glm4moe") {
+        // As Glm4MoeModel writes them; the leading dense layers are at most the layers written.
+        const Glm4MoeSpec& g = r.preset.glm4moe;
+        set_u32(m, a + ".leading_dense_block_count", std::min(g.lead_dense, p.n_layer));
+        set_u32(m, a + ".expert_shared_count", g.shared_experts);
+        set_u32(m, a + ".expert_gating_func", 2);  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
+        set_f32(m, a + ".expert_weights_scale", g.weights_scale);
+        m.set(a + ".expert_weights_norm", GgufValue{g.weights_norm});
+        set_u32(m, a + ".nextn_predict_layers", g.nextn_layers);
     }
 }
 

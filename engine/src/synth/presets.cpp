@@ -164,6 +164,223 @@ VocabSpec o200k_harmony_vocab() {
     return v;
 }
 
+// GLM-4-0414 and GLM-4.5's tokenizer (pre "glm4"): 151329 byte-level BPE tokens, then the
+// specials at their published ids (151329 <|endoftext|> ... 151342 <|end_of_video|>;
+// GLM-4.5 adds 151343 <|begin_of_audio|> ... 151364 <|video|>, its thinking and tool-call
+// tokens among them), and "[PAD<id>]" up to vocab_size 151552, as convert_hf_to_gguf.py
+// fills the ids the tokenizer lacks. Token ids as the converter names them: GLM-4 (Glm4Model)
+// BOS = EOS = UNK <|endoftext|>, EOT <|user|>; GLM-4.5 (_set_vocab_glm) BOS [gMASK], EOS
+// <|endoftext|> (config.json's first eos_token_id), EOT <|user|>, EOM <|observation|>.
+VocabSpec glm4_vocab(bool glm45) {
+    VocabSpec v;
+    v.kind = VocabKind::bpe;
+    v.model = "gpt2";
+    v.pre = "glm4";
+    v.n_vocab = 151552;
+    v.n_regular = 151329;
+    for (const char* t :
+         {"<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|user|>", "<|assistant|>",
+          "<|observation|>", "<|begin_of_image|>", "<|end_of_image|>", "<|begin_of_video|>", "<|end_of_video|>"}) {
+        v.trailing.push_back({t, TokenType::control});
+    }
+    if (glm45) {
+        for (const char* t : {"<|begin_of_audio|>",
+                              "<|end_of_audio|>",
+                              "<|begin_of_transcription|>",
+                              "<|end_of_transcription|>",
+                              "<|code_prefix|>",
+                              "<|code_middle|>",
+                              "<|code_suffix|>",
+                              "<think>",
+                              "</think>",
+                              "<tool_call>",
+                              "</tool_call>",
+                              "<tool_response>",
+                              "</tool_response>",
+                              "<arg_key>",
+                              "</arg_key>",
+                              "<arg_value>",
+                              "</arg_value>",
+                              "/nothink",
+                              "<|begin_of_box|>",
+                              "<|end_of_box|>",
+                              "<|image|>",
+                              "<|video|>"}) {
+            v.trailing.push_back({t, TokenType::control});
+        }
+    }
+    v.pad_pattern = "[PAD{}]";
+    v.pad_from_id = true;
+    v.pad_type = TokenType::unused;
+    v.bos = glm45 ? "[gMASK]" : "<|endoftext|>";
+    v.eos = "<|endoftext|>";
+    v.eot = "<|user|>";
+    v.unk = "<|endoftext|>";
+    if (glm45) {
+        v.eom = "<|observation|>";
+        v.pad = "<|endoftext|>";
+    }
+    return v;
+}
+
+// Phi-3-mini's tokenizer: Llama 2's SentencePiece model (32000 pieces) and 11 added tokens
+// at 32000-32010 (<|endoftext|>, <|assistant|>, <|placeholder1-4|>, <|system|>, <|end|>,
+// <|placeholder5-6|>, <|user|>), all marked special, then "[PAD<id>]" up to vocab_size 32064
+// as Phi3MiniModel fills them; BOS <s>, EOS <|endoftext|>, EOT <|end|>.
+VocabSpec phi3_vocab() {
+    VocabSpec v = llama2_vocab();
+    v.n_vocab = 32064;
+    v.trailing = {{"<|endoftext|>"},    {"<|assistant|>"},    {"<|placeholder1|>"}, {"<|placeholder2|>"},
+                  {"<|placeholder3|>"}, {"<|placeholder4|>"}, {"<|system|>"},       {"<|end|>"},
+                  {"<|placeholder5|>"}, {"<|placeholder6|>"}, {"<|user|>"}};
+    v.pad_pattern = "[PAD{}]";
+    v.pad_from_id = true;
+    v.pad_type = TokenType::unused;
+    v.eos = "<|endoftext|>";
+    v.eot = "<|end|>";
+    v.pad = "<|endoftext|>";
+    v.add_bos = false;
+    return v;
+}
+
+// SmolLM3's tokenizer: Llama 3.2's byte-level BPE (pre "llama-bpe", 128000 tokens) with
+// some of the reserved specials renamed for its chat format: <think> 128002, </think>
+// 128003, <|im_start|> 128011, <|im_end|> 128012 (its EOS) and the tool-call tokens after
+// them; padding <|finetune_right_pad_id|> 128004. Its tokenizer adds no BOS (bos_token
+// null); <|begin_of_text|> is named BOS here, as llama.cpp wants one, with add_bos false.
+VocabSpec smollm3_vocab() {
+    VocabSpec v = llama3_vocab();
+    v.trailing = {{"<|begin_of_text|>"},
+                  {"<|end_of_text|>"},
+                  {"<think>"},
+                  {"</think>"},
+                  {"<|finetune_right_pad_id|>"},
+                  {"<|reserved_special_token_2|>"},
+                  {"<|start_header_id|>"},
+                  {"<|end_header_id|>"},
+                  {"<|eom_id|>"},
+                  {"<|eot_id|>"},
+                  {"<|python_tag|>"},
+                  {"<|im_start|>"},
+                  {"<|im_end|>"},
+                  {"<tool_response>"},
+                  {"</tool_response>"},
+                  {"<tool_call>"},
+                  {"</tool_call>"}};
+    v.pad_pattern = "<|reserved_special_token_{}|>";
+    v.pad_first = 9;
+    v.eos = "<|im_end|>";
+    v.eot = "<|im_end|>";
+    v.eom = "";
+    v.pad = "<|finetune_right_pad_id|>";
+    v.add_bos = false;
+    return v;
+}
+
+// Seed-OSS's tokenizer (pre "seed-coder", vocab_size 155136): <seed:bos> 0, <seed:pad> 1,
+// <seed:eos> 2 as published, then the byte-level BPE tokens, then the thinking, budget and
+// tool-call specials its chat template uses, padded with "[PAD<id>]".
+VocabSpec seed_oss_vocab() {
+    VocabSpec v;
+    v.kind = VocabKind::bpe;
+    v.model = "gpt2";
+    v.pre = "seed-coder";
+    v.n_vocab = 155136;
+    v.leading = {{"<seed:bos>"}, {"<seed:pad>"}, {"<seed:eos>"}};
+    v.n_regular = 155000;
+    for (const char* t : {"<seed:think>", "</seed:think>", "<seed:cot_budget_reflect>", "</seed:cot_budget_reflect>",
+                          "<seed:tool_call>", "</seed:tool_call>", "<seed:tool_response>", "</seed:tool_response>"}) {
+        v.trailing.push_back({t, TokenType::control});
+    }
+    v.pad_pattern = "[PAD{}]";
+    v.pad_from_id = true;
+    v.pad_type = TokenType::unused;
+    v.bos = "<seed:bos>";
+    v.eos = "<seed:eos>";
+    v.pad = "<seed:pad>";
+    v.add_bos = true;
+    return v;
+}
+
+// Tekken (Mistral's tiktoken-style tokenizer, pre "tekken"): 1000 control tokens first
+// (<unk> 0, <s> 1, </s> 2, [INST] 3, [/INST] 4, ... [SYSTEM_PROMPT] 17, [/SYSTEM_PROMPT] 18,
+// ... [THINK] 34, [/THINK] 35, the others <SPECIAL_id>), then 130072 byte-level BPE tokens.
+VocabSpec tekken_vocab() {
+    VocabSpec v;
+    v.kind = VocabKind::bpe;
+    v.model = "gpt2";
+    v.pre = "tekken";
+    v.n_vocab = 131072;
+    const std::pair<uint32_t, const char*> named[] = {{0, "<unk>"},
+                                                      {1, "<s>"},
+                                                      {2, "</s>"},
+                                                      {3, "[INST]"},
+                                                      {4, "[/INST]"},
+                                                      {5, "[AVAILABLE_TOOLS]"},
+                                                      {6, "[/AVAILABLE_TOOLS]"},
+                                                      {7, "[TOOL_RESULTS]"},
+                                                      {8, "[/TOOL_RESULTS]"},
+                                                      {9, "[TOOL_CALLS]"},
+                                                      {10, "[IMG]"},
+                                                      {11, "<pad>"},
+                                                      {12, "[IMG_BREAK]"},
+                                                      {13, "[IMG_END]"},
+                                                      {14, "[PREFIX]"},
+                                                      {15, "[MIDDLE]"},
+                                                      {16, "[SUFFIX]"},
+                                                      {17, "[SYSTEM_PROMPT]"},
+                                                      {18, "[/SYSTEM_PROMPT]"},
+                                                      {19, "[TOOL_CONTENT]"},
+                                                      {32, "[ARGS]"},
+                                                      {33, "[CALL_ID]"},
+                                                      {34, "[THINK]"},
+                                                      {35, "[/THINK]"}};
+    uint32_t id = 0;
+    for (const auto& [named_id, text] : named) {
+        for (; id < named_id; ++id) v.leading.push_back({fmt::format("<SPECIAL_{}>", id), TokenType::control});
+        v.leading.push_back({text, named_id == 0 ? TokenType::unknown : TokenType::control});
+        ++id;
+    }
+    for (; id < 1000; ++id) v.leading.push_back({fmt::format("<SPECIAL_{}>", id), TokenType::control});
+    v.n_regular = v.n_vocab - 1000;
+    v.bos = "<s>";
+    v.eos = "</s>";
+    v.unk = "<unk>";
+    v.pad = "<pad>";
+    v.add_bos = true;
+    return v;
+}
+
+// Granite 3's tokenizer (pre "refact", StarCoder's byte-level BPE): <|end_of_text|> 0 (BOS,
+// EOS and padding), the code specials 1-18, the BPE tokens up to 49152, then
+// <|start_of_role|>, <|end_of_role|>, <|tool_call|> (vocab_size 49155; Granite 3.3 adds
+// four more: 49159).
+VocabSpec granite_vocab(uint32_t n_vocab) {
+    VocabSpec v;
+    v.kind = VocabKind::bpe;
+    v.model = "gpt2";
+    v.pre = "refact";
+    v.n_vocab = n_vocab;
+    for (const char* t :
+         {"<|end_of_text|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>", "<fim_pad>", "<filename>", "<gh_stars>",
+          "<issue_start>", "<issue_comment>", "<issue_closed>", "<jupyter_start>", "<jupyter_text>", "<jupyter_code>",
+          "<jupyter_output>", "<empty_output>", "<commit_before>", "<commit_msg>", "<commit_after>", "<reponame>"}) {
+        v.leading.push_back({t, TokenType::control});
+    }
+    v.n_regular = 49152 - static_cast<uint32_t>(v.leading.size());
+    v.trailing = {{"<|start_of_role|>"}, {"<|end_of_role|>"}, {"<|tool_call|>"}};
+    if (n_vocab > 49155) {
+        for (const char* t : {"<think>", "</think>", "<response>", "</response>"}) {
+            v.trailing.push_back({t, TokenType::control});
+        }
+    }
+    v.bos = "<|end_of_text|>";
+    v.eos = "<|end_of_text|>";
+    v.pad = "<|end_of_text|>";
+    v.add_bos = false;
+    return v;
+}
+
 struct Shape {
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_ctx;
     float rope_base, eps;
@@ -193,13 +410,21 @@ PresetSpec make(const char* name, const char* arch, const char* model_name, bool
     p.vocab = std::move(vocab);
     p.chat_template = chat_template;
     const std::string_view a = arch;
-    p.write_rope_dims = a == "llama";
-    p.qkv_bias = a == "qwen2";
+    // As convert_hf_to_gguf.py writes them: rope.dimension_count for the Llama-derived
+    // converters (and Phi-3's, GLM's), key/value lengths where config.json has head_dim.
+    p.write_rope_dims = a == "llama" || a == "phi3" || a == "smollm3" || a == "mistral3" || a == "granite" ||
+                        a == "granitemoe" || a == "glm4" || a == "glm4moe";
+    p.qkv_bias = a == "qwen2" || a == "seed_oss" || a == "glm4" || a == "glm4moe";
     p.qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
-    p.write_head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "gpt-oss";
-    p.write_expert_ff = a == "qwen3moe" || a == "gpt-oss";
+    p.write_head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "gpt-oss" || a == "seed_oss" ||
+                           a == "glm4" || a == "glm4moe" || a == "mistral3";
+    p.write_expert_ff = a == "qwen3moe" || a == "gpt-oss" || a == "glm4moe";
     p.gpt_oss_blocks = a == "gpt-oss";
-    p.sandwich_norms = a == "gemma3";
+    p.sandwich_norms = a == "gemma3" || a == "glm4";
+    p.fused_qkv = a == "phi3";
+    p.fused_gate_up = a == "phi3" || a == "glm4";
+    p.ffn_norm_is_post_attention = a == "seed_oss" || a == "glm4moe";
+    p.granite = a == "granite" || a == "granitemoe";
     return p;
 }
 
@@ -298,6 +523,94 @@ std::vector<PresetSpec> build_presets() {
                      ChatTemplateId::gemma3));
     p.back().sliding_window = 1024;
     p.back().rope_scaling_linear = 8.0f;
+
+    // Phi-3-mini-4k-instruct's config.json: hidden_size 3072, intermediate_size 8192, 32
+    // layers of 32 heads (head size 96, no grouped KV), max_position_embeddings 4096,
+    // rope_theta 10000, rms_norm_eps 1e-5, untied; no rope_scaling (Phi-3.5-mini and Phi-4-mini
+    // have the same layer but LongRoPE factor tables). The converter fuses Q, K, V (attn_qkv)
+    // and gate, up (ffn_up).
+    p.push_back(make("phi3-mini", "phi3", "Phi-3 mini 4k Instruct", true,
+                     {32, 3072, 8192, 32, 32, 96, 4096, 10000.0f, 1e-5f, false}, phi3_vocab(), ChatTemplateId::phi3));
+    // SmolLM3-3B's config.json: hidden_size 2048, intermediate_size 11008, 36 layers, 16
+    // heads, 4 KV heads (head size 128), max_position_embeddings 65536, rope_theta 5e6,
+    // rms_norm_eps 1e-6, tied; every 4th layer without RoPE (no_rope_layer_interval 4, which
+    // llama.cpp fixes for the architecture), vocab_size 128256.
+    p.push_back(make("smollm3-3b", "smollm3", "SmolLM3 3B", true,
+                     {36, 2048, 11008, 16, 4, 128, 65536, 5000000.0f, 1e-6f, true}, smollm3_vocab(),
+                     ChatTemplateId::smollm3));
+    // Seed-OSS-36B-Instruct's config.json: hidden_size 5120, intermediate_size 27648, 64
+    // layers, 80 heads of head_dim 128 (query width 10240, twice the model's), 8 KV heads,
+    // max_position_embeddings 524288, rope_theta 1e7, rms_norm_eps 1e-6, Q/K/V biases
+    // (attention_bias; no output bias), untied, vocab_size 155136.
+    p.push_back(make("seed-oss-36b", "seed_oss", "Seed-OSS 36B Instruct", true,
+                     {64, 5120, 27648, 80, 8, 128, 524288, 10000000.0f, 1e-6f, false}, seed_oss_vocab(),
+                     ChatTemplateId::seed_oss));
+    // GLM-4-9B-0414's config.json: hidden_size 4096, intermediate_size 13696, 40 layers, 32
+    // heads, 2 KV heads, head_dim 128, partial_rotary_factor 0.5 (RoPE over 64 of each
+    // head's 128), max_position_embeddings 32768, rope_theta 10000, rms_norm_eps 1e-5,
+    // attention_bias (Q/K/V), untied, vocab_size 151552; sandwich norms.
+    p.push_back(make("glm4-9b", "glm4", "GLM-4 9B 0414", true,
+                     {40, 4096, 13696, 32, 2, 128, 32768, 10000.0f, 1e-5f, false}, glm4_vocab(false),
+                     ChatTemplateId::glm4));
+    p.back().rope_dims = 64;
+    // GLM-4.5-Air's config.json: hidden_size 4096, 46 layers (num_hidden_layers) and 1
+    // multi-token prediction block (num_nextn_predict_layers; the converter counts it in
+    // block_count, 47), 96 heads of head_dim 128, 8 KV heads, partial_rotary_factor 0.5,
+    // intermediate_size 10944 (the first_k_dense_replace 1 dense layer), n_routed_experts 128
+    // of moe_intermediate_size 1408, num_experts_per_tok 8, n_shared_experts 1, sigmoid
+    // routing with a selection bias (e_score_correction_bias -> exp_probs_b), norm_topk_prob
+    // true, routed_scaling_factor 1.0, n_group 1, attention_bias, no Q/K norms (use_qk_norm
+    // false), max_position_embeddings 131072, rope_theta 1e6, rms_norm_eps 1e-5, untied.
+    p.push_back(make("glm4.5-air", "glm4moe", "GLM-4.5-Air", true,
+                     {46, 4096, 10944, 96, 8, 128, 131072, 1000000.0f, 1e-5f, false}, glm4_vocab(true),
+                     ChatTemplateId::glm45));
+    set_experts(p.back(), 128, 8, 1408);
+    p.back().rope_dims = 64;
+    p.back().glm4moe = {
+        .lead_dense = 1, .shared_experts = 1, .nextn_layers = 1, .weights_scale = 1.0f, .weights_norm = true};
+    // GLM-4.5 (355B-A32B): hidden_size 5120, 92 layers + 1 prediction block, 96 heads of 128,
+    // 8 KV heads, intermediate_size 12288 in the first_k_dense_replace 3 dense layers, 160
+    // experts of 1536, 8 used, 1 shared, routed_scaling_factor 2.5, Q/K norms (use_qk_norm
+    // true); the rest as GLM-4.5-Air.
+    p.push_back(make("glm4.5", "glm4moe", "GLM-4.5", false,
+                     {92, 5120, 12288, 96, 8, 128, 131072, 1000000.0f, 1e-5f, false}, glm4_vocab(true),
+                     ChatTemplateId::glm45));
+    set_experts(p.back(), 160, 8, 1536);
+    p.back().rope_dims = 64;
+    p.back().qk_norm = true;
+    p.back().glm4moe = {
+        .lead_dense = 3, .shared_experts = 1, .nextn_layers = 1, .weights_scale = 2.5f, .weights_norm = true};
+    // Ministral-3-8B-Instruct-2512's text_config: hidden_size 4096, intermediate_size 14336,
+    // 34 layers, 32 heads of head_dim 128, 8 KV heads, max_position_embeddings 262144,
+    // rope_theta 1e6 with YaRN factor 16 over original_max_position_embeddings 16384
+    // (mscale_all_dim 1 -> yarn_log_multiplier) and llama_4_scaling_beta 0.1 (the attention
+    // temperature), rms_norm_eps 1e-5, untied, the Tekken vocabulary (131072).
+    p.push_back(make("ministral3-8b", "mistral3", "Ministral 3 8B Instruct 2512", true,
+                     {34, 4096, 14336, 32, 8, 128, 262144, 1000000.0f, 1e-5f, false}, tekken_vocab(),
+                     ChatTemplateId::ministral3));
+    p.back().rope_scaling_yarn = 16.0f;
+    p.back().rope_scaling_original_context = 16384;
+    p.back().yarn_log_multiplier = 1.0f;
+    p.back().attn_temperature_scale = 0.1f;
+    // granite-3.3-8b-instruct's config.json: hidden_size 4096, intermediate_size 12800, 40
+    // layers, 32 heads, 8 KV heads, max_position_embeddings 131072, rope_theta 1e7,
+    // rms_norm_eps 1e-5, tied, vocab_size 49159; embedding_multiplier 12, residual_multiplier
+    // 0.22, attention_multiplier 0.0078125, logits_scaling 16.
+    p.push_back(make("granite3.3-8b", "granite", "Granite 3.3 8B Instruct", true,
+                     {40, 4096, 12800, 32, 8, 128, 131072, 10000000.0f, 1e-5f, true}, granite_vocab(49159),
+                     ChatTemplateId::granite3));
+    p.back().granite_scales = {12.0f, 0.22f, 0.0078125f, 16.0f};
+    // granite-3.1-1b-a400m-instruct's config.json: hidden_size 1024, 24 layers, 16 heads, 8
+    // KV heads, num_local_experts 32 of intermediate_size 512, num_experts_per_tok 8,
+    // max_position_embeddings 131072, rope_theta 1.5e6, rms_norm_eps 1e-6, tied, vocab_size
+    // 49155; embedding_multiplier 12, residual_multiplier 0.22, attention_multiplier
+    // 0.015625, logits_scaling 6. The converter writes no expert_feed_forward_length: each
+    // expert is feed_forward_length wide.
+    p.push_back(make("granite3.1-1b-a400m", "granitemoe", "Granite 3.1 1B A400M Instruct", true,
+                     {24, 1024, 512, 16, 8, 64, 131072, 1500000.0f, 1e-6f, true}, granite_vocab(49155),
+                     ChatTemplateId::granite3));
+    set_experts(p.back(), 32, 8, 512);
+    p.back().granite_scales = {12.0f, 0.22f, 0.015625f, 6.0f};
     return p;
 }
 

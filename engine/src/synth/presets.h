@@ -45,7 +45,39 @@ struct VocabSpec {
     bool add_space_prefix = true;  // SPM only; written when false
 };
 
-enum class ChatTemplateId { llama3, llama2, mistral, zephyr, smollm2, qwen25, qwen3, gemma3, gpt_oss_placeholder };
+enum class ChatTemplateId {
+    llama3,
+    llama2,
+    mistral,
+    zephyr,
+    smollm2,
+    qwen25,
+    qwen3,
+    gemma3,
+    gpt_oss_placeholder,
+    phi3,
+    smollm3,
+    seed_oss,
+    glm4,
+    glm45,
+    ministral3,
+    granite3
+};
+
+// Granite's four multipliers ({arch}.embedding_scale, residual_scale, attention.scale,
+// logit_scale), as the converter copies them from config.json.
+struct GraniteScales {
+    float embedding = 0, residual = 0, attention = 0, logit = 0;
+};
+
+// GLM-4.5's mixture of experts beyond the routed experts (glm4moe).
+struct Glm4MoeSpec {
+    uint32_t lead_dense = 0;      // first_k_dense_replace: leading layers with a dense feed-forward
+    uint32_t shared_experts = 0;  // n_shared_experts, each n_ff_expert wide (ffn_*_shexp)
+    uint32_t nextn_layers = 0;    // num_nextn_predict_layers: blocks after the decoder's
+    float weights_scale = 0;      // routed_scaling_factor
+    bool weights_norm = false;    // norm_topk_prob
+};
 
 struct PresetSpec {
     SynthPreset info;
@@ -71,6 +103,20 @@ struct PresetSpec {
     // {arch}.expert_feed_forward_length (qwen3moe; Mixtral's experts are n_ff wide and its
     // conversion does not write the key).
     bool write_expert_ff = false;
+    // {arch}.rope.dimension_count when RoPE covers only part of each head (GLM: half); 0:
+    // head_dim (when write_rope_dims).
+    uint32_t rope_dims = 0;
+    bool fused_qkv = false;      // phi3: attn_qkv, the rows of Q, K and V in one matrix
+    bool fused_gate_up = false;  // phi3, glm4: ffn_up holds the gate's rows, then up's (2 x n_ff)
+    // seed_oss, glm4moe: the feed-forward's input norm is named post_attention_norm.
+    bool ffn_norm_is_post_attention = false;
+    // mistral3 (Ministral 3): YaRN's log multiplier (mscale_all_dim) and Llama 4's attention
+    // temperature (llama_4_scaling_beta); 0: not written.
+    float yarn_log_multiplier = 0;
+    float attn_temperature_scale = 0;
+    bool granite = false;  // granite, granitemoe: write `granite_scales`
+    GraniteScales granite_scales;
+    Glm4MoeSpec glm4moe;
 };
 
 const std::vector<PresetSpec>& preset_specs();

@@ -59,6 +59,8 @@ Result<ModelShape> synth_model_shape(const SynthPlan& plan) {
     m.tied_output = p.tied_embeddings;
     m.layers.resize(m.n_layer);
     for (const SynthTensor& t : plan.tensors) {
+        // glm4moe's prediction blocks after the decoder's are not loaded (as read_model_shape).
+        if (t.name.rfind("blk.", 0) == 0 && std::stoul(t.name.substr(4)) >= m.n_layer) continue;
         const std::optional<GgmlType> type = type_from_name(t.type);
         if (!type) return make_error(ErrorCode::internal, fmt::format("synth: unknown tensor type {}", t.type));
         if (Result<void> added = add_tensor_to_shape(m, t.name, t.bytes, type_traits(*type).block_size); !added) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace powerhouse::synth {
 namespace {
 
@@ -131,6 +133,33 @@ std::string tensor_name(TensorRole role, int layer) {
         case TensorRole::post_ffw_norm:
             suffix = "post_ffw_norm.weight";
             break;
+        case TensorRole::attn_qkv:
+            suffix = "attn_qkv.weight";
+            break;
+        case TensorRole::exp_probs_b:
+            suffix = "exp_probs_b.bias";
+            break;
+        case TensorRole::ffn_gate_shexp:
+            suffix = "ffn_gate_shexp.weight";
+            break;
+        case TensorRole::ffn_up_shexp:
+            suffix = "ffn_up_shexp.weight";
+            break;
+        case TensorRole::ffn_down_shexp:
+            suffix = "ffn_down_shexp.weight";
+            break;
+        case TensorRole::nextn_eh_proj:
+            suffix = "nextn.eh_proj.weight";
+            break;
+        case TensorRole::nextn_enorm:
+            suffix = "nextn.enorm.weight";
+            break;
+        case TensorRole::nextn_hnorm:
+            suffix = "nextn.hnorm.weight";
+            break;
+        case TensorRole::nextn_shared_head_norm:
+            suffix = "nextn.shared_head_norm.weight";
+            break;
         default:
             break;
     }
@@ -185,6 +214,9 @@ WeightInit weight_init(TensorRole role) {
         case TensorRole::post_attention_norm:
         case TensorRole::ffn_norm:
         case TensorRole::post_ffw_norm:
+        case TensorRole::nextn_enorm:
+        case TensorRole::nextn_hnorm:
+        case TensorRole::nextn_shared_head_norm:
         case TensorRole::output_norm:
             return WeightInit::norm;
         case TensorRole::attn_q_bias:
@@ -196,6 +228,7 @@ WeightInit weight_init(TensorRole role) {
         case TensorRole::ffn_gate_exps_bias:
         case TensorRole::ffn_up_exps_bias:
         case TensorRole::ffn_down_exps_bias:
+        case TensorRole::exp_probs_b:
             return WeightInit::bias;
         default:
             return WeightInit::matrix;
@@ -210,7 +243,10 @@ WeightInit weight_init(TensorRole role) {
 // categories of their dense counterparts (llama.cpp matches "ffn_down" in
 // "ffn_down_exps"); the router ffn_gate_inp is never quantized. Models with exactly 8
 // experts (Mixtral) get Q8_0 attn_v and attn_k and a Q5_K attn_output in the low-bit
-// mixtures; no rule of these file types depends on other expert counts.
+// mixtures; no rule of these file types depends on other expert counts. Phi-3's fused
+// attn_qkv follows attn_v's rules (llama.cpp's category_is_attn_v); GLM-4.5's shared
+// experts fall in their dense counterparts' categories as the routed ones do (ffn_down_shexp
+// is an ffn_down of its block), and the prediction block's eh_proj gets the base type.
 GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int layer, int64_t row_length) {
     const FileTypeSpec& ft = *context.file_type;
     // Vectors are never quantized, nor is the router (llama.cpp skips "ffn_gate_inp", and
@@ -238,7 +274,7 @@ GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int 
         } else if (t != GgmlType::q8_0) {
             t = GgmlType::q6_k;
         }
-    } else if (role == TensorRole::attn_v) {
+    } else if (role == TensorRole::attn_v || role == TensorRole::attn_qkv) {
         if (f == FileType::q2_k) {
             t = context.n_gqa >= 4 ? GgmlType::q4_k : GgmlType::q3_k;
         } else if (f == FileType::q3_k_m) {
@@ -254,7 +290,8 @@ GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int 
         if (eight_experts) t = GgmlType::q8_0;
     } else if (role == TensorRole::attn_k) {
         if (eight_experts) t = GgmlType::q8_0;
-    } else if (role == TensorRole::ffn_down || role == TensorRole::ffn_down_exps) {
+    } else if (role == TensorRole::ffn_down || role == TensorRole::ffn_down_exps ||
+               role == TensorRole::ffn_down_shexp) {
         if (f == FileType::q2_k) {
             t = GgmlType::q3_k;
         } else if (f == FileType::q3_k_m) {
@@ -285,16 +322,22 @@ std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileType
     const int64_t n_kv = static_cast<int64_t>(p.n_head_kv) * p.head_dim;  // key / value width
     const int64_t n_ff = p.n_ff;
     const int64_t n_vocab = p.n_vocab;
+    // glm4moe: the decoder's layers, then the multi-token prediction blocks (block_count
+    // counts both); the leading dense layers are at most the layers written.
+    const int n_decoder = static_cast<int>(p.n_layer);
+    const int n_blocks = n_decoder + static_cast<int>(preset.glm4moe.nextn_layers);
+    const int n_lead_dense = std::min(static_cast<int>(preset.glm4moe.lead_dense), n_decoder);
 
     MixtureContext context;
     context.file_type = &file_type;
-    context.n_layer = static_cast<int>(p.n_layer);
+    context.n_layer = n_blocks;
     context.n_gqa = static_cast<int>(p.n_head / p.n_head_kv);
     context.has_output = !p.tied_embeddings;
     context.is_70b = preset.is_70b;
     context.n_expert = static_cast<int>(p.n_expert);
     const int64_t n_expert = p.n_expert;
     const int64_t n_ff_exp = p.n_ff_expert;
+    const int64_t n_ff_shared = n_ff_exp * preset.glm4moe.shared_experts;
 
     std::vector<PlannedTensor> out;
     auto add = [&](TensorRole role, int layer, std::vector<int64_t> dims) {
@@ -309,15 +352,19 @@ std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileType
 
     if (preset.llama3_rope_freqs) add(TensorRole::rope_freqs, -1, {p.head_dim / 2});
     add(TensorRole::token_embd, -1, {n_embd, n_vocab});
-    for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
+    for (int il = 0; il < n_blocks; ++il) {
         add(TensorRole::attn_norm, il, {n_embd});
-        add(TensorRole::attn_q, il, {n_embd, n_q});
         const bool qkv_bias = preset.qkv_bias || preset.gpt_oss_blocks;
-        if (qkv_bias) add(TensorRole::attn_q_bias, il, {n_q});
-        add(TensorRole::attn_k, il, {n_embd, n_kv});
-        if (qkv_bias) add(TensorRole::attn_k_bias, il, {n_kv});
-        add(TensorRole::attn_v, il, {n_embd, n_kv});
-        if (qkv_bias) add(TensorRole::attn_v_bias, il, {n_kv});
+        if (preset.fused_qkv) {
+            add(TensorRole::attn_qkv, il, {n_embd, n_q + 2 * n_kv});
+        } else {
+            add(TensorRole::attn_q, il, {n_embd, n_q});
+            if (qkv_bias) add(TensorRole::attn_q_bias, il, {n_q});
+            add(TensorRole::attn_k, il, {n_embd, n_kv});
+            if (qkv_bias) add(TensorRole::attn_k_bias, il, {n_kv});
+            add(TensorRole::attn_v, il, {n_embd, n_kv});
+            if (qkv_bias) add(TensorRole::attn_v_bias, il, {n_kv});
+        }
         if (preset.qk_norm) {
             add(TensorRole::attn_q_norm, il, {p.head_dim});
             add(TensorRole::attn_k_norm, il, {p.head_dim});
@@ -328,26 +375,43 @@ std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileType
             add(TensorRole::attn_output_bias, il, {n_embd});
             add(TensorRole::attn_sinks, il, {static_cast<int64_t>(p.n_head)});
             add(TensorRole::post_attention_norm, il, {n_embd});
+        } else if (preset.ffn_norm_is_post_attention) {
+            add(TensorRole::post_attention_norm, il, {n_embd});
         } else {
             if (preset.sandwich_norms) add(TensorRole::post_attention_norm, il, {n_embd});
             add(TensorRole::ffn_norm, il, {n_embd});
         }
-        if (n_expert > 0) {
+        if (n_expert > 0 && il >= n_lead_dense) {
             const bool biases = preset.gpt_oss_blocks;
             add(TensorRole::ffn_gate_inp, il, {n_embd, n_expert});
             if (biases) add(TensorRole::ffn_gate_inp_bias, il, {n_expert});
+            if (p.architecture == "glm4moe") add(TensorRole::exp_probs_b, il, {n_expert});
             add(TensorRole::ffn_gate_exps, il, {n_embd, n_ff_exp, n_expert});
             if (biases) add(TensorRole::ffn_gate_exps_bias, il, {n_ff_exp, n_expert});
             add(TensorRole::ffn_up_exps, il, {n_embd, n_ff_exp, n_expert});
             if (biases) add(TensorRole::ffn_up_exps_bias, il, {n_ff_exp, n_expert});
             add(TensorRole::ffn_down_exps, il, {n_ff_exp, n_embd, n_expert});
             if (biases) add(TensorRole::ffn_down_exps_bias, il, {n_embd, n_expert});
+            if (n_ff_shared > 0) {
+                add(TensorRole::ffn_gate_shexp, il, {n_embd, n_ff_shared});
+                add(TensorRole::ffn_up_shexp, il, {n_embd, n_ff_shared});
+                add(TensorRole::ffn_down_shexp, il, {n_ff_shared, n_embd});
+            }
+        } else if (preset.fused_gate_up) {
+            add(TensorRole::ffn_up, il, {n_embd, 2 * n_ff});
+            add(TensorRole::ffn_down, il, {n_ff, n_embd});
         } else {
             add(TensorRole::ffn_gate, il, {n_embd, n_ff});
             add(TensorRole::ffn_up, il, {n_embd, n_ff});
             add(TensorRole::ffn_down, il, {n_ff, n_embd});
         }
         if (preset.sandwich_norms) add(TensorRole::post_ffw_norm, il, {n_embd});
+        if (il >= n_decoder) {  // a prediction block's own tensors (llama.cpp loads, never runs them)
+            add(TensorRole::nextn_eh_proj, il, {2 * n_embd, n_embd});
+            add(TensorRole::nextn_enorm, il, {n_embd});
+            add(TensorRole::nextn_hnorm, il, {n_embd});
+            add(TensorRole::nextn_shared_head_norm, il, {n_embd});
+        }
     }
     add(TensorRole::output_norm, -1, {n_embd});
     if (!p.tied_embeddings) add(TensorRole::output, -1, {n_embd, n_vocab});

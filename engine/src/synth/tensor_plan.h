@@ -66,15 +66,24 @@ enum class TensorRole {
     ffn_gate,
     ffn_up,
     ffn_down,
-    ffn_gate_inp,   // mixture of experts: the router, [n_expert][n_embd], always F32
+    ffn_gate_inp,        // mixture of experts: the router, [n_expert][n_embd], always F32
     ffn_gate_inp_bias,   // gpt-oss: [n_expert]
-    ffn_gate_exps,  // [n_expert][n_ff_expert][n_embd]
-    ffn_up_exps,    // [n_expert][n_ff_expert][n_embd]
-    ffn_down_exps,  // [n_expert][n_embd][n_ff_expert]
+    ffn_gate_exps,       // [n_expert][n_ff_expert][n_embd]
+    ffn_up_exps,         // [n_expert][n_ff_expert][n_embd]
+    ffn_down_exps,       // [n_expert][n_embd][n_ff_expert]
     ffn_gate_exps_bias,  // gpt-oss: [n_expert][n_ff_expert], F32
     ffn_up_exps_bias,    // gpt-oss: [n_expert][n_ff_expert], F32
     ffn_down_exps_bias,  // gpt-oss: [n_expert][n_embd], F32
     post_ffw_norm,
+    attn_qkv,        // phi3: [n_embd][n_q + 2 n_kv], Q's rows, then K's, then V's
+    exp_probs_b,     // glm4moe: [n_expert], the experts' selection bias, F32
+    ffn_gate_shexp,  // glm4moe: the shared experts, [n_shared x n_ff_expert][n_embd]
+    ffn_up_shexp,
+    ffn_down_shexp,  // [n_embd][n_shared x n_ff_expert]
+    nextn_eh_proj,   // glm4moe's prediction block: [2 n_embd] -> [n_embd]
+    nextn_enorm,
+    nextn_hnorm,
+    nextn_shared_head_norm,
     output_norm,
     output,
 };
@@ -92,7 +101,7 @@ struct PlannedTensor {
 // What the type choice depends on besides the tensor itself.
 struct MixtureContext {
     const FileTypeSpec* file_type = nullptr;
-    int n_layer = 0;
+    int n_layer = 0;  // the file's block count (glm4moe's prediction blocks included)
     int n_gqa = 1;  // n_head / n_head_kv
     bool has_output = true;
     bool is_70b = false;

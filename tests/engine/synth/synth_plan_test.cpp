@@ -44,7 +44,9 @@ TEST(SynthPresets, HaveTheRealShapes) {
     std::map<std::string, int> defaults;
     for (const SynthPreset& p : synth_presets()) defaults[p.architecture] += p.is_default ? 1 : 0;
     for (const auto& [arch, n] : defaults) EXPECT_EQ(n, 1) << arch;
-    EXPECT_EQ(defaults.size(), 6u);  // llama, qwen2, qwen3, qwen3moe, gemma3, gpt-oss
+    // llama, qwen2, qwen3, qwen3moe, gemma3, gpt-oss, phi3, smollm3, seed_oss, glm4, glm4moe,
+    // mistral3, granite, granitemoe
+    EXPECT_EQ(defaults.size(), 14u);
 }
 
 
@@ -282,7 +284,8 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
         EXPECT_EQ(m.get_string("general.architecture"), a);
         EXPECT_EQ(m.get_uint("general.file_type"), 15u);
         EXPECT_EQ(m.get_uint("general.quantization_version"), 2u);
-        EXPECT_EQ(m.get_uint(a + ".block_count"), p.n_layer);
+        // glm4moe's block_count also counts its multi-token prediction block.
+        EXPECT_EQ(m.get_uint(a + ".block_count"), p.n_layer + (a == "glm4moe" ? 1 : 0));
         EXPECT_EQ(m.get_uint(a + ".context_length"), p.n_ctx_train);
         EXPECT_EQ(m.get_uint(a + ".embedding_length"), p.n_embd);
         EXPECT_EQ(m.get_uint(a + ".feed_forward_length"), p.n_ff);
@@ -291,9 +294,16 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
         EXPECT_EQ(m.get_uint(a + ".vocab_size"), p.n_vocab);
         EXPECT_FLOAT_EQ(static_cast<float>(*m.get_float(a + ".rope.freq_base")), p.rope_freq_base);
         EXPECT_FLOAT_EQ(static_cast<float>(*m.get_float(a + ".attention.layer_norm_rms_epsilon")), p.rms_norm_eps);
-        EXPECT_EQ(m.get_uint(a + ".rope.dimension_count"),
-                  a == "llama" ? std::optional<uint64_t>(p.head_dim) : std::nullopt);
-        const bool head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "gpt-oss";
+        // Written by the Llama-derived converters and Phi-3's; GLM's rotate half of each head.
+        const bool rope_dims =
+            a == "llama" || a == "phi3" || a == "smollm3" || a == "mistral3" || a == "granite" || a == "granitemoe";
+        const bool glm = a == "glm4" || a == "glm4moe";
+        EXPECT_EQ(m.get_uint(a + ".rope.dimension_count"), rope_dims ? std::optional<uint64_t>(p.head_dim)
+                                                           : glm     ? std::optional<uint64_t>(p.head_dim / 2)
+                                                                     : std::nullopt);
+        // Where config.json has head_dim.
+        const bool head_lengths = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "gpt-oss" ||
+                                  a == "seed_oss" || a == "mistral3" || glm;
         EXPECT_EQ(m.get_uint(a + ".attention.key_length"),
                   head_lengths ? std::optional<uint64_t>(p.head_dim) : std::nullopt);
         EXPECT_EQ(m.get_uint(a + ".attention.value_length"),
@@ -301,13 +311,14 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
         if (a == "gemma3") {
             EXPECT_EQ(m.get_uint("gemma3.attention.sliding_window"), p.name == "gemma3-1b" ? 512u : 1024u);
         }
-        // Experts as llama.cpp reads them (hparams: expert_count, expert_used_count; qwen3moe
-        // and gpt-oss also expert_feed_forward_length); dense models have none of the keys.
+        // Experts as llama.cpp reads them (hparams: expert_count, expert_used_count; qwen3moe,
+        // gpt-oss and glm4moe also expert_feed_forward_length); dense models have none of the keys.
         const auto experts = [&](uint32_t v) { return p.n_expert > 0 ? std::optional<uint64_t>(v) : std::nullopt; };
         EXPECT_EQ(m.get_uint(a + ".expert_count"), experts(p.n_expert));
         EXPECT_EQ(m.get_uint(a + ".expert_used_count"), experts(p.n_expert_used));
-        EXPECT_EQ(m.get_uint(a + ".expert_feed_forward_length"),
-                  a == "qwen3moe" || a == "gpt-oss" ? std::optional<uint64_t>(p.n_ff_expert) : std::nullopt);
+        EXPECT_EQ(m.get_uint(a + ".expert_feed_forward_length"), a == "qwen3moe" || a == "gpt-oss" || a == "glm4moe"
+                                                                     ? std::optional<uint64_t>(p.n_ff_expert)
+                                                                     : std::nullopt);
         if (a == "gpt-oss") {
             EXPECT_EQ(m.get_uint(a + ".attention.sliding_window"), 128u);
             EXPECT_EQ(m.get_string(a + ".rope.scaling.type"), "yarn");
