@@ -1,5 +1,9 @@
 #include "answer_printer.h"
 
+#include <nlohmann/json.hpp>
+
+#include "format.h"
+
 namespace powerhouse::cli {
 
 void AnswerPrinter::reasoning(std::string_view piece) {
@@ -26,6 +30,19 @@ void AnswerPrinter::end() {
     if (thinking_) write("\n</think>\n");
     if (text_open_) write("\n");
     thinking_ = text_open_ = false;
+}
+
+void AnswerPrinter::tool_calls(const std::vector<ToolCall>& calls) {
+    if (calls.empty()) return;
+    end();
+    for (const ToolCall& call : calls) {
+        nlohmann::ordered_json shown = {{"name", call.name}};
+        // Arguments that are no JSON (a model's slip) are shown as the text they are.
+        nlohmann::ordered_json arguments = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
+        shown["arguments"] = arguments.is_discarded() ? nlohmann::ordered_json(call.arguments) : std::move(arguments);
+        if (!call.id.empty()) shown["id"] = call.id;
+        write("<tool_call>\n" + json_text(shown) + "\n</tool_call>\n");
+    }
 }
 
 void AnswerPrinter::write(std::string_view bytes) {

@@ -3,12 +3,19 @@
 // the thinking between "<think>" and "</think>" lines before the text (after it too, where it
 // comes last), on stdout with the answer, as a reasoning model's own think block reads when
 // nothing separates it. Kept in one place so that local and remote answers look alike.
+// The tool calls an answer made (DoneEvent::tool_calls, remote::ChatResult::tool_calls) come
+// after it, each between "<tool_call>" and "</tool_call>" lines as one line of JSON,
+// {"name", "arguments", "id"}, as Hermes-style models write their calls: the arguments as the
+// JSON they are (as text when they are not JSON), the id left out when there is none.
 //
 // Thread-safety: an AnswerPrinter is used by one thread; say_cut_while_reasoning by any.
 #pragma once
 
 #include <cstdio>
 #include <string_view>
+#include <vector>
+
+#include "powerhouse/generation.h"
 
 namespace powerhouse::cli {
 
@@ -25,6 +32,8 @@ public:
     // Ends what was printed: the think block, or the text's line. Nothing printed (a tool
     // call, an answer without text, a failure before anything came), nothing to end.
     void end();
+    // Ends what was printed (end()), then prints each call in its block. None: nothing.
+    void tool_calls(const std::vector<ToolCall>& calls);
 
 private:
     void write(std::string_view bytes);

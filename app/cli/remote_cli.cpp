@@ -28,6 +28,21 @@ CLI::Option* add_remote_options(CLI::App& command, RemoteChoice& choice, const s
         .add_option("--ca-file", choice.ca_file,
                     "PEM certificates to trust for https:// (a private CA, or the server's self-signed certificate)")
         ->needs(url);
+    if (flag == "--remote" && (command.get_name() == "generate" || command.get_name() == "chat")) {
+        CLI::Option* tools =
+            command
+                .add_option("--tools", choice.tools_file,
+                            "With --remote: a JSON file holding an array of OpenAI tool objects ({\"type\": "
+                            "\"function\", \"function\": {\"name\", \"description\", \"parameters\"}}) offered to "
+                            "the model; the calls it makes are printed after its answer between <tool_call> and "
+                            "</tool_call> lines")
+                ->needs(url);
+        command
+            .add_option("--tool-choice", choice.tool_choice,
+                        "With --tools: auto (the model decides), none, required (some call), or a tool's name (a "
+                        "call of that tool)")
+            ->needs(tools);
+    }
     return url;
 }
 
@@ -90,6 +105,79 @@ Result<void> local_only(const SamplingChoice& sampling) {
     if (sampling.params.logit_bias.empty()) return {};
     return make_error(ErrorCode::invalid_argument,
                       "--logit-bias names token ids of a local model's vocabulary: it is not sent with --remote");
+}
+
+// --tools FILE: an array of OpenAI tool objects, each a function with a name. The server
+// checks the rest (the parameters' schema) as it reads them.
+Result<nlohmann::ordered_json> read_tools(const std::string& path) {
+    Result<std::string> text = read_file_text(path);
+    if (!text) return text.error();
+    const std::string shape =
+        "an array of OpenAI tool objects: [{\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": "
+        "{...}}}]";
+    nlohmann::ordered_json tools = nlohmann::ordered_json::parse(*text, nullptr, false);
+    if (tools.is_discarded()) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("--tools {}: the file is not JSON; it should hold {}", path, shape));
+    }
+    if (!tools.is_array() || tools.empty()) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("--tools {}: the file should hold {}{}", path, shape,
+                                                                   tools.is_array() ? ", not an empty one" : ""));
+    }
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const nlohmann::ordered_json& tool = tools[i];
+        const bool named = tool.is_object() && tool.value("type", "") == "function" && tool.contains("function") &&
+                           tool["function"].is_object() && tool["function"].contains("name") &&
+                           tool["function"]["name"].is_string() && !tool["function"]["name"].empty();
+        if (!named) {
+            return make_error(
+                ErrorCode::invalid_argument,
+                fmt::format("--tools {}: tool {} is not a function with a name: {}; each should be {{\"type\": "
+                            "\"function\", \"function\": {{\"name\": ..., \"parameters\": {{...}}}}}}",
+                            path, i + 1, json_text(tool).substr(0, 200)));
+        }
+    }
+    return tools;
+}
+
+// --tool-choice: OpenAI's words as they are, or a tool's name as the object that forces it.
+Result<nlohmann::ordered_json> tool_choice(const std::string& choice, const nlohmann::ordered_json& tools) {
+    if (choice.empty()) return nlohmann::ordered_json();
+    if (choice == "auto" || choice == "none" || choice == "required") return nlohmann::ordered_json(choice);
+    std::vector<std::string> names;
+    for (const nlohmann::ordered_json& tool : tools) {
+        names.push_back(tool["function"]["name"].get<std::string>());
+        if (names.back() == choice) {
+            return nlohmann::ordered_json{{"type", "function"}, {"function", {{"name", choice}}}};
+        }
+    }
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("--tool-choice {}: no tool of --tools has that name; give auto, none, required or "
+                                  "one of: {}",
+                                  choice, fmt::join(names, ", ")));
+}
+
+// --tools and --tool-choice into the request.
+Result<void> apply_tools(const RemoteChoice& choice, remote::ChatRequest& request) {
+    if (choice.tools_file.empty()) return {};
+    Result<nlohmann::ordered_json> tools = read_tools(choice.tools_file);
+    if (!tools) return tools.error();
+    Result<nlohmann::ordered_json> forced = tool_choice(choice.tool_choice, *tools);
+    if (!forced) return forced.error();
+    request.tools = std::move(tools).value();
+    request.tool_choice = std::move(forced).value();
+    return {};
+}
+
+// The calls as OpenAI writes them in a message (generate --remote --json).
+nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const ToolCall& call : calls) {
+        out.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    return out;
 }
 
 // -m when given, else the server's only model.
@@ -159,6 +247,7 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
     request.max_tokens = options.n_predict;
     apply_sampling(command, sampling, request);
     apply_thinking(options.thinking, request);
+    if (Result<void> r = apply_tools(choice, request); !r) return report_error(r.error());
     remote::ChatCallbacks callbacks;
     AnswerPrinter printer;
     if (!options.json) {
@@ -172,6 +261,7 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
                                       {"text", result->text},
                                       {"stop_reason", result->finish_reason}};
         if (!result->reasoning.empty()) out["reasoning"] = result->reasoning;
+        if (!result->tool_calls.empty()) out["tool_calls"] = tool_calls_json(result->tool_calls);
         out["usage"] = result->usage ? nlohmann::ordered_json{{"prompt_tokens", result->usage->prompt_tokens},
                                                               {"completion_tokens", result->usage->completion_tokens}}
                                      : nlohmann::ordered_json(nullptr);
@@ -181,6 +271,7 @@ int run_remote_generate(const CLI::App& command, const RemoteChoice& choice, con
         std::puts(json_text(out).c_str());
     } else {
         printer.end();
+        printer.tool_calls(result->tool_calls);
     }
     std::fflush(stdout);
     if (result->cut_while_reasoning()) say_cut_while_reasoning(false);
@@ -210,6 +301,7 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
     base.max_tokens = options.n_predict;
     apply_sampling(command, sampling, base);
     apply_thinking(options.thinking, base);
+    if (Result<void> r = apply_tools(choice, base); !r) return report_error(r.error());
     return run_chat_loop(options.system, interactive, [&](const std::vector<ChatMessage>& messages, uint64_t turn) {
         remote::ChatRequest request = base;
         request.messages = messages;
@@ -231,6 +323,7 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
         // Ends the streamed text's line and any think block; a turn that printed nothing (only
         // a tool call, an empty answer, a failure before anything came) ends nothing.
         printer.end();
+        printer.tool_calls(result->tool_calls);
         std::fflush(stdout);
         if (result->cancelled()) std::fputs("(stopped)\n", stderr);
         if (result->finish_reason == "length") say_token_limit_in_chat(result->cut_while_reasoning());
@@ -244,6 +337,13 @@ int run_remote_chat(const CLI::App& command, const RemoteChoice& choice, const R
         if (interactive) std::fprintf(stderr, "%s\n", stats_line(*result).c_str());
         // A broken answer is a failed turn, as a failure before the answer is: a chat whose
         // lines are piped in then ends with exit status 1, as generate --remote does.
+        if (result->text.empty() && !result->tool_calls.empty()) {
+            // The server wants each call's result after it, which this chat cannot give: the
+            // turn is taken back (the next message would be refused after unanswered calls).
+            std::fputs("(the answer only called tools, which this chat cannot answer: your message is taken back)\n",
+                       stderr);
+            return ChatReply::taken_back();
+        }
         if (result->text.empty()) {
             // Nothing was answered: the turn is taken back.
             return result->interruption ? ChatReply::failed_turn() : ChatReply::taken_back();

@@ -86,11 +86,11 @@ TEST_F(CliRemote, AnAnswerInterruptedBeforeAnyTextPrintsNothing) {
     EXPECT_EQ(ok.out, "Hello, wörld! Ünïcode ✓ and more.\n");
 }
 
-// A chat turn that brought no text (only a tool call, an answer without text, a stream that
-// failed before any text) prints nothing on stdout, as generate does: no lone newline for a
-// script to read as an empty answer. A turn with text still ends its line.
+// A chat turn that brought no text (an answer without text, a stream that failed before any
+// text) prints nothing on stdout, as generate does: no lone newline for a script to read as an
+// empty answer. A turn with text still ends its line.
 TEST_F(CliRemote, AChatTurnWithoutTextPrintsNoNewline) {
-    for (const std::string scenario : {"toolcall", "blank", "empty", "errevent-0"}) {
+    for (const std::string scenario : {"blank", "empty", "errevent-0"}) {
         const test::CliRun run = run_cli("chat -m test-model --remote " + url(scenario), std::string("hi\n"));
         EXPECT_EQ(run.out, "") << scenario << ": " << run.err;
     }
@@ -245,6 +245,81 @@ TEST_F(CliRemote, ModelIdsWithControlCharactersAreShownEscaped) {
     EXPECT_NE(choose.err.find("several models: test-model, clear\\x1b[2Jscreen, two\\nlines, café;"), std::string::npos)
         << choose.err;
     EXPECT_EQ(choose.err.find('\x1b'), std::string::npos) << choose.err;
+}
+
+// --tools offers the file's tools (and --tool-choice a forced one) to the server; the calls
+// the answer makes are printed after its text, one <tool_call> block each (the arguments as
+// JSON, the id last), and generate --json gives them in OpenAI's form.
+TEST_F(CliRemote, ToolCallsArePrintedAfterTheAnswer) {
+    test::TempDir dir;
+    const nlohmann::json tools = nlohmann::json::parse(
+        R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}])");
+    test::write_file(dir / "tools.json", tools.dump());
+    const std::string offer = " --tools " + test::quoted(dir / "tools.json");
+    const std::string calls =
+        "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Zürich "
+        "✓\"},\"id\":\"call_a\"}\n</tool_call>\n"
+        "<tool_call>\n{\"name\":\"get_time\",\"arguments\":{\"zone\":\"Europe/Paris\"},\"id\":\"call_b\"}\n</"
+        "tool_call>\n";
+
+    const test::CliRun run =
+        run_cli("generate -m test-model -p hi --tool-choice get_time" + offer + " --remote " + url("tools"));
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "Let me check.\n" + calls);
+    const nlohmann::json sent = server_->get_json("/tools/last")["body"];
+    EXPECT_EQ(sent["tools"], tools);
+    EXPECT_EQ(sent["tool_choice"], nlohmann::json::parse(R"({"type": "function", "function": {"name": "get_time"}})"));
+
+    const test::CliRun json = run_cli("generate --json -m test-model -p hi" + offer + " --remote " + url("tools"));
+    ASSERT_EQ(json.status, 0) << json.err;
+    const nlohmann::json out = nlohmann::json::parse(json.out);
+    EXPECT_EQ(out["stop_reason"], "tool_calls");
+    EXPECT_EQ(out["tool_calls"][0], nlohmann::json::parse(R"({"id": "call_a", "type": "function", "function":
+        {"name": "get_weather", "arguments": "{\"city\": \"Zürich ✓\"}"}})"));
+    EXPECT_EQ(out["tool_calls"][1]["function"]["name"], "get_time");
+    EXPECT_FALSE(server_->get_json("/tools/last")["body"].contains("tool_choice"));
+
+    // A chat shows them too. Calls it cannot answer take the turn back (with a word on
+    // stderr); no failure.
+    const test::CliRun chat =
+        run_cli("chat -m test-model" + offer + " --remote " + url("tooljson"), std::string("hi\n"));
+    ASSERT_EQ(chat.status, 0) << chat.err;
+    EXPECT_EQ(chat.out, calls);
+    EXPECT_NE(chat.err.find("only called tools, which this chat cannot answer: your message is taken back"),
+              std::string::npos)
+        << chat.err;
+}
+
+// A call the server garbled is an incomplete answer, said on stderr, with exit status 1; the
+// tool options are refused where they mean nothing, and a forced tool must be one offered.
+TEST_F(CliRemote, ToolOptionsAndGarbledCallsAreReported) {
+    test::TempDir dir;
+    test::write_file(dir / "tools.json", R"([{"type": "function", "function": {"name": "get_weather"}}])");
+    const std::string offer = " --tools " + test::quoted(dir / "tools.json");
+    const test::CliRun bad = run_cli("generate -m test-model -p hi" + offer + " --remote " + url("toolbad-noname"));
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_EQ(bad.out, "");
+    EXPECT_NE(bad.err.find("the tool call at index 1 (id 'call_n') ended without a function name"), std::string::npos)
+        << bad.err;
+    EXPECT_NE(bad.err.find("(the answer above is incomplete)"), std::string::npos) << bad.err;
+
+    const test::CliRun unknown =
+        run_cli("generate -m test-model -p hi --tool-choice get_time" + offer + " --remote " + url("ok"));
+    EXPECT_EQ(unknown.status, 1);
+    EXPECT_NE(unknown.err.find("--tool-choice get_time: no tool of --tools has that name; give auto, none, required "
+                               "or one of: get_weather"),
+              std::string::npos)
+        << unknown.err;
+    test::write_file(dir / "object.json", R"({"type": "function"})");
+    const test::CliRun object =
+        run_cli("generate -m test-model -p hi --tools " + test::quoted(dir / "object.json") + " --remote " + url("ok"));
+    EXPECT_EQ(object.status, 1);
+    EXPECT_NE(object.err.find("the file should hold an array of OpenAI tool objects"), std::string::npos) << object.err;
+    const test::CliRun local = run_cli("generate -p hi" + offer);
+    EXPECT_EQ(local.status, 2);
+    EXPECT_NE(local.err.find("--tools requires --remote"), std::string::npos) << local.err;
+    EXPECT_NE(run_cli("models --remote " + url("ok") + offer).status, 0);
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 """powerhouse-cli's remote engine against a server this project did not write:
 llama-cpp-python's (`python3 -m llama_cpp.server`) with the test model, on 127.0.0.1. Model
 list, streamed answers (equal to the server's own non-streamed answer at temperature 0), stop
-strings, a multi-turn chat, Ctrl+C on a streaming answer, and its errors (no key, a wrong key,
-a prompt longer than its context).
+strings, a multi-turn chat, Ctrl+C on a streaming answer, its errors (no key, a wrong key,
+a prompt longer than its context), and tool calls: with chat_format chatml-function-calling
+and a tool_choice naming the function, it streams a call in pieces (the id and name repeated
+in each), which --tools shows as the server's own non-streamed answer has it.
 
 The package compiles llama.cpp for about 25 minutes on two cores, so it is optional: without
 it this test says so and exits 77 (ctest's SKIP_RETURN_CODE). Its recorded stream
@@ -150,6 +152,80 @@ class AgainstLlamaCppPython(unittest.TestCase):
         self.assertIn("ended the answer without sending anything", run.stderr)
 
 
+WEATHER_TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The current weather of a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+class LlamaCppPythonToolCalls(unittest.TestCase):
+    """llama-cpp-python's chatml-function-calling format: forced by tool_choice to call
+    get_weather, SmolLM2 writes the call, which the server streams as OpenAI's tool_calls
+    pieces (finish_reason "tool_calls")."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LlamaCppServer("--chat_format", "chatml-function-calling")
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.tools = f"{cls.dir.name}/tools.json"
+        with open(cls.tools, "w") as f:
+            json.dump(WEATHER_TOOLS, f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.dir.cleanup()
+
+    def reference_call(self, prompt):
+        """The server's own non-streamed answer to the same request: its one call."""
+        self.server.complete({"model": ALIAS, "messages": [{"role": "user", "content": "Hi."}], "max_tokens": 1})
+        reference = self.server.complete({
+            "model": ALIAS, "messages": [{"role": "user", "content": prompt}], "max_tokens": 60, "temperature": 0,
+            "tools": WEATHER_TOOLS, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}})
+        choice = reference["choices"][0]
+        self.assertEqual(choice["finish_reason"], "tool_calls")
+        self.assertEqual(len(choice["message"]["tool_calls"]), 1)
+        self.server.complete({"model": ALIAS, "messages": [{"role": "user", "content": "Hi."}], "max_tokens": 1})
+        return choice["message"]["tool_calls"][0]["function"]
+
+    def test_a_streamed_call_is_the_servers_own(self):
+        prompt = "What is the weather in Zürich?"
+        expected = self.reference_call(prompt)
+        run = cli("generate", "--remote", self.server.url, "-p", prompt, "-n", "60", "--temp", "0",
+                  "--tools", self.tools, "--tool-choice", "get_weather", "--json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        self.assertEqual(out["stop_reason"], "tool_calls")
+        self.assertEqual(out["text"], "")
+        self.assertEqual(len(out["tool_calls"]), 1, out)
+        call = out["tool_calls"][0]
+        self.assertEqual(call["type"], "function")
+        self.assertEqual(call["function"]["name"], "get_weather")
+        # Put together from the pieces of the stream, the arguments are the whole answer's.
+        self.assertEqual(call["function"]["arguments"], expected["arguments"])
+        self.assertIn("city", json.loads(call["function"]["arguments"]))
+        self.assertTrue(call["id"].startswith("call_"), call)
+
+    def test_generate_and_chat_print_the_call(self):
+        prompt = "What is the weather in Paris?"
+        expected = self.reference_call(prompt)
+        run = cli("generate", "--remote", self.server.url, "-p", prompt, "-n", "60", "--temp", "0",
+                  "--tools", self.tools, "--tool-choice", "get_weather")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        lines = run.stdout.splitlines()
+        self.assertEqual(len(lines), 3, run.stdout)
+        self.assertEqual((lines[0], lines[2]), ("<tool_call>", "</tool_call>"))
+        shown = json.loads(lines[1])
+        self.assertEqual(shown["name"], "get_weather")
+        self.assertEqual(shown["arguments"], json.loads(expected["arguments"]))
+        self.server.complete({"model": ALIAS, "messages": [{"role": "user", "content": "Hi."}], "max_tokens": 1})
+        chat = cli("chat", "--remote", self.server.url, "-n", "60", "--temp", "0", "--tools", self.tools,
+                   "--tool-choice", "get_weather", stdin=prompt + "\n")
+        self.assertEqual(chat.returncode, 0, chat.stderr)
+        self.assertEqual(chat.stdout.splitlines()[0], "<tool_call>", chat.stdout)
+        self.assertEqual(json.loads(chat.stdout.splitlines()[1])["name"], "get_weather")
+        self.assertIn("only called tools, which this chat cannot answer", chat.stderr)
+
+
 class LlamaCppPythonWithKey(unittest.TestCase):
     KEY = "llama-test-key-31"
 
@@ -181,7 +257,8 @@ class LlamaCppPythonWithKey(unittest.TestCase):
 def main():
     rest = parse_command_line()
     try:
-        import llama_cpp.server  # noqa: F401
+        import llama_cpp.server.app  # noqa: F401  (the server's own modules: FastAPI, ...)
+        import uvicorn  # noqa: F401
     except ImportError as e:
         print(f"skipped: llama-cpp-python's server is not installed ({e}); "
               "pip install 'llama-cpp-python[server]' to run this test", file=sys.stderr)
