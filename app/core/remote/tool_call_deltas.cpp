@@ -95,18 +95,18 @@ Result<std::vector<ToolCallDelta>> read_tool_call_deltas(const json& tool_calls,
 
 Result<void> ToolCallAssembler::add(const std::vector<ToolCallDelta>& pieces) {
     for (const ToolCallDelta& piece : pieces) {
-        ToolCall& call = calls_[piece.index];
+        std::vector<ToolCall>& at_index = calls_[piece.index];
+        const bool new_id = piece.id && !piece.id->empty();
+        // A piece with another id than the call at its index opens a call of its own: Ollama
+        // (and some proxies) number every call of an answer 0, telling them apart by id only.
+        if (at_index.empty() || (new_id && !at_index.back().id.empty() && at_index.back().id != *piece.id)) {
+            at_index.emplace_back();
+            ++count_;
+        }
+        ToolCall& call = at_index.back();
+        if (new_id && call.id.empty()) call.id = *piece.id;
         // The first piece that names the call names it; a server that repeats the name in every
         // piece repeats the same one.
-        if (piece.id && !piece.id->empty()) {
-            if (call.id.empty()) {
-                call.id = *piece.id;
-            } else if (call.id != *piece.id) {
-                return make_error(ErrorCode::format,
-                                  fmt::format("the tool call at index {} changed its id from '{}' to '{}' mid-stream",
-                                              piece.index, quoted(call.id, secret_), quoted(*piece.id, secret_)));
-            }
-        }
         if (piece.name && !piece.name->empty()) {
             if (call.name.empty()) {
                 call.name = *piece.name;
@@ -124,18 +124,20 @@ Result<void> ToolCallAssembler::add(const std::vector<ToolCallDelta>& pieces) {
 
 Result<std::vector<ToolCall>> ToolCallAssembler::finish() const {
     std::vector<ToolCall> out;
-    out.reserve(calls_.size());
-    for (const auto& [index, call] : calls_) {
-        if (call.name.empty()) {
-            const std::string id =
-                call.id.empty() ? std::string() : fmt::format(" (id '{}')", quoted(call.id, secret_));
-            return make_error(ErrorCode::format,
-                              fmt::format("the tool call at index {}{} ended without a function name: there is no "
-                                          "function to call (arguments: '{}')",
-                                          index, id, quoted(call.arguments, secret_, 120)));
+    out.reserve(count_);
+    for (const auto& [index, at_index] : calls_) {
+        for (const ToolCall& call : at_index) {
+            if (call.name.empty()) {
+                const std::string id =
+                    call.id.empty() ? std::string() : fmt::format(" (id '{}')", quoted(call.id, secret_));
+                return make_error(ErrorCode::format,
+                                  fmt::format("the tool call at index {}{} ended without a function name: there is "
+                                              "no function to call (arguments: '{}')",
+                                              index, id, quoted(call.arguments, secret_, 120)));
+            }
+            out.push_back(call);
+            if (out.back().arguments.empty()) out.back().arguments = "{}";
         }
-        out.push_back(call);
-        if (out.back().arguments.empty()) out.back().arguments = "{}";
     }
     return out;
 }

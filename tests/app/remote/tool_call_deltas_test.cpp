@@ -161,13 +161,35 @@ TEST(RemoteToolCalls, MalformedPiecesAreNamedErrors) {
     EXPECT_NE(quoted.error().message.find("'data: {"), std::string::npos) << quoted.error().message;
 }
 
-TEST(RemoteToolCalls, ANameOrIdThatChangesIsAnError) {
+// A call's name does not change: a piece naming another function at the same index (with no
+// id of its own to tell a new call) is a contradiction.
+TEST(RemoteToolCalls, ANameThatChangesIsAnError) {
     expect_error(assemble({tool_chunk(R"([{"index":0,"function":{"name":"get_weather"}}])"),
                            tool_chunk(R"([{"index":0,"function":{"name":"get_time"}}])")}),
                  "the tool call at index 0 changed its function's name from 'get_weather' to 'get_time'");
-    expect_error(assemble({tool_chunk(R"([{"index":2,"id":"a","function":{"name":"f"}}])"),
-                           tool_chunk(R"([{"index":2,"id":"b","function":{"arguments":"{}"}}])")}),
-                 "the tool call at index 2 changed its id from 'a' to 'b'");
+    expect_error(assemble({tool_chunk(R"([{"index":0,"id":"a","function":{"name":"get_weather"}}])"),
+                           tool_chunk(R"([{"index":0,"id":"a","function":{"name":"get_time"}}])")}),
+                 "changed its function's name");
+}
+
+// Ollama (ollama/ollama#15457) and some proxies number every call of an answer 0, telling them
+// apart only by their ids: a piece with a new id at an index opens a new call there, and the
+// pieces without an id after it continue that call. Calls that shared an index come out in
+// the order they began.
+TEST(RemoteToolCalls, CallsThatShareAnIndexAreToldApartByTheirIds) {
+    Result<std::vector<ToolCall>> calls = assemble({
+        tool_chunk(R"([{"index":0,"id":"w1","type":"function","function":{"name":"write","arguments":"{\"path\":"}}])"),
+        tool_chunk(R"([{"index":0,"function":{"arguments":" \"a.py\"}"}}])"),
+        tool_chunk(R"([{"index":0,"id":"w2","type":"function","function":{"name":"write","arguments":"{\"path\""}}])"),
+        tool_chunk(R"([{"index":0,"id":"w2","function":{"arguments":": \"b.py\"}"}}])"),
+    });
+    ASSERT_TRUE(calls.ok()) << calls.error().message;
+    ASSERT_EQ(calls->size(), 2u);
+    EXPECT_EQ((*calls)[0].id, "w1");
+    EXPECT_EQ((*calls)[0].arguments, R"({"path": "a.py"})");
+    EXPECT_EQ((*calls)[1].id, "w2");
+    EXPECT_EQ((*calls)[1].name, "write");
+    EXPECT_EQ((*calls)[1].arguments, R"({"path": "b.py"})");
 }
 
 // A call whose pieces never named its function cannot be made: the end of the answer says so,
