@@ -105,6 +105,23 @@ class RemoteAgainstServe(unittest.TestCase):
         self.assertEqual(runs[0].returncode, 0, runs[0].stderr)
         self.assertEqual(runs[0].stdout, runs[1].stdout)
 
+    def test_a_forced_tool_call_comes_back_as_a_call(self):
+        """`serve` constrains SmolLM2 to a call of the named tool; --remote reads it back."""
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "tools.json")
+            with open(path, "w") as f:
+                json.dump(tools, f)
+            run = cli("generate", "--remote", self.server.url, "-p", "What is the weather in Paris?", "-n", "48",
+                      "--temp", "0", "--tools", path, "--tool-choice", "get_weather", "--json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        self.assertEqual(out["stop_reason"], "tool_calls")
+        self.assertEqual(len(out["tool_calls"]), 1, out)
+        self.assertEqual(out["tool_calls"][0]["function"]["name"], "get_weather")
+        self.assertIsInstance(json.loads(out["tool_calls"][0]["function"]["arguments"])["city"], str)
+
     def test_models_lists_the_served_model(self):
         run = cli("models", "--remote", self.server.url)
         self.assertEqual(run.returncode, 0, run.stderr)
