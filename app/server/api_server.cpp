@@ -180,6 +180,7 @@ struct ApiServer::State {
         uint64_t id = 0;
         if (const auto* t = std::get_if<TokenEvent>(&event)) id = t->request_id;
         if (const auto* d = std::get_if<DoneEvent>(&event)) id = d->request_id;
+        if (const auto* m = std::get_if<EmbeddingsEvent>(&event)) id = m->request_id;
         if (const auto* e = std::get_if<ErrorEvent>(&event)) {
             id = e->request_id;
             health.record(e->error);  // an owner's request too: the model is the same
@@ -248,7 +249,7 @@ struct ApiServer::State {
     }
 
     // Counters for /metrics.
-    std::atomic<uint64_t> requests[2] = {0, 0};  // chat, text completions
+    std::atomic<uint64_t> requests[3] = {0, 0, 0};  // chat, text completions, embeddings
     std::atomic<uint64_t> errors{0};
     std::atomic<uint64_t> prompt_tokens{0}, generated_tokens{0};
     std::mutex stats_mutex;
@@ -293,7 +294,10 @@ struct ApiServer::State {
     }
 
     // POST /v1/chat/completions (chat) or /v1/completions.
+    std::optional<json> read_request(const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader);
     void answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader, bool chat);
+    void embed(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
     void stream(httplib::Response& res, uint64_t id, std::shared_ptr<Channel> channel, std::shared_ptr<Reply> reply,
                 std::shared_ptr<ClientWatch> watch, bool http_1_0);
     std::string metrics();
@@ -332,31 +336,32 @@ std::optional<EngineEvent> first_error(Channel& channel, const ClientWatch& watc
 
 }  // namespace
 
-void ApiServer::State::answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
-                              bool chat) {
-    ++requests[chat ? 0 : 1];
+// The body of a POST, read and checked up to valid JSON; nullopt when the request has been
+// answered with its error.
+std::optional<json> ApiServer::State::read_request(const httplib::Request& req, httplib::Response& res,
+                                                   const httplib::ContentReader& reader) {
     // The body is read (and what is past the limit dropped) before anything is answered:
     // the next request on the connection starts after it.
     const Body read = read_body(req, res, reader, options.max_body_bytes);
     if (!authorized(req, res)) {
         ++errors;
-        return;
+        return std::nullopt;
     }
     if (!accepting) {
         ++errors;
         send_error(res, ApiError{503, "the server is shutting down", "server_error", std::nullopt, std::nullopt});
-        return;
+        return std::nullopt;
     }
     if (std::optional<ApiError> refused = health.refusal()) {  // no model can answer: say why
         ++errors;
         send_error(res, *refused);
-        return;
+        return std::nullopt;
     }
     if (const std::optional<Hold> hold = current_hold()) {  // the owner's exclusive work
         ++errors;
         send_error(res, ApiError{503, hold->reason, "server_error", std::nullopt, std::string("busy")});
         if (hold->retry_after.count() > 0) res.set_header("Retry-After", std::to_string(hold->retry_after.count()));
-        return;
+        return std::nullopt;
     }
     if (read.too_large) {
         ++errors;
@@ -366,7 +371,7 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
                             "invalid_request_error",
                             {},
                             {}});
-        return;
+        return std::nullopt;
     }
     if (!read.read) {
         ++errors;
@@ -386,7 +391,7 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
         } else {
             send_error(res, bad("", "the body could not be read: its chunked encoding is broken, or it ended early"));
         }
-        return;
+        return std::nullopt;
     }
     if (req.is_multipart_form_data()) {
         ++errors;
@@ -395,20 +400,66 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
                                  "invalid_request_error",
                                  {},
                                  {}});
-        return;
+        return std::nullopt;
     }
     const std::string& text = read.text;
     if (!json_depth_within(text, kMaxJsonDepth)) {
         ++errors;
         send_error(res, bad("", fmt::format("the body nests deeper than {} levels", kMaxJsonDepth)));
-        return;
+        return std::nullopt;
     }
-    const json body = json::parse(text, nullptr, false);
+    json body = json::parse(text, nullptr, false);
     if (body.is_discarded()) {
         ++errors;
         send_error(res, bad("", "the body is not valid JSON (or not valid UTF-8)"));
+        return std::nullopt;
+    }
+    return body;
+}
+
+// POST /v1/embeddings: an EmbedCommand, answered whole when its event comes.
+void ApiServer::State::embed(const httplib::Request& req, httplib::Response& res,
+                             const httplib::ContentReader& reader) {
+    ++requests[2];
+    const std::optional<json> body = read_request(req, res, reader);
+    if (!body) return;
+    std::variant<EmbedRequest, ApiError> parsed = parse_embeddings(*body, model);
+    if (const auto* e = std::get_if<ApiError>(&parsed)) {
+        ++errors;
+        send_error(res, *e);
         return;
     }
+    EmbedRequest request = std::get<EmbedRequest>(std::move(parsed));
+    const uint64_t id = next_id.fetch_add(1);
+    std::shared_ptr<Channel> channel = open(id);
+    EmbedCommand command;
+    command.request_id = id;
+    command.inputs = std::move(request.texts);
+    command.token_inputs = std::move(request.tokens);
+    engine.submit(std::move(command));
+    for (;;) {  // an embedding is not cancelled: it takes a batch per input
+        std::optional<EngineEvent> e = next_event(*channel, 100ms);
+        if (!e) continue;
+        if (const auto* done = std::get_if<EmbeddingsEvent>(&*e)) {
+            prompt_tokens += done->prompt_tokens;
+            res.set_content(to_text(embeddings_reply(*done, model.id, request.base64)), "application/json");
+            break;
+        }
+        if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
+            ++errors;
+            send_error(res, request_error(err->error));
+            break;
+        }
+    }
+    close(id);
+}
+
+void ApiServer::State::answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+                              bool chat) {
+    ++requests[chat ? 0 : 1];
+    const std::optional<json> read_body_json = read_request(req, res, reader);
+    if (!read_body_json) return;
+    const json& body = *read_body_json;
     std::variant<GenRequest, ApiError> parsed = chat ? parse_chat(body, model) : parse_completion(body, model);
     if (const auto* e = std::get_if<ApiError>(&parsed)) {
         ++errors;
@@ -556,10 +607,11 @@ std::string ApiServer::State::metrics() {
         st = scheduler;
     }
     std::string out;
-    add_metric(out, "powerhouse_requests_total", "counter", "Generation requests received, by endpoint.",
+    add_metric(out, "powerhouse_requests_total", "counter", "Requests received, by endpoint.",
                fmt::format("powerhouse_requests_total{{endpoint=\"chat\"}} {}\n"
-                           "powerhouse_requests_total{{endpoint=\"completions\"}} {}\n",
-                           requests[0].load(), requests[1].load()));
+                           "powerhouse_requests_total{{endpoint=\"completions\"}} {}\n"
+                           "powerhouse_requests_total{{endpoint=\"embeddings\"}} {}\n",
+                           requests[0].load(), requests[1].load(), requests[2].load()));
     add_metric(out, "powerhouse_request_errors_total", "counter", "Requests answered with an error.",
                fmt::format("powerhouse_request_errors_total {}\n", errors.load()));
     add_metric(out, "powerhouse_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
@@ -777,6 +829,9 @@ Result<void> ApiServer::serve(const std::function<void(int)>& on_listening) {
                                            const ContentReader& reader) { s.answer(req, res, reader, true); });
     http.Post("/v1/completions", [&s](const httplib::Request& req, httplib::Response& res,
                                       const ContentReader& reader) { s.answer(req, res, reader, false); });
+    http.Post("/v1/embeddings", [&s](const httplib::Request& req, httplib::Response& res, const ContentReader& reader) {
+        s.embed(req, res, reader);
+    });
     // A body sent anywhere else is read the same bounded way (the library would hold it
     // whole), then the path is refused: 404 from the error handler.
     const size_t limit = s.options.max_body_bytes;

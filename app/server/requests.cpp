@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
+#include <span>
 
 #include "powerhouse/grammar.h"
 
@@ -548,6 +550,98 @@ std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedMode
         r.settings.top_logprobs = static_cast<int32_t>(body["top_logprobs"].get<int64_t>());
     }
     return r;
+}
+
+std::variant<EmbedRequest, ApiError> parse_embeddings(const json& body, const ServedModel& model) {
+    if (auto e = check_model(body, model.id)) return *e;
+    if (!body.contains("input")) return bad("input", "'input' is required");
+    const json& input = body["input"];
+    EmbedRequest r;
+    const auto is_ids = [](const json& v) {
+        return v.is_array() && !v.empty() &&
+               std::all_of(v.begin(), v.end(), [](const json& t) { return t.is_number_integer(); });
+    };
+    constexpr size_t kMostInputs = 2048;  // OpenAI's limit
+    if (input.is_string()) {
+        r.texts.push_back(input.get<std::string>());
+    } else if (is_ids(input)) {
+        r.tokens.push_back({});
+        for (const json& t : input) r.tokens.back().push_back(static_cast<TokenId>(t.get<int64_t>()));
+    } else if (input.is_array() && !input.empty() && input.size() <= kMostInputs &&
+               (std::all_of(input.begin(), input.end(), [](const json& v) { return v.is_string(); }) ||
+                std::all_of(input.begin(), input.end(), is_ids))) {
+        for (const json& v : input) {
+            if (v.is_string()) {
+                r.texts.push_back(v.get<std::string>());
+                continue;
+            }
+            r.tokens.push_back({});
+            for (const json& t : v) r.tokens.back().push_back(static_cast<TokenId>(t.get<int64_t>()));
+        }
+    } else {
+        return bad("input", fmt::format("'input' must be a string, an array of up to {} strings, an array of token ids "
+                                        "or an array of such arrays, none empty",
+                                        kMostInputs));
+    }
+    for (size_t i = 0; i < r.texts.size(); ++i) {
+        if (r.texts[i].empty()) return bad("input", fmt::format("input {} is an empty string", i));
+    }
+    for (const std::vector<TokenId>& ids : r.tokens) {
+        for (TokenId t : ids) {
+            if (t < 0 || (model.n_vocab != 0 && static_cast<uint32_t>(t) >= model.n_vocab)) {
+                return bad("input",
+                           fmt::format("token id {} is not in the model's vocabulary of {}", t, model.n_vocab));
+            }
+        }
+    }
+    if (present(body, "encoding_format")) {
+        const json& f = body["encoding_format"];
+        if (f != "float" && f != "base64")
+            return bad("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
+        r.base64 = f == "base64";
+    }
+    if (present(body, "dimensions")) {
+        return bad("dimensions", "'dimensions' is not supported: the embeddings have the model's own size");
+    }
+    return r;
+}
+
+namespace {
+
+std::string base64_of(std::span<const float> values) {
+    static constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string bytes(values.size() * sizeof(float), '\0');
+    for (size_t i = 0; i < values.size(); ++i) {
+        const auto bits = std::bit_cast<uint32_t>(values[i]);
+        for (size_t b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<char>((bits >> (8 * b)) & 0xff);  // little-endian
+    }
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+        const size_t n = std::min<size_t>(3, bytes.size() - i);
+        uint32_t chunk = 0;
+        for (size_t k = 0; k < 3; ++k) {
+            chunk = (chunk << 8) | (k < n ? static_cast<uint8_t>(bytes[i + k]) : 0u);
+        }
+        for (size_t k = 0; k < 4; ++k) out += k <= n ? kDigits[(chunk >> (18 - 6 * k)) & 63] : '=';
+    }
+    return out;
+}
+
+}  // namespace
+
+json embeddings_reply(const EmbeddingsEvent& event, const std::string& model_id, bool base64) {
+    json data = json::array();
+    for (size_t i = 0; i < event.vectors.size(); ++i) {
+        data.push_back({{"object", "embedding"},
+                        {"index", i},
+                        {"embedding", base64 ? json(base64_of(event.vectors[i])) : json(event.vectors[i])}});
+    }
+    const auto tokens = static_cast<int64_t>(event.prompt_tokens);
+    return {{"object", "list"},
+            {"data", std::move(data)},
+            {"model", model_id},
+            {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
 }
 
 std::variant<GenRequest, ApiError> parse_completion(const json& body, const ServedModel& model) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "powerhouse/chat_template.h"
+#include "powerhouse/engine.h"
 #include "powerhouse/generation.h"
 #include "powerhouse/tool_calls.h"
 
@@ -82,6 +83,17 @@ struct ServedModel {
 
 std::variant<GenRequest, ApiError> parse_chat(const json& body, const ServedModel& model);
 std::variant<GenRequest, ApiError> parse_completion(const json& body, const ServedModel& model);
+
+// POST /v1/embeddings: the inputs (OpenAI's `input`: a text, texts, one input's token ids,
+// or several inputs' ids), and how the vectors are sent back.
+struct EmbedRequest {
+    std::vector<std::string> texts;
+    std::vector<std::vector<TokenId>> tokens;
+    bool base64 = false;  // encoding_format "base64": each vector's little-endian float32 bytes
+};
+std::variant<EmbedRequest, ApiError> parse_embeddings(const json& body, const ServedModel& model);
+// {"object": "list", "data": [{"object": "embedding", "index": i, "embedding": ...}], "model", "usage"}.
+json embeddings_reply(const EmbeddingsEvent& event, const std::string& model_id, bool base64);
 
 // OpenAI's finish_reason for how a generation ended ("stop", "length").
 const char* finish_reason(StopReason reason);

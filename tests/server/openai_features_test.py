@@ -10,7 +10,9 @@ telemetry (simulated GPUs, labelled so), CORS, and SIGTERM letting a stream fini
 Usage: openai_features_test.py --cli PATH/powerhouse-cli [--model MODEL.gguf]
 """
 import json
+import math
 import os
+import pathlib
 import signal
 import subprocess
 import threading
@@ -23,6 +25,8 @@ import jsonschema
 import openai
 
 from serve_harness import ARGS, Server, ServedTestCase, ask, main
+
+DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
 
 WEATHER = {
     "type": "function",
@@ -178,6 +182,41 @@ class Features(ServedTestCase):
             with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError) as raised:
                 self.chat(ask("hi"), prediction=bad)
             self.assertIn("prediction", str(raised.exception))
+
+    # ---- embeddings ----
+
+    def test_embeddings_equal_llama_cpps(self):
+        # The test model names no pooling: mean, as llama.cpp's embeddings of the same texts
+        # (tests/data/embeddings, scripts/fixtures/make_embedding_fixture.py).
+        fixture = json.loads((DATA / "embeddings" / "smollm2_embeddings.json").read_text())
+        cases = [c for c in fixture["cases"] if c["pooling"] == "mean"][:3]
+        texts = [c["text"] for c in cases]
+
+        def cosine(a, b):
+            return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+        # The client asks for base64 unless told otherwise; float as asked.
+        for encoding in [None, "float"]:
+            with self.subTest(encoding=encoding):
+                kw = {} if encoding is None else {"encoding_format": encoding}
+                r = self.api.embeddings.create(model=self.server.model, input=texts, **kw)
+                self.assertEqual([d.index for d in r.data], [0, 1, 2])
+                for d, c in zip(r.data, cases):
+                    self.assertEqual(len(d.embedding), 576)
+                    self.assertGreater(cosine(d.embedding, c["embedding"]), 0.998)
+                self.assertEqual(r.usage.prompt_tokens, sum(len(c["prompt_ids"]) for c in cases))
+        # One text, and one input given as token ids, the same vector.
+        one = self.api.embeddings.create(model=self.server.model, input=texts[0], encoding_format="float")
+        ids = self.api.embeddings.create(model=self.server.model, input=cases[0]["prompt_ids"], encoding_format="float")
+        self.assertEqual(one.data[0].embedding, ids.data[0].embedding)
+        for bad, param in [("", "input"), ([], "input"), ([1, "a"], "input"), ([[1], "a"], "input"),
+                           ([10**9], "input")]:
+            with self.subTest(bad=bad), self.assertRaises(openai.BadRequestError) as raised:
+                self.api.embeddings.create(model=self.server.model, input=bad, encoding_format="float")
+            self.assertIn(param, str(raised.exception))
+        with self.assertRaises(openai.BadRequestError) as raised:
+            self.api.embeddings.create(model=self.server.model, input="x", dimensions=64)
+        self.assertIn("dimensions", str(raised.exception))
 
     def test_legacy_completion_logprobs(self):
         r = self.api.completions.create(model=self.server.model, prompt="The sky is", max_tokens=5, temperature=0,

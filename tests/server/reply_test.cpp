@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -179,6 +180,47 @@ TEST(ServerRequests, SpeculationAndPredictedOutputs) {
     done.stats.accepted_tokens = 7;
     EXPECT_EQ(Reply::usage(done)["completion_tokens_details"],
               json({{"accepted_prediction_tokens", 7}, {"rejected_prediction_tokens", 3}}));
+}
+
+TEST(ServerRequests, EmbeddingsInputsAndTheirAnswer) {
+    const ServedModel model{"m", 4096, 1000, ToolCallFormat::hermes, {}};
+    const auto parsed = [&](const json& input, const json& extra = json::object()) {
+        json body = {{"model", "m"}, {"input", input}};
+        body.update(extra);
+        return parse_embeddings(body, model);
+    };
+    EXPECT_EQ(std::get<EmbedRequest>(parsed("hi")).texts, std::vector<std::string>{"hi"});
+    EXPECT_EQ(std::get<EmbedRequest>(parsed(json::array({"a", "b"}))).texts, (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(std::get<EmbedRequest>(parsed(json::array({5, 6}))).tokens, (std::vector<std::vector<TokenId>>{{5, 6}}));
+    EXPECT_EQ(std::get<EmbedRequest>(parsed(json::array({json::array({5}), json::array({7, 8})}))).tokens,
+              (std::vector<std::vector<TokenId>>{{5}, {7, 8}}));
+    EXPECT_TRUE(std::get<EmbedRequest>(parsed("hi", {{"encoding_format", "base64"}})).base64);
+    for (const auto& [input, extra, param] :
+         std::vector<std::tuple<json, json, std::string>>{{"", json::object(), "input"},
+                                                          {json::array(), json::object(), "input"},
+                                                          {json::array({"a", 5}), json::object(), "input"},
+                                                          {json::array({1000}), json::object(), "input"},
+                                                          {json::array({-1}), json::object(), "input"},
+                                                          {json::array({json::array()}), json::object(), "input"},
+                                                          {5, json::object(), "input"},
+                                                          {"hi", {{"encoding_format", "hex"}}, "encoding_format"},
+                                                          {"hi", {{"dimensions", 64}}, "dimensions"}}) {
+        const auto refused = parsed(input, extra);
+        ASSERT_TRUE(std::holds_alternative<ApiError>(refused)) << input.dump() << extra.dump();
+        EXPECT_EQ(std::get<ApiError>(refused).param, param) << input.dump() << extra.dump();
+    }
+    // Floats as they are, or their little-endian bytes in base64 (Python:
+    // base64.b64encode(struct.pack("<ff", 1.0, -2.5))).
+    EmbeddingsEvent event;
+    event.vectors = {{1.0f, -2.5f}, {0.5f}};
+    event.prompt_tokens = 7;
+    const json as_float = embeddings_reply(event, "m", false);
+    EXPECT_EQ(as_float["data"][0]["embedding"], json::array({1.0, -2.5}));
+    EXPECT_EQ(as_float["data"][1]["index"], 1);
+    EXPECT_EQ(as_float["usage"]["prompt_tokens"], 7);
+    const json as_base64 = embeddings_reply(event, "m", true);
+    EXPECT_EQ(as_base64["data"][0]["embedding"], "AACAPwAAIMA=");
+    EXPECT_EQ(as_base64["data"][1]["embedding"], "AAAAPw==");
 }
 
 }  // namespace

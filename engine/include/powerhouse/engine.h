@@ -112,7 +112,20 @@ struct DeviceFailedCommand {
     bool stopped_answering = false;  // lost, rather than failing with an error
 };
 
-using EngineCommand = std::variant<LoadCommand, UnloadCommand, GenerateCommand, CancelCommand, DeviceFailedCommand>;
+// Embeddings of texts (Model::embed), for retrieval: one EmbeddingsEvent with a vector per
+// input, or one ErrorEvent. Run between the scheduler's steps, each input as one batch of its
+// own; while every sequence the model holds is generating (a GPU keeps one for now), it waits
+// for one to end.
+struct EmbedCommand {
+    uint64_t request_id = 0;
+    std::vector<std::string> inputs;                 // texts, tokenized as prompts (special tokens stay text)
+    std::vector<std::vector<TokenId>> token_inputs;  // or token ids, used as they are (after the texts)
+    std::optional<EmbeddingPooling> pooling;         // unset: the model's (default_pooling)
+    bool normalize = true;                           // each vector of length 1
+};
+
+using EngineCommand =
+    std::variant<LoadCommand, UnloadCommand, GenerateCommand, CancelCommand, DeviceFailedCommand, EmbedCommand>;
 
 // ---- Events ----
 
@@ -189,8 +202,15 @@ struct RecoveryEvent {
     ModelSummary model;              // recovered: where the model runs now
 };
 
+// The answer to an EmbedCommand: a vector of n_embd floats per input, in order.
+struct EmbeddingsEvent {
+    uint64_t request_id = 0;
+    std::vector<std::vector<float>> vectors;
+    uint64_t prompt_tokens = 0;  // all inputs' tokens together
+};
+
 using EngineEvent = std::variant<LoadProgressEvent, LoadedEvent, UnloadedEvent, TokenEvent, DoneEvent, ErrorEvent,
-                                 SchedulerEvent, RecoveryEvent>;
+                                 SchedulerEvent, RecoveryEvent, EmbeddingsEvent>;
 
 class Engine {
 public:

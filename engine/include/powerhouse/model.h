@@ -93,6 +93,11 @@ struct ModelOptions {
     bool fail_hangs = false;
 };
 
+// How Model::embed pools the rows of an input.
+enum class EmbeddingPooling : uint8_t { mean, last, cls };
+// The pooling a model's file names (ModelInfo::pooling), else mean.
+EmbeddingPooling default_pooling(const ModelInfo& info);
+
 // What a loaded model is, for display and for the engine's "loaded" event.
 struct ModelSummary {
     std::string name;          // general.name, else the file name
@@ -196,6 +201,14 @@ public:
     Result<void> decode_batch(std::span<const BatchRow> rows);
     std::span<const float> batch_logits(size_t i) const;
     TokenId batch_argmax(size_t i) const;
+    std::span<const float> batch_hidden(size_t i) const;  // RowOutput::hidden: n_embd floats
+
+    // The embedding of `tokens` (a retrieval client's /v1/embeddings): the last layer's
+    // output after the final norm, pooled over the rows (mean: all; last: the last token's;
+    // cls: the first's) and, with `normalize`, scaled to length 1. Runs on a sequence of its
+    // own, which it closes without caching; fails as open_sequence() does when none can be
+    // had now, and for an input past the context.
+    Result<std::vector<float>> embed(std::span<const TokenId> tokens, EmbeddingPooling pooling, bool normalize = true);
     KvStats kv_stats() const;
     // Forgets every cached prefix (benchmarks start from an empty cache).
     void drop_cached_prefixes();

@@ -52,6 +52,9 @@ struct ModelInfo {
     uint32_t n_expert = 0;       // mixture of experts: experts per layer (0: a dense model)
     uint32_t n_expert_used = 0;  // experts each token uses
     uint32_t n_ff_expert = 0;    // each expert's feed-forward width
+    // How an embedding model pools its rows ({arch}.pooling_type: "mean", "cls", "last";
+    // "" when the file does not say, as for chat models).
+    std::string pooling;
 
     uint32_t n_vocab = 0;
     std::string tokenizer_model;  // tokenizer.ggml.model: "gpt2", "llama", ...

@@ -18,6 +18,7 @@ enum class RowOutput : uint8_t {
     none,    // only keys and values (a prompt token that is not the last)
     logits,  // the logits (n_vocab floats)
     argmax,  // only the index of the largest logit (greedy; a GPU picks it on the device)
+    hidden,  // the last layer's output after the final norm (n_embd floats): embeddings
 };
 
 // One token of a batch: it goes after the positions its sequence already holds, and after

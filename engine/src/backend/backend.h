@@ -41,6 +41,7 @@ public:
     struct Output {
         std::span<const float> logits;  // RowOutput::logits
         TokenId argmax = -1;            // RowOutput::argmax
+        std::span<const float> hidden;  // RowOutput::hidden (n_embd floats)
     };
     virtual Output output(size_t i) const = 0;
     // Bytes of one block of the pool, keys and values of every layer on every device.

@@ -107,6 +107,9 @@ public:
         for (size_t i = 0; i < rows.size(); ++i) out[i] = argmax(logits->subspan(i * n_vocab, n_vocab));
         return {};
     }
+    // The head's ops before the output projection on the given rows: the final norm's
+    // output, n_embd floats per row (what embeddings pool), valid until the next call.
+    virtual Result<std::span<const float>> head_hidden(std::span<const int> rows) = 0;
     // What the stage holds and how long it has worked.
     virtual DeviceUsage usage() const = 0;
     // For tests and debugging: the first rows of activation buffer `b`, as many as `values`

@@ -66,6 +66,10 @@ public:
             o.logits = std::span<const float>(logits_).subspan(static_cast<size_t>(slot.logits_at) * shape_.n_vocab,
                                                                shape_.n_vocab);
         }
+        if (slot.hidden_at >= 0) {
+            o.hidden = std::span<const float>(hidden_).subspan(static_cast<size_t>(slot.hidden_at) * shape_.n_embd,
+                                                               shape_.n_embd);
+        }
         o.argmax = slot.argmax;
         return o;
     }
@@ -121,6 +125,7 @@ private:
         int row = 0;
         RowOutput kind = RowOutput::none;
         int logits_at = -1;  // index into logits_ (rows of n_vocab)
+        int hidden_at = -1;  // index into hidden_ (rows of n_embd)
         TokenId argmax = -1;
     };
 
@@ -181,6 +186,7 @@ private:
     std::vector<OutputSlot> outputs_;
     size_t next_output_ = 0;  // outputs_ filled so far (they come in row order)
     std::vector<float> logits_;
+    std::vector<float> hidden_;
 
     // The step's failure: the first stage that failed of itself, and its message.
     int error_stage_ = -1;
@@ -298,7 +304,7 @@ Result<void> SplitBackend::decode_batch(std::span<const BatchRow> rows) {
     }
     std::map<SeqId, int32_t> next;
     std::vector<TokenId> tokens(n);
-    size_t n_logits = 0;
+    size_t n_logits = 0, n_hidden = 0;
     for (size_t i = 0; i < n; ++i) {
         const SeqId s = rows[i].seq;
         auto [it, fresh] = next.try_emplace(s, static_cast<int32_t>(kv_.length(s)));
@@ -310,10 +316,12 @@ Result<void> SplitBackend::decode_batch(std::span<const BatchRow> rows) {
             slot.row = static_cast<int>(i);
             slot.kind = rows[i].output;
             if (slot.kind == RowOutput::logits) slot.logits_at = static_cast<int>(n_logits++);
+            if (slot.kind == RowOutput::hidden) slot.hidden_at = static_cast<int>(n_hidden++);
             outputs_.push_back(slot);
         }
     }
     logits_.resize(n_logits * shape_.n_vocab);
+    hidden_.resize(n_hidden * shape_.n_embd);
     StageBatch batch;
     batch.n = static_cast<int>(n);
     batch.pos = pos.data();
@@ -373,8 +381,8 @@ Result<void> SplitBackend::run_heads(DeviceStage& stage, int first, int count) {
         here.push_back(&outputs_[next_output_++]);
     }
     const auto max_rows = static_cast<size_t>(std::max(1, stage.max_head_rows()));
-    // Argmax rows and logits rows go in separate head calls, at most max_rows at a time.
-    for (RowOutput kind : {RowOutput::argmax, RowOutput::logits}) {
+    // Argmax, logits and hidden rows go in separate head calls, at most max_rows at a time.
+    for (RowOutput kind : {RowOutput::argmax, RowOutput::logits, RowOutput::hidden}) {
         std::vector<OutputSlot*> of_kind;
         for (OutputSlot* s : here) {
             if (s->kind == kind) of_kind.push_back(s);
@@ -387,6 +395,14 @@ Result<void> SplitBackend::run_heads(DeviceStage& stage, int first, int count) {
                 std::vector<TokenId> ids(k);
                 PH_TRY(stage.head_argmax(local, ids));
                 for (size_t i = 0; i < k; ++i) of_kind[at + i]->argmax = ids[i];
+            } else if (kind == RowOutput::hidden) {
+                Result<std::span<const float>> h = stage.head_hidden(local);
+                if (!h) return h.error();
+                for (size_t i = 0; i < k; ++i) {
+                    std::copy_n(h->begin() + static_cast<ptrdiff_t>(i * shape_.n_embd), shape_.n_embd,
+                                hidden_.begin() + static_cast<ptrdiff_t>(of_kind[at + i]->hidden_at) *
+                                                      static_cast<ptrdiff_t>(shape_.n_embd));
+                }
             } else {
                 Result<std::span<const float>> l = stage.head(local);
                 if (!l) return l.error();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -441,6 +442,66 @@ uint32_t Model::available_blocks() const { return impl_->backend->kv().available
 Result<void> Model::decode_batch(std::span<const BatchRow> rows) { return impl_->backend->decode_batch(rows); }
 std::span<const float> Model::batch_logits(size_t i) const { return impl_->backend->output(i).logits; }
 TokenId Model::batch_argmax(size_t i) const { return impl_->backend->output(i).argmax; }
+std::span<const float> Model::batch_hidden(size_t i) const {
+    return impl_->backend->output(i).hidden;
+}
+
+EmbeddingPooling default_pooling(const ModelInfo& info) {
+    return info.pooling == "last"  ? EmbeddingPooling::last
+           : info.pooling == "cls" ? EmbeddingPooling::cls
+                                   : EmbeddingPooling::mean;
+}
+
+Result<std::vector<float>> Model::embed(std::span<const TokenId> tokens, EmbeddingPooling pooling, bool normalize) {
+    if (tokens.empty()) return make_error(ErrorCode::invalid_argument, "nothing to embed: the input is empty");
+    if (tokens.size() > n_ctx()) {
+        return make_error(ErrorCode::context_full,
+                          fmt::format("the input is {} tokens long but the context holds {}: shorten it or load the "
+                                      "model with a longer context",
+                                      tokens.size(), n_ctx()));
+    }
+    Result<SeqId> seq = open_sequence();
+    if (!seq) return seq.error();
+    const uint32_t n_embd = summary().n_embd;
+    std::vector<double> sum(n_embd, 0.0);
+    const size_t chunk = std::max<uint32_t>(1, n_batch());
+    const size_t wanted_from = pooling == EmbeddingPooling::mean   ? 0
+                               : pooling == EmbeddingPooling::last ? tokens.size() - 1
+                                                                   : 0;
+    const size_t wanted_to = pooling == EmbeddingPooling::cls ? 1 : tokens.size();
+    std::vector<BatchRow> rows;
+    for (size_t at = 0; at < tokens.size(); at += chunk) {
+        const size_t end = std::min(tokens.size(), at + chunk);
+        rows.clear();
+        for (size_t i = at; i < end; ++i) {
+            const bool wanted = i >= wanted_from && i < wanted_to;
+            rows.push_back({*seq, tokens[i], wanted ? RowOutput::hidden : RowOutput::none});
+        }
+        if (Result<void> ran = decode_batch(rows); !ran) {
+            close_sequence(*seq, false);
+            return ran.error();
+        }
+        size_t output = 0;
+        for (size_t i = at; i < end; ++i) {
+            if (i < wanted_from || i >= wanted_to) continue;
+            const std::span<const float> h = batch_hidden(output++);
+            for (uint32_t d = 0; d < n_embd; ++d) sum[d] += h[d];
+        }
+    }
+    close_sequence(*seq, false);
+    const double count = static_cast<double>(wanted_to - wanted_from);
+    double norm = 0;
+    for (double& v : sum) {
+        v /= count;
+        norm += v * v;
+    }
+    norm = std::sqrt(norm);
+    std::vector<float> out(n_embd);
+    for (uint32_t d = 0; d < n_embd; ++d) {
+        out[d] = static_cast<float>(normalize && norm > 0 ? sum[d] / norm : sum[d]);
+    }
+    return out;
+}
 void Model::drop_cached_prefixes() { impl_->backend->kv().drop_cached(); }
 KvStats Model::kv_stats() const {
     KvStats st = impl_->backend->kv().stats();

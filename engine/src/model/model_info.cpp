@@ -89,6 +89,10 @@ Result<ModelInfo> inspect_gguf(const GgufModel& model, const std::filesystem::pa
     info.n_embd = uint_or_max(meta, a + ".embedding_length");
     info.n_ff = uint_or_max(meta, a + ".feed_forward_length");
     info.n_ctx_train = uint_or_max(meta, a + ".context_length");
+    // llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last, 4 rank.
+    if (const std::optional<uint64_t> pooling = meta.get_uint(a + ".pooling_type")) {
+        info.pooling = *pooling == 1 ? "mean" : *pooling == 2 ? "cls" : *pooling == 3 ? "last" : "";
+    }
     info.head_dim_k = uint_or_max(meta, a + ".attention.key_length");
     info.head_dim_v = uint_or_max(meta, a + ".attention.value_length");
     if (info.head_dim_k == 0 && info.n_head > 0) info.head_dim_k = info.n_embd / info.n_head;

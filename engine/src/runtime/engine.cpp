@@ -65,6 +65,7 @@ struct Engine::State {
     std::unique_ptr<Scheduler> scheduler;  // uses `model`: reset first
     std::set<uint64_t> cancelled_ids;      // cancels of ids that were not running: for a later generate
     std::map<uint64_t, DoneEvent> started; // requests in the scheduler: what the DoneEvent carries
+    std::deque<EmbedCommand> embeds;       // waiting for a sequence (every one is generating)
     std::optional<LoadCommand> loaded_from;  // how the model was loaded: recovery loads it again
     std::vector<std::string> failed_gpus;    // set aside for the rest of the session
     int retries = 0;                         // reloads on the same devices since the LoadCommand
@@ -89,6 +90,9 @@ struct Engine::State {
     void generate(const GenerateCommand& command, uint64_t seq);
     Result<void> start_generation(const GenerateCommand& command, DoneEvent& done);
     void report_stats(bool force);
+    // Runs the embeddings that can run now (a sequence is free), in order.
+    void run_embeds();
+    Result<EmbeddingsEvent> embed(const EmbedCommand& command);
 };
 
 void Engine::State::emit(EngineEvent event) {
@@ -112,7 +116,7 @@ void Engine::State::run() {
         std::deque<std::pair<uint64_t, EngineCommand>> batch;
         {
             std::unique_lock lock(mutex);
-            const bool busy = scheduler != nullptr && !scheduler->idle();
+            const bool busy = (scheduler != nullptr && !scheduler->idle()) || !embeds.empty();
             if (!busy) {
                 command_ready.wait(lock,
                                    [&] { return stopping || !commands.empty() || cancel_all || !cancels.empty(); });
@@ -128,10 +132,15 @@ void Engine::State::run() {
                            [&, seq = seq](const GenerateCommand& c) { generate(c, seq); },
                            [&](const CancelCommand&) {},  // acted on in submit() and apply_cancels()
                            [&](const DeviceFailedCommand& c) { device_failed(c); },
+                           [&](const EmbedCommand& c) {
+                               embeds.push_back(c);
+                               run_embeds();
+                           },
                        },
                        command);
             apply_cancels();
         }
+        run_embeds();
         if (scheduler != nullptr && !scheduler->idle()) {
             // A failure is the requests' error event, sent by their callbacks, unless the
             // recovery policy keeps them (SchedulerOptions::hold_on_device_failure).
@@ -388,6 +397,55 @@ void Engine::State::unload() {
     model.reset();
     loaded_from.reset();
     emit(UnloadedEvent{});
+}
+
+void Engine::State::run_embeds() {
+    while (!embeds.empty()) {
+        if (!model) {
+            emit(ErrorEvent{embeds.front().request_id,
+                            make_error(ErrorCode::invalid_argument, "no model is loaded: load a model first")});
+            embeds.pop_front();
+            continue;
+        }
+        // Every sequence generating: wait for one to end (the steps go on meanwhile).
+        if (scheduler != nullptr && scheduler->stats().running >= model->max_sequences()) return;
+        Result<EmbeddingsEvent> done = embed(embeds.front());
+        const uint64_t id = embeds.front().request_id;
+        embeds.pop_front();
+        if (done) {
+            emit(std::move(done).value());
+        } else {
+            emit(ErrorEvent{id, done.error()});
+        }
+    }
+}
+
+Result<EmbeddingsEvent> Engine::State::embed(const EmbedCommand& command) {
+    EmbeddingsEvent out;
+    out.request_id = command.request_id;
+    const EmbeddingPooling pooling = command.pooling.value_or(default_pooling(model->summary().info));
+    const size_t n = command.inputs.size() + command.token_inputs.size();
+    if (n == 0) return make_error(ErrorCode::invalid_argument, "nothing to embed: no input was given");
+    for (size_t i = 0; i < n; ++i) {
+        const std::vector<TokenId> tokens = i < command.inputs.size()
+                                                ? model->tokenizer().tokenize(command.inputs[i], true, false)
+                                                : command.token_inputs[i - command.inputs.size()];
+        for (TokenId t : tokens) {
+            if (t < 0 || static_cast<uint32_t>(t) >= model->summary().n_vocab) {
+                return make_error(ErrorCode::invalid_argument,
+                                  fmt::format("input {}: token id {} is not in the model's vocabulary of {}", i, t,
+                                              model->summary().n_vocab));
+            }
+        }
+        Result<std::vector<float>> vector = model->embed(tokens, pooling, command.normalize);
+        if (!vector) {
+            return make_error(vector.error().code,
+                              n == 1 ? vector.error().message : fmt::format("input {}: {}", i, vector.error().message));
+        }
+        out.prompt_tokens += tokens.size();
+        out.vectors.push_back(std::move(vector).value());
+    }
+    return out;
 }
 
 void Engine::State::generate(const GenerateCommand& command, uint64_t seq) {

@@ -66,6 +66,7 @@ public:
     int max_head_rows() const override { return max_head_rows_; }
     bool paged_kv() const override { return true; }
     Result<std::span<const float>> head(std::span<const int> rows) override;
+    Result<std::span<const float>> head_hidden(std::span<const int> rows) override;
     DeviceUsage usage() const override;
     Result<void> write_buffer(Buffer b, std::span<const float> values) override;
     Result<void> read_buffer(Buffer b, std::span<float> out) override;
@@ -96,6 +97,7 @@ private:
     void interleave_weights();
     void prefault_in_place() const;
     Result<void> run_op(const BoundOp& bound, uint32_t layer, int n);
+    Result<const arch::Op*> run_head(std::span<const int> rows, bool hidden);
     void rope(float* data, int64_t n_heads, uint32_t layer);
     void attention(uint32_t layer, int n, float scale, const float* sinks);
 
@@ -350,15 +352,17 @@ Result<void> CpuStage::run_layers(const StageBatch& batch) {
     return result;
 }
 
-Result<std::span<const float>> CpuStage::head(std::span<const int> rows) {
+// Runs the head's ops on the given rows of x(): all of them, or (`hidden`) those before the
+// output projection. Returns that projection (null when there is none).
+Result<const arch::Op*> CpuStage::run_head(std::span<const int> rows, bool hidden) {
     if (!shard_.output) return make_error(ErrorCode::internal, "this device does not hold the output layer");
     if (rows.empty() || rows.size() > static_cast<size_t>(max_head_rows_)) {
         return make_error(ErrorCode::internal,
                           fmt::format("the head of {} rows (the stage takes 1 to {})", rows.size(), max_head_rows_));
     }
     const auto start = Clock::now();
-    // Only the wanted rows' logits: gather them into a buffer of their own, which stands in
-    // for x() while the head runs (x() keeps every row, for a later call).
+    // Only the wanted rows: gather them into a buffer of their own, which stands in for x()
+    // while the head runs (x() keeps every row, for a later call).
     const size_t w = width(Buffer::x);
     ZeroedArray<float>& x = buffers_[static_cast<size_t>(Buffer::x)];
     if (head_x_.size() < static_cast<size_t>(max_head_rows_) * w) {
@@ -372,13 +376,30 @@ Result<std::span<const float>> CpuStage::head(std::span<const int> rows) {
     }
     std::swap(x, head_x_);
     Result<void> ran;
+    const arch::Op* projection = nullptr;
     for (const BoundOp& op : head_) {
+        if (op.op->dst == Buffer::logits && projection == nullptr) projection = op.op;
+        if (hidden && projection != nullptr) break;
         if (ran = run_op(op, 0, static_cast<int>(rows.size())); !ran) break;
     }
     std::swap(x, head_x_);
     if (!ran) return ran.error();
     busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return projection;
+}
+
+Result<std::span<const float>> CpuStage::head(std::span<const int> rows) {
+    PH_TRY(run_head(rows, false));
     return std::span<const float>(buffer(Buffer::logits), size_t{hp_.n_vocab} * rows.size());
+}
+
+Result<std::span<const float>> CpuStage::head_hidden(std::span<const int> rows) {
+    Result<const arch::Op*> projection = run_head(rows, true);
+    if (!projection) return projection.error();
+    if (*projection == nullptr || width((*projection)->a) != hp_.n_embd) {
+        return make_error(ErrorCode::unsupported, "this model's output head gives no embeddings on this device");
+    }
+    return std::span<const float>(buffer((*projection)->a), size_t{hp_.n_embd} * rows.size());
 }
 
 Result<void> CpuStage::copy_kv_blocks(std::span<const KvBlockCopy> copies) {

@@ -540,7 +540,7 @@ Result<void> CudaStage::run_layers(const StageBatch& batch) {
     return r;
 }
 
-Result<void> CudaStage::enqueue_head(std::span<const int> rows) {
+Result<void> CudaStage::enqueue_head(std::span<const int> rows, bool hidden, const Op** projection) {
     if (!shard_.output) return make_error(ErrorCode::internal, "this device does not hold the output layer");
     if (rows.empty() || rows.size() > static_cast<size_t>(head_rows_)) {
         return make_error(ErrorCode::internal,
@@ -560,12 +560,35 @@ Result<void> CudaStage::enqueue_head(std::span<const int> rows) {
     }
     std::swap(x, head_x_);
     Result<void> r;
+    const Op* found = nullptr;
     for (const DeviceOp& op : head_) {
+        if (op.op->dst == Buffer::logits && found == nullptr) found = op.op;
+        if (hidden && found != nullptr) break;
         if (r = enqueue_op(op, 0, static_cast<int>(rows.size())); !r) break;
     }
     std::swap(x, head_x_);
     activations_changed();
+    if (projection != nullptr) *projection = found;
     return r;
+}
+
+Result<std::span<const float>> CudaStage::head_hidden(std::span<const int> rows) {
+    const auto start = Clock::now();
+    PH_TRY(begin());
+    const Op* projection = nullptr;
+    PH_TRY(enqueue_head(rows, true, &projection));
+    // The host buffer of the logits holds rows * n_vocab floats: n_embd per row fit (every
+    // model's vocabulary is wider than its activations; checked).
+    if (projection == nullptr || width(projection->a) != hp_.n_embd || hp_.n_embd > hp_.n_vocab) {
+        return make_error(ErrorCode::unsupported, "this model's output head gives no embeddings on this device");
+    }
+    const size_t count = rows.size() * hp_.n_embd;
+    PH_TRY(check(cudaMemcpyAsync(host_logits_.data(), buffer(projection->a), count * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "copying the embeddings"));
+    PH_TRY(finish("computing the embeddings"));
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return std::span<const float>(host_logits_.data(), count);
 }
 
 Result<void> CudaStage::head_argmax(std::span<const int> rows, std::span<TokenId> out) {

@@ -125,6 +125,7 @@ public:
     int max_head_rows() const override { return head_rows_; }
     Result<void> copy_kv_blocks(std::span<const KvBlockCopy> copies) override;
     Result<std::span<const float>> head(std::span<const int> rows) override;
+    Result<std::span<const float>> head_hidden(std::span<const int> rows) override;
     Result<void> head_argmax(std::span<const int> rows, std::span<TokenId> out) override;
     DeviceUsage usage() const override;
     Result<void> write_buffer(Buffer b, std::span<const float> values) override;
@@ -221,7 +222,9 @@ private:
     Result<void> graphs_failed(int status, std::string_view step, int n);
     // The final norm and output projection on the given rows of x, gathered into rows 0 ..
     // of their own buffer, which stands in for x meanwhile.
-    Result<void> enqueue_head(std::span<const int> rows);
+    // The head's ops on the given rows of x(): all, or (`hidden`) those before the output
+    // projection, which it returns in `projection` (null when there is none).
+    Result<void> enqueue_head(std::span<const int> rows, bool hidden = false, const Op** projection = nullptr);
     uint64_t bytes_needed(const std::vector<BoundWeight>& weights) const;
 
     arch::Hparams hp_;
