@@ -643,6 +643,31 @@ TEST_F(CudaModel, LayerAndTensorSplitOverTwoShardsOfOneGpuEqualOneGpu) {
     }
 }
 
+// The final norm's output, pooled (Model::embed, /v1/embeddings): the GPU's head_hidden
+// against the CPU engine's, and on two shards of the GPU.
+TEST_F(CudaModel, EmbeddingsOnTheGpuEqualTheCpuEngines) {
+    const auto path = arch_dir() / kArgmaxModel;
+    const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
+    Result<Model> cpu = load(path, "cpu");
+    ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+    for (const SplitCase& c : {SplitCase{kArgmaxModel, SplitMode::single}, SplitCase{kArgmaxModel, SplitMode::layer}}) {
+        Result<Model> gpu = load(path, c.mode == SplitMode::single ? "cuda:0" : "cuda:0,0", 64, c.mode);
+        ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+        for (EmbeddingPooling pooling : {EmbeddingPooling::mean, EmbeddingPooling::last}) {
+            Result<std::vector<float>> want = cpu->embed(tokens, pooling);
+            Result<std::vector<float>> got = gpu->embed(tokens, pooling);
+            ASSERT_TRUE(want.ok() && got.ok()) << (got ? want.error().message : got.error().message);
+            ASSERT_EQ(got->size(), want->size());
+            const float d = max_diff(*got, *want);
+            std::printf("embedding (%s, %s), CUDA vs CPU: max |difference| %.6f\n", split_mode_name(c.mode),
+                        pooling == EmbeddingPooling::mean ? "mean" : "last", d);
+            // A vector of length 1: its components are far smaller than the logits, whose
+            // GPU tolerance is the same order for the same products.
+            EXPECT_LT(d, 5e-3f);
+        }
+    }
+}
+
 TEST_F(CudaModel, AQ8_0KvCacheAgreesWithTheCpuEngine) {
     const auto path = arch_dir() / kQ8CacheModel;
     const std::vector<TokenId> tokens = arch_manifest().at("tokens").get<std::vector<TokenId>>();
