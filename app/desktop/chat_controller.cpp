@@ -501,7 +501,7 @@ bool ChatController::startAnswer(const QString& userText, qint64 replaceFrom) {
         remote ? m_remote.start(*m_remoteTarget, remote_chat_request(m_remoteTarget->model, std::move(command.messages),
                                                                      command.settings, command.template_variables))
                : m_engine.generate(std::move(command));
-    m_answers[m_current] = Answer{request, remote, answerId, {}, {}};
+    m_answers[m_current] = Answer{request, remote, answerId, {}, {}, remote ? m_remoteTarget->url : QString()};
     m_conversations.setGenerating(m_current, true);
     if (!m_saveTimer.isActive()) m_saveTimer.start();
     emit generatingChanged();
@@ -622,7 +622,9 @@ void ChatController::onFailed(quint64 request, const QString& message) {
     const qint64 conversation = conversationOf(request);
     if (conversation == 0) return;
     const Answer& answer = m_answers[conversation];
+    const QString endpoint = answer.remote ? answer.endpoint : QString();
     finishAnswer(conversation, answer.text, answer.reasoning, MessageState::failed, {}, message);
+    if (!endpoint.isEmpty()) emit remoteAnswerFailed(endpoint, message);
     // A device failure the banner explains is not said twice.
     if (!m_explained.remove(request)) showError(message);
 }

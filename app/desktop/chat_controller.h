@@ -215,6 +215,9 @@ signals:
     void templateSwitchesChanged();
     void recoveryChanged();
     void draftChanged();
+    // A remote answer could not be had from the endpoint at `url` (RemoteChat::failed: it
+    // could not be reached, refused the key, ...): DesktopApp marks the endpoint's row.
+    void remoteAnswerFailed(const QString& url, const QString& message);
     // An answer ended whose energy the dashboard measured (the Costs view's figures).
     void answerMeasured(qint64 tokens, double tokensPerSecond, double joules);
 
@@ -226,6 +229,7 @@ private:
         qint64 messageId = 0;   // the stored message it streams into
         QString text;           // what has streamed so far
         QString reasoning;      // the model's thinking so far, apart from the text
+        QString endpoint;       // a remote answer's endpoint (its base URL)
     };
 
     std::function<void(quint64)> m_answerStarted;

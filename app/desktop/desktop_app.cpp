@@ -142,6 +142,10 @@ void DesktopApp::wire() {
     connect(&library, &LibraryController::error, &chat, &ChatController::showError);
     connect(&engine, &EngineClient::loaded, &library,
             [&library](const QVariantMap& summary) { library.setLoadedPath(summary.value("path").toString()); });
+    // A model that fails to load says why on its card on the Models page too (where it is
+    // chosen again), until it loads or the user dismisses it; the chat's line says it as well.
+    connect(&engine, &EngineClient::loadFailed, &library,
+            [this, &library](const QString& message) { library.setLoadError(m_current, message); });
     if (m_options.rescan) library.rescan();
     connect(&library, &LibraryController::downloadRequested, m_downloads.get(),
             [this](const QUrl& url) { m_downloads->add(url); });
@@ -177,6 +181,8 @@ void DesktopApp::wire() {
     // local model takes them back.
     connect(m_engines.get(), &EnginesController::remoteChosen, &chat, &ChatController::useRemote);
     connect(m_engines.get(), &EnginesController::error, &chat, &ChatController::showError);
+    // A remote answer that could not reach its server marks the endpoint on the Models page too.
+    connect(&chat, &ChatController::remoteAnswerFailed, m_engines.get(), &EnginesController::answerFailed);
     connect(&engine, &EngineClient::modelGoing, m_engines.get(), &EnginesController::clearChoice);
     m_engines->refreshModels();
 

@@ -374,11 +374,20 @@ void DownloadController::save() {
     // The downloads go on; only a restart would not bring them back. Said once per failure
     // run, and the next change tries again.
     if (!saved && !m_saveFailed) {
-        emit error(tr("The list of downloads could not be saved, so unfinished downloads will not come back after a "
-                      "restart: %1")
-                       .arg(QString::fromStdString(saved.error().message)));
+        setErrorText(tr("The list of downloads could not be saved, so unfinished downloads will not come back after "
+                        "a restart: %1")
+                         .arg(QString::fromStdString(saved.error().message)));
+        emit error(m_errorText);
+    } else if (saved && m_saveFailed) {
+        setErrorText({});  // saved again: nothing is lost any more
     }
     m_saveFailed = !saved;
+}
+
+void DownloadController::setErrorText(const QString& text) {
+    if (text == m_errorText) return;
+    m_errorText = text;
+    emit errorTextChanged();
 }
 
 void DownloadController::work() {

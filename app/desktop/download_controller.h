@@ -32,6 +32,10 @@ class DownloadController : public QAbstractListModel {
     QML_ELEMENT
     QML_UNCREATABLE("made by main.cpp")
     Q_PROPERTY(int count READ rowCount NOTIFY countChanged)
+    // What went wrong with the downloads as a whole (the list of unfinished ones could not be
+    // saved), shown above them on the Models page until dismissed or a later save succeeds;
+    // "" for nothing. Each download's own failure is its row's `status`.
+    Q_PROPERTY(QString errorText READ errorText NOTIFY errorTextChanged)
 
 public:
     enum Role {
@@ -77,6 +81,8 @@ public:
     Q_INVOKABLE void choose(int id, int option);
     // Removes finished and failed rows.
     Q_INVOKABLE void clearFinished();
+    QString errorText() const { return m_errorText; }
+    Q_INVOKABLE void dismissError() { setErrorText({}); }
 
     // Test hook: retries and stall detection (defaults: 8 attempts, 1 s backoff, 30 s stall).
     void setRetryTiming(int maxAttempts, int backoffMs, long stallSeconds);
@@ -85,6 +91,7 @@ public:
 
 signals:
     void countChanged();
+    void errorTextChanged();
     // A file is complete (and verified when a hash was known): the library takes it, with
     // its sha256 when it was verified against one ("" otherwise).
     void finished(const QString& path, const QString& verifiedSha256);
@@ -109,4 +116,6 @@ private:
     std::shared_ptr<Shared> m_shared;  // the queue, shared with the worker thread
     std::thread m_worker;
     bool m_saveFailed = false;  // the last save() was refused (said once)
+    QString m_errorText;
+    void setErrorText(const QString& text);
 };

@@ -67,6 +67,7 @@ QVariantList EnginesController::endpoints() const {
                                {"models", e.models},
                                {"status", e.status},
                                {"error", e.error},
+                               {"errorDismissed", e.errorDismissed},
                                {"warning", e.warning}});
     }
     return out;
@@ -322,20 +323,38 @@ void EnginesController::withKey(const Endpoint& endpoint, std::function<void(con
     });
 }
 
+void EnginesController::fail(Endpoint& e, const QString& error) {
+    e.status = QStringLiteral("error");
+    e.error = error;
+    e.errorDismissed = false;
+    emit changed();
+}
+
+void EnginesController::dismissEndpointError(const QString& name) {
+    Endpoint* e = find(name);
+    if (e == nullptr || e->errorDismissed) return;
+    e->errorDismissed = true;
+    emit changed();
+}
+
+void EnginesController::answerFailed(const QString& url, const QString& message) {
+    for (Endpoint& e : m_endpoints) {
+        if (e.url == url) fail(e, message);
+    }
+}
+
 void EnginesController::refresh(const QString& name) {
     Endpoint* e = find(name);
     if (e == nullptr) return;
+    // The error stays shown while it is tried again; the listing's end replaces it.
     e->status = QStringLiteral("listing");
-    e->error.clear();
     emit changed();
     const QString url = e->url;
     withKey(*e, [this, name, url](const QString& key, const QString& keyError) {
         Endpoint* now = find(name);
         if (now == nullptr || now->url != url) return;
         if (!keyError.isEmpty()) {
-            now->status = QStringLiteral("error");
-            now->error = keyError;
-            emit changed();
+            fail(*now, keyError);
             return;
         }
         rememberMetricsKey(*now, key);
@@ -343,8 +362,13 @@ void EnginesController::refresh(const QString& name) {
             Endpoint* done = find(name);
             if (done == nullptr || done->url != url) return;  // removed or replaced meanwhile
             done->models = models;
-            done->status = error.isEmpty() ? QStringLiteral("ok") : QStringLiteral("error");
-            done->error = error;
+            if (!error.isEmpty()) {
+                fail(*done, error);
+                return;
+            }
+            done->status = QStringLiteral("ok");
+            done->error.clear();
+            done->errorDismissed = false;
             emit changed();
         });
     });
@@ -376,6 +400,7 @@ void EnginesController::choose(const QString& endpoint, const QString& model) {
         if (now == nullptr) return;
         if (!error.isEmpty()) {
             say(error, true);
+            fail(*now, error);  // chosen in the model bar: said on its row of the Models page too
             return;
         }
         // Stored first: refused, the answers stay where they went, as the store says.

@@ -49,7 +49,9 @@ class EnginesController : public QObject {
     QML_ELEMENT
     QML_UNCREATABLE("made by main.cpp")
     // [{name, url, caFile, metricsUrl, hasKey, models: [ids], status: "" | "listing" | "ok" | "error",
-    //   error, warning (plain http to another machine)}]
+    //   error, errorDismissed, warning (plain http to another machine)}]. `error` is why the
+    // last listing, choice or remote answer failed to reach it (status "error"), shown on the
+    // Models page until the next listing succeeds or the user dismisses it (errorDismissed).
     Q_PROPERTY(QVariantList endpoints READ endpoints NOTIFY changed)
     // Every endpoint's models, for the model bar: [{endpoint, model, label: "model — endpoint"}]
     Q_PROPERTY(QVariantList remoteModels READ remoteModels NOTIFY changed)
@@ -88,6 +90,13 @@ public:
     Q_INVOKABLE void removeEndpoint(const QString& name);
     // Lists every endpoint's models again.
     Q_INVOKABLE void refreshModels();
+    // Lists one endpoint's models again ("Retry" beside its error).
+    Q_INVOKABLE void refreshEndpoint(const QString& name) { refresh(name); }
+    // Hides the endpoint's error on the Models page until it fails again.
+    Q_INVOKABLE void dismissEndpointError(const QString& name);
+    // A remote answer could not reach the endpoint at `url` (RemoteChat's failure): its row
+    // says so, as a failed listing would.
+    void answerFailed(const QString& url, const QString& message);
     // Sends the next answers to this model of this endpoint (reads its key first).
     Q_INVOKABLE void choose(const QString& endpoint, const QString& model);
     // Answers go back to the local engine (a local model was loaded); the choice is forgotten.
@@ -114,7 +123,9 @@ private:
         bool hasKey = false;
         QStringList models;
         QString status, error, warning;
+        bool errorDismissed = false;
     };
+    void fail(Endpoint& e, const QString& error);
     // What addEndpoint and editEndpoint check before anything changes: the name, the URL,
     // the metrics URL. False (and `message` says why) when refused.
     bool validate(const QString& name, const QString& url, const QString& metricsUrl);

@@ -70,16 +70,28 @@ QVariant ModelListModel::data(const QModelIndex& index, int role) const {
         case SourceKindRole: return QString::fromStdString(r.record.source);
         case SourceNameRole: return QString::fromStdString(r.record.source_name);
         case OtherAppRole: return powerhouse::catalog::is_other_app(r.record.source);
+        case LoadErrorRole:
+            return m_loadErrors.value(QString::fromStdString(r.record.path));
         default: return {};
     }
 }
 
 QHash<int, QByteArray> ModelListModel::roleNames() const {
-    return {{PathRole, "path"},       {NameRole, "name"},       {FileNameRole, "fileName"},
-            {DetailsRole, "details"}, {UsableRole, "usable"},   {ProblemRole, "problem"},
-            {FitsRole, "fits"},       {FitRole, "fit"},         {SuggestionRole, "suggestion"},
-            {LoadedRole, "loaded"},   {SourceRole, "source"},   {SourceKindRole, "sourceKind"},
-            {SourceNameRole, "sourceName"}, {OtherAppRole, "otherApp"}};
+    return {{PathRole, "path"},
+            {NameRole, "name"},
+            {FileNameRole, "fileName"},
+            {DetailsRole, "details"},
+            {UsableRole, "usable"},
+            {ProblemRole, "problem"},
+            {FitsRole, "fits"},
+            {FitRole, "fit"},
+            {SuggestionRole, "suggestion"},
+            {LoadedRole, "loaded"},
+            {SourceRole, "source"},
+            {SourceKindRole, "sourceKind"},
+            {SourceNameRole, "sourceName"},
+            {OtherAppRole, "otherApp"},
+            {LoadErrorRole, "loadError"}};
 }
 
 void ModelListModel::setRows(std::vector<Row> rows) {
@@ -133,6 +145,24 @@ void ModelListModel::setFits(const std::vector<PlanFit>& fits) {
 void ModelListModel::setLoadedPath(const QString& path) {
     m_loaded = path;
     if (!m_rows.empty()) emit dataChanged(index(0), index(rowCount() - 1), {LoadedRole});
+    setLoadError(path, {});  // it loaded: what went wrong before is over
+}
+
+void ModelListModel::setLoadError(const QString& path, const QString& message) {
+    if (path.isEmpty() || m_loadErrors.value(path) == message) return;
+    if (message.isEmpty()) {
+        m_loadErrors.remove(path);
+    } else {
+        m_loadErrors.insert(path, message);
+    }
+    changedPath(path, LoadErrorRole);
+}
+
+void ModelListModel::changedPath(const QString& path, int role) {
+    for (size_t i = 0; i < m_rows.size(); ++i) {
+        if (QString::fromStdString(m_rows[i].record.path) != path) continue;
+        emit dataChanged(index(static_cast<int>(i)), index(static_cast<int>(i)), {role});
+    }
 }
 
 LibraryController::LibraryController(powerhouse::store::Store& store, SettingsController& settings,
@@ -413,6 +443,7 @@ void LibraryController::addDownloaded(const QString& path, const QString& verifi
 }
 
 void LibraryController::forget(const QString& path) {
+    m_models.setLoadError(path, {});  // imported again later, it starts afresh
     enqueue(
         [path = path.toStdString()](powerhouse::store::Store& store, const std::function<bool()>&) {
             LibraryWorker::Outcome outcome;

@@ -21,13 +21,14 @@
 // Destroying it mid-scan cancels the scan and waits for the worker.
 #pragma once
 
+#include <QtQml/qqmlregistration.h>
 #include <QAbstractListModel>
+#include <QHash>
 #include <QObject>
 #include <QString>
 #include <QStringList>
 #include <QUrl>
 #include <QVariantList>
-#include <QtQml/qqmlregistration.h>
 
 #include <memory>
 #include <vector>
@@ -48,11 +49,11 @@ class ModelListModel : public QAbstractListModel {
 public:
     enum Role {
         PathRole = Qt::UserRole + 1,
-        NameRole,        // the name a person writes: "SmolLM2 135M Instruct · Q4_1" (catalog/display_name.h)
+        NameRole,  // the name a person writes: "SmolLM2 135M Instruct · Q4_1" (catalog/display_name.h)
         FileNameRole,
-        DetailsRole,     // "llama · Q4_1 · 135 M parameters · 30 layers · 92 MiB"
-        UsableRole,      // the engine can run it
-        ProblemRole,     // why not
+        DetailsRole,  // "llama · Q4_1 · 135 M parameters · 30 layers · 92 MiB"
+        UsableRole,   // the engine can run it
+        ProblemRole,  // why not
         FitsRole,
         FitRole,         // the plan in words, or why it does not fit
         SuggestionRole,  // what would make it fit
@@ -61,6 +62,7 @@ public:
         SourceKindRole,  // the same as a key: "downloaded", "imported", "folder", "lmstudio", "ollama", ...
         SourceNameRole,  // the other app's name for it ("llama3.2:3b"); empty when it has none
         OtherAppRole,    // another app's download, used in place (forgetting it only hides it)
+        LoadErrorRole,   // why its last load failed, until it loads or the user dismisses it; "" for none
     };
 
     struct Row {
@@ -78,15 +80,22 @@ public:
 
     void setRows(std::vector<Row> rows);
     void setFits(const std::vector<PlanFit>& fits);  // same order as the rows
+    // Loaded: its load error, if any, is over.
     void setLoadedPath(const QString& path);
+    // Why the model at `path` could not be loaded ("" clears it). Kept by path, so a rescan,
+    // or a model listed only later, keeps it.
+    void setLoadError(const QString& path, const QString& message);
+    QString loadError(const QString& path) const { return m_loadErrors.value(path); }
     const std::vector<Row>& rows() const { return m_rows; }
 
 signals:
     void countChanged();
 
 private:
+    void changedPath(const QString& path, int role);
     std::vector<Row> m_rows;
     QString m_loaded;
+    QHash<QString, QString> m_loadErrors;  // by path
 };
 
 class LibraryController : public QObject {
@@ -142,6 +151,10 @@ public:
     // the worker, after the tasks asked for before it.
     Q_INVOKABLE void forget(const QString& path);
     void setLoadedPath(const QString& path) { m_models.setLoadedPath(path); }
+    // A model that failed to load: its card on the Models page says why (`loadError`) until
+    // it loads or the user dismisses it (dismissLoadError).
+    void setLoadError(const QString& path, const QString& message) { m_models.setLoadError(path, message); }
+    Q_INVOKABLE void dismissLoadError(const QString& path) { m_models.setLoadError(path, {}); }
 
     // A chat template for one model instead of its own (model_templates.h), used from its
     // next load. chatTemplateFile: the file it was read from; "" for the model's own.

@@ -172,6 +172,7 @@ ApplicationWindow {
                 library: window.library
                 downloads: window.downloads
                 hub: window.hub
+                engines: window.engines
                 onLoaded: window.modelsVisible = false
             }
             // Made while it shows only: an app that opens on a model never builds it.

@@ -5,6 +5,10 @@
 // to download, and how imported files are kept. Files and links can also be dropped
 // anywhere. Each model's chat template: its own, or one read from a file (used from its next
 // load). The second tab finds models on Hugging Face.
+// What went wrong shows here, beside what it concerns, until dismissed or resolved: a model
+// that could not be loaded on its card (until it loads), a remote engine that could not be
+// reached on its row above the list (until it answers a listing: "Retry"), the list of
+// downloads that could not be saved above the downloads (until a later save succeeds).
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Dialogs
@@ -18,10 +22,42 @@ Rectangle {
     required property DownloadController downloads
     // Hugging Face search (the second tab); null in views tested without it.
     property HubController hub: null
+    // Remote engines, whose failures show here; null in views tested without them.
+    property EnginesController engines: null
 
     signal loaded()
 
     color: Theme.background
+
+    // An error beside what it concerns: its words, and the buttons given (Dismiss, Retry).
+    component ErrorBox: Rectangle {
+        id: box
+        property alias text: words.text
+        default property alias actions: actionRow.data
+        color: Theme.errorBackground
+        radius: Theme.radiusSmall
+        Layout.fillWidth: true
+        implicitHeight: boxRow.implicitHeight + 2 * Theme.space2
+        RowLayout {
+            id: boxRow
+            anchors.fill: parent
+            anchors.margins: Theme.space2
+            spacing: Theme.space2
+            Label {
+                id: words
+                objectName: "errorWords"
+                color: Theme.error
+                wrapMode: Text.Wrap
+                Accessible.role: Accessible.AlertMessage
+                Accessible.name: text
+                Layout.fillWidth: true
+            }
+            Row {
+                id: actionRow
+                spacing: Theme.space1
+            }
+        }
+    }
 
     FileDialog {
         id: fileDialog
@@ -106,6 +142,41 @@ Rectangle {
             visible: root.hub !== null
             TabButton { text: "On this machine"; width: implicitWidth }
             TabButton { objectName: "hubTab"; text: "Find on Hugging Face"; width: implicitWidth }
+        }
+
+        // Remote engines that could not be reached (listing their models, or answering).
+        Repeater {
+            // Kept while it is tried again (Retry), until the listing's end says otherwise.
+            model: root.engines !== null ? root.engines.endpoints.filter(e => e.error.length > 0 && !e.errorDismissed) : []
+            delegate: ErrorBox {
+                id: engineRow
+                required property var modelData
+                objectName: "engineError_" + modelData.name
+                text: "Remote engine " + modelData.name + " (" + modelData.url + "): " + modelData.error
+                Button {
+                    text: engineRow.modelData.status === "listing" ? "Trying…" : "Retry"
+                    enabled: engineRow.modelData.status !== "listing"
+                    Accessible.name: "List the models of " + engineRow.modelData.name + " again"
+                    onClicked: root.engines.refreshEndpoint(engineRow.modelData.name)
+                }
+                Button {
+                    text: "Dismiss"
+                    Accessible.name: "Dismiss the error of " + engineRow.modelData.name
+                    onClicked: root.engines.dismissEndpointError(engineRow.modelData.name)
+                }
+            }
+        }
+
+        // The downloads as a whole (their list could not be saved for the next start).
+        ErrorBox {
+            objectName: "downloadsError"
+            visible: root.downloads.errorText.length > 0
+            text: root.downloads.errorText
+            Button {
+                text: "Dismiss"
+                Accessible.name: "Dismiss the downloads' error"
+                onClicked: root.downloads.dismissError()
+            }
         }
 
         // Downloads: progress, pause/resume/cancel; a listed repository's files to choose from.
@@ -273,7 +344,8 @@ Rectangle {
                         required property string fit
                         required property string suggestion
                         required property bool loaded
-                    required property string source
+                        required property string source
+                        required property string loadError
                         objectName: "model" + index
                         width: ListView.view.width
                         implicitHeight: cardColumn.implicitHeight + 2 * Theme.spacing
@@ -367,6 +439,16 @@ Rectangle {
                                     text: "Use the model's own"
                                     Accessible.name: "Use the model's own chat template for " + card.name
                                     onClicked: root.library.useOwnChatTemplate(card.path)
+                                }
+                            }
+                            ErrorBox {
+                                objectName: "loadError"
+                                visible: card.loadError.length > 0
+                                text: "Could not be loaded: " + card.loadError
+                                Button {
+                                    text: "Dismiss"
+                                    Accessible.name: "Dismiss why " + card.name + " could not be loaded"
+                                    onClicked: root.library.dismissLoadError(card.path)
                                 }
                             }
                             Label {

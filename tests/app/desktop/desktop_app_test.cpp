@@ -19,6 +19,8 @@
 #include "desktop_app.h"
 #include "desktop_test_support.h"
 #include "hub_test_server.h"
+#include "library_controller.h"
+#include "model_templates.h"
 #include "support/test_support.h"
 
 namespace {
@@ -165,6 +167,49 @@ TEST_F(DesktopAppTest, ImportedConversationsJoinTheListAndTheFirstOpens) {
     EXPECT_EQ(app->chat().conversations()->rowCount(), 1);
     EXPECT_NE(app->chat().currentConversationId(), 0);
     EXPECT_EQ(app->chat().messages()->rowCount(), 2);
+}
+
+// A model that fails to load says why on its card on the Models page (where the user picks
+// models), not only above the chat: until the user dismisses it, or it loads. The failure
+// here is a chat template chosen for it that cannot be used (model_templates.h).
+TEST_F(DesktopAppTest, AModelThatFailsToLoadSaysSoOnItsCardUntilItLoadsOrIsDismissed) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    fs::create_directories(dir_ / "data" / "models");
+    const fs::path model = dir_ / "data" / "models" / "smol.gguf";
+    fs::copy_file(test_model_, model);
+    auto app = make("http://127.0.0.1:9");
+    ASSERT_NE(app, nullptr);
+    ModelListModel& list = *app->library().models();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return list.rowCount() == 1 && !app->library().scanning(); }, kAppWait));
+    const QString path = QString::fromStdString(model.string());
+    const auto shown = [&] { return list.data(list.index(0), ModelListModel::LoadErrorRole).toString(); };
+    EXPECT_TRUE(shown().isEmpty());
+    const fs::path broken = dir_ / "broken.jinja";
+    std::ofstream(broken) << "{% if messages %}no end";
+    ASSERT_TRUE(set_model_chat_template(app->store(), path, QString::fromStdString(broken.string())));
+    const auto load = [&] {
+        app->load(path, false);
+        return QTest::qWaitFor([&] { return app->chat().modelState() != ChatController::ModelState::Loading; },
+                               kAppWait);
+    };
+
+    ASSERT_TRUE(load());
+    ASSERT_EQ(app->chat().modelState(), ChatController::ModelState::Failed);
+    EXPECT_TRUE(shown().contains("the chat template given cannot be used")) << shown().toStdString();
+    EXPECT_TRUE(app->chat().errorText().contains(shown())) << "the chat says it too";
+    app->library().dismissLoadError(path);
+    EXPECT_TRUE(shown().isEmpty());
+    app->chat().dismissError();
+    ASSERT_TRUE(load());
+    EXPECT_FALSE(shown().isEmpty()) << "failing again, it shows again";
+    app->library().rescan();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !app->library().scanning(); }, kAppWait));
+    EXPECT_FALSE(shown().isEmpty()) << "a rescan keeps it";
+
+    ASSERT_TRUE(clear_model_chat_template(app->store(), path));
+    ASSERT_TRUE(load());
+    ASSERT_EQ(app->chat().modelState(), ChatController::ModelState::Ready) << app->chat().errorText().toStdString();
+    EXPECT_TRUE(shown().isEmpty()) << "loaded: resolved";
 }
 
 TEST_F(DesktopAppTest, AnAnswerADeviceFailureInterruptsIsCompletedAndStoredWithItsNote) {

@@ -116,6 +116,48 @@ TEST_F(RemoteFaultsInTheApp, AnUntrustedCertificateIsNamedAndTheCaFileMakesItWor
     EXPECT_EQ(trusted[1].content, "Hello, wörld! Ünïcode ✓ and more.");
 }
 
+// A remote engine that cannot be reached says so on its row (the Models page shows the
+// endpoints in error), whether its models were being listed or an answer was asked of it,
+// until the user dismisses it (until it fails again) or a listing succeeds.
+TEST_F(RemoteChatTest, AnEndpointThatCannotBeReachedKeepsItsErrorUntilDismissedOrResolved) {
+    auto faults = fault_server();
+    ASSERT_TRUE(faults->running());
+    const QString ok = QString::fromStdString(faults->url("/ok/v1"));
+    const QString down = QStringLiteral("http://127.0.0.1:9/v1");  // nothing listens on port 9
+    EnginesController engines(*store_);
+    const auto row = [&] { return engines.endpoints().at(0).toMap(); };
+    ASSERT_TRUE(engines.addEndpoint("lab", down, {}, {}));
+    ASSERT_TRUE(wait_for([&] { return row().value("status") == "error"; }));
+    const QString listing = row().value("error").toString();
+    EXPECT_TRUE(listing.contains("127.0.0.1")) << listing.toStdString();
+    EXPECT_FALSE(row().value("errorDismissed").toBool());
+    engines.dismissEndpointError("lab");
+    EXPECT_TRUE(row().value("errorDismissed").toBool());
+    engines.refreshEndpoint("lab");
+    EXPECT_EQ(row().value("error").toString(), listing) << "kept while it is tried again";
+    ASSERT_TRUE(wait_for([&] { return row().value("status") == "error"; }));
+    EXPECT_FALSE(row().value("errorDismissed").toBool()) << "failing again, it shows again";
+
+    // An answer asked of it fails in the chat, and the chat says which endpoint failed.
+    QSignalSpy failed(controller_.get(), &ChatController::remoteAnswerFailed);
+    QObject::connect(controller_.get(), &ChatController::remoteAnswerFailed, &engines,
+                     &EnginesController::answerFailed);
+    controller_->useRemote(RemoteTarget{"lab", down, {}, {}, "tiny"});
+    engines.dismissEndpointError("lab");
+    ASSERT_TRUE(controller_->send("Hello?"));
+    ASSERT_TRUE(wait_idle());
+    ASSERT_EQ(failed.size(), 1);
+    EXPECT_EQ(failed[0][0].toString(), down);
+    EXPECT_EQ(stored()[1].state, MessageState::failed);
+    EXPECT_EQ(row().value("error").toString().toStdString(), stored()[1].error);
+    EXPECT_FALSE(row().value("errorDismissed").toBool());
+
+    // Pointed at a server that answers: resolved.
+    ASSERT_TRUE(engines.editEndpoint("lab", "lab", ok, {}, {}, {}));
+    ASSERT_TRUE(wait_for([&] { return row().value("status") == "ok"; }));
+    EXPECT_TRUE(row().value("error").toString().isEmpty());
+}
+
 TEST_F(RemoteChatTest, AnEndpointIsEditedInPlaceAndTheRemoteChoiceIsRemembered) {
     auto faults = fault_server();
     ASSERT_TRUE(faults->running());

@@ -122,6 +122,10 @@ class ModelHelper : public QObject {
 public:
     void use(EngineClient* engine) { m_engine = engine; }
     Q_INVOKABLE void announceLoaded(const QVariantMap& summary) { emit m_engine->loaded(summary); }
+    // What DesktopApp does when a load fails: the model's card says why.
+    Q_INVOKABLE void failLoad(LibraryController* library, const QString& path, const QString& message) {
+        library->setLoadError(path, message);
+    }
 
 private:
     EngineClient* m_engine = nullptr;

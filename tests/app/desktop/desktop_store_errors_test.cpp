@@ -189,6 +189,19 @@ TEST(DesktopStoreErrors, ADownloadListNotSavedIsSaidOnce) {
     const QString error = errors[0][0].toString();
     EXPECT_TRUE(error.contains("will not come back after a restart")) << error.toStdString();
     EXPECT_TRUE(error.contains("close that program and try again")) << error.toStdString();
+    // The Models page shows it above the downloads until a save succeeds again...
+    EXPECT_EQ(downloads.errorText(), error);
+    QSignalSpy shown(&downloads, &DownloadController::errorTextChanged);
+    downloads.add(QUrl("http://127.0.0.1:9/a/third-Q4_K_M.gguf"));
+    EXPECT_TRUE(downloads.errorText().isEmpty()) << downloads.errorText().toStdString();
+    EXPECT_EQ(shown.size(), 1);
+    // ... or the user dismisses it.
+    locked.lock();
+    downloads.add(QUrl("http://127.0.0.1:9/a/fourth-Q4_K_M.gguf"));
+    locked.unlock();
+    EXPECT_TRUE(downloads.errorText().contains("will not come back after a restart"));
+    downloads.dismissError();
+    EXPECT_TRUE(downloads.errorText().isEmpty());
 }
 
 TEST(DesktopStoreErrors, ARemoteModelChoiceNotSavedIsNotMade) {

@@ -2,6 +2,8 @@
 // window is imported and listed with its fit; a file that is not a model is refused with the
 // reason. The drops are the drag enter/move/drop events a file manager sends (testDrop).
 // Imports run on the library's worker thread: the page shows them once they are done.
+// What failed shows beside what it concerns: a model's load on its card, a remote engine on
+// its row above the list, each until dismissed.
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -21,7 +23,7 @@ Item {
             verify(component.status === Component.Ready, component.errorString())
             const window = createTemporaryObject(component, null, {
                 controller: testController, dashboard: testDashboard, settings: testSettings, library: testLibrary,
-                downloads: testDownloads
+                downloads: testDownloads, engines: testEngines
             })
             verify(window)
             tryVerify(() => window.visible)
@@ -62,6 +64,42 @@ Item {
             const message = findChild(window.contentItem, "libraryMessage")
             verify(message.visible)
             compare(message.text, testLibrary.message)
+        }
+
+        function test_3_failures_show_beside_what_they_concern_until_dismissed() {
+            const window = mainWindow()
+            window.modelsVisible = true
+            const page = findChild(window.contentItem, "modelList")
+            tryVerify(() => findChild(page, "model0") !== null)
+            const card = findChild(page, "model0")
+            // A model that failed to load: on its card, with a Dismiss.
+            testModel.failLoad(testLibrary, card.path, "the file is cut short")
+            const loadError = findChild(card, "loadError")
+            verify(loadError.visible)
+            compare(findChild(loadError, "errorWords").text, "Could not be loaded: the file is cut short")
+            const dismissLoad = findAll(loadError, "Dismiss")[0]
+            dismissLoad.clicked()
+            verify(!loadError.visible)
+
+            // A remote engine that cannot be reached: its row above the list, until dismissed.
+            verify(testEngines.addEndpoint("down", "http://127.0.0.1:9/v1", "", ""))
+            tryVerify(() => findChild(window.contentItem, "engineError_down") !== null, 20000)
+            const row = findChild(window.contentItem, "engineError_down")
+            verify(row.visible)
+            const words = findChild(row, "errorWords").text
+            verify(words.indexOf("Remote engine down (http://127.0.0.1:9/v1): ") === 0, words)
+            compare(findAll(row, "Retry").length, 1)
+            findAll(row, "Dismiss")[0].clicked()
+            tryVerify(() => findChild(window.contentItem, "engineError_down") === null)
+            testEngines.removeEndpoint("down")
+        }
+
+        // The buttons under `item` whose text is `text`.
+        function findAll(item, text) {
+            let out = []
+            if (item.text === text && item.clicked !== undefined) out.push(item)
+            for (let i = 0; i < item.children.length; ++i) out = out.concat(findAll(item.children[i], text))
+            return out
         }
     }
 }
