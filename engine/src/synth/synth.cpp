@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <span>
@@ -60,7 +61,12 @@ Result<ModelShape> synth_model_shape(const SynthPlan& plan) {
     m.layers.resize(m.n_layer);
     for (const SynthTensor& t : plan.tensors) {
         // glm4moe's prediction blocks after the decoder's are not loaded (as read_model_shape).
-        if (t.name.rfind("blk.", 0) == 0 && std::stoul(t.name.substr(4)) >= m.n_layer) continue;
+        uint32_t block = 0;
+        if (t.name.rfind("blk.", 0) == 0 &&
+            std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), block).ec == std::errc() &&
+            block >= m.n_layer) {
+            continue;
+        }
         const std::optional<GgmlType> type = type_from_name(t.type);
         if (!type) return make_error(ErrorCode::internal, fmt::format("synth: unknown tensor type {}", t.type));
         if (Result<void> added = add_tensor_to_shape(m, t.name, t.bytes, type_traits(*type).block_size); !added) {

@@ -22,6 +22,7 @@
 #include "engine/synth/synth_test_support.h"
 #include "powerhouse/generation.h"
 #include "powerhouse/model.h"
+#include "powerhouse/plan.h"
 #include "powerhouse/tokenizer.h"
 
 namespace powerhouse {
@@ -174,6 +175,17 @@ TEST(SynthArchPresets, TensorsAreTheConvertersTensors) {
     const Tensors gmoe = tensors_of("granite3.1-1b-a400m", "q8_0", 1);
     EXPECT_EQ(gmoe.dims.at("blk.0.ffn_down_exps.weight"), (std::vector<int64_t>{512, 1024, 32}));
     EXPECT_FALSE(gmoe.has("output.weight"));  // tied
+}
+
+// The planner's shape of GLM-4.5-Air leaves the prediction block out, as read_model_shape
+// does for the file: 2 layers, the dense one without experts.
+TEST(SynthArchPresets, ShapeLeavesThePredictionBlockOut) {
+    Result<ModelShape> shape = synth_model_shape(small_options("glm4.5-air", "q4_0", 2));
+    ASSERT_TRUE(shape.ok()) << shape.error().message;
+    ASSERT_EQ(shape->layers.size(), 2u);
+    EXPECT_EQ(shape->layers[0].experts, 0u);
+    EXPECT_GT(shape->layers[1].experts, 0u);
+    EXPECT_EQ(shape->n_expert, 128u);
 }
 
 // llama-quant.cpp's rules, by the names it matches: a shared expert's ffn_down_shexp is an
@@ -355,6 +367,21 @@ TEST_P(SynthArchFile, LoadsAgreesWithLlamaCppAndChats) {
     ASSERT_TRUE(written.ok()) << written.error().message;
 
     const SynthPreset& p = preset_named(c.preset);
+    // The welcome view plans a model from its synth plan: the shape must be the file's
+    // (glm4moe's prediction block left out of both).
+    Result<ModelShape> planned = synth_model_shape(written->plan);
+    ASSERT_TRUE(planned.ok()) << planned.error().message;
+    Result<ModelShape> read = read_model_shape(o.output);
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    EXPECT_EQ(planned->n_layer, c.n_layer);
+    ASSERT_EQ(planned->layers.size(), read->layers.size());
+    for (size_t il = 0; il < read->layers.size(); ++il) {
+        EXPECT_EQ(planned->layers[il].total(), read->layers[il].total()) << "layer " << il;
+        EXPECT_EQ(planned->layers[il].experts, read->layers[il].experts) << "layer " << il;
+    }
+    EXPECT_EQ(planned->weight_bytes(), read->weight_bytes());
+    EXPECT_EQ(planned->n_expert, read->n_expert);
+
     Result<ModelInfo> info = inspect_model(o.output);
     ASSERT_TRUE(info.ok()) << info.error().message;
     EXPECT_EQ(info->architecture, p.architecture);
