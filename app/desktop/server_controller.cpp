@@ -83,6 +83,7 @@ uint64_t requestOf(const powerhouse::EngineEvent& event) {
     if (const auto* t = std::get_if<powerhouse::TokenEvent>(&event)) return t->request_id;
     if (const auto* d = std::get_if<powerhouse::DoneEvent>(&event)) return d->request_id;
     if (const auto* e = std::get_if<powerhouse::ErrorEvent>(&event)) return e->request_id;
+    if (const auto* m = std::get_if<powerhouse::EmbeddingsEvent>(&event)) return m->request_id;
     return 0;
 }
 
@@ -153,7 +154,8 @@ ServerController::ServerController(powerhouse::store::Store& store, EngineClient
         }
         if (server ? !server->deliver(event) : !ApiServer::owns_request(requestOf(event))) return false;
         if (server && (std::holds_alternative<powerhouse::DoneEvent>(event) ||
-                       std::holds_alternative<powerhouse::ErrorEvent>(event))) {
+                       std::holds_alternative<powerhouse::ErrorEvent>(event) ||
+                       std::holds_alternative<powerhouse::EmbeddingsEvent>(event))) {
             ++shared->served;
             QMetaObject::invokeMethod(
                 this, [this] { emit requestsServedChanged(); }, Qt::QueuedConnection);

@@ -175,6 +175,11 @@ TEST_F(ServerControllerTest, ServesTheLoadedModelWhileTheAppChats) {
     EXPECT_FALSE(served.empty());
     EXPECT_EQ(reply.at("usage").at("completion_tokens"), 8);
     EXPECT_EQ(reference_answer("chat_capital").substr(0, served.size()), served);
+    // Embeddings on the same engine, beside the app's answer.
+    const json embed_body = {{"model", "SmolLM2-135M-Instruct.Q4_1"}, {"input", "What is the capital of France?"}};
+    const Reply embedded = Request(port, "POST", "/v1/embeddings", embed_body.dump()).wait();
+    ASSERT_EQ(embedded.status, 200) << embedded.body;
+    EXPECT_EQ(json::parse(embedded.body).at("data").at(0).at("embedding").size(), 576u);
     ASSERT_TRUE(wait_for([&] { return !chat_->generatingAny(); }));
 
     // The app's conversation has its own answer, whole and untouched by the server's tokens.
@@ -189,7 +194,7 @@ TEST_F(ServerControllerTest, ServesTheLoadedModelWhileTheAppChats) {
     EXPECT_EQ(chat_->messages()->at(1)->content, own);
     ASSERT_FALSE(appIds_.empty());
     for (quint64 id : appIds_) EXPECT_LT(id, kFirstServerId) << "the app saw a server request's event";
-    EXPECT_TRUE(wait_for([&] { return server_->requestsServed() == 1; }));
+    EXPECT_TRUE(wait_for([&] { return server_->requestsServed() == 2; })) << "the chat and the embeddings";
 
     // Switched off: stopped, the port closed, and kept so in the store.
     server_->setEnabled(false);
