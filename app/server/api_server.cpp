@@ -206,6 +206,12 @@ struct ApiServer::State {
         channel->ready.notify_all();
     }
 
+    ApiError busy_error() const {
+        return ApiError{
+            429, fmt::format("the server is busy ({} requests in flight): try again shortly", options.max_waiting),
+            "rate_limit_error", std::nullopt, std::nullopt};
+    }
+
     // The error a request that failed gets: while no model can answer, the reason (503),
     // rather than the engine's "no model is loaded" for a request that came just as it gave up.
     ApiError request_error(const Error& error) const {
@@ -430,6 +436,12 @@ void ApiServer::State::embed(const httplib::Request& req, httplib::Response& res
         return;
     }
     EmbedRequest request = std::get<EmbedRequest>(std::move(parsed));
+    if (in_flight.fetch_add(1) >= options.max_waiting) {
+        in_flight.fetch_sub(1);
+        ++errors;
+        send_error(res, busy_error());
+        return;
+    }
     const uint64_t id = next_id.fetch_add(1);
     std::shared_ptr<Channel> channel = open(id);
     EmbedCommand command;
@@ -452,6 +464,7 @@ void ApiServer::State::embed(const httplib::Request& req, httplib::Response& res
         }
     }
     close(id);
+    in_flight.fetch_sub(1);
 }
 
 void ApiServer::State::answer(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
@@ -470,10 +483,7 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     if (in_flight.fetch_add(1) >= options.max_waiting) {
         in_flight.fetch_sub(1);
         ++errors;
-        send_error(res, ApiError{429,
-                                 fmt::format("the server is busy ({} requests in flight): try again shortly",
-                                             options.max_waiting),
-                                 "rate_limit_error", std::nullopt, std::nullopt});
+        send_error(res, busy_error());
         return;
     }
     const uint64_t id = next_id.fetch_add(1);

@@ -395,21 +395,17 @@ Result<void> SplitBackend::run_heads(DeviceStage& stage, int first, int count) {
                 std::vector<TokenId> ids(k);
                 PH_TRY(stage.head_argmax(local, ids));
                 for (size_t i = 0; i < k; ++i) of_kind[at + i]->argmax = ids[i];
-            } else if (kind == RowOutput::hidden) {
-                Result<std::span<const float>> h = stage.head_hidden(local);
-                if (!h) return h.error();
-                for (size_t i = 0; i < k; ++i) {
-                    std::copy_n(h->begin() + static_cast<ptrdiff_t>(i * shape_.n_embd), shape_.n_embd,
-                                hidden_.begin() + static_cast<ptrdiff_t>(of_kind[at + i]->hidden_at) *
-                                                      static_cast<ptrdiff_t>(shape_.n_embd));
-                }
             } else {
-                Result<std::span<const float>> l = stage.head(local);
-                if (!l) return l.error();
+                // Rows of floats: each slot's at its place in logits_ or hidden_.
+                const bool hidden = kind == RowOutput::hidden;
+                Result<std::span<const float>> rows = hidden ? stage.head_hidden(local) : stage.head(local);
+                if (!rows) return rows.error();
+                const size_t width = hidden ? shape_.n_embd : shape_.n_vocab;
+                std::vector<float>& to = hidden ? hidden_ : logits_;
                 for (size_t i = 0; i < k; ++i) {
-                    std::copy_n(l->begin() + static_cast<ptrdiff_t>(i * shape_.n_vocab), shape_.n_vocab,
-                                logits_.begin() + static_cast<ptrdiff_t>(of_kind[at + i]->logits_at) *
-                                                      static_cast<ptrdiff_t>(shape_.n_vocab));
+                    const int place = hidden ? of_kind[at + i]->hidden_at : of_kind[at + i]->logits_at;
+                    std::copy_n(rows->begin() + static_cast<ptrdiff_t>(i * width), width,
+                                to.begin() + static_cast<ptrdiff_t>(place) * static_cast<ptrdiff_t>(width));
                 }
             }
         }
