@@ -148,6 +148,10 @@ void write_model_metadata(GgufMetadata& m, const ResolvedOptions& r, const Synth
         set_f32(m, a + ".rope.scaling.factor", r.preset.rope_scaling_yarn);
         set_u32(m, a + ".rope.scaling.original_context_length", r.preset.rope_scaling_original_context);
     }
+    if (r.preset.rope_scaling_yarn == 0 && r.preset.rope_scaling_original_context > 0) {
+        set_u32(m, a + ".rope.scaling.original_context_length", r.preset.rope_scaling_original_context);
+    }
+    if (r.preset.rope_attn_factor > 0) set_f32(m, a + ".rope.scaling.attn_factor", r.preset.rope_attn_factor);
     if (r.preset.yarn_log_multiplier > 0)
         set_f32(m, a + ".rope.scaling.yarn_log_multiplier", r.preset.yarn_log_multiplier);
     if (r.preset.attn_temperature_scale > 0) {

@@ -524,13 +524,83 @@ std::vector<PresetSpec> build_presets() {
     p.back().sliding_window = 1024;
     p.back().rope_scaling_linear = 8.0f;
 
-    // Phi-3-mini-4k-instruct's config.json: hidden_size 3072, intermediate_size 8192, 32
-    // layers of 32 heads (head size 96, no grouped KV), max_position_embeddings 4096,
-    // rope_theta 10000, rms_norm_eps 1e-5, untied; no rope_scaling (Phi-3.5-mini and Phi-4-mini
-    // have the same layer but LongRoPE factor tables). The converter fuses Q, K, V (attn_qkv)
-    // and gate, up (ffn_up).
-    p.push_back(make("phi3-mini", "phi3", "Phi-3 mini 4k Instruct", true,
+    // Phi-3.5-mini-instruct's config.json: hidden_size 3072, intermediate_size 8192, 32
+    // layers of 32 heads (head size 96, no grouped KV), rope_theta 10000, rms_norm_eps 1e-5,
+    // untied, max_position_embeddings 131072 over original_max_position_embeddings 4096 with
+    // LongRoPE (rope_scaling type "longrope": long_factor and short_factor, 48 values each,
+    // written as rope_factors_long / rope_factors_short; attn_factor
+    // sqrt(1 + ln(131072 / 4096) / ln 4096) = 1.1902), sliding_window 262144. The converter
+    // fuses Q, K, V (attn_qkv) and gate, up (ffn_up).
+    p.push_back(make("phi3.5-mini", "phi3", "Phi-3.5 mini Instruct", true,
+                     {32, 3072, 8192, 32, 32, 96, 131072, 10000.0f, 1e-5f, false}, phi3_vocab(), ChatTemplateId::phi3));
+    p.back().rope_scaling_original_context = 4096;
+    p.back().sliding_window = 262144;
+    p.back().longrope_long = {
+        1.0800000429153442f, 1.1100000143051147f, 1.1399999856948853f, 1.340000033378601f,  1.5899999141693115f,
+        1.600000023841858f,  1.6200000047683716f, 2.620000123977661f,  3.2300000190734863f, 3.2300000190734863f,
+        4.789999961853027f,  7.400000095367432f,  7.700000286102295f,  9.09000015258789f,   12.199999809265137f,
+        17.670000076293945f, 24.46000099182129f,  28.57000160217285f,  30.420001983642578f, 30.840002059936523f,
+        32.590003967285156f, 32.93000411987305f,  42.320003509521484f, 44.96000289916992f,  50.340003967285156f,
+        50.45000457763672f,  57.55000305175781f,  57.93000411987305f,  58.21000289916992f,  60.1400032043457f,
+        62.61000442504883f,  62.62000274658203f,  62.71000289916992f,  63.1400032043457f,   63.1400032043457f,
+        63.77000427246094f,  63.93000411987305f,  63.96000289916992f,  63.970001220703125f, 64.02999877929688f,
+        64.06999969482422f,  64.08000183105469f,  64.12000274658203f,  64.41000366210938f,  64.4800033569336f,
+        64.51000213623047f,  64.52999877929688f,  64.83999633789062f};
+    p.back().longrope_short = {1.0f,
+                               1.0199999809265137f,
+                               1.0299999713897705f,
+                               1.0299999713897705f,
+                               1.0499999523162842f,
+                               1.0499999523162842f,
+                               1.0499999523162842f,
+                               1.0499999523162842f,
+                               1.0499999523162842f,
+                               1.0699999332427979f,
+                               1.0999999046325684f,
+                               1.1099998950958252f,
+                               1.1599998474121094f,
+                               1.1599998474121094f,
+                               1.1699998378753662f,
+                               1.2899998426437378f,
+                               1.339999794960022f,
+                               1.679999828338623f,
+                               1.7899998426437378f,
+                               1.8199998140335083f,
+                               1.8499997854232788f,
+                               1.8799997568130493f,
+                               1.9099997282028198f,
+                               1.9399996995925903f,
+                               1.9899996519088745f,
+                               2.0199997425079346f,
+                               2.0199997425079346f,
+                               2.0199997425079346f,
+                               2.0199997425079346f,
+                               2.0199997425079346f,
+                               2.0199997425079346f,
+                               2.0299997329711914f,
+                               2.0299997329711914f,
+                               2.0299997329711914f,
+                               2.0299997329711914f,
+                               2.0299997329711914f,
+                               2.0299997329711914f,
+                               2.0299997329711914f,
+                               2.0299997329711914f,
+                               2.0299997329711914f,
+                               2.0799996852874756f,
+                               2.0899996757507324f,
+                               2.189999580383301f,
+                               2.2199995517730713f,
+                               2.5899994373321533f,
+                               2.729999542236328f,
+                               2.749999523162842f,
+                               2.8399994373321533f};
+    p.back().rope_attn_factor = 1.1902380714238083f;
+    // Phi-3-mini-4k-instruct: the same layer and vocabulary without LongRoPE:
+    // max_position_embeddings 4096 (= original_max_position_embeddings), sliding_window 2047.
+    p.push_back(make("phi3-mini", "phi3", "Phi-3 mini 4k Instruct", false,
                      {32, 3072, 8192, 32, 32, 96, 4096, 10000.0f, 1e-5f, false}, phi3_vocab(), ChatTemplateId::phi3));
+    p.back().rope_scaling_original_context = 4096;
+    p.back().sliding_window = 2047;
     // SmolLM3-3B's config.json: hidden_size 2048, intermediate_size 11008, 36 layers, 16
     // heads, 4 KV heads (head size 128), max_position_embeddings 65536, rope_theta 5e6,
     // rms_norm_eps 1e-6, tied; every 4th layer without RoPE (no_rope_layer_interval 4, which

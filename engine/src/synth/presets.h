@@ -89,10 +89,11 @@ struct PresetSpec {
     bool sandwich_norms = false;      // gemma3: post_attention_norm, post_ffw_norm
     bool write_head_lengths = false;  // {arch}.attention.key_length / value_length
     bool write_rope_dims = false;     // {arch}.rope.dimension_count
-    uint32_t sliding_window = 0;      // {arch}.attention.sliding_window (gemma3)
+    // {arch}.attention.sliding_window (gemma3; phi3's converter writes it, nothing applies it)
+    uint32_t sliding_window = 0;
     float rope_scaling_linear = 0;    // {arch}.rope.scaling.type "linear" with this factor
     // {arch}.rope.scaling.type "yarn" with this factor over rope_scaling_original_context
-    // (gpt-oss); 0: none.
+    // (gpt-oss); 0: none. phi3 writes the original context without a scaling type.
     float rope_scaling_yarn = 0;
     uint32_t rope_scaling_original_context = 0;
     // gpt-oss's blocks: attn_q/k/v/output weights with biases, attn_sinks (one learned
@@ -106,6 +107,11 @@ struct PresetSpec {
     // {arch}.rope.dimension_count when RoPE covers only part of each head (GLM: half); 0:
     // head_dim (when write_rope_dims).
     uint32_t rope_dims = 0;
+    // phi3 LongRoPE (Phi-3.5-mini): rope_factors_short / rope_factors_long.weight, head_dim / 2
+    // frequency divisors each, the short ones below rope.scaling.original_context_length;
+    // rope.scaling.attn_factor scales cos and sin. Empty: none.
+    std::vector<float> longrope_short, longrope_long;
+    float rope_attn_factor = 0;
     bool fused_qkv = false;      // phi3: attn_qkv, the rows of Q, K and V in one matrix
     bool fused_gate_up = false;  // phi3, glm4: ffn_up holds the gate's rows, then up's (2 x n_ff)
     // seed_oss, glm4moe: the feed-forward's input norm is named post_attention_norm.

@@ -44,6 +44,10 @@ std::string tensor_name(TensorRole role, int layer) {
     switch (role) {
         case TensorRole::rope_freqs:
             return "rope_freqs.weight";
+        case TensorRole::rope_factors_long:
+            return "rope_factors_long.weight";
+        case TensorRole::rope_factors_short:
+            return "rope_factors_short.weight";
         case TensorRole::token_embd:
             return "token_embd.weight";
         case TensorRole::output_norm:
@@ -208,6 +212,9 @@ WeightInit weight_init(TensorRole role) {
     switch (role) {
         case TensorRole::rope_freqs:
             return WeightInit::rope_freqs;
+        case TensorRole::rope_factors_long:
+        case TensorRole::rope_factors_short:
+            return WeightInit::fixed;
         case TensorRole::attn_norm:
         case TensorRole::attn_q_norm:
         case TensorRole::attn_k_norm:
@@ -351,6 +358,12 @@ std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileType
     };
 
     if (preset.llama3_rope_freqs) add(TensorRole::rope_freqs, -1, {p.head_dim / 2});
+    if (!preset.longrope_long.empty()) {  // as Phi3MiniModel.generate_extra_tensors: long, then short
+        add(TensorRole::rope_factors_long, -1, {static_cast<int64_t>(preset.longrope_long.size())});
+        out.back().fixed = preset.longrope_long;
+        add(TensorRole::rope_factors_short, -1, {static_cast<int64_t>(preset.longrope_short.size())});
+        out.back().fixed = preset.longrope_short;
+    }
     add(TensorRole::token_embd, -1, {n_embd, n_vocab});
     for (int il = 0; il < n_blocks; ++il) {
         add(TensorRole::attn_norm, il, {n_embd});

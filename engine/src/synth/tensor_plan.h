@@ -48,6 +48,8 @@ const FileTypeSpec* find_file_type(std::string_view name);
 
 enum class TensorRole {
     rope_freqs,
+    rope_factors_long,  // phi3 LongRoPE: [head_dim / 2], the preset's values, F32
+    rope_factors_short,
     token_embd,
     attn_norm,
     attn_q,
@@ -89,13 +91,14 @@ enum class TensorRole {
 };
 
 // How a tensor's values are drawn (weights.h).
-enum class WeightInit { matrix, norm, bias, rope_freqs };
+enum class WeightInit { matrix, norm, bias, rope_freqs, fixed };
 WeightInit weight_init(TensorRole role);
 
 struct PlannedTensor {
     GgufTensorSpec spec;
     TensorRole role;
     int layer = -1;  // -1 outside the blocks
+    std::vector<float> fixed;  // WeightInit::fixed: the values themselves
 };
 
 // What the type choice depends on besides the tensor itself.

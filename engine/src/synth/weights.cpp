@@ -174,6 +174,8 @@ Result<void> fill_tensor(const PlannedTensor& tensor, std::span<std::byte> out, 
         std::vector<float> values;
         if (init == WeightInit::rope_freqs) {
             values = llama3_rope_factors(static_cast<uint32_t>(spec.n_elements() * 2), options.rope_freq_base);
+        } else if (init == WeightInit::fixed) {
+            values = tensor.fixed;
         } else {
             values.resize(static_cast<size_t>(spec.n_elements()));
             Xoshiro256 rng(mix_key(key, kRowStream, 0));

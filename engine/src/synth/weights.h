@@ -5,7 +5,8 @@
 //  - norm weights 1 + N(0, 0.1^2): near 1, yet distinct enough that a kernel that skips
 //    them gives visibly different results;
 //  - biases ~N(0, 0.02^2);
-//  - rope_freqs.weight: Llama 3.1's rope scaling factors, computed, not random.
+//  - rope_freqs.weight: Llama 3.1's rope scaling factors, computed, not random; Phi-3.5's
+//    LongRoPE factors (rope_factors_long/short.weight): the published values.
 // Row r of tensor T draws from a stream keyed by (seed, T's name, r), so the bytes do not
 // depend on the thread count, and a tensor's data does not depend on which other tensors
 // the file holds.

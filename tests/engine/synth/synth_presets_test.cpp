@@ -43,6 +43,7 @@ struct Facts {
 
 // From each model's config.json (see presets.cpp), written out again here.
 const Facts kFacts[] = {
+    {"phi3.5-mini", "phi3", 32, 3072, 8192, 32, 32, 96, 32064, 131072, 10000.0f, 1e-5f, false, 0, 0, 0, "default"},
     {"phi3-mini", "phi3", 32, 3072, 8192, 32, 32, 96, 32064, 4096, 10000.0f, 1e-5f, false, 0, 0, 0, "default"},
     {"smollm3-3b", "smollm3", 36, 2048, 11008, 16, 4, 128, 128256, 65536, 5e6f, 1e-6f, true, 0, 0, 0, "llama-bpe"},
     {"seed-oss-36b", "seed_oss", 64, 5120, 27648, 80, 8, 128, 155136, 524288, 1e7f, 1e-6f, false, 0, 0, 0,
@@ -76,8 +77,8 @@ TEST(SynthArchPresets, HaveTheRealShapes) {
         EXPECT_EQ(p.n_expert_used, f.n_expert_used);
         EXPECT_EQ(p.n_ff_expert, f.n_ff_expert);
         EXPECT_EQ(p.tokenizer_pre, f.pre);
-        // Each is its architecture's default but GLM-4.5, the big one.
-        EXPECT_EQ(p.is_default, std::string(f.preset) != "glm4.5");
+        // Each is its architecture's default but GLM-4.5 (the big one) and Phi-3 mini 4k.
+        EXPECT_EQ(p.is_default, std::string(f.preset) != "glm4.5" && std::string(f.preset) != "phi3-mini");
     }
 }
 
@@ -119,6 +120,15 @@ TEST(SynthArchPresets, MetadataHasTheKeysTheLoadersRead) {
     EXPECT_EQ(f32_of(ministral, "mistral3.rope.scaling.yarn_log_multiplier"), 1.0);
     EXPECT_FLOAT_EQ(static_cast<float>(f32_of(ministral, "mistral3.attention.temperature_scale").value_or(0)), 0.1f);
 
+    // Phi-3.5's LongRoPE: the original context and attention factor the converter writes.
+    GgufMetadata& phi = layout_of("phi3.5-mini").writer.metadata();
+    EXPECT_EQ(phi.get_uint("phi3.context_length"), 131072u);
+    EXPECT_EQ(phi.get_uint("phi3.rope.scaling.original_context_length"), 4096u);
+    EXPECT_FLOAT_EQ(static_cast<float>(f32_of(phi, "phi3.rope.scaling.attn_factor").value_or(0)),
+                    static_cast<float>(std::sqrt(1.0 + std::log(32.0) / std::log(4096.0))));
+    EXPECT_EQ(phi.get_uint("phi3.rope.dimension_count"), 96u);
+    EXPECT_EQ(phi.get_string("phi3.rope.scaling.type"), std::nullopt);
+    EXPECT_EQ(f32_of(layout_of("phi3-mini").writer.metadata(), "phi3.rope.scaling.attn_factor"), std::nullopt);
     EXPECT_EQ(layout_of("glm4-9b").writer.metadata().get_uint("glm4.rope.dimension_count"), 64u);
     // Seed-OSS's heads are 128 wide, not 5120 / 80: without key_length it would not load.
     EXPECT_EQ(layout_of("seed-oss-36b").writer.metadata().get_uint("seed_oss.attention.key_length"), 128u);
@@ -154,6 +164,11 @@ TEST(SynthArchPresets, TensorsAreTheConvertersTensors) {
     EXPECT_FALSE(air.has("blk.3.attn_norm.weight"));
     EXPECT_TRUE(tensors_of("glm4.5", "q4_k_m", 2).has("blk.0.attn_q_norm.weight"));
 
+    // Phi-3.5-mini's LongRoPE factors: F32 in every type, 48 (head_dim / 2) each.
+    const Tensors phi35 = tensors_of("phi3.5-mini", "q4_k_m", 1);
+    EXPECT_EQ(phi35.dims.at("rope_factors_long.weight"), (std::vector<int64_t>{48}));
+    EXPECT_EQ(phi35.type_of("rope_factors_short.weight"), "F32");
+    EXPECT_FALSE(tensors_of("phi3-mini", "q4_k_m", 1).has("rope_factors_long.weight"));
     const Tensors phi = tensors_of("phi3-mini", "q8_0", 1);
     EXPECT_EQ(phi.dims.at("blk.0.attn_qkv.weight"), (std::vector<int64_t>{3072, 3 * 3072}));
     EXPECT_EQ(phi.dims.at("blk.0.ffn_up.weight"), (std::vector<int64_t>{3072, 2 * 8192}));
@@ -175,6 +190,32 @@ TEST(SynthArchPresets, TensorsAreTheConvertersTensors) {
     const Tensors gmoe = tensors_of("granite3.1-1b-a400m", "q8_0", 1);
     EXPECT_EQ(gmoe.dims.at("blk.0.ffn_down_exps.weight"), (std::vector<int64_t>{512, 1024, 32}));
     EXPECT_FALSE(gmoe.has("output.weight"));  // tied
+}
+
+// Phi-3.5-mini's LongRoPE factors are its config.json's long_factor and short_factor.
+TEST(SynthArchPresets, LongRopeFactorsArePhi35s) {
+    Result<synth::ResolvedOptions> r = synth::resolve_options(small_options("phi3.5-mini", "q4_0", 1));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    std::map<std::string, std::vector<float>> factors;
+    for (const synth::PlannedTensor& t : synth::plan_tensors(r->preset, *r->type)) {
+        if (t.spec.name.rfind("rope_factors_", 0) != 0) continue;
+        std::vector<float> values(static_cast<size_t>(t.spec.n_elements()));
+        ASSERT_TRUE(synth::fill_tensor(t, std::as_writable_bytes(std::span<float>(values)), {}).ok());
+        factors[t.spec.name] = values;
+    }
+    ASSERT_EQ(factors.size(), 2u);
+    const std::vector<float>& l = factors.at("rope_factors_long.weight");
+    const std::vector<float>& sh = factors.at("rope_factors_short.weight");
+    ASSERT_EQ(l.size(), 48u);
+    ASSERT_EQ(sh.size(), 48u);
+    EXPECT_FLOAT_EQ(l.front(), 1.08f);
+    EXPECT_FLOAT_EQ(l[22], 42.32f);
+    EXPECT_FLOAT_EQ(l.back(), 64.84f);
+    EXPECT_FLOAT_EQ(sh.front(), 1.0f);
+    EXPECT_FLOAT_EQ(sh[17], 1.68f);
+    EXPECT_FLOAT_EQ(sh.back(), 2.84f);
+    EXPECT_TRUE(std::is_sorted(l.begin(), l.end()));
+    EXPECT_TRUE(std::is_sorted(sh.begin(), sh.end()));
 }
 
 // The planner's shape of GLM-4.5-Air leaves the prediction block out, as read_model_shape
@@ -320,6 +361,7 @@ struct FileCase {
 // Granite's logits are small (divided by logit_scale 16 or 6), hence its tighter bound.
 const std::vector<FileCase>& file_cases() {
     static const std::vector<FileCase> cases = {
+        {"phi3.5-mini", 2, 0, 96, 0, false, 0.12f, "<|user|>\nHi<|end|>\n<|assistant|>\n"},
         {"phi3-mini", 2, 0, 96, 0, false, 0.12f, "<|user|>\nHi<|end|>\n<|assistant|>\n"},
         {"smollm3-3b", 4, 0, 128, 0, false, 0.08f, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
         {"seed-oss-36b", 1, 0, 128, 0, true, 0.12f, "<seed:bos>user\nHi<seed:eos><seed:bos>assistant\n"},
