@@ -53,6 +53,12 @@ int run_chat(ChatOptions options) {
     if (!wait_loaded(engine, interactive, summary)) return 1;
     note_unread_switches(options.thinking, summary);
     const nlohmann::ordered_json variables = template_variables(options.thinking);
+    GenerateCommand offered;  // the tools of every turn, and a forced call's grammar
+    if (Result<void> r =
+            offer_tools(options.remote.tools_file, options.remote.tool_choice, summary.tool_format, offered);
+        !r) {
+        return report_error(r.error());
+    }
     if (interactive) {
         std::fprintf(stderr, "Chatting with %s (context %u, %s). Ctrl+C stops an answer; /reset starts over, /exit quits.\n",
                      summary.name.c_str(), summary.n_ctx, summary.device.c_str());
@@ -67,6 +73,8 @@ int run_chat(ChatOptions options) {
         command.settings.sampling.seed += turn;
         command.settings.stop = options.sampling.stop;
         command.settings.lookup = options.sampling.lookup;
+        command.tools = offered.tools;
+        command.settings.grammar = offered.settings.grammar;
         command.overflow = ContextOverflow::drop_oldest;
         // A reasoning model's thinking comes apart from its answer: shown in a think block,
         // and never kept in the conversation (the templates want only the answers back).
@@ -90,6 +98,7 @@ int run_chat(ChatOptions options) {
         // end-of-generation token first, a Ctrl+C before the first token) printed nothing, so
         // it ends nothing.
         printer.end();
+        printer.tool_calls(answer.done->tool_calls);
         std::fflush(stdout);
         const bool empty = answer.done->text.empty();  // thinking alone is no answer to keep
         if (stats.stop_reason == StopReason::cancelled) std::fputs("(stopped)\n", stderr);
@@ -105,6 +114,11 @@ int run_chat(ChatOptions options) {
             std::fprintf(stderr, "[%u tokens, %.1f tokens/s, first token after %.2f s, prompt %u tokens (%u reused)]\n",
                          stats.generated_tokens, stats.tokens_per_second(), stats.time_to_first_token,
                          stats.prompt_tokens, stats.reused_tokens);
+        }
+        if (empty && !answer.done->tool_calls.empty()) {
+            // Each call wants its result after it, which this chat cannot give: as in chat --remote.
+            std::fputs("(the answer only called tools, which this chat cannot answer: your message is taken back)\n",
+                       stderr);
         }
         if (empty) {
             // Nothing to keep: the user's message is taken back too (ChatReply), as in chat --remote.

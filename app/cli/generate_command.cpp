@@ -87,6 +87,11 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
     request.settings.stop = options.sampling.stop;
     request.settings.ignore_eos = options.ignore_eos;
     request.settings.lookup = options.sampling.lookup;
+    if (Result<void> offered =
+            offer_tools(options.remote.tools_file, options.remote.tool_choice, summary.tool_format, request);
+        !offered) {
+        return report_error(offered.error());
+    }
     AnswerPrinter printer;
     const EngineAnswer answer = answer_on_engine(engine, std::move(request), options.json ? nullptr : &printer);
     if (answer.error) {
@@ -101,9 +106,11 @@ int run_generate(const CLI::App& command, const GenerateOptions& options) {
                                       {"stop_reason", stop_reason_name(done.stats.stop_reason)},
                                       {"stats", generation_stats_json(done.stats)}};
         if (!done.reasoning.empty()) out["reasoning"] = done.reasoning;  // as generate --remote
+        if (!done.tool_calls.empty()) out["tool_calls"] = tool_calls_json(done.tool_calls);
         std::puts(json_text(out).c_str());
     } else {
         printer.end();
+        printer.tool_calls(done.tool_calls);
     }
     std::fflush(stdout);
     if (cut_while_reasoning(done)) say_cut_while_reasoning(false);
@@ -142,6 +149,7 @@ Command add_generate_command(CLI::App& app) {
                         {"--raw", "--no-special", "--ignore-eos", "--ctx", "--threads", "--devices", "--split",
                          "--ratios", "--main-device", "--kv-type", "--experts-in-ram", "--on-device-failure",
                          "--step-deadline", "--fail-device", "--chat-template", "--lookup-draft"});
+    exclude_with_remote(*sub, raw, {"--tools"});  // a raw prompt has no place for them
     sub->callback([sub, options] {
         if (options->prompt.empty() && options->prompt_file.empty()) {
             throw CLI::RequiredError(sub->get_name() + ": --prompt or --prompt-file");

@@ -1,6 +1,7 @@
 #include "generation.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <chrono>
@@ -10,6 +11,8 @@
 
 #include "format.h"
 #include "powerhouse/chat_template.h"
+#include "powerhouse/grammar.h"
+#include "powerhouse/tool_calls.h"
 
 namespace powerhouse::cli {
 
@@ -262,6 +265,90 @@ void add_sampling_options(CLI::App& command, SamplingChoice& choice) {
     command.add_option("--seed", p.seed, "Random seed: the same seed gives the same output");
     command.add_option("--stop", choice.stop, "Stop when the text contains this string (repeatable)");
     add_lookup_option(command, choice.lookup);
+}
+
+// --tools FILE: an array of OpenAI tool objects, each a function with a name. The server
+// checks the rest (the parameters' schema) as it reads them.
+Result<nlohmann::ordered_json> read_tools(const std::string& path) {
+    Result<std::string> text = read_file_text(path);
+    if (!text) return text.error();
+    const std::string shape =
+        "an array of OpenAI tool objects: [{\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": "
+        "{...}}}]";
+    nlohmann::ordered_json tools = nlohmann::ordered_json::parse(*text, nullptr, false);
+    if (tools.is_discarded()) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("--tools {}: the file is not JSON; it should hold {}", path, shape));
+    }
+    if (!tools.is_array() || tools.empty()) {
+        return make_error(ErrorCode::invalid_argument, fmt::format("--tools {}: the file should hold {}{}", path, shape,
+                                                                   tools.is_array() ? ", not an empty one" : ""));
+    }
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const nlohmann::ordered_json& tool = tools[i];
+        const bool named = tool.is_object() && tool.value("type", "") == "function" && tool.contains("function") &&
+                           tool["function"].is_object() && tool["function"].contains("name") &&
+                           tool["function"]["name"].is_string() && !tool["function"]["name"].empty();
+        if (!named) {
+            return make_error(
+                ErrorCode::invalid_argument,
+                fmt::format("--tools {}: tool {} is not a function with a name: {}; each should be {{\"type\": "
+                            "\"function\", \"function\": {{\"name\": ..., \"parameters\": {{...}}}}}}",
+                            path, i + 1, json_text(tool).substr(0, 200)));
+        }
+    }
+    return tools;
+}
+
+// --tool-choice: OpenAI's words as they are, or a tool's name as the object that forces it.
+Result<nlohmann::ordered_json> tool_choice(const std::string& choice, const nlohmann::ordered_json& tools) {
+    if (choice.empty()) return nlohmann::ordered_json();
+    if (choice == "auto" || choice == "none" || choice == "required") return nlohmann::ordered_json(choice);
+    std::vector<std::string> names;
+    for (const nlohmann::ordered_json& tool : tools) {
+        names.push_back(tool["function"]["name"].get<std::string>());
+        if (names.back() == choice) {
+            return nlohmann::ordered_json{{"type", "function"}, {"function", {{"name", choice}}}};
+        }
+    }
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("--tool-choice {}: no tool of --tools has that name; give auto, none, required or "
+                                  "one of: {}",
+                                  choice, fmt::join(names, ", ")));
+}
+
+// The calls as OpenAI writes them in a message (generate --remote --json).
+nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const ToolCall& call : calls) {
+        out.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    return out;
+}
+
+Result<void> offer_tools(const std::string& tools_file, const std::string& choice, ToolCallFormat format,
+                         GenerateCommand& command) {
+    if (tools_file.empty()) return {};
+    Result<nlohmann::ordered_json> tools = read_tools(tools_file);
+    if (!tools) return tools.error();
+    Result<nlohmann::ordered_json> forced = tool_choice(choice, *tools);
+    if (!forced) return forced.error();
+    if (*forced == "none") return {};  // not offered: the model answers in text
+    command.tools = *tools;
+    if (forced->is_null() || *forced == "auto") return {};
+    // "required", or one tool by name: the answer is exactly one call, as the server makes it.
+    const std::string only = forced->is_object() ? (*forced)["function"]["name"].get<std::string>() : std::string();
+    Result<std::string> grammar_text = tool_call_grammar(format, *tools, only);
+    if (!grammar_text) {
+        return make_error(grammar_text.error().code,
+                          fmt::format("--tool-choice {}: {}", choice, grammar_text.error().message));
+    }
+    Result<Grammar> grammar = Grammar::parse(*grammar_text);
+    if (!grammar) return grammar.error();
+    command.settings.grammar = std::move(grammar).value();
+    return {};
 }
 
 nlohmann::ordered_json generation_stats_json(const GenerationStats& stats) {

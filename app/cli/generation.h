@@ -101,6 +101,20 @@ struct SamplingChoice {
     LookupSettings lookup;
 };
 void add_sampling_options(CLI::App& command, SamplingChoice& choice);
+// --tools FILE (generate and chat, local or --remote): an array of OpenAI tool objects, each a
+// function with a name (the parameters' schemas are checked where they are used).
+Result<nlohmann::ordered_json> read_tools(const std::string& path);
+// --tool-choice: OpenAI's words as they are, or a tool's name as the object that forces it;
+// null when not given.
+Result<nlohmann::ordered_json> tool_choice(const std::string& choice, const nlohmann::ordered_json& tools);
+// The calls as OpenAI writes them in a message (generate --json).
+nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls);
+// For a local model: the tools offered in the command (none with --tool-choice none), and for
+// "required" or a tool's name the grammar that makes the answer such a call, in the model's
+// own format (ModelSummary::tool_format).
+Result<void> offer_tools(const std::string& tools_file, const std::string& choice, ToolCallFormat format,
+                         GenerateCommand& command);
+
 // A generation's figures for --json: token counts, speeds, and the guesses of --lookup-draft.
 nlohmann::ordered_json generation_stats_json(const GenerationStats& stats);
 // --lookup-draft N alone (serve takes no sampling options: each request brings its own).

@@ -28,15 +28,14 @@ CLI::Option* add_remote_options(CLI::App& command, RemoteChoice& choice, const s
         .add_option("--ca-file", choice.ca_file,
                     "PEM certificates to trust for https:// (a private CA, or the server's self-signed certificate)")
         ->needs(url);
+    // Not remote only: a local model is offered them too (GenerateCommand::tools).
     if (flag == "--remote" && (command.get_name() == "generate" || command.get_name() == "chat")) {
         CLI::Option* tools =
-            command
-                .add_option("--tools", choice.tools_file,
-                            "With --remote: a JSON file holding an array of OpenAI tool objects ({\"type\": "
-                            "\"function\", \"function\": {\"name\", \"description\", \"parameters\"}}) offered to "
-                            "the model; the calls it makes are printed after its answer between <tool_call> and "
-                            "</tool_call> lines")
-                ->needs(url);
+            command.add_option("--tools", choice.tools_file,
+                               "A JSON file holding an array of OpenAI tool objects ({\"type\": \"function\", "
+                               "\"function\": {\"name\", \"description\", \"parameters\"}}) offered to the model, "
+                               "local or --remote; the calls it makes are printed after its answer between <tool_call> "
+                               "and </tool_call> lines");
         command
             .add_option("--tool-choice", choice.tool_choice,
                         "With --tools: auto (the model decides), none, required (some call), or a tool's name (a "
@@ -107,56 +106,6 @@ Result<void> local_only(const SamplingChoice& sampling) {
                       "--logit-bias names token ids of a local model's vocabulary: it is not sent with --remote");
 }
 
-// --tools FILE: an array of OpenAI tool objects, each a function with a name. The server
-// checks the rest (the parameters' schema) as it reads them.
-Result<nlohmann::ordered_json> read_tools(const std::string& path) {
-    Result<std::string> text = read_file_text(path);
-    if (!text) return text.error();
-    const std::string shape =
-        "an array of OpenAI tool objects: [{\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": "
-        "{...}}}]";
-    nlohmann::ordered_json tools = nlohmann::ordered_json::parse(*text, nullptr, false);
-    if (tools.is_discarded()) {
-        return make_error(ErrorCode::invalid_argument,
-                          fmt::format("--tools {}: the file is not JSON; it should hold {}", path, shape));
-    }
-    if (!tools.is_array() || tools.empty()) {
-        return make_error(ErrorCode::invalid_argument, fmt::format("--tools {}: the file should hold {}{}", path, shape,
-                                                                   tools.is_array() ? ", not an empty one" : ""));
-    }
-    for (size_t i = 0; i < tools.size(); ++i) {
-        const nlohmann::ordered_json& tool = tools[i];
-        const bool named = tool.is_object() && tool.value("type", "") == "function" && tool.contains("function") &&
-                           tool["function"].is_object() && tool["function"].contains("name") &&
-                           tool["function"]["name"].is_string() && !tool["function"]["name"].empty();
-        if (!named) {
-            return make_error(
-                ErrorCode::invalid_argument,
-                fmt::format("--tools {}: tool {} is not a function with a name: {}; each should be {{\"type\": "
-                            "\"function\", \"function\": {{\"name\": ..., \"parameters\": {{...}}}}}}",
-                            path, i + 1, json_text(tool).substr(0, 200)));
-        }
-    }
-    return tools;
-}
-
-// --tool-choice: OpenAI's words as they are, or a tool's name as the object that forces it.
-Result<nlohmann::ordered_json> tool_choice(const std::string& choice, const nlohmann::ordered_json& tools) {
-    if (choice.empty()) return nlohmann::ordered_json();
-    if (choice == "auto" || choice == "none" || choice == "required") return nlohmann::ordered_json(choice);
-    std::vector<std::string> names;
-    for (const nlohmann::ordered_json& tool : tools) {
-        names.push_back(tool["function"]["name"].get<std::string>());
-        if (names.back() == choice) {
-            return nlohmann::ordered_json{{"type", "function"}, {"function", {{"name", choice}}}};
-        }
-    }
-    return make_error(ErrorCode::invalid_argument,
-                      fmt::format("--tool-choice {}: no tool of --tools has that name; give auto, none, required or "
-                                  "one of: {}",
-                                  choice, fmt::join(names, ", ")));
-}
-
 // --tools and --tool-choice into the request.
 Result<void> apply_tools(const RemoteChoice& choice, remote::ChatRequest& request) {
     if (choice.tools_file.empty()) return {};
@@ -167,17 +116,6 @@ Result<void> apply_tools(const RemoteChoice& choice, remote::ChatRequest& reques
     request.tools = std::move(tools).value();
     request.tool_choice = std::move(forced).value();
     return {};
-}
-
-// The calls as OpenAI writes them in a message (generate --remote --json).
-nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const ToolCall& call : calls) {
-        out.push_back({{"id", call.id},
-                       {"type", "function"},
-                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-    }
-    return out;
 }
 
 // -m when given, else the server's only model.

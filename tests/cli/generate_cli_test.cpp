@@ -83,6 +83,43 @@ TEST(CliGenerate, LookupDecodingGivesLlamaCppsContinuation) {
     EXPECT_NE(remote.err.find("--lookup-draft"), std::string::npos) << remote.err;
 }
 
+// --tools offers a local model the file's tools, in its template's format; --tool-choice NAME
+// (or required) makes the answer that call, printed after the text, in --json as OpenAI's
+// tool_calls; none offers nothing. A chat turn that only called tools is taken back.
+TEST(CliGenerate, ALocalModelCallsTheToolItIsOffered) {
+    test::TempDir dir;
+    test::write_file(dir / "tools.json",
+                     R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",)"
+                     R"( "parameters": {"type": "object", "properties": {"city": {"type": "string"}},)"
+                     R"( "required": ["city"]}}}])");
+    const std::string ask = "generate " + smollm2_on_two_threads() + " --temp 0 -n 60 -p " +
+                            quoted("What is the weather in Paris?") + " --tools " + quoted(dir / "tools.json");
+    const test::CliRun forced = test::run_cli(ask + " --tool-choice get_weather");
+    ASSERT_EQ(forced.status, 0) << forced.err;
+    EXPECT_NE(forced.out.find("<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":"), std::string::npos)
+        << forced.out;
+    EXPECT_NE(forced.out.find("</tool_call>"), std::string::npos) << forced.out;
+    const test::CliRun json_run = test::run_cli(ask + " --tool-choice required --json");
+    ASSERT_EQ(json_run.status, 0) << json_run.err;
+    const nlohmann::json out = nlohmann::json::parse(json_run.out);
+    ASSERT_EQ(out.at("tool_calls").size(), 1u) << json_run.out;
+    EXPECT_EQ(out.at("tool_calls").at(0).at("function").at("name"), "get_weather");
+    EXPECT_TRUE(nlohmann::json::parse(out.at("tool_calls").at(0).at("function").at("arguments").get<std::string>())
+                    .contains("city"));
+    EXPECT_EQ(out.at("text"), "");
+    const test::CliRun none = test::run_cli(ask + " --tool-choice none --json");
+    ASSERT_EQ(none.status, 0) << none.err;
+    EXPECT_FALSE(nlohmann::json::parse(none.out).contains("tool_calls")) << none.out;
+    EXPECT_NE(nlohmann::json::parse(none.out).at("text"), "");
+
+    const test::CliRun chat = test::run_cli("chat " + smollm2_on_two_threads() + " --temp 0 -n 60 --tools " +
+                                                quoted(dir / "tools.json") + " --tool-choice get_weather",
+                                            "What is the weather in Paris?\n");
+    ASSERT_EQ(chat.status, 0) << chat.err;
+    EXPECT_NE(chat.out.find("<tool_call>"), std::string::npos) << chat.out;
+    EXPECT_NE(chat.err.find("only called tools"), std::string::npos) << chat.err;
+}
+
 // A raw prompt that writes the chat template by hand: its special tokens become their ids
 // (as the tokenizer's --special gives them), or stay text with --no-special.
 TEST(CliGenerate, RawPromptsParseTheSpecialTokensWrittenInThem) {

@@ -316,9 +316,9 @@ TEST_F(CliRemote, ToolOptionsAndGarbledCallsAreReported) {
         run_cli("generate -m test-model -p hi --tools " + test::quoted(dir / "object.json") + " --remote " + url("ok"));
     EXPECT_EQ(object.status, 1);
     EXPECT_NE(object.err.find("the file should hold an array of OpenAI tool objects"), std::string::npos) << object.err;
-    const test::CliRun local = run_cli("generate -p hi" + offer);
-    EXPECT_EQ(local.status, 2);
-    EXPECT_NE(local.err.find("--tools requires --remote"), std::string::npos) << local.err;
+    const test::CliRun raw = run_cli("generate --raw -p hi" + offer);
+    EXPECT_EQ(raw.status, 2);
+    EXPECT_NE(raw.err.find("--raw excludes --tools"), std::string::npos) << raw.err;
     EXPECT_NE(run_cli("models --remote " + url("ok") + offer).status, 0);
 }
 
