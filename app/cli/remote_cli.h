@@ -7,7 +7,8 @@
 // --no-think (chat_template_kwargs) and --reasoning-effort, and the options that only mean
 // something for a local model (--ctx, --devices, --raw, --chat-template, ...) are refused.
 // A plain-http URL to another machine gets a warning on stderr. generate and chat take
-// --tools FILE (a JSON array of OpenAI tool objects offered to the server's model) and
+// --tools FILE (a JSON array of OpenAI tool objects offered to the model, the server's here,
+// a local one through generation.h's offer_tools) and
 // --tool-choice auto|none|required|NAME (NAME: a call of that tool is forced); the calls the
 // answer makes are printed after its text, each between "<tool_call>" and "</tool_call>"
 // lines (answer_printer.h).
