@@ -228,8 +228,13 @@ void ChatController::rememberSwitches(const QString& model, TemplateSwitches swi
     QJsonObject all;
     for (const auto& [name, s] : m_knownSwitches)
         all.insert(name, QJsonObject{{QStringLiteral("thinking"), s.thinking}, {QStringLiteral("effort"), s.effort}});
-    write([json = QJsonDocument(all).toJson(QJsonDocument::Compact).toStdString()](Store& store) {
-        return store.set_setting(kTemplateSwitchesSetting, json);
+    // Only a memory for the settings dialog: not kept, the next start knows it from the next
+    // load, so a refusal is logged rather than shown above the chat.
+    write([json = QJsonDocument(all).toJson(QJsonDocument::Compact).toStdString()](
+              Store& store) -> powerhouse::Result<void> {
+        if (auto kept = store.set_setting(kTemplateSwitchesSetting, json); !kept)
+            qWarning("chat: what the chat templates read was not kept: %s", kept.error().message.c_str());
+        return {};
     });
 }
 

@@ -204,6 +204,22 @@ TEST(DesktopStoreErrors, ADownloadListNotSavedIsSaidOnce) {
     EXPECT_TRUE(downloads.errorText().isEmpty());
 }
 
+// What a loaded model's chat template reads is only remembered for the conversation settings
+// (chat_controller.h): a store that refuses it costs nothing the user did, so nothing is shown
+// above the chat.
+TEST(DesktopStoreErrors, TemplateSwitchesNotRememberedAreNotAnError) {
+    LockedStore locked;
+    locked.refuseWrites("app_settings", "disk full", "template_switches");
+    EngineClient engine;
+    ChatController chat(locked.store(), engine);
+    emit engine.loaded({{"displayName", "Thinker"}, {"device", "CPU"}, {"hasThinkingSwitch", true}});
+    chat.flushWrites();
+    QCoreApplication::processEvents();  // the writer's word comes back as a queued call
+    EXPECT_TRUE(chat.errorText().isEmpty()) << chat.errorText().toStdString();
+    EXPECT_EQ(locked.setting("template_switches"), "");
+    EXPECT_TRUE(chat.thinkingSwitch()) << "known for this run all the same";
+}
+
 TEST(DesktopStoreErrors, ARemoteModelChoiceNotSavedIsNotMade) {
     LockedStore locked;
     ASSERT_TRUE(locked.store().set_setting(
