@@ -4,6 +4,7 @@
 // included) and dense models, for every file type synth offers, with tensor lists written apart from synth
 // (scripts/fixtures/make_quant_types_fixture.py). Every tensor of synth's plan must have
 // that type; the tensors llama.cpp leaves alone (norms, the router, rope_freqs) are F32.
+// quant_types_arch.json does the same for the presets of the architectures added later.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -26,12 +27,15 @@ std::vector<std::string> split_words(const std::string& text) {
     return out;
 }
 
-TEST(SynthQuantTypes, EveryTensorHasLlamaCppsType) {
-    std::ifstream in(test::data_dir() / "synth" / "quant_types.json");
+// Checks every case of a fixture; returns the number of (tensor, file type) pairs checked and
+// the presets covered.
+std::pair<size_t, std::set<std::string>> check_fixture(const std::string& file) {
+    std::ifstream in(test::data_dir() / "synth" / file);
     const json fixture = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    ASSERT_FALSE(fixture.is_discarded());
+    EXPECT_FALSE(fixture.is_discarded()) << file;
     size_t n_checked = 0;
     std::set<std::string> presets;
+    if (fixture.is_discarded()) return {n_checked, presets};
     for (const json& c : fixture.at("cases")) {
         const std::string preset = c.at("preset").get<std::string>();
         const uint32_t layers = c.at("layers").get<uint32_t>();
@@ -40,7 +44,8 @@ TEST(SynthQuantTypes, EveryTensorHasLlamaCppsType) {
         for (const auto& [type, joined] : c.at("types").items()) {
             SCOPED_TRACE(c.at("case").get<std::string>() + " " + type);
             const std::vector<std::string> want = split_words(joined.get<std::string>());
-            ASSERT_EQ(want.size(), names.size());
+            EXPECT_EQ(want.size(), names.size());
+            if (want.size() != names.size()) continue;
             const Tensors planned = tensors_of(preset, type, layers);
             std::set<std::string> quantizable;
             for (size_t i = 0; i < names.size(); ++i) {
@@ -55,9 +60,27 @@ TEST(SynthQuantTypes, EveryTensorHasLlamaCppsType) {
             }
         }
     }
+    return {n_checked, presets};
+}
+
+TEST(SynthQuantTypes, EveryTensorHasLlamaCppsType) {
+    const auto [n_checked, presets] = check_fixture("quant_types.json");
     EXPECT_TRUE(presets.count("qwen3-30b-a3b") && presets.count("qwen3-235b-a22b") && presets.count("mixtral-8x7b"));
     EXPECT_TRUE(presets.count("gpt-oss-20b") && presets.count("gpt-oss-120b"));
     EXPECT_GT(n_checked, 50000u);  // 51504 (tensor, file type) pairs
+}
+
+// The presets of phi3, smollm3, seed_oss, glm4, glm4moe, mistral3, granite and granitemoe
+// (tests/data/synth/quant_types_arch.json, scripts/fixtures/make_quant_types_arch_fixture.py):
+// Phi-3's fused attn_qkv, GLM's fused ffn_up, GLM-4.5's shared experts and prediction block
+// (its eh_proj quantized, its block counted in the layer counts) among them.
+TEST(SynthQuantTypes, TheNewArchitecturesHaveLlamaCppsTypes) {
+    const auto [n_checked, presets] = check_fixture("quant_types_arch.json");
+    for (const char* p : {"phi3.5-mini", "smollm3-3b", "seed-oss-36b", "glm4-9b", "glm4.5-air", "glm4.5",
+                          "ministral3-8b", "granite3.3-8b", "granite3.1-1b-a400m"}) {
+        EXPECT_TRUE(presets.count(p)) << p;
+    }
+    EXPECT_GT(n_checked, 50000u);
 }
 
 }  // namespace
