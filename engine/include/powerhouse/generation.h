@@ -97,6 +97,11 @@ struct GenerationSettings {
     bool logprobs = false;
     int32_t top_logprobs = 0;
     LookupSettings lookup;  // speculative decoding; off by default
+    // Speculative decoding by a draft model (LoadCommand::draft_model: a small model of the
+    // same vocabulary): the tokens it guesses a step, checked as lookup's are. Unset: the
+    // engine's default (LoadCommand::draft_tokens) when a draft model is loaded; 0: none.
+    // Where both could guess, the draft model does.
+    std::optional<uint32_t> draft_tokens;
 };
 
 // One token and its log-probability.

@@ -74,6 +74,11 @@ public:
         std::function<void(uint64_t id, std::string_view text, std::span<const TokenLogprob> logprobs)>;
 
     explicit Scheduler(Model& model, const SchedulerOptions& options = {});
+    // A draft model for speculative decoding (GenerationSettings::draft_tokens, by default
+    // `default_tokens`): it guesses the next tokens of each request from its own cache of
+    // the request's context, which it catches up before guessing and cuts back to what the
+    // model kept after. Null: none. The draft must outlive the scheduler or a later call.
+    void set_draft(Model* draft, uint32_t default_tokens);
     ~Scheduler();  // ends what runs (no callbacks), keeping nothing
     Scheduler(const Scheduler&) = delete;
     Scheduler& operator=(const Scheduler&) = delete;
@@ -130,6 +135,8 @@ private:
     uint32_t last_draft_rows_ = 0;
     uint64_t drafted_ = 0;
     uint64_t accepted_ = 0;
+    Model* draft_ = nullptr;  // the draft model, when set_draft gave one
+    uint32_t draft_default_ = 0;
     std::shared_ptr<const GrammarVocabulary> grammar_vocabulary_;  // built for the first constrained request
     std::vector<TokenCandidate> order_scratch_;                    // top_logprobs
     std::vector<float> logits_scratch_;                            // a row's logits, masked
@@ -139,6 +146,8 @@ private:
     void admit();
     bool pause_latest();
     void plan_drafts(uint32_t& avail, uint32_t& budget);
+    void guess_with_draft_model(const std::vector<Request*>& guessing);
+    void close_draft(Request& r, bool keep_cached);
     std::optional<TokenId> choose(Request& r, size_t output);
     void take_outputs(Request& r);
     void finish(Request& r, StopReason reason);

@@ -95,6 +95,8 @@ struct Scheduler::Request {
     std::optional<SeqId> seq;      // while running
     std::vector<TokenId> pending;  // to decode: the rest of the prompt, or the last token sampled
     std::vector<TokenId> draft;    // guessed to follow the last token sampled, checked this step
+    uint32_t draft_limit = 0;      // guesses the draft model may make this step
+    std::optional<SeqId> draft_seq;  // its context in the draft model's cache
     bool started = false;          // admitted once (reused_tokens counted)
     bool cancelled = false;
     bool done = false;
@@ -149,6 +151,7 @@ void Scheduler::hold_for_recovery() {
         std::unique_ptr<Request> r = std::move(running_.back());
         running_.pop_back();
         r->seq.reset();  // the failed model's cache goes with it
+        r->draft_seq.reset();  // and the draft's (the engine sets it again, or none)
         r->pending.clear();
         waiting_.insert(waiting_.begin(), std::move(r));
     }
@@ -184,6 +187,7 @@ std::vector<Scheduler::Progress> Scheduler::progress() const {
 Scheduler::~Scheduler() {
     for (auto& r : running_) {
         if (r->seq) model_->close_sequence(*r->seq, false);
+        close_draft(*r, false);
     }
 }
 
@@ -274,7 +278,21 @@ SchedulerStats Scheduler::stats() const {
     return s;
 }
 
+void Scheduler::close_draft(Request& r, bool keep_cached) {
+    if (r.draft_seq && draft_ != nullptr) draft_->close_sequence(*r.draft_seq, keep_cached);
+    r.draft_seq.reset();
+}
+
+void Scheduler::set_draft(Model* draft, uint32_t default_tokens) {
+    for (auto* list : {&running_, &waiting_}) {
+        for (auto& r : *list) close_draft(*r, false);
+    }
+    draft_ = draft;
+    draft_default_ = default_tokens;
+}
+
 void Scheduler::end(Request& r, bool keep_cached) {
+    close_draft(r, keep_cached);
     if (r.seq) model_->close_sequence(*r.seq, keep_cached);
     r.seq.reset();
     r.done = true;
@@ -341,6 +359,7 @@ bool Scheduler::pause_latest() {
     std::unique_ptr<Request> r = std::move(running_.back());
     running_.pop_back();
     if (r->seq) model_->close_sequence(*r->seq, true);
+    close_draft(*r, true);
     r->seq.reset();
     r->pending.clear();
     ++pauses_;
@@ -451,30 +470,93 @@ Result<void> Scheduler::step() {
 }
 
 // Guesses for the requests writing their answers that asked for them, as far as the pool's
-// blocks and the step's rows go (after the prompt chunks: guessing is what gives way).
+// blocks and the step's rows go (after the prompt chunks: guessing is what gives way). The
+// draft model's guesses are made for all its requests together.
 void Scheduler::plan_drafts(uint32_t& avail, uint32_t& budget) {
+    std::vector<Request*> by_model;
+    std::vector<Request*> guessed;
     for (auto& r : running_) {
         const LookupSettings& lookup = r->settings.lookup;
-        if (lookup.max_draft == 0 || r->take != 1 || !r->generating() || budget == 0) continue;
+        const uint32_t model_tokens = draft_ != nullptr ? r->settings.draft_tokens.value_or(draft_default_) : 0;
+        const uint32_t wanted = model_tokens > 0 ? model_tokens : lookup.max_draft;
+        if (wanted == 0 || r->take != 1 || !r->generating() || budget == 0) continue;
         // Every guess the model takes is one more token of the answer and position of the context.
         const uint64_t written = r->result.ids.size();
         const auto max_tokens = static_cast<uint64_t>(r->settings.max_tokens);
         const uint64_t held = model_->sequence_length(*r->seq);
-        uint64_t limit = std::min<uint64_t>(lookup.max_draft, budget);
+        uint64_t limit = std::min<uint64_t>(wanted, budget);
         limit = std::min(limit, max_tokens > written + 1 ? max_tokens - written - 1 : 0);
         limit = std::min(limit, model_->n_ctx() > held + 1 ? model_->n_ctx() - held - 1 : 0);
         if (limit == 0) continue;
-        std::vector<TokenId> draft = lookup_draft(r->prompt, r->result.ids, lookup, static_cast<uint32_t>(limit));
+        budget -= static_cast<uint32_t>(limit);  // given back below for what is not guessed
+        r->draft_limit = static_cast<uint32_t>(limit);
+        if (model_tokens > 0) {
+            by_model.push_back(r.get());
+        } else {
+            r->draft = lookup_draft(r->prompt, r->result.ids, lookup, r->draft_limit);
+        }
+        guessed.push_back(r.get());
+    }
+    if (!by_model.empty()) guess_with_draft_model(by_model);
+    for (Request* r : guessed) {
+        std::vector<TokenId>& draft = r->draft;
         const uint32_t counted = model_->blocks_needed(*r->seq, 1);  // the next token's, taken already
         const auto more = [&] {
             return model_->blocks_needed(*r->seq, 1 + static_cast<uint32_t>(draft.size())) - counted;
         };
         while (!draft.empty() && more() > avail) draft.pop_back();
+        budget += r->draft_limit - static_cast<uint32_t>(draft.size());
         if (draft.empty()) continue;
         avail -= more();
-        budget -= static_cast<uint32_t>(draft.size());
         r->take += static_cast<uint32_t>(draft.size());
-        r->draft = std::move(draft);
+    }
+}
+
+// The draft model's guesses: each request's context caught up in its cache (the prompt on
+// first use, else what was written since), then one token at a time, each the argmax, for
+// all the requests in the same batches. A batch the draft model cannot run leaves the
+// requests without guesses, not failed.
+void Scheduler::guess_with_draft_model(const std::vector<Request*>& guessing) {
+    std::vector<Request*> going;
+    std::vector<BatchRow> rows;
+    for (Request* r : guessing) {
+        const std::vector<TokenId> context = r->context();
+        if (!r->draft_seq) {
+            Result<SeqId> seq = draft_->open_sequence();
+            if (!seq) continue;
+            r->draft_seq = *seq;
+            draft_->adopt_prefix(*seq, context);
+        }
+        // Since the last guesses the cache holds the context then all guesses but the last.
+        // The model kept the first `a` of them and wrote its own token after: the context has
+        // grown by a + 1, and the cache is right up to the context's last token. Cutting it
+        // there drops the guess the model turned down and those after it (none when it kept
+        // all but the last, or all: then the cache is shorter, and catches up).
+        uint32_t held = draft_->sequence_length(*r->draft_seq);
+        if (held >= context.size()) {
+            draft_->truncate_sequence(*r->draft_seq, static_cast<uint32_t>(context.size() - 1));
+            held = static_cast<uint32_t>(context.size() - 1);
+        }
+        for (size_t i = held; i < context.size(); ++i) {
+            rows.push_back({*r->draft_seq, context[i], i + 1 == context.size() ? RowOutput::argmax : RowOutput::none});
+        }
+        going.push_back(r);
+    }
+    while (!going.empty()) {
+        if (!draft_->decode_batch(rows)) {
+            for (Request* r : going) close_draft(*r, false);  // its cache is unknown now
+            return;
+        }
+        std::vector<Request*> next;
+        rows.clear();
+        for (size_t i = 0; i < going.size(); ++i) {
+            Request* r = going[i];
+            r->draft.push_back(draft_->batch_argmax(i));
+            if (r->draft.size() >= r->draft_limit) continue;
+            rows.push_back({*r->draft_seq, r->draft.back(), RowOutput::argmax});
+            next.push_back(r);
+        }
+        going.swap(next);
     }
 }
 
