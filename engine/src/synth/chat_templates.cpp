@@ -280,8 +280,8 @@ constexpr std::string_view kPhi3 =
 
 // SmolLM3: ChatML turns under a system turn with SmolLM3's metadata header; "/no_think" in
 // the system prompt (or enable_thinking false) gives the assistant an empty
-// <think>\n\n</think>. A short form of the published template: the default system
-// instructions and the tool sections are left out, the turn format is the same.
+// <think>\n\n</think>. A short form of the published template, its default system
+// instructions included: the tool sections are left out, the turn format is the same.
 constexpr std::string_view kSmolLM3 =
     R"TPL({%- set reasoning_mode = "/think" if enable_thinking is not defined or enable_thinking else "/no_think" -%}
 {%- set ns = namespace(system="") -%}
@@ -292,7 +292,14 @@ constexpr std::string_view kSmolLM3 =
 {%- endif -%}
 {{- "<|im_start|>system\n" -}}
 {{- "## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: " + reasoning_mode + "\n\n" -}}
-{{- "## Custom Instructions\n\n" + ns.system + "\n\n" if ns.system else "" -}}
+{{- "## Custom Instructions\n\n" -}}
+{%- if ns.system -%}
+    {{- ns.system + "\n\n" -}}
+{%- elif reasoning_mode == "/think" -%}
+    {{- "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves thoroughly exploring questions through a systematic thinking process before providing the final precise and accurate solutions. This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, reassessment, reflection, backtracking, and iteration to develop well-considered thinking process. Please structure your response into two main sections: Thought and Solution using the specified format: <think> Thought section </think> Solution section. In the Thought section, detail your reasoning process in steps. Each step should include detailed considerations such as analysing questions, summarizing relevant findings, brainstorming new ideas, verifying the accuracy of the current steps, refining any errors, and revisiting previous steps. In the Solution section, based on various attempts, explorations, and reflections from the Thought section, systematically present the final solution that you deem correct. The Solution section should be logical, accurate, and concise and detail necessary steps needed to reach the conclusion.\n\n" -}}
+{%- else -%}
+    {{- "You are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n" -}}
+{%- endif -%}
 {{- "<|im_end|>\n" -}}
 {%- for message in messages -%}
     {%- if message['role'] == 'user' -%}

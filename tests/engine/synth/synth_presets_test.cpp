@@ -20,6 +20,7 @@
 #include <fstream>
 
 #include "engine/synth/synth_test_support.h"
+#include "powerhouse/chat_template.h"
 #include "powerhouse/generation.h"
 #include "powerhouse/model.h"
 #include "powerhouse/plan.h"
@@ -509,6 +510,39 @@ INSTANTIATE_TEST_SUITE_P(Presets, SynthArchFile, ::testing::ValuesIn(file_case_n
                              }
                              return name;
                          });
+
+// Every new preset's template, rendered by the engine's template interpreter, gives what
+// jinja2 gives (as transformers renders it) for the reference's conversations: several
+// turns, a system prompt, and the thinking switch of GLM-4.5 and SmolLM3. No file needed.
+// (The short templates were also rendered next to the published ones with these
+// conversations: the same text, but Granite's date, which the published one takes from the
+// clock.)
+TEST(SynthArchFile, TemplatesRenderAsJinja2Does) {
+    ASSERT_FALSE(reference().is_discarded());
+    const json& renders = reference().at("renders");
+    for (const json& ref : reference().at("models")) {
+        const std::string preset = ref.at("preset").get<std::string>();
+        SCOPED_TRACE(preset);
+        const GgufMetadata& m = layout_of(preset).writer.metadata();
+        const Vocab v = vocab_of(m);
+        const std::optional<std::string_view> source = m.get_string("tokenizer.chat_template");
+        ASSERT_TRUE(source.has_value());
+        ASSERT_EQ(ref.at("renders").size(), renders.size());
+        for (size_t i = 0; i < renders.size(); ++i) {
+            nlohmann::ordered_json context = nlohmann::ordered_json::object();
+            context["messages"] = nlohmann::ordered_json::parse(renders[i].at("messages").dump());
+            context["add_generation_prompt"] = true;
+            context["bos_token"] = token_named_by(m, v, "tokenizer.ggml.bos_token_id");
+            context["eos_token"] = token_named_by(m, v, "tokenizer.ggml.eos_token_id");
+            for (const auto& [key, value] : renders[i].at("variables").items()) {
+                context[key] = nlohmann::ordered_json::parse(value.dump());
+            }
+            Result<std::string> text = render_template(*source, context);
+            ASSERT_TRUE(text.ok()) << text.error().message;
+            EXPECT_EQ(*text, ref.at("renders").at(i).get<std::string>()) << "conversation " << i;
+        }
+    }
+}
 
 TEST(SynthArchFile, ReferenceCoversEveryCase) {
     ASSERT_FALSE(reference().is_discarded());
