@@ -138,6 +138,7 @@ Command add_chat_command(CLI::App& app) {
     add_model_options(*sub, options->model);
     add_failure_options(*sub, options->model.failure);
     add_chat_template_option(*sub, options->model);
+    add_draft_options(*sub, options->model);
     add_thinking_options(*sub, options->thinking);
     sub->add_option("--system", options->system, "System prompt");
     sub->add_option("-n,--n-predict", options->n_predict, "Tokens per answer at most")->check(CLI::Range(1, 1 << 20));
@@ -146,10 +147,10 @@ Command add_chat_command(CLI::App& app) {
         *sub, options->remote, "--remote",
         "Chat with an OpenAI-compatible server at URL (vLLM, llama.cpp's server, powerhouse-cli serve, ...) "
         "instead of loading a model; -m then names the server's model (default: its only one)");
-    exclude_with_remote(
-        *sub, remote,
-        {"--ctx", "--threads", "--devices", "--split", "--ratios", "--main-device", "--kv-type", "--experts-in-ram",
-         "--on-device-failure", "--step-deadline", "--fail-device", "--chat-template", "--lookup-draft"});
+    exclude_with_remote(*sub, remote,
+                        {"--ctx", "--threads", "--devices", "--split", "--ratios", "--main-device", "--kv-type",
+                         "--experts-in-ram", "--on-device-failure", "--step-deadline", "--fail-device",
+                         "--chat-template", "--lookup-draft", "--draft-model", "--draft-tokens"});
     return {sub, [sub, options] {
                 if (options->remote.given()) {
                     return run_remote_chat(

@@ -125,6 +125,7 @@ Command add_generate_command(CLI::App& app) {
     add_model_options(*sub, options->model);
     add_failure_options(*sub, options->model.failure);
     add_chat_template_option(*sub, options->model);
+    add_draft_options(*sub, options->model);
     add_thinking_options(*sub, options->thinking);
     auto* text = sub->add_option("-p,--prompt", options->prompt, "The prompt (a user message unless --raw)");
     auto* file = sub->add_option("--prompt-file", options->prompt_file, "Read the prompt from a file");
@@ -145,10 +146,11 @@ Command add_generate_command(CLI::App& app) {
         "Ask an OpenAI-compatible server at URL (vLLM, llama.cpp's server, powerhouse-cli serve, ...) instead of "
         "loading a model; -m then names the server's model (default: its only one). Sampling options not given "
         "are left to the server");
-    exclude_with_remote(*sub, remote,
-                        {"--raw", "--no-special", "--ignore-eos", "--ctx", "--threads", "--devices", "--split",
-                         "--ratios", "--main-device", "--kv-type", "--experts-in-ram", "--on-device-failure",
-                         "--step-deadline", "--fail-device", "--chat-template", "--lookup-draft"});
+    exclude_with_remote(
+        *sub, remote,
+        {"--raw", "--no-special", "--ignore-eos", "--ctx", "--threads", "--devices", "--split", "--ratios",
+         "--main-device", "--kv-type", "--experts-in-ram", "--on-device-failure", "--step-deadline", "--fail-device",
+         "--chat-template", "--lookup-draft", "--draft-model", "--draft-tokens"});
     exclude_with_remote(*sub, raw, {"--tools"});  // a raw prompt has no place for them
     sub->callback([sub, options] {
         if (options->prompt.empty() && options->prompt_file.empty()) {

@@ -178,7 +178,28 @@ Result<ModelToLoad> resolve_model(const ModelChoice& choice) {
     options.fail_device = failure.fail_device;
     options.fail_after = failure.fail_after;
     options.fail_hangs = failure.fail_hangs;
-    return ModelToLoad{std::move(path).value(), options, *recovery};
+    ModelToLoad load{std::move(path).value(), options, *recovery, {}, choice.draft_tokens};
+    if (!choice.draft_model.empty()) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(choice.draft_model, ec)) {
+            return make_error(ErrorCode::io,
+                              fmt::format("--draft-model {}: no such file; give a small .gguf model of the same "
+                                          "family (the same vocabulary)",
+                                          choice.draft_model));
+        }
+        load.draft_model = choice.draft_model;
+    }
+    return load;
+}
+
+void add_draft_options(CLI::App& command, ModelChoice& choice) {
+    command.add_option("--draft-model", choice.draft_model,
+                       "Speculative decoding by a draft model: a small model of the same family and vocabulary "
+                       "(e.g. Qwen3-0.6B for Qwen3-32B) guesses the next tokens and the model checks them all in "
+                       "one step; the answer is the model's, in fewer steps where decoding is memory-bound (GPUs)");
+    command.add_option("--draft-tokens", choice.draft_tokens, "With --draft-model: tokens it guesses a step")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
 }
 
 Result<LogitBias> parse_logit_bias(std::string_view text) {

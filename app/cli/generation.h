@@ -60,20 +60,32 @@ struct ModelChoice {
     DeviceChoice devices;
     FailureChoice failure;
     std::string chat_template_file;  // --chat-template; empty: the model's own template
+    std::string draft_model;         // --draft-model; empty: none
+    uint32_t draft_tokens = 8;       // --draft-tokens
 };
 void add_model_options(CLI::App& command, ModelChoice& choice);
 // --chat-template FILE, for the commands that chat (chat, generate, serve): a Jinja chat
 // template used instead of the model's own (ModelOptions::chat_template), for a file whose
 // template is missing, broken or wrong.
 void add_chat_template_option(CLI::App& command, ModelChoice& choice);
+// --draft-model FILE and --draft-tokens N (chat, generate, serve): speculative decoding by a
+// small model of the same vocabulary (LoadCommand::draft_model), local models only.
+void add_draft_options(CLI::App& command, ModelChoice& choice);
 // The model file (model_or_default) and its options; the --chat-template file read and
 // checked here, so that a template that cannot be used is named before any weights load.
 struct ModelToLoad {
     std::filesystem::path path;
     ModelOptions options;
     RecoveryPolicy recovery = RecoveryPolicy::replan;
+    std::filesystem::path draft_model;
+    uint32_t draft_tokens = 8;
 
-    LoadCommand load_command() const { return LoadCommand{path, options, recovery}; }
+    LoadCommand load_command() const {
+        LoadCommand command{path, options, recovery};
+        command.draft_model = draft_model;
+        command.draft_tokens = draft_tokens;
+        return command;
+    }
 };
 Result<ModelToLoad> resolve_model(const ModelChoice& choice);
 

@@ -156,6 +156,7 @@ Command add_serve_command(CLI::App& app) {
     add_model_options(*sub, options->model);
     add_failure_options(*sub, options->model.failure);
     add_chat_template_option(*sub, options->model);
+    add_draft_options(*sub, options->model);
     sub->add_option("--host", options->host, "Address to listen on (not loopback: needs --api-key-file)")
         ->capture_default_str();
     sub->add_option("--port", options->port, "Port; 0: any free one")

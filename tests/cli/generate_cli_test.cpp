@@ -83,6 +83,32 @@ TEST(CliGenerate, LookupDecodingGivesLlamaCppsContinuation) {
     EXPECT_NE(remote.err.find("--lookup-draft"), std::string::npos) << remote.err;
 }
 
+// A draft model changes the steps, not the answer: the model's own twin guesses every greedy
+// token, and the continuation is still llama.cpp's. A missing file is named; a remote server
+// decodes as it does.
+TEST(CliGenerate, ADraftModelGivesLlamaCppsContinuation) {
+    const nlohmann::json& c = fixture_case("raw_counting");
+    const test::CliRun run = test::run_cli(
+        "generate " + smollm2_on_two_threads() + " --raw --json --temp 0 -n 64 --draft-tokens 6 --draft-model " +
+        quoted(test::test_model_path()) + " -p " + test::quoted(c.at("text").get<std::string>()));
+    ASSERT_EQ(run.status, 0) << run.err;
+    const nlohmann::json out = nlohmann::json::parse(run.out);
+    EXPECT_EQ(out.at("generated_ids"), c.at("generated_ids"));
+    const nlohmann::json& stats = out.at("stats");
+    EXPECT_GT(stats.at("drafted_tokens").get<int>(), 30) << stats.dump();
+    EXPECT_EQ(stats.at("accepted_tokens"), stats.at("drafted_tokens")) << stats.dump();
+
+    const test::CliRun missing =
+        test::run_cli("generate " + smollm2_on_two_threads() + " -p hi --draft-model /nonexistent/draft.gguf");
+    EXPECT_EQ(missing.status, 1);
+    EXPECT_NE(missing.err.find("--draft-model /nonexistent/draft.gguf: no such file"), std::string::npos)
+        << missing.err;
+    const test::CliRun remote =
+        test::run_cli("generate --remote http://127.0.0.1:9 -p hi --draft-model " + quoted(test::test_model_path()));
+    EXPECT_EQ(remote.status, 2);
+    EXPECT_NE(remote.err.find("--draft-model"), std::string::npos) << remote.err;
+}
+
 // --tools offers a local model the file's tools, in its template's format; --tool-choice NAME
 // (or required) makes the answer that call, printed after the text, in --json as OpenAI's
 // tool_calls; none offers nothing. A chat turn that only called tools is taken back.

@@ -61,9 +61,20 @@ enum class RecoveryPolicy { replan, retry, stop };
 const char* recovery_policy_name(RecoveryPolicy policy);  // "replan", "retry", "stop"
 
 struct LoadCommand {
+    LoadCommand() = default;
+    LoadCommand(std::filesystem::path model, ModelOptions model_options,
+                RecoveryPolicy on_failure = RecoveryPolicy::replan)
+        : path(std::move(model)), options(std::move(model_options)), recovery(on_failure) {}
+
     std::filesystem::path path;
     ModelOptions options;
     RecoveryPolicy recovery = RecoveryPolicy::replan;
+    // A draft model for speculative decoding (GenerationSettings::draft_tokens): a small
+    // model whose vocabulary is the model's (every token the same text; the load fails
+    // naming the first that is not). Loaded after the model on the same devices, unsplit.
+    // After a device failure the answers go on without it. Empty: none.
+    std::filesystem::path draft_model;
+    uint32_t draft_tokens = 8;  // guesses a step, unless a request says otherwise
 };
 
 struct UnloadCommand {};
@@ -138,6 +149,7 @@ struct LoadProgressEvent {
 struct LoadedEvent {
     ModelSummary model;
     double seconds = 0;
+    std::optional<ModelSummary> draft;  // LoadCommand::draft_model, when one was asked for
 };
 
 struct UnloadedEvent {};

@@ -62,7 +62,8 @@ struct Engine::State {
 
     // Touched by the engine thread only.
     std::optional<Model> model;
-    std::unique_ptr<Scheduler> scheduler;  // uses `model`: reset first
+    std::optional<Model> draft;            // LoadCommand::draft_model; reset after the scheduler
+    std::unique_ptr<Scheduler> scheduler;  // uses `model` and `draft`: reset first
     std::set<uint64_t> cancelled_ids;      // cancels of ids that were not running: for a later generate
     std::map<uint64_t, DoneEvent> started; // requests in the scheduler: what the DoneEvent carries
     std::deque<EmbedCommand> embeds;       // waiting for a sequence (every one is generating)
@@ -80,6 +81,7 @@ struct Engine::State {
     void load(const LoadCommand& command);
     // Model::load with LoadProgressEvents, stopped by a cancel-all, a newer load or an unload.
     Result<Model> load_model(const std::filesystem::path& path, const ModelOptions& options);
+    Result<Model> load_draft(const LoadCommand& command);
     void start_scheduler();
     // After a step failed with ErrorCode::device_failed: the RecoveryPolicy.
     void recover(const Error& error);
@@ -152,7 +154,8 @@ void Engine::State::run() {
         }
     }
     scheduler.reset();
-    model.reset();  // free the model on the thread that used it
+    draft.reset();
+    model.reset();  // free the models on the thread that used them
 }
 
 // Cancels asked since the last look: passed to the scheduler, or kept for a later generate.
@@ -224,10 +227,12 @@ void Engine::State::start_scheduler() {
     SchedulerOptions options;
     options.hold_on_device_failure = loaded_from && loaded_from->recovery != RecoveryPolicy::stop;
     scheduler = std::make_unique<Scheduler>(*model, options);
+    if (draft) scheduler->set_draft(&*draft, loaded_from ? loaded_from->draft_tokens : 0);
 }
 
 void Engine::State::load(const LoadCommand& command) {
     stop_generations();
+    draft.reset();
     model.reset();  // never two models in memory at once
     loaded_from.reset();
     const auto start = std::chrono::steady_clock::now();
@@ -240,10 +245,48 @@ void Engine::State::load(const LoadCommand& command) {
         return;
     }
     model.emplace(std::move(loaded).value());
+    if (!effective.draft_model.empty()) {
+        Result<Model> drafting = load_draft(effective);
+        if (!drafting) {
+            model.reset();
+            emit(ErrorEvent{0, drafting.error()});
+            return;
+        }
+        draft.emplace(std::move(drafting).value());
+    }
     loaded_from = std::move(effective);
     retries = 0;
     start_scheduler();
-    emit(LoadedEvent{model->summary(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+    LoadedEvent loaded_event{
+        model->summary(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), {}};
+    if (draft) loaded_event.draft = draft->summary();
+    emit(std::move(loaded_event));
+}
+
+// The draft model on the model's devices, unsplit, and only if it writes the same tokens.
+Result<Model> Engine::State::load_draft(const LoadCommand& command) {
+    ModelOptions options = command.options;
+    options.split = SplitMode::single;
+    options.chat_template.reset();  // the model's: the draft never renders a prompt
+    options.kv_cache_tokens = 0;
+    Result<Model> loaded = load_model(command.draft_model, options);
+    if (!loaded) {
+        return make_error(loaded.error().code,
+                          fmt::format("the draft model {}: {}", command.draft_model.string(), loaded.error().message));
+    }
+    const Tokenizer& ours = model->tokenizer();
+    const Tokenizer& theirs = loaded->tokenizer();
+    const uint32_t common = std::min(model->summary().n_vocab, loaded->summary().n_vocab);
+    for (uint32_t id = 0; id < common; ++id) {
+        const std::string a = ours.token_piece(static_cast<TokenId>(id), true);
+        const std::string b = theirs.token_piece(static_cast<TokenId>(id), true);
+        if (a == b) continue;
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("the draft model {} cannot guess for {}: their vocabularies differ (token {} is "
+                                      "'{}' in the draft, '{}' in the model); use a smaller model of the same family",
+                                      command.draft_model.filename().string(), model->summary().name, id, b, a));
+    }
+    return loaded;
 }
 
 namespace {
@@ -291,6 +334,11 @@ void Engine::State::recover(const Error& error) {
     if (!model || !loaded_from) {
         scheduler->fail_all(error);
         return;
+    }
+    // The draft model may sit on the device that failed: the answers go on without it.
+    if (draft) {
+        scheduler->set_draft(nullptr, 0);
+        draft.reset();
     }
     DeviceFault fault = model->fault().value_or(DeviceFault{-1, "", "", false, false, error.message});
     const RecoveryPolicy policy = loaded_from->recovery;
@@ -394,6 +442,7 @@ void Engine::State::recover(const Error& error) {
 
 void Engine::State::unload() {
     stop_generations();
+    draft.reset();
     model.reset();
     loaded_from.reset();
     emit(UnloadedEvent{});

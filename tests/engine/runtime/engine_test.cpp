@@ -567,5 +567,54 @@ TEST(Engine, DestroyingTheEngineStopsARunningGeneration) {
     SUCCEED();
 }
 
+// A draft model named in the LoadCommand (speculative decoding): loaded beside the model and
+// reported; the answers are the model's alone, in fewer steps (the model's twin guesses every
+// greedy token right). A draft whose vocabulary differs fails the load, naming a token.
+TEST(Engine, ADraftModelGuessesAndTheAnswerIsTheModels) {
+    Engine engine;
+    load(engine);
+    engine.submit(ask(1, {{"user", "Count from one to twenty."}}, 30));
+    const std::vector<EngineEvent> alone = until_final(engine);
+    const auto* plain = std::get_if<DoneEvent>(&alone.back());
+    ASSERT_NE(plain, nullptr);
+    EXPECT_EQ(plain->stats.drafted_tokens, 0u);
+
+    LoadCommand with_draft{test::test_model_path(), small_context()};
+    with_draft.draft_model = test::test_model_path();
+    with_draft.draft_tokens = 4;
+    engine.submit(with_draft);
+    const std::vector<EngineEvent> loading = until_final(engine);
+    const auto* loaded = std::get_if<LoadedEvent>(&loading.back());
+    ASSERT_NE(loaded, nullptr);
+    ASSERT_TRUE(loaded->draft.has_value());
+    EXPECT_EQ(loaded->draft->name, loaded->model.name);
+    engine.submit(ask(2, {{"user", "Count from one to twenty."}}, 30));
+    const std::vector<EngineEvent> guessed = until_final(engine);
+    const auto* done = std::get_if<DoneEvent>(&guessed.back());
+    ASSERT_NE(done, nullptr);
+    EXPECT_EQ(done->generated_ids, plain->generated_ids);
+    EXPECT_EQ(done->text, plain->text);
+    EXPECT_GT(done->stats.drafted_tokens, 10u);
+    EXPECT_EQ(done->stats.accepted_tokens, done->stats.drafted_tokens);
+    // A request may say no.
+    GenerateCommand none = ask(3, {{"user", "Count from one to twenty."}}, 30);
+    none.settings.draft_tokens = 0;
+    engine.submit(none);
+    const std::vector<EngineEvent> refused_guess = until_final(engine);
+    ASSERT_TRUE(std::holds_alternative<DoneEvent>(refused_guess.back()));
+    EXPECT_EQ(std::get<DoneEvent>(refused_guess.back()).stats.drafted_tokens, 0u);
+
+    LoadCommand other{test::test_model_path(), small_context()};
+    other.draft_model = test::data_dir() / "arch" / "qwen2-f32.gguf";
+    engine.submit(other);
+    const std::vector<EngineEvent> failed = until_final(engine);
+    const auto* error = std::get_if<ErrorEvent>(&failed.back());
+    ASSERT_NE(error, nullptr);
+    EXPECT_NE(error->error.message.find("their vocabularies differ (token"), std::string::npos) << error->error.message;
+    engine.submit(ask(4, {{"user", "hi"}}, 4));
+    const std::vector<EngineEvent> after = until_final(engine);
+    ASSERT_TRUE(std::holds_alternative<ErrorEvent>(after.back())) << "no model stays loaded half-way";
+}
+
 }  // namespace
 }  // namespace powerhouse
