@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <span>
@@ -59,14 +58,10 @@ Result<ModelShape> synth_model_shape(const SynthPlan& plan) {
     m.n_ff_expert = p.n_ff_expert;
     m.tied_output = p.tied_embeddings;
     m.layers.resize(m.n_layer);
+    // glm4moe's prediction blocks after the decoder's are not loaded: add_tensor_to_shape
+    // leaves them out, as read_model_shape does.
+    if (const synth::PresetSpec* spec = synth::find_preset(p.name)) m.n_layer_nextn = spec->glm4moe.nextn_layers;
     for (const SynthTensor& t : plan.tensors) {
-        // glm4moe's prediction blocks after the decoder's are not loaded (as read_model_shape).
-        uint32_t block = 0;
-        if (t.name.rfind("blk.", 0) == 0 &&
-            std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), block).ec == std::errc() &&
-            block >= m.n_layer) {
-            continue;
-        }
         const std::optional<GgmlType> type = type_from_name(t.type);
         if (!type) return make_error(ErrorCode::internal, fmt::format("synth: unknown tensor type {}", t.type));
         if (Result<void> added = add_tensor_to_shape(m, t.name, t.bytes, type_traits(*type).block_size); !added) {
