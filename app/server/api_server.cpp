@@ -641,6 +641,11 @@ std::string ApiServer::State::metrics() {
                "KV cache blocks: in use (by sequences or cached prefixes) and in all.",
                fmt::format("powerhouse_kv_blocks{{state=\"used\"}} {}\npowerhouse_kv_blocks{{state=\"total\"}} {}\n",
                            st.kv.total_blocks - st.kv.free_blocks, st.kv.total_blocks));
+    add_metric(out, "powerhouse_speculative_tokens_total", "counter",
+               "Speculative decoding's guessed tokens, and those the model kept (since the model loaded).",
+               fmt::format("powerhouse_speculative_tokens_total{{kind=\"drafted\"}} {}\n"
+                           "powerhouse_speculative_tokens_total{{kind=\"accepted\"}} {}\n",
+                           st.drafted_tokens, st.accepted_tokens));
     out += health.metrics();
     if (options.telemetry) out += gpu_metrics(options.telemetry());
     return out;

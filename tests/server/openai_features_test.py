@@ -162,6 +162,18 @@ class Features(ServedTestCase):
         chat_plain = self.chat(ask(text), max_tokens=30)
         chat_guessed = self.chat(ask(text), max_tokens=30, extra_body={"speculative.n_max": 8})
         self.assertEqual(chat_guessed.choices[0].message.content, chat_plain.choices[0].message.content)
+        # /metrics counts them (from the engine's last report, at most half a second old).
+        deadline = time.time() + 10
+        while True:
+            with urllib.request.urlopen(self.server.base + "/metrics", timeout=30) as r:
+                text = r.read().decode()
+            drafted = [line for line in text.splitlines()
+                       if line.startswith('powerhouse_speculative_tokens_total{kind="drafted"}')]
+            if drafted and float(drafted[0].split()[-1]) > 0 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertIn("# TYPE powerhouse_speculative_tokens_total counter", text)
+        self.assertTrue(drafted and float(drafted[0].split()[-1]) >= details.accepted_prediction_tokens, text)
 
     def test_a_predicted_output_is_checked_and_counted(self):
         # OpenAI's predicted outputs: the text the answer is expected to be. Given the answer
