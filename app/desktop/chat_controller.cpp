@@ -17,6 +17,14 @@ using powerhouse::store::Store;
 namespace {
 // The app setting that keeps the composer's unsent text.
 constexpr const char* kDraftSetting = "composer_draft";
+
+// The engine's words as a sentence, to be followed by another.
+QString withStop(QString text) {
+    text = text.trimmed();
+    if (!text.isEmpty() && !text.endsWith(QLatin1Char('.'))) text += QLatin1Char('.');
+    return text;
+}
+
 // What the chat templates of the local models loaded so far read:
 // {"display name": {"thinking": bool, "effort": bool}, ...}.
 constexpr const char* kTemplateSwitchesSetting = "template_switches";
@@ -37,6 +45,7 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
         m_localThinkingSwitch = summary.value("hasThinkingSwitch").toBool();
         m_localReasoningEffort = summary.value("hasReasoningEffort").toBool();
         m_templateNote = summary.value("templateNote").toString();
+        m_draftModelName = summary.value("draftName").toString();
         rememberSwitches(m_localName, {m_localThinkingSwitch, m_localReasoningEffort});
         emit templateSwitchesChanged();  // also while a remote model answers: a conversation's may be this one
         if (!m_remoteTarget) {
@@ -52,7 +61,13 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
             m_modelState = ModelState::Failed;
             emit modelChanged();
         }
-        showError(tr("The model could not be loaded: %1").arg(message));
+        // A draft model that cannot guess for it (another vocabulary, a file gone): where to
+        // choose another, or none.
+        showError(m_loadingDraft.isEmpty()
+                      ? tr("The model could not be loaded: %1").arg(message)
+                      : tr("The model could not be loaded with its draft model %1: %2 Choose another draft model, "
+                           "or none, on its card on the Models page.")
+                            .arg(QFileInfo(m_loadingDraft).fileName(), withStop(message)));
         emit idle();
     });
     connect(&m_engine, &EngineClient::tokens, this, &ChatController::onTokens);
@@ -186,8 +201,10 @@ void ChatController::onRecovery(const EngineRecovery& r) {
         case EngineRecovery::Phase::Recovered:
             setRecovery(Recovery::Recovered, r.message);
             if (m_remoteTarget) break;  // the model bar names the remote engine that answers
-            // The model bar names where the model runs now.
+            // The model bar names where the model runs now, without the draft model (the
+            // engine goes on without it after a device failure).
             m_modelDevice = r.model.value("device").toString();
+            m_draftModelName.clear();
             emit modelChanged();
             break;
         case EngineRecovery::Phase::GaveUp:
@@ -206,6 +223,7 @@ void ChatController::onRecovery(const EngineRecovery& r) {
             if (m_remoteTarget) break;  // a remote engine answers; the local model was not in use
             m_modelState = ModelState::Failed;
             m_modelDevice.clear();
+            m_draftModelName.clear();
             emit modelChanged();
             break;
         }
@@ -312,9 +330,18 @@ void ChatController::loadModel(const QString& path, powerhouse::ModelOptions opt
             options.chat_template = std::move((*chosen)->text);
         }
     }
+    // The draft model chosen for it on the Models page (speculative decoding), if any.
+    QString draftModel;
+    if (auto chosen = model_draft_model(m_store, path); !chosen) {
+        showError(tr("The draft model chosen for this model could not be read, so it loads without one: %1")
+                      .arg(QString::fromStdString(chosen.error().message)));
+    } else {
+        draftModel = *chosen;
+    }
     m_remoteTarget.reset();
     m_localThinkingSwitch = m_localReasoningEffort = false;  // until the new model says
     m_templateNote.clear();
+    m_draftModelName.clear();
     // Another model, or the same on other devices: what the banner said is over.
     dismissRecovery();
     m_modelState = ModelState::Loading;
@@ -322,7 +349,8 @@ void ChatController::loadModel(const QString& path, powerhouse::ModelOptions opt
     m_loadProgress = 0;
     emit modelChanged();
     emit loadProgressChanged();
-    m_engine.load(path, options, recovery);
+    m_loadingDraft = draftModel;
+    m_engine.load(path, options, recovery, draftModel);
 }
 
 // Switching conversations leaves their answers generating. The new chat has the settings

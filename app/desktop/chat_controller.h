@@ -100,6 +100,11 @@ class ChatController : public QObject {
     // Why the loaded model chats with another template than its own (ModelSummary::
     // template_note: one chosen on the Models page, or a built-in one); "" when its own.
     Q_PROPERTY(QString templateNote READ templateNote NOTIFY modelChanged)
+    // The draft model the loaded model was loaded with (the Models page: "Draft model"), by
+    // its display name; "" for none, while a remote model answers, and after a device failure
+    // (the engine goes on without it).
+    Q_PROPERTY(QString draftModelName READ draftModelName NOTIFY modelChanged)
+
     // The device-failure banner: what it says, and its kind (None: not shown).
     Q_PROPERTY(Recovery recovery READ recovery NOTIFY recoveryChanged)
     Q_PROPERTY(QString recoveryText READ recoveryText NOTIFY recoveryChanged)
@@ -144,10 +149,12 @@ public:
     bool reasoningEffortChoice() const { return templateOffer().effort; }
     QString templateSwitchesNote() const { return templateOffer().note; }
     QString templateNote() const { return m_remoteTarget ? QString() : m_templateNote; }
+    QString draftModelName() const { return m_remoteTarget ? QString() : m_draftModelName; }
     QString draft() const { return m_draft; }
     void setDraft(const QString& text);
 
-    // Without options.chat_template, the one chosen for the model (model_templates.h), if any.
+    // Without options.chat_template, the one chosen for the model (model_templates.h), if any;
+    // with the draft model chosen for it (model_draft_model), if any.
     void loadModel(const QString& path, powerhouse::ModelOptions options,
                    powerhouse::RecoveryPolicy recovery = powerhouse::RecoveryPolicy::replan);
     // The next answers go to this remote engine's model (Settings → Engines, the model bar),
@@ -275,6 +282,8 @@ private:
     bool m_localThinkingSwitch = false;   // its template reads enable_thinking
     bool m_localReasoningEffort = false;  // ... reasoning_effort
     QString m_templateNote;               // its summary's template_note
+    QString m_draftModelName;             // the draft model it was loaded with ("": none)
+    QString m_loadingDraft;               // the draft model of the load under way ("": none)
     // What a chat template reads of the conversation's switches.
     struct TemplateSwitches {
         bool thinking = false;

@@ -53,7 +53,10 @@ QVariantMap statsMap(const powerhouse::DoneEvent& done) {
                       {"generatedTokens", s.generated_tokens},
                       {"ttftMs", s.time_to_first_token * 1e3},
                       {"tokensPerSecond", s.tokens_per_second()},
-                      {"stopReason", QString::fromUtf8(powerhouse::stop_reason_name(s.stop_reason))}};
+                      {"stopReason", QString::fromUtf8(powerhouse::stop_reason_name(s.stop_reason))},
+                      // Speculative decoding: tokens guessed, and of those the model kept.
+                      {"draftedTokens", s.drafted_tokens},
+                      {"acceptedTokens", s.accepted_tokens}};
     if (!done.recoveries.empty()) {
         QVariantList notes;
         for (const powerhouse::RecoveryNote& n : done.recoveries) {
@@ -100,10 +103,12 @@ EngineClient::~EngineClient() {
 }
 
 void EngineClient::load(const QString& path, const powerhouse::ModelOptions& options,
-                        powerhouse::RecoveryPolicy recovery) {
+                        powerhouse::RecoveryPolicy recovery, const QString& draftModel) {
     emit modelGoing(path);
     m_policy = recovery;
-    m_engine->submit(powerhouse::LoadCommand{path.toStdString(), options, recovery});
+    powerhouse::LoadCommand command{path.toStdString(), options, recovery};
+    command.draft_model = draftModel.toStdString();
+    m_engine->submit(std::move(command));
 }
 
 void EngineClient::unload() {
@@ -174,7 +179,13 @@ void EngineClient::drain() {
         if (const auto* p = std::get_if<powerhouse::LoadProgressEvent>(&event)) {
             emit loadProgress(p->fraction, QString::fromStdString(p->stage));
         } else if (const auto* l = std::get_if<powerhouse::LoadedEvent>(&event)) {
-            emit loaded(summaryMap(l->model));
+            QVariantMap summary = summaryMap(l->model);
+            if (l->draft) {
+                const QVariantMap draft = summaryMap(*l->draft);
+                summary.insert(QStringLiteral("draftName"), draft.value(QStringLiteral("displayName")));
+                summary.insert(QStringLiteral("draftPath"), draft.value(QStringLiteral("path")));
+            }
+            emit loaded(summary);
         } else if (const auto* t = std::get_if<powerhouse::TokenEvent>(&event)) {
             Pending& pending = m_pending[t->request_id];
             pending.text += QString::fromStdString(t->text);

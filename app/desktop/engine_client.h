@@ -59,9 +59,11 @@ public:
     ~EngineClient() override;
 
     // Both emit modelGoing() first: whatever uses the loaded model stops before it goes.
-    // `recovery` says what the engine does when a device fails under the model.
+    // `recovery` says what the engine does when a device fails under the model; `draftModel`
+    // is a small model of the same vocabulary for speculative decoding (LoadCommand::
+    // draft_model; "" for none).
     void load(const QString& path, const powerhouse::ModelOptions& options,
-              powerhouse::RecoveryPolicy recovery = powerhouse::RecoveryPolicy::replan);
+              powerhouse::RecoveryPolicy recovery = powerhouse::RecoveryPolicy::replan, const QString& draftModel = {});
     void unload();
     // Starts a generation; returns its request id (never 0; the app's ids stay small, far
     // below the API server's, ApiServer::kFirstRequestId).
@@ -87,7 +89,8 @@ signals:
     void modelGoing(const QString& nextPath);
     void unloaded();
     void loadProgress(double fraction, const QString& stage);
-    // summary: name, architecture, device, nCtx, weightBytes, kvCacheBytes, split, devices
+    // summary: name, architecture, device, nCtx, weightBytes, kvCacheBytes, split, devices;
+    // with a draft model, draftName (its display name) and draftPath
     void loaded(const QVariantMap& summary);
     // The last load failed; never sent for a load cancelled by the next load or unload.
     void loadFailed(const QString& message);
@@ -96,6 +99,7 @@ signals:
     // reasoning came first where both did (a model thinks before it answers).
     void tokens(quint64 requestId, const QString& text, const QString& reasoning);
     // stats: promptTokens, reusedTokens, generatedTokens, ttftMs, tokensPerSecond, stopReason,
+    // draftedTokens and acceptedTokens (speculative decoding: guessed, and kept of those),
     // and recoveries when a device failed under the answer: [{atToken, failed, cause,
     // continuedOn}]. The text is the whole answer, the part from before a recovery included
     // (with read_answer its content), and the reasoning the whole of it (DoneEvent's).

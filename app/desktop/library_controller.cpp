@@ -400,6 +400,31 @@ bool LibraryController::useOwnChatTemplate(const QString& path) {
     return true;
 }
 
+QString LibraryController::draftModel(const QString& path) const {
+    const auto chosen = model_draft_model(m_store, path);
+    return chosen ? *chosen : QString();  // unreadable: the load says what is wrong with the store
+}
+
+QVariantList LibraryController::draftChoices(const QString& path) const {
+    QVariantList choices;
+    for (const ModelListModel::Row& row : m_models.rows()) {
+        const QString candidate = QString::fromStdString(row.record.path);
+        if (!row.record.ok || candidate == path) continue;
+        choices.append(QVariantMap{{QStringLiteral("path"), candidate}, {QStringLiteral("name"), row.name}});
+    }
+    return choices;
+}
+
+bool LibraryController::setDraftModel(const QString& path, const QString& draft) {
+    if (auto kept = set_model_draft_model(m_store, path, draft); !kept) {
+        emit error(tr("The draft model was not kept: %1").arg(QString::fromStdString(kept.error().message)));
+        return false;
+    }
+    ++m_draftModelsRevision;
+    emit draftModelsChanged();
+    return true;
+}
+
 void LibraryController::addDownloaded(const QString& path, const QString& verifiedSha256) {
     enqueue(
         [places = places(), path = path.toStdString(), sha256 = verifiedSha256.toStdString()](

@@ -116,6 +116,8 @@ class LibraryController : public QObject {
     // Bumped when a model's chat template is chosen or dropped, so that the cards read
     // chatTemplateFile() again.
     Q_PROPERTY(int chatTemplatesRevision READ chatTemplatesRevision NOTIFY chatTemplatesChanged)
+    // Bumped when a model's draft model is chosen, so that the cards read draftModel() again.
+    Q_PROPERTY(int draftModelsRevision READ draftModelsRevision NOTIFY draftModelsChanged)
 
 public:
     // `environment` says where other apps keep their downloads (tests pass a fake home).
@@ -165,12 +167,23 @@ public:
     Q_INVOKABLE bool setChatTemplateFile(const QString& path, const QUrl& file);
     Q_INVOKABLE bool useOwnChatTemplate(const QString& path);
 
+    // A draft model for one model (model_templates.h: speculative decoding by a small model
+    // of the same vocabulary), used from its next load. draftModel: its path, "" for none.
+    // draftChoices: the models of the library that could be one, [{path, name}] (the usable
+    // ones but the model itself). setDraftModel("" for none): false, with `error` saying why,
+    // if it cannot be kept.
+    int draftModelsRevision() const { return m_draftModelsRevision; }
+    Q_INVOKABLE QString draftModel(const QString& path) const;
+    Q_INVOKABLE QVariantList draftChoices(const QString& path) const;
+    Q_INVOKABLE bool setDraftModel(const QString& path, const QString& draft);
+
 signals:
     void importModeChanged();
     void messageChanged();
     void scanNotesChanged();
     void scanningChanged();
     void chatTemplatesChanged();
+    void draftModelsChanged();
     // A scan (rescan() or addDownloaded()) ended and its rows are listed; `scanning` says
     // whether another one follows.
     void scanFinished();
@@ -190,6 +203,7 @@ private:
     QString m_library;
     QString m_importMode = QStringLiteral("in_place");
     int m_chatTemplatesRevision = 0;
+    int m_draftModelsRevision = 0;
     QString m_message;
     QStringList m_scanNotes;
     powerhouse::catalog::Environment m_environment;

@@ -13,6 +13,10 @@ std::string chat_template_key(const QString& path) {
     return "chat_template:" + path.toStdString();
 }
 
+std::string draft_model_key(const QString& path) {
+    return "draft_model:" + path.toStdString();
+}
+
 }  // namespace
 
 powerhouse::Result<std::optional<ModelChatTemplate>> model_chat_template(const powerhouse::store::Store& store,
@@ -55,4 +59,16 @@ powerhouse::Result<void> set_model_chat_template(powerhouse::store::Store& store
 
 powerhouse::Result<void> clear_model_chat_template(powerhouse::store::Store& store, const QString& path) {
     return store.set_setting(chat_template_key(path), "");
+}
+
+powerhouse::Result<QString> model_draft_model(const powerhouse::store::Store& store, const QString& path) {
+    auto stored = store.setting(draft_model_key(path));
+    if (!stored) return stored.error();
+    if (!*stored) return QString();
+    return QString::fromStdString(**stored).trimmed();
+}
+
+powerhouse::Result<void> set_model_draft_model(powerhouse::store::Store& store, const QString& path,
+                                               const QString& draft) {
+    return store.set_setting(draft_model_key(path), draft.trimmed().toStdString());
 }

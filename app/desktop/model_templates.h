@@ -6,6 +6,12 @@
 // (ChatController::loadModel); a template that cannot render a plain message fails the load
 // with the engine's word, shown where load errors show.
 //
+// A draft model chosen for one model (the Models page: "Draft model"), for speculative
+// decoding: kept under "draft_model:" + the model's path as the draft's path. It is given to
+// the engine as LoadCommand::draft_model whenever that model loads; a draft of another
+// vocabulary fails the load with the engine's word (naming a token), shown where load errors
+// show, and the user chooses another or none.
+//
 // Thread-safety: pure functions over the store given (the caller's thread).
 #pragma once
 
@@ -32,3 +38,9 @@ powerhouse::Result<void> set_model_chat_template(powerhouse::store::Store& store
                                                  const QString& file);
 // Back to the model's own template.
 powerhouse::Result<void> clear_model_chat_template(powerhouse::store::Store& store, const QString& path);
+
+// The draft model chosen for the model at `path`; "" for none.
+powerhouse::Result<QString> model_draft_model(const powerhouse::store::Store& store, const QString& path);
+// Keeps `draft` (a model's path; "" for none) as the draft model of the model at `path`.
+powerhouse::Result<void> set_model_draft_model(powerhouse::store::Store& store, const QString& path,
+                                               const QString& draft);

@@ -98,6 +98,18 @@ ToolBar {
                     color: Theme.textMuted
                     font.pixelSize: Theme.captionSize
                 }
+                // The draft model it was loaded with (speculative decoding), if any.
+                Label {
+                    objectName: "draftModel"
+                    visible: bar.controller.modelState === ChatController.Ready && !bar.compact
+                             && bar.controller.draftModelName.length > 0
+                    text: "draft: " + bar.controller.draftModelName
+                    color: Theme.textMuted
+                    font.pixelSize: Theme.captionSize
+                    elide: Text.ElideRight
+                    Layout.maximumWidth: 240
+                    Accessible.name: "Draft model: " + bar.controller.draftModelName
+                }
                 // Whose chat template the model chats with, when not its own.
                 Label {
                     objectName: "templateNote"

@@ -441,6 +441,48 @@ Rectangle {
                                     onClicked: root.library.useOwnChatTemplate(card.path)
                                 }
                             }
+                            RowLayout {
+                                id: draftRow
+                                // Read again when a draft model is chosen, or the list changes.
+                                readonly property string draft: {
+                                    root.library.draftModelsRevision
+                                    return root.library.draftModel(card.path)
+                                }
+                                // "None" first, then the library's other usable models; a
+                                // chosen one no longer listed is kept, by its file name.
+                                readonly property var choices: {
+                                    root.library.models.count
+                                    const list = [{path: "", name: "None"}]
+                                    let listed = false
+                                    for (const c of root.library.draftChoices(card.path)) {
+                                        list.push(c)
+                                        if (c.path === draftRow.draft) listed = true
+                                    }
+                                    if (draftRow.draft.length > 0 && !listed)
+                                        list.push({path: draftRow.draft, name: draftRow.draft.split("/").pop()})
+                                    return list
+                                }
+                                visible: card.usable
+                                Layout.fillWidth: true
+                                Label {
+                                    text: "Draft model:"
+                                    color: Theme.textMuted
+                                    font.pixelSize: Theme.smallFontSize
+                                }
+                                ComboBox {
+                                    objectName: "draftModel"
+                                    model: draftRow.choices
+                                    textRole: "name"
+                                    valueRole: "path"
+                                    currentIndex: Math.max(0, draftRow.choices.findIndex(c => c.path === draftRow.draft))
+                                    Accessible.name: "Draft model for " + card.name
+                                    ToolTip.visible: hovered
+                                    ToolTip.text: "Speculative decoding: a small model of the same family (the same vocabulary) guesses the next tokens and this model checks them, from its next load. The answer is the same, often faster on a GPU."
+                                    onActivated: index => root.library.setDraftModel(card.path, draftRow.choices[index].path)
+                                    Layout.fillWidth: true
+                                    Layout.maximumWidth: 360
+                                }
+                            }
                             ErrorBox {
                                 objectName: "loadError"
                                 visible: card.loadError.length > 0

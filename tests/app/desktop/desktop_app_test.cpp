@@ -212,6 +212,47 @@ TEST_F(DesktopAppTest, AModelThatFailsToLoadSaysSoOnItsCardUntilItLoadsOrIsDismi
     EXPECT_TRUE(shown().isEmpty()) << "loaded: resolved";
 }
 
+// A draft model of another vocabulary, chosen for a model on its card (speculative
+// decoding), fails the load with the engine's word, on the card and in the chat's line;
+// with none chosen the model loads again.
+TEST_F(DesktopAppTest, ADraftModelThatCannotGuessFailsTheLoadOnItsCardUntilNoneIsChosen) {
+    if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
+    fs::create_directories(dir_ / "data" / "models");
+    const fs::path model = dir_ / "data" / "models" / "smol.gguf";
+    fs::copy_file(test_model_, model);
+    auto app = make("http://127.0.0.1:9");
+    ASSERT_NE(app, nullptr);
+    ModelListModel& list = *app->library().models();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return list.rowCount() == 1 && !app->library().scanning(); }, kAppWait));
+    const QString path = QString::fromStdString(model.string());
+    const auto shown = [&] { return list.data(list.index(0), ModelListModel::LoadErrorRole).toString(); };
+    EXPECT_TRUE(app->library().draftModel(path).isEmpty());
+    EXPECT_TRUE(app->library().draftChoices(path).isEmpty()) << "a model is not offered as its own draft";
+    const QString other = QString::fromStdString((powerhouse::test::data_dir() / "arch" / "qwen2-f32.gguf").string());
+    ASSERT_TRUE(app->library().setDraftModel(path, other));
+    EXPECT_EQ(app->library().draftModel(path), other);
+    const auto load = [&] {
+        app->load(path, false);
+        return QTest::qWaitFor([&] { return app->chat().modelState() != ChatController::ModelState::Loading; },
+                               kAppWait);
+    };
+
+    ASSERT_TRUE(load());
+    ASSERT_EQ(app->chat().modelState(), ChatController::ModelState::Failed);
+    EXPECT_TRUE(shown().contains("their vocabularies differ (token")) << shown().toStdString();
+    const QString said = app->chat().errorText();
+    EXPECT_TRUE(said.contains("qwen2-f32.gguf") && said.contains("their vocabularies differ (token") &&
+                said.contains("Models page"))
+        << said.toStdString();
+
+    ASSERT_TRUE(app->library().setDraftModel(path, {}));
+    EXPECT_TRUE(app->library().draftModel(path).isEmpty());
+    ASSERT_TRUE(load());
+    ASSERT_EQ(app->chat().modelState(), ChatController::ModelState::Ready) << app->chat().errorText().toStdString();
+    EXPECT_TRUE(shown().isEmpty()) << "loaded: resolved";
+    EXPECT_TRUE(app->chat().draftModelName().isEmpty());
+}
+
 TEST_F(DesktopAppTest, AnAnswerADeviceFailureInterruptsIsCompletedAndStoredWithItsNote) {
     if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
     // GPU 1 falls off the bus at its second sample (the model runs on the CPU meanwhile:

@@ -18,6 +18,7 @@
 #include "desktop_test_support.h"
 #include "engine_client.h"
 #include "message_list_model.h"
+#include "model_templates.h"
 #include "settings_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
@@ -756,6 +757,35 @@ TEST_F(ChatControllerTest, SettingsOfANewChatSurviveNewChatUntilItIsSent) {
     controller_->resetConversationSettings();
     controller_->newConversation();
     EXPECT_TRUE(controller_->systemPrompt().isEmpty());
+}
+
+// Speculative decoding by a draft model chosen for the model (the Models page,
+// model_templates.h): it loads with the model, the model bar names it, and its guesses are
+// checked as the answer is written. The test model is its own draft, so every greedy guess
+// is kept. With none chosen again, the model loads alone and gives the same answer.
+TEST_F(ChatControllerTest, ADraftModelChosenForTheModelLoadsWithItAndGuesses) {
+    const QString model = QString::fromStdString(powerhouse::test::test_model_path().string());
+    ASSERT_TRUE(set_model_draft_model(*store_, model, model));
+    ASSERT_EQ(model_draft_model(*store_, model).value(), model);
+    load();
+    EXPECT_FALSE(controller_->draftModelName().isEmpty());
+    EXPECT_EQ(controller_->draftModelName(), controller_->modelName()) << "named as a person writes it";
+    QSignalSpy finished(engine_.get(), &EngineClient::finished);
+    ASSERT_TRUE(controller_->send("Count from one to twenty."));
+    ASSERT_TRUE(wait_idle());
+    ASSERT_EQ(finished.count(), 1);
+    const QVariantMap guessed = finished.at(0).at(2).toMap();
+    EXPECT_GT(guessed.value("draftedTokens").toInt(), 0);
+    EXPECT_EQ(guessed.value("acceptedTokens").toInt(), guessed.value("draftedTokens").toInt());
+
+    ASSERT_TRUE(set_model_draft_model(*store_, model, {}));
+    load();
+    EXPECT_TRUE(controller_->draftModelName().isEmpty());
+    controller_->regenerate();
+    ASSERT_TRUE(wait_idle());
+    ASSERT_EQ(finished.count(), 2);
+    EXPECT_EQ(finished.at(1).at(2).toMap().value("draftedTokens").toInt(), 0) << "no draft: nothing guessed";
+    EXPECT_EQ(finished.at(1).at(1).toString(), finished.at(0).at(1).toString()) << "the same answer";
 }
 
 }  // namespace

@@ -296,6 +296,11 @@ public slots:
         engine->rootContext()->setContextProperty(
             QStringLiteral("testModelUrl"),
             QUrl::fromLocalFile(QString::fromStdString(powerhouse::test::test_model_path().string())));
+        // A small model of another family, offered as a draft model on the Models page.
+        engine->rootContext()->setContextProperty(
+            QStringLiteral("testOtherModelUrl"),
+            QUrl::fromLocalFile(
+                QString::fromStdString((powerhouse::test::data_dir() / "arch" / "qwen2-f32.gguf").string())));
     }
 
     void cleanupTestCase() {

@@ -1,0 +1,106 @@
+// Speculative decoding in the views: a model's draft model on its Models page card ("None",
+// or another model of the library, never the model itself), chosen from the keyboard and
+// kept by testLibrary, with a failed load shown beside it; and the model bar naming the draft
+// the loaded model runs with. testModel stands in for the engine's word on the loaded model
+// (desktop_qml_test.cpp).
+import QtQuick
+import QtQuick.Controls
+import QtTest
+import Powerhouse
+
+Item {
+    id: root
+    width: 800
+    height: 700
+
+    Component {
+        id: modelsComponent
+        ModelsPage {
+            anchors.fill: parent
+            library: testLibrary
+            downloads: testDownloads
+        }
+    }
+    Component {
+        id: barComponent
+        ModelBar {
+            width: 1200
+            controller: testController
+        }
+    }
+
+    TestCase {
+        name: "Speculative"
+        when: windowShown
+
+        function test_a_models_draft_model_on_its_card() {
+            // (The store and library folder are shared with the other files' tests: a scan may
+            // list the cards again, so they are found anew by file name.)
+            tryVerify(() => !testLibrary.scanning, 5000)
+            testLibrary.importUrls([testModelUrl, testOtherModelUrl])
+            tryVerify(() => testLibrary.models.count >= 2 && !testLibrary.scanning, 5000)
+            const page = createTemporaryObject(modelsComponent, root)
+            const card = file => {
+                for (let i = 0; i < testLibrary.models.count; ++i) {
+                    const c = findChild(page, "model" + i)
+                    if (c && c.fileName === file) return c
+                }
+                return null
+            }
+            const smol = () => card("SmolLM2-135M-Instruct.Q4_1.gguf")
+            const other = () => card("qwen2-f32.gguf")
+            tryVerify(() => smol() !== null && other() !== null)
+            const combo = () => findChild(smol(), "draftModel")
+            const path = smol().path
+            const otherPath = other().path
+            const otherName = other().name
+            verify(combo().visible)
+            compare(combo().currentText, "None")
+            compare(combo().Accessible.name, "Draft model for " + smol().name)
+            verify(combo().activeFocusOnTab, "reached with Tab")
+            verify(combo().find(otherName) > 0, "another model of the library is offered")
+            verify(combo().find(smol().name) < 0, "not the model itself")
+
+            // Chosen from the keyboard: kept for the model, and shown when the card is read again.
+            tryVerify(() => {
+                if (combo().currentText !== otherName) {
+                    combo().forceActiveFocus()
+                    keyClick(Qt.Key_Down)
+                }
+                return testLibrary.draftModel(path) === otherPath
+            })
+            compare(combo().currentText, otherName)
+
+            // Its load failed (DesktopApp puts the engine's word on the card): shown beside it.
+            const why = "the draft model qwen2-f32.gguf cannot guess for SmolLM2: their vocabularies differ (token 3)"
+            testModel.failLoad(testLibrary, path, why)
+            const error = findChild(smol(), "loadError")
+            verify(error.visible)
+            compare(error.text, "Could not be loaded: " + why)
+
+            // None again, from the keyboard: the model loads alone.
+            tryVerify(() => {
+                if (combo().currentText !== "None") {
+                    combo().forceActiveFocus()
+                    keyClick(Qt.Key_Up)
+                }
+                return testLibrary.draftModel(path) === ""
+            })
+            compare(combo().currentText, "None")
+            testLibrary.dismissLoadError(path)
+            testLibrary.forget(otherPath)
+            tryVerify(() => other() === null && !testLibrary.scanning, 5000)
+        }
+
+        function test_the_model_bar_names_the_draft_model() {
+            const bar = createTemporaryObject(barComponent, root)
+            const draft = findChild(bar, "draftModel")
+            testModel.announceLoaded({displayName: "Qwen3 8B", device: "CPU", draftName: "Qwen3 0.6B"})
+            verify(draft.visible)
+            compare(draft.text, "draft: Qwen3 0.6B")
+            compare(draft.Accessible.name, "Draft model: Qwen3 0.6B")
+            testModel.announceLoaded({displayName: "Qwen3 8B", device: "CPU"})
+            verify(!draft.visible, "loaded without one")
+        }
+    }
+}
