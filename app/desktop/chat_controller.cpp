@@ -519,6 +519,9 @@ bool ChatController::startAnswer(const QString& userText, qint64 replaceFrom) {
     // No seed given: a new one per answer, so that Regenerate says something new.
     command.settings.sampling.seed = m_conversationSettings.seed ? *m_conversationSettings.seed
                                                                  : QRandomGenerator::global()->generate64();
+    // Speculative decoding by prompt lookup, when chosen in Settings: the same answer, written
+    // a few tokens a step where it repeats the conversation.
+    if (m_guessTokens) command.settings.lookup.max_draft = kGuessedTokens;
     command.overflow = powerhouse::ContextOverflow::drop_oldest;
     // The engine reads the answer in the model's format, so that a reasoning model's thinking
     // (a think block, gpt-oss's analysis channel) comes apart from the text instead of inside

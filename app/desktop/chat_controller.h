@@ -150,6 +150,12 @@ public:
     QString templateSwitchesNote() const { return templateOffer().note; }
     QString templateNote() const { return m_remoteTarget ? QString() : m_templateNote; }
     QString draftModelName() const { return m_remoteTarget ? QString() : m_draftModelName; }
+    // Speculative decoding by prompt lookup (SettingsController::guessTokens): each answer
+    // sent from now on guesses up to kGuessedTokens tokens a step from the conversation itself
+    // (GenerationSettings::lookup.max_draft). Off by default.
+    static constexpr uint32_t kGuessedTokens = 8;
+    bool guessTokens() const { return m_guessTokens; }
+    void setGuessTokens(bool on) { m_guessTokens = on; }
     QString draft() const { return m_draft; }
     void setDraft(const QString& text);
 
@@ -284,6 +290,7 @@ private:
     QString m_templateNote;               // its summary's template_note
     QString m_draftModelName;             // the draft model it was loaded with ("": none)
     QString m_loadingDraft;               // the draft model of the load under way ("": none)
+    bool m_guessTokens = false;
     // What a chat template reads of the conversation's switches.
     struct TemplateSwitches {
         bool thinking = false;

@@ -140,6 +140,10 @@ void DesktopApp::wire() {
     m_power->applySettings();
 
     connect(&library, &LibraryController::error, &chat, &ChatController::showError);
+    // Guessing tokens from the conversation (Settings → General) applies to the next answer.
+    chat.setGuessTokens(settings.guessTokens());
+    connect(&settings, &SettingsController::guessTokensChanged, &chat,
+            [&chat, &settings] { chat.setGuessTokens(settings.guessTokens()); });
     connect(&engine, &EngineClient::loaded, &library,
             [&library](const QVariantMap& summary) { library.setLoadedPath(summary.value("path").toString()); });
     // A model that fails to load says why on its card on the Models page too (where it is

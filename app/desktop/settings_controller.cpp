@@ -43,6 +43,7 @@ void SettingsController::load() {
     m_cpuThreads = std::clamp(text("cpu_threads").toInt(), 0, 1024);
     const QString theme = text("theme");
     m_theme = theme == QLatin1String("light") || theme == QLatin1String("dark") ? theme : QStringLiteral("system");
+    m_guessTokens = text("guess_tokens") == QLatin1String("1");
     const double price = text("electricity_price").toDouble();
     m_price = std::isfinite(price) && price > 0 ? price : 0.0;
     const QString policy = text("recovery_policy");
@@ -66,9 +67,11 @@ void SettingsController::loadGpu(Gpu& g) {
 
 void SettingsController::revert() {
     const QString theme = m_theme;
+    const bool guess = m_guessTokens;
     load();
     emit changed();
     if (theme != m_theme) emit themeChanged();
+    if (guess != m_guessTokens) emit guessTokensChanged();
     updatePreview();
 }
 
@@ -176,6 +179,16 @@ void SettingsController::setTheme(const QString& theme) {
     emit themeChanged();
     // Nothing to reload: keep it at once, apart from the other settings.
     if (auto saved = m_store.set_setting("theme", theme.toStdString()); !saved) {
+        emit error(QString::fromStdString(saved.error().message));
+    }
+}
+
+void SettingsController::setGuessTokens(bool on) {
+    if (on == m_guessTokens) return;
+    m_guessTokens = on;
+    emit guessTokensChanged();
+    // It changes how answers are written, not the model: kept at once, as the theme is.
+    if (auto saved = m_store.set_setting("guess_tokens", on ? "1" : "0"); !saved) {
         emit error(QString::fromStdString(saved.error().message));
     }
 }

@@ -2,9 +2,10 @@
 // keep free on it, the split mode and the main GPU, with a live preview from the planner of
 // where the current model would go and whether it fits, before anything is loaded.
 // General: context length, KV-cache type and size, conversations generated at once, CPU
-// threads, theme, electricity price, and where the data lives. Everything is kept in the
-// store: per GPU under its UUID, the rest as app settings. Nothing takes effect until
-// apply(); `applied` then lets main reload the model.
+// threads, guessing tokens from the conversation (speculative decoding), theme, electricity
+// price, and where the data lives. Everything is kept in the store: per GPU under its UUID,
+// the rest as app settings. Nothing takes effect until apply() (but the theme and the
+// guessing, which reload nothing); `applied` then lets main reload the model.
 //
 // A GPU that failed in this run (markGpuFailed: the monitor or the engine said so) is left
 // out of every plan and load until the app restarts, shown unticked with the reason, and
@@ -78,6 +79,11 @@ class SettingsController : public QObject {
     Q_PROPERTY(int cpuCores READ cpuCores CONSTANT)
     // The theme applies at once (it reloads nothing): system, light or dark.
     Q_PROPERTY(QString theme READ theme WRITE setTheme NOTIFY themeChanged)
+    // Speculative decoding by prompt lookup: every local answer guesses tokens from the
+    // conversation itself (ChatController::setGuessTokens). The same answer, faster on a GPU
+    // where it repeats earlier text; it can be slower on a CPU. Off by default; applies at
+    // once (it reloads nothing), kept as the app setting `guess_tokens`.
+    Q_PROPERTY(bool guessTokens READ guessTokens WRITE setGuessTokens NOTIFY guessTokensChanged)
     // Per kWh, in the user's currency; 0: no cost shown.
     Q_PROPERTY(double electricityPrice READ electricityPrice WRITE setElectricityPrice NOTIFY changed)
     Q_PROPERTY(QString dataFolder READ dataFolder CONSTANT)
@@ -108,6 +114,7 @@ public:
     int cpuThreads() const { return m_cpuThreads; }
     int cpuCores() const;
     QString theme() const { return m_theme; }
+    bool guessTokens() const { return m_guessTokens; }
     double electricityPrice() const { return m_price; }
     QString dataFolder() const { return m_dataFolder; }
     QString recoveryPolicy() const { return m_recoveryPolicy; }
@@ -127,6 +134,7 @@ public:
     void setMaxSequences(int n);
     void setCpuThreads(int n);
     void setTheme(const QString& theme);
+    void setGuessTokens(bool on);
     void setElectricityPrice(double price);
     void setRecoveryPolicy(const QString& policy);
     // This GPU failed (`why`, in a line): out of use until the app restarts.
@@ -164,6 +172,7 @@ public:
 signals:
     void changed();
     void themeChanged();
+    void guessTokensChanged();
     void previewChanged();
     void applied();
     void error(const QString& message);
@@ -205,6 +214,7 @@ private:
     int m_maxSequences = 4;
     int m_cpuThreads = 0;
     QString m_theme = QStringLiteral("system");
+    bool m_guessTokens = false;
     double m_price = 0;
     QString m_recoveryPolicy = QStringLiteral("replan");
     QHash<QString, QString> m_failed;  // GPUs that failed in this run, by UUID: why

@@ -2,9 +2,11 @@
 // the planner's live preview of where the model would go and whether it fits, before
 // anything is loaded (a GPU that failed in this run shown unticked, with why). General:
 // context length, KV cache type and size, conversations generated at once, CPU threads,
-// theme, electricity price, what to do when a GPU fails, data folder, the Hugging Face
+// whether answers guess tokens from the conversation (speculative decoding, at once), theme,
+// electricity price, what to do when a GPU fails, data folder, the Hugging Face
 // token (saved in the system keyring at once, never in the database). Apply saves and
-// reloads the model; Close forgets what was not applied (the theme applies at once).
+// reloads the model; Close forgets what was not applied (the theme and the guessing apply
+// at once).
 // Server: the OpenAI API server (ServerSettings.qml), whose settings apply at once.
 // Engines: remote OpenAI-compatible servers (EnginesSettings.qml), also at once.
 // The look: a form of rows (a label column and a control column, helper text under the
@@ -500,6 +502,20 @@ Dialog {
                     }
                     Helper {
                         text: "Continue: the answer goes on from its last word on the GPUs left, else the CPU and RAM. Load again: the same GPUs, for a fault a reload clears. Stop: the answer ends with the error."
+                    }
+                }
+
+                FormLabel { text: "Speculative decoding" }
+                FormField {
+                    Switch {
+                        objectName: "guessTokens"
+                        text: "Guess tokens from the conversation"
+                        checked: dialog.settings.guessTokens
+                        Accessible.name: "Guess tokens from the conversation (speculative decoding)"
+                        onToggled: dialog.settings.guessTokens = checked
+                    }
+                    Helper {
+                        text: "The same answer, faster on a GPU when it repeats earlier text (code being edited); it can be slower on a CPU. Applies to the next answer."
                     }
                 }
 

@@ -214,7 +214,8 @@ TEST_F(DesktopAppTest, AModelThatFailsToLoadSaysSoOnItsCardUntilItLoadsOrIsDismi
 
 // A draft model of another vocabulary, chosen for a model on its card (speculative
 // decoding), fails the load with the engine's word, on the card and in the chat's line;
-// with none chosen the model loads again.
+// with none chosen the model loads again. The chat guesses tokens from the conversation as
+// Settings says, from the start and when it changes.
 TEST_F(DesktopAppTest, ADraftModelThatCannotGuessFailsTheLoadOnItsCardUntilNoneIsChosen) {
     if (!fs::exists(test_model_)) GTEST_SKIP() << "no test model";
     fs::create_directories(dir_ / "data" / "models");
@@ -251,6 +252,14 @@ TEST_F(DesktopAppTest, ADraftModelThatCannotGuessFailsTheLoadOnItsCardUntilNoneI
     ASSERT_EQ(app->chat().modelState(), ChatController::ModelState::Ready) << app->chat().errorText().toStdString();
     EXPECT_TRUE(shown().isEmpty()) << "loaded: resolved";
     EXPECT_TRUE(app->chat().draftModelName().isEmpty());
+
+    EXPECT_FALSE(app->chat().guessTokens());
+    app->settings().setGuessTokens(true);
+    EXPECT_TRUE(app->chat().guessTokens());
+    app.reset();
+    app = make("http://127.0.0.1:9");
+    ASSERT_NE(app, nullptr);
+    EXPECT_TRUE(app->chat().guessTokens()) << "kept across starts";
 }
 
 TEST_F(DesktopAppTest, AnAnswerADeviceFailureInterruptsIsCompletedAndStoredWithItsNote) {

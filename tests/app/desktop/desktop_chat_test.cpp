@@ -788,4 +788,24 @@ TEST_F(ChatControllerTest, ADraftModelChosenForTheModelLoadsWithItAndGuesses) {
     EXPECT_EQ(finished.at(1).at(1).toString(), finished.at(0).at(1).toString()) << "the same answer";
 }
 
+// Guessing tokens from the conversation (Settings, SettingsController::guessTokens): off by
+// default; on, every answer sent guesses from the conversation (GenerationSettings::lookup)
+// and the answer is the same.
+TEST_F(ChatControllerTest, GuessingTokensFromTheConversationGivesTheSameAnswer) {
+    load();
+    EXPECT_FALSE(controller_->guessTokens());
+    QSignalSpy finished(engine_.get(), &EngineClient::finished);
+    ASSERT_TRUE(controller_->send("Repeat this list exactly: apples, pears, plums, cherries, apples, pears, plums."));
+    ASSERT_TRUE(wait_idle());
+    ASSERT_EQ(finished.count(), 1);
+    EXPECT_EQ(finished.at(0).at(2).toMap().value("draftedTokens").toInt(), 0) << "off by default";
+
+    controller_->setGuessTokens(true);
+    controller_->regenerate();
+    ASSERT_TRUE(wait_idle());
+    ASSERT_EQ(finished.count(), 2);
+    EXPECT_GT(finished.at(1).at(2).toMap().value("draftedTokens").toInt(), 0);
+    EXPECT_EQ(finished.at(1).at(1).toString(), finished.at(0).at(1).toString()) << "the same answer";
+}
+
 }  // namespace

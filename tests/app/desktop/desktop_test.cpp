@@ -427,6 +427,16 @@ TEST(SettingsController, ThemeIsKeptAtOnceAndBadValuesAreRefused) {
     EXPECT_EQ(themeChanged.count(), 1);
     EXPECT_EQ(SettingsController(store, {}).theme(), "dark");  // no Apply needed
 
+    // Guessing tokens from the conversation (speculative decoding): off until chosen, then
+    // kept at once, and Close (revert) keeps it too.
+    EXPECT_FALSE(settings.guessTokens());
+    QSignalSpy guessChanged(&settings, &SettingsController::guessTokensChanged);
+    settings.setGuessTokens(true);
+    EXPECT_EQ(guessChanged.count(), 1);
+    settings.revert();
+    EXPECT_TRUE(settings.guessTokens());
+    EXPECT_TRUE(SettingsController(store, {}).guessTokens());
+
     // Garbage in the store (an older or hand-edited file) falls back to the defaults.
     ASSERT_TRUE(store.set_setting("context_length", "lots"));
     ASSERT_TRUE(store.set_setting("split_mode", "sideways"));

@@ -1,8 +1,9 @@
 // Speculative decoding in the views: a model's draft model on its Models page card ("None",
 // or another model of the library, never the model itself), chosen from the keyboard and
-// kept by testLibrary, with a failed load shown beside it; and the model bar naming the draft
-// the loaded model runs with. testModel stands in for the engine's word on the loaded model
-// (desktop_qml_test.cpp).
+// kept by testLibrary, with a failed load shown beside it; the model bar naming the draft
+// the loaded model runs with; and Settings → General's switch for guessing tokens from the
+// conversation, which applies at once. testModel stands in for the engine's word on the
+// loaded model (desktop_qml_test.cpp).
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -26,6 +27,12 @@ Item {
         ModelBar {
             width: 1200
             controller: testController
+        }
+    }
+    Component {
+        id: settingsComponent
+        SettingsDialog {
+            settings: testSettings
         }
     }
 
@@ -101,6 +108,24 @@ Item {
             compare(draft.Accessible.name, "Draft model: Qwen3 0.6B")
             testModel.announceLoaded({displayName: "Qwen3 8B", device: "CPU"})
             verify(!draft.visible, "loaded without one")
+        }
+
+        function test_guessing_tokens_is_a_setting_that_applies_at_once() {
+            const dialog = createTemporaryObject(settingsComponent, root)
+            dialog.open()
+            dialog.tab = 1
+            tryVerify(() => dialog.opened)
+            const guess = findChild(dialog.contentItem, "guessTokens")
+            verify(guess.visible)
+            verify(!guess.checked, "off by default")
+            compare(guess.Accessible.name, "Guess tokens from the conversation (speculative decoding)")
+            guess.forceActiveFocus()
+            keyClick(Qt.Key_Space)
+            verify(guess.checked)
+            verify(testSettings.guessTokens)
+            dialog.reject()
+            verify(testSettings.guessTokens, "Close keeps it: it applied at once")
+            testSettings.guessTokens = false
         }
     }
 }
