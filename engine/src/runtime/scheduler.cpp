@@ -96,6 +96,9 @@ struct Scheduler::Request {
     std::vector<TokenId> pending;  // to decode: the rest of the prompt, or the last token sampled
     std::vector<TokenId> draft;    // guessed to follow the last token sampled, checked this step
     uint32_t draft_limit = 0;      // guesses the draft model may make this step
+    // Guesses worth making next step, from how the last ones fared: the number the model kept
+    // plus one, or twice as many when it kept them all (0: none made yet, up to the setting).
+    uint32_t guess_cap = 0;
     std::optional<SeqId> draft_seq;  // its context in the draft model's cache
     bool started = false;          // admitted once (reused_tokens counted)
     bool cancelled = false;
@@ -485,6 +488,7 @@ void Scheduler::plan_drafts(uint32_t& avail, uint32_t& budget) {
         const auto max_tokens = static_cast<uint64_t>(r->settings.max_tokens);
         const uint64_t held = model_->sequence_length(*r->seq);
         uint64_t limit = std::min<uint64_t>(wanted, budget);
+        if (r->guess_cap > 0) limit = std::min<uint64_t>(limit, r->guess_cap);
         limit = std::min(limit, max_tokens > written + 1 ? max_tokens - written - 1 : 0);
         limit = std::min(limit, model_->n_ctx() > held + 1 ? model_->n_ctx() - held - 1 : 0);
         if (limit == 0) continue;
@@ -621,6 +625,11 @@ void Scheduler::take_outputs(Request& r) {
             stop = StopReason::context;
         }
         const bool guessed = j + 1 < n && next == r.draft[j];
+        if (!guessed && !r.draft.empty()) {
+            // j guesses kept: a row that fails costs a row, so fewer after a miss, more while they hold.
+            r.guess_cap =
+                j == r.draft.size() ? static_cast<uint32_t>(2 * r.draft.size()) : static_cast<uint32_t>(j + 1);
+        }
         if (stop || !guessed) {
             if (valid < held) model_->truncate_sequence(*r.seq, valid);
             if (stop) {
