@@ -16,7 +16,9 @@ namespace powerhouse::synth {
 // tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
 enum class TokenType : int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
 
-enum class VocabKind { bpe, spm };
+// bpe: byte-level BPE ("gpt2"); spm: SentencePiece BPE ("llama"); wpm: WordPiece ("bert"),
+// laid out as bert-base-uncased (see synth/vocab.h).
+enum class VocabKind { bpe, spm, wpm };
 
 struct SpecialToken {
     std::string text;

@@ -14,6 +14,23 @@ namespace {
 
 constexpr std::string_view kGpt2Space = "\xC4\xA0";     // "Ġ" (U+0120), GPT-2's spelling of " "
 
+// bert-base-uncased reserves ids 0..998: [PAD] at 0, [unused0..98] at 1..99, [UNK], [CLS],
+// [SEP], [MASK] at 100..103, [unused99..993] at 104..998. Its characters start at 999.
+constexpr uint32_t kBertHead = 999;
+constexpr uint32_t kBertSpecialsAt = 100;
+
+// Characters a WordPiece (uncased) vocabulary knows beyond printable lowercase ASCII: letters
+// that survive accent stripping, Greek, Cyrillic, CJK and kana, and common punctuation and
+// symbols. Anything else in a word makes the whole word [UNK], as in BERT.
+constexpr std::string_view kWpmExtraChars[] = {
+    "\u00a1", "\u00a7", "\u00b0", "\u00b7", "\u00bf", "\u00df", "\u00e6", "\u00f0", "\u00f8", "\u0111",
+    "\u0142", "\u0153", "\u03b1", "\u03b2", "\u03b3", "\u03b4", "\u03bb", "\u03bc", "\u03c0", "\u03c3",
+    "\u03c9", "\u0430", "\u0432", "\u0435", "\u0438", "\u043a", "\u043d", "\u043e", "\u0440", "\u0441",
+    "\u0442", "\u044f", "\u2013", "\u2014", "\u2018", "\u2019", "\u201c", "\u201d", "\u2022", "\u2026",
+    "\u20ac", "\u2192", "\u3001", "\u3002", "\u306e", "\u306f", "\u306b", "\u4e00", "\u4e2d", "\u4eba",
+    "\u5927", "\u5b66", "\u6587", "\u65e5", "\u672c", "\u7684",
+};
+
 // Merges learned from the corpus before the filler takes over; the corpus runs out of
 // pairs seen twice well before this.
 constexpr size_t kMaxLearnedMerges = 4000;
@@ -193,6 +210,112 @@ Result<SynthVocab> build_spm(const VocabSpec& spec, const Specials& specials,
     return v;
 }
 
+bool is_ascii_alnum(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// The corpus's words as WordPiece sees them: lowercase letter and digit runs (other
+// characters split words), spelled as a word-start character ("▁" + c) then continuations.
+std::vector<MergeTable::Word> wpm_corpus_words(const MergeTable& table) {
+    std::map<std::string, int64_t> counts;  // ordered: the words' order must not depend on hashing
+    std::string word;
+    for (char c : training_corpus()) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        if (is_ascii_alnum(c)) {
+            word += c;
+        } else if (!word.empty()) {
+            counts[word] += 1;
+            word.clear();
+        }
+    }
+    if (!word.empty()) counts[word] += 1;
+    std::vector<MergeTable::Word> words;
+    for (const auto& [text, count] : counts) {
+        if (text.size() < 2) continue;
+        MergeTable::Word w;
+        w.count = count;
+        w.symbols.push_back(static_cast<uint32_t>(table.find(std::string(kSpmSpace) + text[0])));
+        for (size_t i = 1; i < text.size(); ++i) {
+            w.symbols.push_back(static_cast<uint32_t>(table.find(std::string(1, text[i]))));
+        }
+        words.push_back(std::move(w));
+    }
+    return words;
+}
+
+// WordPiece as llama.cpp's converter writes it: special tokens ([PAD], [CLS], ...) as they
+// are, word-start pieces with "▁" (U+2581) in front, "##" continuations without the "##".
+Result<SynthVocab> build_wpm(const VocabSpec& spec, std::unordered_set<std::string> reserved) {
+    if (spec.leading.empty() || spec.leading.size() > kBertHead - kBertSpecialsAt + 1) {
+        return make_error(ErrorCode::internal, "WordPiece vocabulary needs [PAD] and its other specials in `leading`");
+    }
+    const uint64_t fixed = kBertHead + static_cast<uint64_t>(spec.n_regular) + spec.trailing.size();
+    if (fixed > spec.n_vocab) {
+        return make_error(ErrorCode::internal,
+                          fmt::format("vocabulary layout needs {} ids, has {}", fixed, spec.n_vocab));
+    }
+    SynthVocab v;
+    v.tokens.reserve(spec.n_vocab);
+    v.token_types.reserve(spec.n_vocab);
+    auto add = [&v](std::string text, TokenType type) {
+        v.tokens.push_back(std::move(text));
+        v.token_types.push_back(static_cast<int32_t>(type));
+    };
+    // The reserved head: leading[0] at 0, leading[1..] from id 100, "[unusedN]" elsewhere.
+    // The [unusedN] entries are ordinary vocabulary entries (not added tokens), so the
+    // converter types them normal and gives them the word-start mark.
+    uint32_t unused = 0;
+    for (uint32_t id = 0; id < kBertHead; ++id) {
+        const bool special = id == 0 || (id >= kBertSpecialsAt && id - kBertSpecialsAt + 1 < spec.leading.size());
+        if (special) {
+            const SpecialToken& t = spec.leading[id == 0 ? 0 : id - kBertSpecialsAt + 1];
+            add(t.text, t.type);
+        } else {
+            std::string text = fmt::format("{}[unused{}]", kSpmSpace, unused++);
+            reserved.insert(text);
+            add(std::move(text), TokenType::normal);
+        }
+    }
+
+    // Single characters: word-start forms (punctuation, digits, letters, the extras), then
+    // the merged pieces, then the continuation forms of letters and digits, as BERT orders
+    // its vocabulary (its "##x" single characters come last).
+    std::vector<std::string> chars;
+    std::vector<std::string> continuations;
+    for (char c = 33; c < 127; ++c) {
+        if (c >= 'A' && c <= 'Z') continue;  // uncased
+        chars.push_back(std::string(kSpmSpace) + c);
+        if (is_ascii_alnum(c)) continuations.emplace_back(1, c);
+    }
+    for (std::string_view c : kWpmExtraChars) {
+        chars.push_back(std::string(kSpmSpace) + std::string(c));
+        // Letters continue words; punctuation is split off by the pre-tokenizer.
+        if (static_cast<unsigned char>(c[0]) != 0xE2 && static_cast<unsigned char>(c[0]) != 0xE3 &&
+            static_cast<unsigned char>(c[0]) != 0xC2) {
+            continuations.emplace_back(c);
+        }
+    }
+    const size_t n_starts = chars.size();
+    const size_t n_chars = n_starts + continuations.size();
+    if (spec.n_regular < n_chars) return make_error(ErrorCode::internal, "WordPiece vocabulary too small");
+    chars.insert(chars.end(), continuations.begin(), continuations.end());
+
+    MergeTable table(std::move(chars), std::string(kSpmSpace), std::move(reserved));
+    table.learn(wpm_corpus_words(table), kMaxLearnedMerges);
+    PH_TRY(table.fill(spec.n_regular, mix_key(0x77706D5F766F6361ull, spec.n_regular)));
+    const std::vector<std::string>& symbols = table.symbols();
+    for (size_t i = 0; i < n_starts; ++i) add(symbols[i], TokenType::normal);
+    for (size_t i = n_chars; i < symbols.size(); ++i) add(symbols[i], TokenType::normal);
+    for (size_t i = n_starts; i < n_chars; ++i) add(symbols[i], TokenType::normal);
+
+    for (const SpecialToken& t : spec.trailing) add(t.text, t.type);
+    for (auto id = static_cast<uint32_t>(v.tokens.size()); id < spec.n_vocab; ++id) {
+        const uint32_t number = spec.pad_from_id ? id : spec.pad_first + (id - static_cast<uint32_t>(fixed));
+        add(fmt::format(fmt::runtime(spec.pad_pattern), number), spec.pad_type);
+    }
+    return v;
+}
+
 }  // namespace
 
 std::string gpt2_byte_text(uint8_t byte) {
@@ -203,6 +326,22 @@ std::string gpt2_byte_text(uint8_t byte) {
 }
 
 Result<SynthVocab> build_vocab(const VocabSpec& spec) {
+    if (spec.kind == VocabKind::wpm) {
+        std::unordered_set<std::string> reserved;
+        for (const auto* list : {&spec.leading, &spec.trailing}) {
+            for (const SpecialToken& t : *list) {
+                if (!reserved.insert(t.text).second) {
+                    return make_error(ErrorCode::internal, fmt::format("special token '{}' appears twice", t.text));
+                }
+            }
+        }
+        Result<SynthVocab> vocab = build_wpm(spec, std::move(reserved));
+        if (vocab && vocab->tokens.size() != spec.n_vocab) {
+            return make_error(ErrorCode::internal, fmt::format("vocabulary has {} tokens instead of {}",
+                                                               vocab->tokens.size(), spec.n_vocab));
+        }
+        return vocab;
+    }
     Result<Specials> specials = layout_specials(spec);
     if (!specials) return std::move(specials).error();
     std::unordered_set<std::string> reserved;

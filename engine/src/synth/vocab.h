@@ -6,6 +6,12 @@
 //  - SPM ("llama"): the 256 byte-fallback tokens <0x00>..<0xFF>, merged pieces with "▁"
 //    (U+2581) word-start marks scored by merge order (higher = merged earlier), then the
 //    single characters.
+//  - WordPiece ("bert"), as bert-base-uncased (bge, all-MiniLM, nomic-embed-text) after
+//    llama.cpp's conversion: ids 0..998 reserved ([PAD] = leading[0] at 0, leading[1..] =
+//    [UNK], [CLS], [SEP], [MASK] from id 100, "▁[unusedN]" elsewhere), then `n_regular`
+//    tokens: word-start single characters "▁x", pieces learned from the corpus ("▁the",
+//    "ing"), filler words, and last the continuation characters ("x", BERT's "##x").
+//    Word starts carry "▁" (U+2581); continuations are written without BERT's "##".
 // Building a 262k-token vocabulary takes a few tens of milliseconds.
 //
 // Thread-safety: pure functions over value types.
