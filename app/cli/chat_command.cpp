@@ -150,7 +150,7 @@ Command add_chat_command(CLI::App& app) {
     exclude_with_remote(*sub, remote,
                         {"--ctx", "--threads", "--devices", "--split", "--ratios", "--main-device", "--kv-type",
                          "--experts-in-ram", "--on-device-failure", "--step-deadline", "--fail-device",
-                         "--chat-template", "--lookup-draft", "--draft-model", "--draft-tokens"});
+                         "--chat-template", "--lookup-draft", "--draft-model", "--draft-tokens", "--guess-always"});
     return {sub, [sub, options] {
                 if (options->remote.given()) {
                     return run_remote_chat(

@@ -150,7 +150,7 @@ Command add_generate_command(CLI::App& app) {
         *sub, remote,
         {"--raw", "--no-special", "--ignore-eos", "--ctx", "--threads", "--devices", "--split", "--ratios",
          "--main-device", "--kv-type", "--experts-in-ram", "--on-device-failure", "--step-deadline", "--fail-device",
-         "--chat-template", "--lookup-draft", "--draft-model", "--draft-tokens"});
+         "--chat-template", "--lookup-draft", "--draft-model", "--draft-tokens", "--guess-always"});
     exclude_with_remote(*sub, raw, {"--tools"});  // a raw prompt has no place for them
     sub->callback([sub, options] {
         if (options->prompt.empty() && options->prompt_file.empty()) {

@@ -179,6 +179,7 @@ Result<ModelToLoad> resolve_model(const ModelChoice& choice) {
     options.fail_after = failure.fail_after;
     options.fail_hangs = failure.fail_hangs;
     ModelToLoad load{std::move(path).value(), options, *recovery, {}, choice.draft_tokens};
+    load.guesses = choice.guess_always ? GuessPolicy::always : GuessPolicy::when_they_pay;
     if (!choice.draft_model.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_regular_file(choice.draft_model, ec)) {
@@ -200,6 +201,11 @@ void add_draft_options(CLI::App& command, ModelChoice& choice) {
     command.add_option("--draft-tokens", choice.draft_tokens, "With --draft-model: tokens it guesses a step")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();
+    command.add_flag("--guess-always", choice.guess_always,
+                     "Make the guesses of --draft-model and --lookup-draft every step, as many as asked (fewer only "
+                     "after a miss). By "
+                     "default they are made only where this machine's step timings and the guesses kept so far "
+                     "say they save time (for measuring what they cost)");
 }
 
 Result<LogitBias> parse_logit_bias(std::string_view text) {

@@ -62,6 +62,7 @@ struct ModelChoice {
     std::string chat_template_file;  // --chat-template; empty: the model's own template
     std::string draft_model;         // --draft-model; empty: none
     uint32_t draft_tokens = 8;       // --draft-tokens
+    bool guess_always = false;       // --guess-always
 };
 void add_model_options(CLI::App& command, ModelChoice& choice);
 // --chat-template FILE, for the commands that chat (chat, generate, serve): a Jinja chat
@@ -69,7 +70,8 @@ void add_model_options(CLI::App& command, ModelChoice& choice);
 // template is missing, broken or wrong.
 void add_chat_template_option(CLI::App& command, ModelChoice& choice);
 // --draft-model FILE and --draft-tokens N (chat, generate, serve): speculative decoding by a
-// small model of the same vocabulary (LoadCommand::draft_model), local models only.
+// small model of the same vocabulary (LoadCommand::draft_model), local models only; and
+// --guess-always, its guesses and --lookup-draft's made even where they do not pay.
 void add_draft_options(CLI::App& command, ModelChoice& choice);
 // The model file (model_or_default) and its options; the --chat-template file read and
 // checked here, so that a template that cannot be used is named before any weights load.
@@ -79,11 +81,13 @@ struct ModelToLoad {
     RecoveryPolicy recovery = RecoveryPolicy::replan;
     std::filesystem::path draft_model;
     uint32_t draft_tokens = 8;
+    GuessPolicy guesses = GuessPolicy::when_they_pay;
 
     LoadCommand load_command() const {
         LoadCommand command{path, options, recovery};
         command.draft_model = draft_model;
         command.draft_tokens = draft_tokens;
+        command.guesses = guesses;
         return command;
     }
 };

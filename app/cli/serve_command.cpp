@@ -1,7 +1,8 @@
 // powerhouse-cli serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key-file FILE]
 //                      [--parallel N] [--cors-origin ORIGIN]... [--shutdown-grace SECONDS]
 //                      [--io-timeout SECONDS] [--on-device-failure replan|retry|stop]
-//                      [--step-deadline SECONDS] [--lookup-draft N]
+//                      [--step-deadline SECONDS] [--lookup-draft N] [--draft-model FILE]
+//                      [--draft-tokens N] [--guess-always]
 //                      [--ctx N] [-t THREADS] [--devices ...] [--split ...] [--chat-template FILE]
 //
 // Serves the model over the OpenAI API (app/server/api_server.h) until SIGINT or SIGTERM:

@@ -75,6 +75,9 @@ struct LoadCommand {
     // After a device failure the answers go on without it. Empty: none.
     std::filesystem::path draft_model;
     uint32_t draft_tokens = 8;  // guesses a step, unless a request says otherwise
+    // Whether guesses (a draft model's or a request's lookup) are made only where this
+    // machine's step timings say they pay, or always as asked (for measuring).
+    GuessPolicy guesses = GuessPolicy::when_they_pay;
 };
 
 struct UnloadCommand {};

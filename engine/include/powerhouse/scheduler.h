@@ -38,6 +38,25 @@
 
 namespace powerhouse {
 
+class StepCost;  // runtime/guess_cost.h
+
+// When a request that asks for speculative guesses (GenerationSettings::lookup,
+// draft_tokens) makes them.
+enum class GuessPolicy : uint8_t {
+    // As many as make its steps worth the most tokens a second, judged by what steps of so
+    // many rows have taken and by how its own guesses fared; none where they cannot pay (a
+    // CPU with guesses that mostly fail), with one every 16 steps to notice a change.
+    when_they_pay,
+    // As many as asked, fewer only after a miss (the number kept plus one).
+    always,
+};
+
+// What guesses cost, given instead of measured (tests; a device whose figures are known).
+struct GuessCosts {
+    std::function<double(uint32_t rows)> step_seconds;  // a step of so many rows, every row an output
+    double draft_seconds = 0;                           // the draft model's time for one guess
+};
+
 struct SchedulerOptions {
     uint32_t max_sequences = 0;  // generating at once; 0: what the model was loaded for
     uint32_t prefill_chunk = 0;  // prompt tokens a step takes; 0: the model's n_batch
@@ -45,6 +64,8 @@ struct SchedulerOptions {
     // instead of ending them with the error: the engine's recovery (ARCHITECTURE.md
     // section 7).
     bool hold_on_device_failure = false;
+    GuessPolicy guesses = GuessPolicy::when_they_pay;
+    std::optional<GuessCosts> guess_costs;  // unset: timed from the steps run
 };
 
 struct SchedulerStats {
@@ -97,6 +118,8 @@ public:
     // the running ones first, then the waiting ones, in their order.
     void end_cancelled();
     bool idle() const;
+    // The requests holding a sequence of the model now (cheap; stats() also walks the cache).
+    size_t running() const;
     // Runs one batch and delivers what it produced. An error of the model (a device that
     // failed) ends every request that was in the batch with it, and is also returned; with
     // hold_on_device_failure a device failure instead puts them back at the front of the
@@ -135,6 +158,8 @@ private:
     uint32_t last_draft_rows_ = 0;
     uint64_t drafted_ = 0;
     uint64_t accepted_ = 0;
+    std::unique_ptr<StepCost> step_cost_;  // what steps of so many rows took (or were given)
+    double draft_guess_seconds_ = 0;       // the draft model's time per guess, a running mean
     Model* draft_ = nullptr;  // the draft model, when set_draft gave one
     uint32_t draft_default_ = 0;
     std::shared_ptr<const GrammarVocabulary> grammar_vocabulary_;  // built for the first constrained request
@@ -145,8 +170,9 @@ private:
     void hold_for_recovery();
     void admit();
     bool pause_latest();
-    void plan_drafts(uint32_t& avail, uint32_t& budget);
-    void guess_with_draft_model(const std::vector<Request*>& guessing);
+    void plan_drafts(uint32_t avail, uint32_t budget);
+    uint32_t guesses_worth_making(Request& r, uint32_t limit, uint32_t rows, double& value, bool by_model) const;
+    void guess_with_draft_model(const std::vector<std::pair<Request*, uint32_t>>& guessing);
     void close_draft(Request& r, bool keep_cached);
     std::optional<TokenId> choose(Request& r, size_t output);
     void take_outputs(Request& r);

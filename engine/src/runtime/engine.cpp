@@ -226,6 +226,7 @@ Result<Model> Engine::State::load_model(const std::filesystem::path& path, const
 void Engine::State::start_scheduler() {
     SchedulerOptions options;
     options.hold_on_device_failure = loaded_from && loaded_from->recovery != RecoveryPolicy::stop;
+    if (loaded_from) options.guesses = loaded_from->guesses;
     scheduler = std::make_unique<Scheduler>(*model, options);
     if (draft) scheduler->set_draft(&*draft, loaded_from ? loaded_from->draft_tokens : 0);
 }
@@ -457,7 +458,7 @@ void Engine::State::run_embeds() {
             continue;
         }
         // Every sequence generating: wait for one to end (the steps go on meanwhile).
-        if (scheduler != nullptr && scheduler->stats().running >= model->max_sequences()) return;
+        if (scheduler != nullptr && scheduler->running() >= model->max_sequences()) return;
         Result<EmbeddingsEvent> done = embed(embeds.front());
         const uint64_t id = embeds.front().request_id;
         embeds.pop_front();

@@ -10,6 +10,7 @@
 
 #include "powerhouse/sampler.h"
 #include "powerhouse/stop_strings.h"
+#include "runtime/guess_cost.h"
 #include "runtime/hints.h"
 #include "runtime/lookup_draft.h"
 #include "runtime/sampling_steps.h"
@@ -95,10 +96,11 @@ struct Scheduler::Request {
     std::optional<SeqId> seq;      // while running
     std::vector<TokenId> pending;  // to decode: the rest of the prompt, or the last token sampled
     std::vector<TokenId> draft;    // guessed to follow the last token sampled, checked this step
-    uint32_t draft_limit = 0;      // guesses the draft model may make this step
     // Guesses worth making next step, from how the last ones fared: the number the model kept
     // plus one, or twice as many when it kept them all (0: none made yet, up to the setting).
     uint32_t guess_cap = 0;
+    GuessRecord guesses;             // how its guesses fared (GuessPolicy::when_they_pay)
+    uint32_t steps_since_guess = 0;  // steps it could have guessed in and did not
     std::optional<SeqId> draft_seq;  // its context in the draft model's cache
     bool started = false;          // admitted once (reused_tokens counted)
     bool cancelled = false;
@@ -146,6 +148,15 @@ void Scheduler::take_limits() {
     const KvStats kv = model_->kv_stats();
     kv_block_size_ = std::max<uint32_t>(1, kv.block_size);
     kv_total_blocks_ = kv.total_blocks;
+    // Another model (after a device failure) takes its own time: timed afresh.
+    step_cost_ = std::make_unique<StepCost>();
+    draft_guess_seconds_ = 0;
+    if (options_.guess_costs && options_.guess_costs->step_seconds) {
+        for (uint32_t rows = 1; rows <= StepCost::kMaxRows; ++rows) {
+            step_cost_->observe(rows, options_.guess_costs->step_seconds(rows));
+        }
+        draft_guess_seconds_ = options_.guess_costs->draft_seconds;
+    }
 }
 
 void Scheduler::hold_for_recovery() {
@@ -263,6 +274,10 @@ void Scheduler::fail_all(const Error& error) {
 
 bool Scheduler::idle() const {
     return running_.empty() && waiting_.empty();
+}
+
+size_t Scheduler::running() const {
+    return running_.size();
 }
 
 SchedulerStats Scheduler::stats() const {
@@ -393,8 +408,10 @@ Result<void> Scheduler::step() {
     // chunks in the order the requests started, as far as the pool's blocks go. When even
     // the tokens of those generating do not fit, the latest started is paused.
     const uint32_t bs = kv_block_size_;
+    uint32_t avail = 0;
+    uint32_t budget = 0;
     for (;;) {
-        uint32_t avail = model_->available_blocks();
+        avail = model_->available_blocks();
         bool short_of_blocks = false;
         for (auto& r : running_) {
             r->take = 0;
@@ -408,7 +425,7 @@ Result<void> Scheduler::step() {
             avail -= need;
             r->take = 1;
         }
-        uint32_t budget = options_.prefill_chunk;
+        budget = options_.prefill_chunk;
         for (auto& r : running_) {
             if (short_of_blocks || r->pending.size() <= 1 || budget == 0) continue;
             uint32_t take = std::min<uint32_t>(budget, static_cast<uint32_t>(r->pending.size()));
@@ -418,7 +435,6 @@ Result<void> Scheduler::step() {
             budget -= take;
             r->take = take;
         }
-        if (!short_of_blocks) plan_drafts(avail, budget);
         const bool empty = std::none_of(running_.begin(), running_.end(), [](const auto& r) { return r->take > 0; });
         if (!short_of_blocks && !empty) break;
         if (pause_latest()) continue;
@@ -427,6 +443,8 @@ Result<void> Scheduler::step() {
         running_.clear();
         return {};
     }
+    // Guesses once the step's takes are settled (a pause above plans them again).
+    plan_drafts(avail, budget);
 
     std::vector<BatchRow> rows;
     size_t n_outputs = 0;
@@ -448,7 +466,12 @@ Result<void> Scheduler::step() {
         n_outputs += r->draft.size();
     }
     ++steps_;
+    const auto started = Clock::now();
     Result<void> ran = model_->decode_batch(rows);
+    // Steps in which every row gives an output (decoding, guesses) tell what rows cost.
+    if (ran && last_prompt_rows_ == 0 && !options_.guess_costs) {
+        step_cost_->observe(static_cast<uint32_t>(rows.size()), seconds_between(started, Clock::now()));
+    }
     if (!ran) {
         for (auto& r : running_) r->draft.clear();
         if (ran.error().code == ErrorCode::out_of_memory && pause_latest()) return {};
@@ -473,11 +496,15 @@ Result<void> Scheduler::step() {
 }
 
 // Guesses for the requests writing their answers that asked for them, as far as the pool's
-// blocks and the step's rows go (after the prompt chunks: guessing is what gives way). The
-// draft model's guesses are made for all its requests together.
-void Scheduler::plan_drafts(uint32_t& avail, uint32_t& budget) {
-    std::vector<Request*> by_model;
-    std::vector<Request*> guessed;
+// blocks and the step's rows go (after the prompt chunks: guessing is what gives way), and
+// as many as pay (GuessPolicy). The draft model's guesses are made for all its requests
+// together.
+void Scheduler::plan_drafts(uint32_t avail, uint32_t budget) {
+    std::vector<std::pair<Request*, uint32_t>> by_model;
+    std::vector<std::pair<Request*, uint32_t>> guessed;
+    uint32_t rows = 0;
+    for (const auto& r : running_) rows += r->take;
+    double value = rows;  // the tokens the step is worth: a row each, and each guess as likely kept
     for (auto& r : running_) {
         const LookupSettings& lookup = r->settings.lookup;
         const uint32_t model_tokens = draft_ != nullptr ? r->settings.draft_tokens.value_or(draft_default_) : 0;
@@ -491,39 +518,60 @@ void Scheduler::plan_drafts(uint32_t& avail, uint32_t& budget) {
         if (r->guess_cap > 0) limit = std::min<uint64_t>(limit, r->guess_cap);
         limit = std::min(limit, max_tokens > written + 1 ? max_tokens - written - 1 : 0);
         limit = std::min(limit, model_->n_ctx() > held + 1 ? model_->n_ctx() - held - 1 : 0);
+        limit = guesses_worth_making(*r, static_cast<uint32_t>(limit), rows, value, model_tokens > 0);
         if (limit == 0) continue;
+        rows += static_cast<uint32_t>(limit);
         budget -= static_cast<uint32_t>(limit);  // given back below for what is not guessed
-        r->draft_limit = static_cast<uint32_t>(limit);
+        const auto planned = std::make_pair(r.get(), static_cast<uint32_t>(limit));
         if (model_tokens > 0) {
-            by_model.push_back(r.get());
+            by_model.push_back(planned);
         } else {
-            r->draft = lookup_draft(r->prompt, r->result.ids, lookup, r->draft_limit);
+            r->draft = lookup_draft(r->prompt, r->result.ids, lookup, planned.second);
         }
-        guessed.push_back(r.get());
+        guessed.push_back(planned);
     }
     if (!by_model.empty()) guess_with_draft_model(by_model);
-    for (Request* r : guessed) {
+    for (auto [r, limit] : guessed) {
         std::vector<TokenId>& draft = r->draft;
         const uint32_t counted = model_->blocks_needed(*r->seq, 1);  // the next token's, taken already
         const auto more = [&] {
             return model_->blocks_needed(*r->seq, 1 + static_cast<uint32_t>(draft.size())) - counted;
         };
         while (!draft.empty() && more() > avail) draft.pop_back();
-        budget += r->draft_limit - static_cast<uint32_t>(draft.size());
+        budget += limit - static_cast<uint32_t>(draft.size());
         if (draft.empty()) continue;
         avail -= more();
         r->take += static_cast<uint32_t>(draft.size());
     }
 }
 
+// How many of at most `limit` guesses request `r` makes this step, in a step of `rows` rows
+// so far worth `value` tokens (to which its guesses' expected worth is added).
+uint32_t Scheduler::guesses_worth_making(Request& r, uint32_t limit, uint32_t rows, double& value,
+                                         bool by_model) const {
+    if (limit == 0 || options_.guesses == GuessPolicy::always) return limit;
+    const double rate = r.guesses.rate();
+    const std::optional<uint32_t> pays =
+        guesses_that_pay(*step_cost_, rows, value, rate, limit, by_model ? draft_guess_seconds_ : 0.0);
+    // Until steps of two sizes are timed, guess as asked: those steps are what tells.
+    uint32_t k = pays.value_or(limit);
+    constexpr uint32_t kProbeEvery = 16;  // a guess now and then notices guesses that begin to hold
+    if (k == 0 && ++r.steps_since_guess >= kProbeEvery) k = 1;
+    if (k > 0) {
+        r.steps_since_guess = 0;
+        value += expected_kept(rate, k);
+    }
+    return k;
+}
+
 // The draft model's guesses: each request's context caught up in its cache (the prompt on
 // first use, else what was written since), then one token at a time, each the argmax, for
 // all the requests in the same batches. A batch the draft model cannot run leaves the
 // requests without guesses, not failed.
-void Scheduler::guess_with_draft_model(const std::vector<Request*>& guessing) {
-    std::vector<Request*> going;
+void Scheduler::guess_with_draft_model(const std::vector<std::pair<Request*, uint32_t>>& guessing) {
+    std::vector<std::pair<Request*, uint32_t>> going;
     std::vector<BatchRow> rows;
-    for (Request* r : guessing) {
+    for (auto [r, limit] : guessing) {
         const std::vector<TokenId> context = r->context();
         if (!r->draft_seq) {
             Result<SeqId> seq = draft_->open_sequence();
@@ -544,21 +592,28 @@ void Scheduler::guess_with_draft_model(const std::vector<Request*>& guessing) {
         for (size_t i = held; i < context.size(); ++i) {
             rows.push_back({*r->draft_seq, context[i], i + 1 == context.size() ? RowOutput::argmax : RowOutput::none});
         }
-        going.push_back(r);
+        going.emplace_back(r, limit);
     }
     while (!going.empty()) {
+        const auto started = Clock::now();
         if (!draft_->decode_batch(rows)) {
-            for (Request* r : going) close_draft(*r, false);  // its cache is unknown now
+            for (auto [r, limit] : going) close_draft(*r, false);  // its cache is unknown now
             return;
         }
-        std::vector<Request*> next;
+        // Each round gives every request one guess.
+        if (!options_.guess_costs) {
+            const double took = seconds_between(started, Clock::now());
+            draft_guess_seconds_ =
+                draft_guess_seconds_ == 0 ? took : draft_guess_seconds_ + 0.25 * (took - draft_guess_seconds_);
+        }
+        std::vector<std::pair<Request*, uint32_t>> next;
         rows.clear();
         for (size_t i = 0; i < going.size(); ++i) {
-            Request* r = going[i];
+            auto [r, limit] = going[i];
             r->draft.push_back(draft_->batch_argmax(i));
-            if (r->draft.size() >= r->draft_limit) continue;
+            if (r->draft.size() >= limit) continue;
             rows.push_back({*r->draft_seq, r->draft.back(), RowOutput::argmax});
-            next.push_back(r);
+            next.push_back(going[i]);
         }
         going.swap(next);
     }
@@ -626,6 +681,7 @@ void Scheduler::take_outputs(Request& r) {
         }
         const bool guessed = j + 1 < n && next == r.draft[j];
         if (!guessed && !r.draft.empty()) {
+            r.guesses.update(static_cast<uint32_t>(r.draft.size()), static_cast<uint32_t>(j));
             // j guesses kept: a row that fails costs a row, so fewer after a miss, more while they hold.
             r.guess_cap =
                 j == r.draft.size() ? static_cast<uint32_t>(2 * r.draft.size()) : static_cast<uint32_t>(j + 1);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,10 +92,14 @@ struct Ran {
 };
 
 // Every request through one scheduler, `max_sequences` at a time; the streamed text must be
-// the answer.
-Ran run(Model& model, const std::vector<Ask>& asks, uint32_t max_sequences) {
+// the answer. Guesses are made as asked (GuessPolicy::always) unless `costs` are given:
+// these tests count them, and whether they pay on this machine is guess_policy_test's.
+Ran run(Model& model, const std::vector<Ask>& asks, uint32_t max_sequences,
+        std::optional<GuessCosts> costs = std::nullopt) {
     SchedulerOptions so;
     so.max_sequences = max_sequences;
+    so.guesses = costs ? GuessPolicy::when_they_pay : GuessPolicy::always;
+    so.guess_costs = std::move(costs);
     Scheduler scheduler(model, so);
     Ran out;
     out.results.resize(asks.size());
@@ -285,9 +290,12 @@ std::vector<Ask> with_draft(std::vector<Ask> asks, uint32_t tokens) {
     return asks;
 }
 
-Ran run_with_draft(Model& model, Model& draft, const std::vector<Ask>& asks, uint32_t max_sequences) {
+Ran run_with_draft(Model& model, Model& draft, const std::vector<Ask>& asks, uint32_t max_sequences,
+                   std::optional<GuessCosts> costs = std::nullopt) {
     SchedulerOptions so;
     so.max_sequences = max_sequences;
+    so.guesses = costs ? GuessPolicy::when_they_pay : GuessPolicy::always;
+    so.guess_costs = std::move(costs);
     Scheduler scheduler(model, so);
     scheduler.set_draft(&draft, 0);
     Ran out;
@@ -379,6 +387,93 @@ TEST(DraftModel, AfterATurnedDownGuessTheDraftGoesOnFromTheModelsToken) {
     EXPECT_LT(guessing.stats.accepted_tokens, guessing.stats.drafted_tokens) << "some were turned down";
     EXPECT_GT(guessing.stats.accepted_tokens * 4, guessing.stats.drafted_tokens)
         << guessing.stats.accepted_tokens << " of " << guessing.stats.drafted_tokens << " kept";
+}
+
+// Whether guesses pay (SchedulerOptions::guesses), under costs given rather than timed so
+// that the counts do not depend on this machine: a step of more rows may cost nearly
+// nothing more (a GPU reading its weights once), or each row a whole step (guesses can
+// never pay). The answers stay the model's either way.
+GuessCosts rows_cost(double per_row) {
+    return GuessCosts{[per_row](uint32_t rows) { return 1.0 + per_row * (rows - 1); }, 0.0};
+}
+
+TEST(GuessPolicy, RowsThatCostAWholeStepEachAreNotGuessedButForProbes) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    Model model = load_smollm2(2);
+    Model twin = load_smollm2(2);
+    std::vector<Ask> asks = varied_asks(model, 2);
+    const Ran plain = run(model, asks, 1);
+    const Ran free_rows = run_with_draft(model, twin, with_draft(asks, 4), 2, rows_cost(0.01));
+    const Ran dear_rows = run_with_draft(model, twin, with_draft(asks, 4), 2, rows_cost(1.0));
+    expect_same_answers(plain, free_rows);
+    expect_same_answers(plain, dear_rows);
+    for (size_t i = 0; i < asks.size(); ++i) {
+        SCOPED_TRACE(testing::Message() << "request " << i);
+        const GenerationStats& cheap = free_rows.results[i].stats;
+        const GenerationStats& dear = dear_rows.results[i].stats;
+        EXPECT_GT(cheap.drafted_tokens, cheap.generated_tokens / 2) << "the twin's guesses hold: made";
+        // A guess every 16 steps it could have guessed in, to notice guesses that begin to pay.
+        EXPECT_GT(dear.drafted_tokens, 0u);
+        EXPECT_LE(dear.drafted_tokens, dear.generated_tokens / 16 + 1) << "a row as dear as a step never pays";
+        EXPECT_EQ(dear.accepted_tokens, dear.drafted_tokens);
+    }
+}
+
+TEST(GuessPolicy, OnCpuLikeCostsGuessesThatHoldAreMadeAndThoseThatFailStop) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    test::TempDir dir;
+    SynthOptions so;
+    so.preset = "smollm2-135m";  // SmolLM2's vocabulary size, random weights
+    so.type = "q8_0";
+    so.n_layer = 2;
+    so.n_ctx = 512;
+    so.output = dir / "draft.gguf";
+    ASSERT_TRUE(synthesize_model(so));
+    Model model = load_smollm2(1);
+    ModelOptions o;
+    o.n_ctx = 512;
+    o.n_threads = 2;
+    Result<Model> random = Model::load(so.output, o);
+    ASSERT_TRUE(random) << random.error().message;
+    std::vector<Ask> asks = varied_asks(model, 1);  // an answer that repeats the passage
+    asks[0].settings.max_tokens = 64;
+    const GuessCosts cpu = rows_cost(0.35);  // as timed for SmolLM2 on 2 threads
+    const Ran plain = run(model, asks, 1);
+    const Ran lookup = run(model, with_lookup(asks, 8), 1, cpu);
+    const Ran drafted = run_with_draft(model, *random, with_draft(asks, 4), 1, cpu);
+    expect_same_answers(plain, lookup);
+    expect_same_answers(plain, drafted);
+    const GenerationStats& held = lookup.results[0].stats;
+    EXPECT_GT(held.accepted_tokens, 20u) << "the passage's guesses hold, and pay";
+    EXPECT_GT(held.accepted_tokens * 2, held.drafted_tokens);
+    const GenerationStats& failed = drafted.results[0].stats;
+    EXPECT_LT(failed.drafted_tokens, 12u) << "a random draft's misses stop it: " << failed.drafted_tokens;
+    // The same draft when rows are free guesses on (the first test's GuessPolicy::always is
+    // the same but for the cost of its misses).
+    const Ran gpu = run_with_draft(model, *random, with_draft(asks, 4), 1, rows_cost(0.001));
+    expect_same_answers(plain, gpu);
+    EXPECT_GT(gpu.results[0].stats.drafted_tokens, 40u);
+}
+
+TEST(GuessPolicy, TimedOnThisMachineTheAnswersAreTheSame) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    Model model = load_smollm2(2);
+    std::vector<Ask> asks = varied_asks(model, 2);
+    const Ran plain = run(model, asks, 1);
+    SchedulerOptions so;
+    so.max_sequences = 2;  // GuessPolicy::when_they_pay, timed: the counts are this machine's
+    Scheduler scheduler(model, so);
+    std::vector<GenerationResult> got(asks.size());
+    const std::vector<Ask> guessing = with_lookup(asks, 6);
+    for (size_t i = 0; i < guessing.size(); ++i) {
+        ASSERT_TRUE(scheduler.submit(i, guessing[i].prompt, guessing[i].settings, {},
+                                     [&](uint64_t id, Result<GenerationResult> r) {
+                                         ASSERT_TRUE(r) << r.error().message;
+                                         got[id] = std::move(r).value();
+                                     }));
+    }
+    ASSERT_TRUE(scheduler.run());
+    expect_same_answers(plain, Ran{got, scheduler.stats()});
 }
 
 }  // namespace
