@@ -149,12 +149,26 @@ constexpr std::string_view kMessageReasoning = R"sql(
 ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';
 )sql";
 
+// 10: speculative decoding's figures for an answer (the engine's GenerationStats): the tokens
+// guessed ahead and how many of them the model kept; 0 for answers made without guesses, and
+// for older ones.
+constexpr std::string_view kMessageGuesses = R"sql(
+ALTER TABLE messages ADD COLUMN drafted_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN accepted_tokens INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// 11: the tools an answer called (OpenAI's `tool_calls`, a JSON array), kept from imported
+// chats so that a turn that only called tools keeps what it did; empty for the others.
+constexpr std::string_view kMessageToolCalls = R"sql(
+ALTER TABLE messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-    static const std::vector<std::string_view> list = {kConversations,     kSearchAndSettings, kModels,
-                                                       kReusedTokens,      kMessageEngine,     kModelSources,
-                                                       kMessageRecoveries, kMessageThrottle,   kMessageReasoning};
+    static const std::vector<std::string_view> list = {
+        kConversations,     kSearchAndSettings, kModels,           kReusedTokens,   kMessageEngine,   kModelSources,
+        kMessageRecoveries, kMessageThrottle,   kMessageReasoning, kMessageGuesses, kMessageToolCalls};
     return list;
 }
 

@@ -73,6 +73,11 @@ struct MessageStats {
     int64_t prompt_tokens = 0;
     int64_t reused_tokens = 0;  // of the prompt, found in the engine's KV cache
     int64_t generated_tokens = 0;
+    // Speculative decoding (migration 10): the tokens guessed ahead (a draft model's, or the
+    // conversation's own by prompt lookup) and how many of those the model kept; both 0 for
+    // an answer generated without guesses, and for older ones.
+    int64_t drafted_tokens = 0;
+    int64_t accepted_tokens = 0;
     double ttft_ms = 0;
     double tokens_per_second = 0;
     std::optional<double> energy_joules;
@@ -82,6 +87,10 @@ struct MessageStats {
     // they were not, or nothing was measured.
     std::string throttle;
 };
+
+// Speculative decoding's line for an answer's statistics, shown in the chat and the Markdown
+// export: "12 of 20 guesses kept"; empty when nothing was guessed (drafted_tokens 0).
+std::string guesses_text(const MessageStats& stats);
 
 // A model file the library knows (app/core/catalog scans and imports them).
 struct ModelRecord {
@@ -110,6 +119,11 @@ struct Message {
     // An answer's reasoning (a reasoning model's thinking, migration 9), apart from its text:
     // shown folded, exported, never sent back to the model. Empty when it had none.
     std::string reasoning;
+    // The tools an answer called, as OpenAI's chat API writes an assistant message's
+    // `tool_calls`: a JSON array of {"id", "type", "function": {"name", "arguments"}}
+    // (migration 11). Only imported conversations have any (the app's own chat offers no
+    // tools); empty for none. A turn that only called tools has empty content.
+    std::string tool_calls;
     MessageState state = MessageState::complete;
     std::string error;  // why generation failed
     MessageStats stats;

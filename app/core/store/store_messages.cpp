@@ -59,7 +59,7 @@ std::vector<MessageRecovery> parse_recoveries(const std::string& text) {
 const char* kMessageColumns =
     "id, conversation_id, role, content, state, error, model, prompt_tokens, generated_tokens, ttft_ms, "
     "tokens_per_second, energy_joules, created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle, "
-    "reasoning";
+    "reasoning, drafted_tokens, accepted_tokens, tool_calls";
 
 Message read_message(SQLite::Statement& q) {
     Message m;
@@ -82,6 +82,9 @@ Message read_message(SQLite::Statement& q) {
     m.stats.recoveries = parse_recoveries(q.getColumn(16).getString());
     m.stats.throttle = q.getColumn(17).getString();
     m.reasoning = q.getColumn(18).getString();
+    m.stats.drafted_tokens = q.getColumn(19).getInt64();
+    m.stats.accepted_tokens = q.getColumn(20).getInt64();
+    m.tool_calls = q.getColumn(21).getString();
     return m;
 }
 
@@ -104,6 +107,12 @@ std::string recovery_text(const MessageRecovery& r) {
                     r.failed.empty() ? "a device" : r.failed, when);
     if (!r.cause.empty()) text += ": " + r.cause;
     return text;
+}
+
+std::string guesses_text(const MessageStats& stats) {
+    if (stats.drafted_tokens <= 0) return {};
+    return fmt::format("{} of {} {} kept", stats.accepted_tokens, stats.drafted_tokens,
+                       stats.drafted_tokens == 1 ? "guess" : "guesses");
 }
 
 const char* message_state_name(MessageState state) {
@@ -192,11 +201,13 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
     return impl_->guarded([&]() -> Result<void> {
         SQLite::Transaction transaction(impl_->db, SQLite::TransactionBehavior::IMMEDIATE);
         const int64_t at = now_ms();
-        SQLite::Statement q(impl_->db,
-                            "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
-                            "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
-                            "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ?, "
-                            "recoveries_json = ?, throttle = ?, reasoning = COALESCE(?, reasoning) WHERE id = ?");
+        SQLite::Statement q(
+            impl_->db,
+            "UPDATE messages SET content = ?, state = ?, error = ?, model = ?, "
+            "prompt_tokens = ?, generated_tokens = ?, ttft_ms = ?, tokens_per_second = ?, "
+            "energy_joules = ?, updated_ms = ?, reused_tokens = ?, engine = ?, "
+            "recoveries_json = ?, throttle = ?, reasoning = COALESCE(?, reasoning), drafted_tokens = ?, "
+            "accepted_tokens = ? WHERE id = ?");
         q.bind(1, content);
         q.bind(2, message_state_name(state));
         q.bind(3, error);
@@ -216,7 +227,9 @@ Result<void> Store::finish_message(int64_t id, const std::string& content, Messa
         q.bind(13, recoveries_json(stats.recoveries));
         q.bind(14, stats.throttle);
         bind_reasoning(q, 15, reasoning);
-        q.bind(16, id);
+        q.bind(16, stats.drafted_tokens);
+        q.bind(17, stats.accepted_tokens);
+        q.bind(18, id);
         if (Result<void> r = changed_one(q.exec(), "message", id); !r) return r;
         SQLite::Statement touch(impl_->db,
                                 "UPDATE conversations SET updated_ms = ? WHERE id = "
@@ -325,8 +338,9 @@ Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<Conve
             impl_->db,
             "INSERT INTO messages (conversation_id, role, content, state, error, model, "
             "prompt_tokens, generated_tokens, ttft_ms, tokens_per_second, energy_joules, "
-            "created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle, reasoning) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+            "created_ms, updated_ms, reused_tokens, engine, recoveries_json, throttle, reasoning, "
+            "drafted_tokens, accepted_tokens, tool_calls) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         std::vector<int64_t> ids;
         ids.reserve(records.size());
         for (const ConversationRecord& record : records) {
@@ -364,6 +378,9 @@ Result<std::vector<int64_t>> Store::insert_conversations(const std::vector<Conve
                 message.bind(16, recoveries_json(m.stats.recoveries));
                 message.bind(17, m.stats.throttle);
                 message.bind(18, m.reasoning);
+                message.bind(19, m.stats.drafted_tokens);
+                message.bind(20, m.stats.accepted_tokens);
+                message.bind(21, m.tool_calls);
                 message.exec();
             }
         }

@@ -60,7 +60,7 @@ Result<std::vector<Conversation>> chosen(const Store& store, const std::vector<i
 bool has_stats(const MessageStats& s) {
     return !s.model.empty() || !s.engine.empty() || s.prompt_tokens != 0 || s.reused_tokens != 0 ||
            s.generated_tokens != 0 || s.ttft_ms != 0 || s.tokens_per_second != 0 || s.energy_joules.has_value() ||
-           !s.recoveries.empty() || !s.throttle.empty();
+           !s.recoveries.empty() || !s.throttle.empty() || s.drafted_tokens != 0 || s.accepted_tokens != 0;
 }
 
 Json stats_json(const MessageStats& s) {
@@ -72,6 +72,11 @@ Json stats_json(const MessageStats& s) {
                 {"ttft_ms", s.ttft_ms},
                 {"tokens_per_second", s.tokens_per_second}};
     if (s.energy_joules) out["energy_joules"] = *s.energy_joules;
+    // Only for an answer made with guesses, so that the others' exports read as before.
+    if (s.drafted_tokens != 0 || s.accepted_tokens != 0) {
+        out["drafted_tokens"] = s.drafted_tokens;
+        out["accepted_tokens"] = s.accepted_tokens;
+    }
     if (!s.throttle.empty()) out["throttle"] = s.throttle;
     if (!s.recoveries.empty()) {
         Json list = Json::array();
@@ -88,6 +93,12 @@ Json message_json(const Message& m) {
     Json out = {{"role", m.role}, {"content", m.content}};
     // Only where there is some, so that the exports of answers without any read as before.
     if (!m.reasoning.empty()) out["reasoning"] = m.reasoning;
+    // The same for the tools an answer called (imported chats only). Stored as the import
+    // read them; text that is not a JSON array (a hand edit) is left out rather than fail.
+    if (!m.tool_calls.empty()) {
+        Json calls = Json::parse(m.tool_calls, nullptr, /*allow_exceptions=*/false);
+        if (calls.is_array()) out["tool_calls"] = std::move(calls);
+    }
     out["state"] = message_state_name(m.state);
     if (!m.error.empty()) out["error"] = m.error;
     out["created_ms"] = m.created_ms;
@@ -226,6 +237,7 @@ std::string stats_line(const MessageStats& s) {
     }
     if (s.tokens_per_second > 0) parts.push_back(fmt::format("{:.1f} tokens/s", s.tokens_per_second));
     if (parts.empty()) return {};
+    if (s.drafted_tokens > 0) parts.push_back(guesses_text(s));
     return fmt::format("*{}*", fmt::join(parts, " · "));
 }
 
@@ -328,6 +340,13 @@ Result<MessageStats> read_stats(const Json& s, const std::string& place) {
     PH_READ(stats.generated_tokens, optional_integer(s, "generated_tokens", place, true));
     PH_READ(stats.ttft_ms, optional_number(s, "ttft_ms", place));
     PH_READ(stats.tokens_per_second, optional_number(s, "tokens_per_second", place));
+    PH_READ(stats.drafted_tokens, optional_integer(s, "drafted_tokens", place, true));
+    PH_READ(stats.accepted_tokens, optional_integer(s, "accepted_tokens", place, true));
+    if (stats.accepted_tokens > stats.drafted_tokens) {
+        return bad(member(place, "accepted_tokens"),
+                   fmt::format("{} is more than the {} drafted_tokens: only guessed tokens can be kept",
+                               stats.accepted_tokens, stats.drafted_tokens));
+    }
     Result<std::optional<double>> energy = optional_number(s, "energy_joules", place);
     if (!energy) return std::move(energy).error();
     stats.energy_joules = *energy;
@@ -348,6 +367,34 @@ Result<MessageStats> read_stats(const Json& s, const std::string& place) {
         }
     }
     return stats;
+}
+
+// A message's "tool_calls" (OpenAI's chat format) as the store keeps them: the array's JSON,
+// or nothing when it has none (absent, null or empty). Only an assistant calls tools, and
+// each call names its function.
+Result<std::optional<std::string>> read_tool_calls(const Json& m, const std::string& role, const std::string& place) {
+    const auto calls = m.find("tool_calls");
+    if (calls == m.end() || calls->is_null()) return std::optional<std::string>{};
+    const std::string where = member(place, "tool_calls");
+    if (!calls->is_array()) return wrong_type(where, *calls, "an array of tool calls");
+    if (calls->empty()) return std::optional<std::string>{};
+    if (role != "assistant")
+        return bad(where, fmt::format("a {} message calls no tools; only an assistant's does", role));
+    if (nests_deeper_than(*calls, kMaxSettingsDepth)) {
+        return bad(where, fmt::format("nested deeper than {} levels", kMaxSettingsDepth));
+    }
+    for (size_t i = 0; i < calls->size(); ++i) {
+        const Json& call = (*calls)[i];
+        const std::string at = fmt::format("{}[{}]", where, i);
+        if (!call.is_object()) return wrong_type(at, call, "an object (a tool call)");
+        const auto function = call.find("function");
+        if (function == call.end()) return bad(at, "no \"function\"");
+        if (!function->is_object()) return wrong_type(member(at, "function"), *function, "an object");
+        const auto name = function->find("name");
+        if (name == function->end()) return bad(member(at, "function"), "no \"name\"");
+        if (!name->is_string()) return wrong_type(member(member(at, "function"), "name"), *name, "a string");
+    }
+    return std::optional<std::string>(calls->dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 Result<MessageState> read_state(const std::string& text, const std::string& place) {
@@ -371,10 +418,21 @@ Result<Message> read_message(const Json& m, const std::string& place, int64_t no
     if (message.role != "system" && message.role != "user" && message.role != "assistant") {
         return bad(member(place, "role"), fmt::format("{} is not one of system, user, assistant", shown(*role)));
     }
+    PH_READ(message.tool_calls, read_tool_calls(m, message.role, place));
     const auto content = m.find("content");
     if (content == m.end()) return bad(place, "no \"content\"");
-    if (!content->is_string()) return wrong_type(member(place, "content"), *content, "a string");
-    message.content = content->get<std::string>();
+    // OpenAI writes a turn that only calls tools with a null content: empty, with its calls.
+    if (content->is_null() && !message.tool_calls.empty()) {
+        message.content.clear();
+    } else if (content->is_null()) {
+        return bad(member(place, "content"),
+                   "null, and the message calls no tools: only an assistant's message with \"tool_calls\" may have "
+                   "no content; give its text as a string");
+    } else if (!content->is_string()) {
+        return wrong_type(member(place, "content"), *content, "a string");
+    } else {
+        message.content = content->get<std::string>();
+    }
     // A reasoning model's thinking: ours and OpenRouter's "reasoning", or the
     // "reasoning_content" of DeepSeek's API, vLLM, SGLang and llama.cpp's server (what the
     // remote engines read too). Older exports and plain chats have none; a null one (servers

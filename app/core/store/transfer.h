@@ -13,6 +13,10 @@
 //         {"role": "system" | "user" | "assistant", "content": "...",
 //          "reasoning": "...",          only when there is some: a reasoning model's thinking,
 //                                       apart from the answer's content (Message::reasoning)
+//          "tool_calls": [{"id": "...", "type": "function",
+//                          "function": {"name": "...", "arguments": "..."}}, ...],
+//                                       only when there are some: the tools an answer called,
+//                                       as an imported chat gave them (Message::tool_calls)
 //          "state": "complete" | "streaming" | "stopped" | "failed" | "interrupted",
 //          "error": "...",              only when there is one (failed answers)
 //          "created_ms": ..., "updated_ms": ...,
@@ -20,6 +24,9 @@
 //                    "prompt_tokens": 0, "reused_tokens": 0, "generated_tokens": 0,
 //                    "ttft_ms": 0.0, "tokens_per_second": 0.0,
 //                    "energy_joules": 0.0,   only when measured
+//                    "drafted_tokens": 20, "accepted_tokens": 12,
+//                                   only for an answer made with speculative decoding: the
+//                                   tokens guessed, and how many of those were kept
 //                    "recoveries": [{"at_token": 37, "failed": "GPU 1",
 //                                    "cause": "Xid 79, fell off the bus",
 //                                    "continued_on": "CPU (8 threads)"}, ...]}
@@ -41,7 +48,10 @@
 // array of {"role", "content"} messages, or an object with such a "messages" array (what
 // OpenAI's chat API takes), as one conversation titled from its first user message. A
 // message's "reasoning_content" (DeepSeek's API, vLLM, SGLang, llama.cpp's server) is read as
-// its reasoning where it has no "reasoning"; either may be null (none).
+// its reasoning where it has no "reasoning"; either may be null (none). An assistant's
+// message that only calls tools may have a null "content", as OpenAI writes it, when it has
+// "tool_calls" (each an object with a "function" that has a "name"): it is kept with empty
+// content and its calls; a null content without them is refused, naming the message.
 //
 // An import is all or nothing: every conversation is checked before any is stored, and they
 // are stored in one transaction. Errors name the place and the problem, e.g.

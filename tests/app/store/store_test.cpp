@@ -445,6 +445,65 @@ TEST(Store, AnAnswerKeepsItsReasoningApartFromItsText) {
     EXPECT_EQ(ok(s.search("hello")).size(), 1u);
 }
 
+// Migration 10 keeps speculative decoding's figures with an answer: a file from before it
+// (schema 9, its answers kept whole) upgrades with its messages unchanged and guessing
+// nothing, and a new answer's guessed and kept tokens are read back after a reopen.
+TEST(Store, AnAnswerKeepsItsGuessedAndKeptTokens) {
+    test::TempDir dir;
+    const auto path = dir / "p.db";
+    int64_t conversation = 0;
+    int64_t old_answer = 0;
+    {
+        Store old = open_store(path, {.target_version = 9});
+        EXPECT_EQ(old.schema_version(), 9);
+        conversation = ok(old.create_conversation("Before")).id;
+        ok(old.add_message(conversation, "user", "hello"));
+        old_answer = ok(old.add_message(conversation, "assistant", "", MessageState::streaming)).id;
+    }
+    {
+        // The answer as schema 9 finished it (today's queries name the columns of 10).
+        SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+        db.exec(
+            "UPDATE messages SET content = 'Hi there.', state = 'complete', model = 'SmolLM2', "
+            "generated_tokens = 7, tokens_per_second = 31.5, reasoning = 'A greeting.', "
+            "throttle = 'GPU 0 throttled (power cap) for 40% of the answer, 18% slower' WHERE id = " +
+            std::to_string(old_answer));
+    }
+    int64_t answer = 0;
+    {
+        Store s = open_store(path);
+        EXPECT_EQ(s.schema_version(), Store::latest_version());
+        EXPECT_GE(Store::latest_version(), 10);
+        EXPECT_EQ(s.backup_path().filename().string(), "p.db.v9.bak");
+        const Message before = ok(s.message(old_answer));
+        EXPECT_EQ(before.content, "Hi there.");
+        EXPECT_EQ(before.state, MessageState::complete);
+        EXPECT_EQ(before.reasoning, "A greeting.");
+        EXPECT_EQ(before.stats.model, "SmolLM2");
+        EXPECT_EQ(before.stats.generated_tokens, 7);
+        EXPECT_EQ(before.stats.tokens_per_second, 31.5);
+        EXPECT_EQ(before.stats.throttle, "GPU 0 throttled (power cap) for 40% of the answer, 18% slower");
+        EXPECT_EQ(before.stats.drafted_tokens, 0);
+        EXPECT_EQ(before.stats.accepted_tokens, 0);
+        EXPECT_EQ(guesses_text(before.stats), "") << "nothing guessed, nothing said";
+
+        answer = ok(s.add_message(conversation, "assistant", "", MessageState::streaming)).id;
+        MessageStats stats;
+        stats.generated_tokens = 30;
+        stats.drafted_tokens = 20;
+        stats.accepted_tokens = 12;
+        ok(s.finish_message(answer, "Hello!", MessageState::complete, stats));
+    }
+    Store s = open_store(path);
+    const Message after = ok(s.message(answer));
+    EXPECT_EQ(after.stats.drafted_tokens, 20);
+    EXPECT_EQ(after.stats.accepted_tokens, 12);
+    EXPECT_EQ(guesses_text(after.stats), "12 of 20 guesses kept");
+    MessageStats one;
+    one.drafted_tokens = 1;
+    EXPECT_EQ(guesses_text(one), "0 of 1 guess kept");
+}
+
 // A caller that saves an answer's text without mentioning its reasoning (an older call
 // site, a save of the text alone) keeps the thinking stored; only a reasoning given, an
 // empty one included, replaces it.

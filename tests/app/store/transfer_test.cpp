@@ -70,6 +70,8 @@ std::vector<ConversationRecord> rich_conversations() {
     stopped.stats = stats(3, 0);
     stopped.stats.engine = "http://gpu-box:8000/v1";
     stopped.stats.throttle = "GPU 0 throttled (thermal (software)) for 12% of the answer";
+    stopped.stats.drafted_tokens = 20;  // speculative decoding: 12 of 20 guesses kept
+    stopped.stats.accepted_tokens = 12;
     first.messages.push_back(stopped);
     Message failed = message("assistant", "", kMay1 + 5000, MessageState::failed);
     failed.error = "out of memory on cuda:0 <needs 2 GiB>";
@@ -120,6 +122,9 @@ TEST(Transfer, ExportImportExportGivesTheSameJson) {
     EXPECT_EQ(messages[4].stats.engine, "http://gpu-box:8000/v1");
     EXPECT_EQ(messages[4].stats.throttle, "GPU 0 throttled (thermal (software)) for 12% of the answer");
     EXPECT_TRUE(messages[2].stats.throttle.empty());
+    EXPECT_EQ(messages[4].stats.drafted_tokens, 20);
+    EXPECT_EQ(messages[4].stats.accepted_tokens, 12);
+    EXPECT_EQ(messages[2].stats.drafted_tokens, 0);
     EXPECT_EQ(messages[5].state, MessageState::failed);
     EXPECT_EQ(messages[5].error, "out of memory on cuda:0 <needs 2 GiB>");
     EXPECT_EQ(messages[6].state, MessageState::interrupted);
@@ -160,6 +165,9 @@ TEST(Transfer, JsonFollowsTheDocumentedShape) {
     EXPECT_FALSE(c["messages"][4]["stats"].contains("recoveries")) << "only where a device failed";
     EXPECT_EQ(c["messages"][4]["stats"]["throttle"], "GPU 0 throttled (thermal (software)) for 12% of the answer");
     EXPECT_FALSE(c["messages"][2]["stats"].contains("throttle")) << "only where the GPUs were slowed";
+    EXPECT_EQ(c["messages"][4]["stats"]["drafted_tokens"], 20);
+    EXPECT_EQ(c["messages"][4]["stats"]["accepted_tokens"], 12);
+    EXPECT_FALSE(c["messages"][2]["stats"].contains("drafted_tokens")) << "only where tokens were guessed";
     EXPECT_EQ(c["messages"][5]["error"], "out of memory on cuda:0 <needs 2 GiB>");
     // The reasoning comes after the content, only where there is some.
     std::vector<std::string> answer_keys;
@@ -215,6 +223,8 @@ TEST(Transfer, MarkdownReadsAsTheConversation) {
     Message paris =
         message("assistant", "The capital of France is **Paris**.\n\n```python\nprint(\"Paris\")\n```\n", kMay1);
     paris.stats = stats(12, 41.27);
+    paris.stats.drafted_tokens = 20;
+    paris.stats.accepted_tokens = 12;
     paris.stats.recoveries = {{7, "GPU 1", "Xid 79, fell off the bus", "GPU 0 (RTX 4090)"},
                               {9, "GPU 0", "did not answer within 60 s", "CPU (8 threads)"}};
     capitals.messages.push_back(paris);
@@ -258,7 +268,7 @@ The capital of France is **Paris**.
 print("Paris")
 ```
 
-*SmolLM2-135M-Instruct · 12 tokens · 41.3 tokens/s*
+*SmolLM2-135M-Instruct · 12 tokens · 41.3 tokens/s · 12 of 20 guesses kept*
 
 *Continued on GPU 0 (RTX 4090) after GPU 1 failed at token 7: Xid 79, fell off the bus*
 
@@ -386,6 +396,75 @@ TEST(Transfer, ImportsTheReasoningOfAnOpenAiStyleChat) {
     EXPECT_EQ(refused.error().message, "[0].reasoning_content: 7 is not a string");
 }
 
+// OpenAI's format writes an assistant's turn that only calls tools with "content": null and
+// its "tool_calls": such a turn is kept, with empty content and its calls, and exported and
+// imported again unchanged. A null content on a message that calls no tools is still
+// refused, naming the message.
+TEST(Transfer, ImportsAnAnswerThatOnlyCallsTools) {
+    test::TempDir dir;
+    Store s = open_store(dir / "p.db");
+    const std::string chat = R"([{"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "assistant", "content": "Looking it up.", "tool_calls": [{"id": "call_2", "type": "function",
+            "function": {"name": "get_time", "arguments": "{}"}}]},
+        {"role": "assistant", "content": "It is sunny.", "tool_calls": null}])";
+    const ImportReport report = ok(import_json(s, chat, {.now_ms = kMay1}));
+    EXPECT_EQ(report.messages, 4);
+    const std::vector<Message> messages = ok(s.messages(report.ids[0]));
+    ASSERT_EQ(messages.size(), 4u);
+    EXPECT_EQ(messages[1].role, "assistant");
+    EXPECT_EQ(messages[1].content, "");
+    EXPECT_EQ(messages[1].state, MessageState::complete);
+    EXPECT_EQ(messages[1].tool_calls,
+              R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": )"
+              R"(\"Paris\"}"}}])");
+    EXPECT_EQ(messages[2].content, "Looking it up.");
+    EXPECT_NE(messages[2].tool_calls.find("get_time"), std::string::npos);
+    EXPECT_EQ(messages[3].tool_calls, "");
+
+    // Exported as ours: the calls after the content, only where there are some; imported again,
+    // the same bytes.
+    const std::string exported = ok(export_json(s, {report.ids[0]}, {.now_ms = kMay1}));
+    const auto doc = nlohmann::ordered_json::parse(exported);
+    const auto& call = doc["conversations"][0]["messages"][1];
+    EXPECT_EQ(call["content"], "");
+    EXPECT_EQ(call["tool_calls"][0]["function"]["name"], "get_weather");
+    EXPECT_FALSE(doc["conversations"][0]["messages"][3].contains("tool_calls"));
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : call.items()) keys.push_back(key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"role", "content", "tool_calls", "state", "created_ms", "updated_ms"}));
+    const ImportReport again = ok(import_json(s, exported));
+    EXPECT_EQ(ok(export_json(s, again.ids, {.now_ms = kMay1})), exported);
+
+    // Refused, naming the message and what to do.
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": null}])",
+         "[1].content: null, and the message calls no tools: only an assistant's message with \"tool_calls\" may "
+         "have no content; give its text as a string"},
+        {R"([{"role": "assistant", "content": null, "tool_calls": []}])",
+         "[0].content: null, and the message calls no tools: only an assistant's message with \"tool_calls\" may "
+         "have no content; give its text as a string"},
+        {R"([{"role": "user", "content": null, "tool_calls": [{"function": {"name": "f"}}]}])",
+         "[0].tool_calls: a user message calls no tools; only an assistant's does"},
+        {R"([{"role": "assistant", "content": null, "tool_calls": {"function": {"name": "f"}}}])",
+         "[0].tool_calls: an object is not an array of tool calls"},
+        {R"([{"role": "assistant", "content": null, "tool_calls": ["f"]}])",
+         "[0].tool_calls[0]: \"f\" is not an object (a tool call)"},
+        {R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "call_1"}]}])",
+         "[0].tool_calls[0]: no \"function\""},
+        {R"([{"role": "assistant", "content": null, "tool_calls": [{"function": {"arguments": "{}"}}]}])",
+         "[0].tool_calls[0].function: no \"name\""},
+        {R"([{"role": "assistant", "content": null, "tool_calls": [{"function": {"name": 3}}]}])",
+         "[0].tool_calls[0].function.name: 3 is not a string"},
+    };
+    for (const auto& [input, message] : refused) {
+        const Result<ImportReport> r = import_json(s, input);
+        ASSERT_FALSE(r) << input;
+        EXPECT_EQ(r.error().message, message) << input;
+    }
+}
+
 TEST(Transfer, AStreamingAnswerComesInInterrupted) {
     test::TempDir dir;
     Store s = open_store(dir / "p.db");
@@ -457,6 +536,12 @@ TEST(Transfer, RefusesBadInputWithItsPlaceAndLeavesTheStoreAlone) {
          "interrupted"},
         {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"generated_tokens": -3}}]}])"),
          "conversations[0].messages[0].stats.generated_tokens: -3 is negative"},
+        {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"drafted_tokens": -1}}]}])"),
+         "conversations[0].messages[0].stats.drafted_tokens: -1 is negative"},
+        {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"drafted_tokens": 4, )"
+             R"("accepted_tokens": 5}}]}])"),
+         "conversations[0].messages[0].stats.accepted_tokens: 5 is more than the 4 drafted_tokens: only guessed "
+         "tokens can be kept"},
         {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"ttft_ms": "fast"}}]}])"),
          "conversations[0].messages[0].stats.ttft_ms: \"fast\" is not a number"},
         {doc(R"([{"messages": [{"role": "assistant", "content": "x", "stats": {"recoveries": {}}}]}])"),
@@ -473,7 +558,9 @@ TEST(Transfer, RefusesBadInputWithItsPlaceAndLeavesTheStoreAlone) {
         {doc(R"([3])"), "conversations[0]: 3 is not an object (a conversation)"},
         {R"([{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}])",
          "[1].role: \"tool\" is not one of system, user, assistant"},
-        {R"({"messages": [{"role": "assistant", "content": null}]})", "messages[0].content: null is not a string"},
+        {R"({"messages": [{"role": "assistant", "content": null}]})",
+         "messages[0].content: null, and the message calls no tools: only an assistant's message with "
+         "\"tool_calls\" may have no content; give its text as a string"},
         {"[]", "the chat holds no messages"},
         {R"({"model": "x"})", "neither a Powerhouse export (no \"format\") nor a chat (no \"messages\")"},
         {"\"text\"", "the file holds \"text\", not a Powerhouse export or a list of chat messages"},
