@@ -55,6 +55,9 @@ struct ModelInfo {
     // How an embedding model pools its rows ({arch}.pooling_type: "mean", "cls", "last";
     // "" when the file does not say, as for chat models).
     std::string pooling;
+    // An encoder (general.architecture "bert"): it makes embeddings (Model::embed), not text,
+    // so the engine refuses to generate with it.
+    bool embedding_only = false;
 
     uint32_t n_vocab = 0;
     std::string tokenizer_model;  // tokenizer.ggml.model: "gpt2", "llama", ...

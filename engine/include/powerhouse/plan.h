@@ -60,6 +60,7 @@ struct ModelShape {
     uint64_t embedding_bytes = 0;  // token_embd
     uint64_t output_bytes = 0;     // output.weight, output_norm (without a tied embedding)
     bool tied_output = false;      // the embedding is the output matrix too
+    bool embedding_only = false;   // an encoder (ModelInfo::embedding_only): CPU devices only for now
     uint64_t weight_bytes() const;
 };
 

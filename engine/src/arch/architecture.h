@@ -27,6 +27,8 @@ struct Architecture {
     // whose common fields are already read, and checks it.
     Result<void> (*read)(const GgufModel& model, Hparams& hp);
     StepProgram (*build)(const Hparams& hp);
+    // An encoder that makes embeddings, not text (BERT): ModelInfo::embedding_only.
+    bool embedding_only = false;
 };
 
 // Defined in the architecture's own file.

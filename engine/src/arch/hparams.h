@@ -67,6 +67,12 @@ struct Hparams {
     uint32_t n_vocab = 0;
     uint32_t n_ctx_train = 0;
     float rms_eps = 1e-5f;
+    // Encoders (BERT): LayerNorm's epsilon (attention.layer_norm_epsilon); attention that is
+    // not causal (attention.causal false); no language-model head, so the model makes
+    // embeddings and no text.
+    float norm_eps = 1e-12f;
+    bool causal = true;
+    bool embedding_only = false;
 
     RopeLayout rope_layout = RopeLayout::normal;
     uint32_t rope_dims = 0;  // dimensions of a head that RoPE rotates (the first rope_dims)

@@ -82,6 +82,13 @@ enum class OpKind : uint8_t {
     scale,          // dst = a * value
     moe,            // dst = the routed feed-forward (Op::moe) of a, given the router's
                     // scores in b
+    // Encoders (BERT):
+    layer_norm,  // dst = (a - mean(a)) / sqrt(var(a) + Hparams::norm_eps) * weight, per row; the
+                 // bias is the add_bias after it, as ggml adds it
+    gelu,        // dst = gelu(a) (tanh approximation, ggml's f16 table), not gated
+    add_row,     // a += a row of weight (a table of full-width rows in any type the stage
+                 // multiplies by): row `weight_row` for every token when set (BERT's token type
+                 // 0), else row `position` of each token (BERT's position embeddings)
 };
 
 struct Op {
@@ -94,9 +101,9 @@ struct Op {
     float value = 0.0f;                            // the constant of scale, attention and rope
     std::shared_ptr<const MoeSpec> moe = nullptr;  // moe: the experts (their tensors name the weights)
     // matmul: the weight's first row, when the op uses a run of the tensor's rows rather than
-    // the whole tensor (add_bias: its first value). Phi-3 and GLM-4 store Q, K and V in one
-    // tensor (attn_qkv, and its bias) and the gate and up projections in another (ffn_up); each
-    // op takes its rows.
+    // the whole tensor (add_bias: its first value; add_row: the row every token adds). Phi-3 and GLM-4 store Q, K and V
+    // in one tensor (attn_qkv, and its bias) and the gate and up projections in another (ffn_up); each op takes its
+    // rows.
     std::optional<uint32_t> weight_row = std::nullopt;
 };
 
@@ -108,7 +115,12 @@ struct StepProgram {
     // before its mixture-of-experts ones).
     std::vector<Op> lead_layer;
     uint32_t n_lead_layers = 0;
-    std::vector<Op> head;        // after the last layer: final norm and output projection
+    std::vector<Op> head;  // after the last layer: final norm and output projection
+                           // (empty for an encoder: the last layer's x is the output)
+    // Decoders attend causally: a row sees the positions of its sequence up to its own. An
+    // encoder (BERT) does not: each row sees every position of its sequence in the batch and
+    // before it, later rows of the batch included, so a sequence must come in one batch.
+    bool causal = true;
     // Per layer (one entry each): the attention window and the RoPE base and scale that the
     // layer's rope and attention ops use.
     std::vector<LayerAttention> layers;

@@ -80,9 +80,10 @@ public:
     virtual const std::string& name() const = 0;  // "CPU 1", for messages
     // The activations entering and leaving the stage: [n_batch][n_embd] floats on the device.
     virtual float* x() = 0;
-    // Looks up the tokens' embeddings into x() and runs the step program's input ops. Only
-    // on the stage that holds the embedding.
-    virtual Result<void> embed(std::span<const TokenId> tokens) = 0;
+    // Looks up the tokens' embeddings into x() and runs the step program's input ops, token t
+    // at position positions[t] (an encoder adds its position embeddings there). Only on the
+    // stage that holds the embedding.
+    virtual Result<void> embed(std::span<const TokenId> tokens, std::span<const int32_t> positions) = 0;
     // Runs the stage's layers over the first batch.n rows of x(), keeping their keys and
     // values. A tensor split's all-reduces happen inside.
     virtual Result<void> run_layers(const StageBatch& batch) = 0;

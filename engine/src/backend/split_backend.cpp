@@ -431,8 +431,12 @@ Result<void> SplitBackend::run_layer_split(std::span<const TokenId> tokens, cons
                 DeviceStage& stage = *stages_[d];
                 const int n = micro_size(m);
                 const int first = static_cast<int>(m * micro);
-                if (d == 0) PH_TRY(stage.embed(tokens.subspan(static_cast<size_t>(first), static_cast<size_t>(n))));
-                PH_TRY(stage.run_layers(batch.rows(first, n)));
+                const StageBatch rows = batch.rows(first, n);
+                if (d == 0) {
+                    PH_TRY(stage.embed(tokens.subspan(static_cast<size_t>(first), static_cast<size_t>(n)),
+                                       std::span<const int32_t>(rows.pos, static_cast<size_t>(n))));
+                }
+                PH_TRY(stage.run_layers(rows));
                 if (d + 1 == n_stages) PH_TRY(run_heads(stage, first, n));
                 return {};
             };
@@ -451,12 +455,13 @@ Result<void> SplitBackend::run_tensor_split(std::span<const TokenId> tokens, con
     for (size_t at = 0; at < tokens.size(); at += micro) {
         const size_t n = std::min(micro, tokens.size() - at);
         DeviceStage& first = *stages_[shape_.embedding_stage];
-        PH_TRY(blamed(shape_.embedding_stage, first.embed(tokens.subspan(at, n))));
+        const StageBatch part = batch.rows(static_cast<int>(at), static_cast<int>(n));
+        PH_TRY(
+            blamed(shape_.embedding_stage, first.embed(tokens.subspan(at, n), std::span<const int32_t>(part.pos, n))));
         for (size_t s = 0; s < stages_.size(); ++s) {
             if (s == shape_.embedding_stage) continue;
             PH_TRY(copy_x(shape_.embedding_stage, s, static_cast<int>(n)));
         }
-        const StageBatch part = batch.rows(static_cast<int>(at), static_cast<int>(n));
         std::vector<std::function<Result<void>()>> work(stages_.size());
         for (size_t s = 0; s < stages_.size(); ++s) {
             work[s] = [&, s] { return stages_[s]->run_layers(part); };

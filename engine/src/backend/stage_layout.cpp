@@ -29,7 +29,7 @@ uint64_t BoundWeight::bytes() const {
         return total;
     }
     if (tensor == nullptr) return 0;
-    if (op->kind == OpKind::matmul) return row_bytes * static_cast<uint64_t>(rows);
+    if (op->kind == OpKind::matmul || op->kind == OpKind::add_row) return row_bytes * static_cast<uint64_t>(rows);
     return n_values * sizeof(float);
 }
 
@@ -203,6 +203,32 @@ Result<BoundWeight> bind_experts(const GgufModel& model, const arch::Hparams& hp
     return bound;
 }
 
+// An add_row's table: whole rows of the buffer's full width (an encoder's x is never cut), in
+// any type the stage reads; row weight_row, or (positions) one row per position of the
+// training context.
+Result<BoundWeight> bind_row_table(const arch::Hparams& hp, const StageLayout& layout, const Op& op,
+                                   const GgufTensorInfo* t) {
+    BoundWeight bound;
+    bound.op = &op;
+    bound.tensor = t;
+    bound.type = t->type;
+    const auto width = static_cast<int64_t>(layout.full_width(op.dst));
+    const int64_t rows = op.weight_row ? int64_t{*op.weight_row} + 1 : int64_t{hp.n_ctx_train};
+    if (t->ne[0] != width || t->n_rows() < rows || layout.width(op.dst) != layout.full_width(op.dst)) {
+        return make_error(ErrorCode::format,
+                          fmt::format("tensor '{}' is {}x{}: expected rows of {} values, at least {} "
+                                      "of them{}",
+                                      t->name, t->n_rows(), t->ne[0], width, rows,
+                                      op.weight_row ? "" : " (one per position of the context)"));
+    }
+    bound.data = t->data;
+    bound.in = width;
+    bound.rows = t->n_rows();
+    bound.row_stride = row_bytes(type_traits(t->type), static_cast<uint64_t>(width));
+    bound.row_bytes = bound.row_stride;
+    return bound;
+}
+
 }  // namespace
 
 Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp, const StageLayout& layout,
@@ -230,9 +256,12 @@ Result<BoundWeight> bind_weight(const GgufModel& model, const arch::Hparams& hp,
             want1 = static_cast<int64_t>(layout.full_width(op.dst));
             break;
         case OpKind::rms_norm:
+        case OpKind::layer_norm:
         case OpKind::add_bias:
             want0 = static_cast<int64_t>(layout.full_width(op.dst));
             break;
+        case OpKind::add_row:
+            return bind_row_table(hp, layout, op, t);
         case OpKind::head_rms_norm:
             want0 = hp.head_dim;
             break;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "arch/architecture.h"
 #include "arch/hparams.h"
 #include "gguf/gguf_model.h"
 #include "model/model_info_internal.h"
@@ -93,6 +94,7 @@ Result<ModelInfo> inspect_gguf(const GgufModel& model, const std::filesystem::pa
     if (const std::optional<uint64_t> pooling = meta.get_uint(a + ".pooling_type")) {
         info.pooling = *pooling == 1 ? "mean" : *pooling == 2 ? "cls" : *pooling == 3 ? "last" : "";
     }
+    if (const arch::Architecture* known = arch::find_architecture(a)) info.embedding_only = known->embedding_only;
     info.head_dim_k = uint_or_max(meta, a + ".attention.key_length");
     info.head_dim_v = uint_or_max(meta, a + ".attention.value_length");
     if (info.head_dim_k == 0 && info.n_head > 0) info.head_dim_k = info.n_embd / info.n_head;

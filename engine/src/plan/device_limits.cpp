@@ -28,6 +28,12 @@ Result<void> cpu_stage_supports(const StageShape& shape) {
 }
 
 Result<void> cuda_stage_supports(const StageShape& shape) {
+    if (shape.encoder) {
+        return make_error(ErrorCode::unsupported,
+                          "encoder models run on the CPU for now: the CUDA backend has no kernels for their "
+                          "LayerNorm, GELU, position embeddings and attention over the whole input; load it with "
+                          "devices cpu");
+    }
     if (shape.head_dim == 0 || shape.head_dim > kCudaMaxHeadDim) {
         return make_error(ErrorCode::unsupported,
                           fmt::format("the CUDA backend's attention takes head sizes up to {}, and this model's heads "

@@ -35,6 +35,9 @@ struct StageShape {
     uint32_t n_embd = 0;
     uint32_t n_ff = 0;
     uint32_t n_head = 0;
+    // An encoder (BERT: LayerNorm, GELU, position rows, attention that is not causal): the CUDA
+    // stage has no kernels for it yet.
+    bool encoder = false;
 };
 
 // Ok, or why a stage of that kind cannot run the shape (ErrorCode::unsupported, or

@@ -162,7 +162,7 @@ Result<void> Planner::prepare() {
         }
     }
     for (uint32_t i : used) {
-        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head};
+        const StageShape shape{m.head_dim, o.kv_type, o.n_batch, m.n_embd, m.n_ff, m.n_head, m.embedding_only};
         if (Result<void> ok = stage_supports(devices[i].kind, shape); !ok) {
             return make_error(ok.error().code, fmt::format("{} cannot run {}: {}", device_label(devices, i),
                                                            m.name.empty() ? "this model" : m.name, ok.error().message));
@@ -686,6 +686,7 @@ Result<ModelShape> shape_of(const GgufModel& file, const std::filesystem::path& 
     m.n_expert_used = info->n_expert_used;
     m.n_ff_expert = info->n_ff_expert;
     m.n_layer_nextn = info->n_layer_nextn;
+    m.embedding_only = info->embedding_only;
     if (m.n_layer == 0 || m.n_head == 0 || m.n_head_kv == 0) {
         return make_error(ErrorCode::format, fmt::format("{}: the model has no layer or head counts", path.string()));
     }

@@ -1,6 +1,7 @@
 #include "engine/backend/op_conformance_cases.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace powerhouse::test {
@@ -245,6 +246,90 @@ std::vector<OpCase> scale_cases() {
         // Out of place: tmp = x * value.
         const Op op{OpKind::scale, Buffer::tmp, Buffer::x, Buffer::x, "", s.value};
         cases.push_back(elementwise_case(s.name, tiny_hparams(s.width, 1, 1, 32, 32), op, s.width + 4, s.width));
+    }
+    return cases;
+}
+
+// An encoder's one-op model: the CUDA stage refuses it (OpCase::cuda_supported).
+arch::Hparams encoder_hparams(uint32_t n_embd, uint32_t n_head, uint32_t head_dim, uint32_t n_ff) {
+    arch::Hparams hp = tiny_hparams(n_embd, n_head, n_head, head_dim, n_ff);
+    hp.architecture = "bert";
+    hp.embedding_only = true;
+    hp.causal = false;
+    return hp;
+}
+
+std::vector<OpCase> layer_norm_cases() {
+    std::vector<OpCase> cases;
+    for (const uint32_t width : {7u, 64u, 384u, 577u, 4099u}) {
+        Op op{OpKind::layer_norm, Buffer::x, Buffer::x, Buffer::x, "blk.{}.attn_output_norm.weight"};
+        OpCase c =
+            elementwise_case("width_" + std::to_string(width), encoder_hparams(width, 1, 32, 32), op, width + 5, width);
+        c.hp.norm_eps = width == 384 ? 1e-12f : 1e-5f;  // bge's, and a larger one
+        c.tensors.push_back(weight_of(op, GgmlType::f32, {width}, 0.5f, 1.5f, width + 5));
+        cases.push_back(std::move(c));
+    }
+    // Out of place: norm = layer_norm(x).
+    OpCase c = cases[1];
+    c.name = "width_64_out_of_place";
+    c.op.dst = Buffer::norm;
+    cases.push_back(std::move(c));
+    return cases;
+}
+
+std::vector<OpCase> gelu_cases() {
+    std::vector<OpCase> cases;
+    for (const uint32_t width : {7u, 67u, 1536u, 4099u}) {
+        const Op op{OpKind::gelu, Buffer::up, Buffer::up, Buffer::x, ""};
+        cases.push_back(elementwise_case("width_" + std::to_string(width), encoder_hparams(64, 1, 32, width), op,
+                                         width + 6, width));
+    }
+    return cases;
+}
+
+std::vector<OpCase> add_row_cases() {
+    std::vector<OpCase> cases;
+    uint32_t seed = 700;
+    // Position tables (one row per position of a 64-token context) in the types a converted
+    // BERT holds them in, and the fixed row of a token-type table (row 1 of 2, so that a row
+    // taken from the wrong place shows).
+    for (const GgmlType type : {GgmlType::f32, GgmlType::f16, GgmlType::q8_0}) {
+        for (const uint32_t width : {64u, 384u}) {
+            for (const bool fixed : {false, true}) {
+                Op op{OpKind::add_row, Buffer::x, Buffer::x, Buffer::x,
+                      fixed ? "token_types.weight" : "position_embd.weight"};
+                if (fixed) op.weight_row = 1;
+                OpCase c = elementwise_case(std::string(type_traits(type).name) + "_width_" + std::to_string(width) +
+                                                (fixed ? "_row_1" : "_positions"),
+                                            encoder_hparams(width, 1, 32, 32), op, ++seed, width);
+                c.hp.n_ctx_train = 64;
+                c.tensors.push_back(weight_of(op, type, {width, fixed ? 2 : 64}, -1.0f, 1.0f, seed));
+                cases.push_back(std::move(c));
+            }
+        }
+    }
+    return cases;
+}
+
+std::vector<OpCase> full_attention_cases() {
+    std::vector<OpCase> cases;
+    uint32_t seed = 800;
+    for (const uint32_t head_dim : {16u, 32u, 64u}) {
+        for (const KvCacheType kv : {KvCacheType::f16, KvCacheType::q8_0}) {
+            if (kv == KvCacheType::q8_0 && head_dim % 32 != 0) continue;
+            OpCase c;
+            c.name = std::string(kv == KvCacheType::q8_0 ? "Q8_0" : "F16") + "_head_" + std::to_string(head_dim);
+            c.hp = encoder_hparams(64, 4, head_dim, 64);
+            c.op = Op{OpKind::attention, Buffer::attn, Buffer::q,
+                      Buffer::x,         "",           1.0f / std::sqrt(static_cast<float>(head_dim))};
+            c.kv = kv;
+            // Whole inputs, as an encoder takes them, and later batches that read the earlier
+            // positions too (a row sees its sequence's positions up to the batch's last).
+            c.n_ctx = 512;
+            c.steps = {{1, 0}, {8, 1}, {33, 9}, {3, 42}, {40, 45}};
+            c.seed = ++seed;
+            cases.push_back(std::move(c));
+        }
     }
     return cases;
 }

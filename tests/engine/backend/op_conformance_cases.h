@@ -25,5 +25,10 @@ std::vector<OpCase> attention_cases();
 std::vector<OpCase> glu_cases(arch::OpKind kind);  // swiglu or geglu
 std::vector<OpCase> add_cases();
 std::vector<OpCase> scale_cases();
+// Encoders' ops (BERT), which the CPU runs and the CUDA stage refuses (cuda_stage_supports).
+std::vector<OpCase> layer_norm_cases();
+std::vector<OpCase> gelu_cases();
+std::vector<OpCase> add_row_cases();
+std::vector<OpCase> full_attention_cases();  // attention that is not causal
 
 }  // namespace powerhouse::test

@@ -26,6 +26,7 @@ arch::StepProgram OpCase::program() const {
     arch::StepProgram p;
     p.layer = {op};
     p.layers = hp.layers;
+    p.causal = hp.causal;
     return p;
 }
 
@@ -36,7 +37,8 @@ uint32_t OpCase::n_batch() const {
 }
 
 Result<void> OpCase::cuda_supported() const {
-    return cuda_stage_supports(StageShape{hp.head_dim, kv, n_batch(), hp.n_embd, hp.n_ff, hp.n_head});
+    return cuda_stage_supports(
+        StageShape{hp.head_dim, kv, n_batch(), hp.n_embd, hp.n_ff, hp.n_head, hp.embedding_only || !hp.causal});
 }
 
 arch::Hparams tiny_hparams(uint32_t n_embd, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim, uint32_t n_ff) {

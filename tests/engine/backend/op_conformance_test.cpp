@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/encoder_ops.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/quant_dot.h"
@@ -77,7 +78,7 @@ public:
             weight_ = decode_tensor(model, arch::weight_name(c.op, 0));
         }
         if (c.hp.has_rope_freqs) rope_freqs_ = decode_tensor(model, "rope_freqs.weight");
-        if (c.op.kind == OpKind::geglu) gelu_.emplace();
+        if (c.op.kind == OpKind::geglu || c.op.kind == OpKind::gelu) gelu_.emplace();
     }
 
     // The inputs of one step: [n][width] f32 for each buffer the op reads.
@@ -146,7 +147,8 @@ BufferValues OpState::inputs(const Step& step, std::mt19937& rng) const {
         std::vector<float> v;
         if (c_.op.kind == OpKind::scale) {
             v = uniform(w * static_cast<size_t>(step.n), -10.0f, 10.0f, rng);
-        } else if ((c_.op.kind == OpKind::swiglu || c_.op.kind == OpKind::geglu) && b == c_.op.a) {
+        } else if ((c_.op.kind == OpKind::swiglu || c_.op.kind == OpKind::geglu || c_.op.kind == OpKind::gelu) &&
+                   b == c_.op.a) {
             // Both tails of the activation, GELU's exact limits beyond +-10 and its edges.
             v = uniform(w * static_cast<size_t>(step.n), -12.0f, 12.0f, rng);
             const float edges[] = {0.0f, -0.0f, 10.0f, -10.0f, 10.5f, -10.5f, 30.0f, -30.0f, 9.999f, -9.999f};
@@ -154,7 +156,7 @@ BufferValues OpState::inputs(const Step& step, std::mt19937& rng) const {
         } else {
             v = uniform(w * static_cast<size_t>(step.n), -1.0f, 1.0f, rng);
         }
-        if (c_.op.kind == OpKind::rms_norm) {
+        if (c_.op.kind == OpKind::rms_norm || c_.op.kind == OpKind::layer_norm) {
             // Rows of very different sizes, so that each must take its own mean.
             const float sizes[] = {1.0f, 1e-3f, 50.0f, 1e3f, 0.3f};
             for (size_t i = 0; i < v.size(); ++i) v[i] *= sizes[(i / w) % std::size(sizes)];
@@ -213,6 +215,36 @@ std::vector<float> OpState::cpu_function(const BufferValues& in, const Step& ste
         case OpKind::scale:
             cpu::scale(a.data(), out.data(), c_.op.value, count);
             break;
+        case OpKind::layer_norm:
+            cpu::layer_norm_rows(a.data(), out.data(), weight_.data(), static_cast<int64_t>(w), n, c_.hp.norm_eps);
+            break;
+        case OpKind::gelu:
+            cpu::gelu(*gelu_, a.data(), out.data(), count);
+            break;
+        case OpKind::add_row: {
+            out = a;
+            std::vector<int32_t> rows(static_cast<size_t>(n));
+            for (int t = 0; t < n; ++t) {
+                rows[static_cast<size_t>(t)] =
+                    c_.op.weight_row ? static_cast<int32_t>(*c_.op.weight_row) : static_cast<int32_t>(step.pos) + t;
+            }
+            const cpu::RowTable table{tensor_->type, tensor_->data, tensor_->ne[0], tensor_->n_rows(),
+                                      row_bytes(type_traits(tensor_->type), static_cast<uint64_t>(tensor_->ne[0]))};
+            std::vector<float> scratch(w);
+            cpu::add_rows(table, rows, out.data(), scratch.data());
+            // And the table's own values, decoded apart: the row taken is the right one.
+            for (int t = 0; t < n; ++t) {
+                const float* row = weight_.data() + static_cast<size_t>(rows[static_cast<size_t>(t)]) * w;
+                for (size_t i = 0; i < w; ++i) {
+                    const float want = a[static_cast<size_t>(t) * w + i] + row[i];
+                    if (out[static_cast<size_t>(t) * w + i] != want) {
+                        ADD_FAILURE() << "add_rows: token " << t << " value " << i << " is not its row's";
+                        return out;
+                    }
+                }
+            }
+            break;
+        }
         case OpKind::attention:
         case OpKind::moe:  // tests/engine/cpu/moe_test.cpp
             ADD_FAILURE() << "attention and moe have no single CPU function to compare with";
@@ -406,7 +438,9 @@ void OpState::attention_reference(const BufferValues& in, const Step& step, Back
     expected.assign(q.size(), 0.0);
     tolerance.assign(q.size(), 0.0);
     for (int t = 0; t < step.n; ++t) {
-        const uint32_t n_keys = step.pos + static_cast<uint32_t>(t) + 1;
+        // Causal: up to the row's own position; an encoder's: up to the batch's last.
+        const uint32_t n_keys =
+            step.pos + (c_.hp.causal ? static_cast<uint32_t>(t) + 1 : static_cast<uint32_t>(step.n));
         const uint32_t first = window != 0 && n_keys > window ? n_keys - window : 0;
         const uint32_t count = n_keys - first;
         for (uint32_t h = 0; h < n_head; ++h) {
@@ -641,9 +675,33 @@ PH_OP_SUITE(Swiglu, glu_cases(OpKind::swiglu));
 PH_OP_SUITE(Geglu, glu_cases(OpKind::geglu));
 PH_OP_SUITE(Add, add_cases());
 PH_OP_SUITE(Scale, scale_cases());
+PH_OP_SUITE(LayerNorm, layer_norm_cases());
+PH_OP_SUITE(Gelu, gelu_cases());
+PH_OP_SUITE(AddRow, add_row_cases());
+PH_OP_SUITE(FullAttention, full_attention_cases());
 
 // Every OpKind has its suite above: a new kind must get one.
-static_assert(static_cast<int>(OpKind::scale) == 9, "an OpKind without a conformance suite");
+static_assert(static_cast<int>(OpKind::add_row) == 13, "an OpKind without a conformance suite");
+
+// The encoders' ops run on the CPU only for now: the CUDA stage refuses every case of them,
+// before any load (the planner asks the same function), with a reason that says so.
+TEST(CudaShapes, EncoderOpsAreRefusedWithAReason) {
+    for (const std::vector<OpCase>& cases :
+         {layer_norm_cases(), gelu_cases(), add_row_cases(), full_attention_cases()}) {
+        for (const OpCase& c : cases) {
+            const Result<void> supported = c.cuda_supported();
+            ASSERT_FALSE(supported.ok()) << c.name;
+            EXPECT_EQ(supported.error().code, ErrorCode::unsupported) << c.name;
+            EXPECT_NE(supported.error().message.find("encoder models run on the CPU for now"), std::string::npos)
+                << supported.error().message;
+        }
+    }
+    // The same shape as a decoder's is taken.
+    OpCase decoder = full_attention_cases()[0];
+    decoder.hp.embedding_only = false;
+    decoder.hp.causal = true;
+    EXPECT_TRUE(decoder.cuda_supported().ok()) << decoder.cuda_supported().error().message;
+}
 
 // The GPU's share of every suite, checked without a GPU: each suite has cases the CUDA
 // stage takes (so that no op goes unchecked on the GPU, as when every width was odd), and

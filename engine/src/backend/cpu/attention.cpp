@@ -76,8 +76,11 @@ public:
     void combine(uint32_t tile, float* scratch, const float* shared) const;
 
 private:
-    // The positions batch row t reads: [first, n_keys).
-    uint32_t n_keys(int t) const { return static_cast<uint32_t>(batch_.pos[t]) + 1; }
+    // The positions batch row t reads: [first, n_keys): up to its own, or (not causal) up to
+    // the last of its sequence in the batch.
+    uint32_t n_keys(int t) const {
+        return shape_.causal ? static_cast<uint32_t>(batch_.pos[t]) + 1 : keys_end_[static_cast<size_t>(t)];
+    }
     uint32_t first(int t) const {
         const uint32_t n = n_keys(t);
         return shape_.window != 0 && n > shape_.window ? n - shape_.window : 0;
@@ -113,6 +116,7 @@ private:
     size_t q8_stride_;   // one query as Q8_0 blocks
     float scale_;
     uint32_t stride_ = 0;  // of a query's scores: the longest chunk of any tile
+    std::vector<uint32_t> keys_end_;  // not causal: per row, its sequence's last position + 1
     std::vector<Tile> tiles_;
     std::vector<Round> rounds_;
     size_t thread_floats_ = 0;
@@ -134,6 +138,16 @@ AttentionRun::AttentionRun(KernelIsa isa, const KvCache& cache, uint32_t layer, 
       head_bytes_(q8_ ? hd_ / kQK * sizeof(BlockQ8_0) : size_t{hd_} * sizeof(uint16_t)),
       q8_stride_(hd_ / kQK * sizeof(BlockQ8_0)),
       scale_(shape.scale != 0 ? shape.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim))) {
+    if (!shape.causal) {
+        keys_end_.assign(static_cast<size_t>(batch.n), 0);
+        for (int t = 0; t < batch.n; ++t) {
+            uint32_t end = 0;
+            for (int u = 0; u < batch.n; ++u) {
+                if (batch.seq[u] == batch.seq[t]) end = std::max(end, static_cast<uint32_t>(batch.pos[u]) + 1);
+            }
+            keys_end_[static_cast<size_t>(t)] = end;
+        }
+    }
     const int max_rows = static_cast<int>(std::max(1u, kTileQueries / group_));
     uint32_t most_keys = 0;
     for (int t = 0; t < batch.n;) {

@@ -87,11 +87,15 @@ struct AttentionShape {
     // Attention sinks (gpt-oss): per head, a logit that joins the softmax's denominator (and
     // its maximum) without a value; [n_head] f32, null: none.
     const float* sinks = nullptr;
+    // False (an encoder): each row reads every position of its sequence up to the last that
+    // any row of the batch holds (rows after it included), not only up to its own.
+    bool causal = true;
 };
 
 // For each row of the batch (its keys and values already stored in the cache) and each
 // head: out = softmax(q . K^T * scale) V over positions 0 .. its own of its sequence (the
-// last `window` of them for a sliding-window layer), read through the sequence's block
+// last `window` of them for a sliding-window layer; with shape.causal false, 0 .. the last
+// position of its sequence in the batch), read through the sequence's block
 // table. q, out: [n][n_head * head_dim] f32. `scratch` holds one vector per pool thread
 // and one that the threads share (the chunks' partial results), resized as needed: per
 // thread at most the scores of one query over the longest context, as the planner counts.

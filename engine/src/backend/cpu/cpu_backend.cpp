@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/encoder_ops.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/moe.h"
 #include "backend/cpu/ops.h"
@@ -42,6 +43,7 @@ struct BoundOp {
     const float* values = nullptr;  // norms and biases (F32): this device's part
     bool all_reduce = false;        // a row-parallel product or a share of the experts: sum the outputs
     BoundWeight experts;            // moe: the stage's experts
+    RowTable table;                 // add_row: the table whose rows it adds
 };
 
 // The cache's rows: kv_rows (else n_ctx), rounded up to whole blocks.
@@ -60,7 +62,7 @@ public:
 
     const std::string& name() const override { return shard_.name; }
     float* x() override { return buffer(Buffer::x); }
-    Result<void> embed(std::span<const TokenId> tokens) override;
+    Result<void> embed(std::span<const TokenId> tokens, std::span<const int32_t> positions) override;
     Result<void> run_layers(const StageBatch& batch) override;
     Result<void> copy_kv_blocks(std::span<const KvBlockCopy> copies) override;
     int max_head_rows() const override { return max_head_rows_; }
@@ -132,6 +134,9 @@ private:
     KernelIsa isa_;
     bool interleave_;
     StageBatch batch_;  // the rows being run
+    std::vector<int32_t> embed_positions_;  // the positions of the tokens embed() looks up
+    std::span<const int32_t> positions_;    // the rows' positions: embed()'s, or the batch's
+    std::vector<float> row_scratch_;        // add_row: one table row decoded
     uint64_t weight_bytes_ = 0;
     uint64_t ram_weight_bytes_ = 0;  // experts in RAM, run by shard_.host_experts
     int64_t steps_ = 0;
@@ -160,8 +165,9 @@ CpuStage::CpuStage(const GgufModel& model, arch::Hparams hp, arch::StepProgram p
 
 // A bound weight (stage_layout.h) as the CPU kernels take it.
 BoundOp CpuStage::to_bound_op(const BoundWeight& w) const {
-    BoundOp bound{w.op, {}, w.values, w.all_reduce, {}};
+    BoundOp bound{w.op, {}, w.values, w.all_reduce, {}, {}};
     if (w.op->kind == OpKind::matmul) bound.matrix = MatmulWeights{w.type, w.data, w.in, w.rows, w.row_stride};
+    if (w.op->kind == OpKind::add_row) bound.table = RowTable{w.type, w.data, w.in, w.rows, w.row_stride};
     if (w.op->kind == OpKind::moe) {
         bound.experts = w;
         bound.all_reduce = w.expert_all_reduce;
@@ -238,7 +244,8 @@ Result<void> CpuStage::bind() {
                std::any_of(program_.lead_layer.begin(), program_.lead_layer.end(), is) ||
                std::any_of(program_.head.begin(), program_.head.end(), is);
     };
-    if (uses(OpKind::geglu)) gelu_.emplace();
+    if (uses(OpKind::geglu) || uses(OpKind::gelu)) gelu_.emplace();
+    row_scratch_.resize(layout_.full_width(Buffer::x));
     return {};
 }
 
@@ -303,8 +310,14 @@ void CpuStage::prefault_in_place() const {
     if (embedding_ != nullptr) touch(embedding_->data, embedding_->n_bytes);
 }
 
-Result<void> CpuStage::embed(std::span<const TokenId> tokens) {
+Result<void> CpuStage::embed(std::span<const TokenId> tokens, std::span<const int32_t> positions) {
     if (embedding_ == nullptr) return make_error(ErrorCode::internal, "this device does not hold the embedding");
+    if (positions.size() != tokens.size() || tokens.size() > n_batch_) {
+        return make_error(ErrorCode::internal, fmt::format("{} tokens with {} positions (the stage takes up to {})",
+                                                           tokens.size(), positions.size(), n_batch_));
+    }
+    embed_positions_.assign(positions.begin(), positions.end());
+    positions_ = embed_positions_;
     const auto start = Clock::now();
     const size_t w = width(Buffer::x);
     const uint64_t row = row_bytes(type_traits(embedding_->type), w);
@@ -342,6 +355,7 @@ Result<void> CpuStage::run_layers(const StageBatch& batch) {
     const auto start = Clock::now();
     const int n = batch.n;
     batch_ = batch;
+    positions_ = std::span<const int32_t>(batch.pos, static_cast<size_t>(n));
     Result<void> result;
     for (uint32_t l = layout_.first_layer; l < layout_.last_layer && result; ++l) {
         for (const BoundOp& op : layers_[l - layout_.first_layer]) {
@@ -396,6 +410,10 @@ Result<std::span<const float>> CpuStage::head(std::span<const int> rows) {
 Result<std::span<const float>> CpuStage::head_hidden(std::span<const int> rows) {
     Result<const arch::Op*> projection = run_head(rows, true);
     if (!projection) return projection.error();
+    // An encoder has no head: its embeddings are the last layer's rows, gathered in head_x_.
+    if (*projection == nullptr && head_.empty()) {
+        return std::span<const float>(head_x_.data(), size_t{hp_.n_embd} * rows.size());
+    }
     if (*projection == nullptr || width((*projection)->a) != hp_.n_embd) {
         return make_error(ErrorCode::unsupported, "this model's output head gives no embeddings on this device");
     }
@@ -487,6 +505,31 @@ Result<void> CpuStage::run_op(const BoundOp& bound, uint32_t layer, int n) {
         case OpKind::add:
             add(isa_, buffer(op.a), buffer(op.b), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
             break;
+        case OpKind::layer_norm:
+            layer_norm_rows(buffer(op.a), buffer(op.dst), bound.values, static_cast<int64_t>(width(op.dst)), n,
+                            hp_.norm_eps);
+            break;
+        case OpKind::gelu:
+            gelu(*gelu_, buffer(op.a), buffer(op.dst), width(op.dst) * static_cast<size_t>(n));
+            break;
+        case OpKind::add_row: {
+            // Row weight_row for every token, or each token's position (embed()'s tokens', or
+            // the batch's rows').
+            std::vector<int32_t> rows(op.weight_row ? static_cast<size_t>(n) : 0,
+                                      static_cast<int32_t>(op.weight_row.value_or(0)));
+            std::span<const int32_t> row_of(rows);
+            if (!op.weight_row) row_of = positions_.first(static_cast<size_t>(n));
+            for (const int32_t r : row_of) {
+                if (r < 0 || r >= bound.table.rows) {
+                    return make_error(ErrorCode::invalid_argument,
+                                      fmt::format("position {} is past the {} rows of '{}': the model takes at most {} "
+                                                  "tokens",
+                                                  r, bound.table.rows, arch::weight_name(op, layer), bound.table.rows));
+                }
+            }
+            add_rows(bound.table, row_of, buffer(op.dst), row_scratch_.data());
+            break;
+        }
         case OpKind::moe:
             if (bound.experts.experts_in_ram) {
                 shard_.host_experts->run(bound.experts, buffer(op.a), buffer(op.b), buffer(op.dst), n,
@@ -524,8 +567,8 @@ void CpuStage::attention(uint32_t layer, int n, float scale, const float* sinks)
                   buffer(Buffer::k) + static_cast<size_t>(t) * layout_.kv_width,
                   buffer(Buffer::v) + static_cast<size_t>(t) * layout_.kv_width);
     }
-    const AttentionShape shape{layout_.n_head,   layout_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window,
-                               sinks};
+    AttentionShape shape{layout_.n_head, layout_.n_head_kv, hp_.head_dim, scale, program_.layers[layer].window, sinks};
+    shape.causal = program_.causal;
     cpu::attention(pool_, isa_, kv_, layer - layout_.first_layer, shape, buffer(Buffer::q), buffer(Buffer::attn), batch_,
                    scratch_);
 }

@@ -97,8 +97,8 @@ Result<void> CudaStage::init(const GgufModel& model) {
     Result<StageLayout> layout = make_stage_layout(hp_, program_, shard_.ranges);
     if (!layout) return layout.error();
     layout_ = *layout;
-    PH_TRY(cuda_stage_supports(
-        StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff, hp_.n_head}));
+    PH_TRY(cuda_stage_supports(StageShape{hp_.head_dim, options_.kv_cache_type, options_.n_batch, hp_.n_embd, hp_.n_ff,
+                                          hp_.n_head, hp_.embedding_only || !program_.causal}));
 
     // Bind every op first (no GPU memory yet), to know what the weights need.
     const auto can_run = [](GgmlType type) { return ph_matmul_supported(static_cast<uint32_t>(type)) != 0; };
@@ -350,7 +350,9 @@ Result<void> CudaStage::set_position(uint32_t pos) {
                  "setting the position");
 }
 
-Result<void> CudaStage::embed(std::span<const TokenId> tokens) {
+// The positions matter only to encoders' position embeddings, which this stage refuses
+// (cuda_stage_supports).
+Result<void> CudaStage::embed(std::span<const TokenId> tokens, std::span<const int32_t> /*positions*/) {
     if (embedding_ == nullptr) return make_error(ErrorCode::internal, "this device does not hold the embedding");
     if (tokens.size() > std::max<uint32_t>(1, options_.n_batch)) {
         return make_error(ErrorCode::internal, "more tokens than the batch holds");
@@ -868,6 +870,11 @@ Result<void> CudaStage::enqueue_op(const DeviceOp& d, uint32_t layer, int n) {
             return check(ph_add(buffer(op.a), buffer(op.b), buffer(op.dst), count, stream_), "add");
         case OpKind::moe:
             return d.device_experts ? run_device_experts(d, n) : run_ram_experts(d, n);
+        case OpKind::layer_norm:
+        case OpKind::gelu:
+        case OpKind::add_row:
+            // Encoders' ops: cuda_stage_supports refuses their programs before any load.
+            return make_error(ErrorCode::internal, "the CUDA stage has no kernels for encoders' ops");
     }
     return {};
 }

@@ -118,7 +118,7 @@ public:
 
     const std::string& name() const override { return shard_.name; }
     float* x() override { return buffer(Buffer::x); }
-    Result<void> embed(std::span<const TokenId> tokens) override;
+    Result<void> embed(std::span<const TokenId> tokens, std::span<const int32_t> positions) override;
     Result<void> run_layers(const StageBatch& batch) override;
     // One sequence: the cache by position (the pool's first blocks). Several: block tables.
     bool paged_kv() const override { return paged_; }
