@@ -218,9 +218,10 @@ Result<std::unique_ptr<Backend>> build_backend(const Model::Impl& impl, const De
     shape.n_ctx = n_ctx;
     shape.n_vocab = impl.hparams.n_vocab;
     shape.n_embd = impl.hparams.n_embd;
-    // A layer split pipelines a batch as one micro-batch per device.
+    // A layer split pipelines a batch as one micro-batch per device (not an encoder's, which
+    // must see its whole input at once).
     shape.n_batch = std::max<uint32_t>(1, options.n_batch);
-    if (plan.mode == SplitMode::layer && n > 1) shape.n_batch = (shape.n_batch + n - 1) / n;
+    if (plan.mode == SplitMode::layer && n > 1 && impl.hparams.causal) shape.n_batch = (shape.n_batch + n - 1) / n;
     shape.kv_block_size = std::max<uint32_t>(1, options.kv_block_size);
     const uint32_t kv_tokens = std::max(options.kv_cache_tokens != 0 ? options.kv_cache_tokens : n_ctx, 1u);
     shape.kv_blocks = (kv_tokens + shape.kv_block_size - 1) / shape.kv_block_size;
@@ -280,8 +281,7 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
-Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions& options,
-                          const LoadProgress& progress) {
+Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions& given, const LoadProgress& progress) {
     const auto report = [&](float fraction, std::string_view stage) {
         return !progress || progress(fraction, stage);
     };
@@ -293,6 +293,13 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     if (!file) return file.error();
     Result<arch::Hparams> hparams = arch::read_hparams(*file);
     if (!hparams) return make_error(hparams.error().code, fmt::format("{}: {}", path.string(), hparams.error().message));
+    // An encoder's attention is not causal: it takes each input in one batch, as long as its
+    // context.
+    ModelOptions options = given;
+    if (!hparams->causal) {
+        options.n_batch =
+            std::max(options.n_batch, std::min(options.n_ctx, std::max<uint32_t>(hparams->n_ctx_train, 1)));
+    }
     if (!report(0.02f, "reading the tokenizer")) return stopped();
     Result<Tokenizer> tokenizer = Tokenizer::load(path);
     if (!tokenizer) return tokenizer.error();
@@ -454,6 +461,17 @@ EmbeddingPooling default_pooling(const ModelInfo& info) {
 
 Result<std::vector<float>> Model::embed(std::span<const TokenId> tokens, EmbeddingPooling pooling, bool normalize) {
     if (tokens.empty()) return make_error(ErrorCode::invalid_argument, "nothing to embed: the input is empty");
+    // An encoder sees its whole input at once, in one batch (load makes the batch as long as
+    // the context, which its training length caps).
+    const bool encoder = !impl_->hparams.causal;
+    if (encoder && tokens.size() > std::min(n_ctx(), n_batch())) {
+        const uint32_t limit = std::min(n_ctx(), n_batch());
+        return make_error(
+            ErrorCode::context_full,
+            fmt::format("the input is {} tokens long but {} takes at most {} tokens at once: shorten it "
+                        "or embed it in parts of up to {} tokens",
+                        tokens.size(), summary().name.empty() ? "this model" : summary().name, limit, limit));
+    }
     if (tokens.size() > n_ctx()) {
         return make_error(ErrorCode::context_full,
                           fmt::format("the input is {} tokens long but the context holds {}: shorten it or load the "
