@@ -44,8 +44,9 @@ class StepCost;  // runtime/guess_cost.h
 // draft_tokens) makes them.
 enum class GuessPolicy : uint8_t {
     // As many as make its steps worth the most tokens a second, judged by what steps of so
-    // many rows have taken and by how its own guesses fared; none where they cannot pay (a
-    // CPU with guesses that mostly fail), with one every 16 steps to notice a change.
+    // many rows have taken and by how its own guesses fared (its first guesses are made as
+    // asked, to find out); none where they cannot pay (a CPU with guesses that mostly fail),
+    // but one every 16 steps to notice a change.
     when_they_pay,
     // As many as asked, fewer only after a miss (the number kept plus one).
     always,

@@ -550,6 +550,9 @@ void Scheduler::plan_drafts(uint32_t avail, uint32_t budget) {
 uint32_t Scheduler::guesses_worth_making(Request& r, uint32_t limit, uint32_t rows, double& value,
                                          bool by_model) const {
     if (limit == 0 || options_.guesses == GuessPolicy::always) return limit;
+    // A request's first guesses are made as asked: they tell how its guesses fare (a passage
+    // being repeated keeps nearly all, a story a quarter).
+    if (r.guesses.kept == 0 && r.guesses.missed == 0) return limit;
     const double rate = r.guesses.rate();
     const std::optional<uint32_t> pays =
         guesses_that_pay(*step_cost_, rows, value, rate, limit, by_model ? draft_guess_seconds_ : 0.0);

@@ -582,6 +582,8 @@ TEST(Engine, ADraftModelGuessesAndTheAnswerIsTheModels) {
     LoadCommand with_draft{test::test_model_path(), small_context()};
     with_draft.draft_model = test::test_model_path();
     with_draft.draft_tokens = 4;
+    // Always: a draft as slow as the model seldom pays, and by default is seldom asked.
+    with_draft.guesses = GuessPolicy::always;
     engine.submit(with_draft);
     const std::vector<EngineEvent> loading = until_final(engine);
     const auto* loaded = std::get_if<LoadedEvent>(&loading.back());
