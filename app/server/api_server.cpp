@@ -9,11 +9,13 @@
 #include <condition_variable>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
+#include <variant>
 
 #include "client_watch.h"
 #include "metrics_text.h"
@@ -320,6 +322,20 @@ std::optional<EngineEvent> next_event(Channel& channel, std::chrono::millisecond
     return e;
 }
 
+// Waits for a request's last event, its `Final` or an ErrorEvent's error (the events between,
+// such as a RecoveryEvent, pass: nothing here times out). `before_each_wait` runs before
+// every wait (a chat's cancel when its client has gone).
+template <class Final>
+std::variant<Final, Error> last_event(Channel& channel, const std::function<void()>& before_each_wait = {}) {
+    for (;;) {
+        if (before_each_wait) before_each_wait();
+        std::optional<EngineEvent> e = next_event(channel, 100ms);
+        if (!e) continue;
+        if (auto* last = std::get_if<Final>(&*e)) return std::move(*last);
+        if (const auto* err = std::get_if<ErrorEvent>(&*e)) return err->error;
+    }
+}
+
 // How long a stream's start waits for the engine to take or refuse its request (it takes
 // commands between steps, a few milliseconds apart; a long prompt's step takes longer, and
 // its refusals then come in the stream as before).
@@ -449,19 +465,14 @@ void ApiServer::State::embed(const httplib::Request& req, httplib::Response& res
     command.inputs = std::move(request.texts);
     command.token_inputs = std::move(request.tokens);
     engine.submit(std::move(command));
-    for (;;) {  // an embedding is not cancelled: it takes a batch per input
-        std::optional<EngineEvent> e = next_event(*channel, 100ms);
-        if (!e) continue;
-        if (const auto* done = std::get_if<EmbeddingsEvent>(&*e)) {
-            prompt_tokens += done->prompt_tokens;
-            res.set_content(to_text(embeddings_reply(*done, model.id, request.base64)), "application/json");
-            break;
-        }
-        if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
-            ++errors;
-            send_error(res, request_error(err->error));
-            break;
-        }
+    // An embedding is not cancelled: it takes a batch per input.
+    const std::variant<EmbeddingsEvent, Error> last = last_event<EmbeddingsEvent>(*channel);
+    if (const auto* done = std::get_if<EmbeddingsEvent>(&last)) {
+        prompt_tokens += done->prompt_tokens;
+        res.set_content(to_text(embeddings_reply(*done, model.id, request.base64)), "application/json");
+    } else {
+        ++errors;
+        send_error(res, request_error(std::get<Error>(last)));
     }
     close(id);
     in_flight.fetch_sub(1);
@@ -520,24 +531,18 @@ void ApiServer::State::answer(const httplib::Request& req, httplib::Response& re
     }
     // Not streaming: wait for the answer, cancelling it if the client goes away meanwhile.
     bool cancelled = false;
-    for (;;) {
+    const std::variant<DoneEvent, Error> last = last_event<DoneEvent>(*channel, [&] {
         if (!cancelled && (watch->gone() || !running)) {
             engine.submit(CancelCommand{id});
             cancelled = true;  // its DoneEvent still comes (what was generated), within a step
         }
-        std::optional<EngineEvent> e = next_event(*channel, 100ms);
-        if (!e) continue;
-        if (const auto* d = std::get_if<DoneEvent>(&*e)) {
-            count_tokens(*d);
-            res.set_content(to_text(reply->complete(*d)), "application/json");
-            break;
-        }
-        if (const auto* err = std::get_if<ErrorEvent>(&*e)) {
-            ++errors;
-            send_error(res, request_error(err->error));
-            break;
-        }
-        // A RecoveryEvent: the answer goes on once the model is loaded again (nothing here times out).
+    });
+    if (const auto* d = std::get_if<DoneEvent>(&last)) {
+        count_tokens(*d);
+        res.set_content(to_text(reply->complete(*d)), "application/json");
+    } else {
+        ++errors;
+        send_error(res, request_error(std::get<Error>(last)));
     }
     close(id);
     in_flight.fetch_sub(1);
