@@ -521,6 +521,12 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
     if (!model || scheduler == nullptr) {
         return make_error(ErrorCode::invalid_argument, "no model is loaded: load a model first");
     }
+    if (model->summary().info.embedding_only) {
+        return make_error(ErrorCode::unsupported,
+                          fmt::format("{} is an embedding model: it makes embeddings (POST /v1/embeddings), not text; "
+                                      "load a chat model to generate",
+                                      model->summary().name));
+    }
     if (started.count(command.request_id) != 0) {
         return make_error(ErrorCode::invalid_argument,
                           fmt::format("request {} is already running: give each request its own id", command.request_id));

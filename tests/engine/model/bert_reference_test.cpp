@@ -15,11 +15,15 @@
 // cosines far below them on the inputs of more than one token (each was tried).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "powerhouse/engine.h"
 #include "powerhouse/model.h"
 #include "support/test_support.h"
 
@@ -157,6 +161,57 @@ TEST(BertModel, InputLongerThanTheContextIsRefusedWithTheLimit) {
     EXPECT_NE(too_long.error().message.find("at most 64 tokens"), std::string::npos) << too_long.error().message;
     // The whole context is one batch, although the options asked for batches of 8.
     EXPECT_TRUE(model->embed(std::vector<TokenId>(64, 5), EmbeddingPooling::mean).ok());
+}
+
+// The engine embeds with an encoder (its pooling from the file) and refuses to generate with
+// it, saying what it is for.
+TEST(BertModel, TheEngineEmbedsAndRefusesToGenerate) {
+    using namespace std::chrono_literals;
+    Engine engine;
+    ModelOptions options;
+    options.n_threads = 2;
+    options.devices = "cpu";
+    engine.submit(LoadCommand{bert_dir() / "bert-f32.gguf", options});
+    const auto next = [&](const std::function<bool(const EngineEvent&)>& last) {
+        const auto deadline = std::chrono::steady_clock::now() + 120s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            std::optional<EngineEvent> e = engine.wait_event(100ms);
+            if (e && last(*e)) return e;
+        }
+        return std::optional<EngineEvent>();
+    };
+    const std::optional<EngineEvent> loaded = next([](const EngineEvent& e) {
+        return std::holds_alternative<LoadedEvent>(e) || std::holds_alternative<ErrorEvent>(e);
+    });
+    ASSERT_TRUE(loaded && std::holds_alternative<LoadedEvent>(*loaded));
+
+    GenerateCommand generate;
+    generate.request_id = 1;
+    generate.raw_prompt = "hello";
+    engine.submit(generate);
+    const std::optional<EngineEvent> refused = next([](const EngineEvent& e) {
+        return std::holds_alternative<ErrorEvent>(e) || std::holds_alternative<DoneEvent>(e);
+    });
+    ASSERT_TRUE(refused && std::holds_alternative<ErrorEvent>(*refused));
+    const Error& error = std::get<ErrorEvent>(*refused).error;
+    EXPECT_EQ(error.code, ErrorCode::unsupported);
+    EXPECT_NE(error.message.find("bert-f32 is an embedding model: it makes embeddings (POST /v1/embeddings), not text"),
+              std::string::npos)
+        << error.message;
+
+    EmbedCommand embed;
+    embed.request_id = 2;
+    embed.token_inputs = {manifest().at("inputs")[3].get<std::vector<TokenId>>()};
+    engine.submit(embed);
+    const std::optional<EngineEvent> embedded = next([](const EngineEvent& e) {
+        return std::holds_alternative<EmbeddingsEvent>(e) || std::holds_alternative<ErrorEvent>(e);
+    });
+    ASSERT_TRUE(embedded && std::holds_alternative<EmbeddingsEvent>(*embedded));
+    const EmbeddingsEvent& vectors = std::get<EmbeddingsEvent>(*embedded);
+    ASSERT_EQ(vectors.vectors.size(), 1u);
+    // The file says CLS pooling.
+    EXPECT_GE(cosine(vectors.vectors[0], entry("bert-f32").at("embeddings").at("cls")[3].get<std::vector<double>>()),
+              min_cosine("f32"));
 }
 
 }  // namespace
