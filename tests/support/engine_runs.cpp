@@ -26,6 +26,19 @@ std::vector<GenerateCommand> greedy_requests(int max_tokens) {
     return out;
 }
 
+std::vector<EngineEvent> events_until(Engine& engine, const std::function<bool(const EngineEvent&)>& last) {
+    std::vector<EngineEvent> events;
+    const auto deadline = std::chrono::steady_clock::now() + 300s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::optional<EngineEvent> e = engine.wait_event(100ms);
+        if (!e) continue;
+        events.push_back(std::move(*e));
+        if (last(events.back())) return events;
+    }
+    ADD_FAILURE() << "no such event within 300 s";
+    return events;
+}
+
 EngineOutcome run_requests(Engine& engine, LoadCommand load, const std::vector<GenerateCommand>& reqs) {
     EngineOutcome out;
     engine.submit(std::move(load));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct EngineOutcome {
     std::map<uint64_t, Error> failed;
     std::vector<RecoveryEvent> recoveries;
 };
+
+// The engine's events up to the first for which `last` is true (included); a test failure
+// when none comes within 300 s.
+std::vector<EngineEvent> events_until(Engine& engine, const std::function<bool(const EngineEvent&)>& last);
 
 // Loads, submits the requests and waits (240 s at most) for every one of them to end.
 EngineOutcome run_requests(Engine& engine, LoadCommand load, const std::vector<GenerateCommand>& requests);

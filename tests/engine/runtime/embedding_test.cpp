@@ -16,6 +16,7 @@
 #include "powerhouse/engine.h"
 #include "powerhouse/generation.h"
 #include "powerhouse/model.h"
+#include "support/engine_runs.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -139,26 +140,13 @@ TEST(Embeddings, BadInputsAreRefusedWithTheReason) {
     EXPECT_EQ(model->kv_stats().sequences, 0u);
 }
 
-std::vector<EngineEvent> events_until(Engine& engine, const std::function<bool(const EngineEvent&)>& last) {
-    std::vector<EngineEvent> events;
-    const auto deadline = std::chrono::steady_clock::now() + 300s;
-    while (std::chrono::steady_clock::now() < deadline) {
-        std::optional<EngineEvent> e = engine.wait_event(100ms);
-        if (!e) continue;
-        events.push_back(std::move(*e));
-        if (last(events.back())) return events;
-    }
-    ADD_FAILURE() << "no final event within 300 s";
-    return events;
-}
-
 TEST(Embeddings, TheEngineEmbedsBesideAGenerationThatGoesOnUnchanged) {
     if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
     Engine engine;
     ModelOptions o = two_threads(32);
     o.max_sequences = 2;
     engine.submit(LoadCommand{test::test_model_path(), o});
-    std::vector<EngineEvent> loaded = events_until(engine, [](const EngineEvent& e) {
+    std::vector<EngineEvent> loaded = test::events_until(engine, [](const EngineEvent& e) {
         return std::holds_alternative<LoadedEvent>(e) || std::holds_alternative<ErrorEvent>(e);
     });
     ASSERT_TRUE(std::holds_alternative<LoadedEvent>(loaded.back()));
@@ -179,7 +167,7 @@ TEST(Embeddings, TheEngineEmbedsBesideAGenerationThatGoesOnUnchanged) {
         }
         std::vector<TokenId> ids;
         std::optional<EmbeddingsEvent> embedded;
-        const std::vector<EngineEvent> events = events_until(engine, [&](const EngineEvent& e) {
+        const std::vector<EngineEvent> events = test::events_until(engine, [&](const EngineEvent& e) {
             if (const auto* em = std::get_if<EmbeddingsEvent>(&e)) embedded = *em;
             if (const auto* d = std::get_if<DoneEvent>(&e)) ids = d->generated_ids;
             if (const auto* err = std::get_if<ErrorEvent>(&e)) ADD_FAILURE() << err->error.message;
@@ -209,7 +197,7 @@ TEST(Embeddings, TheEngineEmbedsBesideAGenerationThatGoesOnUnchanged) {
     bad_ids.token_inputs = {{1, 2, 999999}};
     engine.submit(bad_ids);
     std::vector<ErrorEvent> errors;
-    events_until(engine, [&](const EngineEvent& e) {
+    test::events_until(engine, [&](const EngineEvent& e) {
         if (const auto* err = std::get_if<ErrorEvent>(&e)) errors.push_back(*err);
         return errors.size() == 2;
     });

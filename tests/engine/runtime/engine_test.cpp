@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/engine_runs.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -34,16 +35,7 @@ bool is_final(const EngineEvent& e) {
 
 // The events up to and including the next final one (loaded, unloaded, done, error).
 std::vector<EngineEvent> until_final(Engine& engine) {
-    std::vector<EngineEvent> events;
-    const auto deadline = std::chrono::steady_clock::now() + 300s;
-    while (std::chrono::steady_clock::now() < deadline) {
-        std::optional<EngineEvent> e = engine.wait_event(100ms);
-        if (!e) continue;
-        events.push_back(std::move(*e));
-        if (is_final(events.back())) return events;
-    }
-    ADD_FAILURE() << "no final event within 300 s";
-    return events;
+    return test::events_until(engine, is_final);
 }
 
 void load(Engine& engine, ModelOptions options = small_context()) {
