@@ -300,6 +300,9 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
         options.n_batch =
             std::max(options.n_batch, std::min(options.n_ctx, std::max<uint32_t>(hparams->n_ctx_train, 1)));
     }
+    // Encoders run on the CPU for now (cuda_stage_supports refuses them): "auto" means the CPU
+    // for them; naming a GPU gets the planner's reason.
+    if (hparams->embedding_only && options.devices == "auto") options.devices = "cpu";
     if (!report(0.02f, "reading the tokenizer")) return stopped();
     Result<Tokenizer> tokenizer = Tokenizer::load(path);
     if (!tokenizer) return tokenizer.error();

@@ -25,6 +25,7 @@
 
 #include "powerhouse/engine.h"
 #include "powerhouse/model.h"
+#include "powerhouse/plan.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -212,6 +213,26 @@ TEST(BertModel, TheEngineEmbedsAndRefusesToGenerate) {
     // The file says CLS pooling.
     EXPECT_GE(cosine(vectors.vectors[0], entry("bert-f32").at("embeddings").at("cls")[3].get<std::vector<double>>()),
               min_cosine("f32"));
+}
+
+// Encoders run on the CPU for now: the planner refuses a GPU for one with that reason before
+// anything loads, and takes a CPU device.
+TEST(BertModel, ThePlannerRefusesAGpuWithTheReason) {
+    Result<ModelShape> shape = read_model_shape(bert_dir() / "bert-f32.gguf");
+    ASSERT_TRUE(shape.ok()) << shape.error().message;
+    EXPECT_TRUE(shape->embedding_only);
+    Result<std::vector<DeviceDesc>> gpu = parse_device_spec("RTX 4090:24");
+    ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+    PlanOptions plan;
+    plan.n_ctx = 64;
+    const Result<DevicePlan> refused = plan_devices(*shape, *gpu, plan);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::unsupported);
+    EXPECT_NE(refused.error().message.find("encoder models run on the CPU for now"), std::string::npos)
+        << refused.error().message;
+    std::vector<DeviceDesc> cpu = *gpu;
+    cpu[0].kind = DeviceKind::cpu;
+    EXPECT_TRUE(plan_devices(*shape, cpu, plan).ok());
 }
 
 }  // namespace
