@@ -1,11 +1,14 @@
 // Tokenizers of GGUF models: text to token ids and back.
 //
-// Two families, chosen by the file's tokenizer.ggml.model:
+// Three families, chosen by the file's tokenizer.ggml.model:
 //  - "llama": SentencePiece (Llama 2, Mistral, Phi-3, Gemma): merges by score, byte-fallback
 //    tokens (<0xE2>), spaces spelled U+2581 and a space put before the text.
 //  - "gpt2": byte-level BPE (Llama 3, Qwen 2/2.5/3, SmolLM, GPT-2, DeepSeek, Falcon,
 //    StarCoder): a pre-tokenizer named by tokenizer.ggml.pre splits the text into words,
 //    then merges by rank. An unknown pre-tokenizer is refused, never guessed.
+//  - "bert": WordPiece (BERT encoders: bge, all-MiniLM, nomic-embed-text): lowercased,
+//    accents stripped, split at spaces and punctuation, each word the longest vocabulary
+//    pieces from the left or [UNK] whole; add_special makes [CLS] ... [SEP].
 // Token ids equal llama.cpp's for the same file and text (tests check a multilingual corpus).
 //
 // Special tokens (control tokens such as <|im_start|>) are recognised in text only where the
@@ -49,9 +52,10 @@ public:
     explicit Tokenizer(std::shared_ptr<const TokenizerImpl> impl);
 
     // Token ids of `text`. add_special: add the tokens the model asks for around a prompt
-    // (BOS if tokenizer.ggml.add_bos_token, EOS if add_eos_token), as llama.cpp's
-    // add_special does. Never fails: invalid UTF-8 is tokenized as U+FFFD (BPE) or as
-    // byte-fallback tokens (SentencePiece), exactly as the reference does.
+    // (BOS if tokenizer.ggml.add_bos_token, EOS if add_eos_token; WordPiece: always BOS =
+    // [CLS] and the separator [SEP]), as llama.cpp's add_special does. Never fails: invalid
+    // UTF-8 is tokenized as U+FFFD (BPE), as byte-fallback tokens (SentencePiece) or dropped
+    // (WordPiece), exactly as the reference does.
     std::vector<TokenId> tokenize(std::string_view text, bool add_special, bool parse_special) const;
     // The segments are tokenized as one text (adjacent plain text is merged before
     // splitting), but special tokens are recognised only inside segments that allow it.
@@ -59,7 +63,9 @@ public:
 
     // Text to show for ids, as valid UTF-8 (broken sequences become U+FFFD). Control tokens
     // are rendered when render_special, else skipped. SentencePiece: the space the tokenizer
-    // put before the text is dropped (from the first token, after a leading BOS).
+    // put before the text is dropped (from the first token, after a leading BOS). WordPiece:
+    // every word starts with a space (the first too) and, as llama.cpp does, the spaces before
+    // "?!.," and around apostrophes are cleaned up (StreamingDetokenizer leaves them).
     std::string detokenize(std::span<const TokenId> ids, bool render_special = false) const;
 
     // The raw bytes one token stands for (may be part of a UTF-8 character: "<0xE2>" is one
@@ -83,7 +89,7 @@ public:
     bool adds_bos() const;  // tokenizer.ggml.add_bos_token (or the model family's default)
     bool adds_eos() const;
     bool is_sentencepiece() const;
-    std::string_view model_name() const;          // tokenizer.ggml.model: "llama" or "gpt2"
+    std::string_view model_name() const;          // tokenizer.ggml.model: "llama", "gpt2" or "bert"
     std::string_view pre_tokenizer_name() const;  // tokenizer.ggml.pre ("" when absent)
 
     const TokenizerImpl& impl() const { return *impl_; }
@@ -102,7 +108,8 @@ struct DetokenizeOptions {
 // Turns token ids arriving one at a time into text as soon as it is complete: never emits
 // part of a UTF-8 character (a character split across byte tokens waits for its last byte);
 // bytes that cannot become a character are emitted as U+FFFD as soon as that is certain.
-// The concatenation of feed() results and flush() equals detokenize() of all the ids.
+// The concatenation of feed() results and flush() equals detokenize() of all the ids
+// (WordPiece: before detokenize()'s clean-up of spaces).
 class StreamingDetokenizer {
 public:
     explicit StreamingDetokenizer(Tokenizer tokenizer, DetokenizeOptions options = {});

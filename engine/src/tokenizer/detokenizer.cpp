@@ -52,7 +52,7 @@ TokenPieces::TokenPieces(const Vocab& vocab) {
         } else if (vocab.has_attr(id, token_attr::user_defined)) {
             piece = text;
         } else if (vocab.has_attr(id, token_attr::normal)) {
-            if (vocab.is_spm) {
+            if (vocab.is_spm || vocab.is_wpm) {  // WordPiece: "▁" starts a word with a space
                 append_spm_text(text, piece);
             } else {
                 append_gpt2_decoded(text, piece);

@@ -1,5 +1,5 @@
 // Token ids back to bytes: what each token stands for, computed once per vocabulary.
-//  - normal tokens: SentencePiece "▁" becomes a space; byte-level BPE texts are mapped back
+//  - normal tokens: SentencePiece (and WordPiece) "▁" becomes a space; byte-level BPE texts are mapped back
 //    from the GPT-2 alphabet to raw bytes;
 //  - byte tokens "<0xAB>": the byte;
 //  - control and unknown tokens: their text, shown only when rendering specials;

@@ -8,6 +8,7 @@
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer/wpm.h"
 
 namespace powerhouse {
 namespace {
@@ -48,7 +49,9 @@ void encode_bpe(const Vocab& vocab, const BpeModel& bpe, std::string_view text, 
 }  // namespace
 
 void TokenizerImpl::encode_text(std::string_view text, bool after_special, std::vector<TokenId>& out) const {
-    if (vocab.is_spm) {
+    if (vocab.is_wpm) {
+        wpm_tokenize(vocab, text, out);
+    } else if (vocab.is_spm) {
         encode_spm(vocab, text, after_special, out);
     } else {
         encode_bpe(vocab, *bpe, text, out);
@@ -59,7 +62,7 @@ Result<Tokenizer> tokenizer_from_metadata(const GgufMetadata& metadata) {
     Result<Vocab> vocab = load_vocab(metadata);
     if (!vocab) return std::move(vocab).error();
     std::optional<BpeModel> bpe;
-    if (!vocab->is_spm) {
+    if (!vocab->is_spm && !vocab->is_wpm) {
         Result<BpeModel> model = BpeModel::build(*vocab, metadata);
         if (!model) return std::move(model).error();
         bpe = std::move(model).value();
@@ -89,7 +92,8 @@ std::vector<TokenId> Tokenizer::tokenize(std::string_view text, bool add_special
 std::vector<TokenId> Tokenizer::tokenize(std::span<const TextSegment> segments, bool add_special) const {
     const Vocab& vocab = impl_->vocab;
     std::vector<TokenId> out;
-    if (add_special && vocab.add_bos && vocab.bos) out.push_back(*vocab.bos);
+    // WordPiece: a prompt is always [CLS] ... [SEP] (llama.cpp ignores add_bos/add_eos there).
+    if (add_special && (vocab.add_bos || vocab.is_wpm) && vocab.bos) out.push_back(*vocab.bos);
 
     std::vector<Fragment> fragments;
     for (const TextSegment& segment : segments)
@@ -118,7 +122,11 @@ std::vector<TokenId> Tokenizer::tokenize(std::span<const TextSegment> segments, 
         i = j;
     }
 
-    if (add_special && vocab.add_eos && vocab.eos) out.push_back(*vocab.eos);
+    if (add_special && vocab.is_wpm) {
+        if (vocab.sep) out.push_back(*vocab.sep);
+    } else if (add_special && vocab.add_eos && vocab.eos) {
+        out.push_back(*vocab.eos);
+    }
     return out;
 }
 
@@ -132,6 +140,9 @@ std::string Tokenizer::detokenize(std::span<const TokenId> ids, bool render_spec
         sanitizer.push(rule.apply(impl_->vocab, true, id, impl_->pieces.piece(id, render_special)), text);
     }
     sanitizer.finish(text);
+    // WordPiece: llama.cpp's clean-up, which needs the text that follows each space (so
+    // StreamingDetokenizer, which only embedding vocabularies would meet here, leaves it out).
+    if (impl_->vocab.is_wpm) return wpm_clean_up_spaces(text);
     return text;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "tokenizer/byte_level.h"
@@ -17,6 +18,10 @@ constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 constexpr std::string_view kTypesKey = "tokenizer.ggml.token_type";
 constexpr std::string_view kAddSpacePrefixKey = "tokenizer.ggml.add_space_prefix";
+// llama.cpp's spelling.
+constexpr std::string_view kSeparatorKey = "tokenizer.ggml.seperator_token_id";
+constexpr std::string_view kLowercaseKey = "tokenizer.ggml.normalizer.lowercase";
+constexpr std::string_view kStripAccentsKey = "tokenizer.ggml.normalizer.strip_accents";
 
 uint16_t attr_of_type(int32_t type) {
     switch (static_cast<GgufTokenType>(type)) {
@@ -95,6 +100,7 @@ Result<void> read_tokens(const GgufMetadata& m, Vocab& v) {
         const std::string_view s = tokens->strings[i];
         v.text_storage.insert(v.text_storage.end(), s.begin(), s.end());
         v.text_offsets.push_back(static_cast<uint32_t>(v.text_storage.size()));
+        v.max_token_bytes = std::max(v.max_token_bytes, s.size());
         if (scores != nullptr) {
             v.scores[i] = scores->element_type == GgufValueType::f32 ? scores->at<float>(i)
                                                                      : static_cast<float>(scores->at<int32_t>(i));
@@ -109,7 +115,9 @@ Result<void> read_tokens(const GgufMetadata& m, Vocab& v) {
 void find_byte_tokens(Vocab& v) {
     for (int b = 0; b < 256; ++b) {
         std::optional<TokenId> id;
-        if (v.is_spm) {
+        if (v.is_wpm) {
+            // WordPiece has no byte tokens: what it cannot spell is unknown.
+        } else if (v.is_spm) {
             id = v.find(fmt::format("<0x{:02X}>", b));
             if (!id) id = v.find(std::string(1, static_cast<char>(b)));
         } else {
@@ -117,6 +125,21 @@ void find_byte_tokens(Vocab& v) {
         }
         v.byte_token[static_cast<size_t>(b)] = id.value_or(-1);
     }
+}
+
+// BERT's conventional ids ([UNK] 100, [CLS] 101, [SEP] 102, [PAD] 0) unless the file names
+// others (tokenizer.ggml.bos_token_id is [CLS]); the normalizer's switches.
+void read_wpm_settings(const GgufMetadata& m, Vocab& v) {
+    const auto in_range = [&v](TokenId id) { return v.valid(id) ? std::optional<TokenId>(id) : std::nullopt; };
+    v.bos = in_range(101);
+    v.unk = in_range(100);
+    v.pad = in_range(0);
+    v.sep = in_range(102);
+    if (const auto id = m.get_uint(kSeparatorKey); id && *id < static_cast<uint64_t>(v.n_tokens)) {
+        v.sep = static_cast<TokenId>(*id);
+    }
+    v.wpm_lowercase = m.get_bool(kLowercaseKey).value_or(true);
+    v.wpm_strip_accents = m.get_bool(kStripAccentsKey).value_or(v.wpm_lowercase);
 }
 
 }  // namespace
@@ -133,15 +156,22 @@ Result<Vocab> load_vocab(const GgufMetadata& m) {
         v.is_spm = true;
     } else if (*model == "gpt2") {
         v.is_spm = false;
+    } else if (*model == "bert") {
+        v.is_wpm = true;
     } else {
         return make_error(ErrorCode::unsupported,
                           fmt::format("{} '{}' is not supported (supported: 'llama' = SentencePiece, 'gpt2' = "
-                                      "byte-level BPE)",
+                                      "byte-level BPE, 'bert' = WordPiece)",
                                       kModelKey, *model));
     }
     if (const auto pre = m.get_string(kPreKey)) v.pre_name = std::string(*pre);
 
-    if (!v.is_spm) {
+    if (v.is_wpm) {
+        // WordPiece has one pre-tokenizer, whatever tokenizer.ggml.pre says ("bert-bge",
+        // "jina-v2-en", ...); a prompt is [CLS] text [SEP].
+        v.add_bos = true;
+        v.add_space_prefix = false;
+    } else if (!v.is_spm) {
         if (v.pre_name.empty()) {
             return make_error(ErrorCode::unsupported,
                               fmt::format("{} is missing: the byte-level BPE vocabulary does not say which "
@@ -164,6 +194,7 @@ Result<Vocab> load_vocab(const GgufMetadata& m) {
 
     PH_TRY(read_tokens(m, v));
     find_byte_tokens(v);
+    if (v.is_wpm) read_wpm_settings(m, v);
     resolve_special_tokens(m, v);
     return v;
 }

@@ -50,7 +50,8 @@ inline constexpr uint16_t rstrip = 1 << 7;  // white space after it is dropped w
 }  // namespace token_attr
 
 struct Vocab {
-    bool is_spm = false;  // tokenizer.ggml.model "llama"; else "gpt2" (byte-level BPE)
+    bool is_spm = false;  // tokenizer.ggml.model "llama"; else "gpt2" (byte-level BPE) or "bert"
+    bool is_wpm = false;  // tokenizer.ggml.model "bert" (WordPiece, tokenizer/wpm.h)
     std::string model_name;
     std::string pre_name;
     PreTokenizerSpec pre;  // BPE only
@@ -63,12 +64,16 @@ struct Vocab {
     TokenLookup token_to_id;             // text -> id; a later duplicate wins
 
     std::optional<TokenId> bos, eos, eot, eom, unk, pad;
+    std::optional<TokenId> sep;  // WordPiece: closes a prompt (tokenizer.ggml.seperator_token_id)
     std::optional<TokenId> fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
     std::unordered_set<TokenId> eog;  // end-of-generation tokens
 
     bool add_bos = false;
     bool add_eos = false;
     bool add_space_prefix = false;  // SPM: a space is put before the text (and dropped again on output)
+    bool wpm_lowercase = true;      // WordPiece: tokenizer.ggml.normalizer.lowercase
+    bool wpm_strip_accents = true;  // WordPiece: tokenizer.ggml.normalizer.strip_accents
+    size_t max_token_bytes = 0;     // the longest token text
 
     // The token that stands for each raw byte: SPM "<0xAB>" (or the one-byte token), BPE the
     // GPT-2 spelling of the byte. -1 when the vocabulary has none.

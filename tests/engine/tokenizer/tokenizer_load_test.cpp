@@ -44,8 +44,9 @@ TEST(TokenizerLoad, TinyVocabularyWorks) {
 TEST(TokenizerLoad, UnknownTokenizerModelIsRefused) {
     GgufMetadata m;
     set_tiny_bpe(m);
-    m.set_string("tokenizer.ggml.model", "bert");
-    EXPECT_NE(load_error(m).find("tokenizer.ggml.model 'bert' is not supported"), std::string::npos) << load_error(m);
+    m.set_string("tokenizer.ggml.model", "t5");  // Unigram: not supported ("bert" is, see wpm_test.cpp)
+    EXPECT_NE(load_error(m).find("tokenizer.ggml.model 't5' is not supported"), std::string::npos) << load_error(m);
+    EXPECT_NE(load_error(m).find("'bert' = WordPiece"), std::string::npos) << load_error(m);
 }
 
 TEST(TokenizerLoad, UnknownOrMissingPreTokenizerIsRefused) {
