@@ -218,8 +218,14 @@ TEST(WpmTokenizer, LoadsAsLlamaCppDoes) {
     EXPECT_EQ(t.impl().vocab.unk, f["unk"].get<TokenId>());
     EXPECT_EQ(t.adds_bos(), f["add_bos"].get<bool>());
     EXPECT_EQ(t.adds_eos(), f["add_eos"].get<bool>());
-    for (TokenId id : {0, 100, 101, 102, 103}) EXPECT_TRUE(t.is_control(id)) << id;
-    EXPECT_FALSE(t.is_control(1));  // "▁[unused0]" is an ordinary entry
+    std::vector<TokenId> eog, control;
+    for (TokenId id = 0; id < t.n_vocab(); ++id) {
+        if (t.is_eog(id)) eog.push_back(id);
+        if (t.is_control(id)) control.push_back(id);
+    }
+    // [SEP] as EOS, and [PAD], which both take for a fill-in-the-middle pad token.
+    EXPECT_EQ(eog, ids_of(f["eog"]));
+    EXPECT_EQ(control, ids_of(f["control"]));  // [PAD] [UNK] [CLS] [SEP] [MASK]; not "▁[unused0]"
 }
 
 // Every input of the fixture, with and without add_special and parse_special, gives
