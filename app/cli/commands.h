@@ -32,5 +32,6 @@ Command add_search_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_models_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
+Command add_embed_command(CLI::App& app);
 
 }  // namespace powerhouse::cli
