@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
         return report;
     });
 
+    // clang-format off: one command a line
     const std::vector<powerhouse::cli::Command> commands = {
         powerhouse::cli::add_info_command(app),          powerhouse::cli::add_synth_command(app),
         powerhouse::cli::add_template_command(app),      powerhouse::cli::add_tokenize_command(app),
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
         powerhouse::cli::add_models_command(app),        powerhouse::cli::add_perplexity_command(app),
         powerhouse::cli::add_embed_command(app),
     };
+    // clang-format on
 
     try {
         app.parse(argc, argv);
