@@ -9,6 +9,7 @@
 
 #include "synth/vocab.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/utf8.h"
 #include "tokenizer/wpm.h"
 #include "tokenizer_test_util.h"
 
@@ -87,8 +88,17 @@ TEST(WpmSynthVocab, HasBertBaseUncasedLayout) {
                                  std::string("7"), mark("a"), mark("7")}) {
         EXPECT_EQ(seen.count(t), 1u) << t;
     }
-    // BERT puts its "##x" single characters last.
-    EXPECT_EQ(v.tokens.back().size(), v.tokens.back()[0] & 0x80 ? v.tokens.back().size() : 1u);
+    // BERT puts its "##x" single characters last: here "a".."z", then the non-ASCII letters.
+    const auto z = std::find(v.tokens.begin(), v.tokens.end(), "z");
+    ASSERT_NE(z, v.tokens.end());
+    for (auto it = z - 25; it != v.tokens.end(); ++it) {
+        EXPECT_EQ(it->rfind(kMark, 0), std::string::npos) << *it;
+        EXPECT_EQ(test::printable(*it).size(), it->size()) << "one character, no control bytes";
+        std::vector<uint32_t> cpts;
+        decode_utf8_lenient(*it, cpts);
+        EXPECT_EQ(cpts.size(), 1u) << *it;
+    }
+    EXPECT_EQ(*(z - 25), "a");
 }
 
 TEST(WpmSynthVocab, PadsToAPaddedVocabularySize) {
