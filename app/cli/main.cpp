@@ -15,17 +15,27 @@ int main(int argc, char** argv) {
         return report;
     });
 
-    // clang-format off: one command a line
+    // One command a line.
+    // clang-format off
     const std::vector<powerhouse::cli::Command> commands = {
-        powerhouse::cli::add_info_command(app),          powerhouse::cli::add_synth_command(app),
-        powerhouse::cli::add_template_command(app),      powerhouse::cli::add_tokenize_command(app),
-        powerhouse::cli::add_detokenize_command(app),    powerhouse::cli::add_generate_command(app),
-        powerhouse::cli::add_bench_command(app),         powerhouse::cli::add_chat_command(app),
-        powerhouse::cli::add_conversations_command(app), powerhouse::cli::add_gpus_command(app),
-        powerhouse::cli::add_power_command(app),         powerhouse::cli::add_plan_command(app),
-        powerhouse::cli::add_list_command(app),          powerhouse::cli::add_pull_command(app),
-        powerhouse::cli::add_search_command(app),        powerhouse::cli::add_serve_command(app),
-        powerhouse::cli::add_models_command(app),        powerhouse::cli::add_perplexity_command(app),
+        powerhouse::cli::add_info_command(app),
+        powerhouse::cli::add_synth_command(app),
+        powerhouse::cli::add_template_command(app),
+        powerhouse::cli::add_tokenize_command(app),
+        powerhouse::cli::add_detokenize_command(app),
+        powerhouse::cli::add_generate_command(app),
+        powerhouse::cli::add_bench_command(app),
+        powerhouse::cli::add_chat_command(app),
+        powerhouse::cli::add_conversations_command(app),
+        powerhouse::cli::add_gpus_command(app),
+        powerhouse::cli::add_power_command(app),
+        powerhouse::cli::add_plan_command(app),
+        powerhouse::cli::add_list_command(app),
+        powerhouse::cli::add_pull_command(app),
+        powerhouse::cli::add_search_command(app),
+        powerhouse::cli::add_serve_command(app),
+        powerhouse::cli::add_models_command(app),
+        powerhouse::cli::add_perplexity_command(app),
         powerhouse::cli::add_embed_command(app),
     };
     // clang-format on
