@@ -630,6 +630,8 @@ void ChatController::onFinished(quint64 request, const QString& text, const QVar
     s.generated_tokens = stats.value("generatedTokens").toLongLong();
     s.ttft_ms = stats.value("ttftMs").toDouble();
     s.tokens_per_second = stats.value("tokensPerSecond").toDouble();
+    s.drafted_tokens = stats.value("draftedTokens").toLongLong();
+    s.accepted_tokens = stats.value("acceptedTokens").toLongLong();
     for (const QVariant& v : stats.value("recoveries").toList()) {
         const QVariantMap note = v.toMap();
         s.recoveries.push_back({note.value("atToken").toLongLong(), note.value("failed").toString().toStdString(),

@@ -26,6 +26,8 @@ QString MessageListModel::statsText(const powerhouse::store::MessageStats& stats
                     .arg(stats.reused_tokens)
                     .arg(stats.prompt_tokens);
     }
+    if (stats.drafted_tokens > 0)
+        text += QStringLiteral(" · ") + QString::fromStdString(powerhouse::store::guesses_text(stats));
     if (stats.energy_joules) {
         const double perToken = *stats.energy_joules / static_cast<double>(stats.generated_tokens);
         text += QStringLiteral(" · %1 J (%2 J/token").arg(*stats.energy_joules, 0, 'f', 1).arg(perToken, 0, 'f', 2);

@@ -777,6 +777,15 @@ TEST_F(ChatControllerTest, ADraftModelChosenForTheModelLoadsWithItAndGuesses) {
     const QVariantMap guessed = finished.at(0).at(2).toMap();
     EXPECT_GT(guessed.value("draftedTokens").toInt(), 0);
     EXPECT_EQ(guessed.value("acceptedTokens").toInt(), guessed.value("draftedTokens").toInt());
+    // Stored with the answer, and said in its statistics.
+    const int drafted = guessed.value("draftedTokens").toInt();
+    const auto kept = stored();
+    ASSERT_EQ(kept.size(), 2u);
+    EXPECT_EQ(kept[1].stats.drafted_tokens, drafted);
+    EXPECT_EQ(kept[1].stats.accepted_tokens, drafted);
+    const MessageListModel& shown = *controller_->messages();
+    const QString statsText = shown.data(shown.index(1), MessageListModel::StatsRole).toString();
+    EXPECT_TRUE(statsText.endsWith(QStringLiteral(" · %1 of %1 guesses kept").arg(drafted))) << statsText.toStdString();
 
     ASSERT_TRUE(set_model_draft_model(*store_, model, {}));
     load();
@@ -785,6 +794,8 @@ TEST_F(ChatControllerTest, ADraftModelChosenForTheModelLoadsWithItAndGuesses) {
     ASSERT_TRUE(wait_idle());
     ASSERT_EQ(finished.count(), 2);
     EXPECT_EQ(finished.at(1).at(2).toMap().value("draftedTokens").toInt(), 0) << "no draft: nothing guessed";
+    EXPECT_EQ(stored().at(1).stats.drafted_tokens, 0);
+    EXPECT_FALSE(shown.data(shown.index(1), MessageListModel::StatsRole).toString().contains("guess"));
     EXPECT_EQ(finished.at(1).at(1).toString(), finished.at(0).at(1).toString()) << "the same answer";
 }
 

@@ -194,6 +194,16 @@ TEST(MessageListModel, StatisticsShowEnergyPerTokenAndItsCost) {
     stats.throttle = "GPU 0 throttled (power cap) for 40% of the answer, 18% slower";
     EXPECT_EQ(MessageListModel::statsText(stats), "50.0 tokens/s · 40 ms to first token · 100 tokens · GPU 0 throttled "
                                                   "(power cap) for 40% of the answer, 18% slower");
+    // Speculative decoding: how many of the guessed tokens the model kept, only when any were
+    // guessed.
+    stats.throttle.clear();
+    stats.drafted_tokens = 20;
+    stats.accepted_tokens = 12;
+    EXPECT_EQ(MessageListModel::statsText(stats),
+              "50.0 tokens/s · 40 ms to first token · 100 tokens · 12 of 20 guesses kept");
+    stats.drafted_tokens = 0;
+    stats.accepted_tokens = 0;
+    EXPECT_EQ(MessageListModel::statsText(stats), "50.0 tokens/s · 40 ms to first token · 100 tokens");
 }
 
 TEST(DashboardController, ShowsTheEnginesBatching) {
