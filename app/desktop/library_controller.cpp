@@ -200,6 +200,18 @@ void LibraryController::setImportMode(const QString& mode) {
     emit importModeChanged();
 }
 
+void LibraryController::fail(const QString& message, bool fromScan) {
+    setErrorText(message, fromScan);
+    emit error(message);
+}
+
+void LibraryController::setErrorText(const QString& text, bool fromScan) {
+    m_errorFromScan = !text.isEmpty() && fromScan;
+    if (text == m_errorText) return;
+    m_errorText = text;
+    emit errorTextChanged();
+}
+
 void LibraryController::say(const QString& message) {
     m_message = message;
     emit messageChanged();
@@ -260,6 +272,19 @@ void LibraryController::show(const LibraryWorker::Listing& listing) {
         }
         m_models.setRows(std::move(rows));
         refit();
+        // The models a card may offer as its draft: every usable one (draftChoices leaves out
+        // the card's own). A change of usability keeps the row count, so compare the list.
+        QVariantList candidates;
+        for (const ModelListModel::Row& row : m_models.rows()) {
+            if (!row.record.ok) continue;
+            candidates.append(QVariantMap{{QStringLiteral("path"), QString::fromStdString(row.record.path)},
+                                          {QStringLiteral("name"), row.name}});
+        }
+        if (candidates != m_draftCandidates) {
+            m_draftCandidates = std::move(candidates);
+            ++m_draftChoicesRevision;
+            emit draftChoicesChanged();
+        }
         if (listing.scan) {
             QStringList notes;
             for (const std::string& note : library.notes) notes << QString::fromStdString(note);
@@ -269,7 +294,16 @@ void LibraryController::show(const LibraryWorker::Listing& listing) {
             }
         }
     }
-    if (!listing.error.empty()) emit error(QString::fromStdString(listing.error));
+    if (!listing.error.empty()) {
+        const QString why = QString::fromStdString(listing.error);
+        if (listing.scan) {
+            fail(tr("The library could not be refreshed, so the models listed may be out of date: %1").arg(why), true);
+        } else {
+            fail(why);
+        }
+    } else if (listing.scan && listing.library && m_errorFromScan) {
+        setErrorText({}, false);  // refreshed after all: the list is the library's again
+    }
     if (listing.says) say(listing.said.join(QLatin1Char('\n')));
     if (listing.scan) {
         if (--m_scans == 0) emit scanningChanged();
@@ -381,7 +415,7 @@ QString LibraryController::chatTemplateFile(const QString& path) const {
 bool LibraryController::setChatTemplateFile(const QString& path, const QUrl& file) {
     const QString local = file.isLocalFile() ? file.toLocalFile() : file.toString();
     if (auto kept = set_model_chat_template(m_store, path, local); !kept) {
-        emit error(tr("The chat template was not kept: %1").arg(QString::fromStdString(kept.error().message)));
+        fail(tr("The chat template was not kept: %1").arg(QString::fromStdString(kept.error().message)));
         return false;
     }
     ++m_chatTemplatesRevision;
@@ -391,8 +425,8 @@ bool LibraryController::setChatTemplateFile(const QString& path, const QUrl& fil
 
 bool LibraryController::useOwnChatTemplate(const QString& path) {
     if (auto cleared = clear_model_chat_template(m_store, path); !cleared) {
-        emit error(tr("The model's own chat template could not be chosen again: %1")
-                       .arg(QString::fromStdString(cleared.error().message)));
+        fail(tr("The model's own chat template could not be chosen again: %1")
+                 .arg(QString::fromStdString(cleared.error().message)));
         return false;
     }
     ++m_chatTemplatesRevision;
@@ -417,7 +451,7 @@ QVariantList LibraryController::draftChoices(const QString& path) const {
 
 bool LibraryController::setDraftModel(const QString& path, const QString& draft) {
     if (auto kept = set_model_draft_model(m_store, path, draft); !kept) {
-        emit error(tr("The draft model was not kept: %1").arg(QString::fromStdString(kept.error().message)));
+        fail(tr("The draft model was not kept: %1").arg(QString::fromStdString(kept.error().message)));
         return false;
     }
     ++m_draftModelsRevision;
@@ -473,7 +507,10 @@ void LibraryController::forget(const QString& path) {
         [path = path.toStdString()](powerhouse::store::Store& store, const std::function<bool()>&) {
             LibraryWorker::Outcome outcome;
             if (auto removed = powerhouse::catalog::forget_model(store, path); !removed) {
-                outcome.error = removed.error().message;
+                outcome.error = tr("%1 could not be forgotten: %2")
+                                    .arg(QString::fromStdString(std::filesystem::path(path).filename().string()),
+                                         QString::fromStdString(removed.error().message))
+                                    .toStdString();
             }
             return outcome;
         },

@@ -118,6 +118,16 @@ class LibraryController : public QObject {
     Q_PROPERTY(int chatTemplatesRevision READ chatTemplatesRevision NOTIFY chatTemplatesChanged)
     // Bumped when a model's draft model is chosen, so that the cards read draftModel() again.
     Q_PROPERTY(int draftModelsRevision READ draftModelsRevision NOTIFY draftModelsChanged)
+    // Bumped when the models that could be a draft change (one listed or gone, one that
+    // becomes usable or unusable: a download done, a file spoilt or repaired, a name read
+    // anew), so that the cards read draftChoices() again; the row count alone misses a model
+    // that turns usable or unusable in place.
+    Q_PROPERTY(int draftChoicesRevision READ draftChoicesRevision NOTIFY draftChoicesChanged)
+    // What went wrong with the library itself (a refresh that failed, a model that could not
+    // be forgotten, a chat template or draft model not kept), shown on the Models page above
+    // the list until dismissed, or, for a failed refresh, until a refresh succeeds; "" for
+    // nothing. Also said once through `error` (the chat's line).
+    Q_PROPERTY(QString errorText READ errorText NOTIFY errorTextChanged)
 
 public:
     // `environment` says where other apps keep their downloads (tests pass a fake home).
@@ -133,6 +143,8 @@ public:
     QString message() const { return m_message; }
     QStringList scanNotes() const { return m_scanNotes; }
     bool scanning() const { return m_scans > 0; }
+    QString errorText() const { return m_errorText; }
+    Q_INVOKABLE void dismissError() { setErrorText({}, false); }
 
     // Refreshes the library (its folder, the user's folders, other apps' downloads), then
     // lists every model, on the worker. Asked again while a scan runs, one more scan follows
@@ -173,6 +185,7 @@ public:
     // ones but the model itself). setDraftModel("" for none): false, with `error` saying why,
     // if it cannot be kept.
     int draftModelsRevision() const { return m_draftModelsRevision; }
+    int draftChoicesRevision() const { return m_draftChoicesRevision; }
     Q_INVOKABLE QString draftModel(const QString& path) const;
     Q_INVOKABLE QVariantList draftChoices(const QString& path) const;
     Q_INVOKABLE bool setDraftModel(const QString& path, const QString& draft);
@@ -184,6 +197,8 @@ signals:
     void scanningChanged();
     void chatTemplatesChanged();
     void draftModelsChanged();
+    void draftChoicesChanged();
+    void errorTextChanged();
     // A scan (rescan() or addDownloaded()) ended and its rows are listed; `scanning` says
     // whether another one follows.
     void scanFinished();
@@ -196,6 +211,9 @@ private:
     void show(const LibraryWorker::Listing& listing);
     void refit();
     void say(const QString& message);
+    // Shows `message` on the page (errorText) and says it through `error`.
+    void fail(const QString& message, bool fromScan = false);
+    void setErrorText(const QString& text, bool fromScan);
     powerhouse::catalog::LibraryPlaces places() const;
 
     powerhouse::store::Store& m_store;
@@ -204,6 +222,10 @@ private:
     QString m_importMode = QStringLiteral("in_place");
     int m_chatTemplatesRevision = 0;
     int m_draftModelsRevision = 0;
+    int m_draftChoicesRevision = 0;
+    QVariantList m_draftCandidates;  // every usable model, [{path, name}], as last listed
+    QString m_errorText;
+    bool m_errorFromScan = false;  // errorText is a failed refresh's, which the next good one clears
     QString m_message;
     QStringList m_scanNotes;
     powerhouse::catalog::Environment m_environment;

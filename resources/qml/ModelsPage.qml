@@ -167,6 +167,18 @@ Rectangle {
             }
         }
 
+        // The library itself (a refresh that failed, a model that could not be forgotten).
+        ErrorBox {
+            objectName: "libraryError"
+            visible: root.library.errorText.length > 0
+            text: root.library.errorText
+            Button {
+                text: "Dismiss"
+                Accessible.name: "Dismiss the library's error"
+                onClicked: root.library.dismissError()
+            }
+        }
+
         // The downloads as a whole (their list could not be saved for the next start).
         ErrorBox {
             objectName: "downloadsError"
@@ -449,9 +461,10 @@ Rectangle {
                                     return root.library.draftModel(card.path)
                                 }
                                 // "None" first, then the library's other usable models; a
-                                // chosen one no longer listed is kept, by its file name.
+                                // chosen one no longer listed is kept, by its file name. Read
+                                // again when a model is listed, goes, or turns usable or not.
                                 readonly property var choices: {
-                                    root.library.models.count
+                                    root.library.draftChoicesRevision
                                     const list = [{path: "", name: "None"}]
                                     let listed = false
                                     for (const c of root.library.draftChoices(card.path)) {

@@ -156,6 +156,61 @@ TEST(LibraryController, ImportsDroppedFilesAndSaysWhetherEachFits) {
     EXPECT_EQ(LibraryController(store, settings, library).importMode(), "copy") << "kept in the store";
 }
 
+// The draft models a card offers (LibraryController::draftChoices) are the library's usable
+// models: they are read again (draftChoicesChanged) when a model turns unusable or usable in
+// place, a file spoilt or repaired, though the list keeps its length; a rescan that changes
+// nothing does not ask for them again.
+TEST(LibraryController, TheDraftChoicesFollowAModelTurningUnusableOrUsable) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    SettingsController settings(store, {});
+    powerhouse::catalog::Environment nowhere;  // no other apps' downloads
+    nowhere.ollama_service_models = dir / "no-ollama";
+    const auto folder = dir / "models";
+    std::filesystem::create_directories(folder);
+    const auto draft = folder / "draft.gguf";
+    std::filesystem::copy_file(powerhouse::test::test_model_path(), draft);
+    LibraryController controller(store, settings, QString::fromStdString(folder.string()), nullptr, nowhere);
+    QSignalSpy choicesChanged(&controller, &LibraryController::draftChoicesChanged);
+    controller.rescan();
+    waitForScans(controller);
+    const QString big = QStringLiteral("/elsewhere/big.gguf");  // the card asking
+    const auto offered = [&] {
+        QStringList paths;
+        for (const QVariant& c : controller.draftChoices(big)) paths << c.toMap().value("path").toString();
+        return paths;
+    };
+    ASSERT_EQ(controller.models()->rowCount(), 1);
+    EXPECT_EQ(offered(), QStringList{QString::fromStdString(draft.string())});
+    EXPECT_EQ(choicesChanged.count(), 1);
+    const int first = controller.draftChoicesRevision();
+
+    controller.rescan();  // the same library
+    waitForScans(controller);
+    EXPECT_EQ(choicesChanged.count(), 1) << "nothing changed";
+
+    // Spoilt in place (a download cut short, a file overwritten): still listed, not usable.
+    std::filesystem::remove(draft);
+    powerhouse::test::write_file(draft, "not a model any more");
+    QSignalSpy counted(controller.models(), &ModelListModel::countChanged);
+    controller.rescan();
+    waitForScans(controller);
+    ASSERT_EQ(controller.models()->rowCount(), 1);
+    EXPECT_FALSE(controller.models()->data(controller.models()->index(0), ModelListModel::UsableRole).toBool());
+    EXPECT_EQ(counted.count(), 0) << "the row count stays";
+    EXPECT_EQ(choicesChanged.count(), 2);
+    EXPECT_GT(controller.draftChoicesRevision(), first);
+    EXPECT_TRUE(offered().isEmpty());
+
+    // Whole again (the download finished): offered again.
+    std::filesystem::remove(draft);
+    std::filesystem::copy_file(powerhouse::test::test_model_path(), draft);
+    controller.rescan();
+    waitForScans(controller);
+    EXPECT_EQ(choicesChanged.count(), 3);
+    EXPECT_EQ(offered(), QStringList{QString::fromStdString(draft.string())});
+}
+
 // Other apps' downloads on the Models page: a fake home with an Ollama model (two tags of
 // one blob) and an LM Studio one, named as a person writes them, with their source; a
 // malformed manifest is a note; forgetting one hides it without touching its file.

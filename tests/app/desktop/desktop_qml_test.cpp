@@ -31,6 +31,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -129,6 +130,51 @@ public:
 
 private:
     EngineClient* m_engine = nullptr;
+};
+
+// Files in testLibrary's folder and its store's model records, for the Models page's tests:
+// a copy of the test model, a file spoilt in place (the same row, no longer usable), and the
+// store refusing the models' records (a refresh that fails), as another program's trigger or
+// a full disk would.
+class FilesHelper : public QObject {
+    Q_OBJECT
+
+public:
+    void use(const QString& folder, const QString& database) {
+        m_folder = folder;
+        m_database = database.toStdString();
+    }
+    // The test model copied into the library folder as `name`; its path.
+    Q_INVOKABLE QString copyModel(const QString& name) {
+        std::filesystem::create_directories(m_folder.toStdString());
+        const std::filesystem::path to = std::filesystem::path(m_folder.toStdString()) / name.toStdString();
+        std::filesystem::remove(to);
+        std::filesystem::copy_file(powerhouse::test::test_model_path(), to);
+        return QString::fromStdString(to.string());
+    }
+    // The file at `path` replaced by a few bytes that are no model.
+    Q_INVOKABLE void spoil(const QString& path, const QString& text) {
+        std::filesystem::create_directories(std::filesystem::path(path.toStdString()).parent_path());
+        std::filesystem::remove(path.toStdString());
+        powerhouse::test::write_file(path.toStdString(), text.toStdString());
+    }
+    Q_INVOKABLE void remove(const QString& path) { std::filesystem::remove(path.toStdString()); }
+    Q_INVOKABLE void refuseModelWrites(const QString& why) {
+        SQLite::Database db(m_database, SQLite::OPEN_READWRITE);
+        for (const char* op : {"INSERT", "UPDATE"}) {
+            db.exec(std::string("CREATE TRIGGER IF NOT EXISTS refuse_") + op + "_models BEFORE " + op +
+                    " ON models BEGIN SELECT RAISE(ABORT, '" + why.toStdString() + "'); END");
+        }
+    }
+    Q_INVOKABLE void allowModelWrites() {
+        SQLite::Database db(m_database, SQLite::OPEN_READWRITE);
+        db.exec("DROP TRIGGER IF EXISTS refuse_INSERT_models");
+        db.exec("DROP TRIGGER IF EXISTS refuse_UPDATE_models");
+    }
+
+private:
+    QString m_folder;
+    std::string m_database;
 };
 
 // Another program holding the database's write lock (a second Powerhouse, powerhouse-cli, a
@@ -276,6 +322,8 @@ public slots:
         engine->rootContext()->setContextProperty(QStringLiteral("testRecovery"), &m_recovery);
         m_model.use(m_engine.get());
         engine->rootContext()->setContextProperty(QStringLiteral("testModel"), &m_model);
+        m_files.use(m_dir.path() + "/models", m_dir.path() + "/powerhouse.db");
+        engine->rootContext()->setContextProperty(QStringLiteral("testFiles"), &m_files);
         m_engines.reset();
         auto enginesStore = powerhouse::store::Store::open((m_dir.path() + "/engines.db").toStdString());
         if (!enginesStore) qFatal("store: %s", enginesStore.error().message.c_str());
@@ -370,6 +418,7 @@ private:
     DropHelper m_drop;
     RecoveryHelper m_recovery;
     ModelHelper m_model;
+    FilesHelper m_files;
     LockHelper m_locked;
     std::unique_ptr<DownloadController> m_downloads;
     std::unique_ptr<WelcomeController> m_welcome;

@@ -281,6 +281,59 @@ TEST(DesktopStoreErrors, LibraryWritesRefusedAreSaidOnItsPage) {
     EXPECT_TRUE(library.message().contains("disk full")) << library.message().toStdString();
 }
 
+// A refresh of the library that fails (here the store refuses the models' records) is shown
+// on the Models page (errorText, above the list) as well as said once in the chat's line,
+// until a refresh succeeds; a model that could not be forgotten stays shown until dismissed.
+TEST(DesktopStoreErrors, ALibraryThatCannotBeRefreshedSaysSoOnItsPage) {
+    LockedStore locked;
+    powerhouse::test::TempDir dir;
+    SettingsController settings(locked.store(), QString::fromStdString(dir.path().string()));
+    powerhouse::catalog::Environment nowhere;  // no other apps' downloads
+    nowhere.ollama_service_models = dir / "no-ollama";
+    std::filesystem::create_directories(dir / "models");
+    powerhouse::test::write_file(dir / "models" / "new.gguf", "not a model, but a file to list");
+    LibraryController library(locked.store(), settings, QString::fromStdString((dir / "models").string()), nullptr,
+                              nowhere);
+    QSignalSpy errors(&library, &LibraryController::error);
+    locked.refuseWrites("models", "disk full");
+    library.rescan();
+    ASSERT_TRUE(powerhouse::test::wait_for([&] { return !library.scanning(); }, 20000));
+    const QString shown = library.errorText();
+    EXPECT_TRUE(shown.startsWith("The library could not be refreshed, so the models listed may be out of date: "))
+        << shown.toStdString();
+    EXPECT_TRUE(shown.contains("disk full")) << shown.toStdString();
+    ASSERT_EQ(errors.size(), 1) << "said once in the chat's line too";
+    EXPECT_EQ(errors[0][0].toString(), shown);
+
+    // The store takes the records again: the next refresh lists the library, and the error goes.
+    {
+        SQLite::Database db(locked.path(), SQLite::OPEN_READWRITE);
+        db.exec("DROP TRIGGER refuse_INSERT_models");
+        db.exec("DROP TRIGGER refuse_UPDATE_models");
+    }
+    library.rescan();
+    ASSERT_TRUE(powerhouse::test::wait_for([&] { return !library.scanning(); }, 20000));
+    EXPECT_TRUE(library.errorText().isEmpty()) << library.errorText().toStdString();
+    EXPECT_EQ(library.models()->rowCount(), 1);
+
+    // Forgetting refused: shown, named, until dismissed; a good refresh does not hide it.
+    const std::string model = (dir / "models" / "new.gguf").string();
+    {
+        SQLite::Database db(locked.path(), SQLite::OPEN_READWRITE);
+        db.exec(
+            "CREATE TRIGGER refuse_hide BEFORE INSERT ON hidden_models BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    }
+    library.forget(QString::fromStdString(model));
+    ASSERT_TRUE(powerhouse::test::wait_for([&] { return !library.errorText().isEmpty(); }, 20000));
+    EXPECT_TRUE(library.errorText().startsWith("new.gguf could not be forgotten: "))
+        << library.errorText().toStdString();
+    library.rescan();
+    ASSERT_TRUE(powerhouse::test::wait_for([&] { return !library.scanning(); }, 20000));
+    EXPECT_TRUE(library.errorText().startsWith("new.gguf could not be forgotten: "));
+    library.dismissError();
+    EXPECT_TRUE(library.errorText().isEmpty());
+}
+
 TEST(DesktopStoreErrors, ACostsSettingRefusedShowsTheStoredFigures) {
     LockedStore locked;
     CostsController costs(locked.store());

@@ -3,7 +3,8 @@
 // reason. The drops are the drag enter/move/drop events a file manager sends (testDrop).
 // Imports run on the library's worker thread: the page shows them once they are done.
 // What failed shows beside what it concerns: a model's load on its card, a remote engine on
-// its row above the list, each until dismissed.
+// its row above the list, a failed refresh of the library above the list, each until
+// dismissed (the refresh also until one succeeds).
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -92,6 +93,40 @@ Item {
             findAll(row, "Dismiss")[0].clicked()
             tryVerify(() => findChild(window.contentItem, "engineError_down") === null)
             testEngines.removeEndpoint("down")
+        }
+
+        // The library that could not be refreshed (the store refuses the models' records):
+        // said above the list until a refresh succeeds, or until dismissed.
+        function test_4_a_failed_refresh_shows_above_the_list() {
+            const window = mainWindow()
+            window.modelsVisible = true
+            tryVerify(() => !testLibrary.scanning, 5000)
+            const box = findChild(window.contentItem, "libraryError")
+            verify(!box.visible)
+            const file = testLibrary.libraryFolder + "/refused.gguf"
+            testFiles.spoil(file, "a file the refresh lists")
+            testFiles.refuseModelWrites("disk full")
+            testLibrary.rescan()
+            tryVerify(() => box.visible, 20000)
+            const words = findChild(box, "errorWords").text
+            verify(words.indexOf("The library could not be refreshed, so the models listed may be out of date: ") === 0,
+                   words)
+            verify(words.indexOf("disk full") > 0, words)
+            // Taken again: the next refresh lists it, and the error goes.
+            testFiles.allowModelWrites()
+            testLibrary.rescan()
+            tryVerify(() => !box.visible && !testLibrary.scanning, 20000)
+            // Refused once more (the file changed): Dismiss hides it.
+            testFiles.spoil(file, "a file the refresh lists, changed")
+            testFiles.refuseModelWrites("disk full")
+            testLibrary.rescan()
+            tryVerify(() => box.visible, 20000)
+            testFiles.allowModelWrites()
+            findAll(box, "Dismiss")[0].clicked()
+            verify(!box.visible)
+            testFiles.remove(file)
+            testLibrary.rescan()
+            tryVerify(() => !testLibrary.scanning, 20000)
         }
 
         // The buttons under `item` whose text is `text`.

@@ -99,6 +99,48 @@ Item {
             tryVerify(() => other() === null && !testLibrary.scanning, 5000)
         }
 
+        // The draft models offered follow the library's usable models even when the list keeps
+        // its length: a model spoilt in place (a file overwritten, a download gone bad) is no
+        // longer offered, and offered again once whole.
+        function test_a_draft_that_turns_unusable_is_no_longer_offered() {
+            tryVerify(() => !testLibrary.scanning, 5000)
+            testLibrary.importUrls([testModelUrl])
+            const spare = testFiles.copyModel("spare-draft.gguf")
+            testLibrary.rescan()
+            const page = createTemporaryObject(modelsComponent, root)
+            const card = file => {
+                for (let i = 0; i < testLibrary.models.count; ++i) {
+                    const c = findChild(page, "model" + i)
+                    if (c && c.fileName === file) return c
+                }
+                return null
+            }
+            tryVerify(() => !testLibrary.scanning && card("SmolLM2-135M-Instruct.Q4_1.gguf") !== null
+                      && card("spare-draft.gguf") !== null, 10000)
+            const combo = () => findChild(card("SmolLM2-135M-Instruct.Q4_1.gguf"), "draftModel")
+            const offered = () => combo().model.some(c => c.path === spare)
+            verify(offered(), "a usable copy is offered as a draft")
+            const count = testLibrary.models.count
+
+            testFiles.spoil(spare, "no longer a model")
+            testLibrary.rescan()
+            tryVerify(() => !testLibrary.scanning && !card("spare-draft.gguf").usable, 10000)
+            compare(testLibrary.models.count, count, "the same rows")
+            verify(!offered(), "an unusable file is no longer offered")
+
+            testFiles.remove(spare)
+            testFiles.copyModel("spare-draft.gguf")
+            testLibrary.rescan()
+            tryVerify(() => !testLibrary.scanning && card("spare-draft.gguf") !== null
+                      && card("spare-draft.gguf").usable, 10000)
+            verify(offered(), "whole again: offered again")
+
+            testLibrary.forget(spare)
+            testFiles.remove(spare)
+            testLibrary.rescan()
+            tryVerify(() => card("spare-draft.gguf") === null && !testLibrary.scanning, 10000)
+        }
+
         function test_the_model_bar_names_the_draft_model() {
             const bar = createTemporaryObject(barComponent, root)
             const draft = findChild(bar, "draftModel")
