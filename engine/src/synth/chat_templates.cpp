@@ -456,6 +456,8 @@ std::string_view chat_template(ChatTemplateId id) {
             return kMinistral3;
         case ChatTemplateId::granite3:
             return kGranite3;
+        case ChatTemplateId::none:
+            return {};
     }
     return kLlama3;
 }

@@ -123,6 +123,13 @@ void write_model_metadata(GgufMetadata& m, const ResolvedOptions& r, const Synth
     set_u32(m, a + ".block_count", p.n_layer + r.preset.glm4moe.nextn_layers);
     set_u32(m, a + ".feed_forward_length", p.n_ff);
     set_u32(m, a + ".attention.head_count", p.n_head);
+    if (r.preset.bert) {
+        // As BertModel writes it: LayerNorm's epsilon, no RoPE, no KV head count.
+        set_f32(m, a + ".attention.layer_norm_epsilon", p.rms_norm_eps);
+        m.set(a + ".attention.causal", GgufValue{false});
+        set_u32(m, a + ".pooling_type", r.preset.pooling_type);
+        return;
+    }
     set_u32(m, a + ".attention.head_count_kv", p.n_head_kv);
     set_f32(m, a + ".attention.layer_norm_rms_epsilon", p.rms_norm_eps);
     set_f32(m, a + ".rope.freq_base", p.rope_freq_base);
@@ -209,7 +216,10 @@ Result<void> write_tokenizer_metadata(GgufMetadata& m, const PresetSpec& preset)
     if (spec.kind == VocabKind::spm && !spec.add_space_prefix) {
         m.set("tokenizer.ggml.add_space_prefix", GgufValue{false});
     }
-    m.set_string("tokenizer.chat_template", chat_template(preset.chat_template));
+    if (preset.bert) set_u32(m, "tokenizer.ggml.token_type_count", 2);
+    if (preset.chat_template != ChatTemplateId::none) {
+        m.set_string("tokenizer.chat_template", chat_template(preset.chat_template));
+    }
     return {};
 }
 

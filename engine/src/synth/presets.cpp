@@ -381,6 +381,32 @@ VocabSpec granite_vocab(uint32_t n_vocab) {
     return v;
 }
 
+// bert-base-uncased's WordPiece vocabulary (30522 tokens), which bge-small/base-en-v1.5 and
+// all-MiniLM-L6-v2 share, as llama.cpp's converter writes it: [PAD] at 0, [UNK] [CLS] [SEP]
+// [MASK] at 100..103, [CLS] first and [SEP] last in every input.
+VocabSpec bert_vocab(std::string_view pre) {
+    VocabSpec v;
+    v.kind = VocabKind::wpm;
+    v.model = "bert";
+    v.pre = pre;
+    v.n_vocab = 30522;
+    v.n_regular = 30522 - 999;
+    v.leading = {{"[PAD]", TokenType::control},
+                 {"[UNK]", TokenType::control},
+                 {"[CLS]", TokenType::control},
+                 {"[SEP]", TokenType::control},
+                 {"[MASK]", TokenType::control}};
+    v.pad_pattern = "[PAD{}]";
+    v.pad_from_id = true;
+    v.pad_type = TokenType::unused;
+    v.bos = "[CLS]";
+    v.eos = "[SEP]";
+    v.unk = "[UNK]";
+    v.pad = "[PAD]";
+    v.add_bos = true;
+    return v;
+}
+
 struct Shape {
     uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_ctx;
     float rope_base, eps;
@@ -425,6 +451,7 @@ PresetSpec make(const char* name, const char* arch, const char* model_name, bool
     p.fused_gate_up = a == "phi3" || a == "glm4";
     p.ffn_norm_is_post_attention = a == "seed_oss" || a == "glm4moe";
     p.granite = a == "granite" || a == "granitemoe";
+    p.bert = a == "bert";
     return p;
 }
 
@@ -681,6 +708,17 @@ std::vector<PresetSpec> build_presets() {
                      ChatTemplateId::granite3));
     set_experts(p.back(), 32, 8, 512);
     p.back().granite_scales = {12.0f, 0.22f, 0.015625f, 6.0f};
+    // BERT encoders, embedding models. bge-small-en-v1.5's config.json: hidden_size 384, 12
+    // layers, 12 heads, intermediate_size 1536, max_position_embeddings 512, layer_norm_eps
+    // 1e-12, vocab_size 30522, type_vocab_size 2; sentence-transformers pools the CLS row.
+    // all-MiniLM-L6-v2: the same but 6 layers, and mean pooling. (Shape's rope base is unused.)
+    p.push_back(make("bge-small", "bert", "bge-small-en-v1.5", true,
+                     {12, 384, 1536, 12, 12, 32, 512, 0.0f, 1e-12f, true}, bert_vocab("bert-bge"),
+                     ChatTemplateId::none));
+    p.back().pooling_type = 2;
+    p.push_back(make("minilm-l6", "bert", "all-MiniLM-L6-v2", false,
+                     {6, 384, 1536, 12, 12, 32, 512, 0.0f, 1e-12f, true}, bert_vocab("default"), ChatTemplateId::none));
+    p.back().pooling_type = 1;
     return p;
 }
 

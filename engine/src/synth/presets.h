@@ -63,7 +63,8 @@ enum class ChatTemplateId {
     glm4,
     glm45,
     ministral3,
-    granite3
+    granite3,
+    none  // encoders (bert): no chat template is written
 };
 
 // Granite's four multipliers ({arch}.embedding_scale, residual_scale, attention.scale,
@@ -125,6 +126,12 @@ struct PresetSpec {
     bool granite = false;  // granite, granitemoe: write `granite_scales`
     GraniteScales granite_scales;
     Glm4MoeSpec glm4moe;
+    // BERT encoders (bge, all-MiniLM): token_types, position_embd and token_embd_norm, post-norm
+    // layers with LayerNorm (attn_output_norm, layer_output_norm) and biases everywhere, no
+    // output head; {arch}.attention.layer_norm_epsilon (rms_norm_eps holds it),
+    // attention.causal false, pooling_type (1 mean, 2 CLS) and the two token types.
+    bool bert = false;
+    uint32_t pooling_type = 0;
 };
 
 const std::vector<PresetSpec>& preset_specs();

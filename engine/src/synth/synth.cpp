@@ -60,7 +60,10 @@ Result<ModelShape> synth_model_shape(const SynthPlan& plan) {
     m.layers.resize(m.n_layer);
     // glm4moe's prediction blocks after the decoder's are not loaded: add_tensor_to_shape
     // leaves them out, as read_model_shape does.
-    if (const synth::PresetSpec* spec = synth::find_preset(p.name)) m.n_layer_nextn = spec->glm4moe.nextn_layers;
+    if (const synth::PresetSpec* spec = synth::find_preset(p.name)) {
+        m.n_layer_nextn = spec->glm4moe.nextn_layers;
+        m.embedding_only = spec->bert;  // as ModelInfo::embedding_only says of the written file
+    }
     for (const SynthTensor& t : plan.tensors) {
         const std::optional<GgmlType> type = type_from_name(t.type);
         if (!type) return make_error(ErrorCode::internal, fmt::format("synth: unknown tensor type {}", t.type));

@@ -54,6 +54,14 @@ std::string tensor_name(TensorRole role, int layer) {
             return "output_norm.weight";
         case TensorRole::output:
             return "output.weight";
+        case TensorRole::token_types:
+            return "token_types.weight";
+        case TensorRole::position_embd:
+            return "position_embd.weight";
+        case TensorRole::token_embd_norm:
+            return "token_embd_norm.weight";
+        case TensorRole::token_embd_norm_bias:
+            return "token_embd_norm.bias";
         default:
             break;
     }
@@ -164,10 +172,60 @@ std::string tensor_name(TensorRole role, int layer) {
         case TensorRole::nextn_shared_head_norm:
             suffix = "nextn.shared_head_norm.weight";
             break;
+        case TensorRole::attn_output_norm:
+            suffix = "attn_output_norm.weight";
+            break;
+        case TensorRole::attn_output_norm_bias:
+            suffix = "attn_output_norm.bias";
+            break;
+        case TensorRole::ffn_up_bias:
+            suffix = "ffn_up.bias";
+            break;
+        case TensorRole::ffn_down_bias:
+            suffix = "ffn_down.bias";
+            break;
+        case TensorRole::layer_output_norm:
+            suffix = "layer_output_norm.weight";
+            break;
+        case TensorRole::layer_output_norm_bias:
+            suffix = "layer_output_norm.bias";
+            break;
         default:
             break;
     }
     return fmt::format("blk.{}.{}", layer, suffix);
+}
+
+// A BERT encoder's tensors after token_embd, in the converter's order: the input's tables and
+// LayerNorm, then per layer Q, K, V and the output with their biases, attn_output_norm, up and
+// down with their biases, layer_output_norm. No output norm, no output.
+template <class Add>
+void plan_bert(const PresetSpec& preset, Add& add) {
+    const SynthPreset& p = preset.info;
+    const int64_t n_embd = p.n_embd;
+    const int64_t n_ff = p.n_ff;
+    add(TensorRole::token_types, -1, {n_embd, 2});
+    add(TensorRole::position_embd, -1, {n_embd, static_cast<int64_t>(p.n_ctx_train)});
+    add(TensorRole::token_embd_norm, -1, {n_embd});
+    add(TensorRole::token_embd_norm_bias, -1, {n_embd});
+    for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
+        add(TensorRole::attn_q, il, {n_embd, n_embd});
+        add(TensorRole::attn_q_bias, il, {n_embd});
+        add(TensorRole::attn_k, il, {n_embd, n_embd});
+        add(TensorRole::attn_k_bias, il, {n_embd});
+        add(TensorRole::attn_v, il, {n_embd, n_embd});
+        add(TensorRole::attn_v_bias, il, {n_embd});
+        add(TensorRole::attn_output, il, {n_embd, n_embd});
+        add(TensorRole::attn_output_bias, il, {n_embd});
+        add(TensorRole::attn_output_norm, il, {n_embd});
+        add(TensorRole::attn_output_norm_bias, il, {n_embd});
+        add(TensorRole::ffn_up, il, {n_embd, n_ff});
+        add(TensorRole::ffn_up_bias, il, {n_ff});
+        add(TensorRole::ffn_down, il, {n_ff, n_embd});
+        add(TensorRole::ffn_down_bias, il, {n_embd});
+        add(TensorRole::layer_output_norm, il, {n_embd});
+        add(TensorRole::layer_output_norm_bias, il, {n_embd});
+    }
 }
 
 }  // namespace
@@ -225,6 +283,9 @@ WeightInit weight_init(TensorRole role) {
         case TensorRole::nextn_hnorm:
         case TensorRole::nextn_shared_head_norm:
         case TensorRole::output_norm:
+        case TensorRole::token_embd_norm:
+        case TensorRole::attn_output_norm:
+        case TensorRole::layer_output_norm:
             return WeightInit::norm;
         case TensorRole::attn_q_bias:
         case TensorRole::attn_k_bias:
@@ -236,6 +297,11 @@ WeightInit weight_init(TensorRole role) {
         case TensorRole::ffn_up_exps_bias:
         case TensorRole::ffn_down_exps_bias:
         case TensorRole::exp_probs_b:
+        case TensorRole::token_embd_norm_bias:
+        case TensorRole::attn_output_norm_bias:
+        case TensorRole::ffn_up_bias:
+        case TensorRole::ffn_down_bias:
+        case TensorRole::layer_output_norm_bias:
             return WeightInit::bias;
         default:
             return WeightInit::matrix;
@@ -258,11 +324,17 @@ GgmlType choose_tensor_type(const MixtureContext& context, TensorRole role, int 
     const FileTypeSpec& ft = *context.file_type;
     // Vectors are never quantized, nor is the router (llama.cpp skips "ffn_gate_inp", and
     // conversions store it as F32 whatever their output type).
-    if (weight_init(role) != WeightInit::matrix || role == TensorRole::ffn_gate_inp || ft.type == FileType::f32) {
+    // BERT's token-type table stays F32 too: llama.cpp adds its row 0 with ggml_add, which takes
+    // no F16 addend on the CPU.
+    if (weight_init(role) != WeightInit::matrix || role == TensorRole::ffn_gate_inp ||
+        role == TensorRole::token_types || ft.type == FileType::f32) {
         return GgmlType::f32;
     }
     // Unquantized conversions (and llama-quantize to F16/BF16) use one type for every matrix.
     if (ft.type == FileType::f16 || ft.type == FileType::bf16) return ft.base;
+    // BERT's position table: llama.cpp's quantizer leaves it as the F16 conversion it starts
+    // from has it.
+    if (role == TensorRole::position_embd) return GgmlType::f16;
     // MXFP4_MOE: llama.cpp gives the 3-D expert tensors MXFP4 and every other matrix Q8_0,
     // with no other rule (the published gpt-oss GGUFs are this type).
     if (ft.type == FileType::mxfp4_moe) {
@@ -365,6 +437,10 @@ std::vector<PlannedTensor> plan_tensors(const PresetSpec& preset, const FileType
         out.back().fixed = preset.longrope_short;
     }
     add(TensorRole::token_embd, -1, {n_embd, n_vocab});
+    if (preset.bert) {
+        plan_bert(preset, add);
+        return out;
+    }
     for (int il = 0; il < n_blocks; ++il) {
         add(TensorRole::attn_norm, il, {n_embd});
         const bool qkv_bias = preset.qkv_bias || preset.gpt_oss_blocks;

@@ -88,6 +88,17 @@ enum class TensorRole {
     nextn_shared_head_norm,
     output_norm,
     output,
+    // bert: the input's tables and LayerNorm, and the post-norm layers' LayerNorms and biases
+    token_types,    // [2][n_embd]
+    position_embd,  // [n_ctx_train][n_embd]
+    token_embd_norm,
+    token_embd_norm_bias,
+    attn_output_norm,
+    attn_output_norm_bias,
+    ffn_up_bias,
+    ffn_down_bias,
+    layer_output_norm,
+    layer_output_norm_bias,
 };
 
 // How a tensor's values are drawn (weights.h).

@@ -45,8 +45,8 @@ TEST(SynthPresets, HaveTheRealShapes) {
     for (const SynthPreset& p : synth_presets()) defaults[p.architecture] += p.is_default ? 1 : 0;
     for (const auto& [arch, n] : defaults) EXPECT_EQ(n, 1) << arch;
     // llama, qwen2, qwen3, qwen3moe, gemma3, gpt-oss, phi3, smollm3, seed_oss, glm4, glm4moe,
-    // mistral3, granite, granitemoe
-    EXPECT_EQ(defaults.size(), 14u);
+    // mistral3, granite, granitemoe, bert
+    EXPECT_EQ(defaults.size(), 15u);
 }
 
 
@@ -290,6 +290,13 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
         EXPECT_EQ(m.get_uint(a + ".embedding_length"), p.n_embd);
         EXPECT_EQ(m.get_uint(a + ".feed_forward_length"), p.n_ff);
         EXPECT_EQ(m.get_uint(a + ".attention.head_count"), p.n_head);
+        if (a == "bert") {  // an encoder: LayerNorm's epsilon, not causal, a pooling; no RoPE
+            EXPECT_FLOAT_EQ(static_cast<float>(*m.get_float(a + ".attention.layer_norm_epsilon")), p.rms_norm_eps);
+            EXPECT_EQ(m.get_bool(a + ".attention.causal"), false);
+            EXPECT_EQ(m.get_uint(a + ".pooling_type"), p.name == "bge-small" ? 2u : 1u);
+            EXPECT_FALSE(m.get_float(a + ".rope.freq_base").has_value());
+            continue;
+        }
         EXPECT_EQ(m.get_uint(a + ".attention.head_count_kv"), p.n_head_kv);
         EXPECT_EQ(m.get_uint(a + ".vocab_size"), p.n_vocab);
         EXPECT_FLOAT_EQ(static_cast<float>(*m.get_float(a + ".rope.freq_base")), p.rope_freq_base);
