@@ -127,9 +127,10 @@ struct DeviceFailedCommand {
 };
 
 // Embeddings of texts (Model::embed), for retrieval: one EmbeddingsEvent with a vector per
-// input, or one ErrorEvent. Run between the scheduler's steps, each input as one batch of its
-// own; while every sequence the model holds is generating (a GPU keeps one for now), it waits
-// for one to end.
+// input, or one ErrorEvent. Run an input at a time between the scheduler's steps (all at once
+// when nothing generates), each input in batches of its own, in the order asked, before a
+// later load or unload; while every sequence the model holds is generating (a GPU keeps one
+// for now), it waits for one to end.
 struct EmbedCommand {
     uint64_t request_id = 0;
     std::vector<std::string> inputs;                 // texts, tokenized as prompts (special tokens stay text)

@@ -66,7 +66,13 @@ struct Engine::State {
     std::unique_ptr<Scheduler> scheduler;  // uses `model` and `draft`: reset first
     std::set<uint64_t> cancelled_ids;      // cancels of ids that were not running: for a later generate
     std::map<uint64_t, DoneEvent> started; // requests in the scheduler: what the DoneEvent carries
-    std::deque<EmbedCommand> embeds;       // waiting for a sequence (every one is generating)
+    // Embeddings asked for, in order: the first is under way (an input at a time between the
+    // scheduler's steps), the rest wait for it.
+    struct PendingEmbed {
+        EmbedCommand command;
+        EmbeddingsEvent done;  // the vectors of the inputs embedded so far
+    };
+    std::deque<PendingEmbed> embeds;
     std::optional<LoadCommand> loaded_from;  // how the model was loaded: recovery loads it again
     std::vector<std::string> failed_gpus;    // set aside for the rest of the session
     int retries = 0;                         // reloads on the same devices since the LoadCommand
@@ -94,7 +100,7 @@ struct Engine::State {
     void report_stats(bool force);
     // Runs the embeddings that can run now (a sequence is free), in order.
     void run_embeds();
-    Result<EmbeddingsEvent> embed(const EmbedCommand& command);
+    Result<bool> embed_next(PendingEmbed& pending);
 };
 
 void Engine::State::emit(EngineEvent event) {
@@ -135,7 +141,7 @@ void Engine::State::run() {
                            [&](const CancelCommand&) {},  // acted on in submit() and apply_cancels()
                            [&](const DeviceFailedCommand& c) { device_failed(c); },
                            [&](const EmbedCommand& c) {
-                               embeds.push_back(c);
+                               embeds.push_back(PendingEmbed{c, EmbeddingsEvent{c.request_id, {}, 0}});
                                run_embeds();
                            },
                        },
@@ -233,6 +239,7 @@ void Engine::State::start_scheduler() {
 
 void Engine::State::load(const LoadCommand& command) {
     stop_generations();
+    run_embeds();  // those asked before the load, on the model they were asked of
     draft.reset();
     model.reset();  // never two models in memory at once
     loaded_from.reset();
@@ -443,59 +450,65 @@ void Engine::State::recover(const Error& error) {
 
 void Engine::State::unload() {
     stop_generations();
+    run_embeds();
     draft.reset();
     model.reset();
     loaded_from.reset();
     emit(UnloadedEvent{});
 }
 
+// The embeddings asked for, an input at a time while generations run, so that a request of
+// many inputs (a retrieval tool's documents) holds the answers up for one input's batches at
+// most; all at once when nothing else runs.
 void Engine::State::run_embeds() {
     while (!embeds.empty()) {
+        PendingEmbed& pending = embeds.front();
         if (!model) {
-            emit(ErrorEvent{embeds.front().request_id,
+            emit(ErrorEvent{pending.command.request_id,
                             make_error(ErrorCode::invalid_argument, "no model is loaded: load a model first")});
             embeds.pop_front();
             continue;
         }
+        const bool generating = scheduler != nullptr && !scheduler->idle();
         // Every sequence generating: wait for one to end (the steps go on meanwhile).
-        if (scheduler != nullptr && scheduler->running() >= model->max_sequences()) return;
-        Result<EmbeddingsEvent> done = embed(embeds.front());
-        const uint64_t id = embeds.front().request_id;
-        embeds.pop_front();
-        if (done) {
-            emit(std::move(done).value());
-        } else {
-            emit(ErrorEvent{id, done.error()});
+        if (generating && scheduler->running() >= model->max_sequences()) return;
+        Result<bool> finished = embed_next(pending);
+        if (!finished) {
+            emit(ErrorEvent{pending.command.request_id, finished.error()});
+            embeds.pop_front();
+        } else if (*finished) {
+            emit(std::move(pending.done));
+            embeds.pop_front();
         }
+        if (generating) return;  // a step before the next input
     }
 }
 
-Result<EmbeddingsEvent> Engine::State::embed(const EmbedCommand& command) {
-    EmbeddingsEvent out;
-    out.request_id = command.request_id;
-    const EmbeddingPooling pooling = command.pooling.value_or(default_pooling(model->summary().info));
+// Embeds the next input of `pending`; true when it was the last.
+Result<bool> Engine::State::embed_next(PendingEmbed& pending) {
+    const EmbedCommand& command = pending.command;
     const size_t n = command.inputs.size() + command.token_inputs.size();
     if (n == 0) return make_error(ErrorCode::invalid_argument, "nothing to embed: no input was given");
-    for (size_t i = 0; i < n; ++i) {
-        const std::vector<TokenId> tokens = i < command.inputs.size()
-                                                ? model->tokenizer().tokenize(command.inputs[i], true, false)
-                                                : command.token_inputs[i - command.inputs.size()];
-        for (TokenId t : tokens) {
-            if (t < 0 || static_cast<uint32_t>(t) >= model->summary().n_vocab) {
-                return make_error(ErrorCode::invalid_argument,
-                                  fmt::format("input {}: token id {} is not in the model's vocabulary of {}", i, t,
-                                              model->summary().n_vocab));
-            }
+    const size_t i = pending.done.vectors.size();
+    const std::vector<TokenId> tokens = i < command.inputs.size()
+                                            ? model->tokenizer().tokenize(command.inputs[i], true, false)
+                                            : command.token_inputs[i - command.inputs.size()];
+    for (TokenId t : tokens) {
+        if (t < 0 || static_cast<uint32_t>(t) >= model->summary().n_vocab) {
+            return make_error(ErrorCode::invalid_argument,
+                              fmt::format("input {}: token id {} is not in the model's vocabulary of {}", i, t,
+                                          model->summary().n_vocab));
         }
-        Result<std::vector<float>> vector = model->embed(tokens, pooling, command.normalize);
-        if (!vector) {
-            return make_error(vector.error().code,
-                              n == 1 ? vector.error().message : fmt::format("input {}: {}", i, vector.error().message));
-        }
-        out.prompt_tokens += tokens.size();
-        out.vectors.push_back(std::move(vector).value());
     }
-    return out;
+    const EmbeddingPooling pooling = command.pooling.value_or(default_pooling(model->summary().info));
+    Result<std::vector<float>> vector = model->embed(tokens, pooling, command.normalize);
+    if (!vector) {
+        return make_error(vector.error().code,
+                          n == 1 ? vector.error().message : fmt::format("input {}: {}", i, vector.error().message));
+    }
+    pending.done.prompt_tokens += tokens.size();
+    pending.done.vectors.push_back(std::move(vector).value());
+    return pending.done.vectors.size() == n;
 }
 
 void Engine::State::generate(const GenerateCommand& command, uint64_t seq) {

@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "powerhouse/engine.h"
 #include "powerhouse/generation.h"
 #include "powerhouse/model.h"
+#include "powerhouse/synth.h"
 #include "support/engine_runs.h"
 #include "support/test_support.h"
 
@@ -157,18 +159,24 @@ TEST(Embeddings, TheEngineEmbedsBesideAGenerationThatGoesOnUnchanged) {
     story.settings.max_tokens = 40;
     story.settings.ignore_eos = true;
     story.settings.sampling.temperature = 0;
+    // Eight inputs (two texts four times), an input at a time between the story's steps.
+    size_t tokens_before_embedded = 0;
     const auto run_story = [&](bool with_embeddings) {
         engine.submit(story);
         if (with_embeddings) {
             EmbedCommand embed;
             embed.request_id = 2;
-            embed.inputs = {"The quick brown fox jumps over the lazy dog.", "Paris is the capital of France."};
+            for (int i = 0; i < 4; ++i) {
+                embed.inputs.push_back("The quick brown fox jumps over the lazy dog.");
+                embed.inputs.push_back("Paris is the capital of France.");
+            }
             engine.submit(embed);
         }
         std::vector<TokenId> ids;
         std::optional<EmbeddingsEvent> embedded;
         const std::vector<EngineEvent> events = test::events_until(engine, [&](const EngineEvent& e) {
             if (const auto* em = std::get_if<EmbeddingsEvent>(&e)) embedded = *em;
+            if (std::holds_alternative<TokenEvent>(e) && !embedded) ++tokens_before_embedded;
             if (const auto* d = std::get_if<DoneEvent>(&e)) ids = d->generated_ids;
             if (const auto* err = std::get_if<ErrorEvent>(&e)) ADD_FAILURE() << err->error.message;
             return !ids.empty() && (embedded || !with_embeddings);
@@ -176,17 +184,21 @@ TEST(Embeddings, TheEngineEmbedsBesideAGenerationThatGoesOnUnchanged) {
         return std::make_pair(ids, embedded);
     };
     const auto [alone, none] = run_story(false);
+    tokens_before_embedded = 0;
     const auto [beside, embedded] = run_story(true);
     EXPECT_EQ(beside, alone) << "the generation is unchanged";
     ASSERT_TRUE(embedded);
-    ASSERT_EQ(embedded->vectors.size(), 2u);
+    ASSERT_EQ(embedded->vectors.size(), 8u);
     EXPECT_EQ(embedded->request_id, 2u);
+    // The story went on while the inputs were embedded, rather than waiting for all eight.
+    EXPECT_GE(tokens_before_embedded, 3u);
+    for (size_t i = 2; i < 8; ++i) EXPECT_EQ(embedded->vectors[i], embedded->vectors[i % 2]) << "input " << i;
     // The model's default pooling (the file names none: mean), as Model::embed gives it.
     const nlohmann::json& first = fixture().at("cases").at(0);
     ASSERT_EQ(first.at("pooling"), "mean");
     EXPECT_GT(cosine(embedded->vectors[0], first.at("embedding").get<std::vector<double>>()), 0.998);
     EXPECT_EQ(embedded->prompt_tokens,
-              first.at("prompt_ids").size() + fixture().at("cases").at(3).at("prompt_ids").size());
+              4 * (first.at("prompt_ids").size() + fixture().at("cases").at(3).at("prompt_ids").size()));
 
     // No input, and ids outside the vocabulary, are errors of that request.
     EmbedCommand nothing;
@@ -206,6 +218,60 @@ TEST(Embeddings, TheEngineEmbedsBesideAGenerationThatGoesOnUnchanged) {
     EXPECT_NE(errors[0].error.message.find("no input"), std::string::npos) << errors[0].error.message;
     EXPECT_EQ(errors[1].request_id, 4u);
     EXPECT_NE(errors[1].error.message.find("999999"), std::string::npos) << errors[1].error.message;
+}
+
+// Commands run in the order given: embeddings asked before a load are the former model's,
+// even when they were waiting for a sequence that a generation held.
+TEST(Embeddings, EmbeddingsAskedBeforeALoadAreTheFormerModels) {
+    if (!std::filesystem::exists(test::test_model_path())) GTEST_SKIP() << "no test model";
+    test::TempDir dir;
+    SynthOptions so;
+    so.preset = "smollm2-135m";  // the same vocabulary and width, random weights
+    so.type = "q8_0";
+    so.n_layer = 2;
+    so.n_ctx = 512;
+    so.output = dir / "other.gguf";
+    ASSERT_TRUE(synthesize_model(so));
+    Engine engine;
+    ModelOptions o = two_threads();
+    o.max_sequences = 1;  // the generation holds the only sequence
+    engine.submit(LoadCommand{test::test_model_path(), o});
+    ASSERT_TRUE(std::holds_alternative<LoadedEvent>(test::events_until(engine, [](const EngineEvent& e) {
+                                                        return std::holds_alternative<LoadedEvent>(e) ||
+                                                               std::holds_alternative<ErrorEvent>(e);
+                                                    }).back()));
+    EmbedCommand embed;
+    embed.request_id = 1;
+    embed.inputs = {"Paris is the capital of France."};
+    engine.submit(embed);
+    const EngineEvent first =
+        test::events_until(engine, [](const EngineEvent& e) {
+            return std::holds_alternative<EmbeddingsEvent>(e) || std::holds_alternative<ErrorEvent>(e);
+        }).back();
+    ASSERT_TRUE(std::holds_alternative<EmbeddingsEvent>(first));
+    const std::vector<float> alone = std::get<EmbeddingsEvent>(first).vectors.at(0);
+
+    GenerateCommand story;
+    story.request_id = 2;
+    story.raw_prompt = "Once upon a time";
+    story.settings.max_tokens = 400;
+    story.settings.ignore_eos = true;
+    engine.submit(story);
+    test::events_until(engine, [](const EngineEvent& e) {
+        return std::holds_alternative<TokenEvent>(e) || std::holds_alternative<ErrorEvent>(e);
+    });  // the story holds the sequence now
+    embed.request_id = 3;
+    engine.submit(embed);
+    engine.submit(LoadCommand{so.output, o});
+    std::optional<EmbeddingsEvent> waited;
+    test::events_until(engine, [&](const EngineEvent& e) {
+        if (const auto* em = std::get_if<EmbeddingsEvent>(&e)) waited = *em;
+        if (const auto* err = std::get_if<ErrorEvent>(&e)) ADD_FAILURE() << err->error.message;
+        return std::holds_alternative<LoadedEvent>(e) || std::holds_alternative<ErrorEvent>(e);
+    });
+    ASSERT_TRUE(waited) << "given before the load was done";
+    EXPECT_EQ(waited->request_id, 3u);
+    EXPECT_EQ(waited->vectors.at(0), alone) << "the model it was asked of";
 }
 
 }  // namespace
