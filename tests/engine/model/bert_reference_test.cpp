@@ -307,5 +307,40 @@ TEST(BertModel, SynthPresetsHaveTheRealShapes) {
     }
 }
 
+// A synthetic bge-small loads with its WordPiece tokenizer and embeds text: [CLS] first and
+// [SEP] last, one unit vector of 384 values, the same for the same text, and (CLS pooling, a
+// non-causal encoder) a different one when only a later word changes.
+TEST(BertModel, SynthBgeSmallEmbedsText) {
+    test::TempDir dir;
+    SynthOptions options;
+    options.preset = "bge-small";
+    options.type = "q8_0";
+    options.n_layer = 2;
+    options.output = dir / "bge-small.gguf";
+    options.threads = 2;
+    ASSERT_TRUE(synthesize_model(options).ok());
+    ModelOptions load_options;
+    load_options.n_threads = 2;
+    load_options.devices = "auto";  // the CPU, for an encoder
+    Result<Model> model = Model::load(options.output, load_options);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    EXPECT_EQ(model->n_ctx(), 512u);
+    const std::vector<TokenId> ids = model->tokenizer().tokenize("the quick brown fox", true, false);
+    ASSERT_GE(ids.size(), 3u);
+    EXPECT_EQ(ids.front(), 101);  // [CLS]
+    EXPECT_EQ(ids.back(), 102);   // [SEP]
+    Result<std::vector<float>> a = model->embed(ids, default_pooling(model->summary().info));
+    Result<std::vector<float>> again = model->embed(ids, EmbeddingPooling::cls);
+    Result<std::vector<float>> other =
+        model->embed(model->tokenizer().tokenize("the quick brown dog", true, false), EmbeddingPooling::cls);
+    ASSERT_TRUE(a.ok() && again.ok() && other.ok());
+    ASSERT_EQ(a->size(), 384u);
+    double norm = 0;
+    for (float v : *a) norm += double{v} * v;
+    EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-5);
+    EXPECT_EQ(*a, *again);
+    EXPECT_LT(cosine(*a, std::vector<double>(other->begin(), other->end())), 0.9999);
+}
+
 }  // namespace
 }  // namespace powerhouse
