@@ -75,6 +75,8 @@ nlohmann::json to_json(const ModelInfo& info, const TemplateFacts& facts, const 
         {"tokenizer_model", info.tokenizer_model},
         {"tokenizer_pre", info.tokenizer_pre},
         {"has_chat_template", info.has_chat_template},
+        {"embedding_only", info.embedding_only},
+        {"pooling", info.pooling},
         {"chat_template_note", facts.note},
         {"tool_call_format", facts.tool_format},
         {"has_thinking_switch", facts.thinking_switch},
@@ -107,12 +109,19 @@ void print_text(const ModelInfo& info, const TemplateFacts& facts, const MemoryE
     row("vocabulary", fmt::format("{} tokens, tokenizer {}{}", info.n_vocab,
                                   info.tokenizer_model.empty() ? "(none)" : info.tokenizer_model,
                                   info.tokenizer_pre.empty() ? "" : " / " + info.tokenizer_pre));
-    const char* has_template = info.has_chat_template ? "yes" : "no";
-    row("chat template", facts.note.empty() ? has_template : fmt::format("{} ({})", has_template, facts.note));
-    row("tool calls", std::string(facts.tool_format));
-    row("thinking switch", facts.thinking_switch ? "yes (enable_thinking: --no-think turns thinking off)" : "no");
-    row("reasoning effort",
-        facts.reasoning_effort ? "yes (reasoning_effort: --reasoning-effort low|medium|high)" : "no");
+    if (info.embedding_only) {
+        // An encoder has no chat: what a template would say does not apply.
+        row("use", fmt::format("embeddings only (pooling: {}): `embed`, or POST /v1/embeddings on `serve`; it "
+                               "writes no text",
+                               info.pooling.empty() ? "mean" : info.pooling));
+    } else {
+        const char* has_template = info.has_chat_template ? "yes" : "no";
+        row("chat template", facts.note.empty() ? has_template : fmt::format("{} ({})", has_template, facts.note));
+        row("tool calls", std::string(facts.tool_format));
+        row("thinking switch", facts.thinking_switch ? "yes (enable_thinking: --no-think turns thinking off)" : "no");
+        row("reasoning effort",
+            facts.reasoning_effort ? "yes (reasoning_effort: --reasoning-effort low|medium|high)" : "no");
+    }
     row("memory", fmt::format("{} at context {} = weights {} + KV cache {} ({})", format_bytes(memory.total_bytes()),
                               memory.n_ctx, format_bytes(memory.weight_bytes), format_bytes(memory.kv_cache_bytes),
                               kv_cache_type_name(memory.kv_type)));

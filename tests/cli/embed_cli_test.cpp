@@ -166,5 +166,40 @@ TEST(CliEmbed, BadInputsAreNamed) {
     EXPECT_TRUE(test::contains(pooling.err, "--pooling")) << pooling.err;
 }
 
+// An encoder (a synthetic bge-small: BERT, CLS pooling): `info` says what it is for instead of
+// chat template facts, `embed` embeds with its CLS row, and `generate` refuses it by name.
+TEST(CliEmbed, AnEncoderEmbedsAndSaysItWritesNoText) {
+    test::TempDir dir;
+    const std::string file = quoted(dir / "bge.gguf");
+    const test::CliRun made = test::run_cli("synth --like bge-small --layers 2 --type q8_0 -o " + file);
+    ASSERT_EQ(made.status, 0) << made.err;
+    const test::CliRun info = test::run_cli("info " + file);
+    ASSERT_EQ(info.status, 0) << info.err;
+    EXPECT_TRUE(test::contains(info.out, "embeddings only (pooling: cls)")) << info.out;
+    EXPECT_FALSE(test::contains(info.out, "chat template")) << info.out;
+    const nlohmann::json facts = nlohmann::json::parse(test::run_cli("info --json " + file).out);
+    EXPECT_EQ(facts.at("embedding_only"), true);
+    EXPECT_EQ(facts.at("pooling"), "cls");
+
+    const std::vector<nlohmann::json> cls =
+        lines_of(test::run_cli("embed -m " + file + " -t 2 -p 'Paris is in France.'"));
+    const std::vector<nlohmann::json> mean =
+        lines_of(test::run_cli("embed -m " + file + " -t 2 --pooling mean -p 'Paris is in France.'"));
+    ASSERT_EQ(cls.size(), 1u);
+    ASSERT_EQ(mean.size(), 1u);
+    EXPECT_EQ(cls[0].at("embedding").size(), 384u);
+    const test::CliRun ids = test::run_cli("tokenize -m " + file, std::string(R"({"text": "Paris is in France."})"));
+    ASSERT_EQ(ids.status, 0) << ids.err;
+    const nlohmann::json tokens = nlohmann::json::parse(ids.out).at("ids");
+    EXPECT_EQ(cls[0].at("tokens"), tokens.size()) << "[CLS] ... [SEP], as tokenize gives them: " << tokens.dump();
+    EXPECT_EQ(tokens.front(), 101);
+    EXPECT_EQ(tokens.back(), 102);
+    EXPECT_LT(cosine(cls[0].at("embedding"), mean[0].at("embedding")), 0.999) << "the file's pooling, not mean";
+
+    const test::CliRun generate = test::run_cli("generate -m " + file + " -t 2 -p hi");
+    EXPECT_EQ(generate.status, 1);
+    EXPECT_TRUE(test::contains(generate.err, "is an embedding model")) << generate.err;
+}
+
 }  // namespace embed_cli_test
 }  // namespace powerhouse
