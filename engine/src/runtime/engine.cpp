@@ -536,8 +536,8 @@ Result<void> Engine::State::start_generation(const GenerateCommand& command, Don
     }
     if (model->summary().info.embedding_only) {
         return make_error(ErrorCode::unsupported,
-                          fmt::format("{} is an embedding model: it makes embeddings (POST /v1/embeddings), not text; "
-                                      "load a chat model to generate",
+                          fmt::format("{} is an embedding model: it makes embeddings (POST /v1/embeddings, "
+                                      "powerhouse-cli embed), not text; load a chat model to generate",
                                       model->summary().name));
     }
     if (started.count(command.request_id) != 0) {

@@ -200,7 +200,8 @@ TEST(BertModel, TheEngineEmbedsAndRefusesToGenerate) {
     ASSERT_TRUE(refused && std::holds_alternative<ErrorEvent>(*refused));
     const Error& error = std::get<ErrorEvent>(*refused).error;
     EXPECT_EQ(error.code, ErrorCode::unsupported);
-    EXPECT_NE(error.message.find("bert-f32 is an embedding model: it makes embeddings (POST /v1/embeddings), not text"),
+    EXPECT_NE(error.message.find("bert-f32 is an embedding model: it makes embeddings (POST /v1/embeddings, "
+                                 "powerhouse-cli embed), not text"),
               std::string::npos)
         << error.message;
 
