@@ -109,7 +109,8 @@ public:
         return {};
     }
     // The head's ops before the output projection on the given rows: the final norm's
-    // output, n_embd floats per row (what embeddings pool), valid until the next call.
+    // output, n_embd floats per row (what embeddings pool), valid until the next call. An
+    // encoder has no head: its rows are the last layer's.
     virtual Result<std::span<const float>> head_hidden(std::span<const int> rows) = 0;
     // What the stage holds and how long it has worked.
     virtual DeviceUsage usage() const = 0;

@@ -85,7 +85,8 @@ struct BoundWeight {
     // matmul: `rows` rows of `in` elements, the first at `data`, rows `row_stride` bytes apart
     // in the file (the full row): rows for a column-parallel product (full input, split
     // output), columns for a row-parallel one (split input, full output), whose partial
-    // results are then all-reduced.
+    // results are then all-reduced. add_row: its whole table (`rows` rows of `in` elements),
+    // in any type the backend reads.
     GgmlType type = GgmlType::f32;
     const std::byte* data = nullptr;
     int64_t in = 0;
