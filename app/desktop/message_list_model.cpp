@@ -1,5 +1,8 @@
 #include "message_list_model.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QStringList>
 
 #include <algorithm>
@@ -44,6 +47,23 @@ QString MessageListModel::statsText(const powerhouse::store::MessageStats& stats
     return text;
 }
 
+QString MessageListModel::toolCallsText(const std::string& toolCalls) {
+    if (toolCalls.empty()) return {};
+    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(toolCalls));
+    QStringList lines;
+    for (const QJsonValue& call : doc.array()) {
+        const QJsonObject function = call.toObject().value(QLatin1String("function")).toObject();
+        const QJsonValue arguments = function.value(QLatin1String("arguments"));
+        // OpenAI sends the arguments as JSON text; some servers as an object.
+        const QString args = arguments.isString() ? arguments.toString()
+                             : arguments.isObject()
+                                 ? QString::fromUtf8(QJsonDocument(arguments.toObject()).toJson(QJsonDocument::Compact))
+                                 : QString();
+        lines << QStringLiteral("Called %1(%2)").arg(function.value(QLatin1String("name")).toString(), args);
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
 void MessageListModel::setElectricityPrice(double pricePerKwh) {
     if (pricePerKwh == m_price) return;
     m_price = pricePerKwh;
@@ -76,6 +96,8 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
         case BlocksRole: return QVariant::fromValue<QObject*>(blocks(index.row()));
         case ReasoningRole:
             return QString::fromStdString(m.reasoning);
+        case ToolCallsRole:
+            return toolCallsText(m.tool_calls);
         case RecoveryRole: {
             QStringList lines;
             for (const powerhouse::store::MessageRecovery& r : m.stats.recoveries) {
@@ -90,7 +112,8 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
 QHash<int, QByteArray> MessageListModel::roleNames() const {
     return {{IdRole, "messageId"},       {RoleRole, "role"},         {ContentRole, "content"},
             {StateRole, "messageState"}, {StatsRole, "stats"},       {ErrorRole, "error"},
-            {BlocksRole, "blocks"},      {RecoveryRole, "recovery"}, {ReasoningRole, "reasoning"}};
+            {BlocksRole, "blocks"},      {RecoveryRole, "recovery"}, {ReasoningRole, "reasoning"},
+            {ToolCallsRole, "toolCalls"}};
 }
 
 void MessageListModel::setMessages(std::vector<Message> messages) {
@@ -143,9 +166,9 @@ void MessageListModel::update(const Message& message) {
     }
     old = message;
     const QModelIndex i = index(row);
-    emit dataChanged(
-        i, i,
-        {Qt::DisplayRole, IdRole, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, RecoveryRole, ReasoningRole});
+    emit dataChanged(i, i,
+                     {Qt::DisplayRole, IdRole, RoleRole, ContentRole, StateRole, StatsRole, ErrorRole, RecoveryRole,
+                      ReasoningRole, ToolCallsRole});
 }
 
 void MessageListModel::removeFrom(int row) {

@@ -29,6 +29,8 @@ public:
     // RecoveryRole: where the answer went on after a device failed under it, a line per
     // recovery ("Continued on CPU (8 threads) after GPU 1 failed at token 37: ..."), or "".
     // ReasoningRole: the answer's reasoning as plain text, "" when it has none.
+    // ToolCallsRole: the tools an (imported) answer called, a line per call (toolCallsText),
+    // "" for none.
     enum Role {
         IdRole = Qt::UserRole + 1,
         RoleRole,
@@ -38,7 +40,8 @@ public:
         ErrorRole,
         BlocksRole,
         RecoveryRole,
-        ReasoningRole
+        ReasoningRole,
+        ToolCallsRole
     };
 
     // A message's state (StateRole, as an int; store::MessageState's). QML reads them as
@@ -71,6 +74,9 @@ public:
     // some " · 812 of 840 prompt tokens from cache", and where measured
     // " · 84.0 J (0.70 J/token, 0.06 per M tokens)"; the cost needs a price per kWh (> 0).
     static QString statsText(const powerhouse::store::MessageStats& stats, double pricePerKwh = 0);
+    // The tools an answer called (store::Message::tool_calls, OpenAI's JSON array), a line
+    // per call: "Called get_weather({"city": "Paris"})"; "" for none or unreadable JSON.
+    static QString toolCallsText(const std::string& toolCalls);
     // The electricity price the statistics quote costs at (0: none).
     void setElectricityPrice(double pricePerKwh);
 

@@ -29,6 +29,9 @@ Item {
     required property QtObject blocks
     // A reasoning model's thinking, apart from the content; empty for most answers.
     required property string reasoning
+    // The tools an imported answer called, a line per call ("Called get_weather({...})");
+    // empty for the app's own answers, which call none.
+    required property string toolCalls
 
     readonly property bool fromUser: role === "user"
     readonly property bool streaming: messageState === MessageListModel.Streaming
@@ -203,6 +206,20 @@ Item {
                 Accessible.name: text
                 Layout.fillWidth: true
             }
+        }
+
+        // What an imported answer did besides its text: the tools it called.
+        Label {
+            objectName: "toolCallsNote"
+            visible: !root.fromUser && root.toolCalls.length > 0
+            text: root.toolCalls
+            color: Theme.textMuted
+            font.family: Theme.monoFont
+            font.pixelSize: Theme.smallFontSize
+            wrapMode: Text.Wrap
+            Accessible.name: text
+            Layout.fillWidth: true
+            Layout.leftMargin: Theme.spacing
         }
 
         // Statistics and actions; they wrap onto a second line when the column is narrow.

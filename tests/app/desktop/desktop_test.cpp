@@ -172,6 +172,33 @@ TEST(MarkdownBlocks, AnAnswerStillStreamingHasAnOpenBlock) {
     EXPECT_EQ(empty[0], (MarkdownBlock{Kind::code, "", "sh", true}));
 }
 
+// An imported answer's tool calls (store::Message::tool_calls, OpenAI's array) as the chat
+// shows them: a line per call with its arguments; nothing for none or for JSON that is no
+// array of calls.
+TEST(MessageListModel, AnImportedAnswerShowsTheToolsItCalled) {
+    EXPECT_EQ(
+        MessageListModel::toolCallsText(
+            R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}},)"
+            R"({"function":{"name":"get_time","arguments":{"zone":"UTC"}}},{"function":{"name":"ping"}}])"),
+        "Called get_weather({\"city\": \"Paris\"})\nCalled get_time({\"zone\":\"UTC\"})\nCalled ping()");
+    EXPECT_EQ(MessageListModel::toolCallsText(""), "");
+    EXPECT_EQ(MessageListModel::toolCallsText("{not json"), "");
+
+    MessageListModel model;
+    powerhouse::store::Message call;
+    call.id = 7;
+    call.role = "assistant";
+    call.tool_calls = R"([{"function":{"name":"get_weather","arguments":"{}"}}])";
+    powerhouse::store::Message plain;
+    plain.id = 8;
+    plain.role = "assistant";
+    plain.content = "Sunny.";
+    model.setMessages({call, plain});
+    EXPECT_EQ(model.data(model.index(0), MessageListModel::ToolCallsRole).toString(), "Called get_weather({})");
+    EXPECT_EQ(model.data(model.index(1), MessageListModel::ToolCallsRole).toString(), "");
+    EXPECT_EQ(model.roleNames().value(MessageListModel::ToolCallsRole), "toolCalls");
+}
+
 TEST(MessageListModel, StatisticsShowEnergyPerTokenAndItsCost) {
     powerhouse::store::MessageStats stats;
     stats.generated_tokens = 100;

@@ -10,9 +10,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "chat_controller.h"
 #include "conversation_list_model.h"
 #include "conversation_transfer.h"
 #include "desktop_test_support.h"
+#include "engine_client.h"
+#include "message_list_model.h"
 #include "store/store.h"
 #include "store/transfer.h"
 #include "support/test_support.h"
@@ -101,6 +104,37 @@ TEST(ConversationTransfer, ExportsAndImportsThroughFilesAndSaysHowItWent) {
     EXPECT_EQ(store.conversation(imported[0][0].toLongLong())->title, "Paths/and: names");
     EXPECT_EQ(messages.size(), 3);
     EXPECT_EQ(drained, 3);
+}
+
+// An OpenAI-style chat whose assistant turn only called tools ("content": null with
+// "tool_calls") comes in through the app's import, and the chat shows that turn's calls
+// where its text would be; a null content without tool calls is refused, naming the message.
+TEST(ConversationTransfer, AnAnswerThatOnlyCalledToolsIsImportedAndShown) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    ConversationTransfer transfer(store);
+    powerhouse::test::write_file(dir / "tools.json", R"([{"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "assistant", "content": "Sunny."}])");
+    QSignalSpy imported(&transfer, &ConversationTransfer::imported);
+    ASSERT_TRUE(transfer.importConversations(fileUrl(dir / "tools.json"))) << transfer.message().toStdString();
+    ASSERT_EQ(imported.size(), 1);
+    EngineClient engine;
+    ChatController chat(store, engine);
+    chat.selectConversation(imported[0][0].toLongLong());
+    const MessageListModel& shown = *chat.messages();
+    ASSERT_EQ(shown.rowCount(), 3);
+    EXPECT_EQ(shown.data(shown.index(1), MessageListModel::ContentRole).toString(), "");
+    EXPECT_EQ(shown.data(shown.index(1), MessageListModel::ToolCallsRole).toString(),
+              "Called get_weather({\"city\": \"Paris\"})");
+    EXPECT_EQ(shown.data(shown.index(2), MessageListModel::ToolCallsRole).toString(), "");
+
+    powerhouse::test::write_file(dir / "null.json", R"([{"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": null}])");
+    EXPECT_FALSE(transfer.importConversations(fileUrl(dir / "null.json")));
+    EXPECT_TRUE(transfer.message().contains("[1].content: null, and the message calls no tools"))
+        << transfer.message().toStdString();
 }
 
 TEST(ConversationTransfer, RefusalsChangeNothing) {

@@ -51,6 +51,7 @@ Item {
             stats: "10.0 tokens/s · 5 ms to first token · 40 tokens"
             error: ""
             recovery: "Continued on CPU (8 threads) after GPU 1 failed at token 37: Xid 79, fell off the bus"
+            toolCalls: ""
             content: "The whole answer."
             reasoning: ""
             blocks: ListModel {

@@ -25,6 +25,7 @@ Item {
             stats: "10.0 tokens/s · 5 ms to first token · 30 tokens"
             error: ""
             recovery: ""
+            toolCalls: ""
             content: "Hello there!"
             reasoning: "The user greets me; greet them back."
             // The roles of the app's MessageBlocksModel, which QML cannot make.

@@ -43,6 +43,7 @@ Item {
             stats: "10.0 tokens/s · 5 ms to first token · 3 tokens"
             error: ""
             recovery: ""
+            toolCalls: ""
             content: "Here:\n```python\nprint(1)\n```\nDone."
             reasoning: ""
             // The roles of the app's MessageBlocksModel, which QML cannot make.
@@ -372,6 +373,23 @@ Item {
             compare(label.text, "10.0 tokens/s · 5 ms to first token · 3 tokens")
             partial.stats = ""
             verify(!label.visible)
+        }
+
+        // An imported answer that only called tools (OpenAI's null content with tool_calls)
+        // shows the calls, not an empty bubble; the app's own answers call none.
+        function test_an_answer_that_called_tools_shows_them() {
+            const message = createTemporaryObject(messageComponent, root, {
+                content: "", blocks: noBlocks, stats: "",
+                toolCalls: "Called get_weather({\"city\": \"Paris\"})\nCalled get_time({})"
+            })
+            const note = findChild(message, "toolCallsNote")
+            verify(note.visible)
+            compare(note.text, "Called get_weather({\"city\": \"Paris\"})\nCalled get_time({})")
+            compare(note.Accessible.name, note.text)
+            waitForRendering(message)
+            verify(note.height > 0)
+            const plain = createTemporaryObject(messageComponent, root)
+            verify(!findChild(plain, "toolCallsNote").visible)
         }
 
         // At the smallest window the GPU dashboard does not fit beside the conversations and
