@@ -443,7 +443,7 @@ Result<void> Scheduler::step() {
         running_.clear();
         return {};
     }
-    // Guesses once the step's takes are settled (a pause above plans them again).
+    // Guesses once the step's takes are settled, after any pause above.
     plan_drafts(avail, budget);
 
     std::vector<BatchRow> rows;
