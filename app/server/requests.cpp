@@ -36,6 +36,9 @@ ApiError engine_error(const Error& e) {
             return ApiError{400, e.message, "invalid_request_error", std::nullopt,
                             e.code == ErrorCode::context_full ? std::optional<std::string>("context_length_exceeded")
                                                               : std::nullopt};
+        case ErrorCode::unsupported:
+            // The request asks what the model cannot do (text of an embedding model).
+            return ApiError{400, e.message, "invalid_request_error", std::nullopt, std::string("model_not_supported")};
         case ErrorCode::device_failed:
             // The server's trouble, not the request's: 503, which a client may try again later.
             return ApiError{503, e.message, "server_error", std::nullopt, std::string("device_failed")};

@@ -25,6 +25,7 @@ import jsonschema
 import openai
 
 from serve_harness import ARGS, Server, ServedTestCase, ask, main
+from serve_process import start_serve
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
 
@@ -380,6 +381,42 @@ class Features(ServedTestCase):
             text = r.read().decode()
         self.assertIn("# TYPE powerhouse_generation_tokens_per_second gauge", text)
         self.assertIn("powerhouse_sequences_waiting ", text)
+
+
+class EmbeddingModel(unittest.TestCase):
+    """A BERT encoder (a synthetic bge-small): /v1/embeddings answers with its CLS vectors, as
+    `powerhouse-cli embed` gives them; asked for text, the server says it is an embedding
+    model, with a 400, streamed or not."""
+
+    def test_an_embedding_model_embeds_and_refuses_to_chat(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bge.gguf")
+            subprocess.run([ARGS.cli, "synth", "--like", "bge-small", "--layers", "2", "--type", "q8_0", "-o", path],
+                           check=True, capture_output=True)
+            proc, model, base = start_serve(ARGS.cli, path)
+            api = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
+            try:
+                texts = ["Paris is the capital of France.", "The quick brown fox."]
+                got = api.embeddings.create(model=model, input=texts, encoding_format="float")
+                self.assertEqual([len(d.embedding) for d in got.data], [384, 384])
+                embed = subprocess.run([ARGS.cli, "embed", "-m", path, "-t", "2", "-p", texts[0], "-p", texts[1]],
+                                       check=True, capture_output=True, text=True).stdout.splitlines()
+                for d, line in zip(got.data, embed):
+                    cli = json.loads(line)["embedding"]
+                    dot = sum(a * b for a, b in zip(d.embedding, cli))
+                    self.assertGreater(dot, 0.99999, "the server's vector is embed's")
+                self.assertEqual(got.usage.prompt_tokens, sum(json.loads(l)["tokens"] for l in embed))
+                for stream in (False, True):
+                    with self.subTest(stream=stream), self.assertRaises(openai.BadRequestError) as refused:
+                        api.chat.completions.create(model=model, messages=ask("hi"), stream=stream)
+                    self.assertIn("is an embedding model", str(refused.exception))
+            finally:
+                api.close()
+                proc.terminate()
+                self.assertEqual(proc.wait(timeout=30), 0)
+                proc.stdout.close()
+                proc.stderr.close()
 
 
 class Telemetry(unittest.TestCase):
