@@ -199,6 +199,7 @@ TEST(CliEmbed, AnEncoderEmbedsAndSaysItWritesNoText) {
     const test::CliRun generate = test::run_cli("generate -m " + file + " -t 2 -p hi");
     EXPECT_EQ(generate.status, 1);
     EXPECT_TRUE(test::contains(generate.err, "is an embedding model")) << generate.err;
+    EXPECT_FALSE(test::contains(generate.err, "chat template")) << "no note on a template it never uses";
 }
 
 }  // namespace embed_cli_test

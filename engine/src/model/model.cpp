@@ -397,7 +397,8 @@ Result<Model> Model::load(const std::filesystem::path& path, const ModelOptions&
     summary.expected_tokens_per_second = plan->tokens_per_second;
     summary.devices = with_uuids(impl->backend->devices(), impl->devices, impl->plan);
     summary.has_chat_template = impl->template_info.chat_template.has_value();
-    summary.template_note = impl->chat_template.note;
+    // An embedding model never chats: the stand-in template would be no news to anyone.
+    if (!impl->hparams.embedding_only) summary.template_note = impl->chat_template.note;
     const std::string_view source = impl->chat_template.chat_template.source();
     summary.has_thinking_switch = template_uses_variable(source, "enable_thinking");
     summary.has_reasoning_effort = template_uses_variable(source, "reasoning_effort");
