@@ -45,6 +45,7 @@ ChatController::ChatController(powerhouse::store::Store& store, EngineClient& en
         m_localThinkingSwitch = summary.value("hasThinkingSwitch").toBool();
         m_localReasoningEffort = summary.value("hasReasoningEffort").toBool();
         m_templateNote = summary.value("templateNote").toString();
+        m_localEmbeddingOnly = summary.value("embeddingOnly").toBool();
         m_draftModelName = summary.value("draftName").toString();
         rememberSwitches(m_localName, {m_localThinkingSwitch, m_localReasoningEffort});
         emit templateSwitchesChanged();  // also while a remote model answers: a conversation's may be this one
@@ -341,6 +342,7 @@ void ChatController::loadModel(const QString& path, powerhouse::ModelOptions opt
     m_remoteTarget.reset();
     m_localThinkingSwitch = m_localReasoningEffort = false;  // until the new model says
     m_templateNote.clear();
+    m_localEmbeddingOnly = false;
     m_draftModelName.clear();
     // Another model, or the same on other devices: what the banner said is over.
     dismissRecovery();
@@ -432,7 +434,18 @@ void ChatController::selectConversation(qint64 id) {
     emit generatingChanged();
 }
 
+QString ChatController::cannotChatReason() const {
+    if (m_remoteTarget || m_modelState != ModelState::Ready || !m_localEmbeddingOnly) return {};
+    return tr("%1 is an embedding model: it makes embeddings for the API server's /v1/embeddings, not chat "
+              "answers. To chat, load a chat model on the Models page.")
+        .arg(m_localName);
+}
+
 bool ChatController::readyToAnswer() {
+    if (const QString reason = cannotChatReason(); !reason.isEmpty()) {
+        showError(reason);
+        return false;
+    }
     if (m_modelState == ModelState::Ready) return true;
     if (m_recovery == Recovery::Failed) return false;  // the banner says why, and what to do
     showError(m_modelState == ModelState::Loading ? tr("The model is still loading; send again when it is ready.")

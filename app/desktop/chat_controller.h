@@ -104,6 +104,11 @@ class ChatController : public QObject {
     // its display name; "" for none, while a remote model answers, and after a device failure
     // (the engine goes on without it).
     Q_PROPERTY(QString draftModelName READ draftModelName NOTIFY modelChanged)
+    // Why the loaded model cannot chat: it is an embedding model (ModelInfo::embedding_only),
+    // loaded for the API server's /v1/embeddings. The chat view says it, the composer's send
+    // is disabled with it, and send() refuses with it; "" when the model can chat (or a
+    // remote model answers, or none is ready).
+    Q_PROPERTY(QString cannotChatReason READ cannotChatReason NOTIFY modelChanged)
 
     // The device-failure banner: what it says, and its kind (None: not shown).
     Q_PROPERTY(Recovery recovery READ recovery NOTIFY recoveryChanged)
@@ -149,6 +154,7 @@ public:
     bool reasoningEffortChoice() const { return templateOffer().effort; }
     QString templateSwitchesNote() const { return templateOffer().note; }
     QString templateNote() const { return m_remoteTarget ? QString() : m_templateNote; }
+    QString cannotChatReason() const;
     QString draftModelName() const { return m_remoteTarget ? QString() : m_draftModelName; }
     // Speculative decoding by prompt lookup (SettingsController::guessTokens): each answer
     // sent from now on guesses up to kGuessedTokens tokens a step from the conversation itself
@@ -288,6 +294,7 @@ private:
     bool m_localThinkingSwitch = false;   // its template reads enable_thinking
     bool m_localReasoningEffort = false;  // ... reasoning_effort
     QString m_templateNote;               // its summary's template_note
+    bool m_localEmbeddingOnly = false;    // it makes embeddings, not text (cannotChatReason)
     QString m_draftModelName;             // the draft model it was loaded with ("": none)
     QString m_loadingDraft;               // the draft model of the load under way ("": none)
     bool m_guessTokens = false;

@@ -43,6 +43,9 @@ QVariantMap summaryMap(const powerhouse::ModelSummary& s) {
             {"toolFormat", static_cast<int>(s.tool_format)},
             {"hasReasoningEffort", s.has_reasoning_effort},
             {"templateNote", QString::fromStdString(s.template_note)},
+            // An encoder (ModelInfo::embedding_only): it serves /v1/embeddings, and the chat
+            // refuses to send to it.
+            {"embeddingOnly", s.info.embedding_only},
             {"devices", devices}};
 }
 

@@ -72,6 +72,8 @@ QVariant ModelListModel::data(const QModelIndex& index, int role) const {
         case OtherAppRole: return powerhouse::catalog::is_other_app(r.record.source);
         case LoadErrorRole:
             return m_loadErrors.value(QString::fromStdString(r.record.path));
+        case EmbeddingOnlyRole:
+            return r.shape != nullptr && r.shape->embedding_only;
         default: return {};
     }
 }
@@ -91,7 +93,8 @@ QHash<int, QByteArray> ModelListModel::roleNames() const {
             {SourceKindRole, "sourceKind"},
             {SourceNameRole, "sourceName"},
             {OtherAppRole, "otherApp"},
-            {LoadErrorRole, "loadError"}};
+            {LoadErrorRole, "loadError"},
+            {EmbeddingOnlyRole, "embeddingOnly"}};
 }
 
 void ModelListModel::setRows(std::vector<Row> rows) {
@@ -272,11 +275,12 @@ void LibraryController::show(const LibraryWorker::Listing& listing) {
         }
         m_models.setRows(std::move(rows));
         refit();
-        // The models a card may offer as its draft: every usable one (draftChoices leaves out
-        // the card's own). A change of usability keeps the row count, so compare the list.
+        // The models a card may offer as its draft: every usable one that writes text (not an
+        // embedding model; draftChoices leaves out the card's own). A change of usability
+        // keeps the row count, so compare the list.
         QVariantList candidates;
         for (const ModelListModel::Row& row : m_models.rows()) {
-            if (!row.record.ok) continue;
+            if (!row.record.ok || (row.shape && row.shape->embedding_only)) continue;
             candidates.append(QVariantMap{{QStringLiteral("path"), QString::fromStdString(row.record.path)},
                                           {QStringLiteral("name"), row.name}});
         }
@@ -443,7 +447,7 @@ QVariantList LibraryController::draftChoices(const QString& path) const {
     QVariantList choices;
     for (const ModelListModel::Row& row : m_models.rows()) {
         const QString candidate = QString::fromStdString(row.record.path);
-        if (!row.record.ok || candidate == path) continue;
+        if (!row.record.ok || (row.shape && row.shape->embedding_only) || candidate == path) continue;
         choices.append(QVariantMap{{QStringLiteral("path"), candidate}, {QStringLiteral("name"), row.name}});
     }
     return choices;

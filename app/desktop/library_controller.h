@@ -63,6 +63,9 @@ public:
         SourceNameRole,  // the other app's name for it ("llama3.2:3b"); empty when it has none
         OtherAppRole,    // another app's download, used in place (forgetting it only hides it)
         LoadErrorRole,   // why its last load failed, until it loads or the user dismisses it; "" for none
+        // An encoder (ModelShape::embedding_only, from the worker's reading of the file): it
+        // makes embeddings for the API server's /v1/embeddings and cannot chat.
+        EmbeddingOnlyRole,
     };
 
     struct Row {
@@ -182,8 +185,8 @@ public:
     // A draft model for one model (model_templates.h: speculative decoding by a small model
     // of the same vocabulary), used from its next load. draftModel: its path, "" for none.
     // draftChoices: the models of the library that could be one, [{path, name}] (the usable
-    // ones but the model itself). setDraftModel("" for none): false, with `error` saying why,
-    // if it cannot be kept.
+    // ones but embedding models and the model itself). setDraftModel("" for none): false,
+    // with `error` saying why, if it cannot be kept.
     int draftModelsRevision() const { return m_draftModelsRevision; }
     int draftChoicesRevision() const { return m_draftChoicesRevision; }
     Q_INVOKABLE QString draftModel(const QString& path) const;
@@ -223,7 +226,7 @@ private:
     int m_chatTemplatesRevision = 0;
     int m_draftModelsRevision = 0;
     int m_draftChoicesRevision = 0;
-    QVariantList m_draftCandidates;  // every usable model, [{path, name}], as last listed
+    QVariantList m_draftCandidates;  // every usable chat model, [{path, name}], as last listed
     QString m_errorText;
     bool m_errorFromScan = false;  // errorText is a failed refresh's, which the next good one clears
     QString m_message;

@@ -87,6 +87,26 @@ Rectangle {
             }
         }
 
+        // The loaded model makes embeddings (for the API server), not chat answers: said
+        // plainly here, and the composer's send is disabled with the same words.
+        Rectangle {
+            objectName: "cannotChat"
+            visible: root.controller.cannotChatReason.length > 0
+            color: Theme.surface
+            Layout.fillWidth: true
+            implicitHeight: cannotChatWords.implicitHeight + 2 * Theme.spacing
+            Label {
+                id: cannotChatWords
+                objectName: "cannotChatWords"
+                anchors.fill: parent
+                anchors.margins: Theme.spacing
+                text: root.controller.cannotChatReason
+                color: Theme.text
+                wrapMode: Text.Wrap
+                Accessible.name: "This model cannot chat"
+            }
+        }
+
         // A device failed under the model: what happened, and what goes on.
         RecoveryBanner {
             objectName: "recoveryBanner"
@@ -124,7 +144,8 @@ Rectangle {
             Label {
                 anchors.centerIn: parent
                 visible: messages.count === 0
-                text: root.controller.modelState === ChatController.Ready ? "Ask anything." : ""
+                text: root.controller.modelState === ChatController.Ready
+                      && root.controller.cannotChatReason.length === 0 ? "Ask anything." : ""
                 color: Theme.textMuted
                 font.pixelSize: Theme.fontSize + 4
             }
@@ -133,7 +154,7 @@ Rectangle {
         Composer {
             id: composer
             controller: root.controller
-            blockedReason: root.sendBlockedReason
+            blockedReason: root.sendBlockedReason.length > 0 ? root.sendBlockedReason : root.controller.cannotChatReason
             Layout.fillWidth: true
         }
     }

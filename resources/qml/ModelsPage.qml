@@ -358,6 +358,7 @@ Rectangle {
                         required property bool loaded
                         required property string source
                         required property string loadError
+                        required property bool embeddingOnly
                         objectName: "model" + index
                         width: ListView.view.width
                         implicitHeight: cardColumn.implicitHeight + 2 * Theme.spacing
@@ -416,6 +417,16 @@ Rectangle {
                                 wrapMode: Text.Wrap
                                 Layout.fillWidth: true
                             }
+                            // An encoder: it is loaded for the API server, not for a chat.
+                            Label {
+                                objectName: "embeddingNote"
+                                visible: card.embeddingOnly
+                                text: "Embedding model: makes embeddings for the API server's /v1/embeddings; it does not chat"
+                                color: Theme.text
+                                font.pixelSize: Theme.smallFontSize
+                                wrapMode: Text.Wrap
+                                Layout.fillWidth: true
+                            }
                             RowLayout {
                                 id: templateRow
                                 // Read again when a template is chosen or dropped.
@@ -423,7 +434,7 @@ Rectangle {
                                     root.library.chatTemplatesRevision
                                     return root.library.chatTemplateFile(card.path)
                                 }
-                                visible: card.usable
+                                visible: card.usable && !card.embeddingOnly  // no chat, no template
                                 Layout.fillWidth: true
                                 Label {
                                     objectName: "chatTemplate"
@@ -475,7 +486,7 @@ Rectangle {
                                         list.push({path: draftRow.draft, name: draftRow.draft.split("/").pop()})
                                     return list
                                 }
-                                visible: card.usable
+                                visible: card.usable && !card.embeddingOnly  // it writes no text to guess
                                 Layout.fillWidth: true
                                 Label {
                                     text: "Draft model:"

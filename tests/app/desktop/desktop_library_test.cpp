@@ -11,11 +11,14 @@
 #include <filesystem>
 #include <memory>
 
+#include "chat_controller.h"
 #include "desktop_test_support.h"
 #include "download_controller.h"
+#include "engine_client.h"
 #include "http_test_server.h"
 #include "library/download.h"
 #include "library_controller.h"
+#include "powerhouse/synth.h"
 #include "settings_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
@@ -406,6 +409,77 @@ TEST_F(DownloadControllerTest, AFolderUnderTheNameOrAWebPageForTheFileFailsSayin
     EXPECT_TRUE(status(*d, 1).contains("answered with a web page, not the file")) << status(*d, 1).toStdString();
     EXPECT_FALSE(std::filesystem::exists(library() / "page.gguf"));
     EXPECT_FALSE(std::filesystem::exists(powerhouse::library::part_path(library() / "page.gguf")));
+}
+
+// An embedding model (a synthetic bge-small: a BERT encoder) beside a chat model: the
+// library's reading of its file says it makes embeddings (its card's note), it is offered as
+// no chat model's draft; loaded (for the API server's /v1/embeddings) it loads, and the chat
+// refuses to send to it, saying why, without starting a conversation.
+TEST(LibraryController, AnEmbeddingModelIsListedAsOneAndTheChatRefusesToSendToIt) {
+    powerhouse::test::TempDir dir;
+    Store store = open_store(dir);
+    SettingsController settings(store, {});
+    powerhouse::catalog::Environment nowhere;  // no other apps' downloads
+    nowhere.ollama_service_models = dir / "no-ollama";
+    const auto folder = dir / "models";
+    std::filesystem::create_directories(folder);
+    const auto chat = folder / "chat.gguf";
+    std::filesystem::copy_file(powerhouse::test::test_model_path(), chat);
+    powerhouse::SynthOptions so;
+    so.preset = "bge-small";
+    so.type = "q8_0";
+    so.n_layer = 2;
+    so.output = folder / "bge-small.gguf";
+    so.threads = 2;
+    auto made = powerhouse::synthesize_model(so);
+    ASSERT_TRUE(made) << made.error().message;
+    const QString embedder = QString::fromStdString(so.output.string());
+
+    LibraryController library(store, settings, QString::fromStdString(folder.string()), nullptr, nowhere);
+    library.rescan();
+    waitForScans(library);
+    const ModelListModel& models = *library.models();
+    ASSERT_EQ(models.rowCount(), 2);
+    EXPECT_TRUE(models.roleNames().values().contains("embeddingOnly"));
+    for (int i = 0; i < models.rowCount(); ++i) {
+        const QString path = models.data(models.index(i), ModelListModel::PathRole).toString();
+        EXPECT_TRUE(models.data(models.index(i), ModelListModel::UsableRole).toBool()) << path.toStdString();
+        EXPECT_EQ(models.data(models.index(i), ModelListModel::EmbeddingOnlyRole).toBool(), path == embedder)
+            << path.toStdString();
+    }
+    // Not offered as the chat model's draft: it writes no text to guess.
+    QStringList offered;
+    for (const QVariant& c : library.draftChoices(QStringLiteral("/elsewhere/big.gguf"))) {
+        offered << c.toMap().value("path").toString();
+    }
+    EXPECT_EQ(offered, QStringList{QString::fromStdString(chat.string())});
+
+    // Loaded (the API server's model): it loads, and the chat says it cannot chat with it.
+    EngineClient engine;
+    ChatController controller(store, engine);
+    powerhouse::ModelOptions options;
+    options.n_ctx = 512;
+    options.n_threads = 2;
+    controller.loadModel(embedder, options);
+    ASSERT_TRUE(
+        powerhouse::test::wait_for([&] { return controller.modelState() != ChatController::ModelState::Loading; }));
+    ASSERT_EQ(controller.modelState(), ChatController::ModelState::Ready) << controller.errorText().toStdString();
+    const QString reason = controller.cannotChatReason();
+    EXPECT_TRUE(
+        reason.contains("is an embedding model: it makes embeddings for the API server's /v1/embeddings, "
+                        "not chat answers. To chat, load a chat model on the Models page."))
+        << reason.toStdString();
+    EXPECT_FALSE(controller.send("Hello"));
+    EXPECT_EQ(controller.errorText(), reason);
+    EXPECT_EQ(controller.currentConversationId(), 0) << "no conversation started";
+    EXPECT_FALSE(controller.generating());
+
+    // A chat model loaded after it chats.
+    controller.loadModel(QString::fromStdString(chat.string()), options);
+    ASSERT_TRUE(
+        powerhouse::test::wait_for([&] { return controller.modelState() != ChatController::ModelState::Loading; }));
+    ASSERT_EQ(controller.modelState(), ChatController::ModelState::Ready) << controller.errorText().toStdString();
+    EXPECT_TRUE(controller.cannotChatReason().isEmpty());
 }
 
 }  // namespace

@@ -43,18 +43,19 @@
 #include "engine_client.h"
 #include "engines_controller.h"
 #include "http_test_server.h"
+#include "hub_controller.h"
+#include "hub_test_server.h"
 #include "library_controller.h"
 #include "power_controller.h"
 #include "power_sweep_controller.h"
+#include "powerhouse/synth.h"
 #include "remote/prometheus.h"
 #include "remote_gpu_model.h"
 #include "server_controller.h"
 #include "settings_controller.h"
-#include "hub_controller.h"
-#include "hub_test_server.h"
-#include "welcome_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
+#include "welcome_controller.h"
 
 Q_IMPORT_QML_PLUGIN(PowerhousePlugin)
 
@@ -133,9 +134,8 @@ private:
 };
 
 // Files in testLibrary's folder and its store's model records, for the Models page's tests:
-// a copy of the test model, a file spoilt in place (the same row, no longer usable), and the
-// store refusing the models' records (a refresh that fails), as another program's trigger or
-// a full disk would.
+// a copy of the test model, a synthetic embedding model, a file spoilt in place (the same row, no longer usable), and
+// the store refusing the models' records (a refresh that fails), as another program's trigger or a full disk would.
 class FilesHelper : public QObject {
     Q_OBJECT
 
@@ -151,6 +151,23 @@ public:
         std::filesystem::remove(to);
         std::filesystem::copy_file(powerhouse::test::test_model_path(), to);
         return QString::fromStdString(to.string());
+    }
+    // A synthetic embedding model (bge-small, a BERT encoder, 2 layers) in the library
+    // folder as `name`; its path ("" if it could not be made: the test then fails on it).
+    Q_INVOKABLE QString synthesizeEmbeddingModel(const QString& name) {
+        std::filesystem::create_directories(m_folder.toStdString());
+        powerhouse::SynthOptions so;
+        so.preset = "bge-small";
+        so.type = "q8_0";
+        so.n_layer = 2;
+        so.threads = 2;
+        so.overwrite = true;
+        so.output = std::filesystem::path(m_folder.toStdString()) / name.toStdString();
+        if (auto made = powerhouse::synthesize_model(so); !made) {
+            qWarning("synthesize_model: %s", made.error().message.c_str());
+            return {};
+        }
+        return QString::fromStdString(so.output.string());
     }
     // The file at `path` replaced by a few bytes that are no model.
     Q_INVOKABLE void spoil(const QString& path, const QString& text) {

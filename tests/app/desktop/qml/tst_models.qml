@@ -4,7 +4,8 @@
 // Imports run on the library's worker thread: the page shows them once they are done.
 // What failed shows beside what it concerns: a model's load on its card, a remote engine on
 // its row above the list, a failed refresh of the library above the list, each until
-// dismissed (the refresh also until one succeeds).
+// dismissed (the refresh also until one succeeds). An embedding model says so on its card,
+// and, loaded, in the chat, whose send stays disabled.
 import QtQuick
 import QtQuick.Controls
 import QtTest
@@ -124,6 +125,66 @@ Item {
             testFiles.allowModelWrites()
             findAll(box, "Dismiss")[0].clicked()
             verify(!box.visible)
+            testFiles.remove(file)
+            testLibrary.rescan()
+            tryVerify(() => !testLibrary.scanning, 20000)
+        }
+
+        // An embedding model (a synthetic bge-small) in the library: its card says what it is
+        // for, and offers no chat template or draft model; the chat model's card says nothing
+        // of it. Loaded (its summary says embeddingOnly), the chat view says it cannot chat
+        // and the send button stays disabled, with the reason as the composer's placeholder.
+        function test_5_an_embedding_model_says_so_on_its_card_and_in_the_chat() {
+            const window = mainWindow()
+            window.modelsVisible = true
+            const file = testFiles.synthesizeEmbeddingModel("bge-small.gguf")
+            verify(file.length > 0, "the synthetic model was made")
+            testLibrary.rescan()
+            tryVerify(() => !testLibrary.scanning, 20000)
+            const page = findChild(window.contentItem, "modelList")
+            const cardOf = wanted => {
+                for (let i = 0; i < testLibrary.models.count; ++i) {
+                    const card = findChild(page, "model" + i)
+                    if (card !== null && card.path === wanted) return card
+                }
+                return null
+            }
+            tryVerify(() => cardOf(file) !== null, 5000)
+            const card = cardOf(file)
+            verify(card.usable, card.problem)
+            verify(card.embeddingOnly)
+            const note = findChild(card, "embeddingNote")
+            verify(note.visible)
+            compare(note.text, "Embedding model: makes embeddings for the API server's /v1/embeddings; it does not chat")
+            verify(!findChild(card, "chatTemplate").parent.visible, "no chat template for a model that does not chat")
+            verify(!findChild(card, "draftModel").parent.visible, "no draft model either")
+            for (let i = 0; i < testLibrary.models.count; ++i) {
+                const other = findChild(page, "model" + i)
+                if (other === null || other.path === file) continue
+                verify(!other.embeddingOnly, other.path)
+                verify(!findChild(other, "embeddingNote").visible, other.path)
+            }
+
+            // Loaded for the API server: the chat says it cannot chat, and will not send.
+            window.modelsVisible = false
+            testModel.announceLoaded({displayName: "bge small en v1.5", device: "CPU", embeddingOnly: true})
+            const reason = testController.cannotChatReason
+            verify(reason.indexOf("bge small en v1.5 is an embedding model: ") === 0, reason)
+            const box = findChild(window.contentItem, "cannotChat")
+            tryVerify(() => box.visible)
+            compare(findChild(box, "cannotChatWords").text, reason)
+            const input = findChild(window.contentItem, "composerInput")
+            compare(input.placeholderText, reason)
+            input.text = "Hello"
+            const send = findChild(window.contentItem, "sendButton")
+            verify(!send.enabled, "the send button is disabled")
+            // A chat model loaded again: the note goes and sending is possible.
+            testModel.announceLoaded({displayName: "Plain", device: "CPU"})
+            compare(testController.cannotChatReason, "")
+            verify(!box.visible)
+            verify(send.enabled)
+            input.text = ""
+
             testFiles.remove(file)
             testLibrary.rescan()
             tryVerify(() => !testLibrary.scanning, 20000)
