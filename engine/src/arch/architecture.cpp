@@ -7,9 +7,9 @@ namespace powerhouse::arch {
 namespace {
 
 // The registry: every architecture the engine runs.
-const std::array<const Architecture*, 15> kArchitectures = {&kLlama,   &kQwen2,    &kQwen3,   &kQwen3Moe,   &kGemma3,
-                                                            &kGptOss,  &kPhi3,     &kSmolLm3, &kSeedOss,    &kGlm4,
-                                                            &kGlm4Moe, &kMistral3, &kGranite, &kGraniteMoe, &kBert};
+const std::array<const Architecture*, 16> kArchitectures = {
+    &kLlama,   &kQwen2, &kQwen3,   &kQwen3Moe, &kGemma3,  &kGptOss,     &kPhi3, &kSmolLm3,
+    &kSeedOss, &kGlm4,  &kGlm4Moe, &kMistral3, &kGranite, &kGraniteMoe, &kBert, &kNomicBert};
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // The architectures the engine runs, one file each (llama.cpp, qwen2.cpp, qwen3.cpp,
 // qwen3moe.cpp, gemma3.cpp, gpt_oss.cpp, phi3.cpp, smollm3.cpp, seed_oss.cpp, glm4.cpp,
-// mistral3.cpp, granite.cpp, and the encoder bert.cpp), and the one table that lists
+// mistral3.cpp, granite.cpp, and the encoders bert.cpp and nomic_bert.cpp), and the one table that lists
 // them. An architecture is its GGUF name
 // (`general.architecture`), what it reads from the metadata beyond the hyper-parameters all
 // decoders share (read_hparams reads those first), and how it writes its step program from
@@ -47,6 +47,7 @@ extern const Architecture kGranite;
 extern const Architecture kGraniteMoe;
 extern const Architecture kGlm4Moe;
 extern const Architecture kBert;
+extern const Architecture kNomicBert;
 
 // The architecture named `name`, or null when the engine has none by that name.
 const Architecture* find_architecture(std::string_view name);

@@ -1,6 +1,6 @@
-// The BERT encoder (arch/bert.cpp) against llama.cpp: tiny random-weight BERT models in F32,
-// F16 and Q8_0 and llama.cpp's pooled embeddings (CLS and mean) of five token-id inputs of 1 to
-// 48 tokens, written by scripts/fixtures/make_bert_fixture.py into tests/data/bert.
+// The BERT encoders (arch/bert.cpp, arch/nomic_bert.cpp) against llama.cpp: tiny random-weight
+// models in F32, F16 and Q8_0 and llama.cpp's pooled embeddings (CLS and mean) of five token-id
+// inputs of 1 to 48 tokens, written by scripts/fixtures/make_bert_fixture.py into tests/data/bert.
 //
 // The bound, per input and pooling: cosine similarity of at least 0.99999 (F32, F16) or 0.9995
 // (Q8_0), and the unnormalized sizes within 1%. llama.cpp keeps no KV cache for an encoder and
@@ -13,6 +13,13 @@
 // 0.99992 (q8_0): the bounds leave 15 and 6 times that distance from 1. Causal attention
 // instead of full, pre-norm layers instead of post-norm, or a missing position row give
 // cosines far below them on the inputs of more than one token (each was tried).
+//
+// nomic-bert (arch/nomic_bert.cpp) the same way: tiny random nomic-bert models from
+// make_bert_fixture.py --arch nomic-bert (RoPE instead of a position table, attn_qkv, SwiGLU, no
+// biases), with the same bounds for the same reason. llama.cpp's flash-attention path moves it
+// by 0.9999995 (f32), 0.999997 (f16), 0.99988 (q8_0); the engine measured 0.9999996, 0.9999985
+// and 0.99978. No RoPE (0.62), GPT-J RoPE instead of NeoX (0.54), a base of 10000 instead of
+// the file's 1000 (0.70), or silu on up instead of gate (0.69) fall far below the bounds.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -45,22 +52,40 @@ std::filesystem::path bert_dir() {
     return test::data_dir() / "bert";
 }
 
+json read_manifest(const char* file) {
+    json parsed = json::parse(test::read_file(bert_dir() / file), nullptr, false);
+    return parsed.is_object() ? parsed : json::object({{"models", json::array()}, {"inputs", json::array()}});
+}
+
+// bert_models.json (make_bert_fixture.py) and nomic_bert_models.json (--arch nomic-bert).
 const json& manifest() {
-    static const json data = [] {
-        json parsed = json::parse(test::read_file(bert_dir() / "bert_models.json"), nullptr, false);
-        return parsed.is_object() ? parsed : json::object({{"models", json::array()}, {"inputs", json::array()}});
-    }();
+    static const json data = read_manifest("bert_models.json");
+    return data;
+}
+
+const json& nomic_manifest() {
+    static const json data = read_manifest("nomic_bert_models.json");
     return data;
 }
 
 std::vector<std::string> model_names() {
     std::vector<std::string> names;
-    for (const json& m : manifest().at("models")) names.push_back(m.at("name").get<std::string>());
+    for (const json* m : {&manifest(), &nomic_manifest()}) {
+        for (const json& e : m->at("models")) names.push_back(e.at("name").get<std::string>());
+    }
     return names;
 }
 
+// The manifest that lists model `name`.
+const json& manifest_of(const std::string& name) {
+    for (const json& m : nomic_manifest().at("models")) {
+        if (m.at("name") == name) return nomic_manifest();
+    }
+    return manifest();
+}
+
 const json& entry(const std::string& name) {
-    for (const json& m : manifest().at("models")) {
+    for (const json& m : manifest_of(name).at("models")) {
         if (m.at("name") == name) return m;
     }
     static const json none = json::object();
@@ -90,17 +115,17 @@ class BertReference : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BertReference, EmbeddingsMatchLlamaCpp) {
     const json& e = entry(GetParam());
-    ASSERT_FALSE(e.empty()) << "no model " << GetParam() << " in " << bert_dir() / "bert_models.json";
+    ASSERT_FALSE(e.empty()) << "no model " << GetParam() << " in " << bert_dir();
     Result<Model> model = load(GetParam());
     ASSERT_TRUE(model.ok()) << model.error().message;
-    EXPECT_EQ(model->architecture(), "bert");
+    EXPECT_EQ(model->architecture(), e.value("architecture", std::string("bert")));
     EXPECT_TRUE(model->summary().info.embedding_only);
     const int pooling_type = e.at("pooling_type").get<int>();
     EXPECT_EQ(model->summary().info.pooling, pooling_type == 2 ? "cls" : "mean");
     EXPECT_EQ(default_pooling(model->summary().info),
               pooling_type == 2 ? EmbeddingPooling::cls : EmbeddingPooling::mean);
 
-    const json& inputs = manifest().at("inputs");
+    const json& inputs = manifest_of(GetParam()).at("inputs");
     for (const auto& [pooling_name, pooling] :
          {std::pair<std::string, EmbeddingPooling>{"cls", EmbeddingPooling::cls}, {"mean", EmbeddingPooling::mean}}) {
         const json& want = e.at("embeddings").at(pooling_name);
@@ -223,21 +248,24 @@ TEST(BertModel, TheEngineEmbedsAndRefusesToGenerate) {
 // Encoders run on the CPU for now: the planner refuses a GPU for one with that reason before
 // anything loads, and takes a CPU device.
 TEST(BertModel, ThePlannerRefusesAGpuWithTheReason) {
-    Result<ModelShape> shape = read_model_shape(bert_dir() / "bert-f32.gguf");
-    ASSERT_TRUE(shape.ok()) << shape.error().message;
-    EXPECT_TRUE(shape->embedding_only);
-    Result<std::vector<DeviceDesc>> gpu = parse_device_spec("RTX 4090:24");
-    ASSERT_TRUE(gpu.ok()) << gpu.error().message;
-    PlanOptions plan;
-    plan.n_ctx = 64;
-    const Result<DevicePlan> refused = plan_devices(*shape, *gpu, plan);
-    ASSERT_FALSE(refused.ok());
-    EXPECT_EQ(refused.error().code, ErrorCode::unsupported);
-    EXPECT_NE(refused.error().message.find("encoder models run on the CPU for now"), std::string::npos)
-        << refused.error().message;
-    std::vector<DeviceDesc> cpu = *gpu;
-    cpu[0].kind = DeviceKind::cpu;
-    EXPECT_TRUE(plan_devices(*shape, cpu, plan).ok());
+    for (const char* file : {"bert-f32.gguf", "nomic-bert-f32.gguf"}) {
+        SCOPED_TRACE(file);
+        Result<ModelShape> shape = read_model_shape(bert_dir() / file);
+        ASSERT_TRUE(shape.ok()) << shape.error().message;
+        EXPECT_TRUE(shape->embedding_only);
+        Result<std::vector<DeviceDesc>> gpu = parse_device_spec("RTX 4090:24");
+        ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+        PlanOptions plan;
+        plan.n_ctx = 64;
+        const Result<DevicePlan> refused = plan_devices(*shape, *gpu, plan);
+        ASSERT_FALSE(refused.ok());
+        EXPECT_EQ(refused.error().code, ErrorCode::unsupported);
+        EXPECT_NE(refused.error().message.find("encoder models run on the CPU for now"), std::string::npos)
+            << refused.error().message;
+        std::vector<DeviceDesc> cpu = *gpu;
+        cpu[0].kind = DeviceKind::cpu;
+        EXPECT_TRUE(plan_devices(*shape, cpu, plan).ok());
+    }
 }
 
 // The synthetic presets of the encoders: bge-small-en-v1.5's and all-MiniLM-L6-v2's real
