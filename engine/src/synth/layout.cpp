@@ -128,6 +128,8 @@ void write_model_metadata(GgufMetadata& m, const ResolvedOptions& r, const Synth
         set_f32(m, a + ".attention.layer_norm_epsilon", p.rms_norm_eps);
         m.set(a + ".attention.causal", GgufValue{false});
         set_u32(m, a + ".pooling_type", r.preset.pooling_type);
+        // NomicBertModel: the RoPE base (rotary_emb_base) too; no position table.
+        if (r.preset.nomic_bert) set_f32(m, a + ".rope.freq_base", p.rope_freq_base);
         return;
     }
     set_u32(m, a + ".attention.head_count_kv", p.n_head_kv);

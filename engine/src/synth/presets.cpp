@@ -383,13 +383,14 @@ VocabSpec granite_vocab(uint32_t n_vocab) {
 
 // bert-base-uncased's WordPiece vocabulary (30522 tokens), which bge-small/base-en-v1.5 and
 // all-MiniLM-L6-v2 share, as llama.cpp's converter writes it: [PAD] at 0, [UNK] [CLS] [SEP]
-// [MASK] at 100..103, [CLS] first and [SEP] last in every input.
-VocabSpec bert_vocab(std::string_view pre) {
+// [MASK] at 100..103, [CLS] first and [SEP] last in every input. nomic-embed-text pads it to
+// n_vocab 30528 with the same tokens first.
+VocabSpec bert_vocab(std::string_view pre, uint32_t n_vocab = 30522) {
     VocabSpec v;
     v.kind = VocabKind::wpm;
     v.model = "bert";
     v.pre = pre;
-    v.n_vocab = 30522;
+    v.n_vocab = n_vocab;
     v.n_regular = 30522 - 999;
     v.leading = {{"[PAD]", TokenType::control},
                  {"[UNK]", TokenType::control},
@@ -451,7 +452,8 @@ PresetSpec make(const char* name, const char* arch, const char* model_name, bool
     p.fused_gate_up = a == "phi3" || a == "glm4";
     p.ffn_norm_is_post_attention = a == "seed_oss" || a == "glm4moe";
     p.granite = a == "granite" || a == "granitemoe";
-    p.bert = a == "bert";
+    p.bert = a == "bert" || a == "nomic-bert";
+    p.nomic_bert = a == "nomic-bert";
     return p;
 }
 
@@ -718,6 +720,14 @@ std::vector<PresetSpec> build_presets() {
     p.back().pooling_type = 2;
     p.push_back(make("minilm-l6", "bert", "all-MiniLM-L6-v2", false,
                      {6, 384, 1536, 12, 12, 32, 512, 0.0f, 1e-12f, true}, bert_vocab("default"), ChatTemplateId::none));
+    p.back().pooling_type = 1;
+    // nomic-embed-text-v1.5's config.json: n_embd 768, n_layer 12, n_head 12, n_inner 3072,
+    // rotary_emb_base 1000, layer_norm_epsilon 1e-12, vocab_size 30528 (bert-base-uncased's
+    // 30522 padded to a multiple of 64), type_vocab_size 2, activation swiglu, no biases; the
+    // converter writes a context of 2048 (max_trained_positions) and mean pooling.
+    p.push_back(make("nomic-embed", "nomic-bert", "nomic-embed-text-v1.5", true,
+                     {12, 768, 3072, 12, 12, 64, 2048, 1000.0f, 1e-12f, true}, bert_vocab("bert-bge", 30528),
+                     ChatTemplateId::none));
     p.back().pooling_type = 1;
     return p;
 }

@@ -132,6 +132,10 @@ struct PresetSpec {
     // attention.causal false, pooling_type (1 mean, 2 CLS) and the two token types.
     bool bert = false;
     uint32_t pooling_type = 0;
+    // nomic-bert (nomic-embed-text): a BERT encoder (bert is set too) without position_embd and
+    // biases, Q, K and V in attn_qkv, a SwiGLU feed-forward (ffn_up, ffn_gate, ffn_down), and
+    // {arch}.rope.freq_base for the RoPE on Q and K.
+    bool nomic_bert = false;
 };
 
 const std::vector<PresetSpec>& preset_specs();

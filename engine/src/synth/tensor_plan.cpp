@@ -199,8 +199,36 @@ std::string tensor_name(TensorRole role, int layer) {
 // A BERT encoder's tensors after token_embd, in the converter's order: the input's tables and
 // LayerNorm, then per layer Q, K, V and the output with their biases, attn_output_norm, up and
 // down with their biases, layer_output_norm. No output norm, no output.
+// nomic-bert's (NomicBertModel's order): token_types, token_embd_norm; per layer attn_qkv,
+// attn_output, attn_output_norm, ffn_up (fc11), ffn_gate (fc12), ffn_down, layer_output_norm;
+// no position table and no biases.
+template <class Add>
+void plan_nomic_bert(const PresetSpec& preset, Add& add) {
+    const SynthPreset& p = preset.info;
+    const int64_t n_embd = p.n_embd;
+    const int64_t n_ff = p.n_ff;
+    add(TensorRole::token_types, -1, {n_embd, 2});
+    add(TensorRole::token_embd_norm, -1, {n_embd});
+    add(TensorRole::token_embd_norm_bias, -1, {n_embd});
+    for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
+        add(TensorRole::attn_qkv, il, {n_embd, 3 * n_embd});
+        add(TensorRole::attn_output, il, {n_embd, n_embd});
+        add(TensorRole::attn_output_norm, il, {n_embd});
+        add(TensorRole::attn_output_norm_bias, il, {n_embd});
+        add(TensorRole::ffn_up, il, {n_embd, n_ff});
+        add(TensorRole::ffn_gate, il, {n_embd, n_ff});
+        add(TensorRole::ffn_down, il, {n_ff, n_embd});
+        add(TensorRole::layer_output_norm, il, {n_embd});
+        add(TensorRole::layer_output_norm_bias, il, {n_embd});
+    }
+}
+
 template <class Add>
 void plan_bert(const PresetSpec& preset, Add& add) {
+    if (preset.nomic_bert) {
+        plan_nomic_bert(preset, add);
+        return;
+    }
     const SynthPreset& p = preset.info;
     const int64_t n_embd = p.n_embd;
     const int64_t n_ff = p.n_ff;

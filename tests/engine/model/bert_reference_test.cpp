@@ -371,5 +371,76 @@ TEST(BertModel, SynthBgeSmallEmbedsText) {
     EXPECT_LT(cosine(*a, std::vector<double>(other->begin(), other->end())), 0.9999);
 }
 
+// The synthetic nomic-embed preset: nomic-embed-text-v1.5's real shapes as the engine reads
+// them back (RoPE base 1000, NeoX, no position table, Q, K and V in one tensor, SwiGLU, no
+// biases, mean pooling, the padded WordPiece vocabulary), and it embeds text.
+TEST(BertModel, SynthNomicEmbedHasTheRealShapesAndEmbedsText) {
+    test::TempDir dir;
+    SynthOptions options;
+    options.preset = "nomic-embed";
+    options.type = "q8_0";
+    options.n_layer = 2;  // small; the shape of every layer is the real one
+    options.output = dir / "nomic.gguf";
+    options.threads = 2;
+    ASSERT_TRUE(synthesize_model(options).ok());
+    Result<GgufModel> file = GgufModel::open(options.output);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    Result<arch::Hparams> hp = arch::read_hparams(*file);
+    ASSERT_TRUE(hp.ok()) << hp.error().message;
+    EXPECT_EQ(hp->architecture, "nomic-bert");
+    EXPECT_EQ(hp->n_embd, 768u);
+    EXPECT_EQ(hp->n_head, 12u);
+    EXPECT_EQ(hp->head_dim, 64u);
+    EXPECT_EQ(hp->n_ff, 3072u);
+    EXPECT_EQ(hp->n_ctx_train, 2048u);
+    EXPECT_EQ(hp->n_vocab, 30528u);
+    EXPECT_FLOAT_EQ(hp->norm_eps, 1e-12f);
+    EXPECT_FLOAT_EQ(hp->rope_base, 1000.0f);
+    EXPECT_EQ(hp->rope_layout, arch::RopeLayout::neox);
+    EXPECT_EQ(hp->rope_dims, 64u);
+    EXPECT_FALSE(hp->causal);
+    EXPECT_TRUE(hp->embedding_only);
+    EXPECT_EQ(file->find_tensor("position_embd.weight"), nullptr);
+    EXPECT_EQ(file->find_tensor("output.weight"), nullptr);
+    ASSERT_NE(file->find_tensor("blk.1.attn_qkv.weight"), nullptr);
+    EXPECT_EQ(file->find_tensor("blk.1.attn_qkv.weight")->n_rows(), 3 * 768);
+    EXPECT_NE(file->find_tensor("blk.1.ffn_gate.weight"), nullptr);
+    EXPECT_EQ(file->find_tensor("blk.0.attn_qkv.bias"), nullptr);
+    EXPECT_EQ(file->find_tensor("blk.0.ffn_up.bias"), nullptr);
+    Result<ModelInfo> info = inspect_model(options.output);
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->pooling, "mean");
+    EXPECT_TRUE(info->embedding_only);
+    bool listed = false;
+    for (const SynthPreset& p : synth_presets()) {
+        if (p.name != "nomic-embed") continue;
+        listed = true;
+        EXPECT_EQ(p.n_layer, 12u);
+        EXPECT_EQ(p.architecture, "nomic-bert");
+        EXPECT_TRUE(p.is_default);
+    }
+    EXPECT_TRUE(listed);
+
+    ModelOptions load_options;
+    load_options.n_threads = 2;
+    load_options.n_ctx = 256;
+    load_options.devices = "auto";  // the CPU, for an encoder
+    Result<Model> model = Model::load(options.output, load_options);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const std::vector<TokenId> ids = model->tokenizer().tokenize("search_query: the quick brown fox", true, false);
+    ASSERT_GE(ids.size(), 3u);
+    EXPECT_EQ(ids.front(), 101);  // [CLS]
+    EXPECT_EQ(ids.back(), 102);   // [SEP]
+    Result<std::vector<float>> a = model->embed(ids, default_pooling(model->summary().info));
+    Result<std::vector<float>> other = model->embed(
+        model->tokenizer().tokenize("search_query: the quick brown dog", true, false), EmbeddingPooling::mean);
+    ASSERT_TRUE(a.ok() && other.ok());
+    ASSERT_EQ(a->size(), 768u);
+    double norm = 0;
+    for (float v : *a) norm += double{v} * v;
+    EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-5);
+    EXPECT_LT(cosine(*a, std::vector<double>(other->begin(), other->end())), 0.9999);
+}
+
 }  // namespace
 }  // namespace powerhouse

@@ -45,8 +45,8 @@ TEST(SynthPresets, HaveTheRealShapes) {
     for (const SynthPreset& p : synth_presets()) defaults[p.architecture] += p.is_default ? 1 : 0;
     for (const auto& [arch, n] : defaults) EXPECT_EQ(n, 1) << arch;
     // llama, qwen2, qwen3, qwen3moe, gemma3, gpt-oss, phi3, smollm3, seed_oss, glm4, glm4moe,
-    // mistral3, granite, granitemoe, bert
-    EXPECT_EQ(defaults.size(), 15u);
+    // mistral3, granite, granitemoe, bert, nomic-bert
+    EXPECT_EQ(defaults.size(), 16u);
 }
 
 
@@ -290,11 +290,17 @@ TEST(SynthMetadata, HyperParametersUseTheKeysOfRealFiles) {
         EXPECT_EQ(m.get_uint(a + ".embedding_length"), p.n_embd);
         EXPECT_EQ(m.get_uint(a + ".feed_forward_length"), p.n_ff);
         EXPECT_EQ(m.get_uint(a + ".attention.head_count"), p.n_head);
-        if (a == "bert") {  // an encoder: LayerNorm's epsilon, not causal, a pooling; no RoPE
+        if (a == "bert" || a == "nomic-bert") {
+            // An encoder: LayerNorm's epsilon, not causal, a pooling; RoPE's base for nomic-bert
+            // alone (bert has a position table instead).
             EXPECT_FLOAT_EQ(static_cast<float>(*m.get_float(a + ".attention.layer_norm_epsilon")), p.rms_norm_eps);
             EXPECT_EQ(m.get_bool(a + ".attention.causal"), false);
             EXPECT_EQ(m.get_uint(a + ".pooling_type"), p.name == "bge-small" ? 2u : 1u);
-            EXPECT_FALSE(m.get_float(a + ".rope.freq_base").has_value());
+            if (a == "nomic-bert") {
+                EXPECT_EQ(m.get_float(a + ".rope.freq_base"), std::optional<double>(1000.0));
+            } else {
+                EXPECT_FALSE(m.get_float(a + ".rope.freq_base").has_value());
+            }
             continue;
         }
         EXPECT_EQ(m.get_uint(a + ".attention.head_count_kv"), p.n_head_kv);
