@@ -373,7 +373,10 @@ TEST(BertModel, SynthBgeSmallEmbedsText) {
 
 // The synthetic nomic-embed preset: nomic-embed-text-v1.5's real shapes as the engine reads
 // them back (RoPE base 1000, NeoX, no position table, Q, K and V in one tensor, SwiGLU, no
-// biases, mean pooling, the padded WordPiece vocabulary), and it embeds text.
+// biases, mean pooling, the padded WordPiece vocabulary), and it embeds text. (Whole-size
+// synthetic nomic-embed files, 12 layers in F16 and Q8_0, were compared with llama.cpp by hand
+// when the preset was added: the same tokens, and cosines of 0.999994 and above for texts of
+// 23, 351 and 1635 tokens, RoPE positions to 1634 included.)
 TEST(BertModel, SynthNomicEmbedHasTheRealShapesAndEmbedsText) {
     test::TempDir dir;
     SynthOptions options;
