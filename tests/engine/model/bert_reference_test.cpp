@@ -37,6 +37,7 @@
 #include "powerhouse/model.h"
 #include "powerhouse/plan.h"
 #include "powerhouse/synth.h"
+#include "support/engine_runs.h"
 #include "support/test_support.h"
 
 namespace powerhouse {
@@ -202,13 +203,10 @@ TEST(BertModel, TheEngineEmbedsAndRefusesToGenerate) {
     options.n_threads = 2;
     options.devices = "cpu";
     engine.submit(LoadCommand{bert_dir() / "bert-f32.gguf", options});
+    // The last of the events up to the first that `last` takes (a test failure if none comes).
     const auto next = [&](const std::function<bool(const EngineEvent&)>& last) {
-        const auto deadline = std::chrono::steady_clock::now() + 120s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            std::optional<EngineEvent> e = engine.wait_event(100ms);
-            if (e && last(*e)) return e;
-        }
-        return std::optional<EngineEvent>();
+        const std::vector<EngineEvent> events = test::events_until(engine, last);
+        return events.empty() || !last(events.back()) ? std::optional<EngineEvent>() : events.back();
     };
     const std::optional<EngineEvent> loaded = next([](const EngineEvent& e) {
         return std::holds_alternative<LoadedEvent>(e) || std::holds_alternative<ErrorEvent>(e);
