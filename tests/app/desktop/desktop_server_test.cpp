@@ -25,6 +25,7 @@
 #include "chat_controller.h"
 #include "desktop_test_support.h"
 #include "engine_client.h"
+#include "powerhouse/synth.h"
 #include "server_controller.h"
 #include "store/store.h"
 #include "support/test_support.h"
@@ -411,6 +412,35 @@ TEST_F(ServerControllerTest, APortInUseSaysWhatToDo) {
     ASSERT_TRUE(wait_running()) << server_->error().toStdString();
     EXPECT_NE(server_->boundPort(), taken);
     close(fd);
+}
+
+// An embedding model (a synthetic 2-layer bge-small) loaded in the app: the chat will not
+// send to it (ChatController::cannotChatReason), and the server serves it for what it is
+// for, /v1/embeddings (bge-small's 384 numbers).
+TEST_F(ServerControllerTest, ServesAnEmbeddingModelThatTheChatRefuses) {
+    powerhouse::SynthOptions so;
+    so.preset = "bge-small";
+    so.type = "q8_0";
+    so.n_layer = 2;
+    so.threads = 2;
+    so.output = dir_.path() / "bge-small.gguf";
+    auto made = powerhouse::synthesize_model(so);
+    ASSERT_TRUE(made) << made.error().message;
+    server_->setPort(0);
+    server_->setEnabled(true);
+    powerhouse::ModelOptions options;
+    options.n_ctx = 512;
+    options.n_threads = 2;
+    chat_->loadModel(QString::fromStdString(so.output.string()), options);
+    ASSERT_TRUE(wait_for([&] { return chat_->modelState() != ChatController::ModelState::Loading; }));
+    ASSERT_EQ(chat_->modelState(), ChatController::ModelState::Ready) << chat_->errorText().toStdString();
+    EXPECT_FALSE(chat_->cannotChatReason().isEmpty());
+    EXPECT_FALSE(chat_->send("Hello"));
+    ASSERT_TRUE(wait_running()) << server_->error().toStdString();
+    const json body = {{"model", server_->modelId().toStdString()}, {"input", "What is the capital of France?"}};
+    const Reply embedded = Request(server_->boundPort(), "POST", "/v1/embeddings", body.dump()).wait();
+    ASSERT_EQ(embedded.status, 200) << embedded.body;
+    EXPECT_EQ(json::parse(embedded.body).at("data").at(0).at("embedding").size(), 384u);
 }
 
 }  // namespace
