@@ -531,7 +531,8 @@ void Scheduler::plan_drafts(uint32_t avail, uint32_t budget) {
         guessed.push_back(planned);
     }
     if (!by_model.empty()) guess_with_draft_model(by_model);
-    for (auto [r, limit] : guessed) {
+    for (const auto& [request, limit] : guessed) {
+        Request* r = request;  // a lambda below takes it (clang before 16 captures no bindings)
         std::vector<TokenId>& draft = r->draft;
         const uint32_t counted = model_->blocks_needed(*r->seq, 1);  // the next token's, taken already
         const auto more = [&] {
