@@ -18,10 +18,12 @@
 
 namespace powerhouse::arch {
 
-namespace {
-
+// As blocks.cpp names them, in the same scope: one unity file holds both, and aliases in an
+// anonymous namespace would shadow those (clang's -Wshadow).
 using B = Buffer;
 using K = OpKind;
+
+namespace {
 
 Result<void> read_bert(const GgufModel& model, Hparams& hp) {
     PH_TRY(read_encoder(model, hp));
