@@ -23,28 +23,12 @@ using synth::VocabSpec;
 
 constexpr std::string_view kMark = "\xE2\x96\x81";  // "▁"
 
-// bge-small-en-v1.5, all-MiniLM-L6-v2: bert-base-uncased's 30522 tokens.
-VocabSpec bge_like(uint32_t n_vocab = 30522, uint32_t n_regular = 30522 - 999) {
-    VocabSpec spec;
-    spec.kind = VocabKind::wpm;
-    spec.model = "bert";
-    spec.pre = "bert-bge";
-    spec.n_vocab = n_vocab;
-    spec.n_regular = n_regular;
-    spec.leading = {{"[PAD]", TokenType::control},
-                    {"[UNK]", TokenType::control},
-                    {"[CLS]", TokenType::control},
-                    {"[SEP]", TokenType::control},
-                    {"[MASK]", TokenType::control}};
-    spec.pad_pattern = "[PAD{}]";
-    spec.pad_from_id = true;
-    spec.pad_type = TokenType::unused;
-    spec.bos = "[CLS]";
-    spec.eos = "[SEP]";
-    spec.unk = "[UNK]";
-    spec.pad = "[PAD]";
-    spec.add_bos = true;
-    return spec;
+// The WordPiece vocabulary of a synth preset: bge-small (bert-base-uncased's 30522 tokens,
+// as all-MiniLM-L6-v2 has them) or nomic-embed (the same tokens padded to 30528).
+VocabSpec preset_vocab(std::string_view preset = "bge-small") {
+    const synth::PresetSpec* spec = synth::find_preset(preset);
+    EXPECT_NE(spec, nullptr) << preset;
+    return spec != nullptr ? spec->vocab : VocabSpec{};
 }
 
 std::string mark(std::string_view s) {
@@ -52,7 +36,7 @@ std::string mark(std::string_view s) {
 }
 
 TEST(WpmSynthVocab, HasBertBaseUncasedLayout) {
-    Result<synth::SynthVocab> built = synth::build_vocab(bge_like());
+    Result<synth::SynthVocab> built = synth::build_vocab(preset_vocab());
     ASSERT_TRUE(built) << built.error().message;
     const synth::SynthVocab& v = *built;
     ASSERT_EQ(v.tokens.size(), 30522u);
@@ -103,7 +87,7 @@ TEST(WpmSynthVocab, HasBertBaseUncasedLayout) {
 
 TEST(WpmSynthVocab, PadsToAPaddedVocabularySize) {
     // nomic-embed-text-v1.5: 30522 real tokens padded to 30528.
-    Result<synth::SynthVocab> built = synth::build_vocab(bge_like(30528, 30522 - 999));
+    Result<synth::SynthVocab> built = synth::build_vocab(preset_vocab("nomic-embed"));
     ASSERT_TRUE(built) << built.error().message;
     ASSERT_EQ(built->tokens.size(), 30528u);
     EXPECT_EQ(built->tokens[30522], "[PAD30522]");
@@ -111,7 +95,7 @@ TEST(WpmSynthVocab, PadsToAPaddedVocabularySize) {
     EXPECT_EQ(built->token_types[30527], 5);
     EXPECT_EQ(built->tokens[102], "[SEP]");
     // The same regular tokens as the unpadded vocabulary's.
-    Result<synth::SynthVocab> plain = synth::build_vocab(bge_like());
+    Result<synth::SynthVocab> plain = synth::build_vocab(preset_vocab());
     ASSERT_TRUE(plain);
     EXPECT_EQ(std::vector<std::string>(built->tokens.begin(), built->tokens.begin() + 30522), plain->tokens);
 }
@@ -121,15 +105,17 @@ TEST(WpmSynthVocab, PadsToAPaddedVocabularySize) {
 TEST(WpmSynthVocab, WritesItselfForTheFixtureScript) {
     const char* path = std::getenv("PH_WPM_VOCAB_OUT");
     if (path == nullptr) GTEST_SKIP() << "only for scripts/fixtures/make_wpm_fixture.py";
-    Result<synth::SynthVocab> built = synth::build_vocab(bge_like());
+    Result<synth::SynthVocab> built = synth::build_vocab(preset_vocab());
     ASSERT_TRUE(built);
     const nlohmann::json out = {{"tokens", built->tokens}, {"types", built->token_types}};
     std::ofstream(path, std::ios::binary) << out.dump();
 }
 
 TEST(WpmSynthVocab, RejectsALayoutThatDoesNotFit) {
-    EXPECT_FALSE(synth::build_vocab(bge_like(30522, 30522)));
-    VocabSpec no_specials = bge_like();
+    VocabSpec no_room = preset_vocab();
+    no_room.n_regular = no_room.n_vocab;
+    EXPECT_FALSE(synth::build_vocab(no_room));
+    VocabSpec no_specials = preset_vocab();
     no_specials.leading.clear();
     EXPECT_FALSE(synth::build_vocab(no_specials));
 }
@@ -143,7 +129,7 @@ const nlohmann::json& fixture() {
 }
 
 const synth::SynthVocab& synthetic_vocab() {
-    static const synth::SynthVocab v = *synth::build_vocab(bge_like());
+    static const synth::SynthVocab v = *synth::build_vocab(preset_vocab());
     return v;
 }
 
